@@ -1,0 +1,88 @@
+"""One exception tree for paperbell, each error with a message a person can act on.
+
+    PaperbellError
+    ├── ConfigError          the config file or a setting is wrong (lists every problem)
+    ├── RuleError            a subscription rule does not parse (points at the column)
+    ├── SourceError          a source could not be read
+    │   ├── FeedErrorResponse    the service answered with its own error feed (bad category ...)
+    │   ├── FeedFormatError      the body is not a feed: HTML, garbage, a truncated download
+    │   └── ObsoleteFeedFormat   a feed format the service no longer publishes (arXiv RSS 1.0)
+    ├── StoreError           the database could not be opened or written
+    └── DeliveryError        a digest could not be delivered (SMTP down, address refused ...)
+
+Every error carries an optional `hint`: the remediation a user should try. The CLI prints
+the message and the hint and exits non-zero; a long-running job logs and skips.
+"""
+
+from __future__ import annotations
+
+
+class PaperbellError(Exception):
+    """Base of every error paperbell raises on purpose."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
+
+
+class ConfigError(PaperbellError):
+    """The configuration is invalid; `problems` holds every `key.path: message` found."""
+
+    def __init__(self, problems: list[str], *, source: str = "config", hint: str | None = None):
+        self.problems = list(problems)
+        self.source = source
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        count = len(self.problems)
+        noun = "problem" if count == 1 else "problems"
+        super().__init__(f"{source}: {count} {noun}:\n{lines}", hint=hint)
+
+
+class RuleError(PaperbellError):
+    """A rule that does not parse. `position` is a 0-based offset into `text`."""
+
+    def __init__(self, message: str, *, text: str, position: int) -> None:
+        self.reason = message
+        self.text = text
+        self.position = max(0, min(position, len(text)))
+        super().__init__(f"{message} at column {self.position + 1}")
+
+    def caret(self) -> str:
+        """The rule with a caret under the offending column, for terminals and Slack."""
+        return f"{self.text}\n{' ' * self.position}^"
+
+
+class SourceError(PaperbellError):
+    """A source could not be fetched or parsed; other sources go on."""
+
+    def __init__(self, message: str, *, source: str = "", url: str = "", hint: str | None = None):
+        self.source = source
+        self.url = url
+        super().__init__(message, hint=hint)
+
+
+class FeedErrorResponse(SourceError):
+    """The service answered with an error document (arXiv: 'Feed error for query')."""
+
+
+class FeedFormatError(SourceError):
+    """The body is not a feed we can read (HTML, garbage, truncated XML)."""
+
+
+class ObsoleteFeedFormat(SourceError):
+    """A format the service no longer publishes (arXiv's pre-2024 RSS 1.0/RDF)."""
+
+
+class StoreError(PaperbellError):
+    """The database could not be opened or written."""
+
+
+class DeliveryError(PaperbellError):
+    """A digest could not be delivered. `transient` says whether a retry may succeed."""
+
+    def __init__(self, message: str, *, transient: bool = True, hint: str | None = None):
+        self.transient = transient
+        super().__init__(message, hint=hint)

@@ -1,0 +1,163 @@
+"""The data paperbell passes between its stages. Data only: no I/O, no database session.
+
+`Paper` is what every source produces and every later stage reads. `Subscriber` is a
+person (or, later, a channel) with rules. `Hit`, `DigestItem`, `DigestGroup` and `Digest`
+carry a subscriber's matches from the digest builder to the renderers and channels.
+The database tables live in `bot.store`; they convert to and from these classes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Literal
+
+AnnounceType = Literal["new", "cross", "replace", "replace-cross"]
+ANNOUNCE_TYPES: tuple[str, ...] = ("new", "cross", "replace", "replace-cross")
+
+# What a subscriber may ask for in `include`; "replace" also admits "replace-cross".
+INCLUDE_CHOICES: tuple[str, ...] = ("new", "cross", "replace")
+DEFAULT_INCLUDE: frozenset[str] = frozenset({"new", "cross"})
+
+# New-style ids (0704.0001 ... 2411.17700, 5 digits since 2015) and old-style
+# archive/YYMMNNN ids (quant-ph/0201082, math.GT/0309136), each with an optional version.
+ARXIV_ID_RE = re.compile(
+    r"(?P<id>\d{4}\.\d{4,5}|[a-z][a-z\-]*(?:\.[A-Z]{2})?/\d{7})(?:v(?P<version>\d+))?"
+)
+
+
+def split_arxiv_id(text: str) -> tuple[str, int | None]:
+    """Split `2411.17700v2` (or `oai:arXiv.org:2411.17700v2`, a URL) into id and version."""
+    match = ARXIV_ID_RE.search(text)
+    if match is None:
+        raise ValueError(f"no arXiv identifier in {text!r}")
+    version = match.group("version")
+    return match.group("id"), int(version) if version else None
+
+
+@dataclass(frozen=True, slots=True)
+class Paper:
+    """One paper as announced: the latest version paperbell has seen."""
+
+    id: str  # version-less arXiv id: "2411.17700" or "quant-ph/0201082"
+    version: int
+    title: str  # plain text as published (TeX and all); never HTML
+    abstract: str
+    authors: tuple[str, ...]
+    categories: tuple[str, ...]  # primary category first
+    announce_type: str = "new"
+    announced: date | None = None  # the announcement day the feed belongs to
+    dois: tuple[str, ...] = ()
+    journal_ref: str | None = None
+    license: str | None = None
+    source: str = ""  # the configured source name that delivered it
+
+    @property
+    def primary_category(self) -> str | None:
+        return self.categories[0] if self.categories else None
+
+    @property
+    def versioned_id(self) -> str:
+        return f"{self.id}v{self.version}"
+
+    @property
+    def abs_url(self) -> str:
+        return f"https://arxiv.org/abs/{self.id}"
+
+    @property
+    def pdf_url(self) -> str:
+        return f"https://arxiv.org/pdf/{self.versioned_id}"
+
+    @property
+    def html_url(self) -> str:
+        return f"https://arxiv.org/html/{self.versioned_id}"
+
+    @property
+    def is_update(self) -> bool:
+        return self.announce_type in ("replace", "replace-cross")
+
+    @property
+    def is_cross(self) -> bool:
+        return self.announce_type in ("cross", "replace-cross")
+
+
+@dataclass(frozen=True, slots=True)
+class Subscriber:
+    """Someone who receives digests, with the rules that pick their papers."""
+
+    name: str
+    email: str | None
+    rules: tuple[str, ...]
+    categories: tuple[str, ...] = ()  # empty: any category
+    max_papers: int = 50
+    include: frozenset[str] = DEFAULT_INCLUDE
+    origin: Literal["config", "database"] = "config"
+    active: bool = True
+    id: int | None = None  # the database id, once stored
+
+    def wants(self, paper: Paper) -> bool:
+        """Whether the paper's announce type and categories are ones this subscriber takes."""
+        kind = "replace" if paper.is_update else paper.announce_type
+        if kind not in self.include:
+            return False
+        if not self.categories:
+            return True
+        return any(_category_covers(c, pc) for c in self.categories for pc in paper.categories)
+
+
+def _category_covers(wanted: str, category: str) -> bool:
+    """`cs` covers `cs.LG`; `cs.LG` covers only itself."""
+    return category == wanted or ("." not in wanted and category.startswith(wanted + "."))
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """Where a rule term matched: a character span in the paper's title or abstract."""
+
+    field: Literal["title", "abstract", "category"]
+    start: int
+    end: int
+    term: str
+
+
+@dataclass(frozen=True, slots=True)
+class DigestItem:
+    """A paper in a digest, with every rule it matched and where."""
+
+    paper: Paper
+    rules: tuple[str, ...]
+    hits: tuple[Hit, ...]
+    score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class DigestGroup:
+    """The papers of a digest filed under one rule (the best rule each paper matched)."""
+
+    rule: str
+    items: tuple[DigestItem, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    """One subscriber's digest: what to render and send, and its stable identity."""
+
+    subscriber: Subscriber
+    digest_id: str  # stable: the same subscriber and papers give the same id
+    created: datetime
+    groups: tuple[DigestGroup, ...]
+    omitted: tuple[Paper, ...] = ()  # matched, but left out by max_papers (recorded, not sent)
+    announced: tuple[date, ...] = field(default=())  # announcement days the papers belong to
+
+    @property
+    def items(self) -> tuple[DigestItem, ...]:
+        return tuple(item for group in self.groups for item in group.items)
+
+    @property
+    def count(self) -> int:
+        return sum(len(group.items) for group in self.groups)
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        return tuple(group.rule for group in self.groups)
