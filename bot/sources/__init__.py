@@ -59,7 +59,7 @@ class Source:
         self.name = name
         self.options = options
 
-    def parse(self, body: bytes) -> ParsedFeed:  # pragma: no cover - abstract
+    def parse(self, body: bytes, *, status: int = 200) -> ParsedFeed:  # pragma: no cover
         raise NotImplementedError
 
     async def fetch(self, http: Any, state: FetchState) -> FetchResult:  # pragma: no cover

@@ -1,0 +1,10 @@
+# paperbell in a container: the same `pip install .` the tests prove, nothing more.
+#   docker build -t paperbell .
+#   docker run --rm -v "$PWD:/data" paperbell demo --out /data/paperbell-demo
+#   docker run --rm -v "$PWD:/data" -e PAPERBELL_SMTP_PASSWORD paperbell digest -c /data/config.toml
+FROM python:3.11-slim
+COPY . /src
+RUN pip install --no-cache-dir "/src[postgres]" && rm -rf /src
+WORKDIR /data
+ENTRYPOINT ["paperbell"]
+CMD ["--help"]

@@ -1,0 +1,166 @@
+"""The email channel: sends rendered digests over SMTP (aiosmtplib), one connection a batch.
+
+Owns the SMTP conversation and its failure modes. Must not render or touch the database:
+it gets finished messages and reports each one's fate through `on_sent` and its outcomes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from email.message import EmailMessage
+from pathlib import Path
+from typing import Literal
+
+import aiosmtplib
+
+from bot.channels import OnSent, SendOutcome, notify
+from bot.errors import DeliveryError
+from bot.models import Digest
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SmtpSettings:
+    host: str
+    port: int
+    security: Literal["starttls", "tls", "none"] = "starttls"
+    username: str | None = None
+    password: str | None = None
+    timeout: float = 30.0
+
+
+class EmailChannel:
+    """Delivers digests to an SMTP server."""
+
+    name = "email"
+
+    def __init__(self, settings: SmtpSettings) -> None:
+        self.settings = settings
+
+    def _client(self) -> aiosmtplib.SMTP:
+        s = self.settings
+        return aiosmtplib.SMTP(
+            hostname=s.host,
+            port=s.port,
+            use_tls=s.security == "tls",
+            start_tls=s.security == "starttls",
+            timeout=s.timeout,
+        )
+
+    async def _connect(self) -> aiosmtplib.SMTP:
+        s = self.settings
+        smtp = self._client()
+        where = f"{s.host}:{s.port}"
+        try:
+            await smtp.connect()
+            if s.username:
+                await smtp.login(s.username, s.password or "")
+        except aiosmtplib.SMTPAuthenticationError as exc:
+            raise DeliveryError(
+                f"the SMTP server {where} refused the login for {s.username!r}: {exc.message}",
+                transient=False,
+                hint="check email.username and the password variable named in password_env",
+            ) from None
+        except (aiosmtplib.SMTPException, OSError) as exc:
+            raise DeliveryError(
+                f"cannot connect to the SMTP server {where}: {_describe(exc)}",
+                hint="check [email] host, port and security; is the server running?",
+            ) from None
+        return smtp
+
+    async def send_all(
+        self, batch: Sequence[tuple[Digest, EmailMessage]], on_sent: OnSent
+    ) -> list[SendOutcome]:
+        """Send every message over one connection; reconnect once if the server drops it."""
+        outcomes: list[SendOutcome] = []
+        if not batch:
+            return outcomes
+        smtp: aiosmtplib.SMTP | None = None
+        try:
+            for digest, message in batch:
+                attempt = 0
+                while True:
+                    attempt += 1
+                    try:
+                        if smtp is None:
+                            smtp = await self._connect()
+                        errors, _ = await smtp.send_message(message)
+                    except aiosmtplib.SMTPServerDisconnected as exc:
+                        smtp = None
+                        if attempt < 2:
+                            log.warning("SMTP server disconnected (%s); reconnecting", exc)
+                            continue
+                        outcomes.append(_failed(digest, f"server disconnected: {exc}"))
+                        break
+                    except aiosmtplib.SMTPRecipientsRefused as exc:
+                        codes = [e.code for e in exc.recipients]
+                        text = "; ".join(
+                            f"{e.recipient}: {e.code} {e.message}" for e in exc.recipients
+                        )
+                        outcomes.append(
+                            _failed(digest, f"recipient refused: {text}", min(codes) >= 500)
+                        )
+                        break
+                    except aiosmtplib.SMTPResponseException as exc:
+                        outcomes.append(
+                            _failed(digest, f"{exc.code} {exc.message}", exc.code >= 500)
+                        )
+                        break
+                    else:
+                        if errors:  # some recipients refused; ours is the only one
+                            text = "; ".join(
+                                f"{r}: {e.code} {e.message}" for r, e in errors.items()
+                            )
+                            outcomes.append(_failed(digest, f"recipient refused: {text}", True))
+                        else:
+                            await notify(on_sent, digest)
+                            outcomes.append(SendOutcome(digest=digest, ok=True))
+                        break
+        except DeliveryError as exc:
+            # The server cannot be reached (or refuses us): every digest not yet sent fails
+            # with the same, actionable reason; nothing is recorded for them.
+            done = {id(o.digest) for o in outcomes}
+            for digest, _ in batch:
+                if id(digest) not in done:
+                    outcomes.append(_failed(digest, str(exc), not exc.transient))
+        finally:
+            if smtp is not None and smtp.is_connected:
+                try:
+                    await smtp.quit()
+                except (aiosmtplib.SMTPException, OSError):
+                    smtp.close()
+        return outcomes
+
+
+class FileChannel:
+    """Writes each digest as an .eml file into a folder (`digest --out DIR`); sends nothing."""
+
+    name = "file"
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    async def send_all(
+        self, batch: Sequence[tuple[Digest, EmailMessage]], on_sent: OnSent
+    ) -> list[SendOutcome]:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        outcomes = []
+        for digest, message in batch:
+            path = self.folder / f"{digest.subscriber.name}-{digest.digest_id}.eml"
+            path.write_bytes(bytes(message))
+            await notify(on_sent, digest)
+            outcomes.append(SendOutcome(digest=digest, ok=True, where=str(path)))
+        return outcomes
+
+
+def _failed(digest: Digest, error: str, permanent: bool = False) -> SendOutcome:
+    log.error("delivery to %s failed: %s", digest.subscriber.name, error)
+    return SendOutcome(digest=digest, ok=False, error=error, permanent=permanent)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text or type(exc).__name__

@@ -1,0 +1,379 @@
+"""The command line: a thin shell that builds everything from the config and runs one stage.
+
+Exit codes: 0 success; 1 a source, delivery or database failed (the others went on);
+2 bad usage or an invalid config (nothing was done). The only module (with `config`) that
+reads the environment, and the only one that configures logging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from datetime import date
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from bot import __version__
+from bot.config import Config, example_config_text, load_config, subscriber_problems
+from bot.errors import ConfigError, PaperbellError, RuleError
+from bot.store import Store, utcnow
+
+log = logging.getLogger("bot")
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def handle_errors(func: F) -> F:
+    """Turn paperbell errors into a message on stderr and a meaningful exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except ConfigError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+        except RuleError as exc:
+            click.echo(
+                f"error: bad rule: {exc}\n  {exc.caret().replace(chr(10), chr(10) + '  ')}",
+                err=True,
+            )
+            sys.exit(EXIT_USAGE)
+        except PaperbellError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_FAILED)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def config_option(func: F) -> F:
+    return click.option(
+        "-c",
+        "--config",
+        "config_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=lambda: os.environ.get("PAPERBELL_CONFIG", "config.toml"),
+        show_default="$PAPERBELL_CONFIG or ./config.toml",
+        help="The config file.",
+    )(func)
+
+
+def open_store(config: Config) -> Store:
+    return Store.open(config.database_url())
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="paperbell")
+@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
+def main(verbose: int) -> None:
+    """paperbell: tells researchers about the new papers that matter to them.
+
+    Polls arXiv listing feeds, matches new papers against each subscriber's rules and sends
+    each subscriber a personalised digest. Start with `paperbell demo` (offline, no account)
+    or `paperbell init` to write a config file.
+    """
+    level = logging.WARNING - 10 * verbose
+    logging.basicConfig(
+        level=max(level, logging.DEBUG), format="%(levelname)s %(name)s: %(message)s"
+    )
+
+
+@main.command()
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("paperbell-demo"),
+    show_default=True,
+    help="Folder for the received messages and the demo database.",
+)
+@handle_errors
+def demo(out_dir: Path) -> None:
+    """Run the whole pipeline offline on a bundled real arXiv feed.
+
+    Reads the real arXiv listing of 28 Nov 2024 shipped with paperbell, matches it against
+    example subscribers, sends their digests over real SMTP to a server started on
+    loopback, and saves each received message as .eml and .html in the output folder.
+    Run it twice: the second run sends nothing, because everything was delivered.
+    """
+    from bot.demo import run_demo
+
+    sys.exit(asyncio.run(run_demo(out_dir, echo=click.echo)))
+
+
+@main.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path), default="config.toml")
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+def init(path: Path, force: bool) -> None:
+    """Write a commented config file to PATH (default ./config.toml)."""
+    if path.exists() and not force:
+        click.echo(f"error: {path} exists; use --force to overwrite it", err=True)
+        sys.exit(EXIT_USAGE)
+    path.write_text(example_config_text(), encoding="utf-8")
+    click.echo(f"wrote {path}; edit it, then run: paperbell check-config -c {path}")
+
+
+@main.command("check-config")
+@config_option
+@handle_errors
+def check_config(config_path: Path) -> None:
+    """Validate the config file and report every problem at once."""
+    config = load_config(config_path)
+    rules = sum(len(s.rules) for s in config.subscribers)
+    click.echo(
+        f"{config_path}: OK ({len(config.sources)} sources, {len(config.subscribers)} "
+        f"subscribers, {rules} rules; database {config.database.url})"
+    )
+
+
+@main.command()
+@config_option
+@click.option("--source", "only", metavar="NAME", help="Poll only this source.")
+@handle_errors
+def poll(config_path: Path, only: str | None) -> None:
+    """Fetch every configured source once and store the new papers."""
+    from bot.pipeline import poll as run_poll
+    from bot.sources.http import PoliteFetcher, make_client
+
+    config = load_config(config_path)
+    if only is not None and only not in {s.name for s in config.sources}:
+        raise ConfigError([f"no source named {only!r}"], source=str(config_path))
+    store = open_store(config)
+
+    async def go() -> list[Any]:
+        async with make_client() as client:
+            return await run_poll(config, store, PoliteFetcher(client), now=utcnow(), only=only)
+
+    reports = asyncio.run(go())
+    failed = 0
+    for r in reports:
+        if r.result == "error":
+            failed += 1
+            click.echo(f"{r.source}: ERROR {r.error}")
+        elif r.result == "not_modified":
+            click.echo(f"{r.source}: unchanged (HTTP 304)")
+        elif r.result == "empty":
+            click.echo(f"{r.source}: 0 items ({r.note or 'empty feed'})")
+        else:
+            click.echo(
+                f"{r.source}: {r.items} items read, {r.new} new, {r.updated} updated, "
+                f"{r.unchanged} already stored (announced {r.announced})"
+            )
+    if not reports:
+        click.echo("no sources configured")
+    sys.exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+@main.command()
+@config_option
+@click.option("--dry-run", is_flag=True, help="Print who would get which papers; change nothing.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write each digest as an .eml file into DIR instead of sending; record nothing.",
+)
+@click.option("--subscriber", "only", metavar="NAME", help="Only this subscriber.")
+@click.option(
+    "--since",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    help="Take papers announced on or after this date (YYYY-MM-DD) instead of the "
+    "default window ([digest] window_days).",
+)
+@handle_errors
+def digest(
+    config_path: Path, dry_run: bool, out_dir: Path | None, only: str | None, since: Any
+) -> None:
+    """Build and send every subscriber's digest of papers they have not received yet."""
+    from bot.channels.email import EmailChannel, FileChannel
+    from bot.pipeline import deliver
+
+    config = load_config(config_path)
+    store = open_store(config)
+    channel: Any = (
+        FileChannel(out_dir) if out_dir is not None else EmailChannel(smtp_settings(config))
+    )
+    reports = asyncio.run(
+        deliver(
+            config,
+            store,
+            channel,
+            now=utcnow(),
+            since=since.date() if since else None,
+            only=only,
+            dry_run=dry_run,
+            record=out_dir is None,
+        )
+    )
+    sys.exit(print_delivery(reports, dry_run=dry_run))
+
+
+def smtp_settings(config: Config) -> Any:
+    from bot.channels.email import SmtpSettings
+
+    if config.email is None:
+        raise ConfigError(["email: the [email] section is missing"], source=str(config.path))
+    e = config.email
+    return SmtpSettings(
+        host=e.host,
+        port=e.effective_port,
+        security=e.security,
+        username=e.username,
+        password=e.password,
+        timeout=e.timeout,
+    )
+
+
+def print_delivery(reports: Sequence[Any], *, dry_run: bool = False) -> int:
+    """Print one line per subscriber (and the papers, in a dry run); return the exit code."""
+    failed = 0
+    for r in reports:
+        n = len(r.papers)
+        papers = f"{n} paper{'s' if n != 1 else ''}"
+        more = f" (+{r.omitted} over max_papers)" if r.omitted else ""
+        if r.status == "sent":
+            click.echo(f"{r.subscriber} <{r.address}>: sent {papers}{more}")
+        elif r.status == "written":
+            click.echo(f"{r.subscriber} <{r.address}>: {papers}{more} -> {r.where}")
+        elif r.status == "would-send":
+            click.echo(f"{r.subscriber} <{r.address}>: would get {papers}{more}")
+            for item in r.digest.items if r.digest else ():
+                rules = ", ".join(item.rules)
+                click.echo(f"    {item.paper.id:<18} {item.paper.title[:70]}  [{rules}]")
+        elif r.status == "nothing":
+            click.echo(f"{r.subscriber} <{r.address}>: no new matching papers")
+        elif r.status == "skipped":
+            click.echo(f"{r.subscriber}: skipped ({r.error})")
+        else:
+            failed += 1
+            click.echo(f"{r.subscriber} <{r.address}>: FAILED {r.error}", err=True)
+    if not reports:
+        click.echo("no subscribers")
+    if dry_run:
+        click.echo("dry run: nothing was sent or recorded")
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+@main.command()
+@config_option
+@click.argument("name")
+@click.argument("rules", nargs=-1, required=True)
+@click.option("--email", help="The subscriber's email address (required for a new subscriber).")
+@click.option("--category", "categories", multiple=True, help="Only papers in this category.")
+@click.option("--max-papers", type=click.IntRange(1, 1000), help="At most this many per digest.")
+@click.option(
+    "--include",
+    type=click.Choice(["new", "cross", "replace"]),
+    multiple=True,
+    help="Announcement types to take (default new and cross; replace = updated versions).",
+)
+@handle_errors
+def subscribe(
+    config_path: Path,
+    name: str,
+    rules: tuple[str, ...],
+    email: str | None,
+    categories: tuple[str, ...],
+    max_papers: int | None,
+    include: tuple[str, ...],
+) -> None:
+    """Subscribe NAME with one or more RULES (stored in the database).
+
+    Adds the rules to NAME if it exists. Example:
+    paperbell subscribe ada --email ada@example.org '"diffusion policy"' 'multi-agent cat:cs.RO'
+    """
+    config = load_config(config_path)
+    problems = subscriber_problems(name=name, email=email, rules=rules, categories=categories)
+    if name in {s.name for s in config.subscribers}:
+        problems.append(f"{name!r} is declared in the config file: change its rules there")
+    store = open_store(config)
+    row = store.subscriber_row(name)
+    if row is None and not email:
+        problems.append("--email is required for a new subscriber")
+    if problems:
+        raise ConfigError(problems, source="subscribe")
+    sub, created = store.add_subscriber(
+        name,
+        email=email,
+        rules=rules,
+        now=utcnow(),
+        categories=categories,
+        max_papers=max_papers,
+        include=include or None,
+    )
+    verb = "subscribed" if created else "updated"
+    click.echo(f"{verb} {sub.name} <{sub.email}> with {len(sub.rules)} rule(s):")
+    for number, text in enumerate(sub.rules, 1):
+        click.echo(f"  {number}. {text}")
+
+
+@main.command()
+@config_option
+@click.argument("name")
+@click.option("--rule", "rule_number", type=int, metavar="N", help="Remove only rule N.")
+@click.option("--delete", is_flag=True, help="Delete the subscriber and its history.")
+@handle_errors
+def unsubscribe(config_path: Path, name: str, rule_number: int | None, delete: bool) -> None:
+    """Stop sending digests to NAME (or remove one of its rules with --rule N).
+
+    Works for subscribers from the config file too: they stay unsubscribed until
+    `paperbell subscribe`-d again (database) or renamed in the file."""
+    config = load_config(config_path)
+    store = open_store(config)
+    if rule_number is not None:
+        text = store.remove_rule(name, rule_number)
+        click.echo(f"removed rule {rule_number} of {name}: {text}")
+    elif delete:
+        store.delete_subscriber(name)
+        click.echo(f"deleted {name} and its delivery history")
+    else:
+        if name in {s.name for s in config.subscribers}:
+            store.sync_config_subscribers(
+                [s.to_subscriber() for s in config.subscribers], now=utcnow()
+            )
+        if not store.set_active(name, False, now=utcnow()):
+            raise PaperbellError(f"no subscriber named {name!r}", hint="see `paperbell list`")
+        click.echo(f"unsubscribed {name}: no more digests")
+
+
+@main.command("list")
+@config_option
+@handle_errors
+def list_(config_path: Path) -> None:
+    """List subscribers (config file and database) with their numbered rules."""
+    config = load_config(config_path)
+    store = open_store(config)
+    subscribers = store.subscribers(
+        [s.to_subscriber() for s in config.subscribers], include_inactive=True
+    )
+    counts = store.delivery_counts()
+    if not subscribers:
+        click.echo("no subscribers")
+    for sub in subscribers:
+        got, last = counts.get(sub.id or -1, (0, None))
+        status = "active" if sub.active else "unsubscribed"
+        when = f", last {last:%Y-%m-%d %H:%M} UTC" if last else ""
+        click.echo(f"{sub.name} <{sub.email}> [{sub.origin}, {status}] {got} papers sent{when}")
+        extra = []
+        if sub.categories:
+            extra.append("categories " + ", ".join(sub.categories))
+        extra.append("include " + ", ".join(sorted(sub.include)))
+        extra.append(f"max {sub.max_papers}")
+        click.echo("    " + "; ".join(extra))
+        for number, text in enumerate(sub.rules, 1):
+            click.echo(f"    {number}. {text}")
+
+
+def parse_date(value: str) -> date:
+    return date.fromisoformat(value)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

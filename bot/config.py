@@ -1,0 +1,350 @@
+"""The configuration: TOML in, one validated `Config` out, every problem reported at once.
+
+Owns the schema (pydantic), the defaults, and reading secrets from the environment (by the
+variable *name* given in the file; secrets never live in the file). Must not open the
+database, the network or SMTP: it only checks and describes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from email.utils import parseaddr
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from bot.errors import ConfigError, RuleError
+from bot.models import INCLUDE_CHOICES, Subscriber
+from bot.rules import parse_rule
+from bot.sources import SOURCE_KINDS, load_builtin_sources
+
+CONFIG_VERSION = 1
+DEFAULT_DATABASE_URL = "sqlite:///paperbell.sqlite"
+
+CATEGORY_RE = re.compile(r"^[a-z][a-z\-]*(\.[A-Za-z\-]+)?$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@\-]{0,63}$")
+EMAIL_RE = re.compile(r"^[^@\s<>,;\"]+@[^@\s<>,;\"]+\.[^@\s<>,;\"]+$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+PLACEHOLDER_SECRETS = {"", "changeme", "change-me", "password", "secret", "xxx", "todo", "..."}
+
+
+def _check_rule(text: str) -> str:
+    try:
+        parse_rule(text)
+    except RuleError as exc:
+        raise ValueError(
+            f"{exc}\n      {exc.caret().replace(chr(10), chr(10) + '      ')}"
+        ) from None
+    return text
+
+
+def _check_category(value: str) -> str:
+    if not CATEGORY_RE.match(value):
+        raise ValueError(f"{value!r} is not an arXiv category (examples: cs, cs.LG, q-bio.NC)")
+    return value
+
+
+def _check_email(value: str) -> str:
+    if not EMAIL_RE.match(value) or "\r" in value or "\n" in value:
+        raise ValueError(f"{value!r} is not an email address")
+    return value
+
+
+RuleText = Annotated[str, AfterValidator(_check_rule)]
+CategoryName = Annotated[str, AfterValidator(_check_category)]
+EmailAddress = Annotated[str, AfterValidator(_check_email)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class DatabaseConfig(_Section):
+    url: str = DEFAULT_DATABASE_URL
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, value: str) -> str:
+        if not value.startswith(("sqlite:", "postgresql:", "postgresql+", "postgres:")):
+            raise ValueError("use a sqlite:///path or postgresql://user@host/db URL")
+        return value
+
+
+class DigestConfig(_Section):
+    window_days: int = Field(7, ge=1, le=60)
+
+
+class SourceConfig(BaseModel):
+    """One `[[sources]]` table: `kind`, `name`, and the options of that kind."""
+
+    model_config = ConfigDict(extra="allow", str_strip_whitespace=True)
+
+    kind: str
+    name: str = ""
+
+    @model_validator(mode="after")
+    def _known_kind(self) -> SourceConfig:
+        load_builtin_sources()
+        cls = SOURCE_KINDS.get(self.kind)
+        if cls is None:
+            known = ", ".join(sorted(SOURCE_KINDS))
+            raise ValueError(f"unknown source kind {self.kind!r} (known: {known})")
+        options_model = getattr(cls, "Options", None)
+        if options_model is not None:
+            options_model.model_validate(self.options)
+        if not self.name:
+            self.name = self.kind
+        return self
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class EmailConfig(_Section):
+    from_: str = Field(alias="from")
+    host: str = "localhost"
+    port: int | None = Field(None, ge=1, le=65535)
+    security: Literal["starttls", "tls", "none"] = "starttls"
+    username: str | None = None
+    password_env: str | None = None
+    timeout: float = Field(30.0, gt=0, le=600)
+    list_id: str = "paperbell digest"
+    unsubscribe_mailto: EmailAddress | None = None
+    password: str | None = Field(None, exclude=True)  # filled from the environment only
+
+    @field_validator("from_")
+    @classmethod
+    def _from_address(cls, value: str) -> str:
+        _, address = parseaddr(value)
+        _check_email(address)
+        return value
+
+    @field_validator("password_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not ENV_NAME_RE.match(value):
+            raise ValueError(f"{value!r} is not an environment variable name")
+        return value
+
+    @property
+    def from_address(self) -> str:
+        return parseaddr(self.from_)[1]
+
+    @property
+    def from_name(self) -> str:
+        return parseaddr(self.from_)[0] or "paperbell"
+
+    @property
+    def effective_port(self) -> int:
+        return self.port or {"starttls": 587, "tls": 465, "none": 25}[self.security]
+
+
+class SubscriberConfig(_Section):
+    name: str
+    email: EmailAddress
+    rules: list[RuleText] = Field(min_length=1)
+    categories: list[CategoryName] = []
+    max_papers: int = Field(50, ge=1, le=1000)
+    include: list[Literal["new", "cross", "replace"]] = ["new", "cross"]
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not NAME_RE.match(value):
+            raise ValueError("use letters, digits, '.', '_', '-' or '@' (at most 64)")
+        return value
+
+    def to_subscriber(self) -> Subscriber:
+        return Subscriber(
+            name=self.name,
+            email=self.email,
+            rules=tuple(self.rules),
+            categories=tuple(self.categories),
+            max_papers=self.max_papers,
+            include=frozenset(self.include),
+            origin="config",
+        )
+
+
+class Config(_Section):
+    version: int
+    database: DatabaseConfig = DatabaseConfig()
+    digest: DigestConfig = DigestConfig()
+    sources: list[SourceConfig] = []
+    email: EmailConfig | None = None
+    subscribers: list[SubscriberConfig] = []
+    path: Path | None = Field(None, exclude=True)
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: int) -> int:
+        if value != CONFIG_VERSION:
+            raise ValueError(f"this paperbell reads config version {CONFIG_VERSION}, not {value}")
+        return value
+
+    def database_url(self) -> str:
+        """The database URL, a relative SQLite path taken from the config file's folder."""
+        url = self.database.url
+        prefix = "sqlite:///"
+        if url.startswith(prefix) and self.path is not None:
+            rest = url[len(prefix) :]
+            if rest and not rest.startswith("/") and rest != ":memory:":
+                return prefix + str((self.path.parent / rest).resolve())
+        return url
+
+
+def _format_loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part == "from_":
+            out += ".from"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def _problems(error: ValidationError) -> list[str]:
+    problems = []
+    for item in error.errors():
+        loc = tuple(p for p in item["loc"] if p not in ("function-after",))
+        message = item["msg"]
+        for prefix in ("Value error, ", "Assertion failed, "):
+            message = message.removeprefix(prefix)
+        if item["type"] == "extra_forbidden":
+            key = str(loc[-1]) if loc else "?"
+            message = (
+                "a secret does not belong in the file: set it in an environment variable "
+                "and name that variable in password_env"
+                if key == "password"
+                else f"unknown key {key!r}"
+            )
+        elif item["type"] == "missing":
+            message = "required key is missing"
+        problems.append(f"{_format_loc(loc)}: {message}")
+    return problems
+
+
+def subscriber_problems(
+    *, name: str, email: str | None, rules: Sequence[str], categories: Sequence[str] = ()
+) -> list[str]:
+    """The problems with a subscriber given on the command line (or, later, Slack and web),
+    checked by the same schema as the config file's `[[subscribers]]`."""
+    data = {"name": name, "rules": list(rules), "categories": list(categories)}
+    data["email"] = email if email is not None else "unknown@example.org"
+    try:
+        SubscriberConfig.model_validate(data)
+    except ValidationError as exc:
+        return _problems(exc)
+    return []
+
+
+def parse_config(
+    data: Mapping[str, Any],
+    *,
+    source: str = "config",
+    path: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Validate a config mapping; raise ConfigError listing every problem."""
+    raw = dict(data)
+    if isinstance(raw.get("email"), dict) and "password" in raw["email"]:
+        raw["email"] = {k: v for k, v in raw["email"].items() if k != "password"}
+        secret_problem = [
+            "email.password: a secret does not belong in the file: set it in an environment "
+            "variable and name that variable in password_env"
+        ]
+    else:
+        secret_problem = []
+    try:
+        config = Config.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(secret_problem + _problems(exc), source=source) from None
+    problems = list(secret_problem)
+    config.path = path
+    for label, names in (
+        ("sources", [s.name for s in config.sources]),
+        ("subscribers", [s.name for s in config.subscribers]),
+    ):
+        first: dict[str, int] = {}
+        for index, name in enumerate(names):
+            if name in first:
+                problems.append(
+                    f"{label}[{index}].name: {name!r} is already used by {label}[{first[name]}]"
+                )
+            first.setdefault(name, index)
+    env = os.environ if environ is None else environ
+    if config.email is not None and config.email.password_env:
+        value = env.get(config.email.password_env)
+        if value is None:
+            problems.append(
+                f"email.password_env: the environment variable {config.email.password_env} "
+                "is not set"
+            )
+        elif value.strip().lower() in PLACEHOLDER_SECRETS:
+            problems.append(
+                f"email.password_env: {config.email.password_env} holds a placeholder, "
+                "not a password"
+            )
+        else:
+            config.email.password = value
+    if config.email is not None and config.email.username and not config.email.password_env:
+        problems.append("email.password_env: a username is set, so name the password's variable")
+    if problems:
+        raise ConfigError(problems, source=source)
+    return config
+
+
+def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> Config:
+    """Read and validate a TOML config file."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            [f"no such file: {file}"], source=str(file), hint="create one with `paperbell init`"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([f"cannot read the file: {exc}"], source=str(file)) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([f"not valid TOML: {exc}"], source=str(file)) from None
+    return parse_config(data, source=str(file), path=file.resolve(), environ=environ)
+
+
+def example_config_text() -> str:
+    """The commented example config shipped with the package (same text as config.example.toml)."""
+    from importlib.resources import files
+
+    packaged = files("bot") / "config.example.toml"
+    if packaged.is_file():
+        return packaged.read_text(encoding="utf-8")
+    return (Path(__file__).resolve().parent.parent / "config.example.toml").read_text("utf-8")
+
+
+__all__ = [
+    "INCLUDE_CHOICES",
+    "Config",
+    "EmailConfig",
+    "SourceConfig",
+    "SubscriberConfig",
+    "example_config_text",
+    "load_config",
+    "parse_config",
+    "subscriber_problems",
+]

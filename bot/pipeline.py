@@ -1,0 +1,257 @@
+"""The stages joined: `poll()` (sources -> store) and `deliver()` (store -> digest -> channel).
+
+Wiring only: every decision lives in the stage modules. The clock, the store, the HTTP
+fetcher and the channel are passed in, so the CLI, the scheduler and the tests share this.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from bot.channels import Channel
+from bot.config import Config
+from bot.digest import build_digest
+from bot.errors import DeliveryError, PaperbellError, RuleError, SourceError
+from bot.models import Digest, Paper, Subscriber
+from bot.render.email import EmailSettings, build_message
+from bot.rules import PaperText, analyze, parse_rule
+from bot.sources import SOURCE_KINDS, FetchState, Source, load_builtin_sources
+from bot.store import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PollReport:
+    """One source's poll: what was read and stored, or why not."""
+
+    source: str
+    url: str
+    result: str  # "ok", "not_modified", "empty", "error"
+    items: int = 0
+    new: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    announced: date | None = None
+    error: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryReport:
+    """One subscriber's digest run."""
+
+    subscriber: str
+    address: str | None
+    status: str  # "sent", "failed", "nothing", "would-send", "written", "skipped"
+    papers: tuple[Paper, ...] = ()
+    omitted: int = 0
+    error: str | None = None
+    where: str | None = None
+    digest: Digest | None = field(default=None, repr=False)
+
+
+def build_sources(config: Config) -> list[Source]:
+    """Instantiate every configured source through the registry."""
+    load_builtin_sources()
+    return [SOURCE_KINDS[s.kind](s.name, **s.options) for s in config.sources]
+
+
+async def poll(
+    config: Config,
+    store: Store,
+    fetcher: Any,
+    *,
+    now: datetime,
+    only: str | None = None,
+) -> list[PollReport]:
+    """Fetch every source once, store new papers, and say per source what happened."""
+    reports = []
+    for source in build_sources(config):
+        if only is not None and source.name != only:
+            continue
+        reports.append(await _poll_one(source, store, fetcher, now=now))
+    return reports
+
+
+async def _poll_one(source: Source, store: Store, fetcher: Any, *, now: datetime) -> PollReport:
+    url = str(getattr(source, "url", ""))
+    state = store.fetch_state(source.name)
+    try:
+        fetched = await source.fetch(fetcher, state)
+        if fetched.not_modified:
+            store.record_poll(source.name, url=url, now=now, result="not_modified", state=state)
+            return PollReport(source.name, url, "not_modified")
+        assert fetched.body is not None
+        parsed = source.parse(fetched.body, status=fetched.status)
+    except SourceError as exc:
+        message = str(exc)
+        log.error("source %s: %s", source.name, message)
+        store.record_poll(source.name, url=url, now=now, result="error", error=message)
+        return PollReport(source.name, url, "error", error=message)
+    counts = store.upsert_papers(parsed.papers, now=now)
+    result = "ok" if parsed.papers else "empty"
+    store.record_poll(
+        source.name,
+        url=url,
+        now=now,
+        result=result,
+        state=FetchState(etag=fetched.etag, last_modified=fetched.last_modified),
+        items=len(parsed.papers),
+        new=counts.new,
+        updated=counts.updated,
+        announced=parsed.announced,
+    )
+    return PollReport(
+        source.name,
+        url,
+        result,
+        items=len(parsed.papers),
+        new=counts.new,
+        updated=counts.updated,
+        unchanged=counts.unchanged,
+        announced=parsed.announced,
+        note=parsed.empty_reason,
+    )
+
+
+def email_settings(config: Config) -> EmailSettings:
+    """The message-building settings from [email]."""
+    if config.email is None:
+        raise DeliveryError(
+            "no [email] section in the config",
+            transient=False,
+            hint="add one: see `paperbell init`",
+        )
+    e = config.email
+    return EmailSettings(
+        from_addr=e.from_address,
+        from_name=e.from_name,
+        list_id=e.list_id,
+        unsubscribe_mailto=e.unsubscribe_mailto or e.from_address,
+    )
+
+
+def window_start(config: Config, now: datetime) -> date:
+    """The first announcement day the default digest window takes."""
+    return now.date() - timedelta(days=config.digest.window_days)
+
+
+async def deliver(
+    config: Config,
+    store: Store,
+    channel: Channel,
+    *,
+    now: datetime,
+    since: date | None = None,
+    only: str | None = None,
+    dry_run: bool = False,
+    record: bool = True,
+) -> list[DeliveryReport]:
+    """Build every subscriber's digest from stored papers they have not received, and send it
+    through `channel`; record each delivery right after the channel accepted it.
+
+    `dry_run` builds and reports but sends and records nothing; `record=False` sends (e.g. to
+    files) without recording."""
+    config_subscribers = [s.to_subscriber() for s in config.subscribers]
+    writes = record and not dry_run
+    if writes:
+        store.sync_config_subscribers(config_subscribers, now=now)
+    subscribers = store.subscribers(config_subscribers)
+    if only is not None:
+        subscribers = [s for s in subscribers if s.name == only]
+        if not subscribers:
+            raise PaperbellError(
+                f"no active subscriber named {only!r}", hint="see `paperbell list`"
+            )
+    settings = email_settings(config)
+    papers = store.papers_announced_since(since or window_start(config, now))
+    texts: dict[str, PaperText] = {}
+
+    def text_of(paper: Paper) -> PaperText:
+        found = texts.get(paper.id)
+        if found is None:
+            found = texts[paper.id] = analyze(paper)
+        return found
+
+    reports: list[DeliveryReport] = []
+    batch = []
+    for sub in subscribers:
+        if not sub.email:
+            reports.append(DeliveryReport(sub.name, None, "skipped", error="no email address"))
+            continue
+        try:
+            rules = [parse_rule(text) for text in sub.rules]
+        except RuleError as exc:
+            reports.append(DeliveryReport(sub.name, sub.email, "failed", error=f"bad rule: {exc}"))
+            continue
+        delivered = store.delivered_versions(sub.id, "email") if sub.id else {}
+        digest = build_digest(
+            sub, rules, papers, delivered=delivered, now=now, channel="email", text_of=text_of
+        )
+        if digest is None:
+            reports.append(DeliveryReport(sub.name, sub.email, "nothing"))
+            continue
+        try:
+            message = build_message(digest, settings, now=now)
+        except ValueError as exc:
+            reports.append(DeliveryReport(sub.name, sub.email, "failed", error=str(exc)))
+            continue
+        batch.append((digest, message))
+
+    sent_papers = {d.digest_id: tuple(i.paper for i in d.items) for d, _ in batch}
+    if dry_run:
+        for digest, _ in batch:
+            reports.append(_report(digest, "would-send", sent_papers))
+        return _in_order(reports, subscribers)
+
+    def on_sent(digest: Digest) -> None:
+        if not record:
+            return
+        sub: Subscriber = digest.subscriber
+        assert sub.id is not None
+        store.record_delivery(
+            sub.id,
+            channel="email",
+            digest_id=digest.digest_id,
+            sent=sent_papers[digest.digest_id],
+            omitted=digest.omitted,
+            now=now,
+        )
+
+    for outcome in await channel.send_all(batch, on_sent):
+        if outcome.ok:
+            status = "sent" if record else "written"
+            reports.append(_report(outcome.digest, status, sent_papers, where=outcome.where))
+        else:
+            reports.append(_report(outcome.digest, "failed", sent_papers, error=outcome.error))
+    return _in_order(reports, subscribers)
+
+
+def _report(
+    digest: Digest,
+    status: str,
+    sent_papers: dict[str, tuple[Paper, ...]],
+    *,
+    error: str | None = None,
+    where: str | None = None,
+) -> DeliveryReport:
+    sub = digest.subscriber
+    return DeliveryReport(
+        sub.name,
+        sub.email,
+        status,
+        papers=sent_papers[digest.digest_id],
+        omitted=len(digest.omitted),
+        error=error,
+        where=where,
+        digest=digest,
+    )
+
+
+def _in_order(reports: list[DeliveryReport], subscribers: list[Subscriber]) -> list[DeliveryReport]:
+    order = {s.name: i for i, s in enumerate(subscribers)}
+    return sorted(reports, key=lambda r: order.get(r.subscriber, len(order)))

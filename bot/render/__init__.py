@@ -1,0 +1,50 @@
+"""Rendering: a Digest into email (HTML + text) and, later, Slack messages.
+
+This package owns the Jinja2 environment over the `templates/` folder and the filters every
+template shares. Rendering is pure: it reads templates and nothing else; it never sends,
+never opens a database and never reads the clock (callers pass `now`).
+
+Templates live at the top of the repository (`templates/`) in a source checkout or an
+editable install, and inside the package (`bot/templates`) in an installed wheel.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+from pathlib import Path
+
+import jinja2
+
+from bot.render.text import FILTERS
+
+__all__ = ["template_env", "templates_dir"]
+
+
+def templates_dir() -> Path:
+    """The folder holding the Jinja2 templates: packaged first, then the source checkout."""
+    packaged = importlib.resources.files("bot") / "templates"
+    if isinstance(packaged, Path) and packaged.is_dir():
+        return packaged
+    checkout = Path(__file__).resolve().parent.parent.parent / "templates"
+    if checkout.is_dir():
+        return checkout
+    raise FileNotFoundError(
+        f"paperbell templates not found: looked in {packaged} and {checkout}; "
+        "reinstall the package or run from a full source checkout"
+    )
+
+
+@functools.cache
+def template_env() -> jinja2.Environment:
+    """The shared Jinja2 environment: autoescaped HTML, strict undefined, shared filters."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates_dir()),
+        autoescape=jinja2.select_autoescape(["html", "html.j2"]),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(FILTERS)
+    return env

@@ -1,0 +1,423 @@
+"""The arXiv daily listing feed (rss.arxiv.org): one feed is one announcement day.
+
+Owns turning the bytes arXiv publishes (RSS 2.0 or Atom, see the domain notes) into
+`Paper`s, and telling apart the outcomes a poll can have: a day's listing, an empty day
+(weekend, holiday), arXiv's error feed for a bad category, the dead pre-2024 RSS 1.0
+format, and bodies that are not a feed at all (HTML, garbage, a truncated download).
+
+`parse_listing` is pure: bytes in, `ParsedFeed` out, no network, no clock, no files.
+`ArxivListingSource.fetch` only hands the URL to the injected `PoliteFetcher`; nothing
+here opens a connection. Text is kept as published (TeX and all, entities decoded once);
+escaping for HTML is the renderers' job, never this module's.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import logging
+import re
+import xml.sax
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from zoneinfo import ZoneInfo
+
+import feedparser
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from bot.errors import (
+    ConfigError,
+    FeedErrorResponse,
+    FeedFormatError,
+    ObsoleteFeedFormat,
+)
+from bot.models import ANNOUNCE_TYPES, Paper, split_arxiv_id
+from bot.sources import FetchResult, FetchState, ParsedFeed, Source, register
+
+if TYPE_CHECKING:
+    from bot.sources.http import PoliteFetcher
+
+log = logging.getLogger(__name__)
+
+FEED_BASE = "https://rss.arxiv.org"
+EMPTY_REASON = "no announcement in this feed (weekend or arXiv holiday)"
+ERROR_TITLE = "Feed error for query"
+
+# Archive (`cs`, `astro-ph`) or category (`cs.LG`, `cond-mat.stat-mech`); `+` joins them in URLs.
+_CATEGORY_RE = re.compile(r"^[a-z][a-z\-]*(?:\.[A-Za-z][A-Za-z\-]*)?$")
+# `arXiv:2411.17700v1 Announce Type: new \nAbstract: ...`
+_DESCRIPTION_RE = re.compile(r"^\s*arXiv:(?P<id>\S+)\s+Announce Type:\s*(?P<type>[\w-]+)")
+_RDF_ROOT_RE = re.compile(rb"<rdf:RDF\b")
+_HTML_RE = re.compile(rb"<!doctype\s+html|<html[\s>]|<body[\s>]|<head[\s>]", re.IGNORECASE)
+_HTML_TITLE_RE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_TAG_RE = re.compile(rb"<[^>]*>")
+_ROOT_RE = re.compile(rb"<([A-Za-z_][\w.:-]*)")
+
+# arXiv text is ASCII with TeX: feedparser's HTML sanitizer reads `$1<p<2$` as a tag and
+# rewrites it to `$1<p><2$`, and URI resolution would touch the text too. Off, the fields
+# come out as the XML text with entities decoded once (`&amp;` -> `&`, `&lt;` -> `<`).
+_FEEDPARSER_OPTIONS: dict[str, Any] = {"sanitize_html": False, "resolve_relative_uris": False}
+
+
+class ArxivOptions(BaseModel):
+    """The options of an `arxiv` source in the config (`[[sources]]` with `kind = "arxiv"`)."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    categories: list[str] = Field(min_length=1)  # archives (cs) or categories (cs.LG)
+    url: str | None = None  # override: https://, http:// or file:// (a saved feed)
+    format: Literal["rss", "atom"] = "rss"
+
+    @field_validator("categories")
+    @classmethod
+    def _categories(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not _CATEGORY_RE.match(item):
+                raise ValueError(
+                    f"{item!r} is not an arXiv archive or category (e.g. 'cs', 'cs.LG', "
+                    "'astro-ph.CO')"
+                )
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("https://", "http://", "file://")):
+            raise ValueError(f"must be an https://, http:// or file:// URL, not {value!r}")
+        return value
+
+
+@register("arxiv")
+class ArxivListingSource(Source):
+    """New papers of the day in some arXiv archives or categories, from rss.arxiv.org."""
+
+    Options: ClassVar[type[BaseModel]] = ArxivOptions  # bot.config validates with it
+
+    def __init__(self, name: str, **options: Any) -> None:
+        super().__init__(name, **options)
+        try:
+            checked = ArxivOptions.model_validate(options)
+        except ValidationError as exc:
+            problems = [
+                f"sources.{name}.{'.'.join(str(part) for part in error['loc'])}: "
+                f"{error['msg'].removeprefix('Value error, ')}"
+                for error in exc.errors()
+            ]
+            raise ConfigError(
+                problems, hint="see the arXiv source in config.example.toml"
+            ) from None
+        self.categories: tuple[str, ...] = tuple(checked.categories)
+        self.format: str = checked.format
+        self._url: str | None = checked.url
+
+    @property
+    def url(self) -> str:
+        """Where the feed is read: the `url` option, else rss.arxiv.org for the categories."""
+        if self._url:
+            return self._url
+        return f"{FEED_BASE}/{self.format}/{'+'.join(self.categories)}"
+
+    async def fetch(self, http: PoliteFetcher, state: FetchState) -> FetchResult:
+        """Download the feed through the shared polite fetcher (conditional GET)."""
+        return await http.get(self.url, state, source=self.name)
+
+    def parse(self, body: bytes, *, status: int = 200) -> ParsedFeed:
+        """Parse a downloaded feed body; see `parse_listing`."""
+        return parse_listing(body, source=self.name, url=self.url, status=status)
+
+
+def parse_listing(body: bytes, *, source: str = "", url: str = "", status: int = 200) -> ParsedFeed:
+    """Parse an rss.arxiv.org body (RSS 2.0 or Atom) into the day's papers. Pure."""
+    where = url or source or "the arXiv feed"
+    if not body.strip():
+        raise FeedFormatError(
+            f"{where}: {_status_prefix(status)}received an empty body, not a feed",
+            source=source,
+            url=url,
+            hint="the download may have been cut off; the next poll will try again",
+        )
+
+    # A stream, never the bytes themselves: feedparser treats a bytes/str argument that
+    # names an existing file (or a URL) as something to open.
+    doc = feedparser.parse(io.BytesIO(body), **_FEEDPARSER_OPTIONS)
+    version = doc.get("version") or ""
+    channel = doc.get("feed") or {}
+    title = _collapse(channel.get("title", ""))
+
+    if title.startswith(ERROR_TITLE):
+        raise _error_feed(title, _collapse(channel.get("subtitle", "")), source=source, url=url)
+    if not 200 <= status < 300:
+        detail = (
+            f"the body is a feed ({version}) but not arXiv's error feed"
+            if version
+            else _describe(body, doc)
+        )
+        raise FeedFormatError(
+            f"{where}: HTTP {status}: {detail}",
+            source=source,
+            url=url,
+            hint="the service answered with an error; the next poll will try again "
+            "(check the source's `url` if this persists)",
+        )
+    if version in ("rss090", "rss10") or _RDF_ROOT_RE.search(body[:4096]):
+        raise ObsoleteFeedFormat(
+            f"{where}: this is arXiv's pre-2024 RSS 1.0/RDF feed format, which arXiv no "
+            "longer publishes",
+            source=source,
+            url=url,
+            hint="read the feed from https://rss.arxiv.org/rss/<categories> "
+            "(remove the source's `url` to use the default)",
+        )
+    if not version:
+        raise FeedFormatError(
+            f"{where}: {_describe(body, doc)}",
+            source=source,
+            url=url,
+            hint="check the source's `url`; the service may be down (the next poll will try again)",
+        )
+    if doc.get("bozo"):
+        problem = doc.get("bozo_exception")
+        if isinstance(problem, xml.sax.SAXException):
+            # feedparser's loose fallback still yields the items it got: never take a
+            # partial listing for the day's announcement.
+            raise FeedFormatError(
+                f"{where}: the feed is not well-formed XML: {problem}; the download may be "
+                "truncated",
+                source=source,
+                url=url,
+                hint="the next poll will download it again",
+            )
+        log.warning("%s: feed parsed with a warning: %s", where, problem)
+
+    announced = _feed_date(channel, doc.get("entries") or ())
+    entries = doc.get("entries") or []
+    papers: list[Paper] = []
+    for index, entry in enumerate(entries):
+        paper = _paper(entry, announced=announced, source=source)
+        if paper is None:
+            log.warning(
+                "%s: skipped item %d (%r): no arXiv identifier in its guid, description or link",
+                where,
+                index + 1,
+                _collapse(entry.get("title", ""))[:80],
+            )
+            continue
+        papers.append(paper)
+
+    if entries and not papers:
+        raise FeedFormatError(
+            f"{where}: none of the {len(entries)} items carries an arXiv identifier",
+            source=source,
+            url=url,
+            hint="this does not look like an rss.arxiv.org feed; check the source's `url`",
+        )
+    return ParsedFeed(
+        papers=tuple(papers),
+        announced=announced,
+        title=title,
+        empty_reason=None if entries else EMPTY_REASON,
+        counts=_counts(papers),
+    )
+
+
+def _paper(entry: Mapping[str, Any], *, announced: date | None, source: str) -> Paper | None:
+    """One feed item as a `Paper`, or None when it carries no arXiv id."""
+    description = entry.get("summary") or ""
+    described = _DESCRIPTION_RE.match(description)
+    candidates = [entry.get("id") or "", described.group("id") if described else "", _link(entry)]
+    paper_id: str | None = None
+    version: int | None = None
+    for text in candidates:
+        if not text:
+            continue
+        try:
+            found_id, found_version = split_arxiv_id(text)
+        except ValueError:
+            continue
+        if paper_id is None:
+            paper_id = found_id
+        if found_id == paper_id and found_version is not None:
+            version = found_version
+            break
+    if paper_id is None:
+        return None
+    if version is None:
+        log.warning("%s: no version for %s; assuming v1", source or "arxiv", paper_id)
+        version = 1
+
+    announce_type = _collapse(entry.get("arxiv_announce_type", ""))
+    if not announce_type and described:
+        announce_type = described.group("type")
+
+    categories: list[str] = []
+    for tag in entry.get("tags") or ():
+        term = (tag.get("term") or "").strip()
+        if term and term not in categories:
+            categories.append(term)
+
+    dois: list[str] = []
+    for doi in (entry.get("arxiv_doi") or "").split():
+        if doi not in dois:  # arXiv sometimes repeats the same DOI
+            dois.append(doi)
+
+    return Paper(
+        id=paper_id,
+        version=version,
+        title=_collapse(entry.get("title", "")),
+        abstract=_abstract(description),
+        authors=split_authors(entry.get("author") or ""),
+        categories=tuple(categories),
+        announce_type=announce_type or "new",
+        announced=announced,
+        dois=tuple(dois),
+        journal_ref=_collapse(entry.get("arxiv_journal_reference", "")) or None,
+        license=_collapse(entry.get("rights", "")) or None,
+        source=source,
+    )
+
+
+def split_authors(text: str) -> tuple[str, ...]:
+    """Split arXiv's one-string author list on commas outside parentheses (affiliations)."""
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    for index, char in enumerate(text):
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth = max(0, depth - 1)
+        elif char == "," and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    if depth:  # an unclosed parenthesis would swallow everyone after it
+        parts = text.split(",")
+    names = [_collapse(part) for part in parts]
+    names = [name for name in names if name]
+    if names:
+        # "A, B and C" / "A, B, and C": the last two joined by " and " outside parentheses.
+        last = names.pop()
+        if last.startswith("and ") and names:
+            last = last[4:]
+        names.extend(_split_and(last))
+    return tuple(name for name in names if name)
+
+
+def _split_and(name: str) -> list[str]:
+    depth = 0
+    for index, char in enumerate(name):
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth = max(0, depth - 1)
+        elif depth == 0 and name.startswith(" and ", index):
+            return [name[:index].strip(), name[index + 5 :].strip()]
+    return [name]
+
+
+def _abstract(description: str) -> str:
+    marker = description.find("Abstract:")
+    if marker >= 0:
+        return _collapse(description[marker + len("Abstract:") :])
+    described = _DESCRIPTION_RE.match(description)
+    return _collapse(description[described.end() :] if described else description)
+
+
+def _link(entry: Mapping[str, Any]) -> str:
+    return entry.get("link") or ""
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+@functools.cache
+def _eastern() -> ZoneInfo:
+    return ZoneInfo("America/New_York")
+
+
+def _eastern_date(parsed: Any) -> date | None:
+    """A feedparser UTC time tuple as the US Eastern calendar date (arXiv's day)."""
+    if not parsed:
+        return None
+    try:
+        year, month, day, hour, minute, second = (int(part) for part in parsed[:6])
+        moment = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+    except (TypeError, ValueError):
+        return None
+    return moment.astimezone(_eastern()).date()
+
+
+def _feed_date(channel: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> date | None:
+    """The announcement day: channel pubDate, else the items' date, else Atom `updated`."""
+    found = _eastern_date(channel.get("published_parsed"))
+    if found:
+        return found
+    days = Counter(
+        day for entry in entries if (day := _eastern_date(entry.get("published_parsed")))
+    )
+    if days:
+        return days.most_common(1)[0][0]
+    return _eastern_date(channel.get("updated_parsed"))
+
+
+def _counts(papers: Sequence[Paper]) -> dict[str, int]:
+    counted = Counter(paper.announce_type for paper in papers)
+    ordered = {kind: counted[kind] for kind in ANNOUNCE_TYPES if counted[kind]}
+    ordered.update({kind: n for kind, n in counted.items() if kind not in ordered})
+    return ordered
+
+
+def _error_feed(title: str, explanation: str, *, source: str, url: str) -> FeedErrorResponse:
+    """arXiv's `Feed error for query: <url>` channel as an actionable error."""
+    query_url = title[len(ERROR_TITLE) :].lstrip(": ").strip()
+    query = query_url.rstrip("/").rsplit("/", 1)[-1] if query_url else ""
+    named = f" {query!r}" if query else ""
+    why = explanation or "no explanation given"
+    return FeedErrorResponse(
+        f"arXiv rejected the feed query{named}: {why}",
+        source=source,
+        url=url or query_url,
+        hint=f"check the `categories` of the source{f' {source!r}' if source else ''} "
+        "(archive or category names such as 'astro-ph' or 'cs.LG'; see "
+        "https://arxiv.org/category_taxonomy)",
+    )
+
+
+def _status_prefix(status: int) -> str:
+    return "" if 200 <= status < 300 else f"HTTP {status}: "
+
+
+def _describe(body: bytes, doc: Mapping[str, Any]) -> str:
+    """Say what a body that is not a feed looks like, for the error message."""
+    head = body[:8192].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not head:
+        return "received an empty body, not a feed"
+    if _HTML_RE.search(head):
+        return f"received HTML, not a feed{_html_gist(body)}"
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or any(ord(c) < 32 and c not in "\t\r\n" for c in text):
+        return "received binary data, not a feed"
+    if text.startswith(("{", "[")):
+        return "received JSON, not a feed"
+    if text.startswith("<"):
+        problem = doc.get("bozo_exception")
+        if doc.get("bozo") and isinstance(problem, xml.sax.SAXException):
+            return f"the feed is not well-formed XML: {problem}; the download may be truncated"
+        root = _ROOT_RE.search(head.split(b"?>", 1)[-1] if head.startswith(b"<?") else head)
+        name = root.group(1).decode("ascii", "replace") if root else "?"
+        return f"received XML that is not an RSS or Atom feed (root element <{name}>)"
+    return f"received text, not a feed: {_collapse(text)[:80]!r}"
+
+
+def _html_gist(body: bytes) -> str:
+    """The page's title or first text, to show what the server said (e.g. 'Service unavailable')."""
+    found = _HTML_TITLE_RE.search(body[:65536])
+    raw = found.group(1) if found else _TAG_RE.sub(b" ", body[:65536])
+    gist = _collapse(raw.decode("utf-8", "replace"))[:80]
+    return f": {gist!r}" if gist else ""

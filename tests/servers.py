@@ -1,0 +1,116 @@
+"""Real servers on loopback for the tests: an HTTP feed server and an SMTP sink (aiosmtpd)."""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from email import message_from_bytes, policy
+from email.message import EmailMessage
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from aiosmtpd.controller import Controller
+
+
+@dataclass
+class Route:
+    body: bytes
+    status: int = 200
+    content_type: str = "application/rss+xml; charset=utf-8"
+
+
+@dataclass
+class FeedServer:
+    """Serves `routes` (path -> Route) with ETags, answering 304 to a matching If-None-Match."""
+
+    routes: dict[str, Route] = field(default_factory=dict)
+    requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    port: int = 0
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+
+@contextmanager
+def feed_server() -> Iterator[FeedServer]:
+    state = FeedServer()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            state.requests.append((self.path, dict(self.headers.items())))
+            route = state.routes.get(self.path)
+            if route is None:
+                self.send_response(404)
+                self.end_headers()
+                return
+            etag = '"' + hashlib.sha256(route.body).hexdigest()[:16] + '"'
+            if route.status == 200 and self.headers.get("If-None-Match") == etag:
+                self.send_response(304)
+                self.send_header("ETag", etag)
+                self.end_headers()
+                return
+            self.send_response(route.status)
+            self.send_header("Content-Type", route.content_type)
+            self.send_header("Content-Length", str(len(route.body)))
+            self.send_header("ETag", etag)
+            self.end_headers()
+            self.wfile.write(route.body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+class SinkHandler:
+    """Keeps every message received; can be told to refuse some recipients."""
+
+    def __init__(self) -> None:
+        self.messages: list[EmailMessage] = []
+        self.envelopes: list[tuple[str, list[str]]] = []
+        self.refuse: dict[str, str] = {}  # recipient -> SMTP reply
+
+    async def handle_RCPT(
+        self, server: Any, session: Any, envelope: Any, address: str, options: Any
+    ) -> str:
+        if address in self.refuse:
+            return self.refuse[address]
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        raw = envelope.original_content or envelope.content
+        self.messages.append(message_from_bytes(raw, policy=policy.default))  # type: ignore[arg-type]
+        self.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
+        return "250 Message accepted for delivery"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def smtp_sink() -> Iterator[tuple[SinkHandler, int]]:
+    handler = SinkHandler()
+    port = free_port()
+    controller = Controller(handler, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        yield handler, port
+    finally:
+        controller.stop()

@@ -1,0 +1,245 @@
+"""The whole path on real parts: the real feed over HTTP on loopback, a real database, the CLI,
+and digests delivered over SMTP to an aiosmtpd server, then parsed and checked."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from email.message import EmailMessage
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from servers import FeedServer, Route, SinkHandler, feed_server, free_port, smtp_sink
+
+from bot.cli import main
+
+pytestmark = pytest.mark.database
+
+ARCHIVES = '["astro-ph", "cond-mat", "physics", "quant-ph", "math", "cs", "stat"]'
+CONFIG = """\
+version = 1
+
+[database]
+url = "{database_url}"
+
+[digest]
+window_days = 7
+
+[[sources]]
+kind = "arxiv"
+name = "arxiv-all"
+categories = {archives}
+url = "{feed_url}"
+
+[email]
+from = "paperbell <papers@paperbell.example>"
+host = "127.0.0.1"
+port = {smtp_port}
+security = "none"
+timeout = 5
+
+[[subscribers]]
+name = "ada"
+email = "ada@lab.example"
+rules = ['tetraquark', '"shoulder surfing"', 'Schrödinger cat:math.AP']
+
+[[subscribers]]
+name = "grace"
+email = "grace@lab.example"
+rules = ['"quantum error correction"']
+include = ["new", "cross", "replace"]
+"""
+
+
+@dataclass
+class World:
+    config: Path
+    feed: FeedServer
+    sink: SinkHandler
+    runner: CliRunner
+
+    def run(self, *args: str) -> Result:
+        return self.runner.invoke(main, [*args, "-c", str(self.config)])
+
+
+@pytest.fixture
+def world(tmp_path: Path, database_url: str, full_feed_bytes: bytes) -> Iterator[World]:
+    with feed_server() as feed, smtp_sink() as (sink, port):
+        feed.routes["/rss/all"] = Route(full_feed_bytes)
+        config = tmp_path / "config.toml"
+        config.write_text(
+            CONFIG.format(
+                database_url=database_url,
+                archives=ARCHIVES,
+                feed_url=feed.url("/rss/all"),
+                smtp_port=port,
+            )
+        )
+        yield World(config, feed, sink, CliRunner())
+
+
+def by_recipient(sink: SinkHandler) -> dict[str, list[EmailMessage]]:
+    out: dict[str, list[EmailMessage]] = {}
+    for message in sink.messages:
+        out.setdefault(str(message["To"]), []).append(message)
+    return out
+
+
+def test_poll_then_digest_delivers_each_paper_once(world: World) -> None:
+    result = world.run("poll")
+    assert result.exit_code == 0, result.output
+    assert "arxiv-all: 1504 items read, 1504 new, 0 updated" in result.output
+    assert world.feed.requests[0][1]["User-Agent"].startswith("paperbell/")
+
+    again = world.run("poll")  # the server answers 304 to the stored ETag
+    assert again.exit_code == 0 and "unchanged (HTTP 304)" in again.output
+    assert world.feed.requests[1][1].get("If-None-Match")
+
+    dry = world.run("digest", "--dry-run", "--since", "2024-11-28")
+    assert dry.exit_code == 0, dry.output
+    assert "would get" in dry.output and "nothing was sent or recorded" in dry.output
+    assert world.sink.messages == []
+
+    sent = world.run("digest", "--since", "2024-11-28")
+    assert sent.exit_code == 0, sent.output
+    assert re.search(r"ada <ada@lab.example>: sent \d+ papers", sent.output)
+    mail = by_recipient(world.sink)
+    assert set(mail) == {"ada@lab.example", "grace@lab.example"}
+    check_message(mail["ada@lab.example"][0])
+
+    rerun = world.run("digest", "--since", "2024-11-28")
+    assert rerun.exit_code == 0
+    assert rerun.output.count("no new matching papers") == 2
+    assert len(world.sink.messages) == 2  # nothing sent twice
+
+
+def check_message(message: EmailMessage) -> None:
+    assert message.get_content_type() == "multipart/alternative"
+    parts = [p.get_content_type() for p in message.iter_parts()]
+    assert parts == ["text/plain", "text/html"]
+    assert re.fullmatch(r"<paperbell\.[0-9a-f]{32}@paperbell\.example>", message["Message-ID"])
+    assert message["Date"] and message["List-Id"]
+    assert message["List-Unsubscribe"].startswith("<mailto:papers@paperbell.example")
+    assert message["From"].addresses[0].addr_spec == "papers@paperbell.example"
+    assert re.match(r"\d+ new papers: ", message["Subject"])
+
+    text = message.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    html = message.get_body(("html",)).get_content()  # type: ignore[union-attr]
+    ack = "Thank you to arXiv for use of its open access interoperability."
+    assert ack in text and ack in html
+    # The tetraquark paper: TeX math with '<' stays text, escaped in HTML.
+    assert "https://arxiv.org/abs/2411.17962" in html and "https://arxiv.org/abs/2411.17962" in text
+    assert "$M&lt;7$" in html and "$M<7$" in html.replace("&lt;", "<")
+    assert "$M<7$" in text
+    assert 'href="https://arxiv.org/pdf/2411.17962v1"' in html
+    assert 'href="https://arxiv.org/html/2411.17962v1"' in html
+    assert re.search(r"<mark[^>]*>[Tt]etraquark</mark>", html)
+    # '&' in a title is escaped once, never doubled or raw.
+    assert "Attributes \\&amp; Preferences" in html
+    assert "&amp;amp;" not in html
+    assert "<script" not in html
+
+
+def test_v1_then_v2_replacement(world: World, full_feed_bytes: bytes) -> None:
+    assert world.run("poll").exit_code == 0
+    assert world.run("digest", "--since", "2024-11-28").exit_code == 0
+    grace_first = by_recipient(world.sink)["grace@lab.example"]
+    assert len(grace_first) == 1
+    qec = re.findall(
+        r"https://arxiv.org/abs/([\d.]+)", grace_first[0].get_body(("plain",)).get_content()
+    )  # type: ignore[union-attr]
+    paper_id = qec[0]
+
+    # The next day's listing announces a v2 of that paper (a real item, re-versioned).
+    body = full_feed_bytes.decode()
+    item = next(i for i in re.findall(r"<item>.*?</item>", body, re.S) if f"/abs/{paper_id}<" in i)
+    version = int(re.search(rf"{re.escape(paper_id)}v(\d+)", item).group(1))  # type: ignore[union-attr]
+    v2 = (
+        item.replace(f"{paper_id}v{version}", f"{paper_id}v{version + 1}")
+        .replace("Announce Type: new", "Announce Type: replace")
+        .replace("Announce Type: cross", "Announce Type: replace-cross")
+        .replace(">new<", ">replace<")
+        .replace("Thu, 28 Nov 2024", "Fri, 29 Nov 2024")
+    )
+    channel = body.split("<item>")[0].replace("Thu, 28 Nov 2024", "Fri, 29 Nov 2024")
+    world.feed.routes["/rss/all"] = Route((channel + v2 + "</channel>\n</rss>\n").encode())
+    result = world.run("poll")
+    assert "1 items read, 0 new, 1 updated" in result.output, result.output
+
+    out = world.run("digest", "--since", "2024-11-28")
+    assert out.exit_code == 0, out.output
+    mail = by_recipient(world.sink)
+    assert len(mail["grace@lab.example"]) == 2  # she asked for updates: v2 comes once
+    update = mail["grace@lab.example"][1].get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    assert paper_id in update and f"v{version + 1}" in update
+    assert len(mail["ada@lab.example"]) == 1
+    assert world.run("digest", "--since", "2024-11-28").output.count("no new matching") == 2
+
+
+def test_unreachable_smtp_records_nothing(world: World, tmp_path: Path) -> None:
+    assert world.run("poll").exit_code == 0
+    text = world.config.read_text()
+    good_port = re.search(r"port = (\d+)", text).group(1)  # type: ignore[union-attr]
+    world.config.write_text(text.replace(f"port = {good_port}", f"port = {free_port()}"))
+    down = world.run("digest", "--since", "2024-11-28")
+    assert down.exit_code == 1
+    assert "cannot connect to the SMTP server 127.0.0.1:" in down.output
+    assert "Traceback" not in down.output
+
+    world.config.write_text(text)  # the server is back: everything is still owed
+    up = world.run("digest", "--since", "2024-11-28")
+    assert up.exit_code == 0 and up.output.count(": sent ") == 2
+
+
+def test_refused_recipient_does_not_stop_the_others(world: World) -> None:
+    assert world.run("poll").exit_code == 0
+    world.sink.refuse["ada@lab.example"] = "550 5.1.1 no such mailbox"
+    result = world.run("digest", "--since", "2024-11-28")
+    assert result.exit_code == 1
+    assert "ada <ada@lab.example>: FAILED" in result.output and "550" in result.output
+    assert "grace <grace@lab.example>: sent" in result.output
+    del world.sink.refuse["ada@lab.example"]
+    retry = world.run("digest", "--since", "2024-11-28")
+    assert "ada <ada@lab.example>: sent" in retry.output
+    assert "grace <grace@lab.example>: no new matching papers" in retry.output
+
+
+@pytest.mark.parametrize(
+    ("route", "expected"),
+    [
+        (Route(b"<html><body>Service unavailable</body></html>", 200, "text/html"), "HTML"),
+        (Route(b"\x00\x01garbage"), "not"),
+        (Route(b"", 200), "empty"),
+    ],
+)
+def test_bad_feed_is_a_clear_error_and_stores_nothing(
+    world: World, route: Route, expected: str
+) -> None:
+    world.feed.routes["/rss/all"] = route
+    result = world.run("poll")
+    assert result.exit_code == 1
+    assert "arxiv-all: ERROR" in result.output and expected in result.output
+    assert "Traceback" not in result.output
+    assert world.run("digest", "--since", "2024-11-28").output.count("no new matching") == 2
+
+
+def test_error_feed_names_the_category(world: World, fixtures_dir: Path) -> None:
+    error = fixtures_dir / "arxiv_rss" / "edge_error-feed_bad-archive-astroph_2024-11-28.xml"
+    world.feed.routes["/rss/all"] = Route(error.read_bytes(), status=400)
+    result = world.run("poll")
+    assert result.exit_code == 1
+    assert "astroph" in result.output and "Traceback" not in result.output
+
+
+def test_bad_config_lists_problems_and_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        'version = 1\n[[subscribers]]\nname = "x"\nemail = "nope"\nrules = ["ok", "\\"open"]\n'
+    )
+    result = CliRunner().invoke(main, ["check-config", "-c", str(bad)])
+    assert result.exit_code == 2
+    assert "subscribers[0].email:" in result.output
+    assert "subscribers[0].rules[1]:" in result.output
+    assert "Traceback" not in result.output

@@ -1,0 +1,107 @@
+"""The store on a real database: SQLite file, or PostgreSQL with PAPERBELL_TEST_DATABASE_URL."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, date, datetime
+
+import pytest
+
+from bot.errors import StoreError
+from bot.models import Paper, Subscriber
+from bot.sources import FetchState
+from bot.store import Store
+
+pytestmark = pytest.mark.database
+NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
+
+
+def test_upsert_counts_and_keeps_the_latest_version(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    counts = store.upsert_papers(full_feed_papers, now=NOW)
+    assert (counts.new, counts.updated, counts.unchanged) == (1504, 0, 0)
+    again = store.upsert_papers(full_feed_papers, now=NOW)
+    assert (again.new, again.updated, again.unchanged) == (0, 0, 1504)
+    assert store.paper_count() == 1504
+
+    paper = full_feed_papers[0]
+    v2 = replace(paper, version=paper.version + 1, title="Second version", announce_type="replace")
+    assert store.upsert_papers([v2], now=NOW).updated == 1
+    older = replace(paper, title="stale copy")
+    assert store.upsert_papers([older], now=NOW).unchanged == 1
+    stored = {p.id: p for p in store.papers_announced_since(date(2024, 11, 28))}
+    assert stored[paper.id].version == paper.version + 1
+    assert stored[paper.id].title == "Second version"
+    assert stored[paper.id].authors == paper.authors
+    assert store.latest_announcement() == date(2024, 11, 28)
+    assert store.papers_announced_since(date(2024, 11, 29)) == []
+
+
+def test_round_trip_of_every_field(store: Store, full_feed_papers: tuple[Paper, ...]) -> None:
+    with_doi = next(p for p in full_feed_papers if p.dois and p.journal_ref)
+    store.upsert_papers([with_doi], now=NOW)
+    assert store.papers_announced_since(date(2000, 1, 1)) == [with_doi]
+
+
+def test_fetch_state_is_kept_per_source(store: Store) -> None:
+    assert store.fetch_state("arxiv") == FetchState()
+    store.record_poll(
+        "arxiv", url="u", now=NOW, result="ok", state=FetchState('"abc"', "Thu"), items=3, new=3
+    )
+    assert store.fetch_state("arxiv") == FetchState('"abc"', "Thu")
+    store.record_poll("arxiv", url="u", now=NOW, result="error", error="boom")
+    assert store.fetch_state("arxiv") == FetchState('"abc"', "Thu")  # errors keep validators
+    (row,) = store.source_states()
+    assert (row.last_result, row.last_error, row.items) == ("error", "boom", 3)
+
+
+def test_subscribers_from_config_and_database(store: Store) -> None:
+    ada = Subscriber(name="ada", email="ada@example.org", rules=("robot",))
+    store.sync_config_subscribers([ada], now=NOW)
+    bob, created = store.add_subscriber(
+        "bob", email="bob@example.org", rules=["a", "b", "a"], now=NOW, categories=["cs"]
+    )
+    assert created and bob.rules == ("a", "b") and bob.categories == ("cs",)
+    bob, created = store.add_subscriber("bob", email=None, rules=["c"], now=NOW)
+    assert not created and bob.rules == ("a", "b", "c") and bob.email == "bob@example.org"
+    names = [(s.name, s.origin, s.id is not None) for s in store.subscribers([ada])]
+    assert names == [("ada", "config", True), ("bob", "database", True)]
+
+    assert store.remove_rule("bob", 2) == "b"
+    with pytest.raises(StoreError, match="has no rule 5"):
+        store.remove_rule("bob", 5)
+    with pytest.raises(StoreError, match="declared in the config file"):
+        store.add_subscriber("ada", email=None, rules=["x"], now=NOW)
+
+    assert store.set_active("ada", False, now=NOW)
+    store.sync_config_subscribers([ada], now=NOW)  # the file does not undo an unsubscribe
+    assert [s.name for s in store.subscribers([ada])] == ["bob"]
+    assert [s.active for s in store.subscribers([ada], include_inactive=True)] == [False, True]
+    store.delete_subscriber("bob")
+    assert store.subscribers([]) == []
+
+
+def test_deliveries_are_unique_and_recorded_once(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    sub, _ = store.add_subscriber("ada", email="ada@example.org", rules=["x"], now=NOW)
+    assert sub.id is not None
+    first, second, third = full_feed_papers[:3]
+    n = store.record_delivery(
+        sub.id, channel="email", digest_id="d1", sent=[first, second], omitted=[third], now=NOW
+    )
+    assert n == 3
+    # A re-run (after a crash between send and record) adds only what is missing.
+    v2 = replace(first, version=first.version + 1)
+    n = store.record_delivery(sub.id, channel="email", digest_id="d2", sent=[first, v2], now=NOW)
+    assert n == 1
+    delivered = store.delivered_versions(sub.id, "email")
+    assert delivered == {first.id: v2.version, second.id: second.version, third.id: third.version}
+    assert store.delivered_versions(sub.id, "slack") == {}
+    assert store.delivery_counts()[sub.id][0] == 3  # omitted papers are not counted as sent
+
+
+def test_bad_database_url_is_a_clear_error(tmp_path: object) -> None:
+    with pytest.raises(StoreError, match="cannot open the database"):
+        Store.open("sqlite:////nonexistent-dir/sub/x.sqlite")
