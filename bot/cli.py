@@ -66,7 +66,8 @@ def config_option(func: F) -> F:
 
 
 def open_store(config: Config) -> Store:
-    return Store.open(config.database_url())
+    """Open the database for this command; click closes it when the command ends."""
+    return click.get_current_context().with_resource(Store.open(config.database_url()))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -181,8 +181,8 @@ class SubscriberConfig(_Section):
 
 class Config(_Section):
     version: int
-    database: DatabaseConfig = DatabaseConfig()
-    digest: DigestConfig = DigestConfig()
+    database: DatabaseConfig = Field(default_factory=DatabaseConfig)
+    digest: DigestConfig = Field(default_factory=DigestConfig)
     sources: list[SourceConfig] = []
     email: EmailConfig | None = None
     subscribers: list[SubscriberConfig] = []

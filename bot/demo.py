@@ -165,17 +165,17 @@ async def run_demo(out_dir: Path, *, echo: Callable[[str], None] = print) -> int
         controller.stop()
         store.close()
     failed = 0
-    for r in results:
-        if r.status == "sent":
-            files_ = handler.saved.get(r.address or "", [])
+    for d in results:
+        if d.status == "sent":
+            files_ = handler.saved.get(d.address or "", [])
             where = f" -> {files_[-1]} (+ .html)" if files_ else ""
-            echo(f"digest {r.subscriber} <{r.address}>: {len(r.papers)} papers sent{where}")
-        elif r.status == "nothing":
-            echo(f"digest {r.subscriber} <{r.address}>: nothing new (already delivered)")
+            echo(f"digest {d.subscriber} <{d.address}>: {len(d.papers)} papers sent{where}")
+        elif d.status == "nothing":
+            echo(f"digest {d.subscriber} <{d.address}>: nothing new (already delivered)")
         else:
             failed += 1
-            echo(f"digest {r.subscriber}: {r.status.upper()} {r.error or ''}")
-    sent = sum(1 for r in results if r.status == "sent")
+            echo(f"digest {d.subscriber}: {d.status.upper()} {d.error or ''}")
+    sent = sum(1 for d in results if d.status == "sent")
     if sent == 0 and not failed:
         echo("nothing was sent twice: every matching paper had already been delivered.")
     echo(f"done: {sent} digests sent; open the .html files in {mail_dir} to see them.")

@@ -177,6 +177,12 @@ class Store:
     def close(self) -> None:
         self.engine.dispose()
 
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     @contextmanager
     def session(self) -> Iterator[Session]:
         try:
@@ -458,7 +464,7 @@ class Store:
             rows = session.exec(
                 select(DeliveryRow.paper_id, func.max(DeliveryRow.paper_version))
                 .where(DeliveryRow.subscriber_id == subscriber_id, DeliveryRow.channel == channel)
-                .group_by(DeliveryRow.paper_id)
+                .group_by(col(DeliveryRow.paper_id))
             ).all()
             return {paper_id: int(version) for paper_id, version in rows}
 
@@ -518,7 +524,7 @@ class Store:
                     func.max(DeliveryRow.created_at),
                 )
                 .where(DeliveryRow.status == "sent")
-                .group_by(DeliveryRow.subscriber_id)
+                .group_by(col(DeliveryRow.subscriber_id))
             ).all()
             return {sid: (int(count), last) for sid, count, last in rows}
 

@@ -1,0 +1,99 @@
+"""House rules that keep the pipeline's shape, checked by reading the imports with `ast`."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import bot
+
+PACKAGE = Path(bot.__file__).resolve().parent
+IO_LIBRARIES = {
+    "httpx",
+    "aiosmtplib",
+    "aiosmtpd",
+    "smtplib",
+    "slack_sdk",
+    "sqlmodel",
+    "sqlalchemy",
+    "socket",
+    "urllib.request",
+    "psycopg",
+}
+# Modules that must stay pure: no I/O library, no environment, no clock.
+PURE = ["models", "errors", "rules", "digest", "render/email", "render/text", "sources/arxiv"]
+# Where each I/O library may be imported.
+ALLOWED = {
+    "httpx": {"sources/http"},
+    "aiosmtplib": {"channels/email"},
+    "aiosmtpd": {"demo"},
+    "sqlmodel": {"store"},
+    "sqlalchemy": {"store"},
+    "psycopg": set(),
+    "socket": {"demo"},
+}
+
+
+def module_files() -> dict[str, Path]:
+    return {
+        str(p.relative_to(PACKAGE).with_suffix("")).removesuffix("/__init__"): p
+        for p in PACKAGE.rglob("*.py")
+    }
+
+
+def imports(path: Path) -> set[str]:
+    """Top-level and nested imports of a module, TYPE_CHECKING blocks excluded."""
+    tree = ast.parse(path.read_text())
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for child in node.body for n in ast.walk(child))
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def uses(path: Path, *names: str) -> bool:
+    text = ast.unparse(ast.parse(path.read_text()))
+    return any(name in text for name in names)
+
+
+@pytest.mark.parametrize("name", PURE)
+def test_pure_modules_do_no_io(name: str) -> None:
+    path = module_files()[name]
+    bad = {m for m in imports(path) for lib in IO_LIBRARIES if m == lib or m.startswith(lib + ".")}
+    assert not bad, f"bot/{name}.py imports {bad}"
+    assert not uses(path, "os.environ", "getenv", ".now(", "utcnow(", "time.time("), name
+
+
+@pytest.mark.parametrize(("library", "allowed"), sorted(ALLOWED.items()))
+def test_io_libraries_stay_in_their_module(library: str, allowed: set[str]) -> None:
+    users = {
+        name
+        for name, path in module_files().items()
+        if any(m == library or m.startswith(library + ".") for m in imports(path))
+    }
+    assert users <= allowed, f"{library} imported by {users - allowed}"
+
+
+def test_only_the_cli_and_config_read_the_environment() -> None:
+    readers = {n for n, p in module_files().items() if uses(p, "os.environ", "getenv")}
+    assert readers <= {"cli", "config"}, readers
+
+
+def test_templates_and_data_ship_with_the_package() -> None:
+    from bot.config import example_config_text
+    from bot.demo import bundled_feed_bytes
+    from bot.render import templates_dir
+
+    assert (templates_dir() / "email" / "digest.html.j2").is_file()
+    assert bundled_feed_bytes().startswith(b"<?xml")
+    assert "version = 1" in example_config_text()

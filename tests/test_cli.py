@@ -1,0 +1,152 @@
+"""The command line as a user runs it: the installed `paperbell` command, and each subcommand."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bot.cli import main
+from bot.config import example_config_text
+
+PAPERBELL = [sys.executable, "-c", "from bot.cli import main; main()"]
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERBELL_")}
+    return subprocess.run(
+        [*PAPERBELL, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=env
+    )
+
+
+def test_demo_twice_sends_nothing_the_second_time(tmp_path: Path) -> None:
+    first = run("demo", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "poll arxiv-all: 1504 papers in the 2024-11-28 listing, 1504 new" in first.stdout
+    sent = re.findall(r"digest (\S+) <[^>]+>: (\d+) papers sent", first.stdout)
+    assert len(sent) == 3 and all(int(n) > 0 for _, n in sent)
+    mail = tmp_path / "paperbell-demo" / "mail"
+    emls, htmls = sorted(mail.glob("*.eml")), sorted(mail.glob("*.html"))
+    assert len(emls) == 3 and len(htmls) == 3
+    assert "Thank you to arXiv" in htmls[0].read_text()
+
+    second = run("demo", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert "0 new, 1504 already stored" in second.stdout
+    assert second.stdout.count("nothing new (already delivered)") == 3
+    assert len(list(mail.glob("*.eml"))) == 3
+
+
+def test_help_lists_every_command() -> None:
+    out = CliRunner().invoke(main, ["--help"]).output
+    for command in ("demo", "init", "check-config", "poll", "digest", "subscribe", "unsubscribe"):
+        assert command in out
+    assert "list" in out
+
+
+def test_init_writes_the_example_and_refuses_to_overwrite(tmp_path: Path) -> None:
+    target = tmp_path / "config.toml"
+    runner = CliRunner()
+    assert runner.invoke(main, ["init", str(target)]).exit_code == 0
+    assert target.read_text() == example_config_text()
+    again = runner.invoke(main, ["init", str(target)])
+    assert again.exit_code == 2 and "exists" in again.output
+    check = runner.invoke(main, ["check-config", "-c", str(target)])
+    assert check.exit_code == 0 and "OK (1 sources, 1 subscribers, 3 rules" in check.output
+
+
+@pytest.mark.database
+def test_subscribe_list_unsubscribe(tmp_path: Path, database_url: str) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        example_config_text().replace(
+            'url = "sqlite:///paperbell.sqlite"', f'url = "{database_url}"'
+        )
+    )
+    runner = CliRunner()
+
+    def cli(*args: str) -> tuple[int, str]:
+        result = runner.invoke(main, [args[0], "-c", str(config), *args[1:]])
+        return result.exit_code, result.output
+
+    code, out = cli("subscribe", "bob", "--email", "bob@example.org", '"graph neural"', "robot")
+    assert code == 0 and "subscribed bob <bob@example.org> with 2 rule(s)" in out
+    code, out = cli("subscribe", "bob", "cat:cs.RO")
+    assert code == 0 and "3. cat:cs.RO" in out
+
+    code, out = cli("subscribe", "eve", "--email", "x\nBcc: a@b.c", "--", 'open "quote', "-only")
+    assert code == 2
+    assert "email:" in out and "rules[0]: missing closing" in out and "rules[1]:" in out
+    code, out = cli("subscribe", "carl", "robot")
+    assert code == 2 and "--email is required" in out
+    code, out = cli("subscribe", "ada", "--email", "a@example.org", "robot")
+    assert code == 2 and "declared in the config file" in out
+
+    code, out = cli("list")
+    assert code == 0
+    assert "ada <ada@example.org> [config, active]" in out
+    assert "bob <bob@example.org> [database, active]" in out and "2. robot" in out
+
+    assert cli("unsubscribe", "bob", "--rule", "2")[0] == 0
+    assert "2. cat:cs.RO" in cli("list")[1]
+    code, out = cli("unsubscribe", "ada")
+    assert code == 0 and "unsubscribed ada" in out
+    assert "ada <ada@example.org> [config, unsubscribed]" in cli("list")[1]
+    code, out = cli("unsubscribe", "nobody")
+    assert code == 1 and "no subscriber named 'nobody'" in out
+    code, out = cli("unsubscribe", "bob", "--delete")
+    assert code == 0 and "bob" not in cli("list")[1]
+
+
+@pytest.mark.database
+def test_digest_out_writes_eml_and_records_nothing(tmp_path: Path, database_url: str) -> None:
+    feed = (
+        Path(__file__).parent
+        / "fixtures"
+        / "arxiv_rss"
+        / "rss_all-archives-combined_2024-11-28.xml"
+    )
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"""version = 1
+[database]
+url = "{database_url}"
+[[sources]]
+kind = "arxiv"
+categories = ["cs"]
+url = "{feed.as_uri()}"
+[email]
+from = "papers@example.org"
+host = "127.0.0.1"
+port = 9
+[[subscribers]]
+name = "ada"
+email = "ada@example.org"
+rules = ['"language model"']
+max_papers = 3
+"""
+    )
+    runner = CliRunner()
+    assert runner.invoke(main, ["poll", "-c", str(config)]).exit_code == 0
+    out_dir = tmp_path / "out"
+    for _ in range(2):  # nothing is recorded, so the same digest is written again
+        result = runner.invoke(
+            main, ["digest", "-c", str(config), "--since", "2024-11-28", "--out", str(out_dir)]
+        )
+        assert result.exit_code == 0, result.output
+        assert re.search(
+            r"ada <ada@example.org>: 3 papers \(\+\d+ over max_papers\) -> ", result.output
+        )
+    assert len(list(out_dir.glob("*.eml"))) == 1
+    dry = runner.invoke(main, ["digest", "-c", str(config), "--since", "2024-11-28", "--dry-run"])
+    assert "would get 3 papers" in dry.output
+    only = runner.invoke(main, ["digest", "-c", str(config), "--dry-run", "--subscriber", "nobody"])
+    assert only.exit_code == 1 and "no active subscriber named 'nobody'" in only.output
+    # Default window: the 2024 feed is outside the last 7 days, so nothing is due.
+    window = runner.invoke(main, ["digest", "-c", str(config), "--dry-run"])
+    assert "no new matching papers" in window.output
