@@ -113,9 +113,10 @@ def _category_covers(wanted: str, category: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """Where a rule term matched: a character span in the paper's title or abstract."""
+    """Where a rule term matched: a character span in the paper's title or abstract; for an
+    author, `start` is the author's index in `Paper.authors`; for a category or id, 0..0."""
 
-    field: Literal["title", "abstract", "category"]
+    field: Literal["title", "abstract", "author", "category", "id"]
     start: int
     end: int
     term: str
