@@ -4,7 +4,9 @@
 #   docker run --rm -v "$PWD:/data" -e PAPERBELL_SMTP_PASSWORD paperbell digest -c /data/config.toml
 FROM python:3.11-slim
 COPY . /src
-RUN pip install --no-cache-dir "/src[postgres]" && rm -rf /src
+RUN pip install --no-cache-dir "/src[postgres]" && rm -rf /src \
+    && useradd --create-home --uid 10001 paperbell
+USER paperbell
 WORKDIR /data
 ENTRYPOINT ["paperbell"]
 CMD ["--help"]

@@ -13,13 +13,13 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
-from datetime import date
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from bot import __version__
+from bot.checks import redact_url
 from bot.config import Config, example_config_text, load_config, subscriber_problems
 from bot.errors import ConfigError, PaperbellError, RuleError
 from bot.store import Store, utcnow
@@ -48,6 +48,10 @@ def handle_errors(func: F) -> F:
             sys.exit(EXIT_USAGE)
         except PaperbellError as exc:
             click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_FAILED)
+        except OSError as exc:  # a folder that cannot be created, a read-only file ...
+            where = f" {exc.filename}" if exc.filename else ""
+            click.echo(f"error: cannot write{where}: {exc.strerror or exc}", err=True)
             sys.exit(EXIT_FAILED)
 
     return wrapper  # type: ignore[return-value]
@@ -112,6 +116,7 @@ def demo(out_dir: Path) -> None:
 @main.command()
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path), default="config.toml")
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
+@handle_errors
 def init(path: Path, force: bool) -> None:
     """Write a commented config file to PATH (default ./config.toml)."""
     if path.exists() and not force:
@@ -130,7 +135,7 @@ def check_config(config_path: Path) -> None:
     rules = sum(len(s.rules) for s in config.subscribers)
     click.echo(
         f"{config_path}: OK ({len(config.sources)} sources, {len(config.subscribers)} "
-        f"subscribers, {rules} rules; database {config.database.url})"
+        f"subscribers, {rules} rules; database {redact_url(config.database.url)})"
     )
 
 
@@ -194,7 +199,7 @@ def digest(
 ) -> None:
     """Build and send every subscriber's digest of papers they have not received yet."""
     from bot.channels.email import EmailChannel, FileChannel
-    from bot.pipeline import deliver
+    from bot.pipeline import deliver, smtp_settings
 
     config = load_config(config_path)
     store = open_store(config)
@@ -216,22 +221,6 @@ def digest(
     sys.exit(print_delivery(reports, dry_run=dry_run))
 
 
-def smtp_settings(config: Config) -> Any:
-    from bot.channels.email import SmtpSettings
-
-    if config.email is None:
-        raise ConfigError(["email: the [email] section is missing"], source=str(config.path))
-    e = config.email
-    return SmtpSettings(
-        host=e.host,
-        port=e.effective_port,
-        security=e.security,
-        username=e.username,
-        password=e.password,
-        timeout=e.timeout,
-    )
-
-
 def print_delivery(reports: Sequence[Any], *, dry_run: bool = False) -> int:
     """Print one line per subscriber (and the papers, in a dry run); return the exit code."""
     failed = 0
@@ -250,6 +239,9 @@ def print_delivery(reports: Sequence[Any], *, dry_run: bool = False) -> int:
                 click.echo(f"    {item.paper.id:<18} {item.paper.title[:70]}  [{rules}]")
         elif r.status == "nothing":
             click.echo(f"{r.subscriber} <{r.address}>: no new matching papers")
+        elif r.status == "unrecorded":
+            failed += 1
+            click.echo(f"{r.subscriber} <{r.address}>: {papers} {r.error}", err=True)
         elif r.status == "skipped":
             click.echo(f"{r.subscriber}: skipped ({r.error})")
         else:
@@ -370,10 +362,6 @@ def list_(config_path: Path) -> None:
         click.echo("    " + "; ".join(extra))
         for number, text in enumerate(sub.rules, 1):
             click.echo(f"    {number}. {text}")
-
-
-def parse_date(value: str) -> date:
-    return date.fromisoformat(value)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -25,17 +25,16 @@ from pydantic import (
     model_validator,
 )
 
+from bot.checks import canonical_category, check_address, check_header_text
 from bot.errors import ConfigError, RuleError
 from bot.models import INCLUDE_CHOICES, Subscriber
-from bot.rules import parse_rule
+from bot.rules import format_rule, parse_rule
 from bot.sources import SOURCE_KINDS, load_builtin_sources
 
 CONFIG_VERSION = 1
 DEFAULT_DATABASE_URL = "sqlite:///paperbell.sqlite"
 
-CATEGORY_RE = re.compile(r"^[a-z][a-z\-]*(\.[A-Za-z\-]+)?$")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@\-]{0,63}$")
-EMAIL_RE = re.compile(r"^[^@\s<>,;\"]+@[^@\s<>,;\"]+\.[^@\s<>,;\"]+$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PLACEHOLDER_SECRETS = {"", "changeme", "change-me", "password", "secret", "xxx", "todo", "..."}
 
@@ -51,20 +50,21 @@ def _check_rule(text: str) -> str:
 
 
 def _check_category(value: str) -> str:
-    if not CATEGORY_RE.match(value):
-        raise ValueError(f"{value!r} is not an arXiv category (examples: cs, cs.LG, q-bio.NC)")
-    return value
+    return canonical_category(value)
 
 
 def _check_email(value: str) -> str:
-    if not EMAIL_RE.match(value) or "\r" in value or "\n" in value:
-        raise ValueError(f"{value!r} is not an email address")
-    return value
+    return check_address(value, what="")
+
+
+def _check_header(value: str) -> str:
+    return check_header_text(value, what="")
 
 
 RuleText = Annotated[str, AfterValidator(_check_rule)]
 CategoryName = Annotated[str, AfterValidator(_check_category)]
 EmailAddress = Annotated[str, AfterValidator(_check_email)]
+HeaderText = Annotated[str, AfterValidator(_check_header)]
 
 
 class _Section(BaseModel):
@@ -114,14 +114,14 @@ class SourceConfig(BaseModel):
 
 
 class EmailConfig(_Section):
-    from_: str = Field(alias="from")
+    from_: HeaderText = Field(alias="from")
     host: str = "localhost"
     port: int | None = Field(None, ge=1, le=65535)
     security: Literal["starttls", "tls", "none"] = "starttls"
     username: str | None = None
     password_env: str | None = None
     timeout: float = Field(30.0, gt=0, le=600)
-    list_id: str = "paperbell digest"
+    list_id: HeaderText = "paperbell digest"
     unsubscribe_mailto: EmailAddress | None = None
     password: str | None = Field(None, exclude=True)  # filled from the environment only
 
@@ -158,7 +158,17 @@ class SubscriberConfig(_Section):
     rules: list[RuleText] = Field(min_length=1)
     categories: list[CategoryName] = []
     max_papers: int = Field(50, ge=1, le=1000)
-    include: list[Literal["new", "cross", "replace"]] = ["new", "cross"]
+    include: list[Literal["new", "cross", "replace"]] = Field(["new", "cross"], min_length=1)
+
+    @model_validator(mode="after")
+    def _distinct_rules(self) -> SubscriberConfig:
+        seen: dict[str, int] = {}
+        for index, text in enumerate(self.rules):
+            key = format_rule(parse_rule(text))
+            if key in seen:
+                raise ValueError(f"rules[{index}] repeats rules[{seen[key]}] ({text!r})")
+            seen[key] = index
+        return self
 
     @field_validator("name")
     @classmethod
@@ -260,53 +270,72 @@ def parse_config(
     path: Path | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Config:
-    """Validate a config mapping; raise ConfigError listing every problem."""
+    """Validate a config mapping; raise ConfigError listing every problem at once."""
     raw = dict(data)
-    if isinstance(raw.get("email"), dict) and "password" in raw["email"]:
-        raw["email"] = {k: v for k, v in raw["email"].items() if k != "password"}
-        secret_problem = [
+    problems: list[str] = []
+    email = raw.get("email")
+    if isinstance(email, dict) and "password" in email:
+        raw["email"] = email = {k: v for k, v in email.items() if k != "password"}
+        problems.append(
             "email.password: a secret does not belong in the file: set it in an environment "
             "variable and name that variable in password_env"
-        ]
-    else:
-        secret_problem = []
+        )
+    # These checks read the raw data, so they are reported even when the schema fails too.
+    problems += _duplicate_names(raw)
+    password, secret_problems = _password(email, os.environ if environ is None else environ)
+    problems += secret_problems
     try:
         config = Config.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(secret_problem + _problems(exc), source=source) from None
-    problems = list(secret_problem)
+        raise ConfigError(_problems(exc) + problems, source=source) from None
+    if config.subscribers and config.email is None:
+        problems.append("email: an [email] section is needed to send the subscribers' digests")
+    if problems:
+        raise ConfigError(problems, source=source)
     config.path = path
-    for label, names in (
-        ("sources", [s.name for s in config.sources]),
-        ("subscribers", [s.name for s in config.subscribers]),
-    ):
+    if config.email is not None:
+        config.email.password = password
+    return config
+
+
+def _duplicate_names(raw: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for label in ("sources", "subscribers"):
+        items = raw.get(label)
+        if not isinstance(items, list):
+            continue
         first: dict[str, int] = {}
-        for index, name in enumerate(names):
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                continue
+            name = item.get("name") or (item.get("kind") if label == "sources" else None)
+            if not isinstance(name, str):
+                continue
             if name in first:
                 problems.append(
                     f"{label}[{index}].name: {name!r} is already used by {label}[{first[name]}]"
                 )
             first.setdefault(name, index)
-    env = os.environ if environ is None else environ
-    if config.email is not None and config.email.password_env:
-        value = env.get(config.email.password_env)
-        if value is None:
-            problems.append(
-                f"email.password_env: the environment variable {config.email.password_env} "
-                "is not set"
-            )
-        elif value.strip().lower() in PLACEHOLDER_SECRETS:
-            problems.append(
-                f"email.password_env: {config.email.password_env} holds a placeholder, "
-                "not a password"
-            )
-        else:
-            config.email.password = value
-    if config.email is not None and config.email.username and not config.email.password_env:
-        problems.append("email.password_env: a username is set, so name the password's variable")
-    if problems:
-        raise ConfigError(problems, source=source)
-    return config
+    return problems
+
+
+def _password(email: Any, env: Mapping[str, str]) -> tuple[str | None, list[str]]:
+    """The SMTP password from the environment variable the config names, or the problem."""
+    if not isinstance(email, dict):
+        return None, []
+    name = email.get("password_env")
+    if not name:
+        if email.get("username"):
+            return None, ["email.password_env: a username is set, so name the password's variable"]
+        return None, []
+    if not isinstance(name, str) or not ENV_NAME_RE.match(name):
+        return None, []  # the schema reports it
+    value = env.get(name)
+    if value is None:
+        return None, [f"email.password_env: the environment variable {name} is not set"]
+    if value.strip().lower() in PLACEHOLDER_SECRETS:
+        return None, [f"email.password_env: {name} holds a placeholder, not a password"]
+    return value, []
 
 
 def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> Config:

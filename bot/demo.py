@@ -20,9 +20,9 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 
-from bot.channels.email import EmailChannel, SmtpSettings
+from bot.channels.email import EmailChannel
 from bot.config import parse_config
-from bot.pipeline import deliver, poll
+from bot.pipeline import deliver, poll, smtp_settings
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store, utcnow
 
@@ -98,7 +98,8 @@ class SavingHandler:
         return "250 Message accepted for delivery"
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -118,7 +119,7 @@ async def run_demo(out_dir: Path, *, echo: Callable[[str], None] = print) -> int
         feed.write_bytes(bundled_feed_bytes())
     mail_dir = out_dir / "mail"
     handler = SavingHandler(mail_dir)
-    port = _free_port()
+    port = free_port()
     controller = Controller(handler, hostname="127.0.0.1", port=port)
     config = parse_config(
         {
@@ -159,7 +160,7 @@ async def run_demo(out_dir: Path, *, echo: Callable[[str], None] = print) -> int
                 f"poll {r.source}: {r.items} papers in the {r.announced} listing, "
                 f"{r.new} new, {r.unchanged} already stored"
             )
-        channel = EmailChannel(SmtpSettings(host="127.0.0.1", port=port, security="none"))
+        channel = EmailChannel(smtp_settings(config))
         results = await deliver(config, store, channel, now=now, since=DEMO_DAY)
     finally:
         controller.stop()

@@ -52,6 +52,10 @@ class Paper:
     journal_ref: str | None = None
     license: str | None = None
     source: str = ""  # the configured source name that delivered it
+    # When and how paperbell first saw this paper (the store fills these): a v2 announced
+    # before a subscriber's digest ran does not hide the paper's first announcement.
+    first_announced: date | None = None
+    first_type: str | None = None
 
     @property
     def primary_category(self) -> str | None:
@@ -96,18 +100,21 @@ class Subscriber:
     active: bool = True
     id: int | None = None  # the database id, once stored
 
-    def wants(self, paper: Paper) -> bool:
-        """Whether the paper's announce type and categories are ones this subscriber takes."""
-        kind = "replace" if paper.is_update else paper.announce_type
-        if kind not in self.include:
-            return False
+    def takes_categories_of(self, paper: Paper) -> bool:
+        """Whether the paper is in one of the subscriber's categories (or any, if none)."""
         if not self.categories:
             return True
         return any(_category_covers(c, pc) for c in self.categories for pc in paper.categories)
 
 
+def announce_kind(announce_type: str | None) -> str:
+    """What `include` calls an announce type: new, cross, or replace (for both updates)."""
+    return "replace" if announce_type in ("replace", "replace-cross") else announce_type or "new"
+
+
 def _category_covers(wanted: str, category: str) -> bool:
-    """`cs` covers `cs.LG`; `cs.LG` covers only itself."""
+    """`cs` covers `cs.LG`; `cs.LG` covers only itself. Case does not matter."""
+    wanted, category = wanted.casefold(), category.casefold()
     return category == wanted or ("." not in wanted and category.startswith(wanted + "."))
 
 

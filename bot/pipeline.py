@@ -7,21 +7,25 @@ fetcher and the channel are passed in, so the CLI, the scheduler and the tests s
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from bot.channels import Channel
+from bot.channels.email import SmtpSettings
 from bot.config import Config
-from bot.digest import build_digest
-from bot.errors import DeliveryError, PaperbellError, RuleError, SourceError
+from bot.digest import build_digest, direct_hits
+from bot.errors import ConfigError, PaperbellError, RuleError, SourceError, StoreError
 from bot.models import Digest, Paper, Subscriber
 from bot.render.email import EmailSettings, build_message
-from bot.rules import PaperText, analyze, parse_rule
+from bot.rules import parse_rule
 from bot.sources import SOURCE_KINDS, FetchState, Source, load_builtin_sources
 from bot.store import Store
 
 log = logging.getLogger(__name__)
+ARXIV_TIMEZONE = ZoneInfo("America/New_York")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +83,7 @@ async def poll(
 
 async def _poll_one(source: Source, store: Store, fetcher: Any, *, now: datetime) -> PollReport:
     url = str(getattr(source, "url", ""))
-    state = store.fetch_state(source.name)
+    state = store.fetch_state(source.name, url)
     try:
         fetched = await source.fetch(fetcher, state)
         if fetched.not_modified:
@@ -92,7 +96,8 @@ async def _poll_one(source: Source, store: Store, fetcher: Any, *, now: datetime
         log.error("source %s: %s", source.name, message)
         store.record_poll(source.name, url=url, now=now, result="error", error=message)
         return PollReport(source.name, url, "error", error=message)
-    counts = store.upsert_papers(parsed.papers, now=now)
+    papers = _dated(parsed.papers, now)
+    counts = store.upsert_papers(papers, now=now)
     result = "ok" if parsed.papers else "empty"
     store.record_poll(
         source.name,
@@ -118,26 +123,49 @@ async def _poll_one(source: Source, store: Store, fetcher: Any, *, now: datetime
     )
 
 
+def _dated(papers: Sequence[Paper], now: datetime) -> list[Paper]:
+    """Papers whose feed gave no date belong to the day they were polled (US Eastern, arXiv's
+    calendar), so they reach the digest window instead of being stored and never sent."""
+    today = now.astimezone(ARXIV_TIMEZONE).date()
+    undated = sum(1 for p in papers if p.announced is None)
+    if undated:
+        log.warning("%d papers without an announcement date; taking %s", undated, today)
+    return [p if p.announced is not None else replace(p, announced=today) for p in papers]
+
+
+def smtp_settings(config: Config) -> SmtpSettings:
+    """The SMTP connection settings from [email]."""
+    if config.email is None:
+        raise ConfigError(["email: the [email] section is missing"], source=str(config.path))
+    e = config.email
+    return SmtpSettings(
+        host=e.host,
+        port=e.effective_port,
+        security=e.security,
+        username=e.username,
+        password=e.password,
+        timeout=e.timeout,
+    )
+
+
 def email_settings(config: Config) -> EmailSettings:
     """The message-building settings from [email]."""
     if config.email is None:
-        raise DeliveryError(
-            "no [email] section in the config",
-            transient=False,
-            hint="add one: see `paperbell init`",
-        )
+        raise ConfigError(["email: the [email] section is missing"], source=str(config.path))
     e = config.email
     return EmailSettings(
         from_addr=e.from_address,
         from_name=e.from_name,
         list_id=e.list_id,
-        unsubscribe_mailto=e.unsubscribe_mailto or e.from_address,
+        unsubscribe_mailto=e.unsubscribe_mailto or "",
     )
 
 
 def window_start(config: Config, now: datetime) -> date:
-    """The first announcement day the default digest window takes."""
-    return now.date() - timedelta(days=config.digest.window_days)
+    """The first announcement day the default digest window takes: `window_days` days,
+    today (US Eastern, arXiv's calendar) included."""
+    today = now.astimezone(ARXIV_TIMEZONE).date()
+    return today - timedelta(days=config.digest.window_days - 1)
 
 
 async def deliver(
@@ -168,14 +196,9 @@ async def deliver(
                 f"no active subscriber named {only!r}", hint="see `paperbell list`"
             )
     settings = email_settings(config)
-    papers = store.papers_announced_since(since or window_start(config, now))
-    texts: dict[str, PaperText] = {}
-
-    def text_of(paper: Paper) -> PaperText:
-        found = texts.get(paper.id)
-        if found is None:
-            found = texts[paper.id] = analyze(paper)
-        return found
+    since = since or window_start(config, now)
+    papers = store.papers_announced_since(since)
+    hits_of = direct_hits()  # shared: each paper is analysed once for all subscribers
 
     reports: list[DeliveryReport] = []
     batch = []
@@ -190,7 +213,14 @@ async def deliver(
             continue
         delivered = store.delivered_versions(sub.id, "email") if sub.id else {}
         digest = build_digest(
-            sub, rules, papers, delivered=delivered, now=now, channel="email", text_of=text_of
+            sub,
+            rules,
+            papers,
+            delivered=delivered,
+            now=now,
+            channel="email",
+            since=since,
+            hits_of=hits_of,
         )
         if digest is None:
             reports.append(DeliveryReport(sub.name, sub.email, "nothing"))
@@ -208,22 +238,32 @@ async def deliver(
             reports.append(_report(digest, "would-send", sent_papers))
         return _in_order(reports, subscribers)
 
+    unrecorded: dict[str, str] = {}
+
     def on_sent(digest: Digest) -> None:
         if not record:
             return
         sub: Subscriber = digest.subscriber
         assert sub.id is not None
-        store.record_delivery(
-            sub.id,
-            channel="email",
-            digest_id=digest.digest_id,
-            sent=sent_papers[digest.digest_id],
-            omitted=digest.omitted,
-            now=now,
-        )
+        try:
+            store.record_delivery(
+                sub.id,
+                channel="email",
+                digest_id=digest.digest_id,
+                sent=sent_papers[digest.digest_id],
+                omitted=digest.omitted,
+                now=now,
+            )
+        except StoreError as exc:
+            # Sent but not recorded: the next run may send it again (same Message-ID).
+            log.error("digest for %s was sent but not recorded: %s", sub.name, exc)
+            unrecorded[digest.digest_id] = f"sent, but not recorded: {exc}"
 
     for outcome in await channel.send_all(batch, on_sent):
-        if outcome.ok:
+        problem = unrecorded.get(outcome.digest.digest_id)
+        if outcome.ok and problem:
+            reports.append(_report(outcome.digest, "unrecorded", sent_papers, error=problem))
+        elif outcome.ok:
             status = "sent" if record else "written"
             reports.append(_report(outcome.digest, status, sent_papers, where=outcome.where))
         else:

@@ -18,9 +18,12 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
 from sqlalchemy import Engine, UniqueConstraint, func
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
+from bot.checks import redact_url
 from bot.errors import StoreError
 from bot.models import DEFAULT_INCLUDE, Paper, Subscriber
 from bot.sources import FetchState
@@ -44,6 +47,8 @@ class PaperRow(SQLModel, table=True):
     license: str | None = None
     source: str = Field(default="", max_length=128)
     first_seen: datetime
+    first_announced: date | None = None  # the first version's announcement: never overwritten
+    first_type: str = Field(default="new", max_length=16)
     updated_at: datetime
 
 
@@ -133,6 +138,8 @@ def _paper_from_row(row: PaperRow) -> Paper:
         journal_ref=row.journal_ref,
         license=row.license,
         source=row.source,
+        first_announced=row.first_announced,
+        first_type=row.first_type,
     )
 
 
@@ -169,7 +176,7 @@ class Store:
                     pass
         except (SQLAlchemyError, ModuleNotFoundError) as exc:
             raise StoreError(
-                f"cannot open the database {_redact(url)}: {_first_line(exc)}",
+                f"cannot open the database {redact_url(url)}: {_first_line(exc)}",
                 hint="check [database] url; PostgreSQL needs `pip install 'paperbell[postgres]'`",
             ) from None
         return cls(engine)
@@ -220,6 +227,8 @@ class Store:
                         categories="[]",
                         announce_type=paper.announce_type,
                         first_seen=now,
+                        first_announced=paper.announced,
+                        first_type=paper.announce_type,
                         updated_at=now,
                     )
                     _fill_paper_row(row, paper)
@@ -256,10 +265,12 @@ class Store:
 
     # -- sources ----------------------------------------------------------------------------
 
-    def fetch_state(self, name: str) -> FetchState:
+    def fetch_state(self, name: str, url: str | None = None) -> FetchState:
+        """The validators of the last successful poll, unless the source's URL changed since
+        (the old ETag says nothing about a new feed)."""
         with self.session() as session:
             row = session.get(SourceStateRow, name)
-            if row is None:
+            if row is None or (url is not None and row.url != url):
                 return FetchState()
             return FetchState(etag=row.etag, last_modified=row.last_modified)
 
@@ -412,6 +423,11 @@ class Store:
             ).all()
             if not 1 <= number <= len(rules):
                 raise StoreError(f"{name!r} has no rule {number} (it has {len(rules)})")
+            if len(rules) == 1:
+                raise StoreError(
+                    f"rule {number} is the last rule of {name!r}",
+                    hint=f"to stop the digests, `paperbell unsubscribe {name}`",
+                )
             text = rules[number - 1].text
             session.delete(rules[number - 1])
             session.commit()
@@ -478,41 +494,42 @@ class Store:
         omitted: Sequence[Paper] = (),
         now: datetime,
     ) -> int:
-        """Record a digest the channel accepted, in one transaction. Rows that already exist
-        (a re-run after a crash) are left as they are. Returns the number of new rows."""
-
-        entries = [(p, "sent") for p in sent] + [(p, "omitted") for p in omitted]
-        try:
-            return self._insert_deliveries(subscriber_id, channel, digest_id, entries, now)
-        except IntegrityError:
-            # Another run recorded some of these meanwhile: insert only what is missing.
-            have = self.delivered_versions(subscriber_id, channel)
-            missing = [(p, s) for p, s in entries if have.get(p.id, 0) < p.version]
-            return self._insert_deliveries(subscriber_id, channel, digest_id, missing, now)
-
-    def _insert_deliveries(
-        self,
-        subscriber_id: int,
-        channel: str,
-        digest_id: str,
-        entries: Sequence[tuple[Paper, str]],
-        now: datetime,
-    ) -> int:
-        with self.session() as session:
-            for paper, status in entries:
-                session.add(
-                    DeliveryRow(
-                        subscriber_id=subscriber_id,
-                        paper_id=paper.id,
-                        paper_version=paper.version,
-                        channel=channel,
-                        status=status,
-                        digest_id=digest_id,
-                        created_at=now,
-                    )
+        """Record a digest the channel accepted, in one transaction. A row that already exists
+        (a re-run after a crash, or two runs at once) is left as it is. Returns the number of
+        rows added."""
+        rows: dict[tuple[str, int], dict[str, object]] = {}
+        for papers, status in ((sent, "sent"), (omitted, "omitted")):
+            for paper in papers:
+                rows.setdefault(
+                    (paper.id, paper.version),
+                    {
+                        "subscriber_id": subscriber_id,
+                        "paper_id": paper.id,
+                        "paper_version": paper.version,
+                        "channel": channel,
+                        "status": status,
+                        "digest_id": digest_id,
+                        "created_at": now,
+                    },
                 )
-            session.commit()
-        return len(entries)
+        if not rows:
+            return 0
+        insert = postgresql_insert if self.engine.dialect.name == "postgresql" else sqlite_insert
+        statement = (
+            insert(DeliveryRow)
+            .values(list(rows.values()))
+            .on_conflict_do_nothing(
+                index_elements=["subscriber_id", "paper_id", "paper_version", "channel"]
+            )
+            .returning(col(DeliveryRow.id))
+        )
+        try:
+            with self.session() as session:
+                added = len(session.execute(statement).all())
+                session.commit()
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot record the delivery: {_first_line(exc)}") from None
+        return added
 
     def delivery_counts(self) -> dict[int, tuple[int, datetime | None]]:
         """subscriber id -> (papers delivered, last delivery time)."""
@@ -537,16 +554,6 @@ def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
 def _first_line(exc: BaseException) -> str:
     text = str(getattr(exc, "orig", None) or exc)
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-
-
-def _redact(url: str) -> str:
-    """Hide a password in a database URL before it is printed."""
-    if "://" in url and "@" in url:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        user = creds.split(":", 1)[0]
-        return f"{scheme}://{user}:***@{host}" if ":" in creds else url
-    return url
 
 
 def utcnow() -> datetime:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from aiosmtpd.controller import Controller
+
+from bot.demo import free_port
 
 
 @dataclass
@@ -82,6 +84,7 @@ class SinkHandler:
         self.messages: list[EmailMessage] = []
         self.envelopes: list[tuple[str, list[str]]] = []
         self.refuse: dict[str, str] = {}  # recipient -> SMTP reply
+        self.stall = 0.0  # seconds to wait before answering DATA (a slow or hung server)
 
     async def handle_RCPT(
         self, server: Any, session: Any, envelope: Any, address: str, options: Any
@@ -92,16 +95,13 @@ class SinkHandler:
         return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        if self.stall:
+            await asyncio.sleep(self.stall)
+            return "451 4.3.0 too slow, try again"
         raw = envelope.original_content or envelope.content
         self.messages.append(message_from_bytes(raw, policy=policy.default))  # type: ignore[arg-type]
         self.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
         return "250 Message accepted for delivery"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager

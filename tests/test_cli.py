@@ -44,9 +44,17 @@ def test_demo_twice_sends_nothing_the_second_time(tmp_path: Path) -> None:
 
 def test_help_lists_every_command() -> None:
     out = CliRunner().invoke(main, ["--help"]).output
-    for command in ("demo", "init", "check-config", "poll", "digest", "subscribe", "unsubscribe"):
-        assert command in out
-    assert "list" in out
+    listed = re.findall(r"^  ([a-z-]+) ", out.split("Commands:", 1)[1], re.M)
+    assert listed == [
+        "check-config",
+        "demo",
+        "digest",
+        "init",
+        "list",
+        "poll",
+        "subscribe",
+        "unsubscribe",
+    ]
 
 
 def test_init_writes_the_example_and_refuses_to_overwrite(tmp_path: Path) -> None:
@@ -150,3 +158,23 @@ max_papers = 3
     # Default window: the 2024 feed is outside the last 7 days, so nothing is due.
     window = runner.invoke(main, ["digest", "-c", str(config), "--dry-run"])
     assert "no new matching papers" in window.output
+
+
+def test_filesystem_errors_are_messages_not_tracebacks(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    result = CliRunner().invoke(main, ["init", str(blocker / "config.toml")])
+    assert result.exit_code == 1
+    assert "error: cannot write" in result.output and "Traceback" not in result.output
+
+
+def test_check_config_hides_the_database_password(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        example_config_text().replace(
+            'url = "sqlite:///paperbell.sqlite"', 'url = "postgresql://pb:S3cretPass@db/pb"'
+        )
+    )
+    result = CliRunner().invoke(main, ["check-config", "-c", str(config)])
+    assert result.exit_code == 0 and "S3cretPass" not in result.output
+    assert "postgresql://pb:***@db/pb" in result.output

@@ -65,7 +65,7 @@ def test_every_problem_is_reported_with_its_key_path() -> None:
     )
     found = problems(data)
     joined = "\n".join(found)
-    assert "subscribers[1].email: 'not-an-address' is not an email address" in joined
+    assert "subscribers[1].email: not a single email address: 'not-an-address'" in joined
     assert "subscribers[1].max_papers:" in joined
     assert 'subscribers[2].rules[1]: missing closing "' in joined
     assert "subscribers[2].include[1]:" in joined
@@ -124,3 +124,50 @@ def test_relative_sqlite_path_is_taken_from_the_config_folder(tmp_path: Path) ->
     path.write_text('version = 1\n[database]\nurl = "sqlite:///data/pb.sqlite"\n')
     config = load_config(path, environ={})
     assert config.database_url() == f"sqlite:///{tmp_path}/conf/data/pb.sqlite"
+
+
+def test_schema_problems_and_cross_checks_are_reported_together() -> None:
+    data = minimal(
+        email={"from": "p@example.org", "port": 0, "password_env": "PB_UNSET"},
+        subscribers=[
+            {"name": "ada", "email": "ada@example.org", "rules": ["x"]},
+            {"name": "ada", "email": "ada2@example.org", "rules": ["y"]},
+        ],
+    )
+    found = "\n".join(problems(data))
+    assert "email.port:" in found
+    assert "subscribers[1].name: 'ada' is already used by subscribers[0]" in found
+    assert "PB_UNSET is not set" in found
+
+
+@pytest.mark.parametrize(
+    ("subscriber", "expected"),
+    [
+        ({"rules": ["robot", "robot ", "robots"]}, "subscribers[0]: rules[1] repeats rules[0]"),
+        ({"rules": ["x"], "include": []}, "subscribers[0].include:"),
+        ({"rules": ["x"], "email": "zoë@example.org"}, "not a plausible email address"),
+        ({"rules": ["x"], "email": "ada@example.c"}, "not a plausible email address"),
+    ],
+)
+def test_subscriber_problems(subscriber: dict[str, object], expected: str) -> None:
+    entry = {"name": "ada", "email": "ada@example.org", **subscriber}
+    assert any(expected in p for p in problems(minimal(subscribers=[entry])))
+
+
+def test_header_fields_refuse_control_characters() -> None:
+    email = {"from": "Lab\r\nBcc: x@example.org <p@example.org>", "list_id": "a\nb"}
+    found = "\n".join(problems(minimal(email=email)))
+    assert "email.from: control characters" in found
+    assert "email.list_id: control characters" in found
+
+
+def test_subscribers_need_an_email_section() -> None:
+    data = minimal()
+    del data["email"]
+    assert "email: an [email] section is needed" in "\n".join(problems(data))
+
+
+def test_categories_take_arxiv_spelling() -> None:
+    sub = {"name": "ada", "email": "ada@example.org", "rules": ["x"], "categories": ["CS.ro"]}
+    config = parse_config(minimal(subscribers=[sub]), environ={})
+    assert config.subscribers[0].categories == ["cs.RO"]

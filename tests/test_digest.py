@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from bot.digest import build_digest, digest_id, is_pending, score
 from bot.models import Hit, Paper, Subscriber
@@ -88,3 +88,32 @@ def test_digest_id_is_stable() -> None:
     assert digest_id(s, "email", [p, q]) == digest_id(s, "email", [q, p])
     assert digest_id(s, "email", [p]) != digest_id(s, "email", [p, q])
     assert digest_id(s, "email", [p]) != digest_id(s, "slack", [p])
+
+
+def test_rules_with_the_same_meaning_do_not_double_a_paper(
+    full_feed_papers: tuple[Paper, ...],
+) -> None:
+    d = digest_for(sub("robot", "robots", "robot ", max_papers=3), full_feed_papers)
+    assert d is not None
+    assert d.count == 3 and len(d.groups) == 1
+    assert len({i.paper.id for i in d.items}) == 3
+
+
+def test_a_new_version_before_the_digest_does_not_hide_the_paper(
+    full_feed_papers: tuple[Paper, ...],
+) -> None:
+    v1 = next(p for p in full_feed_papers if p.announce_type == "new")
+    day = v1.announced
+    assert day is not None
+    v2 = replace(v1, version=2, announce_type="replace", first_type="new", first_announced=day)
+    default = sub("x")
+    assert is_pending(default, v2, {}, since=day)  # never received: it is new to them
+    old = replace(v2, first_announced=date(2020, 1, 1))
+    assert not is_pending(default, old, {}, since=day)  # an update of an old paper
+    assert is_pending(sub("x", include=frozenset({"new", "replace"})), old, {}, since=day)
+
+
+def test_subscriber_categories_ignore_case(full_feed_papers: tuple[Paper, ...]) -> None:
+    upper = digest_for(sub("learning", categories=("cs.RO",), max_papers=1000), full_feed_papers)
+    lower = digest_for(sub("learning", categories=("CS.ro",), max_papers=1000), full_feed_papers)
+    assert upper is not None and lower is not None and upper.count == lower.count > 0

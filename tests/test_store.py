@@ -41,7 +41,20 @@ def test_upsert_counts_and_keeps_the_latest_version(
 def test_round_trip_of_every_field(store: Store, full_feed_papers: tuple[Paper, ...]) -> None:
     with_doi = next(p for p in full_feed_papers if p.dois and p.journal_ref)
     store.upsert_papers([with_doi], now=NOW)
-    assert store.papers_announced_since(date(2000, 1, 1)) == [with_doi]
+    expected = replace(with_doi, first_announced=with_doi.announced, first_type="new")
+    assert store.papers_announced_since(date(2000, 1, 1)) == [expected]
+
+
+def test_the_first_announcement_survives_an_update(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    v1 = next(p for p in full_feed_papers if p.announce_type == "new")
+    store.upsert_papers([v1], now=NOW)
+    v2 = replace(v1, version=2, announce_type="replace", announced=date(2024, 11, 29))
+    store.upsert_papers([v2], now=NOW)
+    (stored,) = store.papers_announced_since(date(2024, 11, 1))
+    assert (stored.version, stored.announce_type, stored.announced) == (2, "replace", v2.announced)
+    assert (stored.first_type, stored.first_announced) == ("new", v1.announced)
 
 
 def test_fetch_state_is_kept_per_source(store: Store) -> None:
@@ -52,6 +65,8 @@ def test_fetch_state_is_kept_per_source(store: Store) -> None:
     assert store.fetch_state("arxiv") == FetchState('"abc"', "Thu")
     store.record_poll("arxiv", url="u", now=NOW, result="error", error="boom")
     assert store.fetch_state("arxiv") == FetchState('"abc"', "Thu")  # errors keep validators
+    assert store.fetch_state("arxiv", "u") == FetchState('"abc"', "Thu")
+    assert store.fetch_state("arxiv", "https://new-url") == FetchState()  # URL changed
     (row,) = store.source_states()
     assert (row.last_result, row.last_error, row.items) == ("error", "boom", 3)
 
@@ -71,6 +86,9 @@ def test_subscribers_from_config_and_database(store: Store) -> None:
     assert store.remove_rule("bob", 2) == "b"
     with pytest.raises(StoreError, match="has no rule 5"):
         store.remove_rule("bob", 5)
+    assert store.remove_rule("bob", 2) == "c"
+    with pytest.raises(StoreError, match="is the last rule of 'bob'"):
+        store.remove_rule("bob", 1)
     with pytest.raises(StoreError, match="declared in the config file"):
         store.add_subscriber("ada", email=None, rules=["x"], now=NOW)
 
@@ -94,8 +112,10 @@ def test_deliveries_are_unique_and_recorded_once(
     assert n == 3
     # A re-run (after a crash between send and record) adds only what is missing.
     v2 = replace(first, version=first.version + 1)
-    n = store.record_delivery(sub.id, channel="email", digest_id="d2", sent=[first, v2], now=NOW)
-    assert n == 1
+    n = store.record_delivery(
+        sub.id, channel="email", digest_id="d2", sent=[first, v2, v2], omitted=[v2], now=NOW
+    )
+    assert n == 1  # duplicates inside one digest are recorded once
     delivered = store.delivered_versions(sub.id, "email")
     assert delivered == {first.id: v2.version, second.id: second.version, third.id: third.version}
     assert store.delivered_versions(sub.id, "slack") == {}

@@ -109,6 +109,14 @@ class EmailChannel:
                             _failed(digest, f"{exc.code} {exc.message}", exc.code >= 500)
                         )
                         break
+                    except (aiosmtplib.SMTPException, OSError) as exc:
+                        # A timeout or a broken connection mid-message: this digest is not
+                        # known to be delivered; drop the connection and go on with a new one.
+                        if smtp is not None:
+                            smtp.close()
+                        smtp = None
+                        outcomes.append(_failed(digest, f"SMTP error: {_describe(exc)}"))
+                        break
                     else:
                         if errors:  # some recipients refused; ours is the only one
                             text = "; ".join(
@@ -146,11 +154,15 @@ class FileChannel:
     async def send_all(
         self, batch: Sequence[tuple[Digest, EmailMessage]], on_sent: OnSent
     ) -> list[SendOutcome]:
-        self.folder.mkdir(parents=True, exist_ok=True)
         outcomes = []
         for digest, message in batch:
             path = self.folder / f"{digest.subscriber.name}-{digest.digest_id}.eml"
-            path.write_bytes(bytes(message))
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(bytes(message))
+            except OSError as exc:
+                outcomes.append(_failed(digest, f"cannot write {path}: {exc.strerror}", True))
+                continue
             await notify(on_sent, digest)
             outcomes.append(SendOutcome(digest=digest, ok=True, where=str(path)))
         return outcomes

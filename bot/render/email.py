@@ -17,6 +17,7 @@ from datetime import date, datetime
 from email.message import EmailMessage
 from urllib.parse import quote, urlsplit
 
+from bot.checks import check_address, check_header_text
 from bot.models import Digest, DigestItem, Paper
 from bot.render import template_env
 from bot.render.text import plural, tidy
@@ -39,11 +40,9 @@ SUBJECT_LIMIT = 120
 
 # A plausible single addr-spec: dot-atom local part, dotted ASCII domain. Deliberately
 # stricter than RFC 5322 (no quoted local parts, no comments, no IP literals, no IDN).
-_LOCAL_RE = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*")
-_DOMAIN_RE = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9-]{2,63}")
 _MSGID_LEFT_RE = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,200}")
 _ATOMS_RE = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~ -]+")
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
 
 
 @dataclass(frozen=True)
@@ -97,26 +96,6 @@ class _GroupView:
     rule: str  # as shown: quoted
     heading: str
     items: tuple[_ItemView, ...] = field(default=())
-
-
-def check_address(address: str | None, *, what: str = "address") -> str:
-    """Return `address` if it is one plausible bare email address; raise ValueError if not."""
-    if not isinstance(address, str) or not address:
-        raise ValueError(f"{what}: no email address given")
-    if _CONTROL_RE.search(address):
-        raise ValueError(f"{what}: control characters (CR/LF ...) in {address!r}")
-    if len(address) > 254 or address.count("@") != 1:
-        raise ValueError(f"{what}: not a single email address: {address!r}")
-    local, _, domain = address.partition("@")
-    if not _LOCAL_RE.fullmatch(local) or len(local) > 64 or not _DOMAIN_RE.fullmatch(domain):
-        raise ValueError(f"{what}: not a plausible email address: {address!r}")
-    return address
-
-
-def _check_header_text(value: str, *, what: str) -> str:
-    if _CONTROL_RE.search(value):
-        raise ValueError(f"{what}: control characters (CR/LF ...) in {value!r}")
-    return value
 
 
 def quote_rule(rule: str) -> str:
@@ -207,7 +186,7 @@ def _unsubscribe_mailto_url(address: str, name: str) -> str:
 
 
 def _check_https_url(url: str) -> str:
-    _check_header_text(url, what="unsubscribe_url")
+    check_header_text(url, what="unsubscribe_url")
     parts = urlsplit(url)
     if parts.scheme != "https" or not parts.netloc or any(c in url for c in " <>,\"'"):
         raise ValueError(f"unsubscribe_url: not a plain https URL: {url!r}")
@@ -283,8 +262,8 @@ def build_message(
     to_addr = check_address(digest.subscriber.email, what=f"{digest.subscriber.name}: email")
     from_addr = check_address(settings.from_addr, what="from_addr")
     unsubscribe_address = check_address(settings.unsubscribe_address, what="unsubscribe_mailto")
-    from_name = tidy(_check_header_text(settings.from_name, what="from_name"))
-    list_name = tidy(_check_header_text(settings.list_id, what="list_id"))
+    from_name = tidy(check_header_text(settings.from_name, what="from_name"))
+    list_name = tidy(check_header_text(settings.list_id, what="list_id"))
     if not _MSGID_LEFT_RE.fullmatch(digest.digest_id):
         raise ValueError(f"digest_id not usable in a Message-ID: {digest.digest_id!r}")
     domain = settings.domain

@@ -1,0 +1,63 @@
+"""Checks shared by the config, the CLI and the renderers, so they never disagree.
+
+Pure: each check returns the (canonical) value or raises ValueError with a message a person
+can act on. Used to validate the config file, `paperbell subscribe`, and again right before
+a header is built from the value.
+"""
+
+from __future__ import annotations
+
+import re
+
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+_LOCAL_RE = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*")
+_DOMAIN_RE = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9-]{2,63}")
+# An archive (cs, astro-ph, q-bio) with an optional subject class (RO, CO, stat-mech, gen-ph).
+CATEGORY_RE = re.compile(r"[a-z]+(?:-[a-z]+)?(?:\.[a-z]+(?:-[a-z]+)?)?", re.IGNORECASE)
+
+
+def check_address(address: str | None, *, what: str = "address") -> str:
+    """Return `address` if it is one plausible bare ASCII email address; raise ValueError."""
+    prefix = f"{what}: " if what else ""
+    if not isinstance(address, str) or not address:
+        raise ValueError(f"{prefix}no email address given")
+    if CONTROL_RE.search(address):
+        raise ValueError(f"{prefix}control characters (CR/LF ...) in {address!r}")
+    if len(address) > 254 or address.count("@") != 1:
+        raise ValueError(f"{prefix}not a single email address: {address!r}")
+    local, _, domain = address.partition("@")
+    if not _LOCAL_RE.fullmatch(local) or len(local) > 64 or not _DOMAIN_RE.fullmatch(domain):
+        raise ValueError(f"{prefix}not a plausible email address: {address!r}")
+    return address
+
+
+def check_header_text(value: str, *, what: str) -> str:
+    """Text that goes into a mail header: no control characters (no header injection)."""
+    if CONTROL_RE.search(value):
+        prefix = f"{what}: " if what else ""
+        raise ValueError(f"{prefix}control characters (CR/LF ...) in {value!r}")
+    return value
+
+
+def canonical_category(value: str) -> str:
+    """An arXiv category in arXiv's spelling (`CS.ro` -> `cs.RO`, `physics.Gen-Ph` ->
+    `physics.gen-ph`); raise ValueError if it cannot be one."""
+    if not CATEGORY_RE.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not an arXiv category (like cs, cs.RO, q-bio.NC, astro-ph.CO)"
+        )
+    archive, dot, subject = value.partition(".")
+    if not dot:
+        return archive.lower()
+    subject = subject.upper() if len(subject) == 2 else subject.lower()
+    return f"{archive.lower()}.{subject}"
+
+
+def redact_url(url: str) -> str:
+    """A URL with its password hidden, for messages and logs."""
+    if "://" in url and "@" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        user = creds.split(":", 1)[0]
+        return f"{scheme}://{user}:***@{host}" if ":" in creds else url
+    return url
