@@ -7,6 +7,7 @@ a header is built from the value.
 
 from __future__ import annotations
 
+import difflib
 import re
 
 CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
@@ -39,6 +40,33 @@ def check_header_text(value: str, *, what: str) -> str:
     return value
 
 
+# arXiv's archives (its own error feed lists them); categories are `<archive>.<subject>`.
+ARCHIVES = frozenset(
+    [
+        "astro-ph",
+        "cond-mat",
+        "cs",
+        "econ",
+        "eess",
+        "gr-qc",
+        "hep-ex",
+        "hep-lat",
+        "hep-ph",
+        "hep-th",
+        "math",
+        "math-ph",
+        "nlin",
+        "nucl-ex",
+        "nucl-th",
+        "physics",
+        "q-bio",
+        "q-fin",
+        "quant-ph",
+        "stat",
+    ]
+)
+
+
 def canonical_category(value: str) -> str:
     """An arXiv category in arXiv's spelling (`CS.ro` -> `cs.RO`, `physics.Gen-Ph` ->
     `physics.gen-ph`); raise ValueError if it cannot be one."""
@@ -47,6 +75,10 @@ def canonical_category(value: str) -> str:
             f"{value!r} is not an arXiv category (like cs, cs.RO, q-bio.NC, astro-ph.CO)"
         )
     archive, dot, subject = value.partition(".")
+    if archive.lower() not in ARCHIVES:
+        close = difflib.get_close_matches(archive.lower(), sorted(ARCHIVES), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ValueError(f"{archive!r} is not an arXiv archive{hint}")
     if not dot:
         return archive.lower()
     subject = subject.upper() if len(subject) == 2 else subject.lower()

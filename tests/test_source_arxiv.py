@@ -475,7 +475,11 @@ def test_source_url(options: dict, url: str) -> None:
         ({}, "sources.ml.categories: Field required"),
         ({"categories": []}, "sources.ml.categories: List should have at least 1 item"),
         ({"categories": "cs.LG"}, "sources.ml.categories: Input should be a valid list"),
-        ({"categories": ["cs LG"]}, "'cs LG' is not an arXiv archive or category"),
+        ({"categories": ["cs LG"]}, "'cs LG' is not an arXiv category"),
+        (
+            {"categories": ["cs", "astroph"]},
+            "categories.1: 'astroph' is not an arXiv archive (did you mean astro-ph?)",
+        ),
         ({"categories": ["cs"], "format": "json"}, "sources.ml.format: Input should be"),
         ({"categories": ["cs"], "url": "ftp://x/feed"}, "sources.ml.url: must be an https://"),
         ({"categories": ["cs"], "categores": ["cs"]}, "sources.ml.categores: Extra inputs"),

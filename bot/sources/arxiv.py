@@ -21,12 +21,13 @@ import xml.sax
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from zoneinfo import ZoneInfo
 
 import feedparser
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from bot.checks import canonical_category
 from bot.errors import (
     ConfigError,
     FeedErrorResponse,
@@ -45,8 +46,6 @@ FEED_BASE = "https://rss.arxiv.org"
 EMPTY_REASON = "no announcement in this feed (weekend or arXiv holiday)"
 ERROR_TITLE = "Feed error for query"
 
-# Archive (`cs`, `astro-ph`) or category (`cs.LG`, `cond-mat.stat-mech`); `+` joins them in URLs.
-_CATEGORY_RE = re.compile(r"^[a-z][a-z\-]*(?:\.[A-Za-z][A-Za-z\-]*)?$")
 # `arXiv:2411.17700v1 Announce Type: new \nAbstract: ...`
 _DESCRIPTION_RE = re.compile(r"^\s*arXiv:(?P<id>\S+)\s+Announce Type:\s*(?P<type>[\w-]+)")
 _RDF_ROOT_RE = re.compile(rb"<rdf:RDF\b")
@@ -66,20 +65,9 @@ class ArxivOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    categories: list[str] = Field(min_length=1)  # archives (cs) or categories (cs.LG)
+    categories: list[Annotated[str, AfterValidator(canonical_category)]] = Field(min_length=1)
     url: str | None = None  # override: https://, http:// or file:// (a saved feed)
     format: Literal["rss", "atom"] = "rss"
-
-    @field_validator("categories")
-    @classmethod
-    def _categories(cls, value: list[str]) -> list[str]:
-        for item in value:
-            if not _CATEGORY_RE.match(item):
-                raise ValueError(
-                    f"{item!r} is not an arXiv archive or category (e.g. 'cs', 'cs.LG', "
-                    "'astro-ph.CO')"
-                )
-        return value
 
     @field_validator("url")
     @classmethod
