@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 from bot.channels import Channel
 from bot.channels.email import SmtpSettings
-from bot.config import Config
+from bot.config import Config, EmailConfig
 from bot.digest import build_digest, direct_hits
 from bot.errors import ConfigError, PaperbellError, RuleError, SourceError, StoreError
 from bot.models import Digest, Paper, Subscriber
@@ -133,11 +133,15 @@ def _dated(papers: Sequence[Paper], now: datetime) -> list[Paper]:
     return [p if p.announced is not None else replace(p, announced=today) for p in papers]
 
 
-def smtp_settings(config: Config) -> SmtpSettings:
-    """The SMTP connection settings from [email]."""
+def _email_section(config: Config) -> EmailConfig:
     if config.email is None:
         raise ConfigError(["email: the [email] section is missing"], source=str(config.path))
-    e = config.email
+    return config.email
+
+
+def smtp_settings(config: Config) -> SmtpSettings:
+    """The SMTP connection settings from [email]."""
+    e = _email_section(config)
     return SmtpSettings(
         host=e.host,
         port=e.effective_port,
@@ -150,9 +154,7 @@ def smtp_settings(config: Config) -> SmtpSettings:
 
 def email_settings(config: Config) -> EmailSettings:
     """The message-building settings from [email]."""
-    if config.email is None:
-        raise ConfigError(["email: the [email] section is missing"], source=str(config.path))
-    e = config.email
+    e = _email_section(config)
     return EmailSettings(
         from_addr=e.from_address,
         from_name=e.from_name,
