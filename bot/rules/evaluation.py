@@ -1,0 +1,305 @@
+"""Evaluate a rule's tree on a paper: the reference evaluator, and the paper's indexes.
+
+Pure. `analyze` reads a paper once into a `PaperText` (its words, folded and indexed, its
+authors' names, categories and id); `evaluate` walks a tree over it and returns the hits
+of the positive leaves (None: no match). An index over many rules (`bot.matcher`) must
+agree with `match`, which is this evaluator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from bot.models import Hit, Paper
+from bot.rules.parser import arxiv_id
+from bot.rules.tree import And, Author, Category, Id, Leaf, Node, Not, Or, Rule, Term, leaf_text
+from bot.rules.words import Token, name_words, scan
+
+__all__ = [
+    "PaperText",
+    "analyze",
+    "analyze_text",
+    "evaluate",
+    "holds",
+    "leaf_hits",
+    "match",
+    "matches_any",
+]
+
+Index = Mapping[str, tuple[int, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class PaperText:
+    """A paper's words, tokenized once and indexed, for matching any number of rules."""
+
+    title: tuple[Token, ...]
+    abstract: tuple[Token, ...]
+    categories: tuple[str, ...]  # case-folded
+    title_index: Index = field(repr=False, compare=False)  # folded word -> token positions
+    abstract_index: Index = field(repr=False, compare=False)
+    category_keys: frozenset[str] = field(repr=False, compare=False)  # categories + archives
+    id: str = ""  # version-less arXiv id, canonical (`arxiv_id`)
+    # Per author, in the order of Paper.authors: `name_words` (folded, surname last;
+    # affiliations dropped). An author without a name word has ().
+    authors: tuple[tuple[str, ...], ...] = ()
+    # Parallel to title/abstract: each word lower case and accent folded, NOT plural folded
+    # (what a wildcard prefix is also compared with: "studies" for the token "study").
+    title_words: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    abstract_words: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    # Unfolded form -> token positions, for the forms that differ from the folded one
+    # ("studies" -> ...): with the keys of title_index, every form a prefix can start.
+    title_variants: Index = field(default_factory=dict, repr=False, compare=False)
+    abstract_variants: Index = field(default_factory=dict, repr=False, compare=False)
+    # Surname (an author's last name word) -> indexes into `authors`.
+    surname_index: Index = field(default_factory=dict, repr=False, compare=False)
+
+
+def _words(text: str) -> tuple[tuple[Token, ...], tuple[str, ...], Index, Index]:
+    """Tokens, their unfolded forms, and the indexes of folded and differing unfolded forms."""
+    tokens: list[Token] = []
+    forms: list[str] = []
+    positions: dict[str, list[int]] = {}
+    variants: dict[str, list[int]] = {}
+    for i, (norm, form, start, end) in enumerate(scan(text)):
+        tokens.append(Token(norm, start, end))
+        forms.append(form)
+        if norm in positions:
+            positions[norm].append(i)
+        else:
+            positions[norm] = [i]
+        if form != norm:
+            variants.setdefault(form, []).append(i)
+    return (
+        tuple(tokens),
+        tuple(forms),
+        {norm: tuple(found) for norm, found in positions.items()},
+        {form: tuple(found) for form, found in variants.items()},
+    )
+
+
+def _surnames(authors: Sequence[tuple[str, ...]]) -> dict[str, tuple[int, ...]]:
+    found: dict[str, tuple[int, ...]] = {}
+    for i, words in enumerate(authors):
+        if words:
+            found[words[-1]] = (*found.get(words[-1], ()), i)
+    return found
+
+
+def analyze_text(
+    title: str,
+    abstract: str,
+    categories: Iterable[str] = (),
+    *,
+    id: str = "",
+    authors: Iterable[str] = (),
+) -> PaperText:
+    """A `PaperText` from the parts of a paper (`authors` as written, one string each)."""
+    title_tokens, title_words, title_index, title_variants = _words(title)
+    abstract_tokens, abstract_words, abstract_index, abstract_variants = _words(abstract)
+    folded = tuple(c.casefold() for c in categories)
+    names = tuple(name_words(author) for author in authors)
+    return PaperText(
+        title=title_tokens,
+        abstract=abstract_tokens,
+        categories=folded,
+        title_index=title_index,
+        abstract_index=abstract_index,
+        category_keys=frozenset(folded) | {c.partition(".")[0] for c in folded},
+        id=(arxiv_id(id) or id.strip()) if id else "",
+        authors=names,
+        title_words=title_words,
+        abstract_words=abstract_words,
+        title_variants=title_variants,
+        abstract_variants=abstract_variants,
+        surname_index=_surnames(names),
+    )
+
+
+def analyze(paper: Paper) -> PaperText:
+    """Tokenize a paper once, to match it against every rule."""
+    return analyze_text(
+        paper.title, paper.abstract, paper.categories, id=paper.id, authors=paper.authors
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Leaves
+
+
+def _spans(
+    term: Term, tokens: Sequence[Token], index: Index, forms: Sequence[str], variants: Index
+) -> list[tuple[int, int]]:
+    """The spans of every occurrence of the term's words in `tokens`, in text order."""
+    words = term.words
+    last = len(words) - 1
+    if not term.prefix:
+        if last == 0:
+            return [(tokens[i].start, tokens[i].end) for i in index.get(words[0], ())]
+        return [
+            (tokens[first].start, tokens[first + last].end)
+            for first in index.get(words[0], ())
+            if first + last < len(tokens)
+            and all(tokens[first + i].norm == words[i] for i in range(1, last + 1))
+        ]
+    stem = words[-1]
+    if last == 0:
+        found = {i for key, at in index.items() if key.startswith(stem) for i in at}
+        found.update(i for key, at in variants.items() if key.startswith(stem) for i in at)
+        return [(tokens[i].start, tokens[i].end) for i in sorted(found)]
+    if len(forms) != len(tokens):  # a PaperText built by hand: the folded words only
+        forms = [token.norm for token in tokens]
+    return [
+        (tokens[first].start, tokens[first + last].end)
+        for first in index.get(words[0], ())
+        if first + last < len(tokens)
+        and all(tokens[first + i].norm == words[i] for i in range(1, last))
+        and (tokens[first + last].norm.startswith(stem) or forms[first + last].startswith(stem))
+    ]
+
+
+def _term_hits(term: Term, text: PaperText) -> tuple[Hit, ...] | None:
+    title: list[tuple[int, int]] = []
+    abstract: list[tuple[int, int]] = []
+    if term.field != "abs":
+        title = _spans(term, text.title, text.title_index, text.title_words, text.title_variants)
+    if term.field != "ti":
+        abstract = _spans(
+            term, text.abstract, text.abstract_index, text.abstract_words, text.abstract_variants
+        )
+    if not title and not abstract:
+        return None
+    label = leaf_text(term)
+    return (
+        *(Hit("title", start, end, label) for start, end in title),
+        *(Hit("abstract", start, end, label) for start, end in abstract),
+    )
+
+
+def _given_names_agree(wanted: Sequence[str], names: Sequence[str]) -> bool:
+    """Whether the rule's given names (and initials, particles) are found, in order, among
+    an author's: equal, or one is an initial of the other (y ~ yann)."""
+    j = 0
+    for want in wanted:
+        while j < len(names) and not (
+            names[j] == want
+            or (len(want) == 1 and names[j][0] == want)
+            or (len(names[j]) == 1 and want[0] == names[j])
+        ):
+            j += 1
+        if j == len(names):
+            return False
+        j += 1
+    return True
+
+
+def _authors_of(author: Author, text: PaperText) -> list[int]:
+    surname = author.words[-1]
+    if text.surname_index or not text.authors:
+        candidates: Iterable[int] = text.surname_index.get(surname, ())
+    else:  # a PaperText built by hand
+        candidates = (i for i, words in enumerate(text.authors) if words[-1:] == (surname,))
+    given = author.words[:-1]
+    return [i for i in candidates if _given_names_agree(given, text.authors[i][:-1])]
+
+
+def _author_hits(author: Author, text: PaperText) -> tuple[Hit, ...] | None:
+    found = _authors_of(author, text)
+    if not found:
+        return None
+    label = leaf_text(author)
+    return tuple(Hit("author", i, i, label) for i in found)
+
+
+def _category_hits(category: Category, text: PaperText) -> tuple[Hit, ...] | None:
+    if category.value.casefold() in text.category_keys:
+        return (Hit("category", 0, 0, f"cat:{category.value}"),)
+    return None
+
+
+def _id_hits(identifier: Id, text: PaperText) -> tuple[Hit, ...] | None:
+    if identifier.value == text.id:
+        return (Hit("id", 0, 0, f"id:{identifier.value}"),)
+    return None
+
+
+def leaf_hits(leaf: Leaf, text: PaperText) -> tuple[Hit, ...] | None:
+    """The hits of one leaf (never empty), or None when it does not match."""
+    if isinstance(leaf, Term):
+        return _term_hits(leaf, text)
+    if isinstance(leaf, Author):
+        return _author_hits(leaf, text)
+    if isinstance(leaf, Category):
+        return _category_hits(leaf, text)
+    return _id_hits(leaf, text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Trees
+
+
+def evaluate(node: Node, text: PaperText) -> tuple[Hit, ...] | None:
+    """None if the paper does not match `node`; else the hits of its positive leaves.
+
+    Deterministic: children in order; for a term, title hits then abstract hits, each in
+    text order; for OR, the hits of every alternative that matches; none under a NOT."""
+    if isinstance(node, And):
+        found: list[Hit] = []
+        for child in node.nodes:
+            hits = evaluate(child, text)
+            if hits is None:
+                return None
+            found += hits
+        return tuple(found)
+    if isinstance(node, Or):
+        found = []
+        matched = False
+        for child in node.nodes:
+            hits = evaluate(child, text)
+            if hits is not None:
+                matched = True
+                found += hits
+        return tuple(found) if matched else None
+    if isinstance(node, Not):
+        return None if holds(node.node, text) else ()
+    return leaf_hits(node, text)
+
+
+def holds(node: Node, text: PaperText) -> bool:
+    """Whether the paper matches `node` (`evaluate(...) is not None`, without the hits)."""
+    if isinstance(node, Term):
+        if node.prefix or len(node.words) > 1:
+            return _term_hits(node, text) is not None
+        word = node.words[0]
+        return (node.field != "abs" and word in text.title_index) or (
+            node.field != "ti" and word in text.abstract_index
+        )
+    if isinstance(node, And):
+        return all(holds(child, text) for child in node.nodes)
+    if isinstance(node, Or):
+        return any(holds(child, text) for child in node.nodes)
+    if isinstance(node, Not):
+        return not holds(node.node, text)
+    if isinstance(node, Author):
+        return bool(_authors_of(node, text))
+    if isinstance(node, Category):
+        return node.value.casefold() in text.category_keys
+    return node.value == text.id
+
+
+def match(rule: Rule, text: PaperText) -> tuple[Hit, ...] | None:
+    """None if the paper does not match; else every occurrence of the rule's positive terms.
+
+    The reference evaluator: `evaluate(rule.node, text)`."""
+    return evaluate(rule.node, text)
+
+
+def matches_any(rules: Sequence[Rule], text: PaperText) -> list[tuple[Rule, tuple[Hit, ...]]]:
+    """The rules the paper matches, each with its hits, in the order given."""
+    found = []
+    for rule in rules:
+        hits = match(rule, text)
+        if hits is not None:
+            found.append((rule, hits))
+    return found
