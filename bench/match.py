@@ -1,0 +1,455 @@
+"""Benchmark: many subscribers' rules against one (or five) days of all of arXiv.
+
+Owns the figures behind `bot.matcher`'s targets. It builds N rules (default 100,000) from
+the real vocabulary of the fixture feed (words and 2-3 word phrases of titles and abstracts,
+authors' surnames, categories), drawn from a Zipf-like distribution so popular rules repeat
+as they do among real subscribers; matches them against the real 1,504-paper listing of
+2024-11-28 (and against that listing five times with distinct ids, as five days); times the
+same work done naively (every rule x every paper through `bot.rules.match`) on a sample;
+checks that both agree; and prints PASS/MISS against the targets. Not part of the test suite.
+
+    .venv/bin/python bench/match.py [--rules N] [--days D] [--naive-sample K] [--seed S]
+    .venv/bin/python bench/match.py --frequencies     # print bot.matcher's frequency table
+
+Deterministic: the same arguments build the same rules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import dataclasses
+import gc
+import math
+import pstats
+import random
+import resource
+import sys
+import textwrap
+import time
+import tracemalloc
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bot.errors import RuleError  # noqa: E402
+from bot.matcher import Matcher, key_frequencies  # noqa: E402
+from bot.models import Paper  # noqa: E402
+from bot.rules import PaperText, Rule, analyze, match, parse_rule, tokenize  # noqa: E402
+from bot.sources.arxiv import parse_listing  # noqa: E402
+
+FEED = ROOT / "tests" / "fixtures" / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
+
+TARGET_SECONDS = 2.0  # 100,000 rules x 1,504 papers, one core, papers already analyzed
+TARGET_SPEEDUP = 50.0
+TARGET_BUILD_SECONDS = 5.0
+TARGET_INDEX_MB = 500.0
+
+# The mix of rule shapes, in percent (shapes the grammar of the day cannot parse fall back
+# to a single phrase or word).
+MIX = {
+    "phrase": 28,
+    "word": 22,
+    "two terms": 20,
+    "or": 10,
+    "exclusion": 10,
+    "category": 5,
+    "author": 3,
+    "wildcard": 2,
+}
+FIELD_SHARE = 0.05  # terms written ti:/abs:, when the grammar has fields
+URL_WORDS = frozenset({"http", "https", "www", "com", "org", "github", "html"})
+
+
+def load_papers() -> tuple[Paper, ...]:
+    """The real listing: the test fixture, or the copy bundled with the package."""
+    if FEED.exists():
+        body = FEED.read_bytes()
+    else:  # an installed package without the tests
+        from bot.demo import bundled_feed_bytes
+
+        body = bundled_feed_bytes()
+    return parse_listing(body, source="arxiv").papers
+
+
+# ---------------------------------------------------------------------------------------------
+# Vocabulary and rules
+
+
+class Zipf:
+    """Draws items of a ranked list with Zipf-Mandelbrot weights 1 / (rank + q) ** s."""
+
+    def __init__(self, items: Sequence[str], rng: random.Random, s: float = 1.1, q: float = 5):
+        self.items = list(items)
+        weights = [1 / (rank + q) ** s for rank in range(len(self.items))]
+        self.cumulative = list(_accumulate(weights))
+        self.rng = rng
+
+    def draw(self) -> str:
+        return self.rng.choices(self.items, cum_weights=self.cumulative)[0]
+
+
+def _accumulate(values: Sequence[float]) -> list[float]:
+    total, out = 0.0, []
+    for value in values:
+        total += value
+        out.append(total)
+    return out
+
+
+def _ranked(counts: Counter[str], rng: random.Random) -> list[str]:
+    """Topics popular with subscribers tend to be ones much published on, with a wide scatter:
+    ranked by document frequency x log-normal noise."""
+    noisy = {item: count * math.exp(rng.gauss(0, 1.5)) for item, count in sorted(counts.items())}
+    return sorted(noisy, key=lambda item: -noisy[item])
+
+
+@dataclasses.dataclass
+class Vocabulary:
+    words: Zipf
+    phrases: Zipf
+    surnames: Zipf
+    categories: Zipf
+    prefixes: Zipf
+
+
+def build_vocabulary(papers: Sequence[Paper], rng: random.Random) -> Vocabulary:
+    """Words, phrases, surnames and categories of real papers, ranked for Zipf draws.
+
+    Words and phrases are those of titles (titles name topics; abstracts are prose:
+    "paves the way"), counted in titles and abstracts."""
+    n = len(papers)
+    word_df: Counter[str] = Counter()
+    phrase_df: Counter[str] = Counter()
+    in_titles: set[str] = set()
+    surname_df: Counter[str] = Counter()
+    category_df: Counter[str] = Counter()
+    for paper in papers:
+        words: set[str] = set()
+        phrases: set[str] = set()
+        for text in (paper.title, paper.abstract):
+            spelled = [text[t.start : t.end].lower() for t in tokenize(text)]
+            found = {
+                " ".join(spelled[i : i + size])
+                for size in (2, 3)
+                for i in range(len(spelled) - size + 1)
+            }
+            if text is paper.title:
+                in_titles.update(spelled)
+                in_titles.update(found)
+            words.update(spelled)
+            phrases.update(found)
+        word_df.update(words)
+        phrase_df.update(phrases)
+        for author in paper.authors:
+            parts = author.split()
+            if parts and parts[-1].isalpha() and parts[-1][:1].isupper():
+                surname_df[parts[-1]] += 1
+        category_df.update(paper.categories)
+        category_df.update({c.partition(".")[0] for c in paper.categories})
+    common = {w for w, c in word_df.items() if c > n // 5}  # "the", "we", "model" ...
+
+    def plain(word: str) -> bool:
+        return word.isascii() and word.isalpha() and word not in URL_WORDS
+
+    # Single words subscribers follow are topical: not common, longer than "four".
+    topical = Counter(
+        {
+            w: c
+            for w, c in word_df.items()
+            if w in in_titles and plain(w) and len(w) >= 5 and c <= n * 0.02
+        }
+    )
+    phrases = Counter(
+        {
+            p: c
+            for p, c in phrase_df.items()
+            if p in in_titles
+            and c >= 2
+            and all(plain(w) for w in p.split())
+            and p.split()[0] not in common
+            and p.split()[-1] not in common
+        }
+    )
+    prefixes = Counter({w[: max(4, len(w) - 3)]: c for w, c in topical.items() if len(w) >= 7})
+    return Vocabulary(
+        words=Zipf(_ranked(topical, rng), rng),
+        phrases=Zipf(_ranked(phrases, rng), rng),
+        surnames=Zipf(_ranked(surname_df, rng), rng),
+        categories=Zipf(_ranked(category_df, rng), rng),
+        prefixes=Zipf(_ranked(prefixes, rng), rng),
+    )
+
+
+def _supports(text: str) -> bool:
+    try:
+        parse_rule(text)
+    except RuleError:
+        return False
+    return True
+
+
+class RuleMaker:
+    """Rule texts of the mix, in the grammar `bot.rules` parses today."""
+
+    def __init__(self, vocabulary: Vocabulary, rng: random.Random) -> None:
+        self.v = vocabulary
+        self.rng = rng
+        self.has_or = _supports("robot OR grasping")
+        self.has_fields = _supports("ti:robot")
+        self.has_authors = _supports("au:Smith")
+        self.has_wildcards = _supports("robo*")
+        shapes = list(MIX)
+        self.shapes, self.cumulative = shapes, _accumulate([MIX[s] for s in shapes])
+
+    def term(self) -> str:
+        phrase = self.rng.random() < 0.55
+        text = f'"{self.v.phrases.draw()}"' if phrase else self.v.words.draw()
+        if self.has_fields and self.rng.random() < FIELD_SHARE:
+            text = self.rng.choice(("ti:", "abs:")) + text
+        return text
+
+    def rule(self) -> str:
+        rng, v = self.rng, self.v
+        shape = rng.choices(self.shapes, cum_weights=self.cumulative)[0]
+        if shape == "phrase":
+            return f'"{v.phrases.draw()}"'
+        if shape == "word":
+            return v.words.draw()
+        if shape == "two terms":
+            return f"{self.term()} {self.term()}"
+        if shape == "or" and self.has_or:
+            alternatives = " OR ".join(self.term() for _ in range(rng.choice((2, 2, 3))))
+            return f"({alternatives}) {self.term()}" if rng.random() < 0.3 else alternatives
+        if shape == "exclusion":
+            excluded = rng.choice((f"cat:{v.categories.draw()}", v.words.draw()))
+            return f"{self.term()} -{excluded}"
+        if shape == "category":
+            category = f"cat:{v.categories.draw()}"
+            return category if rng.random() < 0.3 else f"{category} {self.term()}"
+        if shape == "author" and self.has_authors:
+            author = f"au:{v.surnames.draw()}"
+            return author if rng.random() < 0.5 else f"{author} {self.term()}"
+        if shape == "wildcard" and self.has_wildcards:
+            return f"{v.prefixes.draw()}*"
+        return self.term()
+
+
+def build_rules(papers: Sequence[Paper], count: int, seed: int) -> list[tuple[int, Rule]]:
+    """`count` parsed rules, numbered from 0; deterministic for a seed."""
+    rng = random.Random(seed)
+    maker = RuleMaker(build_vocabulary(papers, rng), rng)
+    parsed: dict[str, Rule] = {}
+    made: list[tuple[int, Rule]] = []
+    while len(made) < count:
+        text = maker.rule()
+        rule = parsed.get(text)
+        if rule is None:
+            try:
+                rule = parsed[text] = parse_rule(text)
+            except RuleError:
+                continue
+        made.append((len(made), rule))
+    return made
+
+
+# ---------------------------------------------------------------------------------------------
+# Measurements
+
+
+def timed(action: Callable[[], Any]) -> tuple[Any, float]:
+    gc.collect()
+    start = time.perf_counter()
+    result = action()
+    return result, time.perf_counter() - start
+
+
+def naive(
+    rules: Sequence[tuple[int, Rule]], papers: Sequence[Paper], texts: dict[str, PaperText]
+) -> dict[int, list[tuple[Paper, Any]]]:
+    """The reference: every rule x every paper through bot.rules.match."""
+    found: dict[int, list[tuple[Paper, Any]]] = {}
+    for rule_id, rule in rules:
+        for paper in papers:
+            hits = match(rule, texts[paper.id])
+            if hits is not None:
+                found.setdefault(rule_id, []).append((paper, hits))
+    return found
+
+
+def as_days(
+    papers: Sequence[Paper], texts: dict[str, PaperText], days: int
+) -> tuple[list[Paper], dict[str, PaperText]]:
+    """The listing `days` times, each copy with distinct ids (`2411.17700` -> `2411.17700d1`)."""
+    all_papers, all_texts = list(papers), dict(texts)
+    for day in range(1, days):
+        for paper in papers:
+            copy = dataclasses.replace(paper, id=f"{paper.id}d{day}")
+            text = texts[paper.id]
+            if hasattr(text, "id"):
+                text = dataclasses.replace(text, id=copy.id)
+            all_papers.append(copy)
+            all_texts[copy.id] = text
+    return all_papers, all_texts
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def print_frequencies(papers: Sequence[Paper]) -> None:
+    """The `_COMMON_PERCENT` table of bot.matcher: keys in at least 5% of the papers."""
+    shares = key_frequencies(analyze(paper) for paper in papers)
+    buckets: dict[int, list[str]] = {}
+    for key, share in sorted(shares.items()):
+        if (percent := int(share * 100)) >= 5:
+            buckets.setdefault(percent, []).append(key)
+    for percent in sorted(buckets, reverse=True):
+        lines = textwrap.wrap(" ".join(buckets[percent]), 86)
+        if len(lines) == 1:
+            print(f'    {percent}: "{lines[0]}",')
+            continue
+        print(f"    {percent}: (")
+        for i, line in enumerate(lines):
+            print(f'        "{line}{" " if i < len(lines) - 1 else ""}"')
+        print("    ),")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rules", type=int, default=100_000, help="how many rules")
+    parser.add_argument("--days", type=int, default=5, help="days for the multi-day run")
+    parser.add_argument(
+        "--naive-sample", type=int, default=2_000, help="rules the naive evaluator runs"
+    )
+    parser.add_argument("--seed", type=int, default=20241128)
+    parser.add_argument("--profile", action="store_true", help="cProfile one matcher run")
+    parser.add_argument("--frequencies", action="store_true", help="print the frequency table")
+    args = parser.parse_args(argv)
+
+    papers = load_papers()
+    if args.frequencies:
+        print_frequencies(papers)
+        return 0
+    print(f"papers: {len(papers):,} (real arXiv listing of 2024-11-28, all archives)")
+
+    texts, analyze_seconds = timed(lambda: {p.id: analyze(p) for p in papers})
+    print(
+        f"analyze (bot.rules, tokenize once per paper): {analyze_seconds:.2f} s"
+        f" = {analyze_seconds / len(papers) * 1e3:.3f} ms/paper"
+    )
+
+    rules, rules_seconds = timed(lambda: build_rules(papers, args.rules, args.seed))
+    distinct_texts = len({rule.text for _, rule in rules})
+    print(
+        f"rules: {len(rules):,} ({distinct_texts:,} distinct texts; "
+        f"generated + parsed in {rules_seconds:.1f} s)"
+    )
+    for rule_id in (0, 1, 2, 3, 4, 5, 6, 7):
+        if rule_id < len(rules):
+            print(f"  e.g. {rules[rule_id][1].text}")
+
+    matcher, build_seconds = timed(lambda: Matcher(rules))
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    probe = Matcher(rules)
+    index_mb = (tracemalloc.get_traced_memory()[0] - before) / 1e6
+    peak_mb = (tracemalloc.get_traced_memory()[1] - before) / 1e6
+    tracemalloc.stop()
+    del probe
+    print(
+        f"index: {matcher.distinct_rules:,} distinct rule trees,"
+        f" {matcher.always_evaluated:,} evaluated on every paper"
+    )
+    print(
+        f"index build: {build_seconds:.2f} s   [target <= {TARGET_BUILD_SECONDS:.0f} s:"
+        f" {verdict(build_seconds <= TARGET_BUILD_SECONDS)}]"
+    )
+    print(
+        f"index memory (tracemalloc): {index_mb:.0f} MB retained, {peak_mb:.0f} MB peak while"
+        f" building   [target <= {TARGET_INDEX_MB:.0f} MB:"
+        f" {verdict(peak_mb <= TARGET_INDEX_MB)}]"
+    )
+
+    # One day, papers already analyzed (analysis is bot.rules' and is shared with the naive run).
+    matcher.match(papers[:50], texts=texts)  # warm up
+    matcher.stats = type(matcher.stats)()
+    found, match_seconds = timed(lambda: matcher.match(papers, texts=texts))
+    stats = matcher.stats
+    pairs = len(rules) * len(papers)
+    print(
+        f"\nmatch, 1 day: {len(rules):,} rules x {len(papers):,} papers in {match_seconds:.2f} s"
+        f" = {pairs / match_seconds / 1e6:.1f} M rule x paper pairs/s"
+        f"   [target <= {TARGET_SECONDS:.0f} s: {verdict(match_seconds <= TARGET_SECONDS)}]"
+    )
+    distinct_pairs = matcher.distinct_rules * len(papers)
+    print(
+        f"  candidates {stats.candidates:,} ({stats.candidates / distinct_pairs:.2%} of"
+        f" distinct rule x paper pairs), evaluated {stats.evaluations:,},"
+        f" matched {stats.matches:,};"
+        f" {sum(len(v) for v in found.values()):,} (rule id, paper) results,"
+        f" {len(found):,} rule ids matched something"
+    )
+    per_rule = sorted(len(found.get(rule_id, ())) for rule_id, _ in rules)
+    print(
+        "  papers per rule id (the workload): median"
+        f" {per_rule[len(per_rule) // 2]}, mean {sum(per_rule) / len(per_rule):.1f},"
+        f" p90 {per_rule[len(per_rule) * 9 // 10]}, p99 {per_rule[len(per_rule) * 99 // 100]},"
+        f" none {sum(1 for n in per_rule if n == 0) / len(per_rule):.0%}"
+    )
+    _, with_analyze_seconds = timed(lambda: Matcher(rules).match(papers))
+    print(f"  the same, analyzing the papers too (texts=None): {with_analyze_seconds:.2f} s")
+
+    if args.profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        matcher.match(papers, texts=texts)
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
+
+    if args.days > 1:
+        day_papers, day_texts = as_days(papers, texts, args.days)
+        matcher.stats = type(matcher.stats)()
+        _, days_seconds = timed(lambda: matcher.match(day_papers, texts=day_texts))
+        print(
+            f"match, {args.days} days (the same listing {args.days} times, ids made distinct):"
+            f" {len(rules):,} x {len(day_papers):,} in {days_seconds:.2f} s"
+            f" = {len(rules) * len(day_papers) / days_seconds / 1e6:.1f} M pairs/s,"
+            f" evaluated {matcher.stats.evaluations:,}"
+        )
+
+    # The naive reference on a sample of the rules, extrapolated to all of them.
+    sample = random.Random(args.seed).sample(rules, min(args.naive_sample, len(rules)))
+    sample.sort(key=lambda item: item[0])
+    expected, naive_seconds = timed(lambda: naive(sample, papers, texts))
+    naive_total = naive_seconds * len(rules) / len(sample)
+    speedup = naive_total / match_seconds
+    print(
+        f"\nnaive (bot.rules.match, every rule x every paper, papers analyzed once):"
+        f" {len(sample):,} sampled rules x {len(papers):,} papers in {naive_seconds:.2f} s"
+        f" = {len(sample) * len(papers) / naive_seconds / 1e6:.2f} M pairs/s;"
+        f" extrapolated to {len(rules):,} rules: {naive_total:.0f} s"
+    )
+    print(
+        f"matcher / naive: {speedup:.0f}x faster   [target >= {TARGET_SPEEDUP:.0f}x:"
+        f" {verdict(speedup >= TARGET_SPEEDUP)}]"
+    )
+    sampled = {rule_id for rule_id, _ in sample}
+    got = {rule_id: hits for rule_id, hits in found.items() if rule_id in sampled}
+    agree = got == expected
+    print(
+        f"agreement on the {len(sample):,} sampled rules x {len(papers):,} papers:"
+        f" {'OK' if agree else 'MISMATCH'}"
+    )
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"process peak RSS (everything above, papers and rules included): {rss_mb:.0f} MB")
+    return 0 if agree else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
