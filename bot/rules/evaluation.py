@@ -28,6 +28,7 @@ __all__ = [
 ]
 
 Index = Mapping[str, tuple[int, ...]]
+Span = tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,36 +45,31 @@ class PaperText:
     # Per author, in the order of Paper.authors: `name_words` (folded, surname last;
     # affiliations dropped). An author without a name word has ().
     authors: tuple[tuple[str, ...], ...] = ()
-    # Parallel to title/abstract: each word lower case and accent folded, NOT plural folded
-    # (what a wildcard prefix is also compared with: "studies" for the token "study").
-    title_words: tuple[str, ...] = field(default=(), repr=False, compare=False)
-    abstract_words: tuple[str, ...] = field(default=(), repr=False, compare=False)
-    # Unfolded form -> token positions, for the forms that differ from the folded one
-    # ("studies" -> ...): with the keys of title_index, every form a prefix can start.
+    # Unfolded form (lower case and accent folded, NOT plural folded) -> token positions,
+    # only where it differs from the folded form ("studies" for the token "study"). A
+    # wildcard prefix is compared with the keys of title_index and of title_variants.
     title_variants: Index = field(default_factory=dict, repr=False, compare=False)
     abstract_variants: Index = field(default_factory=dict, repr=False, compare=False)
     # Surname (an author's last name word) -> indexes into `authors`.
     surname_index: Index = field(default_factory=dict, repr=False, compare=False)
 
 
-def _words(text: str) -> tuple[tuple[Token, ...], tuple[str, ...], Index, Index]:
-    """Tokens, their unfolded forms, and the indexes of folded and differing unfolded forms."""
-    tokens: list[Token] = []
-    forms: list[str] = []
+def _words(text: str) -> tuple[tuple[Token, ...], Index, Index]:
+    """The tokens of a text, the index of their folded forms, and the index of their
+    unfolded forms where those differ."""
+    scanned = scan(text)
     positions: dict[str, list[int]] = {}
     variants: dict[str, list[int]] = {}
-    for i, (norm, form, start, end) in enumerate(scan(text)):
-        tokens.append(Token(norm, start, end))
-        forms.append(form)
-        if norm in positions:
-            positions[norm].append(i)
-        else:
+    for i, (norm, form, _, _) in enumerate(scanned):
+        found = positions.get(norm)
+        if found is None:
             positions[norm] = [i]
+        else:
+            found.append(i)
         if form != norm:
             variants.setdefault(form, []).append(i)
     return (
-        tuple(tokens),
-        tuple(forms),
+        tuple([Token(norm, start, end) for norm, _, start, end in scanned]),
         {norm: tuple(found) for norm, found in positions.items()},
         {form: tuple(found) for form, found in variants.items()},
     )
@@ -96,8 +92,8 @@ def analyze_text(
     authors: Iterable[str] = (),
 ) -> PaperText:
     """A `PaperText` from the parts of a paper (`authors` as written, one string each)."""
-    title_tokens, title_words, title_index, title_variants = _words(title)
-    abstract_tokens, abstract_words, abstract_index, abstract_variants = _words(abstract)
+    title_tokens, title_index, title_variants = _words(title)
+    abstract_tokens, abstract_index, abstract_variants = _words(abstract)
     folded = tuple(c.casefold() for c in categories)
     names = tuple(name_words(author) for author in authors)
     return PaperText(
@@ -109,8 +105,6 @@ def analyze_text(
         category_keys=frozenset(folded) | {c.partition(".")[0] for c in folded},
         id=(arxiv_id(id) or id.strip()) if id else "",
         authors=names,
-        title_words=title_words,
-        abstract_words=abstract_words,
         title_variants=title_variants,
         abstract_variants=abstract_variants,
         surname_index=_surnames(names),
@@ -128,46 +122,35 @@ def analyze(paper: Paper) -> PaperText:
 # Leaves
 
 
-def _spans(
-    term: Term, tokens: Sequence[Token], index: Index, forms: Sequence[str], variants: Index
-) -> list[tuple[int, int]]:
+def _spans(term: Term, tokens: Sequence[Token], index: Index, variants: Index) -> list[Span]:
     """The spans of every occurrence of the term's words in `tokens`, in text order."""
     words = term.words
     last = len(words) - 1
-    if not term.prefix:
+    ends: set[int] = set()  # for a prefix: the positions of the words it starts
+    if term.prefix:
+        stem = words[-1]
+        ends = {i for key, at in index.items() if key.startswith(stem) for i in at}
+        ends.update(i for key, at in variants.items() if key.startswith(stem) for i in at)
         if last == 0:
-            return [(tokens[i].start, tokens[i].end) for i in index.get(words[0], ())]
-        return [
-            (tokens[first].start, tokens[first + last].end)
-            for first in index.get(words[0], ())
-            if first + last < len(tokens)
-            and all(tokens[first + i].norm == words[i] for i in range(1, last + 1))
-        ]
-    stem = words[-1]
-    if last == 0:
-        found = {i for key, at in index.items() if key.startswith(stem) for i in at}
-        found.update(i for key, at in variants.items() if key.startswith(stem) for i in at)
-        return [(tokens[i].start, tokens[i].end) for i in sorted(found)]
-    if len(forms) != len(tokens):  # a PaperText built by hand: the folded words only
-        forms = [token.norm for token in tokens]
+            return [(tokens[i].start, tokens[i].end) for i in sorted(ends)]
+    elif last == 0:
+        return [(tokens[i].start, tokens[i].end) for i in index.get(words[0], ())]
     return [
         (tokens[first].start, tokens[first + last].end)
         for first in index.get(words[0], ())
         if first + last < len(tokens)
         and all(tokens[first + i].norm == words[i] for i in range(1, last))
-        and (tokens[first + last].norm.startswith(stem) or forms[first + last].startswith(stem))
+        and (first + last in ends if term.prefix else tokens[first + last].norm == words[last])
     ]
 
 
 def _term_hits(term: Term, text: PaperText) -> tuple[Hit, ...] | None:
-    title: list[tuple[int, int]] = []
-    abstract: list[tuple[int, int]] = []
+    title: list[Span] = []
+    abstract: list[Span] = []
     if term.field != "abs":
-        title = _spans(term, text.title, text.title_index, text.title_words, text.title_variants)
+        title = _spans(term, text.title, text.title_index, text.title_variants)
     if term.field != "ti":
-        abstract = _spans(
-            term, text.abstract, text.abstract_index, text.abstract_words, text.abstract_variants
-        )
+        abstract = _spans(term, text.abstract, text.abstract_index, text.abstract_variants)
     if not title and not abstract:
         return None
     label = leaf_text(term)

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from bot.errors import RuleError
 from bot.models import ARXIV_ID_RE
 from bot.rules.tree import (
-    LEAVES,
     And,
     Author,
     Category,
@@ -266,7 +265,7 @@ class _Parser:
             raise self.error(f"a rule can have at most {MAX_TERMS} terms", token.start)
         quoted = token.kind == "phrase"
         value = token.value
-        start = token.start + 1 if quoted else token.start  # where `value` starts
+        start = token.start + 1 if quoted else token.start  # where `value` starts in the rule
         if not quoted and value.startswith("-"):
             message = f'to exclude, put "-" before the field: -{field}:{value[1:]}'
             raise self.error(message, token.start)
@@ -340,14 +339,14 @@ class _Parser:
         if not words:
             shown = raw if quoted else f'"{raw}"'
             message = f"{shown} has no word in it (letters or digits) to match"
-            raise self.error(message, start - quoted)
+            raise self.error(message, start - 1 if quoted else start)
         folded = [norm for norm, _, _, _ in words]
         if prefix:
             _, _, last_start, last_end = words[-1]
             stem = prefix_form(body[last_start:last_end])
             if last_end != len(body) or len(stem) < 3:
                 message = 'a wildcard needs at least 3 letters before "*", like transform*'
-                raise self.error(message, start - quoted)
+                raise self.error(message, start - 1 if quoted else start)
             folded[-1] = stem
         return Term(tuple(folded), raw, quoted, field, prefix)
 
@@ -355,11 +354,12 @@ class _Parser:
         raw = f'"{value}"' if quoted else value
         if (star := value.find("*")) >= 0:
             message = 'au: takes a name without "*": write the surname, like au:lecun'
-            raise self.error(message, start + star)
+            # A phrase's spaces are collapsed: point at its quote, not into it.
+            raise self.error(message, start - 1 if quoted else start + star)
         words = name_words(value)
         if not words:
             message = f"au:{raw} has no name in it to match"
-            raise self.error(message, start - quoted)
+            raise self.error(message, start - 1 if quoted else start)
         return Author(words, raw)
 
     def category(self, value: str, *, quoted: bool, field: str, start: int) -> Leaf:
@@ -419,6 +419,3 @@ def parse_rule(text: str) -> Rule:
         message = f"a rule can be at most {MAX_RULE_LENGTH} characters long (this one has {count})"
         raise RuleError(message, text=text, position=MAX_RULE_LENGTH)
     return Rule(text=text, node=_Parser(text).rule())
-
-
-assert set(LEAVES) == {Term, Author, Category, Id}

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
-__all__ = ["Token", "fold", "name_words", "prefix_form", "tokenize"]
+__all__ = ["Token", "fold", "name_words", "prefix_form", "scan", "tokenize"]
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
-    """A folded word of a text and its character span in the original text."""
+class Token(NamedTuple):
+    """A folded word of a text and its character span in the original text.
+
+    A named tuple rather than a dataclass: a day's feed has a quarter of a million of them,
+    and a tuple is built in a third of the time."""
 
     norm: str
     start: int
