@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import bot.matcher  # noqa: E402
 from bot.errors import RuleError  # noqa: E402
 from bot.matcher import Matcher, key_frequencies  # noqa: E402
 from bot.models import Paper  # noqa: E402
@@ -130,8 +131,8 @@ def build_vocabulary(papers: Sequence[Paper], rng: random.Random) -> Vocabulary:
     surname_df: Counter[str] = Counter()
     category_df: Counter[str] = Counter()
     for paper in papers:
-        words: set[str] = set()
-        phrases: set[str] = set()
+        paper_words: set[str] = set()
+        paper_phrases: set[str] = set()
         for text in (paper.title, paper.abstract):
             spelled = [text[t.start : t.end].lower() for t in tokenize(text)]
             found = {
@@ -142,10 +143,10 @@ def build_vocabulary(papers: Sequence[Paper], rng: random.Random) -> Vocabulary:
             if text is paper.title:
                 in_titles.update(spelled)
                 in_titles.update(found)
-            words.update(spelled)
-            phrases.update(found)
-        word_df.update(words)
-        phrase_df.update(phrases)
+            paper_words.update(spelled)
+            paper_phrases.update(found)
+        word_df.update(paper_words)
+        phrase_df.update(paper_phrases)
         for author in paper.authors:
             parts = author.split()
             if parts and parts[-1].isalpha() and parts[-1][:1].isupper():
@@ -176,7 +177,10 @@ def build_vocabulary(papers: Sequence[Paper], rng: random.Random) -> Vocabulary:
             and p.split()[-1] not in common
         }
     )
-    prefixes = Counter({w[: max(4, len(w) - 3)]: c for w, c in topical.items() if len(w) >= 7})
+    prefixes: Counter[str] = Counter()
+    for word, count in topical.items():
+        if len(word) >= 8:  # transform*, quantiz*: a stem, not a fragment like "moti*"
+            prefixes[word[: max(5, len(word) - 3)]] += count
     return Vocabulary(
         words=Zipf(_ranked(topical, rng), rng),
         phrases=Zipf(_ranked(phrases, rng), rng),
@@ -262,11 +266,27 @@ def build_rules(papers: Sequence[Paper], count: int, seed: int) -> list[tuple[in
 # Measurements
 
 
-def timed(action: Callable[[], Any]) -> tuple[Any, float]:
+@dataclasses.dataclass
+class Timing:
+    cpu: float  # seconds of this process's CPU (one core: the matcher is single-threaded)
+    wall: float
+
+    def __str__(self) -> str:
+        return f"{self.cpu:.2f} s CPU ({self.wall:.2f} s wall)"
+
+
+def timed(action: Callable[[], Any]) -> tuple[Any, Timing]:
+    """Run `action` once; CPU time is the figure that matters on a shared machine."""
     gc.collect()
-    start = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     result = action()
-    return result, time.perf_counter() - start
+    return result, Timing(time.process_time() - cpu, time.perf_counter() - wall)
+
+
+def best_of(repeat: int, action: Callable[[], Any]) -> tuple[Any, Timing]:
+    """The last result and the fastest of `repeat` runs (by CPU time)."""
+    runs = [timed(action) for _ in range(repeat)]
+    return runs[-1][0], min((timing for _, timing in runs), key=lambda t: t.cpu)
 
 
 def naive(
@@ -298,6 +318,29 @@ def as_days(
     return all_papers, all_texts
 
 
+def leaf_time(
+    matcher: Matcher, papers: Sequence[Paper], texts: dict[str, PaperText]
+) -> tuple[float, int, int]:
+    """Time spent in bot.rules.leaf_hits during a match (a wrapped copy of the function)."""
+    original = bot.matcher.leaf_hits
+    spent = [0.0, 0, 0]
+
+    def timed_leaf_hits(leaf: Any, text: PaperText) -> Any:
+        start = time.perf_counter()
+        hits = original(leaf, text)
+        spent[0] += time.perf_counter() - start
+        spent[1] += 1
+        spent[2] += len(hits) if hits else 0
+        return hits
+
+    bot.matcher.leaf_hits = timed_leaf_hits  # type: ignore[assignment]
+    try:
+        matcher.match(papers, texts=texts)
+    finally:
+        bot.matcher.leaf_hits = original
+    return spent[0], int(spent[1]), int(spent[2])
+
+
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "MISS"
 
@@ -307,7 +350,7 @@ def print_frequencies(papers: Sequence[Paper]) -> None:
     shares = key_frequencies(analyze(paper) for paper in papers)
     buckets: dict[int, list[str]] = {}
     for key, share in sorted(shares.items()):
-        if (percent := int(share * 100)) >= 5:
+        if (percent := int(share * 100)) >= 5 and " " not in key:  # no word pairs
             buckets.setdefault(percent, []).append(key)
     for percent in sorted(buckets, reverse=True):
         lines = textwrap.wrap(" ".join(buckets[percent]), 86)
@@ -327,6 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--naive-sample", type=int, default=2_000, help="rules the naive evaluator runs"
     )
+    parser.add_argument("--repeat", type=int, default=3, help="runs of the 1-day match (best)")
     parser.add_argument("--seed", type=int, default=20241128)
     parser.add_argument("--profile", action="store_true", help="cProfile one matcher run")
     parser.add_argument("--frequencies", action="store_true", help="print the frequency table")
@@ -337,24 +381,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_frequencies(papers)
         return 0
     print(f"papers: {len(papers):,} (real arXiv listing of 2024-11-28, all archives)")
+    print("times: CPU seconds of this process (one core), wall clock in parentheses")
 
-    texts, analyze_seconds = timed(lambda: {p.id: analyze(p) for p in papers})
+    texts, analyze_time = timed(lambda: {p.id: analyze(p) for p in papers})
     print(
-        f"analyze (bot.rules, tokenize once per paper): {analyze_seconds:.2f} s"
-        f" = {analyze_seconds / len(papers) * 1e3:.3f} ms/paper"
+        f"analyze (bot.rules, once per paper, shared by matcher and naive): {analyze_time}"
+        f" = {analyze_time.cpu / len(papers) * 1e3:.2f} ms/paper"
     )
 
-    rules, rules_seconds = timed(lambda: build_rules(papers, args.rules, args.seed))
-    distinct_texts = len({rule.text for _, rule in rules})
+    rules, rules_time = timed(lambda: build_rules(papers, args.rules, args.seed))
     print(
-        f"rules: {len(rules):,} ({distinct_texts:,} distinct texts; "
-        f"generated + parsed in {rules_seconds:.1f} s)"
+        f"rules: {len(rules):,}, {len({rule.text for _, rule in rules}):,} distinct"
+        f" (generated and parsed in {rules_time.cpu:.1f} s), e.g."
     )
-    for rule_id in (0, 1, 2, 3, 4, 5, 6, 7):
-        if rule_id < len(rules):
-            print(f"  e.g. {rules[rule_id][1].text}")
+    for _, rule in rules[:8]:
+        print(f"  {rule.text}")
 
-    matcher, build_seconds = timed(lambda: Matcher(rules))
+    matcher, build_time = timed(lambda: Matcher(rules))
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     probe = Matcher(rules)
@@ -363,47 +406,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     tracemalloc.stop()
     del probe
     print(
-        f"index: {matcher.distinct_rules:,} distinct rule trees,"
-        f" {matcher.always_evaluated:,} evaluated on every paper"
+        f"\nindex: {matcher.distinct_rules:,} distinct rule trees,"
+        f" {matcher.always_evaluated:,} of them evaluated on every paper"
     )
     print(
-        f"index build: {build_seconds:.2f} s   [target <= {TARGET_BUILD_SECONDS:.0f} s:"
-        f" {verdict(build_seconds <= TARGET_BUILD_SECONDS)}]"
+        f"index build: {build_time}   [target <= {TARGET_BUILD_SECONDS:.0f} s:"
+        f" {verdict(build_time.cpu <= TARGET_BUILD_SECONDS)}]"
     )
     print(
         f"index memory (tracemalloc): {index_mb:.0f} MB retained, {peak_mb:.0f} MB peak while"
-        f" building   [target <= {TARGET_INDEX_MB:.0f} MB:"
-        f" {verdict(peak_mb <= TARGET_INDEX_MB)}]"
+        f" building   [target <= {TARGET_INDEX_MB:.0f} MB: {verdict(peak_mb <= TARGET_INDEX_MB)}]"
     )
 
     # One day, papers already analyzed (analysis is bot.rules' and is shared with the naive run).
-    matcher.match(papers[:50], texts=texts)  # warm up
-    matcher.stats = type(matcher.stats)()
-    found, match_seconds = timed(lambda: matcher.match(papers, texts=texts))
-    stats = matcher.stats
-    pairs = len(rules) * len(papers)
+    def one_day() -> dict[int, list[tuple[Paper, Any]]]:
+        matcher.stats = type(matcher.stats)()
+        return matcher.match(papers, texts=texts)
+
+    found, match_time = best_of(args.repeat, one_day)
+    stats, seconds = matcher.stats, match_time.cpu
     print(
-        f"\nmatch, 1 day: {len(rules):,} rules x {len(papers):,} papers in {match_seconds:.2f} s"
-        f" = {pairs / match_seconds / 1e6:.1f} M rule x paper pairs/s"
-        f"   [target <= {TARGET_SECONDS:.0f} s: {verdict(match_seconds <= TARGET_SECONDS)}]"
+        f"\nmatch, 1 day: {len(rules):,} rules x {len(papers):,} papers in {match_time}"
+        f" (best of {args.repeat}) = {len(rules) * len(papers) / seconds / 1e6:.0f} M rule x"
+        f" paper pairs/s   [target <= {TARGET_SECONDS:.0f} s: {verdict(seconds <= TARGET_SECONDS)}]"
     )
     distinct_pairs = matcher.distinct_rules * len(papers)
     print(
-        f"  candidates {stats.candidates:,} ({stats.candidates / distinct_pairs:.2%} of"
+        f"  candidates {stats.candidates:,} ({stats.candidates / distinct_pairs:.2%} of the"
         f" distinct rule x paper pairs), evaluated {stats.evaluations:,},"
-        f" matched {stats.matches:,};"
-        f" {sum(len(v) for v in found.values()):,} (rule id, paper) results,"
-        f" {len(found):,} rule ids matched something"
+        f" matched {stats.matches:,}; {sum(len(v) for v in found.values()):,}"
+        f" (rule id, paper) results; {len(found):,} rule ids matched something"
     )
     per_rule = sorted(len(found.get(rule_id, ())) for rule_id, _ in rules)
     print(
-        "  papers per rule id (the workload): median"
+        "  the workload, papers per rule id: median"
         f" {per_rule[len(per_rule) // 2]}, mean {sum(per_rule) / len(per_rule):.1f},"
         f" p90 {per_rule[len(per_rule) * 9 // 10]}, p99 {per_rule[len(per_rule) * 99 // 100]},"
         f" none {sum(1 for n in per_rule if n == 0) / len(per_rule):.0%}"
     )
-    _, with_analyze_seconds = timed(lambda: Matcher(rules).match(papers))
-    print(f"  the same, analyzing the papers too (texts=None): {with_analyze_seconds:.2f} s")
+    leaf_seconds, calls, hits_made = leaf_time(matcher, papers, texts)
+    print(
+        f"  of which in bot.rules.leaf_hits: ~{leaf_seconds:.2f} s ({calls:,} calls,"
+        f" {hits_made:,} Hit objects made); the rest (paper keys, index, key tests,"
+        f" AND/OR/NOT, results) is the matcher's own"
+    )
+    _, with_analyze = timed(lambda: Matcher(rules).match(papers))
+    print(f"  index build + analyze + match (texts=None), from scratch: {with_analyze}")
 
     if args.profile:
         profiler = cProfile.Profile()
@@ -415,24 +463,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.days > 1:
         day_papers, day_texts = as_days(papers, texts, args.days)
         matcher.stats = type(matcher.stats)()
-        _, days_seconds = timed(lambda: matcher.match(day_papers, texts=day_texts))
+        _, days_time = timed(lambda: matcher.match(day_papers, texts=day_texts))
         print(
             f"match, {args.days} days (the same listing {args.days} times, ids made distinct):"
-            f" {len(rules):,} x {len(day_papers):,} in {days_seconds:.2f} s"
-            f" = {len(rules) * len(day_papers) / days_seconds / 1e6:.1f} M pairs/s,"
+            f" {len(rules):,} rules x {len(day_papers):,} papers in {days_time}"
+            f" = {len(rules) * len(day_papers) / days_time.cpu / 1e6:.0f} M pairs/s,"
             f" evaluated {matcher.stats.evaluations:,}"
         )
 
     # The naive reference on a sample of the rules, extrapolated to all of them.
     sample = random.Random(args.seed).sample(rules, min(args.naive_sample, len(rules)))
     sample.sort(key=lambda item: item[0])
-    expected, naive_seconds = timed(lambda: naive(sample, papers, texts))
-    naive_total = naive_seconds * len(rules) / len(sample)
-    speedup = naive_total / match_seconds
+    expected, naive_time = timed(lambda: naive(sample, papers, texts))
+    naive_total = naive_time.cpu * len(rules) / len(sample)
+    speedup = naive_total / seconds
     print(
         f"\nnaive (bot.rules.match, every rule x every paper, papers analyzed once):"
-        f" {len(sample):,} sampled rules x {len(papers):,} papers in {naive_seconds:.2f} s"
-        f" = {len(sample) * len(papers) / naive_seconds / 1e6:.2f} M pairs/s;"
+        f" {len(sample):,} sampled rules x {len(papers):,} papers in {naive_time}"
+        f" = {len(sample) * len(papers) / naive_time.cpu / 1e6:.2f} M pairs/s;"
         f" extrapolated to {len(rules):,} rules: {naive_total:.0f} s"
     )
     print(
@@ -447,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" {'OK' if agree else 'MISMATCH'}"
     )
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"process peak RSS (everything above, papers and rules included): {rss_mb:.0f} MB")
+    print(f"process peak RSS (all of the above: papers, rules, results): {rss_mb:.0f} MB")
     return 0 if agree else 1
 
 

@@ -7,18 +7,22 @@ paper (Elasticsearch's percolator and Lucene's Monitor do the same for stored qu
 * identical rule trees are evaluated once per paper and their result shared by every rule
   id that has them (many subscribers write the same rules);
 * each distinct tree gets a *trigger set*: keys of which every paper it matches has at
-  least one. A word or phrase needs one of its words (the rarest, by `frequencies`), `au:`
-  the surname, `cat:` the category (a paper has its categories and their archives), `id:`
-  the id, a wildcard its prefix; `And` needs the trigger of its cheapest positive part,
-  `Or` the union of its alternatives'. A tree without one (a wildcard-free negation, an
-  `Or` with such an alternative) is evaluated on every paper;
-* a paper's keys pull its candidate trees out of the index; a set test drops those that
-  lack a key every match has or hold a key that rules them out; the rest are evaluated.
+  least one. A word needs its folded word; a phrase one pair of its adjacent words (the
+  rarest, by `frequencies`: "reinforcement learning"); `au:` the surname; `cat:` the
+  category (a paper has its categories and their archives); `id:` the id; a lone wildcard
+  its prefix (looked up with every prefix of the paper's word forms). `And` takes the
+  trigger of its cheapest positive part, `Or` the union of its alternatives'. A tree
+  without one (only a rule the parser refuses: all negative) is evaluated on every paper;
+* a paper's keys (`paper_keys`) pull its candidate trees out of the index; a set test
+  drops those that lack the keys every match has, or hold a key that rules them out;
+* the rest are evaluated on a compiled copy of the tree, each leaf's hits computed by
+  `bot.rules.leaf_hits` at most once per paper and shared by every tree that has it.
 
 Pure: no I/O, no clock, no logging setup. It must not give the rule language a second
-meaning: whether a rule matches, and with which hits, is always `bot.rules`' answer, so the
-result equals asking every rule about every paper (tests/test_matcher.py checks that on
-real papers). The index only decides which rules are worth asking.
+meaning: whether a leaf matches, and with which hits, is always `bot.rules`' answer, and
+AND/OR/NOT combine them as `bot.rules.evaluate` does, so the result equals asking every
+rule about every paper (tests/test_matcher.py checks that on real papers). The index only
+decides which rules are worth asking.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain, pairwise
 from typing import Any, TypeAlias
 
 from bot.models import Hit, Paper
@@ -47,7 +52,15 @@ from bot.rules import (
     leaf_hits,
 )
 
-__all__ = ["Hits", "MatchStats", "Matcher", "RuleId", "key_frequencies", "paper_keys"]
+__all__ = [
+    "Hits",
+    "MatchStats",
+    "Matcher",
+    "RuleId",
+    "key_frequencies",
+    "paper_keys",
+    "trigger_keys",
+]
 
 RuleId: TypeAlias = Hashable
 Hits: TypeAlias = tuple[Hit, ...]
@@ -152,16 +165,23 @@ _PREFIX_MEMO_SIZE = 200_000  # words whose prefix triggers are remembered betwee
 
 # A distinct rule tree compiled for evaluation: (kind, argument). Leaves are numbered so
 # that a paper's memo of leaf results is keyed by a small int, not by hashing a tree.
-_LEAF, _AND, _OR, _NOT, _TRUE = range(5)
+# _ALL and _ANY are the common flat cases of _AND and _OR: leaves (and, for _ALL, negated
+# leaves) only. _TRUE is a negated part the key test has already decided.
+_LEAF, _ALL, _ANY, _AND, _OR, _NOT, _TRUE = range(7)
 _Code: TypeAlias = tuple[int, Any]
 _NO_HITS: Hits = ()
+_UNSET: Any = object()
 
 
 def paper_keys(text: PaperText) -> set[str]:
-    """The index keys of an analyzed paper: its folded words, `cat:` for its categories and
-    their archives, `au:` for its authors' surnames, `id:` for its id."""
+    """The index keys of an analyzed paper: its folded words, its pairs of adjacent words
+    ("reinforcement learning", within the title or the abstract), `cat:` for its
+    categories and their archives, `au:` for its authors' surnames, `id:` for its id."""
     keys = set(text.title_index)
     keys.update(text.abstract_index)
+    for tokens in (text.title, text.abstract):
+        words = [token.norm for token in tokens]
+        keys.update([first + " " + second for first, second in pairwise(words)])
     keys.update(["cat:" + category for category in text.category_keys])
     keys.update(["au:" + name[-1] for name in text.authors if name])
     if text.id:
@@ -198,6 +218,12 @@ class _Trigger:
     prefixes: frozenset[str]
 
 
+# Per slot, the key test a candidate must pass before it is evaluated, or None:
+# (keys it must have all of, or None when `alternatives` is given; sets of keys of which it
+# must have all of one; keys it must have none of).
+_Filter: TypeAlias = tuple[frozenset[str] | None, tuple[frozenset[str], ...], frozenset[str]]
+
+
 class Matcher:
     """Many rules against many papers: the rules indexed once, each paper looked up once.
 
@@ -222,6 +248,7 @@ class Matcher:
             slot = self._slot_of[rule_id] = slot_of_node.setdefault(rule.node, len(nodes))
             if slot == len(nodes):
                 nodes.append(rule.node)
+        del slot_of_node
         self._position = {rule_id: i for i, rule_id in enumerate(self._slot_of)}
         ids: list[list[RuleId]] = [[] for _ in nodes]
         for rule_id, slot in self._slot_of.items():
@@ -229,17 +256,16 @@ class Matcher:
         self._ids = [tuple(found) for found in ids]
 
         self._leaves: list[Leaf] = []
+        self._leaf_needs: list[frozenset[str]] = []  # keys a paper a leaf matches has
         self._leaf_numbers: dict[Leaf, int] = {}
         self._codes: list[_Code] = []
-        # Per slot: (keys a match has all of, keys a match has none of), or None.
-        self._filters: list[tuple[frozenset[str], frozenset[str]] | None] = []
+        self._filters: list[_Filter | None] = []
         index: dict[str, list[int]] = {}
         prefixes: dict[str, list[int]] = {}
         always: list[int] = []
         for slot, node in enumerate(nodes):
             self._codes.append(self._compile(node, top=True))
-            trigger = self._trigger(node)
-            required, excluded = _required(node), _excluded(node)
+            trigger = _trigger(node, self._frequencies)
             if trigger is None:
                 always.append(slot)
             else:
@@ -247,9 +273,7 @@ class Matcher:
                     index.setdefault(key, []).append(slot)
                 for prefix in trigger.prefixes:
                     prefixes.setdefault(prefix, []).append(slot)
-                if len(trigger.keys) == 1 and not trigger.prefixes:
-                    required -= trigger.keys  # every candidate has it
-            self._filters.append((required, excluded) if required or excluded else None)
+            self._filters.append(_filter(node, trigger))
         del self._leaf_numbers
         self._index = {key: tuple(slots) for key, slots in index.items()}
         self._keyset = frozenset(self._index)
@@ -293,11 +317,11 @@ class Matcher:
                         by_slot[slot] = [(paper, hits)]
                     else:
                         matched.append((paper, hits))
-        return {
-            rule_id: matched.copy()
-            for rule_id, slot in self._slot_of.items()
-            if (matched := by_slot.get(slot)) is not None
-        }
+            return {
+                rule_id: matched.copy()
+                for rule_id, slot in self._slot_of.items()
+                if (matched := by_slot.get(slot)) is not None
+            }
 
     def match_one(self, text: PaperText) -> list[tuple[RuleId, Hits]]:
         """The rules one analyzed paper matches, in the order they were given, with hits."""
@@ -324,15 +348,23 @@ class Matcher:
         evaluated = 0
         found: list[tuple[int, Hits]] = []
         for slot in candidates:
-            keyed = filters[slot]
-            if keyed is not None and not (keyed[0] <= keys and keyed[1].isdisjoint(keys)):
-                continue
+            if (test := filters[slot]) is not None:
+                required, alternatives, excluded = test
+                if required is not None:
+                    if not required <= keys:
+                        continue
+                elif not any(needed <= keys for needed in alternatives):
+                    continue
+                if excluded and not excluded.isdisjoint(keys):
+                    continue
             evaluated += 1
             kind, argument = codes[slot]
             if kind == _LEAF:  # most rules are one word or phrase
-                hits = memo[argument] = leaf_hits(leaves[argument], text)
+                hits = memo.get(argument, _UNSET)
+                if hits is _UNSET:
+                    hits = memo[argument] = leaf_hits(leaves[argument], text)
             else:
-                hits = run(codes[slot], text, memo)
+                hits = run(codes[slot], text, keys, memo)
             if hits is not None:
                 found.append((slot, hits))
         stats = self.stats
@@ -361,18 +393,50 @@ class Matcher:
             if slots:
                 candidates.update(slots)
 
-    def _run(self, code: _Code, text: PaperText, memo: dict[int, Hits | None]) -> Hits | None:
-        """`bot.rules.evaluate` on a compiled tree, each leaf evaluated once per paper."""
+    def _run(
+        self, code: _Code, text: PaperText, keys: set[str], memo: dict[int, Hits | None]
+    ) -> Hits | None:
+        """`bot.rules.evaluate` on a compiled tree: each leaf evaluated once per paper, and
+        not at all when the paper lacks a key the leaf needs."""
         kind, argument = code
+        # _ANY and _ALL return a leaf's own tuple when it is the only one with hits: equal
+        # to the reference's concatenation, and no copy.
+        if kind == _ANY:
+            parts: list[Hits] = []
+            for number in argument:
+                hits = memo.get(number, _UNSET)
+                if hits is _UNSET:
+                    hits = memo[number] = self._leaf(number, text, keys)
+                if hits is not None:
+                    parts.append(hits)
+            if len(parts) < 2:
+                return parts[0] if parts else None
+            return tuple(chain.from_iterable(parts))
+        if kind == _ALL:
+            parts = []
+            for number, negated in argument:
+                hits = memo.get(number, _UNSET)
+                if hits is _UNSET:
+                    hits = memo[number] = self._leaf(number, text, keys)
+                if negated:
+                    if hits is not None:
+                        return None
+                elif hits is None:
+                    return None
+                elif hits:
+                    parts.append(hits)
+            if len(parts) < 2:
+                return parts[0] if parts else _NO_HITS
+            return tuple(chain.from_iterable(parts))
         if kind == _LEAF:
-            if argument in memo:
-                return memo[argument]
-            hits = memo[argument] = leaf_hits(self._leaves[argument], text)
+            hits = memo.get(argument, _UNSET)
+            if hits is _UNSET:
+                hits = memo[argument] = self._leaf(argument, text, keys)
             return hits
         if kind == _AND:
             found: list[Hit] = []
             for child in argument:
-                hits = self._run(child, text, memo)
+                hits = self._run(child, text, keys, memo)
                 if hits is None:
                     return None
                 found += hits
@@ -381,14 +445,20 @@ class Matcher:
             found = []
             matched = False
             for child in argument:
-                hits = self._run(child, text, memo)
+                hits = self._run(child, text, keys, memo)
                 if hits is not None:
                     matched = True
                     found += hits
             return tuple(found) if matched else None
         if kind == _NOT:
-            return None if self._run(argument, text, memo) is not None else _NO_HITS
+            return None if self._run(argument, text, keys, memo) is not None else _NO_HITS
         return _NO_HITS  # _TRUE
+
+    def _leaf(self, number: int, text: PaperText, keys: set[str]) -> Hits | None:
+        """The hits of a leaf; None at once when the paper lacks a key the leaf needs."""
+        if self._leaf_needs[number] <= keys:
+            return leaf_hits(self._leaves[number], text)
+        return None
 
     # -----------------------------------------------------------------------------------------
     # Per rule
@@ -400,51 +470,80 @@ class Matcher:
             number = self._leaf_numbers.setdefault(node, len(self._leaves))
             if number == len(self._leaves):
                 self._leaves.append(node)
+                self._leaf_needs.append(_needs(node)[0])
             return (_LEAF, number)
         if isinstance(node, And):
-            return (_AND, tuple(self._compile(child, top=top) for child in node.nodes))
+            children = [self._compile(child, top=top) for child in node.nodes]
+            children = [child for child in children if child[0] != _TRUE]
+            if len(children) == 1:
+                return children[0]  # the hits of an AND of one node are that node's
+            flat = [
+                (child[1], False) if child[0] == _LEAF else (child[1][1], True)
+                for child in children
+                if child[0] == _LEAF or (child[0] == _NOT and child[1][0] == _LEAF)
+            ]
+            if len(flat) == len(children):
+                return (_ALL, tuple(flat))
+            return (_AND, tuple(children))
         if isinstance(node, Or):
-            return (_OR, tuple(self._compile(child, top=False) for child in node.nodes))
+            children = [self._compile(child, top=False) for child in node.nodes]
+            if all(child[0] == _LEAF for child in children):
+                return (_ANY, tuple(child[1] for child in children))
+            return (_OR, tuple(children))
         if top and _exact(node.node) is not None:
             return (_TRUE, None)
         return (_NOT, self._compile(node.node, top=False))
 
-    def _share(self, key: str) -> float:
-        """The expected share of papers that have `key` (a guess when no table lists it)."""
-        share = self._frequencies.get(key)
-        if share is not None:
-            return share
-        kind, colon, _ = key.partition(":")
-        return _UNLISTED.get(kind, _UNLISTED_WORD) if colon else _UNLISTED_WORD
 
-    def _trigger(self, node: Node) -> _Trigger | None:
-        """The cheapest trigger of a node; None if a match may have none of its keys."""
-        if isinstance(node, Term):
-            words = node.words
-            if node.prefix:
-                if len(words) == 1:
-                    share = _PREFIX_SHARE.get(len(words[0]), 0.03)
-                    return _Trigger(share, frozenset(), frozenset(words))
-                words = words[:-1]
-            word = min(words, key=self._share)
-            return _Trigger(self._share(word), frozenset({word}), frozenset())
-        if isinstance(node, Author | Category | Id):
-            key = _key(node)
-            return _Trigger(self._share(key), frozenset({key}), frozenset())
-        if isinstance(node, And):
-            triggers = [t for child in node.nodes if (t := self._trigger(child)) is not None]
-            return min(triggers, key=lambda t: t.cost, default=None)
-        if isinstance(node, Or):
-            alternatives = [self._trigger(child) for child in node.nodes]
-            if any(t is None for t in alternatives):
-                return None
-            found = [t for t in alternatives if t is not None]
-            return _Trigger(
-                sum(t.cost for t in found),
-                frozenset().union(*(t.keys for t in found)),
-                frozenset().union(*(t.prefixes for t in found)),
-            )
-        return None  # a Not
+def trigger_keys(
+    node: Node, *, frequencies: Mapping[str, float] | None = None
+) -> frozenset[str] | None:
+    """The keys a rule tree is indexed under (a wildcard prefix written `transform*`): every
+    paper it matches has one of them. None: it is evaluated on every paper."""
+    trigger = _trigger(node, _DEFAULT_FREQUENCIES if frequencies is None else frequencies)
+    if trigger is None:
+        return None
+    return trigger.keys | {prefix + "*" for prefix in trigger.prefixes}
+
+
+def _share(key: str, frequencies: Mapping[str, float]) -> float:
+    """The expected share of papers that have `key` (a guess when the table lacks it)."""
+    share = frequencies.get(key)
+    if share is not None:
+        return share
+    if " " in key:  # a pair of words: rarer than either
+        first, _, second = key.partition(" ")
+        return min(_share(first, frequencies), _share(second, frequencies)) / 4
+    kind, colon, _ = key.partition(":")
+    return _UNLISTED.get(kind, _UNLISTED_WORD) if colon else _UNLISTED_WORD
+
+
+def _trigger(node: Node, frequencies: Mapping[str, float]) -> _Trigger | None:
+    """The cheapest trigger of a node; None if a match may have none of its keys."""
+    if isinstance(node, Term):
+        keys = _term_keys(node)
+        if not keys:  # a lone wildcard
+            share = _PREFIX_SHARE.get(len(node.words[0]), 0.03)
+            return _Trigger(share, frozenset(), frozenset(node.words))
+        cost, key = min((_share(key, frequencies), key) for key in keys)
+        return _Trigger(cost, frozenset({key}), frozenset())
+    if isinstance(node, Author | Category | Id):
+        key = _key(node)
+        return _Trigger(_share(key, frequencies), frozenset({key}), frozenset())
+    if isinstance(node, And):
+        triggers = [t for child in node.nodes if (t := _trigger(child, frequencies)) is not None]
+        return min(triggers, key=lambda t: t.cost, default=None)
+    if isinstance(node, Or):
+        alternatives = [_trigger(child, frequencies) for child in node.nodes]
+        found = [t for t in alternatives if t is not None]
+        if len(found) < len(alternatives):
+            return None
+        return _Trigger(
+            sum(t.cost for t in found),
+            frozenset().union(*(t.keys for t in found)),
+            frozenset().union(*(t.prefixes for t in found)),
+        )
+    return None  # a Not
 
 
 @contextmanager
@@ -462,6 +561,13 @@ def _collector_paused() -> Iterator[None]:
         gc.enable()
 
 
+def _term_keys(term: Term) -> frozenset[str]:
+    """The keys a term's matches all have: its words and pairs of adjacent words (not its
+    wildcard prefix)."""
+    words = term.words[:-1] if term.prefix else term.words
+    return frozenset(words).union([a + " " + b for a, b in pairwise(words)])
+
+
 def _key(node: Author | Category | Id) -> str:
     """The index key of a leaf that is not a term."""
     if isinstance(node, Category):
@@ -471,17 +577,30 @@ def _key(node: Author | Category | Id) -> str:
     return "id:" + node.value
 
 
-def _required(node: Node) -> frozenset[str]:
-    """Keys that every paper the node matches has."""
+_MAX_ALTERNATIVES = 16
+
+
+def _needs(node: Node) -> list[frozenset[str]]:
+    """Sets of keys such that every paper the node matches has all keys of one of them (a
+    loose disjunctive normal form: an empty set means no requirement)."""
     if isinstance(node, Term):
-        return frozenset(node.words[:-1] if node.prefix else node.words)
+        return [_term_keys(node)]
     if isinstance(node, Author | Category | Id):
-        return frozenset({_key(node)})
-    if isinstance(node, And):
-        return frozenset().union(*(_required(child) for child in node.nodes))
+        return [frozenset({_key(node)})]
     if isinstance(node, Or):
-        return frozenset.intersection(*(_required(child) for child in node.nodes))
-    return frozenset()
+        found = [needed for child in node.nodes for needed in _needs(child)]
+        if len(found) > _MAX_ALTERNATIVES:
+            return [frozenset.intersection(*found)]
+        return found
+    if isinstance(node, And):
+        product = [frozenset[str]()]
+        for child in node.nodes:
+            child_needs = _needs(child)
+            if len(product) * len(child_needs) > _MAX_ALTERNATIVES:
+                child_needs = [frozenset.intersection(*child_needs)]
+            product = [a | b for a in product for b in child_needs]
+        return product
+    return [frozenset()]  # a Not
 
 
 def _excluded(node: Node) -> frozenset[str]:
@@ -494,13 +613,43 @@ def _excluded(node: Node) -> frozenset[str]:
 
 
 def _exact(node: Node) -> frozenset[str] | None:
-    """Keys such that the node matches exactly the papers with one of them, if there are."""
+    """Keys such that the node matches exactly the papers with one of them, if there are:
+    a word or a two-word phrase in title or abstract, a category, an id, an OR of those."""
     if isinstance(node, Term):
-        plain = len(node.words) == 1 and not node.prefix and node.field == "any"
-        return frozenset(node.words) if plain else None
+        plain = len(node.words) <= 2 and not node.prefix and node.field == "any"
+        return frozenset({" ".join(node.words)}) if plain else None
     if isinstance(node, Category | Id):
         return frozenset({_key(node)})
     if isinstance(node, Or):
         found = [exact for child in node.nodes if (exact := _exact(child)) is not None]
         return frozenset().union(*found) if len(found) == len(node.nodes) else None
     return None
+
+
+def _filter(node: Node, trigger: _Trigger | None) -> _Filter | None:
+    """The key test of a rule tree, for candidates found through `trigger`'s keys."""
+    # An alternative that holds another is implied by it: keep the smallest ones.
+    needs = set(_needs(node))
+    alternatives = sorted(
+        (a for a in needs if not any(b < a for b in needs)), key=lambda a: (len(a), sorted(a))
+    )
+    excluded = _excluded(node)
+    if trigger is not None and not trigger.prefixes:
+        if len(trigger.keys) == 1:
+            # Every candidate has the key (and, for a pair of words, both words).
+            known = _implied(trigger.keys)
+            alternatives = [needed - known for needed in alternatives]
+        elif all(any(a <= _implied({key}) for a in alternatives) for key in trigger.keys):
+            alternatives = []  # whichever key found the candidate meets an alternative
+    if not alternatives or frozenset() in alternatives:
+        if not excluded:
+            return None
+        alternatives = []
+    if len(alternatives) <= 1:
+        return (alternatives[0] if alternatives else frozenset(), (), excluded)
+    return (None, tuple(alternatives), excluded)
+
+
+def _implied(keys: Iterable[str]) -> frozenset[str]:
+    """The keys a paper with `keys` has for sure: a pair of words implies both words."""
+    return frozenset(keys).union(*(key.split(" ") for key in keys if " " in key))
