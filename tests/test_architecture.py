@@ -23,7 +23,16 @@ IO_LIBRARIES = {
     "psycopg",
 }
 # Modules that must stay pure: no I/O library, no environment, no clock.
-PURE = ["models", "errors", "rules", "matcher", "digest", "render/email", "render/text", "sources/arxiv"]
+PURE = [
+    "models",
+    "errors",
+    "rules",
+    "matcher",
+    "digest",
+    "render/email",
+    "render/text",
+    "sources/arxiv",
+]
 # Where each I/O library may be imported.
 ALLOWED = {
     "httpx": {"sources/http"},
