@@ -11,6 +11,8 @@ import difflib
 import re
 
 CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+# A plausible single addr-spec: dot-atom local part, dotted ASCII domain. Deliberately
+# stricter than RFC 5322 (no quoted local parts, no comments, no IP literals, no IDN).
 _LOCAL_RE = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*")
 _DOMAIN_RE = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9-]{2,63}")
 # An archive (cs, astro-ph, q-bio) with an optional subject class (RO, CO, stat-mech, gen-ph).

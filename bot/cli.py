@@ -328,9 +328,7 @@ def unsubscribe(config_path: Path, name: str, rule_number: int | None, delete: b
         click.echo(f"deleted {name} and its delivery history")
     else:
         if name in {s.name for s in config.subscribers}:
-            store.sync_config_subscribers(
-                [s.to_subscriber() for s in config.subscribers], now=utcnow()
-            )
+            store.sync_config_subscribers(config.declared_subscribers(), now=utcnow())
         if not store.set_active(name, False, now=utcnow()):
             raise PaperbellError(f"no subscriber named {name!r}", hint="see `paperbell list`")
         click.echo(f"unsubscribed {name}: no more digests")
@@ -343,9 +341,7 @@ def list_(config_path: Path) -> None:
     """List subscribers (config file and database) with their numbered rules."""
     config = load_config(config_path)
     store = open_store(config)
-    subscribers = store.subscribers(
-        [s.to_subscriber() for s in config.subscribers], include_inactive=True
-    )
+    subscribers = store.subscribers(config.declared_subscribers(), include_inactive=True)
     counts = store.delivery_counts()
     if not subscribers:
         click.echo("no subscribers")

@@ -205,6 +205,10 @@ class Config(_Section):
             raise ValueError(f"this paperbell reads config version {CONFIG_VERSION}, not {value}")
         return value
 
+    def declared_subscribers(self) -> list[Subscriber]:
+        """The subscribers the config file declares, as the pipeline sees them."""
+        return [s.to_subscriber() for s in self.subscribers]
+
     def database_url(self) -> str:
         """The database URL, a relative SQLite path taken from the config file's folder."""
         url = self.database.url

@@ -186,7 +186,7 @@ async def deliver(
 
     `dry_run` builds and reports but sends and records nothing; `record=False` sends (e.g. to
     files) without recording."""
-    config_subscribers = [s.to_subscriber() for s in config.subscribers]
+    config_subscribers = config.declared_subscribers()
     writes = record and not dry_run
     if writes:
         store.sync_config_subscribers(config_subscribers, now=now)

@@ -38,11 +38,8 @@ ACKNOWLEDGEMENT = "Thank you to arXiv for use of its open access interoperabilit
 
 SUBJECT_LIMIT = 120
 
-# A plausible single addr-spec: dot-atom local part, dotted ASCII domain. Deliberately
-# stricter than RFC 5322 (no quoted local parts, no comments, no IP literals, no IDN).
 _MSGID_LEFT_RE = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,200}")
 _ATOMS_RE = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~ -]+")
-
 
 
 @dataclass(frozen=True)
