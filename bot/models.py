@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Literal
+from typing import Literal, NamedTuple
 
 AnnounceType = Literal["new", "cross", "replace", "replace-cross"]
 ANNOUNCE_TYPES: tuple[str, ...] = ("new", "cross", "replace", "replace-cross")
@@ -118,10 +118,12 @@ def _category_covers(wanted: str, category: str) -> bool:
     return category == wanted or ("." not in wanted and category.startswith(wanted + "."))
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
+class Hit(NamedTuple):
     """Where a rule term matched: a character span in the paper's title or abstract; for an
-    author, `start` is the author's index in `Paper.authors`; for a category or id, 0..0."""
+    author, `start` is the author's index in `Paper.authors`; for a category or id, 0..0.
+
+    A named tuple, not a dataclass: the matcher makes hundreds of thousands a day and a
+    tuple is built in a third of the time of a frozen dataclass."""
 
     field: Literal["title", "abstract", "author", "category", "id"]
     start: int

@@ -1310,6 +1310,7 @@ def test_feed_token_spans_refold_to_the_token() -> None:
 
 PURE_IMPORTS = {
     "__future__",
+    "bisect",
     "re",
     "unicodedata",
     "difflib",

@@ -8,6 +8,7 @@ agree with `match`, which is this evaluator.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -52,6 +53,10 @@ class PaperText:
     abstract_variants: Index = field(default_factory=dict, repr=False, compare=False)
     # Surname (an author's last name word) -> indexes into `authors`.
     surname_index: Index = field(default_factory=dict, repr=False, compare=False)
+    # The keys of title_index and title_variants together, sorted: a wildcard prefix finds
+    # the words it starts by bisection instead of a scan.
+    title_forms: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    abstract_forms: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
 
 def _words(text: str) -> tuple[tuple[Token, ...], Index, Index]:
@@ -108,6 +113,8 @@ def analyze_text(
         title_variants=title_variants,
         abstract_variants=abstract_variants,
         surname_index=_surnames(names),
+        title_forms=tuple(sorted(title_index.keys() | title_variants.keys())),
+        abstract_forms=tuple(sorted(abstract_index.keys() | abstract_variants.keys())),
     )
 
 
@@ -122,15 +129,21 @@ def analyze(paper: Paper) -> PaperText:
 # Leaves
 
 
-def _spans(term: Term, tokens: Sequence[Token], index: Index, variants: Index) -> list[Span]:
-    """The spans of every occurrence of the term's words in `tokens`, in text order."""
+def _spans(
+    term: Term, tokens: Sequence[Token], index: Index, variants: Index, forms: Sequence[str]
+) -> list[Span]:
+    """The spans of every occurrence of the term's words in `tokens`, in text order.
+    `forms`: the keys of `index` and `variants`, sorted."""
     words = term.words
     last = len(words) - 1
     ends: set[int] = set()  # for a prefix: the positions of the words it starts
     if term.prefix:
         stem = words[-1]
-        ends = {i for key, at in index.items() if key.startswith(stem) for i in at}
-        ends.update(i for key, at in variants.items() if key.startswith(stem) for i in at)
+        at = bisect_left(forms, stem)
+        while at < len(forms) and forms[at].startswith(stem):
+            ends.update(index.get(forms[at], ()))
+            ends.update(variants.get(forms[at], ()))
+            at += 1
         if last == 0:
             return [(tokens[i].start, tokens[i].end) for i in sorted(ends)]
     elif last == 0:
@@ -148,9 +161,11 @@ def _term_hits(term: Term, text: PaperText) -> tuple[Hit, ...] | None:
     title: list[Span] = []
     abstract: list[Span] = []
     if term.field != "abs":
-        title = _spans(term, text.title, text.title_index, text.title_variants)
+        title = _spans(term, text.title, text.title_index, text.title_variants, text.title_forms)
     if term.field != "ti":
-        abstract = _spans(term, text.abstract, text.abstract_index, text.abstract_variants)
+        abstract = _spans(
+            term, text.abstract, text.abstract_index, text.abstract_variants, text.abstract_forms
+        )
     if not title and not abstract:
         return None
     label = leaf_text(term)
