@@ -7,19 +7,35 @@ Pure: takes papers, parsed rules, what was already delivered and the clock; retu
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
+from bot.matcher import Hits, Matcher
 from bot.models import Digest, DigestGroup, DigestItem, Hit, Paper, Subscriber, announce_kind
-from bot.rules import PaperText, Rule, analyze, match
+from bot.rules import Node, PaperText, Rule
 
-# Ranking weights: a term found in the title counts far more than one in the abstract,
-# a phrase more than a single word, and each further rule matched adds a little.
+# Ranking weights. Each distinct term that matched counts once per field it matched in: a
+# term in the title counts ten times one in the abstract, a phrase half as much again as a
+# word, so a title hit outranks any handful of abstract hits and, within a field, more
+# distinct terms outrank fewer. `au:` and `id:` name what the reader asked for by name and
+# count like a title hit; `cat:` only narrows and counts nothing. Each further rule of the
+# subscriber's that matched adds a little.
 TITLE_WEIGHT = 10.0
 ABSTRACT_WEIGHT = 1.0
 PHRASE_BONUS = 0.5
+FIELD_WEIGHTS = {
+    "title": TITLE_WEIGHT,
+    "abstract": ABSTRACT_WEIGHT,
+    "author": TITLE_WEIGHT,
+    "id": TITLE_WEIGHT,
+    "category": 0.0,
+}
 EXTRA_RULE_BONUS = 0.25
+
+# Rule tree -> paper id -> the hits of that rule on that paper (only papers it matched).
+RuleMatches = Mapping[Node, Mapping[str, Hits]]
+_NO_MATCHES: Mapping[str, Hits] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,33 +73,40 @@ def is_pending(
     return wants_updates and paper.is_update
 
 
-def score(hits: Sequence[Hit], rules_matched: int) -> float:
-    """Title hits above abstract hits, phrases above words, more terms above fewer."""
-    weights = {"title": TITLE_WEIGHT, "abstract": ABSTRACT_WEIGHT}
+def is_phrase(term: str) -> bool:
+    """Whether a hit's term (a leaf's canonical text) is a phrase: `"a b"`, `ti:"a b"`,
+    `multi-agent`."""
+    value = term.partition(":")[2] if term[:3] in ("ti:", "abs") else term
+    return value.startswith('"') or "-" in value.strip("-")
+
+
+def score(hits: Iterable[Hit], rules_matched: int) -> float:
+    """Title hits above abstract hits, phrases above words, more terms above fewer (see
+    FIELD_WEIGHTS); each distinct (field, term) counts once however often it occurs."""
     distinct: dict[tuple[str, str], float] = {}
     for hit in hits:
-        weight = weights.get(hit.field, 0.0)
-        if weight and (" " in hit.term or hit.term.startswith('"') or "-" in hit.term.strip("-")):
-            weight += PHRASE_BONUS
-        key = (hit.field, hit.term.lower())
-        distinct[key] = max(distinct.get(key, 0.0), weight)
+        key = (hit.field, hit.term.casefold())
+        if key in distinct:
+            continue
+        weight = FIELD_WEIGHTS.get(hit.field, 0.0)
+        if hit.field in ("title", "abstract") and is_phrase(hit.term):
+            weight *= 1 + PHRASE_BONUS
+        distinct[key] = weight
     return sum(distinct.values()) + EXTRA_RULE_BONUS * max(0, rules_matched - 1)
 
 
-HitsOf = Callable[[Rule, Paper], "tuple[Hit, ...] | None"]
-
-
-def direct_hits() -> HitsOf:
-    """Evaluate a rule on a paper directly, analysing each paper once."""
-    texts: dict[str, PaperText] = {}
-
-    def hits_of(rule: Rule, paper: Paper) -> tuple[Hit, ...] | None:
-        text = texts.get(paper.id)
-        if text is None:
-            text = texts[paper.id] = analyze(paper)
-        return match(rule, text)
-
-    return hits_of
+def match_rules(
+    rules: Iterable[Rule], papers: Sequence[Paper], *, texts: Mapping[str, PaperText] | None = None
+) -> dict[Node, dict[str, Hits]]:
+    """Every rule against every paper through one `Matcher` (each distinct rule tree once,
+    each paper analyzed once): rule tree -> paper id -> hits, for the papers it matched."""
+    distinct = {rule.node: rule for rule in rules}
+    found = Matcher(distinct.items()).match(papers, texts=texts)
+    return {
+        node: {paper.id: hits for paper, hits in matched}
+        for node in distinct
+        if (matched := found.get(node))
+    }
 
 
 def distinct_rules(rules: Sequence[Rule]) -> list[Rule]:
@@ -101,33 +124,39 @@ def select(
     *,
     delivered: Mapping[str, int],
     since: date | None = None,
-    hits_of: HitsOf | None = None,
+    matches: RuleMatches | None = None,
 ) -> Selection:
-    """Every pending paper that at least one of the subscriber's rules matches, ranked."""
-    hits_of = hits_of or direct_hits()
+    """Every pending paper that at least one of the subscriber's rules matches, ranked.
+
+    `matches` is `match_rules` over (at least) these rules and papers, shared by every
+    subscriber of a run; without it the rules are matched here."""
     rules = distinct_rules(rules)
+    if matches is None:
+        matches = match_rules(rules, papers)
+    found: dict[str, tuple[list[str], list[Hit]]] = {}  # paper id -> rules, hits
+    for rule in rules:
+        for paper_id, hits in matches.get(rule.node, _NO_MATCHES).items():
+            entry = found.get(paper_id)
+            if entry is None:
+                entry = found[paper_id] = ([], [])
+            entry[0].append(rule.text)
+            entry[1].extend(hits)
     items: list[DigestItem] = []
     rule_of: dict[str, str] = {}
     for paper in papers:
-        if not is_pending(subscriber, paper, delivered, since=since):
+        entry = found.get(paper.id)
+        if entry is None or not is_pending(subscriber, paper, delivered, since=since):
             continue
-        matched: list[str] = []
-        hits: list[Hit] = []
-        for rule in rules:
-            found = hits_of(rule, paper)
-            if found is not None:
-                matched.append(rule.text)
-                hits.extend(h for h in found if h not in hits)
-        if matched:
-            items.append(
-                DigestItem(
-                    paper=paper,
-                    rules=tuple(matched),
-                    hits=tuple(sorted(hits, key=lambda h: (h.field, h.start, h.end))),
-                    score=score(hits, len(matched)),
-                )
+        matched, all_hits = entry
+        items.append(
+            DigestItem(
+                paper=paper,
+                rules=tuple(matched),
+                hits=tuple(sorted(set(all_hits), key=lambda h: (h.field, h.start, h.end, h.term))),
+                score=score(all_hits, len(matched)),
             )
-            rule_of[paper.id] = matched[0]
+        )
+        rule_of[paper.id] = matched[0]
     items.sort(key=_rank_key)
     return Selection(items=tuple(items), rule_of=rule_of)
 
@@ -155,13 +184,13 @@ def build_digest(
     now: datetime,
     channel: str = "email",
     since: date | None = None,
-    hits_of: HitsOf | None = None,
+    matches: RuleMatches | None = None,
 ) -> Digest | None:
     """The subscriber's digest of pending matching papers, or None if nothing matched.
 
     The best `max_papers` are sent, grouped under the first of the subscriber's rules each
     matched (groups in the order of the rules); the rest are listed in `omitted`."""
-    selection = select(subscriber, rules, papers, delivered=delivered, since=since, hits_of=hits_of)
+    selection = select(subscriber, rules, papers, delivered=delivered, since=since, matches=matches)
     if not selection.items:
         return None
     kept = selection.items[: subscriber.max_papers]

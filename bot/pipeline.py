@@ -16,11 +16,11 @@ from zoneinfo import ZoneInfo
 from bot.channels import Channel
 from bot.channels.email import SmtpSettings
 from bot.config import Config, EmailConfig
-from bot.digest import build_digest, direct_hits
+from bot.digest import build_digest, match_rules
 from bot.errors import ConfigError, PaperbellError, RuleError, SourceError, StoreError
 from bot.models import Digest, Paper, Subscriber
 from bot.render.email import EmailSettings, build_message
-from bot.rules import parse_rule
+from bot.rules import Rule, parse_rule
 from bot.sources import SOURCE_KINDS, FetchState, Source, load_builtin_sources
 from bot.store import Store
 
@@ -200,19 +200,22 @@ async def deliver(
     settings = email_settings(config)
     since = since or window_start(config, now)
     papers = store.papers_announced_since(since)
-    hits_of = direct_hits()  # shared: each paper is analysed once for all subscribers
 
     reports: list[DeliveryReport] = []
-    batch = []
+    parsed: list[tuple[Subscriber, list[Rule]]] = []
     for sub in subscribers:
         if not sub.email:
             reports.append(DeliveryReport(sub.name, None, "skipped", error="no email address"))
             continue
         try:
-            rules = [parse_rule(text) for text in sub.rules]
+            parsed.append((sub, [parse_rule(text) for text in sub.rules]))
         except RuleError as exc:
             reports.append(DeliveryReport(sub.name, sub.email, "failed", error=f"bad rule: {exc}"))
-            continue
+    # One matcher for everyone: each distinct rule once, each paper analyzed once.
+    matches = match_rules((rule for _, rules in parsed for rule in rules), papers)
+
+    batch = []
+    for sub, rules in parsed:
         delivered = store.delivered_versions(sub.id, "email") if sub.id else {}
         digest = build_digest(
             sub,
@@ -222,7 +225,7 @@ async def deliver(
             now=now,
             channel="email",
             since=since,
-            hits_of=hits_of,
+            matches=matches,
         )
         if digest is None:
             reports.append(DeliveryReport(sub.name, sub.email, "nothing"))

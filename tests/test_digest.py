@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, date, datetime
 
-from bot.digest import build_digest, digest_id, is_pending, score
+from bot.digest import build_digest, digest_id, is_pending, is_phrase, match_rules, score
 from bot.models import Hit, Paper, Subscriber
 from bot.rules import parse_rule
 
@@ -44,6 +44,45 @@ def test_ranking_puts_title_hits_first(full_feed_papers: tuple[Paper, ...]) -> N
     first_abstract_only = next(n for n, f in enumerate(fields) if "title" not in f)
     assert all("title" not in f for f in fields[first_abstract_only:])
     assert score([Hit("title", 0, 3, "x")], 1) > score([Hit("abstract", 0, 3, "x")] * 5, 1)
+
+
+def test_ranking_criteria_in_order() -> None:
+    title, abstract = Hit("title", 0, 5, "robot"), Hit("abstract", 0, 5, "robot")
+    phrase = Hit("abstract", 0, 9, '"robot arm"')
+    # Title above abstract, whatever the number of abstract terms.
+    assert score([title], 1) > score([Hit("abstract", i, i + 1, f"w{i}") for i in range(9)], 1)
+    # A phrase above a word, in the same field.
+    assert score([phrase], 1) > score([abstract], 1)
+    assert score([Hit("title", 0, 9, 'ti:"robot arm"')], 1) > score([title], 1)
+    # More distinct terms above fewer; repeats of one term count once.
+    two = [abstract, Hit("abstract", 10, 15, "grasp")]
+    assert score(two, 1) > score([abstract, abstract, Hit("abstract", 20, 25, "robot")], 1)
+    # An author or id asked for by name counts like a title hit; a category counts nothing.
+    assert score([Hit("author", 2, 2, "au:lecun")], 1) == score([title], 1)
+    assert score([Hit("category", 0, 0, "cat:cs.RO"), abstract], 1) == score([abstract], 1)
+    # Each further rule matched adds a little, less than any term.
+    assert score([abstract], 2) > score([abstract], 1)
+    assert score([abstract], 3) < score(two, 1)
+
+
+def test_is_phrase() -> None:
+    assert is_phrase('"robot arm"') and is_phrase('ti:"robot arm"') and is_phrase("multi-agent")
+    assert is_phrase('abs:"a b"')
+    assert not is_phrase("robot") and not is_phrase("ti:robot") and not is_phrase("transform*")
+
+
+def test_shared_matches_give_the_same_digest(full_feed_papers: tuple[Paper, ...]) -> None:
+    """The pipeline matches every subscriber's rules at once; a digest must not change."""
+    ada = sub('"language model"', "reasoning -survey", max_papers=1000)
+    grace = Subscriber(name="grace", email="g@example.org", rules=("qubit", "au:zhang"), id=2)
+    rules = {s.name: [parse_rule(r) for r in s.rules] for s in (ada, grace)}
+    shared = match_rules([r for rs in rules.values() for r in rs], full_feed_papers)
+    for s in (ada, grace):
+        alone = build_digest(s, rules[s.name], full_feed_papers, delivered={}, now=NOW)
+        together = build_digest(
+            s, rules[s.name], full_feed_papers, delivered={}, now=NOW, matches=shared
+        )
+        assert alone == together and alone is not None
 
 
 def test_cap_keeps_the_best_and_counts_the_rest(full_feed_papers: tuple[Paper, ...]) -> None:
