@@ -11,8 +11,10 @@ import asyncio
 import functools
 import logging
 import os
+import shutil
 import sys
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -332,6 +334,88 @@ def unsubscribe(config_path: Path, name: str, rule_number: int | None, delete: b
         if not store.set_active(name, False, now=utcnow()):
             raise PaperbellError(f"no subscriber named {name!r}", hint="see `paperbell list`")
         click.echo(f"unsubscribed {name}: no more digests")
+
+
+TRY_DAYS = 30  # `try` without --since: this many announcement days up to the newest stored
+
+
+@main.command("try")
+@click.argument("rule_text", metavar="RULE")
+@config_option
+@click.option(
+    "--since",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    help=f"Papers announced on or after this date (YYYY-MM-DD); default: the {TRY_DAYS} days "
+    "up to the newest stored paper.",
+)
+@click.option(
+    "--demo",
+    "use_demo",
+    is_flag=True,
+    help="Try the rule on the real listing bundled with paperbell (28 Nov 2024, all of "
+    "arXiv) instead of the stored papers; needs no config file.",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Show at most this many papers (0: all); the counts cover every match.",
+)
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="Highlight hits with terminal colours (default: when writing to a terminal and "
+    "NO_COLOR is not set); without colour, hits are shown as *word*.",
+)
+@handle_errors
+def try_(
+    rule_text: str,
+    config_path: Path,
+    since: Any,
+    use_demo: bool,
+    limit: int,
+    color: bool | None,
+) -> None:
+    """Show which papers RULE matches, best first, with the hits highlighted, and how many
+    per announcement day: tune a rule before subscribing with it.
+
+    Examples: paperbell try '"diffusion policy" cat:cs.RO' --demo;
+    paperbell try 'au:"Yann LeCun" OR ti:jepa' -c config.toml --since 2026-10-01
+    """
+    from bot.digest import try_rule
+    from bot.render.terminal import render_trial, stars
+    from bot.rules import parse_rule
+
+    rule = parse_rule(rule_text)  # a bad rule: the error with a caret, exit 2
+    if use_demo:
+        from bot.demo import bundled_papers
+
+        papers = bundled_papers()
+        if since is not None:
+            papers = [p for p in papers if p.announced and p.announced >= since.date()]
+        where = "the bundled listing of 2024-11-28"
+    else:
+        config = load_config(config_path)
+        store = open_store(config)
+        latest = store.latest_announcement()
+        if latest is None:
+            raise PaperbellError(
+                "no papers are stored yet",
+                hint="run `paperbell poll` first, or try the rule on the bundled listing "
+                "with --demo",
+            )
+        first = since.date() if since else latest - timedelta(days=TRY_DAYS - 1)
+        papers = store.papers_announced_since(first)
+        where = f"stored papers announced {first} to {latest}"
+    if color is None:
+        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    mark = (lambda text: click.style(text, fg="yellow", bold=True)) if color else stars
+    trial = try_rule(rule, papers)
+    click.echo(f"rule: {rule.text}\ntried on {where}\n", color=color)
+    width = shutil.get_terminal_size((100, 24)).columns
+    for line in render_trial(trial, mark=mark, limit=limit, width=min(width, 120)):
+        click.echo(line, color=color)
 
 
 @main.command("list")

@@ -23,7 +23,9 @@ from aiosmtpd.controller import Controller
 from bot.channels.email import EmailChannel
 from bot.checks import ARCHIVES
 from bot.config import parse_config
+from bot.models import Paper
 from bot.pipeline import deliver, poll, smtp_settings
+from bot.sources.arxiv import parse_listing
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store, utcnow
 
@@ -88,6 +90,11 @@ def free_port() -> int:
 def bundled_feed_bytes() -> bytes:
     """The real arXiv listing shipped with the package, decompressed."""
     return gzip.decompress((files("bot") / "data" / "demo" / DEMO_FEED).read_bytes())
+
+
+def bundled_papers() -> list[Paper]:
+    """The papers of the bundled listing, parsed as the arXiv source parses them."""
+    return list(parse_listing(bundled_feed_bytes(), source="demo").papers)
 
 
 async def run_demo(out_dir: Path, *, echo: Callable[[str], None] = print) -> int:
@@ -160,4 +167,5 @@ async def run_demo(out_dir: Path, *, echo: Callable[[str], None] = print) -> int
     if sent == 0 and not failed:
         echo("nothing was sent twice: every matching paper had already been delivered.")
     echo(f"done: {sent} digests sent; open the .html files in {mail_dir} to see them.")
+    echo("try a rule of your own on the same papers: paperbell try '\"diffusion policy\"' --demo")
     return 1 if failed else 0

@@ -210,3 +210,42 @@ def build_digest(
         omitted=omitted,
         announced=tuple(announced),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """What one rule matches among some papers: `paperbell try`, before subscribing."""
+
+    rule: Rule
+    items: tuple[DigestItem, ...]  # ranked as a digest ranks them
+    days: tuple[tuple[date | None, int, int], ...]  # (day, matched, papers), newest first
+    papers: int  # how many papers were tried
+
+
+def try_rule(rule: Rule, papers: Sequence[Paper]) -> Trial:
+    """Match one rule against papers: the matches ranked as in a digest, and the count per
+    announcement day (days without a match included, so a quiet rule shows as one)."""
+    found = match_rules([rule], papers).get(rule.node, _NO_MATCHES)
+    items = [
+        DigestItem(
+            paper=paper,
+            rules=(rule.text,),
+            hits=tuple(sorted(found[paper.id], key=lambda h: (h.field, h.start, h.end))),
+            score=score(found[paper.id], 1),
+        )
+        for paper in papers
+        if paper.id in found
+    ]
+    items.sort(key=_rank_key)
+    per_day: dict[date | None, list[int]] = {}
+    for paper in papers:
+        counts = per_day.setdefault(paper.announced, [0, 0])
+        counts[1] += 1
+        counts[0] += paper.id in found
+    days = sorted(per_day.items(), key=lambda kv: kv[0].toordinal() if kv[0] else 0, reverse=True)
+    return Trial(
+        rule=rule,
+        items=tuple(items),
+        days=tuple((day, matched, total) for day, (matched, total) in days),
+        papers=len(papers),
+    )

@@ -53,6 +53,7 @@ def test_help_lists_every_command() -> None:
         "list",
         "poll",
         "subscribe",
+        "try",
         "unsubscribe",
     ]
 

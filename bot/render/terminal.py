@@ -1,0 +1,126 @@
+"""Plain terminal text: what `paperbell try` prints for a rule's matches.
+
+Pure: turns a `Trial` into lines. Highlighting is a function the caller passes (`mark`):
+ANSI styles on a terminal, `*stars*` in a pipe or a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from bot.digest import Trial
+from bot.models import DigestItem, Hit
+from bot.render.text import highlight, merge_spans, plural, shorten_authors, tidy, wrap
+
+Mark = Callable[[str], str]
+
+SNIPPET_CONTEXT = 70  # characters of abstract shown on each side of a hit
+MAX_SNIPPETS = 2  # pieces of abstract shown per paper
+
+
+def stars(text: str) -> str:
+    """The highlighting of plain text: `*word*`."""
+    return f"*{text}*"
+
+
+def marked(text: str, spans: Sequence[tuple[int, int]], mark: Mark) -> str:
+    """`text` with whitespace tidied and the spans passed through `mark`."""
+    return "".join(mark(part) if hit else part for part, hit in highlight(text, spans))
+
+
+def _spans(hits: Sequence[Hit], field: str) -> list[tuple[int, int]]:
+    return [(h.start, h.end) for h in hits if h.field == field]
+
+
+def abstract_snippet(abstract: str, hits: Sequence[Hit], mark: Mark) -> str:
+    """The parts of the abstract around its hits (at most MAX_SNIPPETS), hits marked;
+    empty when nothing matched in the abstract."""
+    spans = merge_spans(_spans(hits, "abstract"), len(abstract))
+    if not spans:
+        return ""
+    windows: list[tuple[int, int]] = []
+    for start, end in spans:
+        left = max(0, start - SNIPPET_CONTEXT)
+        right = min(len(abstract), end + SNIPPET_CONTEXT)
+        if windows and left <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], right)
+        elif len(windows) < MAX_SNIPPETS:
+            windows.append((left, right))
+    pieces = []
+    for left, right in windows:
+        # Whole words only: move the edges out of the words they cut.
+        while left > 0 and not abstract[left - 1].isspace():
+            left -= 1
+        while right < len(abstract) and not abstract[right].isspace():
+            right += 1
+        inner = [(s - left, e - left) for s, e in spans if left <= s and e <= right]
+        text = marked(abstract[left:right], inner, mark)
+        pieces.append(("… " if left > 0 else "") + text + (" …" if right < len(abstract) else ""))
+    return " ".join(pieces).replace("… …", "…")
+
+
+def _authors(item: DigestItem, mark: Mark) -> str:
+    wanted = {h.start for h in item.hits if h.field == "author"}
+    names = [
+        mark(tidy(name)) if i in wanted else tidy(name) for i, name in enumerate(item.paper.authors)
+    ]
+    if len(names) > 8 and wanted:  # keep the matched authors in view
+        shown = [n for i, n in enumerate(names) if i < 3 or i in wanted]
+        return f"{', '.join(shown)} et al. ({len(names)} authors)"
+    return shorten_authors(names, limit=8)
+
+
+def _categories(item: DigestItem, mark: Mark) -> str:
+    wanted = [h.term.partition(":")[2].casefold() for h in item.hits if h.field == "category"]
+
+    def hit(category: str) -> bool:
+        c = category.casefold()
+        return any(c == w or c.startswith(w + ".") for w in wanted)
+
+    return " ".join(mark(c) if hit(c) else c for c in item.paper.categories)
+
+
+def render_trial(
+    trial: Trial, *, mark: Mark = stars, limit: int = 20, width: int = 100
+) -> list[str]:
+    """The lines `paperbell try` prints: the best `limit` matches (0: all), then the count
+    per announcement day and a summary; paper texts wrapped to `width` columns (marks
+    count as characters: ANSI-styled lines wrap a little early)."""
+    lines: list[str] = []
+    indent = " " * 5
+
+    def block(text: str) -> None:
+        lines.extend(wrap(text, width=max(width, 40), indent=indent).splitlines())
+
+    shown = trial.items if limit == 0 else trial.items[:limit]
+    for number, item in enumerate(shown, 1):
+        paper = item.paper
+        when = paper.announced.isoformat() if paper.announced else "undated"
+        kind = f" ({paper.announce_type})" if paper.announce_type != "new" else ""
+        lines.append(f"{number:>3}. {paper.id}  {when}{kind}  {_categories(item, mark)}")
+        block(marked(paper.title, _spans(item.hits, "title"), mark))
+        if paper.authors:
+            block(_authors(item, mark))
+        snippet = abstract_snippet(paper.abstract, item.hits, mark)
+        if snippet:
+            block(snippet)
+        lines.append("")
+    if len(shown) < len(trial.items):
+        lines.append(f"... and {len(trial.items) - len(shown)} more (--limit 0 shows them all)")
+        lines.append("")
+    if trial.days:
+        lines.append("matches per announcement day:")
+        for day, matched, total in trial.days:
+            name = f"{day.isoformat()} {day:%a}" if day else "undated       "
+            lines.append(
+                f"  {name}  {matched:>6,} of {total:,} {'paper' if total == 1 else 'papers'}"
+            )
+    matched = len(trial.items)
+    share = f" ({matched / trial.papers:.1%})" if trial.papers else ""
+    papers = "paper" if trial.papers == 1 else "papers"
+    summary = f"{matched:,} of {trial.papers:,} {papers} matched{share}"
+    if trial.days:
+        days = len(trial.days)
+        summary += f" over {plural(days, 'announcement day')}: about {matched / days:.1f} a day"
+    lines.append(summary)
+    return lines

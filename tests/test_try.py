@@ -1,0 +1,156 @@
+"""`paperbell try`: a rule's matches among the stored (or bundled) papers, before subscribing."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from datetime import date, timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bot.cli import main
+from bot.demo import bundled_papers
+from bot.digest import try_rule
+from bot.models import Hit, Paper
+from bot.render.terminal import abstract_snippet, render_trial
+from bot.rules import analyze, match, parse_rule
+from tests.test_cli import run
+
+FEED = Path(__file__).parent / "fixtures" / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["try", *args], env=env)
+    return result.exit_code, result.output
+
+
+def listed_ids(output: str) -> list[str]:
+    return re.findall(r"^ *\d+\. (\S+)  ", output, re.M)
+
+
+def test_the_installed_command_tries_a_rule_on_the_bundled_listing(tmp_path: Path) -> None:
+    done = run("try", '"diffusion policy"', "--demo", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    flat = " ".join(out.split())  # long lines wrap
+    assert 'rule: "diffusion policy"' in out
+    assert "*diffusion policy*" in flat and "*diffusion policies*" in flat  # hits, plural folded
+    assert "\x1b[" not in out  # no colour in a pipe
+    assert "  2024-11-28 Thu       2 of 1,504 papers" in out
+    assert out.rstrip().endswith(
+        "2 of 1,504 papers matched (0.1%) over 1 announcement day: about 2.0 a day"
+    )
+
+
+def test_try_lists_exactly_what_the_reference_evaluator_matches() -> None:
+    text = 'cat:cs.RO (robot* OR "reinforcement learning") -survey'
+    code, out = invoke(text, "--demo", "--limit", "0")
+    assert code == 0, out
+    rule = parse_rule(text)
+    expected = {p.id for p in bundled_papers() if match(rule, analyze(p)) is not None}
+    assert len(expected) > 20
+    assert sorted(listed_ids(out)) == sorted(expected)
+    assert "... and" not in out
+    code, out = invoke(text, "--demo", "--limit", "5")
+    assert len(listed_ids(out)) == 5
+    assert f"... and {len(expected) - 5} more (--limit 0 shows them all)" in out
+    assert f"{len(expected)} of 1,504 papers matched" in out
+
+
+def test_titles_rank_first_and_authors_and_categories_are_marked() -> None:
+    code, out = invoke("au:wang cat:cs.CV", "--demo", "--limit", "0")
+    assert code == 0
+    first = out.split("\n\n")[1]
+    assert "*cs.CV*" in first and re.search(r"\*[^*]*Wang\*", first)
+    code, out = invoke("quantum", "--demo", "--limit", "0")
+    blocks = out.split("\n\n")[1:-1]
+    title_lines = [b.splitlines()[1] for b in blocks if re.match(r" *\d+\. ", b)]
+    with_title = ["*" in line for line in title_lines]
+    # Every paper with "quantum" in its title comes before every paper with it only in
+    # the abstract (titles can wrap: the first title line may lack the mark; allow that).
+    assert with_title[0] and not with_title[-1]
+    assert with_title.index(False) > 10
+
+
+def test_a_bad_rule_gets_the_error_with_a_caret() -> None:
+    code, out = invoke('ti:(robot OR "language model"', "--demo")
+    assert code == 2
+    lines = out.splitlines()
+    assert lines[0] == 'error: bad rule: expected ")" at column 30'
+    assert lines[1] == '  ti:(robot OR "language model"'
+    assert lines[2] == "  " + " " * 29 + "^"
+    code, out = invoke("tit:robot", "--demo")
+    assert code == 2 and 'unknown field "tit:" (did you mean ti:?)' in out
+
+
+def test_colour_on_request_and_never_with_no_color() -> None:
+    code, out = invoke("robot", "--demo", "--color", "--limit", "1")
+    assert code == 0 and "\x1b[" in out and "*robot*" not in out.lower()
+    code, out = invoke("robot", "--demo", "--limit", "1", env={"NO_COLOR": "1"})
+    assert "\x1b[" not in out and "*robot" in out.lower()
+
+
+@pytest.mark.database
+def test_try_on_the_stored_papers_of_a_config(tmp_path: Path, database_url: str) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"""version = 1
+[database]
+url = "{database_url}"
+[[sources]]
+kind = "arxiv"
+categories = ["cs"]
+url = "{FEED.as_uri()}"
+"""
+    )
+    code, out = invoke("robot", "-c", str(config))
+    assert code == 1 and "no papers are stored yet" in out and "--demo" in out
+    assert CliRunner().invoke(main, ["poll", "-c", str(config)]).exit_code == 0
+
+    code, out = invoke("robot", "-c", str(config), "--limit", "0")
+    assert code == 0, out
+    assert "tried on stored papers announced 2024-10-30 to 2024-11-28" in out
+    stored = bundled_papers()  # a source's categories choose the feed; its URL is set here
+    rule = parse_rule("robot")
+    expected = {p.id for p in stored if match(rule, analyze(p)) is not None}
+    assert sorted(listed_ids(out)) == sorted(expected)
+    assert f"{len(expected)} of {len(stored):,} papers matched" in out
+
+    code, out = invoke("robot", "-c", str(config), "--since", "2024-11-29")
+    assert code == 0 and "0 of 0 papers matched" in out
+
+
+def _day(papers: list[Paper], day: date, suffix: str) -> list[Paper]:
+    return [replace(p, id=p.id + suffix, announced=day) for p in papers]
+
+
+def test_counts_per_day_include_days_without_a_match() -> None:
+    papers = bundled_papers()[:300]
+    monday = date(2024, 11, 25)
+    days = [*_day(papers, monday, ""), *_day(papers[:100], monday + timedelta(days=1), "b")]
+    rule = parse_rule("au:zzzunknown OR id:" + papers[0].id)
+    trial = try_rule(rule, days)
+    assert trial.days == ((monday + timedelta(days=1), 0, 100), (monday, 1, 300))
+    lines = render_trial(trial)
+    assert "  2024-11-26 Tue       0 of 100 papers" in lines
+    assert "  2024-11-25 Mon       1 of 300 papers" in lines
+    assert lines[-1] == "1 of 400 papers matched (0.2%) over 2 announcement days: about 0.5 a day"
+
+
+def test_abstract_snippets_keep_whole_words_and_mark_every_hit() -> None:
+    abstract = " ".join(f"word{i}" for i in range(100))
+    start = abstract.index("word50")
+    far = abstract.index("word90")
+    hits = [
+        Hit("abstract", start, start + 6, "word50"),
+        Hit("abstract", start + 7, start + 13, "word51"),
+        Hit("abstract", far, far + 6, "word90"),
+    ]
+    snippet = abstract_snippet(abstract, hits, lambda s: f"[{s}]")
+    assert snippet.startswith("… word") and snippet.endswith("… ") is False
+    assert "[word50] [word51]" in snippet and "[word90]" in snippet
+    assert " … " in snippet  # two windows, apart
+    assert all(re.fullmatch(r"\[?word\d+\]?|…", piece) for piece in snippet.split())
+    assert abstract_snippet(abstract, [Hit("title", 0, 3, "x")], str) == ""
