@@ -31,6 +31,7 @@ PURE = [
     "digest",
     "render/email",
     "render/text",
+    "render/terminal",
     "sources/arxiv",
 ]
 # Where each I/O library may be imported.
