@@ -227,7 +227,7 @@ def print_delivery(reports: Sequence[Any], *, dry_run: bool = False) -> int:
     """Print one line per subscriber (and the papers, in a dry run); return the exit code."""
     failed = 0
     for r in reports:
-        n = len(r.papers)
+        n = r.count
         papers = f"{n} paper{'s' if n != 1 else ''}"
         more = f" (+{r.omitted} over max_papers)" if r.omitted else ""
         if r.status == "sent":
@@ -241,6 +241,8 @@ def print_delivery(reports: Sequence[Any], *, dry_run: bool = False) -> int:
                 click.echo(f"    {item.paper.id:<18} {item.paper.title[:70]}  [{rules}]")
         elif r.status == "nothing":
             click.echo(f"{r.subscriber} <{r.address}>: no new matching papers")
+        elif r.status == "queued-elsewhere":
+            click.echo(f"{r.subscriber} <{r.address}>: already queued by another run")
         elif r.status == "unrecorded":
             failed += 1
             click.echo(f"{r.subscriber} <{r.address}>: {papers} {r.error}", err=True)

@@ -157,7 +157,7 @@ async def run_demo(out_dir: Path, *, echo: Callable[[str], None] = print) -> int
         if d.status == "sent":
             files_ = handler.saved.get(d.address or "", [])
             where = f" -> {files_[-1]} (+ .html)" if files_ else ""
-            echo(f"digest {d.subscriber} <{d.address}>: {len(d.papers)} papers sent{where}")
+            echo(f"digest {d.subscriber} <{d.address}>: {d.count} papers sent{where}")
         elif d.status == "nothing":
             echo(f"digest {d.subscriber} <{d.address}>: nothing new (already delivered)")
         else:

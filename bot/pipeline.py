@@ -7,7 +7,7 @@ fetcher and the channel are passed in, so the CLI, the scheduler and the tests s
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -17,8 +17,9 @@ from bot.channels import Channel
 from bot.channels.email import SmtpSettings
 from bot.config import Config, EmailConfig
 from bot.digest import build_digest, match_rules
-from bot.errors import ConfigError, PaperbellError, RuleError, SourceError, StoreError
+from bot.errors import ConfigError, PaperbellError, RuleError, SourceError
 from bot.models import Digest, Paper, Subscriber
+from bot.outbox import RetryPolicy, drain
 from bot.render.email import EmailSettings, build_message
 from bot.rules import Rule, parse_rule
 from bot.sources import SOURCE_KINDS, FetchState, Source, load_builtin_sources
@@ -50,9 +51,13 @@ class DeliveryReport:
 
     subscriber: str
     address: str | None
-    status: str  # "sent", "failed", "nothing", "would-send", "written", "skipped"
-    papers: tuple[Paper, ...] = ()
+    # "sent", "failed", "retry" (failed, queued for another attempt), "nothing",
+    # "queued-elsewhere" (another run queued it first), "would-send", "written", "skipped",
+    # "unrecorded" (sent, but the record failed)
+    status: str
+    papers: tuple[Paper, ...] = ()  # when this run built the digest
     omitted: int = 0
+    count: int = 0  # papers in the digest
     error: str | None = None
     where: str | None = None
     digest: Digest | None = field(default=None, repr=False)
@@ -180,12 +185,20 @@ async def deliver(
     only: str | None = None,
     dry_run: bool = False,
     record: bool = True,
+    clock: Callable[[], datetime] | None = None,
+    period: Callable[[Subscriber], str] | None = None,
+    retry: RetryPolicy | None = None,
+    catch_up: bool = True,
 ) -> list[DeliveryReport]:
-    """Build every subscriber's digest from stored papers they have not received, and send it
-    through `channel`; record each delivery right after the channel accepted it.
+    """Build every subscriber's digest from stored papers they have not received, queue it
+    in the outbox (with its papers, in one transaction), then send what the outbox holds
+    through `channel`, recording each message right after the channel accepted it.
 
     `dry_run` builds and reports but sends and records nothing; `record=False` sends (e.g. to
-    files) without recording."""
+    files) without queueing or recording. `period(subscriber)` names the schedule slot a
+    digest is for (two runs cannot queue one slot twice); by default the digest's own id.
+    `catch_up` also sends queued digests still waiting for their retry time (a run from
+    the command line); the daemon leaves them to their time."""
     config_subscribers = config.declared_subscribers()
     writes = record and not dry_run
     if writes:
@@ -242,37 +255,55 @@ async def deliver(
         for digest, _ in batch:
             reports.append(_report(digest, "would-send", sent_papers))
         return _in_order(reports, subscribers)
-
-    unrecorded: dict[str, str] = {}
-
-    def on_sent(digest: Digest) -> None:
-        if not record:
-            return
-        sub: Subscriber = digest.subscriber
-        assert sub.id is not None
-        try:
-            store.record_delivery(
-                sub.id,
-                channel="email",
-                digest_id=digest.digest_id,
-                sent=sent_papers[digest.digest_id],
-                omitted=digest.omitted,
-                now=now,
+    if not record:  # written to files: nothing queued, nothing recorded
+        for outcome in await channel.send_all(batch, lambda _: None):
+            status = "written" if outcome.ok else "failed"
+            reports.append(
+                _report(outcome.item, status, sent_papers, error=outcome.error, where=outcome.where)
             )
-        except StoreError as exc:
-            # Sent but not recorded: the next run may send it again (same Message-ID).
-            log.error("digest for %s was sent but not recorded: %s", sub.name, exc)
-            unrecorded[digest.digest_id] = f"sent, but not recorded: {exc}"
+        return _in_order(reports, subscribers)
 
-    for outcome in await channel.send_all(batch, on_sent):
-        problem = unrecorded.get(outcome.digest.digest_id)
-        if outcome.ok and problem:
-            reports.append(_report(outcome.digest, "unrecorded", sent_papers, error=problem))
-        elif outcome.ok:
-            status = "sent" if record else "written"
-            reports.append(_report(outcome.digest, status, sent_papers, where=outcome.where))
+    built: dict[int, Digest] = {}
+    for digest, message in batch:
+        sub = digest.subscriber
+        assert sub.id is not None and sub.email is not None
+        outbox_id = store.enqueue(
+            sub.id,
+            channel="email",
+            period=period(sub) if period else digest.digest_id,
+            digest_id=digest.digest_id,
+            recipient=sub.email,
+            payload=bytes(message),
+            sent=sent_papers[digest.digest_id],
+            omitted=digest.omitted,
+            now=now,
+        )
+        if outbox_id is None:
+            reports.append(_report(digest, "queued-elsewhere", sent_papers))
         else:
-            reports.append(_report(outcome.digest, "failed", sent_papers, error=outcome.error))
+            built[outbox_id] = digest
+    for attempt in await drain(
+        store, channel, clock=clock or (lambda: now), retry=retry, due_only=not catch_up
+    ):
+        item = attempt.item
+        digest = built.get(item.id)
+        error = attempt.error
+        if attempt.status == "retry" and attempt.next_attempt is not None:
+            error = f"{error} (queued: next attempt {attempt.next_attempt:%Y-%m-%d %H:%M} UTC)"
+        if attempt.paused:
+            error = f"{error}; {item.subscriber} is paused until resubscribed"
+        reports.append(
+            DeliveryReport(
+                item.subscriber,
+                item.recipient,
+                attempt.status,
+                papers=sent_papers[digest.digest_id] if digest else (),
+                omitted=item.omitted,
+                count=item.papers,
+                error=error,
+                digest=digest,
+            )
+        )
     return _in_order(reports, subscribers)
 
 
@@ -291,6 +322,7 @@ def _report(
         status,
         papers=sent_papers[digest.digest_id],
         omitted=len(digest.omitted),
+        count=len(sent_papers[digest.digest_id]),
         error=error,
         where=where,
         digest=digest,

@@ -15,12 +15,12 @@ import logging
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
-from sqlalchemy import Engine, UniqueConstraint, func
+from sqlalchemy import Engine, LargeBinary, UniqueConstraint, func, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
 from bot.checks import redact_url
@@ -64,6 +64,7 @@ class SubscriberRow(SQLModel, table=True):
     max_papers: int = 50
     include: str = '["cross", "new"]'  # JSON list
     created_at: datetime
+    paused_reason: str | None = None  # why paperbell paused it (an address that bounces)
 
 
 class RuleRow(SQLModel, table=True):
@@ -84,9 +85,40 @@ class DeliveryRow(SQLModel, table=True):
     paper_id: str = Field(max_length=64)
     paper_version: int
     channel: str = Field(max_length=16)
-    status: str = Field(max_length=16)  # "sent", or "omitted" (over the subscriber's max_papers)
+    # "queued" (in a digest waiting in the outbox), "sent", or "omitted" (over the
+    # subscriber's max_papers, in a digest that was queued or sent)
+    status: str = Field(max_length=16)
     digest_id: str = Field(max_length=128)
+    outbox_id: int | None = Field(default=None, foreign_key="outbox.id", index=True)
     created_at: datetime
+
+
+class OutboxRow(SQLModel, table=True):
+    """A built digest waiting to be sent, being sent, sent, or failed (the outbox).
+
+    Written with its papers' delivery rows in one transaction; unique per subscriber,
+    channel and period, so two builders cannot queue the same digest twice."""
+
+    __tablename__ = "outbox"
+    __table_args__ = (UniqueConstraint("subscriber_id", "channel", "period"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    subscriber_id: int = Field(foreign_key="subscribers.id", index=True)
+    channel: str = Field(max_length=16)
+    period: str = Field(max_length=128)  # the schedule slot ("daily:2026-11-23"), or the digest id
+    digest_id: str = Field(max_length=128)
+    recipient: str = Field(max_length=320)
+    payload: bytes = Field(sa_type=LargeBinary)  # the finished message, sent as it is
+    papers: int = 0
+    omitted: int = 0
+    status: str = Field(default="pending", max_length=16, index=True)  # pending, sent, failed
+    attempts: int = 0
+    next_attempt: datetime
+    lease_owner: str | None = Field(default=None, max_length=128)
+    lease_until: datetime | None = None
+    last_error: str | None = None
+    created_at: datetime
+    sent_at: datetime | None = None
 
 
 class SourceStateRow(SQLModel, table=True):
@@ -103,6 +135,33 @@ class SourceStateRow(SQLModel, table=True):
     new: int = 0
     updated: int = 0
     announced: date | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxItem:
+    """A claimed outbox record: what a worker needs to send it and report on it."""
+
+    id: int
+    subscriber_id: int
+    subscriber: str
+    channel: str
+    recipient: str
+    digest_id: str
+    payload: bytes
+    papers: int
+    omitted: int
+    attempts: int  # failed attempts before this one
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxStatus:
+    """One subscriber's outbox, for `paperbell status`."""
+
+    pending: int
+    failed: int
+    last_sent: datetime | None
+    last_error: str | None
+    next_attempt: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -530,6 +589,224 @@ class Store:
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot record the delivery: {_first_line(exc)}") from None
         return added
+
+    # -- outbox -----------------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        subscriber_id: int,
+        *,
+        channel: str,
+        period: str,
+        digest_id: str,
+        recipient: str,
+        payload: bytes,
+        sent: Sequence[Paper],
+        omitted: Sequence[Paper] = (),
+        now: datetime,
+    ) -> int | None:
+        """Queue a built digest and claim its papers for it, in one transaction.
+
+        None when another run queued this period's digest, or one of these papers, first:
+        nothing is written then (the unique keys decide; no lock is needed)."""
+        try:
+            with self.session() as session:
+                row = OutboxRow(
+                    subscriber_id=subscriber_id,
+                    channel=channel,
+                    period=period,
+                    digest_id=digest_id,
+                    recipient=recipient,
+                    payload=payload,
+                    papers=len(sent),
+                    omitted=len(omitted),
+                    next_attempt=now,
+                    created_at=now,
+                )
+                session.add(row)
+                session.flush()
+                seen: set[tuple[str, int]] = set()
+                for papers, status in ((sent, "queued"), (omitted, "omitted")):
+                    for paper in papers:
+                        if (paper.id, paper.version) in seen:
+                            continue
+                        seen.add((paper.id, paper.version))
+                        session.add(
+                            DeliveryRow(
+                                subscriber_id=subscriber_id,
+                                paper_id=paper.id,
+                                paper_version=paper.version,
+                                channel=channel,
+                                status=status,
+                                digest_id=digest_id,
+                                outbox_id=row.id,
+                                created_at=now,
+                            )
+                        )
+                session.commit()
+                return row.id
+        except IntegrityError:
+            return None
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot queue the digest: {_first_line(exc)}") from None
+
+    def claim(
+        self,
+        owner: str,
+        *,
+        now: datetime,
+        lease: timedelta,
+        limit: int = 20,
+        due_only: bool = True,
+        exclude: Iterable[int] = (),
+    ) -> list[OutboxItem]:
+        """Lease up to `limit` pending records to `owner` until now + lease: records due
+        (`due_only`: their retry time has come), not leased, or whose lease expired (a
+        worker that died). Each claim is a conditional UPDATE: two workers never hold one
+        record."""
+        skip = set(exclude)
+        claimable = (col(OutboxRow.lease_until).is_(None)) | (col(OutboxRow.lease_until) < now)
+        query = select(OutboxRow.id).where(OutboxRow.status == "pending", claimable)
+        if due_only:
+            query = query.where(col(OutboxRow.next_attempt) <= now)
+        claimed: list[OutboxItem] = []
+        with self.session() as session:
+            ids = [
+                i for i in session.exec(query.order_by(col(OutboxRow.id))).all() if i not in skip
+            ]
+            for outbox_id in ids[: limit * 2]:
+                result = session.execute(
+                    update(OutboxRow)
+                    .where(
+                        col(OutboxRow.id) == outbox_id,
+                        col(OutboxRow.status) == "pending",
+                        claimable,
+                    )
+                    .values(lease_owner=owner, lease_until=now + lease)
+                )
+                session.commit()
+                if result.rowcount != 1:  # type: ignore[attr-defined]
+                    continue  # another worker took it first
+                row = session.get(OutboxRow, outbox_id)
+                sub = session.get(SubscriberRow, row.subscriber_id) if row else None
+                if row is None or row.id is None:
+                    continue
+                claimed.append(
+                    OutboxItem(
+                        id=row.id,
+                        subscriber_id=row.subscriber_id,
+                        subscriber=sub.name if sub else str(row.subscriber_id),
+                        channel=row.channel,
+                        recipient=row.recipient,
+                        digest_id=row.digest_id,
+                        payload=row.payload,
+                        papers=row.papers,
+                        omitted=row.omitted,
+                        attempts=row.attempts,
+                    )
+                )
+                if len(claimed) == limit:
+                    break
+        return claimed
+
+    def mark_sent(self, outbox_id: int, *, now: datetime) -> None:
+        """The channel accepted the message: record it, at once, in one transaction."""
+        try:
+            with self.session() as session:
+                session.execute(
+                    update(OutboxRow)
+                    .where(col(OutboxRow.id) == outbox_id)
+                    .values(status="sent", sent_at=now, lease_owner=None, lease_until=None)
+                )
+                session.execute(
+                    update(DeliveryRow)
+                    .where(
+                        col(DeliveryRow.outbox_id) == outbox_id, col(DeliveryRow.status) == "queued"
+                    )
+                    .values(status="sent")
+                )
+                session.commit()
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot record the delivery: {_first_line(exc)}") from None
+
+    def mark_retry(self, outbox_id: int, *, error: str, next_attempt: datetime) -> None:
+        """A transient failure: count it, release the lease, try again at `next_attempt`."""
+        with self.session() as session:
+            session.execute(
+                update(OutboxRow)
+                .where(col(OutboxRow.id) == outbox_id)
+                .values(
+                    attempts=OutboxRow.attempts + 1,
+                    last_error=error,
+                    next_attempt=next_attempt,
+                    lease_owner=None,
+                    lease_until=None,
+                )
+            )
+            session.commit()
+
+    def mark_failed(self, outbox_id: int, *, error: str) -> int:
+        """Give up on a record (a permanent failure, or too many attempts) and release its
+        papers, so the subscriber's next digest holds them: nothing is lost. Returns how
+        many of the subscriber's latest records in a row have failed."""
+        with self.session() as session:
+            row = session.get(OutboxRow, outbox_id)
+            if row is None:
+                return 0
+            row.status, row.last_error = "failed", error
+            # Free the period: the papers go back to the subscriber, whose next digest
+            # (maybe the very same papers, the same digest id) must be able to queue.
+            row.period = f"{row.period}#failed-{row.id}"[:128]
+            row.attempts += 1
+            row.lease_owner = row.lease_until = None
+            session.add(row)
+            for delivery in session.exec(
+                select(DeliveryRow).where(DeliveryRow.outbox_id == outbox_id)
+            ):
+                session.delete(delivery)
+            session.commit()
+            statuses = session.exec(
+                select(OutboxRow.status)
+                .where(OutboxRow.subscriber_id == row.subscriber_id, OutboxRow.status != "pending")
+                .order_by(col(OutboxRow.id).desc())
+                .limit(20)
+            ).all()
+        failed = 0
+        for status in statuses:
+            if status != "failed":
+                break
+            failed += 1
+        return failed
+
+    def pause(self, subscriber_id: int, reason: str) -> None:
+        """Stop building digests for a subscriber, saying why (`status` shows it)."""
+        with self.session() as session:
+            row = session.get(SubscriberRow, subscriber_id)
+            if row is not None:
+                row.active, row.paused_reason = False, reason
+                session.add(row)
+                session.commit()
+
+    def outbox_status(self) -> dict[int, OutboxStatus]:
+        """subscriber id -> its outbox: pending and failed records, last sent, last error."""
+        found: dict[int, OutboxStatus] = {}
+        with self.session() as session:
+            rows = session.exec(select(OutboxRow).order_by(col(OutboxRow.id))).all()
+        by_sub: dict[int, list[OutboxRow]] = {}
+        for row in rows:
+            by_sub.setdefault(row.subscriber_id, []).append(row)
+        for sid, items in by_sub.items():
+            pending = [r for r in items if r.status == "pending"]
+            sent = [r.sent_at for r in items if r.sent_at is not None]
+            errors = [r for r in items if r.last_error]
+            found[sid] = OutboxStatus(
+                pending=len(pending),
+                failed=sum(1 for r in items if r.status == "failed"),
+                last_sent=max(sent) if sent else None,
+                last_error=errors[-1].last_error if errors else None,
+                next_attempt=min((r.next_attempt for r in pending), default=None),
+            )
+        return found
 
     def delivery_counts(self) -> dict[int, tuple[int, datetime | None]]:
         """subscriber id -> (papers delivered, last delivery time)."""

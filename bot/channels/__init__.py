@@ -1,8 +1,9 @@
 """Delivery channels: each moves rendered digests to people; `send_all` is the only I/O.
 
-A channel gets a batch of (digest, message) pairs and a callback. It calls `on_sent(digest)`
-right after the far end accepted a message, so the caller records the delivery then and
-only then; a failure for one recipient is reported in its outcome and the batch goes on.
+A channel gets a batch of (item, message) pairs and a callback; an item is whatever the
+caller tracks a message by (a `Digest`, an outbox record). It calls `on_sent(item)` right
+after the far end accepted a message, so the caller records the delivery then and only
+then; a failure for one recipient is reported in its outcome and the batch goes on.
 """
 
 from __future__ import annotations
@@ -11,16 +12,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.models import Digest
-
-OnSent = Callable[[Digest], Awaitable[None] | None]
+OnSent = Callable[[Any], Awaitable[None] | None]
 
 
 @dataclass(frozen=True, slots=True)
 class SendOutcome:
-    """What happened to one digest in a batch."""
+    """What happened to one item of a batch."""
 
-    digest: Digest
+    item: Any  # as the caller passed it
     ok: bool
     error: str | None = None
     permanent: bool = False  # a retry will not help (unknown mailbox ...)
@@ -31,12 +30,12 @@ class Channel(Protocol):
     name: str
 
     async def send_all(
-        self, batch: Sequence[tuple[Digest, Any]], on_sent: OnSent
+        self, batch: Sequence[tuple[Any, Any]], on_sent: OnSent
     ) -> list[SendOutcome]: ...
 
 
-async def notify(on_sent: OnSent, digest: Digest) -> None:
+async def notify(on_sent: OnSent, item: Any) -> None:
     """Call a sync or async on_sent callback."""
-    result = on_sent(digest)
+    result = on_sent(item)
     if result is not None:
         await result

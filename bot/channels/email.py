@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import aiosmtplib
 
@@ -72,15 +72,16 @@ class EmailChannel:
         return smtp
 
     async def send_all(
-        self, batch: Sequence[tuple[Digest, EmailMessage]], on_sent: OnSent
+        self, batch: Sequence[tuple[Any, EmailMessage]], on_sent: OnSent
     ) -> list[SendOutcome]:
-        """Send every message over one connection; reconnect once if the server drops it."""
+        """Send every message over one connection; reconnect once if the server drops it.
+        An item is what the caller tracks the message by; it comes back in the outcome."""
         outcomes: list[SendOutcome] = []
         if not batch:
             return outcomes
         smtp: aiosmtplib.SMTP | None = None
         try:
-            for digest, message in batch:
+            for item, message in batch:
                 attempt = 0
                 while True:
                     attempt += 1
@@ -93,7 +94,7 @@ class EmailChannel:
                         if attempt < 2:
                             log.warning("SMTP server disconnected (%s); reconnecting", exc)
                             continue
-                        outcomes.append(_failed(digest, f"server disconnected: {exc}"))
+                        outcomes.append(_failed(item, f"server disconnected: {exc}"))
                         break
                     except aiosmtplib.SMTPRecipientsRefused as exc:
                         codes = [e.code for e in exc.recipients]
@@ -101,13 +102,11 @@ class EmailChannel:
                             f"{e.recipient}: {e.code} {e.message}" for e in exc.recipients
                         )
                         outcomes.append(
-                            _failed(digest, f"recipient refused: {text}", min(codes) >= 500)
+                            _failed(item, f"recipient refused: {text}", min(codes) >= 500)
                         )
                         break
                     except aiosmtplib.SMTPResponseException as exc:
-                        outcomes.append(
-                            _failed(digest, f"{exc.code} {exc.message}", exc.code >= 500)
-                        )
+                        outcomes.append(_failed(item, f"{exc.code} {exc.message}", exc.code >= 500))
                         break
                     except (aiosmtplib.SMTPException, OSError) as exc:
                         # A timeout or a broken connection mid-message: this digest is not
@@ -115,25 +114,25 @@ class EmailChannel:
                         if smtp is not None:
                             smtp.close()
                         smtp = None
-                        outcomes.append(_failed(digest, f"SMTP error: {_describe(exc)}"))
+                        outcomes.append(_failed(item, f"SMTP error: {_describe(exc)}"))
                         break
                     else:
                         if errors:  # some recipients refused; ours is the only one
                             text = "; ".join(
                                 f"{r}: {e.code} {e.message}" for r, e in errors.items()
                             )
-                            outcomes.append(_failed(digest, f"recipient refused: {text}", True))
+                            outcomes.append(_failed(item, f"recipient refused: {text}", True))
                         else:
-                            await notify(on_sent, digest)
-                            outcomes.append(SendOutcome(digest=digest, ok=True))
+                            await notify(on_sent, item)
+                            outcomes.append(SendOutcome(item=item, ok=True))
                         break
         except DeliveryError as exc:
             # The server cannot be reached (or refuses us): every digest not yet sent fails
             # with the same, actionable reason; nothing is recorded for them.
-            done = {id(o.digest) for o in outcomes}
-            for digest, _ in batch:
-                if id(digest) not in done:
-                    outcomes.append(_failed(digest, str(exc), not exc.transient))
+            done = {id(o.item) for o in outcomes}
+            for pending, _ in batch:
+                if id(pending) not in done:
+                    outcomes.append(_failed(pending, str(exc), not exc.transient))
         finally:
             if smtp is not None and smtp.is_connected:
                 try:
@@ -164,13 +163,12 @@ class FileChannel:
                 outcomes.append(_failed(digest, f"cannot write {path}: {exc.strerror}", True))
                 continue
             await notify(on_sent, digest)
-            outcomes.append(SendOutcome(digest=digest, ok=True, where=str(path)))
+            outcomes.append(SendOutcome(item=digest, ok=True, where=str(path)))
         return outcomes
 
 
-def _failed(digest: Digest, error: str, permanent: bool = False) -> SendOutcome:
-    log.error("delivery to %s failed: %s", digest.subscriber.name, error)
-    return SendOutcome(digest=digest, ok=False, error=error, permanent=permanent)
+def _failed(item: Any, error: str, permanent: bool = False) -> SendOutcome:
+    return SendOutcome(item=item, ok=False, error=error, permanent=permanent)
 
 
 def _describe(exc: BaseException) -> str:
