@@ -85,16 +85,28 @@ class SinkHandler:
         self.envelopes: list[tuple[str, list[str]]] = []
         self.refuse: dict[str, str] = {}  # recipient -> SMTP reply
         self.stall = 0.0  # seconds to wait before answering DATA (a slow or hung server)
+        self.transient: dict[str, int] = {}  # recipient -> how many times to answer 451 first
+        self.drop_data = 0  # how many DATA commands to answer by dropping the connection
+        self.delay = 0.0  # seconds to wait before accepting a message (a slow server)
 
     async def handle_RCPT(
         self, server: Any, session: Any, envelope: Any, address: str, options: Any
     ) -> str:
         if address in self.refuse:
             return self.refuse[address]
+        if self.transient.get(address, 0) > 0:
+            self.transient[address] -= 1
+            return "451 4.7.1 greylisted, try again later"
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        if self.drop_data > 0:
+            self.drop_data -= 1
+            server.transport.close()  # mid-DATA: the message was not accepted
+            return "421 closing"
+        if self.delay:
+            await asyncio.sleep(self.delay)
         if self.stall:
             await asyncio.sleep(self.stall)
             return "451 4.3.0 too slow, try again"
