@@ -218,6 +218,7 @@ def digest(
             only=only,
             dry_run=dry_run,
             record=out_dir is None,
+            clock=utcnow,
         )
     )
     sys.exit(print_delivery(reports, dry_run=dry_run))
@@ -433,7 +434,13 @@ def list_(config_path: Path) -> None:
         click.echo("no subscribers")
     for sub in subscribers:
         got, last = counts.get(sub.id or -1, (0, None))
-        status = "active" if sub.active else "unsubscribed"
+        row = None if sub.active else store.subscriber_row(sub.name)
+        if sub.active:
+            status = "active"
+        elif row is not None and row.paused_reason:
+            status = f"paused: {row.paused_reason}"
+        else:
+            status = "unsubscribed"
         when = f", last {last:%Y-%m-%d %H:%M} UTC" if last else ""
         click.echo(f"{sub.name} <{sub.email}> [{sub.origin}, {status}] {got} papers sent{when}")
         extra = []

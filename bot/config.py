@@ -86,6 +86,17 @@ class DigestConfig(_Section):
     window_days: int = Field(7, ge=1, le=60)
 
 
+class DeliveryConfig(_Section):
+    """`[delivery]`: how the outbox sends, retries and gives up."""
+
+    lease_seconds: float = Field(300, gt=0, le=86400)
+    batch: int = Field(20, ge=1, le=1000)
+    max_attempts: int = Field(8, ge=1, le=100)
+    retry_first_seconds: float = Field(60, gt=0)
+    retry_max_seconds: float = Field(3 * 3600, gt=0)
+    bounce_limit: int = Field(3, ge=1, le=100)
+
+
 class SourceConfig(BaseModel):
     """One `[[sources]]` table: `kind`, `name`, and the options of that kind."""
 
@@ -193,6 +204,7 @@ class Config(_Section):
     version: int
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
     digest: DigestConfig = Field(default_factory=DigestConfig)
+    delivery: DeliveryConfig = Field(default_factory=DeliveryConfig)
     sources: list[SourceConfig] = []
     email: EmailConfig | None = None
     subscribers: list[SubscriberConfig] = []

@@ -168,6 +168,19 @@ def email_settings(config: Config) -> EmailSettings:
     )
 
 
+def retry_policy(config: Config) -> RetryPolicy:
+    """The outbox's leases and retries from [delivery]."""
+    d = config.delivery
+    return RetryPolicy(
+        lease=timedelta(seconds=d.lease_seconds),
+        batch=d.batch,
+        max_attempts=d.max_attempts,
+        first_delay=timedelta(seconds=d.retry_first_seconds),
+        max_delay=timedelta(seconds=d.retry_max_seconds),
+        bounce_limit=d.bounce_limit,
+    )
+
+
 def window_start(config: Config, now: datetime) -> date:
     """The first announcement day the default digest window takes: `window_days` days,
     today (US Eastern, arXiv's calendar) included."""
@@ -283,7 +296,11 @@ async def deliver(
         else:
             built[outbox_id] = digest
     for attempt in await drain(
-        store, channel, clock=clock or (lambda: now), retry=retry, due_only=not catch_up
+        store,
+        channel,
+        clock=clock or (lambda: now),
+        retry=retry or retry_policy(config),
+        due_only=not catch_up,
     ):
         item = attempt.item
         digest = built.get(item.id)
