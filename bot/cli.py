@@ -421,6 +421,96 @@ def try_(
         click.echo(line, color=color)
 
 
+@main.command()
+@config_option
+@handle_errors
+def status(config_path: Path) -> None:
+    """Show each source's last poll, each subscriber's deliveries and the outbox queue."""
+    config = load_config(config_path)
+    store = open_store(config)
+    now = utcnow()
+    states = {s.name: s for s in store.source_states()}
+    rows = [["source", "last poll (UTC)", "result", "items", "new", "announced", "problem"]]
+    for source in config.sources:
+        name = source.name or source.kind
+        st = states.get(name)
+        if st is None or st.last_poll is None:
+            rows.append([name, "never", "", "", "", "", ""])
+            continue
+        rows.append(
+            [
+                name,
+                f"{st.last_poll:%Y-%m-%d %H:%M}",
+                st.last_result,
+                str(st.items),
+                str(st.new),
+                str(st.announced or ""),
+                (st.last_error or "")[:60],
+            ]
+        )
+    _table(rows)
+
+    click.echo("")
+    outbox = store.outbox_status()
+    counts = store.delivery_counts()
+    rows = [
+        ["subscriber", "state", "papers sent", "last sent (UTC)", "pending", "failed", "problem"]
+    ]
+    for sub in store.subscribers(config.declared_subscribers(), include_inactive=True):
+        box = outbox.get(sub.id or -1)
+        state = "active"
+        if not sub.active:
+            row = store.subscriber_row(sub.name)
+            state = f"paused: {row.paused_reason}" if row and row.paused_reason else "unsubscribed"
+        got, _ = counts.get(sub.id or -1, (0, None))
+        problem = ""
+        if box and box.pending and box.last_error and box.next_attempt:
+            problem = f"retry {box.next_attempt:%m-%d %H:%M}: {box.last_error}"
+        elif box and box.last_error:
+            problem = box.last_error
+        rows.append(
+            [
+                sub.name,
+                state[:50],
+                str(got),
+                f"{box.last_sent:%Y-%m-%d %H:%M}" if box and box.last_sent else "never",
+                str(box.pending if box else 0),
+                str(box.failed if box else 0),
+                problem[:70],
+            ]
+        )
+    _table(rows)
+
+    totals = store.outbox_totals(now=now)
+    click.echo(
+        "\noutbox: " + ", ".join(f"{n} {status}" for status, n in totals.items()) + " (digests)"
+    )
+
+
+def _table(rows: list[list[str]]) -> None:
+    """Print rows as aligned columns, the first row as the header."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
+
+
+@main.command()
+@config_option
+@click.argument("name")
+@handle_errors
+def resume(config_path: Path, name: str) -> None:
+    """Send digests to NAME again, after `unsubscribe` or a pause for a bouncing address."""
+    config = load_config(config_path)
+    store = open_store(config)
+    if name in {s.name for s in config.subscribers}:
+        store.sync_config_subscribers(config.declared_subscribers(), now=utcnow())
+    if not store.set_active(name, True, now=utcnow()):
+        raise PaperbellError(f"no subscriber named {name!r}", hint="see `paperbell list`")
+    click.echo(f"resumed {name}: digests will be sent again")
+
+
 @main.command("list")
 @config_option
 @handle_errors

@@ -458,7 +458,7 @@ class Store:
                 row.max_papers = max_papers
             if include is not None:
                 row.include = _dumps(sorted(set(include)))
-            row.active = True
+            row.active, row.paused_reason = True, None
             session.add(row)
             session.flush()
             assert row.id is not None
@@ -499,6 +499,8 @@ class Store:
             if row is None:
                 return False
             row.active = active
+            if active:
+                row.paused_reason = None
             session.add(row)
             session.commit()
             return True
@@ -807,6 +809,23 @@ class Store:
                 next_attempt=min((r.next_attempt for r in pending), default=None),
             )
         return found
+
+    def outbox_totals(self, *, now: datetime) -> dict[str, int]:
+        """How many outbox records are pending, in flight (leased now), sent and failed."""
+        with self.session() as session:
+            counts = dict(
+                session.exec(
+                    select(OutboxRow.status, func.count()).group_by(col(OutboxRow.status))
+                ).all()
+            )
+            leased = session.exec(
+                select(func.count())
+                .select_from(OutboxRow)
+                .where(OutboxRow.status == "pending", col(OutboxRow.lease_until) > now)
+            ).one()
+        totals = {status: int(counts.get(status, 0)) for status in ("pending", "sent", "failed")}
+        totals["in flight"] = int(leased)
+        return totals
 
     def delivery_counts(self) -> dict[int, tuple[int, datetime | None]]:
         """subscriber id -> (papers delivered, last delivery time)."""

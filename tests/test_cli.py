@@ -52,6 +52,8 @@ def test_help_lists_every_command() -> None:
         "init",
         "list",
         "poll",
+        "resume",
+        "status",
         "subscribe",
         "try",
         "unsubscribe",
@@ -106,6 +108,10 @@ def test_subscribe_list_unsubscribe(tmp_path: Path, database_url: str) -> None:
     code, out = cli("unsubscribe", "ada")
     assert code == 0 and "unsubscribed ada" in out
     assert "ada <ada@example.org> [config, unsubscribed]" in cli("list")[1]
+    code, out = cli("resume", "ada")
+    assert code == 0 and "resumed ada" in out
+    assert "ada <ada@example.org> [config, active]" in cli("list")[1]
+    assert cli("resume", "nobody")[0] == 1
     code, out = cli("unsubscribe", "nobody")
     assert code == 1 and "no subscriber named 'nobody'" in out
     code, out = cli("unsubscribe", "bob", "--delete")

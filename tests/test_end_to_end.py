@@ -185,11 +185,20 @@ def test_unreachable_smtp_records_nothing(world: World, tmp_path: Path) -> None:
     down = world.run("digest", "--since", "2024-11-28")
     assert down.exit_code == 1
     assert "cannot connect to the SMTP server 127.0.0.1:" in down.output
+    assert "(queued: next attempt" in down.output
     assert "Traceback" not in down.output
+    status = world.run("status")
+    assert status.exit_code == 0, status.output
+    assert re.search(r"^ada +active +0 +never +1 +0 +retry .*cannot connect", status.output, re.M)
+    assert "outbox: 2 pending, 0 sent, 0 failed, 0 in flight" in status.output
+    assert re.search(r"^arxiv-all +\S+ \S+ +ok +1504 +1504 +2024-11-28", status.output, re.M)
 
     world.config.write_text(text)  # the server is back: everything is still owed
     up = world.run("digest", "--since", "2024-11-28")
     assert up.exit_code == 0 and up.output.count(": sent ") == 2
+    status = world.run("status")
+    assert re.search(r"^grace +active +\d+ +\d{4}-\d\d-\d\d \S+ +0 +0", status.output, re.M)
+    assert "outbox: 0 pending, 2 sent, 0 failed, 0 in flight" in status.output
 
 
 def test_refused_recipient_does_not_stop_the_others(world: World) -> None:
@@ -199,10 +208,13 @@ def test_refused_recipient_does_not_stop_the_others(world: World) -> None:
     assert result.exit_code == 1
     assert "ada <ada@lab.example>: FAILED" in result.output and "550" in result.output
     assert "grace <grace@lab.example>: sent" in result.output
+    status = world.run("status").output
+    assert re.search(r"^ada +active +0 +never +0 +1 +recipient refused: .*550", status, re.M)
     del world.sink.refuse["ada@lab.example"]
     retry = world.run("digest", "--since", "2024-11-28")
     assert "ada <ada@lab.example>: sent" in retry.output
     assert "grace <grace@lab.example>: no new matching papers" in retry.output
+    assert "outbox: 0 pending, 2 sent, 1 failed, 0 in flight" in world.run("status").output
 
 
 @pytest.mark.parametrize(
