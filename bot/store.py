@@ -2,10 +2,13 @@
 
 Tables (created on first use): papers (one row per version-less arXiv id, holding the latest
 version), subscribers and their rules, deliveries (unique per subscriber, paper, version and
-channel, so a re-run can never send a paper twice), and per-source fetch state for
-conditional GET. SQLite by default, PostgreSQL through the same code.
+channel, so a re-run can never send a paper twice), the outbox of built digests, and
+per-source fetch state for conditional GET. SQLite by default, PostgreSQL through the same
+code.
 
-Deliveries are recorded only after the channel accepted the message (see bot.pipeline).
+A digest's papers are written with its outbox record in one transaction (`enqueue`, status
+"queued") and marked "sent" only after the channel accepted the message (`mark_sent`, called
+by bot.outbox).
 """
 
 from __future__ import annotations
@@ -18,8 +21,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import Engine, LargeBinary, UniqueConstraint, func, update
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
@@ -544,53 +545,6 @@ class Store:
                 .group_by(col(DeliveryRow.paper_id))
             ).all()
             return {paper_id: int(version) for paper_id, version in rows}
-
-    def record_delivery(
-        self,
-        subscriber_id: int,
-        *,
-        channel: str,
-        digest_id: str,
-        sent: Sequence[Paper],
-        omitted: Sequence[Paper] = (),
-        now: datetime,
-    ) -> int:
-        """Record a digest the channel accepted, in one transaction. A row that already exists
-        (a re-run after a crash, or two runs at once) is left as it is. Returns the number of
-        rows added."""
-        rows: dict[tuple[str, int], dict[str, object]] = {}
-        for papers, status in ((sent, "sent"), (omitted, "omitted")):
-            for paper in papers:
-                rows.setdefault(
-                    (paper.id, paper.version),
-                    {
-                        "subscriber_id": subscriber_id,
-                        "paper_id": paper.id,
-                        "paper_version": paper.version,
-                        "channel": channel,
-                        "status": status,
-                        "digest_id": digest_id,
-                        "created_at": now,
-                    },
-                )
-        if not rows:
-            return 0
-        insert = postgresql_insert if self.engine.dialect.name == "postgresql" else sqlite_insert
-        statement = (
-            insert(DeliveryRow)
-            .values(list(rows.values()))
-            .on_conflict_do_nothing(
-                index_elements=["subscriber_id", "paper_id", "paper_version", "channel"]
-            )
-            .returning(col(DeliveryRow.id))
-        )
-        try:
-            with self.session() as session:
-                added = len(session.execute(statement).all())
-                session.commit()
-        except SQLAlchemyError as exc:
-            raise StoreError(f"cannot record the delivery: {_first_line(exc)}") from None
-        return added
 
     # -- outbox -----------------------------------------------------------------------------
 

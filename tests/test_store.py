@@ -106,16 +106,30 @@ def test_deliveries_are_unique_and_recorded_once(
     sub, _ = store.add_subscriber("ada", email="ada@example.org", rules=["x"], now=NOW)
     assert sub.id is not None
     first, second, third = full_feed_papers[:3]
-    n = store.record_delivery(
-        sub.id, channel="email", digest_id="d1", sent=[first, second], omitted=[third], now=NOW
-    )
-    assert n == 3
-    # A re-run (after a crash between send and record) adds only what is missing.
+
+    def queue(digest_id: str, sent: list[Paper], omitted: list[Paper]) -> int | None:
+        assert sub.id is not None
+        return store.enqueue(
+            sub.id,
+            channel="email",
+            period=digest_id,
+            digest_id=digest_id,
+            recipient="ada@example.org",
+            payload=b"message",
+            sent=sent,
+            omitted=omitted,
+            now=NOW,
+        )
+
+    d1 = queue("d1", [first, second], [third])
+    assert d1 is not None
+    store.mark_sent(d1, now=NOW)
+    # A paper already queued or sent is never queued again, not even in another digest.
+    assert queue("d1b", [first], []) is None
     v2 = replace(first, version=first.version + 1)
-    n = store.record_delivery(
-        sub.id, channel="email", digest_id="d2", sent=[first, v2, v2], omitted=[v2], now=NOW
-    )
-    assert n == 1  # duplicates inside one digest are recorded once
+    d2 = queue("d2", [v2, v2], [v2])  # duplicates inside one digest are recorded once
+    assert d2 is not None
+    store.mark_sent(d2, now=NOW)
     delivered = store.delivered_versions(sub.id, "email")
     assert delivered == {first.id: v2.version, second.id: second.version, third.id: third.version}
     assert store.delivered_versions(sub.id, "slack") == {}
