@@ -55,9 +55,8 @@ class DeliveryReport:
     # "queued-elsewhere" (another run queued it first), "would-send", "written", "skipped",
     # "unrecorded" (sent, but the record failed)
     status: str
-    papers: tuple[Paper, ...] = ()  # when this run built the digest
-    omitted: int = 0
     count: int = 0  # papers in the digest
+    omitted: int = 0
     error: str | None = None
     where: str | None = None
     digest: Digest | None = field(default=None, repr=False)
@@ -263,17 +262,14 @@ async def deliver(
             continue
         batch.append((digest, message))
 
-    sent_papers = {d.digest_id: tuple(i.paper for i in d.items) for d, _ in batch}
     if dry_run:
         for digest, _ in batch:
-            reports.append(_report(digest, "would-send", sent_papers))
+            reports.append(_report(digest, "would-send"))
         return _in_order(reports, subscribers)
     if not record:  # written to files: nothing queued, nothing recorded
         for outcome in await channel.send_all(batch, lambda _: None):
             status = "written" if outcome.ok else "failed"
-            reports.append(
-                _report(outcome.item, status, sent_papers, error=outcome.error, where=outcome.where)
-            )
+            reports.append(_report(outcome.item, status, error=outcome.error, where=outcome.where))
         return _in_order(reports, subscribers)
 
     built: dict[int, Digest] = {}
@@ -287,12 +283,12 @@ async def deliver(
             digest_id=digest.digest_id,
             recipient=sub.email,
             payload=bytes(message),
-            sent=sent_papers[digest.digest_id],
+            sent=[item.paper for item in digest.items],
             omitted=digest.omitted,
             now=now,
         )
         if outbox_id is None:
-            reports.append(_report(digest, "queued-elsewhere", sent_papers))
+            reports.append(_report(digest, "queued-elsewhere"))
         else:
             built[outbox_id] = digest
     for attempt in await drain(
@@ -308,15 +304,14 @@ async def deliver(
         if attempt.status == "retry" and attempt.next_attempt is not None:
             error = f"{error} (queued: next attempt {attempt.next_attempt:%Y-%m-%d %H:%M} UTC)"
         if attempt.paused:
-            error = f"{error}; {item.subscriber} is paused until resubscribed"
+            error = f"{error}; {item.subscriber} is paused (`paperbell resume {item.subscriber}`)"
         reports.append(
             DeliveryReport(
                 item.subscriber,
                 item.recipient,
                 attempt.status,
-                papers=sent_papers[digest.digest_id] if digest else (),
-                omitted=item.omitted,
                 count=item.papers,
+                omitted=item.omitted,
                 error=error,
                 digest=digest,
             )
@@ -327,7 +322,6 @@ async def deliver(
 def _report(
     digest: Digest,
     status: str,
-    sent_papers: dict[str, tuple[Paper, ...]],
     *,
     error: str | None = None,
     where: str | None = None,
@@ -337,9 +331,8 @@ def _report(
         sub.name,
         sub.email,
         status,
-        papers=sent_papers[digest.digest_id],
+        count=digest.count,
         omitted=len(digest.omitted),
-        count=len(sent_papers[digest.digest_id]),
         error=error,
         where=where,
         digest=digest,
