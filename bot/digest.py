@@ -148,17 +148,22 @@ def select(
         if entry is None or not is_pending(subscriber, paper, delivered, since=since):
             continue
         matched, all_hits = entry
-        items.append(
-            DigestItem(
-                paper=paper,
-                rules=tuple(matched),
-                hits=tuple(sorted(set(all_hits), key=lambda h: (h.field, h.start, h.end, h.term))),
-                score=score(all_hits, len(matched)),
-            )
-        )
+        items.append(digest_item(paper, matched, all_hits))
         rule_of[paper.id] = matched[0]
     items.sort(key=_rank_key)
     return Selection(items=tuple(items), rule_of=rule_of)
+
+
+def digest_item(paper: Paper, rules: Sequence[str], hits: Iterable[Hit]) -> DigestItem:
+    """A matched paper with the rules it matched, its hits (each once, by field and
+    position) and its score."""
+    hits = list(hits)
+    return DigestItem(
+        paper=paper,
+        rules=tuple(rules),
+        hits=tuple(sorted(set(hits), key=lambda h: (h.field, h.start, h.end, h.term))),
+        score=score(hits, len(rules)),
+    )
 
 
 def _rank_key(item: DigestItem) -> tuple[float, int, str]:
@@ -227,14 +232,7 @@ def try_rule(rule: Rule, papers: Sequence[Paper]) -> Trial:
     announcement day (days without a match included, so a quiet rule shows as one)."""
     found = match_rules([rule], papers).get(rule.node, _NO_MATCHES)
     items = [
-        DigestItem(
-            paper=paper,
-            rules=(rule.text,),
-            hits=tuple(sorted(found[paper.id], key=lambda h: (h.field, h.start, h.end))),
-            score=score(found[paper.id], 1),
-        )
-        for paper in papers
-        if paper.id in found
+        digest_item(paper, [rule.text], found[paper.id]) for paper in papers if paper.id in found
     ]
     items.sort(key=_rank_key)
     per_day: dict[date | None, list[int]] = {}
