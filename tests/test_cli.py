@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from commands import run
 
 from bot.cli import main
 from bot.config import example_config_text
-
-PAPERBELL = [sys.executable, "-c", "from bot.cli import main; main()"]
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERBELL_")}
-    return subprocess.run(
-        [*PAPERBELL, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=env
-    )
 
 
 def test_demo_twice_sends_nothing_the_second_time(tmp_path: Path) -> None:

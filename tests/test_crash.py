@@ -9,16 +9,15 @@ once per kill). The figures are printed (`pytest -s` shows them).
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from commands import start
 from servers import Route, feed_server, smtp_sink
 
 from bot.cli import main
@@ -57,23 +56,7 @@ timeout = 10
 
 
 def digest_process(config: Path) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERBELL_")}
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from bot.cli import main; main()",
-            "digest",
-            "-c",
-            str(config),
-            "--since",
-            "2024-11-28",
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return start("digest", "-c", str(config), "--since", "2024-11-28")
 
 
 def test_sigkill_at_several_points_loses_no_digest(

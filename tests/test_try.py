@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from dataclasses import replace
 from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from commands import run
 
 from bot.cli import main
 from bot.demo import bundled_papers
@@ -19,16 +17,6 @@ from bot.digest import try_rule
 from bot.models import Hit, Paper
 from bot.render.terminal import abstract_snippet, render_trial
 from bot.rules import analyze, match, parse_rule
-
-PAPERBELL = [sys.executable, "-c", "from bot.cli import main; main()"]
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERBELL_")}
-    return subprocess.run(
-        [*PAPERBELL, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=env
-    )
-
 
 FEED = Path(__file__).parent / "fixtures" / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
 

@@ -1,0 +1,36 @@
+"""Running the `paperbell` command as a user does: a separate process, no PAPERBELL_ variables
+from the test environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+PAPERBELL = [sys.executable, "-c", "from bot.cli import main; main()"]
+
+
+def clean_env() -> dict[str, str]:
+    """The environment without PAPERBELL_ variables (a test database URL, a config path)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PAPERBELL_")}
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run `paperbell ARGS` to the end and capture its output."""
+    return subprocess.run(
+        [*PAPERBELL, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=clean_env()
+    )
+
+
+def start(*args: str, **kwargs: Any) -> subprocess.Popen[str]:
+    """Start `paperbell ARGS` in the background, its output captured."""
+    return subprocess.Popen(
+        [*PAPERBELL, *args],
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
