@@ -630,7 +630,7 @@ class Store:
             ids = [
                 i for i in session.exec(query.order_by(col(OutboxRow.id))).all() if i not in skip
             ]
-            for outbox_id in ids[: limit * 2]:
+            for outbox_id in ids:
                 result = session.execute(
                     update(OutboxRow)
                     .where(
