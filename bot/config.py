@@ -11,6 +11,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
+from datetime import date, timedelta
 from email.utils import parseaddr
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -25,10 +26,12 @@ from pydantic import (
     model_validator,
 )
 
+from bot.calendar import ArxivCalendar, PollPolicy
 from bot.checks import canonical_category, check_address, check_header_text
 from bot.errors import ConfigError, RuleError
 from bot.models import INCLUDE_CHOICES, Subscriber
 from bot.rules import format_rule, parse_rule
+from bot.schedule import Defaults, Schedule, check_timezone, parse_time, parse_weekday
 from bot.sources import SOURCE_KINDS, load_builtin_sources
 
 CONFIG_VERSION = 1
@@ -61,7 +64,22 @@ def _check_header(value: str) -> str:
     return check_header_text(value, what="")
 
 
+def _check_time(value: str) -> str:
+    parse_time(value)
+    return value.strip()
+
+
+def _check_weekday(value: str) -> str:
+    return ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")[
+        parse_weekday(value)
+    ]
+
+
 RuleText = Annotated[str, AfterValidator(_check_rule)]
+TimeOfDay = Annotated[str, AfterValidator(_check_time)]
+Weekday = Annotated[str, AfterValidator(_check_weekday)]
+TimeZoneName = Annotated[str, AfterValidator(check_timezone)]
+Every = Literal["daily", "weekly"]
 CategoryName = Annotated[str, AfterValidator(_check_category)]
 EmailAddress = Annotated[str, AfterValidator(_check_email)]
 HeaderText = Annotated[str, AfterValidator(_check_header)]
@@ -83,7 +101,68 @@ class DatabaseConfig(_Section):
 
 
 class DigestConfig(_Section):
+    """`[digest]`: what a digest takes, and when digests are due unless a subscriber says."""
+
     window_days: int = Field(7, ge=1, le=60)
+    schedule: Every = "daily"
+    day: Weekday = "monday"  # weekly digests
+    time: TimeOfDay = "08:00"
+    timezone: TimeZoneName = "UTC"
+    notify_empty: bool = False
+
+    def defaults(self) -> Defaults:
+        """The schedule of subscribers who do not set their own."""
+        schedule = Schedule(
+            every=self.schedule,
+            at=parse_time(self.time),
+            timezone=self.timezone,
+            weekday=parse_weekday(self.day),
+        )
+        return Defaults(schedule, self.notify_empty)
+
+
+class PollingConfig(_Section):
+    """`[polling]`: when sources are polled (times for arXiv are US Eastern)."""
+
+    start: TimeOfDay = "00:05"
+    deadline: TimeOfDay = "06:00"
+    retry_minutes: float = Field(10, gt=0, le=720)
+    late_retry_minutes: float = Field(60, gt=0, le=1440)
+    interval_minutes: float = Field(60, gt=0, le=1440)
+    holidays: dict[date, str] = {}
+
+    @model_validator(mode="after")
+    def _deadline_after_start(self) -> PollingConfig:
+        if parse_time(self.deadline) <= parse_time(self.start):
+            raise ValueError(f"deadline {self.deadline} must come after start {self.start}")
+        return self
+
+    def policy(self) -> PollPolicy:
+        return PollPolicy(
+            start=parse_time(self.start),
+            deadline=parse_time(self.deadline),
+            retry=timedelta(minutes=self.retry_minutes),
+            late_retry=timedelta(minutes=self.late_retry_minutes),
+            interval=timedelta(minutes=self.interval_minutes),
+        )
+
+    def calendar(self) -> ArxivCalendar:
+        return ArxivCalendar.default(self.holidays)
+
+
+class DaemonConfig(_Section):
+    """`[daemon]`: the long-running `paperbell run`."""
+
+    tick_seconds: float = Field(30, ge=1, le=600)
+    shutdown_grace_seconds: float = Field(20, ge=0, le=600)
+
+
+class WebConfig(_Section):
+    """`[web]`: the web app the daemon serves (health, metrics)."""
+
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(8025, ge=0, le=65535)
 
 
 class DeliveryConfig(_Section):
@@ -170,6 +249,12 @@ class SubscriberConfig(_Section):
     categories: list[CategoryName] = []
     max_papers: int = Field(50, ge=1, le=1000)
     include: list[Literal["new", "cross", "replace"]] = Field(["new", "cross"], min_length=1)
+    # Unset: the [digest] defaults.
+    schedule: Every | None = None
+    day: Weekday | None = None
+    time: TimeOfDay | None = None
+    timezone: TimeZoneName | None = None
+    notify_empty: bool | None = None
 
     @model_validator(mode="after")
     def _distinct_rules(self) -> SubscriberConfig:
@@ -188,7 +273,9 @@ class SubscriberConfig(_Section):
             raise ValueError("use letters, digits, '.', '_', '-' or '@' (at most 64)")
         return value
 
-    def to_subscriber(self) -> Subscriber:
+    def to_subscriber(self, defaults: DigestConfig | None = None) -> Subscriber:
+        base = (defaults or DigestConfig()).defaults()
+        notify = self.notify_empty
         return Subscriber(
             name=self.name,
             email=self.email,
@@ -197,6 +284,8 @@ class SubscriberConfig(_Section):
             max_papers=self.max_papers,
             include=frozenset(self.include),
             origin="config",
+            schedule=base.resolve(self.schedule, self.day, self.time, self.timezone),
+            notify_empty=base.notify_empty if notify is None else notify,
         )
 
 
@@ -205,6 +294,9 @@ class Config(_Section):
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
     digest: DigestConfig = Field(default_factory=DigestConfig)
     delivery: DeliveryConfig = Field(default_factory=DeliveryConfig)
+    polling: PollingConfig = Field(default_factory=PollingConfig)
+    daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
     sources: list[SourceConfig] = []
     email: EmailConfig | None = None
     subscribers: list[SubscriberConfig] = []
@@ -219,7 +311,7 @@ class Config(_Section):
 
     def declared_subscribers(self) -> list[Subscriber]:
         """The subscribers the config file declares, as the pipeline sees them."""
-        return [s.to_subscriber() for s in self.subscribers]
+        return [s.to_subscriber(self.digest) for s in self.subscribers]
 
     def database_url(self) -> str:
         """The database URL, a relative SQLite path taken from the config file's folder."""

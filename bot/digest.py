@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
+from bot.calendar import ArxivCalendar
 from bot.matcher import Hits, Matcher
 from bot.models import Digest, DigestGroup, DigestItem, Hit, Paper, Subscriber, announce_kind
 from bot.rules import Node, PaperText, Rule
@@ -215,6 +216,38 @@ def build_digest(
         omitted=omitted,
         announced=tuple(announced),
     )
+
+
+def note_digest(subscriber: Subscriber, note: str, *, period: str, now: datetime) -> Digest:
+    """A digest with no papers that says why (for subscribers with `notify_empty`)."""
+    key = hashlib.sha256(f"{subscriber.name}\nnote\n{period}\n".encode()).hexdigest()[:32]
+    return Digest(
+        subscriber=subscriber, digest_id=f"paperbell.{key}", created=now, groups=(), note=note
+    )
+
+
+def empty_note(
+    calendar: ArxivCalendar,
+    *,
+    feed_day: date,
+    days: int,
+    papers: int,
+    late: bool = False,
+    deadline: str = "",
+) -> str:
+    """Why a digest holds no papers: no announcement (weekend, holiday), a late listing, or
+    nothing matched among the period's papers. `feed_day` is the last day the digest covers,
+    `days` how many days it spans, `papers` how many papers they brought."""
+    day = calendar.day(feed_day)
+    if days == 1 and not day.announces:
+        return f"No arXiv announcement for {day.describe()}."
+    if late:
+        return (
+            f"arXiv's listing for {day.describe()} is late; it had not come by {deadline} "
+            "US Eastern, and its papers will come in your next digest."
+        )
+    among = "papers announced this week" if days > 1 else f"papers of {day.describe()}"
+    return f"Nothing matched your rules among the {papers:,} {among}."
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Literal, NamedTuple
 
+from bot.schedule import Schedule
+
 AnnounceType = Literal["new", "cross", "replace", "replace-cross"]
 ANNOUNCE_TYPES: tuple[str, ...] = ("new", "cross", "replace", "replace-cross")
 
@@ -99,6 +101,10 @@ class Subscriber:
     origin: Literal["config", "database"] = "config"
     active: bool = True
     id: int | None = None  # the database id, once stored
+    schedule: Schedule = field(default_factory=Schedule)
+    notify_empty: bool = False  # on a digest day with nothing to send, say why
+    created: datetime | None = None  # when it was stored: no digest is due before
+    last_slot: str | None = None  # the last schedule slot the daemon handled
 
     def takes_categories_of(self, paper: Paper) -> bool:
         """Whether the paper is in one of the subscriber's categories (or any, if none)."""
@@ -159,6 +165,8 @@ class Digest:
     groups: tuple[DigestGroup, ...]
     omitted: tuple[Paper, ...] = ()  # matched, but left out by max_papers (recorded, not sent)
     announced: tuple[date, ...] = field(default=())  # announcement days the papers belong to
+    # A digest with no papers is a note: it says why (no announcement today, nothing matched).
+    note: str | None = None
 
     @property
     def items(self) -> tuple[DigestItem, ...]:

@@ -75,8 +75,10 @@ async def drain(
     retry: RetryPolicy | None = None,
     due_only: bool = True,
     rand: Callable[[], float] = random.random,
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> list[Attempt]:
-    """Send every claimable record once, batch by batch, until none is left.
+    """Send every claimable record once, batch by batch, until none is left (or
+    `should_stop()` says so between batches: a daemon shutting down).
 
     `due_only=False` (a run from the command line) also takes records waiting for a retry:
     the person running it asked for delivery now. Each record is tried at most once per
@@ -85,7 +87,7 @@ async def drain(
     owner = owner or worker_name()
     attempts: list[Attempt] = []
     tried: set[int] = set()
-    while True:
+    while not should_stop():
         items = store.claim(
             owner,
             now=clock(),
@@ -98,6 +100,7 @@ async def drain(
             return attempts
         tried.update(item.id for item in items)
         attempts += await _send_batch(store, channel, items, clock=clock, retry=retry, rand=rand)
+    return attempts
 
 
 async def _send_batch(

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 from bot.channels import Channel
 from bot.channels.email import SmtpSettings
 from bot.config import Config, EmailConfig
-from bot.digest import build_digest, match_rules
+from bot.digest import build_digest, match_rules, note_digest
 from bot.errors import ConfigError, PaperbellError, RuleError, SourceError
 from bot.models import Digest, Paper, Subscriber
 from bot.outbox import RetryPolicy, drain
@@ -81,11 +81,12 @@ async def poll(
     for source in build_sources(config):
         if only is not None and source.name != only:
             continue
-        reports.append(await _poll_one(source, store, fetcher, now=now))
+        reports.append(await poll_source(source, store, fetcher, now=now))
     return reports
 
 
-async def _poll_one(source: Source, store: Store, fetcher: Any, *, now: datetime) -> PollReport:
+async def poll_source(source: Source, store: Store, fetcher: Any, *, now: datetime) -> PollReport:
+    """Fetch one source, store its new papers, and say what happened."""
     url = str(getattr(source, "url", ""))
     state = store.fetch_state(source.name, url)
     try:
@@ -193,7 +194,7 @@ async def deliver(
     channel: Channel,
     *,
     now: datetime,
-    since: date | None = None,
+    since: date | Callable[[Subscriber], date] | None = None,
     only: str | None = None,
     dry_run: bool = False,
     record: bool = True,
@@ -201,6 +202,8 @@ async def deliver(
     period: Callable[[Subscriber], str] | None = None,
     retry: RetryPolicy | None = None,
     catch_up: bool = True,
+    subscribers: Sequence[Subscriber] | None = None,
+    note: Callable[[Subscriber], str | None] | None = None,
 ) -> list[DeliveryReport]:
     """Build every subscriber's digest from stored papers they have not received, queue it
     in the outbox (with its papers, in one transaction), then send what the outbox holds
@@ -210,12 +213,17 @@ async def deliver(
     files) without queueing or recording. `period(subscriber)` names the schedule slot a
     digest is for (two runs cannot queue one slot twice); by default the digest's own id.
     `catch_up` also sends queued digests still waiting for their retry time (a run from
-    the command line); the daemon leaves them to their time."""
-    config_subscribers = config.declared_subscribers()
-    writes = record and not dry_run
-    if writes:
-        store.sync_config_subscribers(config_subscribers, now=now)
-    subscribers = store.subscribers(config_subscribers)
+    the command line); the daemon leaves them to their time.
+
+    The daemon passes the `subscribers` whose digest is due, `since` per subscriber (the
+    window of their schedule), and `note(subscriber)`: the text of a short note sent when
+    their digest holds nothing (None: send nothing)."""
+    if subscribers is None:
+        config_subscribers = config.declared_subscribers()
+        if record and not dry_run:
+            store.sync_config_subscribers(config_subscribers, now=now)
+        subscribers = store.subscribers(config_subscribers, defaults=config.digest.defaults())
+    subscribers = list(subscribers)
     if only is not None:
         subscribers = [s for s in subscribers if s.name == only]
         if not subscribers:
@@ -223,8 +231,14 @@ async def deliver(
                 f"no active subscriber named {only!r}", hint="see `paperbell list`"
             )
     settings = email_settings(config)
-    since = since or window_start(config, now)
-    papers = store.papers_announced_since(since)
+    default_since = window_start(config, now)
+    if callable(since):
+        since_of = since
+    else:
+        fixed = since or default_since
+        since_of = lambda _: fixed  # noqa: E731
+    starts = [since_of(sub) for sub in subscribers]
+    papers = store.papers_announced_since(min(starts, default=default_since))
 
     reports: list[DeliveryReport] = []
     parsed: list[tuple[Subscriber, list[Rule]]] = []
@@ -249,9 +263,13 @@ async def deliver(
             delivered=delivered,
             now=now,
             channel="email",
-            since=since,
+            since=since_of(sub),
             matches=matches,
         )
+        text = note(sub) if note is not None and digest is None else None
+        if digest is None and text is not None:
+            slot = period(sub) if period else f"note:{now:%Y-%m-%d}"
+            digest = note_digest(sub, text, period=slot, now=now)
         if digest is None:
             reports.append(DeliveryReport(sub.name, sub.email, "nothing"))
             continue

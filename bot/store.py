@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
@@ -27,9 +27,12 @@ from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 from bot.checks import redact_url
 from bot.errors import StoreError
 from bot.models import DEFAULT_INCLUDE, Paper, Subscriber
+from bot.schedule import Defaults
 from bot.sources import FetchState
 
 log = logging.getLogger(__name__)
+
+SCHEDULE_SETTINGS = ("schedule", "day", "time", "timezone", "notify_empty")
 
 
 class PaperRow(SQLModel, table=True):
@@ -66,6 +69,13 @@ class SubscriberRow(SQLModel, table=True):
     include: str = '["cross", "new"]'  # JSON list
     created_at: datetime
     paused_reason: str | None = None  # why paperbell paused it (an address that bounces)
+    # The subscriber's own schedule; None: the config's [digest] default.
+    schedule: str | None = Field(default=None, max_length=8)  # daily, weekly
+    day: str | None = Field(default=None, max_length=9)
+    time: str | None = Field(default=None, max_length=5)  # "08:00"
+    timezone: str | None = Field(default=None, max_length=64)
+    notify_empty: bool | None = None
+    last_slot: str | None = Field(default=None, max_length=32)  # handled by the daemon
 
 
 class RuleRow(SQLModel, table=True):
@@ -136,6 +146,7 @@ class SourceStateRow(SQLModel, table=True):
     new: int = 0
     updated: int = 0
     announced: date | None = None
+    last_new: datetime | None = None  # the last poll that brought ids not stored before
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +326,16 @@ class Store:
             ).all()
             return [_paper_from_row(row) for row in rows]
 
+    def papers_per_day(self, since: date, until: date) -> dict[date, int]:
+        """How many stored papers each announcement day from `since` to `until` brought."""
+        with self.session() as session:
+            rows = session.exec(
+                select(col(PaperRow.announced), func.count())
+                .where(col(PaperRow.announced) >= since, col(PaperRow.announced) <= until)
+                .group_by(col(PaperRow.announced))
+            ).all()
+            return {day: count for day, count in rows if day is not None}
+
     def paper_count(self) -> int:
         with self.session() as session:
             return int(session.exec(select(func.count()).select_from(PaperRow)).one())
@@ -358,6 +379,8 @@ class Store:
             row.last_error = error
             if result != "error":
                 row.items, row.new, row.updated = items, new, updated
+            if new:
+                row.last_new = now
             if announced is not None:
                 row.announced = announced
             if state is not None:
@@ -393,9 +416,15 @@ class Store:
             session.commit()
 
     def subscribers(
-        self, config_subscribers: Sequence[Subscriber] = (), *, include_inactive: bool = False
+        self,
+        config_subscribers: Sequence[Subscriber] = (),
+        *,
+        include_inactive: bool = False,
+        defaults: Defaults | None = None,
     ) -> list[Subscriber]:
-        """Every subscriber: the config file's (with their ids, if stored) and the database's."""
+        """Every subscriber: the config file's (with their ids, if stored) and the database's,
+        whose unset schedule settings take `defaults` (the config's [digest])."""
+        defaults = defaults or Defaults()
         with self.session() as session:
             rows = {r.name: r for r in session.exec(select(SubscriberRow)).all()}
             rules: dict[int, list[str]] = {}
@@ -405,7 +434,13 @@ class Store:
         for sub in config_subscribers:
             row = rows.get(sub.name)
             active = row.active if row is not None else True
-            stored = replace(sub, id=row.id if row else None, active=active)
+            stored = replace(
+                sub,
+                id=row.id if row else None,
+                active=active,
+                created=_aware(row.created_at) if row else None,
+                last_slot=row.last_slot if row else None,
+            )
             if active or include_inactive:
                 result.append(stored)
         for row in sorted(rows.values(), key=lambda r: r.name):
@@ -423,9 +458,39 @@ class Store:
                     include=frozenset(json.loads(row.include)) or DEFAULT_INCLUDE,
                     origin="database",
                     active=row.active,
+                    schedule=defaults.resolve(row.schedule, row.day, row.time, row.timezone),
+                    notify_empty=(
+                        defaults.notify_empty if row.notify_empty is None else row.notify_empty
+                    ),
+                    created=_aware(row.created_at),
+                    last_slot=row.last_slot,
                 )
             )
         return result
+
+    def set_schedule(self, name: str, **settings: str | bool | None) -> None:
+        """Change a database subscriber's schedule settings (schedule, day, time, timezone,
+        notify_empty); None sets one back to the config's default."""
+        with self.session() as session:
+            row = self._database_subscriber(session, name)
+            for key, value in settings.items():
+                if key not in SCHEDULE_SETTINGS:
+                    raise ValueError(f"not a schedule setting: {key}")
+                setattr(row, key, value)
+            session.add(row)
+            session.commit()
+
+    def mark_slots(self, slots: Mapping[int, str]) -> None:
+        """Remember, per subscriber id, the last schedule slot the daemon handled."""
+        if not slots:
+            return
+        with self.session() as session:
+            for subscriber_id, key in slots.items():
+                row = session.get(SubscriberRow, subscriber_id)
+                if row is not None:
+                    row.last_slot = key
+                    session.add(row)
+            session.commit()
 
     def add_subscriber(
         self,
@@ -665,6 +730,18 @@ class Store:
                     break
         return claimed
 
+    def release(self, owner: str) -> int:
+        """Give up `owner`'s leases on records it has not sent (a worker stopping), so the
+        next worker takes them at once instead of when the leases expire."""
+        with self.session() as session:
+            result = session.execute(
+                update(OutboxRow)
+                .where(col(OutboxRow.lease_owner) == owner, col(OutboxRow.status) == "pending")
+                .values(lease_owner=None, lease_until=None)
+            )
+            session.commit()
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
     def mark_sent(self, outbox_id: int, *, now: datetime) -> None:
         """The channel accepted the message: record it, at once, in one transaction."""
         try:
@@ -804,6 +881,11 @@ def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
 def _first_line(exc: BaseException) -> str:
     text = str(getattr(exc, "orig", None) or exc)
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+def _aware(moment: datetime) -> datetime:
+    """A stored time as aware UTC (SQLite returns naive datetimes)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def utcnow() -> datetime:

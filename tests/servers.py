@@ -126,3 +126,45 @@ def smtp_sink() -> Iterator[tuple[SinkHandler, int]]:
         yield handler, port
     finally:
         controller.stop()
+
+
+class ArxivDays:
+    """What rss.arxiv.org serves at a given moment, built from the real listing of 2024-11-28.
+
+    Each feed day gets its own slice of the real papers (distinct ids), re-dated to that day;
+    weekends and holidays serve the real empty feed, re-dated. The listing of a day appears
+    at its rebuild time (00:00 US Eastern unless `rebuild` says otherwise, to play a late
+    listing); until then the feed still holds the previous day's batch."""
+
+    ORIGINAL_DATE = b"Thu, 28 Nov 2024"
+
+    def __init__(self, listing: bytes, empty: bytes, calendar: Any, slices: int = 20) -> None:
+        head, _, rest = listing.partition(b"<item>")
+        items = [b"<item>" + part for part in rest.split(b"<item>")]
+        items[-1], _, _ = items[-1].partition(b"</channel>")
+        self.head, self.items, self.empty = head, items, empty
+        self.calendar = calendar
+        self.slices = slices
+        self.rebuild: dict[Any, Any] = {}  # feed day -> time of day (Eastern) it appears
+
+    @staticmethod
+    def _redate(body: bytes, day: Any) -> bytes:
+        return body.replace(ArxivDays.ORIGINAL_DATE, f"{day:%a}, {day:%d %b %Y}".encode())
+
+    def papers_of(self, day: Any) -> list[bytes]:
+        """The items (raw XML) of a feed day's listing."""
+        index = day.toordinal() % self.slices
+        return self.items[index :: self.slices]
+
+    def body(self, at: Any) -> bytes:
+        from datetime import time, timedelta
+
+        from bot.calendar import eastern, eastern_date
+
+        day = eastern_date(at)
+        if not self.calendar.day(day).announces:
+            return self._redate(self.empty, day)
+        if at < eastern(day, self.rebuild.get(day, time(0, 0))):
+            day = self.calendar.last_feed_day(day - timedelta(days=1))
+        listing = self.head + b"".join(self.papers_of(day)) + b"</channel>\n</rss>\n"
+        return self._redate(listing, day)

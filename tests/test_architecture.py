@@ -21,6 +21,10 @@ IO_LIBRARIES = {
     "socket",
     "urllib.request",
     "psycopg",
+    "apscheduler",
+    "starlette",
+    "uvicorn",
+    "prometheus_client",
 }
 # Modules that must stay pure: no I/O library, no environment, no clock.
 PURE = [
@@ -33,6 +37,8 @@ PURE = [
     "render/text",
     "render/terminal",
     "sources/arxiv",
+    "calendar",
+    "schedule",
 ]
 # Where each I/O library may be imported.
 ALLOWED = {
@@ -43,6 +49,10 @@ ALLOWED = {
     "sqlalchemy": {"store"},
     "psycopg": set(),
     "socket": {"demo"},
+    "apscheduler": {"scheduler"},
+    "starlette": {"web"},
+    "uvicorn": {"web"},
+    "prometheus_client": {"web"},
 }
 
 

@@ -105,7 +105,8 @@ def subject_line(digest: Digest, *, limit: int = SUBJECT_LIMIT) -> str:
     """`3 new papers: "diffusion policy", "multi-agent" (+2 rules)`, at most `limit` chars."""
     count = digest.count
     if count == 0:
-        return "No new papers for your rules"
+        note = tidy(digest.note or "").split(";")[0].rstrip(".")
+        return note if note and len(note) <= limit else "No new papers for your rules"
     head = f"{plural(count, 'new paper')}: "
     rules = [quote_rule(rule) for rule in digest.rules if tidy(rule)]
     if not rules:
@@ -174,7 +175,7 @@ def _intro(digest: Digest) -> str:
         noun = "announcement" if len(days) == 1 else "announcements"
         when = f" from the arXiv {noun} of {', '.join(_day(d) for d in days)}"
     if digest.count == 0:
-        return f"No new papers matched your rules{when}."
+        return digest.note or f"No new papers matched your rules{when}."
     return f"{plural(digest.count, 'new paper')} matched your rules{when}."
 
 

@@ -54,6 +54,10 @@ class Source:
     """Base of every source kind. Subclasses set `kind` and implement parse and fetch."""
 
     kind: ClassVar[str] = ""
+    # Whether the source publishes on arXiv's calendar (a listing per feed day, rebuilt at
+    # about midnight US Eastern): the daemon then polls it from that time until new ids
+    # come, and waits for it before sending digests. Other sources are polled at an interval.
+    follows_arxiv_calendar: ClassVar[bool] = False
 
     def __init__(self, name: str, **options: Any) -> None:
         self.name = name

@@ -81,6 +81,8 @@ class ArxivOptions(BaseModel):
 class ArxivListingSource(Source):
     """New papers of the day in some arXiv archives or categories, from rss.arxiv.org."""
 
+    follows_arxiv_calendar = True
+
     Options: ClassVar[type[BaseModel]] = ArxivOptions  # bot.config validates with it
 
     def __init__(self, name: str, **options: Any) -> None:

@@ -1,0 +1,366 @@
+"""The daemon behind `paperbell run`: polls, digests and sends on schedule. Wiring only.
+
+Every `tick` does three things in order, each decided elsewhere and each safe to repeat:
+
+1. poll the sources whose time has come (`bot.calendar.plan_poll`: arXiv listings from
+   about midnight US Eastern on feed days until new ids appear, other sources at an interval);
+2. build and queue the digests whose slot has come (`bot.schedule`), once the listing they
+   should hold is in (or late past the deadline); a slot is remembered as handled, and the
+   outbox is unique per slot, so neither a restart nor a second process queues one twice;
+3. send what the outbox holds and is due (`bot.outbox.drain`).
+
+APScheduler (3.x, in the asyncio loop) fires the ticks; the clock is injected, so the tests
+drive `tick` through weeks, time zones and DST changes without waiting, and `paperbell run
+--clock-*` (hidden, for tests) runs the whole process on a fast clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from bot.calendar import ArxivCalendar, PollPlan, PollPolicy, eastern, eastern_date, plan_poll
+from bot.channels import Channel
+from bot.config import Config
+from bot.digest import empty_note
+from bot.models import Subscriber
+from bot.outbox import Attempt, drain, worker_name
+from bot.pipeline import (
+    DeliveryReport,
+    PollReport,
+    build_sources,
+    deliver,
+    poll_source,
+    retry_policy,
+)
+from bot.schedule import Slot, latest_slot, next_slot
+from bot.sources import Source
+from bot.store import Store
+
+log = logging.getLogger(__name__)
+
+
+def slot_day(policy: PollPolicy, at: datetime) -> date:
+    """The feed day a digest sent at `at` covers last: today's (US Eastern) once its
+    listing's polling has started, yesterday's before."""
+    day = eastern_date(at)
+    if eastern(day, policy.start) > at:
+        day -= timedelta(days=1)
+    return day
+
+
+def source_plans(
+    sources: Sequence[Source],
+    store: Store,
+    calendar: ArxivCalendar,
+    policy: PollPolicy,
+    *,
+    now: datetime,
+) -> dict[str, PollPlan]:
+    """Each source's next poll, from what the store remembers of its polls."""
+    states = {row.name: row for row in store.source_states()}
+    plans = {}
+    for source in sources:
+        row = states.get(source.name)
+        plans[source.name] = plan_poll(
+            calendar,
+            policy,
+            now=now,
+            last_poll=row.last_poll if row else None,
+            last_new=row.last_new if row else None,
+            follows_calendar=source.follows_arxiv_calendar,
+        )
+    return plans
+
+
+@dataclass(frozen=True, slots=True)
+class DigestPlan:
+    """A subscriber's digest: the slot due now (if any), and the next one."""
+
+    subscriber: Subscriber
+    due: Slot | None  # a slot that has come and is not handled yet
+    next: Slot
+    waiting_for: tuple[str, ...] = ()  # sources whose listing the due slot waits for
+
+
+def digest_plans(
+    subscribers: Sequence[Subscriber],
+    plans: dict[str, PollPlan],
+    calendar: ArxivCalendar,
+    policy: PollPolicy,
+    *,
+    now: datetime,
+) -> list[DigestPlan]:
+    """Whose digest is due: the latest slot of their schedule, if it came after they
+    subscribed and is not handled yet; it waits while a calendar source has not brought the
+    listing of the slot's feed day and is not yet late."""
+    result = []
+    for sub in subscribers:
+        upcoming = next_slot(sub.schedule, now)
+        slot = latest_slot(sub.schedule, now)
+        if slot.key == sub.last_slot or (sub.created is not None and slot.at < sub.created):
+            result.append(DigestPlan(sub, None, upcoming))
+            continue
+        day = calendar.last_feed_day(slot_day(policy, slot.at))
+        waiting = tuple(
+            name
+            for name, plan in plans.items()
+            if plan.feed_day is not None and plan.feed_day <= day and not (plan.has_it or plan.late)
+        )
+        result.append(DigestPlan(sub, slot, upcoming, waiting))
+    return result
+
+
+@dataclass
+class Counters:
+    """What the daemon has done since it started (for /metrics and /healthz)."""
+
+    started: datetime | None = None
+    last_tick: datetime | None = None
+    last_tick_error: str | None = None
+    ticks: int = 0
+    tick_errors: int = 0
+    polls: dict[str, int] = field(default_factory=dict)  # by result
+    digests: dict[str, int] = field(default_factory=dict)  # by report status
+    sends: dict[str, int] = field(default_factory=dict)  # by attempt status
+
+
+@dataclass(frozen=True, slots=True)
+class TickReport:
+    polls: list[PollReport]
+    digests: list[DeliveryReport]
+    attempts: list[Attempt]
+
+
+class Daemon:
+    """Polls, digests and sends, one `tick` at a time; `serve` runs it under APScheduler."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        *,
+        fetcher: Any,
+        channel: Channel,
+        clock: Callable[[], datetime],
+        owner: str | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.fetcher = fetcher
+        self.channel = channel
+        self.clock = clock
+        self.owner = owner or worker_name()
+        self.calendar = config.polling.calendar()
+        self.policy = config.polling.policy()
+        self.retry = retry_policy(config)
+        self.sources = build_sources(config)
+        self.counters = Counters()
+        self.stopping = False
+        self._task: asyncio.Task[TickReport | None] | None = None
+        self._warned_years: set[int] = set()
+
+    # -- the decisions, applied -------------------------------------------------------------
+
+    def subscribers(self) -> list[Subscriber]:
+        """The active subscribers, with the config's defaults for unset schedules."""
+        declared = self.config.declared_subscribers()
+        return self.store.subscribers(declared, defaults=self.config.digest.defaults())
+
+    def plans(self, now: datetime) -> dict[str, PollPlan]:
+        return source_plans(self.sources, self.store, self.calendar, self.policy, now=now)
+
+    async def tick(self) -> TickReport:
+        """Poll what is due, queue the digests that are due, send what is queued."""
+        now = self.clock()
+        self._check_calendar(now)
+        polls = await self.poll_due(now)
+        digests = await self.digests_due(self.clock())
+        attempts = await self.send_due()
+        self.counters.ticks += 1
+        self.counters.last_tick = self.clock()
+        self.counters.last_tick_error = None
+        return TickReport(polls, digests, attempts)
+
+    async def poll_due(self, now: datetime) -> list[PollReport]:
+        """Poll each source whose planned time has come (at most once per tick)."""
+        plans = self.plans(now)
+        reports = []
+        for source in self.sources:
+            if self.stopping or plans[source.name].at > now:
+                continue
+            report = await poll_source(source, self.store, self.fetcher, now=self.clock())
+            _count(self.counters.polls, report.result)
+            log.info(
+                "polled %s: %s, %d items, %d new",
+                source.name,
+                report.result,
+                report.items,
+                report.new,
+            )
+            reports.append(report)
+        return reports
+
+    async def digests_due(self, now: datetime) -> list[DeliveryReport]:
+        """Queue (and send) the digests whose slot has come and whose listing is in."""
+        if self.stopping:
+            return []
+        plans = self.plans(now)
+        due = {}
+        for plan in digest_plans(self.subscribers(), plans, self.calendar, self.policy, now=now):
+            if plan.due is None or plan.subscriber.id is None:
+                continue
+            if plan.waiting_for:
+                log.debug("%s: waiting for %s", plan.subscriber.name, ", ".join(plan.waiting_for))
+                continue
+            due[plan.subscriber.id] = (plan.subscriber, plan.due)
+        if not due:
+            return []
+        window = self.config.digest.window_days
+
+        def since(sub: Subscriber) -> date:
+            slot = due[sub.id or 0][1]
+            days = max(window, sub.schedule.days)
+            return slot_day(self.policy, slot.at) - timedelta(days=days - 1)
+
+        def note(sub: Subscriber) -> str | None:
+            if not sub.notify_empty:
+                return None
+            slot = due[sub.id or 0][1]
+            day = slot_day(self.policy, slot.at)
+            first = day - timedelta(days=sub.schedule.days - 1)
+            late = any(p.late and not p.has_it and p.feed_day == day for p in plans.values())
+            counts = self.store.papers_per_day(first, day)
+            return empty_note(
+                self.calendar,
+                feed_day=day,
+                days=sub.schedule.days,
+                papers=sum(counts.values()),
+                late=late,
+                deadline=self.config.polling.deadline,
+            )
+
+        reports = await deliver(
+            self.config,
+            self.store,
+            self.channel,
+            now=now,
+            subscribers=[sub for sub, _ in due.values()],
+            since=since,
+            period=lambda sub: due[sub.id or 0][1].key,
+            note=note,
+            clock=self.clock,
+            retry=self.retry,
+            catch_up=False,
+        )
+        # Handled, whatever came of it: a failure is in the outbox (and status); a slot
+        # with nothing to send is not tried again every tick.
+        self.store.mark_slots({sid: slot.key for sid, (_, slot) in due.items()})
+        for report in reports:
+            _count(self.counters.digests, report.status)
+            log.info(
+                "digest for %s: %s (%d papers)", report.subscriber, report.status, report.count
+            )
+        return reports
+
+    async def send_due(self) -> list[Attempt]:
+        """Send the queued digests that are due (retries wait for their time)."""
+        attempts = await drain(
+            self.store,
+            self.channel,
+            clock=self.clock,
+            owner=self.owner,
+            retry=self.retry,
+            due_only=True,
+            should_stop=lambda: self.stopping,
+        )
+        for attempt in attempts:
+            _count(self.counters.sends, attempt.status)
+        return attempts
+
+    def _check_calendar(self, now: datetime) -> None:
+        year = eastern_date(now).year
+        if not self.calendar.knows(year) and year not in self._warned_years:
+            self._warned_years.add(year)
+            log.warning(
+                "arXiv's holidays of %d are not in paperbell's calendar: a holiday will look "
+                "like a late listing; add them under [polling] holidays",
+                year,
+            )
+
+    # -- running ----------------------------------------------------------------------------
+
+    def _on_timer(self) -> None:
+        """APScheduler's job: start a tick unless one is still running."""
+        if self.stopping or (self._task is not None and not self._task.done()):
+            return
+        self._task = asyncio.get_running_loop().create_task(self._guarded_tick())
+
+    async def _guarded_tick(self) -> TickReport | None:
+        try:
+            return await self.tick()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # one bad tick must not stop the daemon
+            self.counters.tick_errors += 1
+            self.counters.last_tick_error = f"{type(exc).__name__}: {exc}"
+            log.exception("tick failed: %s", exc)
+            return None
+
+    async def serve(self, stop: asyncio.Event, *, web: Any = None) -> None:
+        """Run until `stop` is set: ticks every [daemon] tick_seconds, the web app beside."""
+        from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+        now = self.clock()
+        self.counters.started = now
+        self.store.sync_config_subscribers(self.config.declared_subscribers(), now=now)
+        scheduler = AsyncIOScheduler(timezone=UTC)
+        scheduler.add_job(
+            self._on_timer,
+            "interval",
+            seconds=self.config.daemon.tick_seconds,
+            next_run_time=datetime.now(UTC),
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
+            id="tick",
+        )
+        scheduler.start()
+        web_task = asyncio.create_task(web.serve()) if web is not None else None
+        try:
+            waiters = [asyncio.create_task(stop.wait())]
+            if web_task is not None:
+                waiters.append(web_task)
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            await self._shutdown(scheduler, web, web_task)
+
+    async def _shutdown(self, scheduler: Any, web: Any, web_task: Any) -> None:
+        """Stop ticking; let a running tick finish its batch, or abandon it after the grace
+        period and hand its claimed digests back at once."""
+        self.stopping = True
+        scheduler.shutdown(wait=False)
+        task = self._task
+        if task is not None and not task.done():
+            grace = self.config.daemon.shutdown_grace_seconds
+            log.info("waiting up to %gs for the running tick to finish", grace)
+            done, _ = await asyncio.wait({task}, timeout=grace)
+            if not done:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                log.warning("abandoned the running tick")
+        released = self.store.release(self.owner)
+        if released:
+            log.info("handed back %d claimed digests", released)
+        if web is not None:
+            web.should_exit = True
+            if web_task is not None:
+                await asyncio.gather(web_task, return_exceptions=True)
+
+
+def _count(counter: dict[str, int], key: str) -> None:
+    counter[key] = counter.get(key, 0) + 1
