@@ -142,12 +142,15 @@ def plan_poll(
     last_poll: datetime | None,
     last_new: datetime | None,
     follows_calendar: bool,
+    last_new_day: date | None = None,
 ) -> PollPlan:
     """The next poll of one source.
 
     "New" means ids the store did not hold (`last_new` is when a poll last brought some),
     never the feed's own date: a feed that still holds the previous day's batch brings no
-    new ids, so it is "not yet"."""
+    new ids, so it is "not yet". The feed's date (`last_new_day`, that poll's) only vetoes:
+    new ids in a feed dated before the day awaited are an older listing (the first poll of
+    a new install, late in the evening), not that day's."""
     if not follows_calendar:
         at = now if last_poll is None else max(now, last_poll + policy.interval)
         return PollPlan(at, None, True, False)
@@ -157,7 +160,8 @@ def plan_poll(
         day = calendar.last_feed_day(day - timedelta(days=1))
     start = eastern(day, policy.start)
     opens = eastern(day - timedelta(days=1), policy.announcement)
-    if last_new is not None and last_new >= opens:
+    got = last_new is not None and last_new >= opens
+    if got and (last_new_day is None or last_new_day >= day):
         return PollPlan(eastern(calendar.next_feed_day(day), policy.start), day, True, False)
     if last_poll is None or last_poll < start:
         return PollPlan(now, day, False, False)

@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -262,7 +262,7 @@ def print_delivery(reports: Sequence[Any], *, dry_run: bool = False) -> int:
 @main.command()
 @config_option
 @click.argument("name")
-@click.argument("rules", nargs=-1, required=True)
+@click.argument("rules", nargs=-1)
 @click.option("--email", help="The subscriber's email address (required for a new subscriber).")
 @click.option("--category", "categories", multiple=True, help="Only papers in this category.")
 @click.option("--max-papers", type=click.IntRange(1, 1000), help="At most this many per digest.")
@@ -271,6 +271,17 @@ def print_delivery(reports: Sequence[Any], *, dry_run: bool = False) -> int:
     type=click.Choice(["new", "cross", "replace"]),
     multiple=True,
     help="Announcement types to take (default new and cross; replace = updated versions).",
+)
+@click.option(
+    "--schedule", type=click.Choice(["daily", "weekly"]), help="How often. [default: [digest]]"
+)
+@click.option("--day", help="Weekly digests: the day (monday ... sunday).")
+@click.option("--time", "at", metavar="HH:MM", help="When, on the subscriber's clock.")
+@click.option("--timezone", metavar="ZONE", help="An IANA time zone, e.g. Europe/Berlin.")
+@click.option(
+    "--notify-empty/--no-notify-empty",
+    default=None,
+    help="On a digest day with nothing to send, send a short note that says why.",
 )
 @handle_errors
 def subscribe(
@@ -281,20 +292,38 @@ def subscribe(
     categories: tuple[str, ...],
     max_papers: int | None,
     include: tuple[str, ...],
+    schedule: str | None,
+    day: str | None,
+    at: str | None,
+    timezone: str | None,
+    notify_empty: bool | None,
 ) -> None:
     """Subscribe NAME with one or more RULES (stored in the database).
 
-    Adds the rules to NAME if it exists. Example:
+    Adds the rules to NAME if it exists; the options change its settings. Examples:
+
+    \b
     paperbell subscribe ada --email ada@example.org '"diffusion policy"' 'multi-agent cat:cs.RO'
+    paperbell subscribe ada --schedule weekly --day friday --time 16:00 --timezone Europe/Paris
     """
     config = load_config(config_path)
-    problems = subscriber_problems(name=name, email=email, rules=rules, categories=categories)
+    settings = {"schedule": schedule, "day": day, "time": at, "timezone": timezone}
+    settings_given = {k: v for k, v in settings.items() if v is not None}
+    problems = subscriber_problems(
+        name=name,
+        email=email,
+        rules=rules or ["placeholder"],
+        categories=categories,
+        settings=settings_given,
+    )
     if name in {s.name for s in config.subscribers}:
-        problems.append(f"{name!r} is declared in the config file: change its rules there")
+        problems.append(f"{name!r} is declared in the config file: change it there")
     store = open_store(config)
     row = store.subscriber_row(name)
     if row is None and not email:
         problems.append("--email is required for a new subscriber")
+    if row is None and not rules:
+        problems.append("give at least one RULE for a new subscriber")
     if problems:
         raise ConfigError(problems, source="subscribe")
     sub, created = store.add_subscriber(
@@ -306,8 +335,18 @@ def subscribe(
         max_papers=max_papers,
         include=include or None,
     )
+    if settings_given or notify_empty is not None:
+        extra = {} if notify_empty is None else {"notify_empty": notify_empty}
+        store.set_schedule(name, **settings_given, **extra)
+    sub = next(
+        s
+        for s in store.subscribers(include_inactive=True, defaults=config.digest.defaults())
+        if s.name == name
+    )
     verb = "subscribed" if created else "updated"
-    click.echo(f"{verb} {sub.name} <{sub.email}> with {len(sub.rules)} rule(s):")
+    notes = ", with a note on empty days" if sub.notify_empty else ""
+    click.echo(f"{verb} {sub.name} <{sub.email}>: {sub.schedule.describe()}{notes}")
+    click.echo(f"{len(sub.rules)} rule(s):")
     for number, text in enumerate(sub.rules, 1):
         click.echo(f"  {number}. {text}")
 
@@ -423,29 +462,171 @@ def try_(
 
 @main.command()
 @config_option
+@click.option("--host", help="Address the web app listens on. [default: [web] host]")
+@click.option("--port", type=click.IntRange(0, 65535), help="Its port. [default: [web] port]")
+@click.option("--no-web", is_flag=True, help="Run without the web app.")
+@click.option("--clock-start", type=click.DateTime(["%Y-%m-%dT%H:%M"]), hidden=True)
+@click.option("--clock-speed", type=click.FloatRange(min=1), default=1.0, hidden=True)
+@handle_errors
+def run(
+    config_path: Path,
+    host: str | None,
+    port: int | None,
+    no_web: bool,
+    clock_start: Any,
+    clock_speed: float,
+) -> None:
+    """Run the daemon: poll the sources, send each digest at its subscriber's time.
+
+    arXiv listings are polled from 00:05 US Eastern on arXiv's feed days until the new
+    listing is in ([polling]); each subscriber's digest is built at their `time` in their
+    `timezone`, daily or weekly, and sent through the outbox (retries, leases). The web app
+    serves GET /healthz and GET /metrics ([web]). Ctrl-C or SIGTERM stops it cleanly: the
+    digest being sent is finished, nothing is lost. `paperbell digest` from cron can share
+    its database without sending anything twice.
+    """
+    # Testing aid (hidden): run on a clock that starts at --clock-start (UTC) and runs
+    # --clock-speed times faster than real time.
+    config = load_config(config_path)
+    if not logging.getLogger().isEnabledFor(logging.INFO):
+        logging.getLogger().setLevel(logging.INFO)
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    clock = utcnow if clock_start is None else _fast_clock(clock_start, clock_speed)
+    store = open_store(config)
+    web = (
+        None
+        if no_web or not config.web.enabled
+        else (
+            host or config.web.host,
+            config.web.port if port is None else port,
+        )
+    )
+    code = asyncio.run(_run_daemon(config, store, clock=clock, web=web, speed=clock_speed))
+    sys.exit(code)
+
+
+def _fast_clock(start: Any, speed: float) -> Callable[[], Any]:
+    import time
+    from datetime import UTC
+
+    origin, first = time.monotonic(), start.replace(tzinfo=UTC)
+    return lambda: first + timedelta(seconds=(time.monotonic() - origin) * speed)
+
+
+async def _run_daemon(
+    config: Config,
+    store: Store,
+    *,
+    clock: Callable[[], Any],
+    web: tuple[str, int] | None,
+    speed: float,
+) -> int:
+    import signal
+
+    from bot.channels.email import EmailChannel
+    from bot.pipeline import smtp_settings
+    from bot.scheduler import Daemon
+    from bot.sources.http import PoliteFetcher, make_client
+    from bot.web import create_app, make_server
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    main_task = asyncio.current_task()
+    first_signal: list[float] = []
+
+    def on_signal(number: int) -> None:
+        # A second signal a moment later (Ctrl-C pressed again) stops at once; one that
+        # comes with the first (sent to the process and its group) does not.
+        if first_signal and loop.time() - first_signal[0] > 1:
+            log.warning("second %s: stopping now", signal.Signals(number).name)
+            if main_task is not None:
+                main_task.cancel()
+            return
+        if not first_signal:
+            first_signal.append(loop.time())
+            log.info("%s: stopping (again to stop at once)", signal.Signals(number).name)
+        stop.set()
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(number, on_signal, number)
+    channel = EmailChannel(smtp_settings(config)) if config.email is not None else None
+    if channel is None:
+        log.warning("no [email] section: polling only, no digests are sent")
+    async with make_client() as client:
+        daemon = Daemon(config, store, fetcher=PoliteFetcher(client), channel=channel, clock=clock)
+        server = None
+        if web is not None:
+            server = make_server(create_app(daemon), host=web[0], port=web[1])
+            log.info("web app on http://%s:%d (/healthz, /metrics)", web[0], web[1])
+        subscribers = daemon.subscribers()
+        log.info(
+            "paperbell %s running: %d sources, %d subscribers; tick every %gs",
+            __version__,
+            len(daemon.sources),
+            len(subscribers),
+            config.daemon.tick_seconds,
+        )
+        try:
+            await daemon.serve(stop, web=server, interval=config.daemon.tick_seconds / speed)
+        except asyncio.CancelledError:
+            return 130
+    if server is not None and not stop.is_set():
+        log.error("the web app stopped (is port %d free?)", web[1] if web else 0)
+        return EXIT_FAILED
+    log.info("stopped")
+    return EXIT_OK
+
+
+@main.command()
+@config_option
 @handle_errors
 def status(config_path: Path) -> None:
-    """Show each source's last poll, each subscriber's deliveries and the outbox queue."""
+    """Show the sources' polls, each subscriber's next digest and deliveries, the outbox."""
+    from bot.pipeline import build_sources
+    from bot.scheduler import digest_plans, source_plans
+
     config = load_config(config_path)
     store = open_store(config)
     now = utcnow()
+    calendar, policy = config.polling.calendar(), config.polling.policy()
+    sources = build_sources(config)
+    plans = source_plans(sources, store, calendar, policy, now=now)
     states = {s.name: s for s in store.source_states()}
-    rows = [["source", "last poll (UTC)", "result", "items", "new", "announced", "problem"]]
-    for source in config.sources:
-        name = source.name or source.kind
-        st = states.get(name)
+    rows = [
+        [
+            "source",
+            "last poll (UTC)",
+            "result",
+            "items",
+            "new",
+            "announced",
+            "next poll (UTC)",
+            "problem",
+        ]
+    ]
+    for source in sources:
+        st, plan = states.get(source.name), plans[source.name]
+        problem = ""
+        if plan.late:
+            problem = f"late: no new listing for {plan.feed_day} by {config.polling.deadline} ET"
+        if st is not None and st.last_error:
+            problem = f"{problem}; {st.last_error}" if problem else st.last_error
+        when = "now" if plan.at <= now else f"{plan.at.astimezone(UTC):%Y-%m-%d %H:%M}"
         if st is None or st.last_poll is None:
-            rows.append([name, "never", "", "", "", "", ""])
+            rows.append([source.name, "never", "", "", "", "", when, problem[:70]])
             continue
         rows.append(
             [
-                name,
-                f"{st.last_poll:%Y-%m-%d %H:%M}",
+                source.name,
+                f"{st.last_poll.astimezone(UTC):%Y-%m-%d %H:%M}",
                 st.last_result,
                 str(st.items),
                 str(st.new),
                 str(st.announced or ""),
-                (st.last_error or "")[:60],
+                when,
+                problem[:70],
             ]
         )
     _table(rows)
@@ -453,10 +634,26 @@ def status(config_path: Path) -> None:
     click.echo("")
     outbox = store.outbox_status()
     counts = store.delivery_counts()
+    everyone = store.subscribers(
+        config.declared_subscribers(), include_inactive=True, defaults=config.digest.defaults()
+    )
+    upcoming = {
+        p.subscriber.name: p for p in digest_plans(everyone, plans, calendar, policy, now=now)
+    }
     rows = [
-        ["subscriber", "state", "papers sent", "last sent (UTC)", "pending", "failed", "problem"]
+        [
+            "subscriber",
+            "state",
+            "schedule",
+            "next digest (`run`)",
+            "papers sent",
+            "last sent (UTC)",
+            "pending",
+            "failed",
+            "problem",
+        ]
     ]
-    for sub in store.subscribers(config.declared_subscribers(), include_inactive=True):
+    for sub in everyone:
         box = outbox.get(sub.id or -1)
         state = "active"
         if not sub.active:
@@ -468,12 +665,25 @@ def status(config_path: Path) -> None:
             problem = f"retry {box.next_attempt:%m-%d %H:%M}: {box.last_error}"
         elif box and box.last_error:
             problem = box.last_error
+        due = upcoming[sub.name]
+        if not sub.active:
+            next_digest = ""
+        elif due.due is not None and due.waiting_for:
+            next_digest = "due, waiting for " + ", ".join(due.waiting_for)
+        elif due.due is not None:
+            next_digest = "due now"
+        else:
+            next_digest = f"{due.next.local:%a %d %b %H:%M %Z}"
         rows.append(
             [
                 sub.name,
                 state[:50],
+                sub.schedule.describe(),
+                next_digest,
                 str(got),
-                f"{box.last_sent:%Y-%m-%d %H:%M}" if box and box.last_sent else "never",
+                f"{box.last_sent.astimezone(UTC):%Y-%m-%d %H:%M}"
+                if box and box.last_sent
+                else "never",
                 str(box.pending if box else 0),
                 str(box.failed if box else 0),
                 problem[:70],
@@ -518,7 +728,9 @@ def list_(config_path: Path) -> None:
     """List subscribers (config file and database) with their numbered rules."""
     config = load_config(config_path)
     store = open_store(config)
-    subscribers = store.subscribers(config.declared_subscribers(), include_inactive=True)
+    subscribers = store.subscribers(
+        config.declared_subscribers(), include_inactive=True, defaults=config.digest.defaults()
+    )
     counts = store.delivery_counts()
     if not subscribers:
         click.echo("no subscribers")
@@ -538,6 +750,9 @@ def list_(config_path: Path) -> None:
             extra.append("categories " + ", ".join(sub.categories))
         extra.append("include " + ", ".join(sorted(sub.include)))
         extra.append(f"max {sub.max_papers}")
+        extra.append(
+            sub.schedule.describe() + (", notes on empty days" if sub.notify_empty else "")
+        )
         click.echo("    " + "; ".join(extra))
         for number, text in enumerate(sub.rules, 1):
             click.echo(f"    {number}. {text}")

@@ -358,11 +358,17 @@ def _problems(error: ValidationError) -> list[str]:
 
 
 def subscriber_problems(
-    *, name: str, email: str | None, rules: Sequence[str], categories: Sequence[str] = ()
+    *,
+    name: str,
+    email: str | None,
+    rules: Sequence[str],
+    categories: Sequence[str] = (),
+    settings: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """The problems with a subscriber given on the command line (or, later, Slack and web),
     checked by the same schema as the config file's `[[subscribers]]`."""
-    data = {"name": name, "rules": list(rules), "categories": list(categories)}
+    data: dict[str, Any] = {"name": name, "rules": list(rules), "categories": list(categories)}
+    data.update(settings or {})
     data["email"] = email if email is not None else "unknown@example.org"
     try:
         SubscriberConfig.model_validate(data)

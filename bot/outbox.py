@@ -99,7 +99,9 @@ async def drain(
         if not items:
             return attempts
         tried.update(item.id for item in items)
-        attempts += await _send_batch(store, channel, items, clock=clock, retry=retry, rand=rand)
+        attempts += await _send_batch(
+            store, channel, items, clock=clock, retry=retry, rand=rand, should_stop=should_stop
+        )
     return attempts
 
 
@@ -111,6 +113,7 @@ async def _send_batch(
     clock: Callable[[], datetime],
     retry: RetryPolicy,
     rand: Callable[[], float],
+    should_stop: Callable[[], bool],
 ) -> list[Attempt]:
     unrecorded: dict[int, str] = {}
 
@@ -124,7 +127,7 @@ async def _send_batch(
             unrecorded[item.id] = f"sent, but not recorded: {exc}"
 
     batch = [(item, _message(item)) for item in items]
-    outcomes: list[SendOutcome] = await channel.send_all(batch, on_sent)
+    outcomes: list[SendOutcome] = await channel.send_all(batch, on_sent, should_stop=should_stop)
     results: list[Attempt] = []
     for outcome in outcomes:
         item = cast(OutboxItem, outcome.item)

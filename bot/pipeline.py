@@ -204,6 +204,7 @@ async def deliver(
     catch_up: bool = True,
     subscribers: Sequence[Subscriber] | None = None,
     note: Callable[[Subscriber], str | None] | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> list[DeliveryReport]:
     """Build every subscriber's digest from stored papers they have not received, queue it
     in the outbox (with its papers, in one transaction), then send what the outbox holds
@@ -217,7 +218,8 @@ async def deliver(
 
     The daemon passes the `subscribers` whose digest is due, `since` per subscriber (the
     window of their schedule), and `note(subscriber)`: the text of a short note sent when
-    their digest holds nothing (None: send nothing)."""
+    their digest holds nothing (None: send nothing), and `should_stop()` (checked before
+    each message) when it shuts down."""
     if subscribers is None:
         config_subscribers = config.declared_subscribers()
         if record and not dry_run:
@@ -315,6 +317,7 @@ async def deliver(
         clock=clock or (lambda: now),
         retry=retry or retry_policy(config),
         due_only=not catch_up,
+        should_stop=should_stop,
     ):
         item = attempt.item
         digest = built.get(item.id)

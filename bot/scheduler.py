@@ -72,6 +72,7 @@ def source_plans(
             now=now,
             last_poll=row.last_poll if row else None,
             last_new=row.last_new if row else None,
+            last_new_day=row.last_new_day if row else None,
             follows_calendar=source.follows_arxiv_calendar,
         )
     return plans
@@ -145,7 +146,7 @@ class Daemon:
         store: Store,
         *,
         fetcher: Any,
-        channel: Channel,
+        channel: Channel | None,
         clock: Callable[[], datetime],
         owner: str | None = None,
     ) -> None:
@@ -207,7 +208,7 @@ class Daemon:
 
     async def digests_due(self, now: datetime) -> list[DeliveryReport]:
         """Queue (and send) the digests whose slot has come and whose listing is in."""
-        if self.stopping:
+        if self.stopping or self.channel is None:
             return []
         plans = self.plans(now)
         due = {}
@@ -244,6 +245,7 @@ class Daemon:
                 deadline=self.config.polling.deadline,
             )
 
+        assert self.channel is not None
         reports = await deliver(
             self.config,
             self.store,
@@ -256,6 +258,7 @@ class Daemon:
             clock=self.clock,
             retry=self.retry,
             catch_up=False,
+            should_stop=lambda: self.stopping,
         )
         # Handled, whatever came of it: a failure is in the outbox (and status); a slot
         # with nothing to send is not tried again every tick.
@@ -269,9 +272,12 @@ class Daemon:
 
     async def send_due(self) -> list[Attempt]:
         """Send the queued digests that are due (retries wait for their time)."""
+        if self.channel is None:
+            return []
+        channel = self.channel
         attempts = await drain(
             self.store,
-            self.channel,
+            channel,
             clock=self.clock,
             owner=self.owner,
             retry=self.retry,
@@ -294,8 +300,9 @@ class Daemon:
 
     # -- running ----------------------------------------------------------------------------
 
-    def _on_timer(self) -> None:
-        """APScheduler's job: start a tick unless one is still running."""
+    async def _on_timer(self) -> None:
+        """APScheduler's job (run in the loop): start a tick unless one is still running.
+        It returns at once, so a long tick never makes APScheduler skip or warn."""
         if self.stopping or (self._task is not None and not self._task.done()):
             return
         self._task = asyncio.get_running_loop().create_task(self._guarded_tick())
@@ -311,8 +318,11 @@ class Daemon:
             log.exception("tick failed: %s", exc)
             return None
 
-    async def serve(self, stop: asyncio.Event, *, web: Any = None) -> None:
-        """Run until `stop` is set: ticks every [daemon] tick_seconds, the web app beside."""
+    async def serve(
+        self, stop: asyncio.Event, *, web: Any = None, interval: float | None = None
+    ) -> None:
+        """Run until `stop` is set: a tick every `interval` seconds (default [daemon]
+        tick_seconds), the web app (a uvicorn server) beside."""
         from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
         now = self.clock()
@@ -322,7 +332,7 @@ class Daemon:
         scheduler.add_job(
             self._on_timer,
             "interval",
-            seconds=self.config.daemon.tick_seconds,
+            seconds=interval or self.config.daemon.tick_seconds,
             next_run_time=datetime.now(UTC),
             max_instances=1,
             coalesce=True,
@@ -330,14 +340,23 @@ class Daemon:
             id="tick",
         )
         scheduler.start()
-        web_task = asyncio.create_task(web.serve()) if web is not None else None
+        web_task = asyncio.create_task(self._web(web)) if web is not None else None
+        stopped = asyncio.create_task(stop.wait())
+        waiters: list[asyncio.Task[Any]] = [stopped]
+        if web_task is not None:
+            waiters.append(web_task)
         try:
-            waiters = [asyncio.create_task(stop.wait())]
-            if web_task is not None:
-                waiters.append(web_task)
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            stopped.cancel()
             await self._shutdown(scheduler, web, web_task)
+
+    @staticmethod
+    async def _web(server: Any) -> None:
+        try:
+            await server.serve()
+        except SystemExit:  # uvicorn exits when it cannot listen (port taken)
+            log.error("the web app could not start")
 
     async def _shutdown(self, scheduler: Any, web: Any, web_task: Any) -> None:
         """Stop ticking; let a running tick finish its batch, or abandon it after the grace

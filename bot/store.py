@@ -147,6 +147,7 @@ class SourceStateRow(SQLModel, table=True):
     updated: int = 0
     announced: date | None = None
     last_new: datetime | None = None  # the last poll that brought ids not stored before
+    last_new_day: date | None = None  # the announcement date that poll's feed gave
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,7 +381,7 @@ class Store:
             if result != "error":
                 row.items, row.new, row.updated = items, new, updated
             if new:
-                row.last_new = now
+                row.last_new, row.last_new_day = now, announced
             if announced is not None:
                 row.announced = announced
             if state is not None:

@@ -30,6 +30,7 @@ class FeedServer:
     """Serves `routes` (path -> Route) with ETags, answering 304 to a matching If-None-Match."""
 
     routes: dict[str, Route] = field(default_factory=dict)
+    bodies: dict[str, Any] = field(default_factory=dict)  # path -> callable giving the body
     requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     port: int = 0
 
@@ -45,6 +46,8 @@ def feed_server() -> Iterator[FeedServer]:
         def do_GET(self) -> None:
             state.requests.append((self.path, dict(self.headers.items())))
             route = state.routes.get(self.path)
+            if self.path in state.bodies:
+                route = Route(state.bodies[self.path]())
             if route is None:
                 self.send_response(404)
                 self.end_headers()

@@ -42,6 +42,7 @@ def test_help_lists_every_command() -> None:
         "list",
         "poll",
         "resume",
+        "run",
         "status",
         "subscribe",
         "try",
@@ -75,9 +76,29 @@ def test_subscribe_list_unsubscribe(tmp_path: Path, database_url: str) -> None:
         return result.exit_code, result.output
 
     code, out = cli("subscribe", "bob", "--email", "bob@example.org", '"graph neural"', "robot")
-    assert code == 0 and "subscribed bob <bob@example.org> with 2 rule(s)" in out
+    assert code == 0 and "subscribed bob <bob@example.org>: daily at 08:00 (UTC)" in out
+    assert "2 rule(s)" in out
     code, out = cli("subscribe", "bob", "cat:cs.RO")
     assert code == 0 and "3. cat:cs.RO" in out
+    code, out = cli(
+        "subscribe",
+        "bob",
+        "--schedule",
+        "weekly",
+        "--day",
+        "fri",
+        "--time",
+        "7:30",
+        "--timezone",
+        "Asia/Tokyo",
+        "--notify-empty",
+    )
+    assert code == 0, out
+    assert "weekly on Friday at 07:30 (Asia/Tokyo), with a note on empty days" in out
+    code, out = cli("subscribe", "bob", "--time", "25:00", "--timezone", "Mars/Olympus")
+    assert code == 2 and "time: '25:00' is not a time of day" in out and "Mars/Olympus" in out
+    code, out = cli("subscribe", "zed", "--email", "zed@example.org")
+    assert code == 2 and "give at least one RULE" in out
 
     code, out = cli("subscribe", "eve", "--email", "x\nBcc: a@b.c", "--", 'open "quote', "-only")
     assert code == 2
@@ -91,6 +112,8 @@ def test_subscribe_list_unsubscribe(tmp_path: Path, database_url: str) -> None:
     assert code == 0
     assert "ada <ada@example.org> [config, active]" in out
     assert "bob <bob@example.org> [database, active]" in out and "2. robot" in out
+    assert "weekly on Friday at 07:30 (Asia/Tokyo), notes on empty days" in out
+    assert "daily at 07:30 (Europe/Berlin)" in out  # ada, from the example config
 
     assert cli("unsubscribe", "bob", "--rule", "2")[0] == 0
     assert "2. cat:cs.RO" in cli("list")[1]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from commands import start
+from commands import run, start
 from servers import Route, feed_server, smtp_sink
 
 from bot.cli import main
@@ -88,6 +88,8 @@ def test_sigkill_at_several_points_loses_no_digest(
         again = digest_process(config)  # a run after everything: nothing more to send
         out2, _ = again.communicate(timeout=120)
         assert again.returncode == 0 and out2.count("no new matching papers") == SUBSCRIBERS
+        status = run("status", "-c", str(config), cwd=tmp_path)  # the truth, after all that
+        assert f"outbox: 0 pending, {SUBSCRIBERS} sent, 0 failed, 0 in flight" in status.stdout
 
     received = Counter(str(m["Message-ID"]) for m in sink.messages)
     recipients = {str(m["To"]) for m in sink.messages}

@@ -189,7 +189,11 @@ def test_unreachable_smtp_records_nothing(world: World, tmp_path: Path) -> None:
     assert "Traceback" not in down.output
     status = world.run("status")
     assert status.exit_code == 0, status.output
-    assert re.search(r"^ada +active +0 +never +1 +0 +retry .*cannot connect", status.output, re.M)
+    assert re.search(
+        r"^ada +active +daily at 08:00 \(UTC\) +.+? +0 +never +1 +0 +retry .*cannot connect",
+        status.output,
+        re.M,
+    )
     assert "outbox: 2 pending, 0 sent, 0 failed, 0 in flight" in status.output
     assert re.search(r"^arxiv-all +\S+ \S+ +ok +1504 +1504 +2024-11-28", status.output, re.M)
 
@@ -197,7 +201,11 @@ def test_unreachable_smtp_records_nothing(world: World, tmp_path: Path) -> None:
     up = world.run("digest", "--since", "2024-11-28")
     assert up.exit_code == 0 and up.output.count(": sent ") == 2
     status = world.run("status")
-    assert re.search(r"^grace +active +\d+ +\d{4}-\d\d-\d\d \S+ +0 +0", status.output, re.M)
+    assert re.search(
+        r"^grace +active +daily at 08:00 \(UTC\) +.+? +\d+ +\d{4}-\d\d-\d\d \S+ +0 +0",
+        status.output,
+        re.M,
+    )
     assert "outbox: 0 pending, 2 sent, 0 failed, 0 in flight" in status.output
 
 
@@ -209,7 +217,11 @@ def test_refused_recipient_does_not_stop_the_others(world: World) -> None:
     assert "ada <ada@lab.example>: FAILED" in result.output and "550" in result.output
     assert "grace <grace@lab.example>: sent" in result.output
     status = world.run("status").output
-    assert re.search(r"^ada +active +0 +never +0 +1 +recipient refused: .*550", status, re.M)
+    assert re.search(
+        r"^ada +active +daily at 08:00 \(UTC\) +.+? +0 +never +0 +1 +recipient refused: .*550",
+        status,
+        re.M,
+    )
     del world.sink.refuse["ada@lab.example"]
     retry = world.run("digest", "--since", "2024-11-28")
     assert "ada <ada@lab.example>: sent" in retry.output

@@ -157,6 +157,21 @@ def test_poll_plan(
     assert (plan.at, plan.has_it, plan.late) == (at(expected_at), has_it, late)
 
 
+def test_an_older_listing_is_not_the_awaited_one() -> None:
+    """A new install polled first on Monday 23:30 ET and got Monday's listing (all new ids to
+    it): that is not Tuesday's, whatever the time; Tuesday's is polled for from 00:05 ET."""
+    first = at("2026-11-24T04:30")
+    args = dict(now=at("2026-11-24T05:10"), last_poll=first, last_new=first, follows_calendar=True)
+    monday = plan_poll(CALENDAR, POLICY, **args, last_new_day=date(2026, 11, 23))  # type: ignore[arg-type]
+    assert (monday.feed_day, monday.has_it, monday.at) == (
+        date(2026, 11, 24),
+        False,
+        at("2026-11-24T05:10"),
+    )
+    tuesday = plan_poll(CALENDAR, POLICY, **args, last_new_day=date(2026, 11, 24))  # type: ignore[arg-type]
+    assert (tuesday.has_it, tuesday.at) == (True, at("2026-11-25T05:05"))
+
+
 def test_other_sources_poll_at_their_interval() -> None:
     plan = plan_poll(
         CALENDAR,
@@ -501,3 +516,33 @@ def test_thanksgiving_and_late_listings(world: Any) -> None:
     assert per_day[date(2026, 11, 27)] == 24 + 1  # 00:15 ... 06:00, then 07:00
     state = {s.name: s for s in w.store.source_states()}["arxiv"]
     assert state.last_new is not None and eastern_date(state.last_new) == date(2026, 11, 27)
+
+
+def test_health_and_metrics(world: Any) -> None:
+    import httpx
+
+    from bot.web import create_app
+
+    async def go() -> None:
+        w = await world(at("2026-11-24T07:00"))  # 08:00 in Berlin: polls and sends
+        w.feed.routes["/rss/all"] = Route(w.days.body(w.clock.now))
+        w.daemon.counters.started = w.clock.now
+        transport = httpx.ASGITransport(app=create_app(w.daemon))
+        async with httpx.AsyncClient(transport=transport, base_url="http://paperbell") as client:
+            starting = await client.get("/healthz")
+            assert starting.status_code == 200 and starting.json()["status"] == "starting"
+            await w.daemon.tick()
+            health = await client.get("/healthz")
+            assert health.status_code == 200 and health.json()["status"] == "ok"
+            assert health.json()["outbox"]["sent"] == 1  # berlin (newyork's 01:30 ET came before)
+            metrics = await client.get("/metrics")
+            assert metrics.headers["content-type"].startswith("text/plain")
+            assert 'paperbell_outbox_digests{state="sent"} 1.0' in metrics.text
+            assert 'paperbell_polls_total{outcome="ok"} 1.0' in metrics.text
+            assert 'paperbell_subscribers{state="active"} 4.0' in metrics.text
+
+            w.clock.now += timedelta(minutes=10)  # no tick for 10 minutes
+            stalled = await client.get("/healthz")
+            assert stalled.status_code == 503 and stalled.json()["status"] == "stalled"
+
+    asyncio.run(go())

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 OnSent = Callable[[Any], Awaitable[None] | None]
+ShouldStop = Callable[[], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +31,15 @@ class Channel(Protocol):
     name: str
 
     async def send_all(
-        self, batch: Sequence[tuple[Any, Any]], on_sent: OnSent
-    ) -> list[SendOutcome]: ...
+        self,
+        batch: Sequence[tuple[Any, Any]],
+        on_sent: OnSent,
+        *,
+        should_stop: ShouldStop | None = None,
+    ) -> list[SendOutcome]:
+        """Send each message; before each, stop if `should_stop()` (the items not tried
+        get no outcome)."""
+        ...
 
 
 async def notify(on_sent: OnSent, item: Any) -> None:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import aiosmtplib
 
-from bot.channels import OnSent, SendOutcome, notify
+from bot.channels import OnSent, SendOutcome, ShouldStop, notify
 from bot.errors import DeliveryError
 from bot.models import Digest
 
@@ -72,16 +72,24 @@ class EmailChannel:
         return smtp
 
     async def send_all(
-        self, batch: Sequence[tuple[Any, EmailMessage]], on_sent: OnSent
+        self,
+        batch: Sequence[tuple[Any, EmailMessage]],
+        on_sent: OnSent,
+        *,
+        should_stop: ShouldStop | None = None,
     ) -> list[SendOutcome]:
         """Send every message over one connection; reconnect once if the server drops it.
-        An item is what the caller tracks the message by; it comes back in the outcome."""
+        An item is what the caller tracks the message by; it comes back in the outcome.
+        Before each message, `should_stop()` may end the batch (a daemon shutting down):
+        the messages not tried get no outcome."""
         outcomes: list[SendOutcome] = []
         if not batch:
             return outcomes
         smtp: aiosmtplib.SMTP | None = None
         try:
             for item, message in batch:
+                if should_stop is not None and should_stop():
+                    break
                 attempt = 0
                 while True:
                     attempt += 1
@@ -151,7 +159,11 @@ class FileChannel:
         self.folder = folder
 
     async def send_all(
-        self, batch: Sequence[tuple[Digest, EmailMessage]], on_sent: OnSent
+        self,
+        batch: Sequence[tuple[Digest, EmailMessage]],
+        on_sent: OnSent,
+        *,
+        should_stop: ShouldStop | None = None,
     ) -> list[SendOutcome]:
         outcomes = []
         for digest, message in batch:

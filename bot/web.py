@@ -1,0 +1,176 @@
+"""The web app the daemon serves: `GET /healthz` and `GET /metrics` (Prometheus text format).
+
+Wiring only: the figures come from the daemon's counters and the store, read when asked.
+Slack commands and the manage pages join this app as routes. Endpoints that read the
+database are plain functions, which Starlette runs in a thread, so a slow query never
+holds up the daemon's loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import uvicorn
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from bot.errors import PaperbellError
+
+if TYPE_CHECKING:
+    from bot.scheduler import Daemon
+
+log = logging.getLogger(__name__)
+
+
+def _timestamp(moment: datetime | None) -> float:
+    return moment.timestamp() if moment is not None else 0.0
+
+
+class DaemonCollector:
+    """The daemon's figures for Prometheus, computed at each scrape."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+
+    def collect(self) -> Iterator[Metric]:
+        daemon, counters = self.daemon, self.daemon.counters
+        now = daemon.clock()
+        outbox = GaugeMetricFamily(
+            "paperbell_outbox_digests", "Digests in the outbox, by state", labels=["state"]
+        )
+        for state, count in daemon.store.outbox_totals(now=now).items():
+            outbox.add_metric([state.replace(" ", "_")], count)
+        yield outbox
+
+        subscribers = GaugeMetricFamily(
+            "paperbell_subscribers", "Subscribers, by state", labels=["state"]
+        )
+        everyone = daemon.store.subscribers(
+            daemon.config.declared_subscribers(), include_inactive=True
+        )
+        active = sum(1 for s in everyone if s.active)
+        subscribers.add_metric(["active"], active)
+        subscribers.add_metric(["paused"], len(everyone) - active)
+        yield subscribers
+        yield GaugeMetricFamily(
+            "paperbell_papers", "Papers in the store", value=daemon.store.paper_count()
+        )
+
+        last_poll = GaugeMetricFamily(
+            "paperbell_source_last_poll_timestamp_seconds", "Last poll", labels=["source"]
+        )
+        last_new = GaugeMetricFamily(
+            "paperbell_source_last_new_timestamp_seconds",
+            "Last poll that brought papers not stored before",
+            labels=["source"],
+        )
+        late = GaugeMetricFamily(
+            "paperbell_source_late",
+            "1 when the day's listing has not come by the deadline",
+            labels=["source"],
+        )
+        failing = GaugeMetricFamily(
+            "paperbell_source_failing", "1 when the last poll failed", labels=["source"]
+        )
+        plans = daemon.plans(now)
+        states = {row.name: row for row in daemon.store.source_states()}
+        for source in daemon.sources:
+            row = states.get(source.name)
+            last_poll.add_metric([source.name], _timestamp(row.last_poll if row else None))
+            last_new.add_metric([source.name], _timestamp(row.last_new if row else None))
+            late.add_metric([source.name], int(plans[source.name].late))
+            failing.add_metric([source.name], int(row is not None and row.last_result == "error"))
+        yield from (last_poll, last_new, late, failing)
+
+        yield CounterMetricFamily("paperbell_ticks", "Daemon ticks", value=counters.ticks)
+        yield CounterMetricFamily(
+            "paperbell_tick_errors", "Daemon ticks that failed", value=counters.tick_errors
+        )
+        yield GaugeMetricFamily(
+            "paperbell_last_tick_timestamp_seconds",
+            "End of the last tick",
+            value=_timestamp(counters.last_tick),
+        )
+        for name, help_text, values in (
+            ("paperbell_polls", "Source polls, by result", counters.polls),
+            ("paperbell_digests", "Digests built, by outcome", counters.digests),
+            ("paperbell_sends", "Send attempts, by outcome", counters.sends),
+        ):
+            family = CounterMetricFamily(name, help_text, labels=["outcome"])
+            for key, count in sorted(values.items()):
+                family.add_metric([key], count)
+            yield family
+
+
+def health(daemon: Daemon) -> tuple[int, dict[str, Any]]:
+    """The daemon's health: 200 when it ticks and reaches its database, else 503."""
+    counters, now = daemon.counters, daemon.clock()
+    stale_after = timedelta(seconds=max(3 * daemon.config.daemon.tick_seconds, 120))
+    body: dict[str, Any] = {
+        "status": "ok",
+        "started": counters.started.isoformat() if counters.started else None,
+        "last_tick": counters.last_tick.isoformat() if counters.last_tick else None,
+        "ticks": counters.ticks,
+        "tick_errors": counters.tick_errors,
+    }
+    if counters.last_tick_error:
+        body["last_tick_error"] = counters.last_tick_error
+    try:
+        body["outbox"] = daemon.store.outbox_totals(now=now)
+        body["late_sources"] = sorted(name for name, p in daemon.plans(now).items() if p.late)
+    except PaperbellError as exc:
+        body.update(status="database unreachable", error=str(exc))
+        return 503, body
+    if counters.last_tick is None:  # the first tick is running, or never started
+        body["status"] = "starting"
+        if counters.started is None or now - counters.started > 2 * stale_after:
+            body["status"] = "not ticking"
+            return 503, body
+    elif now - counters.last_tick > stale_after:
+        body["status"] = "stalled"
+        return 503, body
+    return 200, body
+
+
+def create_app(daemon: Daemon) -> Starlette:
+    """The ASGI app: health and metrics of `daemon`."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(DaemonCollector(daemon))  # type: ignore[arg-type]
+
+    def healthz(request: Request) -> Response:
+        status, body = health(daemon)
+        return JSONResponse(body, status_code=status)
+
+    def metrics(request: Request) -> Response:
+        try:
+            return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+        except PaperbellError as exc:
+            return Response(f"# error: {exc}\n", status_code=503, media_type="text/plain")
+
+    return Starlette(routes=[Route("/healthz", healthz), Route("/metrics", metrics)])
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, minus its own signal handling: the daemon owns SIGINT/SIGTERM and stops the
+    web app itself (`should_exit`) after the running tick is done."""
+
+    def install_signal_handlers(self) -> None:  # uvicorn < 0.29
+        pass
+
+    def capture_signals(self) -> Any:  # uvicorn >= 0.29
+        from contextlib import nullcontext
+
+        return nullcontext()
+
+
+def make_server(app: Starlette, *, host: str, port: int) -> uvicorn.Server:
+    """A uvicorn server for `app`, to run in the daemon's loop (`await server.serve()`)."""
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
+    return _Server(config)
