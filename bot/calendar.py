@@ -108,15 +108,29 @@ def eastern(day: date, clock: time) -> datetime:
     return datetime.combine(day, clock, tzinfo=ARXIV_TZ)
 
 
+def _weekday_on_or_before(day: date) -> date:
+    while day.weekday() in WEEKEND:
+        day -= timedelta(days=1)
+    return day
+
+
+def _next_weekday(day: date) -> date:
+    day += timedelta(days=1)
+    while day.weekday() in WEEKEND:
+        day += timedelta(days=1)
+    return day
+
+
 @dataclass(frozen=True, slots=True)
 class PollPolicy:
-    """When a calendar source is polled: from `start` (Eastern) on each feed day, every
-    `retry` until a poll brings ids not stored before; after `deadline` the listing is
-    late, and polled every `late_retry` until the next feed day."""
+    """When a calendar source is polled: from `start` (Eastern) on each weekday, every
+    `retry` until a poll brings a new batch; after `deadline` the listing is late, and
+    polled every `late_retry` until the day ends. A holiday is polled too, every
+    `late_retry` until the deadline, to confirm it: if the list is wrong, nothing is lost."""
 
     start: time = time(0, 5)
     # A day's listing cannot appear before the announcement, at 20:00 Eastern the evening
-    # before: new ids from then on belong to it (the rebuild may come before `start`).
+    # before: a new batch from then on belongs to it (the rebuild may come before `start`).
     announcement: time = time(20, 0)
     deadline: time = time(6, 0)
     retry: timedelta = timedelta(minutes=10)
@@ -129,9 +143,11 @@ class PollPlan:
     """When a source is next polled, and what its listing is waiting for."""
 
     at: datetime
-    feed_day: date | None  # the feed day the source should hold by now (calendar sources)
-    has_it: bool  # whether a poll since that day's start brought new ids
-    late: bool  # past the deadline without that day's listing
+    feed_day: date | None  # the weekday whose listing the source should hold by now
+    has_it: bool  # whether a poll since that day's listing could appear brought a new batch
+    late: bool  # past the deadline, on that day, without its listing
+    expected: bool = True  # that day has a listing by arXiv's calendar (not a holiday)
+    missed: bool = False  # that day ended without its listing (or before the first poll)
 
 
 def plan_poll(
@@ -146,27 +162,32 @@ def plan_poll(
 ) -> PollPlan:
     """The next poll of one source.
 
-    "New" means ids the store did not hold (`last_new` is when a poll last brought some),
-    never the feed's own date: a feed that still holds the previous day's batch brings no
-    new ids, so it is "not yet". The feed's date (`last_new_day`, that poll's) only vetoes:
-    new ids in a feed dated before the day awaited are an older listing (the first poll of
-    a new install, late in the evening), not that day's."""
+    "New" means a batch of ids the source did not give before (`last_new` is when a poll
+    last brought one), never the feed's own date: a feed that still holds the previous
+    day's batch is "not yet". The feed's date (`last_new_day`, that poll's) only vetoes:
+    a new batch dated before the day awaited is an older listing (the first poll of a new
+    install, late in the evening), not that day's."""
     if not follows_calendar:
         at = now if last_poll is None else max(now, last_poll + policy.interval)
         return PollPlan(at, None, True, False)
-    today = eastern_date(now)
-    day = calendar.last_feed_day(today)
+    day = _weekday_on_or_before(eastern_date(now))
     if eastern(day, policy.start) > now:  # before today's start: yesterday's batch counts
-        day = calendar.last_feed_day(day - timedelta(days=1))
+        day = _weekday_on_or_before(day - timedelta(days=1))
+    expected = calendar.day(day).announces
     start = eastern(day, policy.start)
+    following = eastern(_next_weekday(day), policy.start)
     opens = eastern(day - timedelta(days=1), policy.announcement)
     got = last_new is not None and last_new >= opens
     if got and (last_new_day is None or last_new_day >= day):
-        return PollPlan(eastern(calendar.next_feed_day(day), policy.start), day, True, False)
+        return PollPlan(following, day, True, False, expected)
     if last_poll is None or last_poll < start:
-        return PollPlan(now, day, False, False)
-    late = now >= eastern(day, policy.deadline)
+        return PollPlan(now, day, False, False, expected)
+    if eastern_date(now) > day:  # the day is over: arXiv serves another feed now
+        return PollPlan(following, day, False, False, expected, missed=expected)
+    deadline = eastern(day, policy.deadline)
+    if not expected:  # a holiday: confirm it now and then until the deadline
+        at = last_poll + policy.late_retry
+        return PollPlan(max(now, at) if at < deadline else following, day, False, False, False)
+    late = now >= deadline
     at = max(now, last_poll + (policy.late_retry if late else policy.retry))
-    # A new feed day begins: poll at its start, late or not.
-    at = min(at, eastern(calendar.next_feed_day(day), policy.start))
-    return PollPlan(at, day, False, late)
+    return PollPlan(min(at, following), day, False, late)

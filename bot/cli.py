@@ -306,6 +306,8 @@ def subscribe(
     paperbell subscribe ada --email ada@example.org '"diffusion policy"' 'multi-agent cat:cs.RO'
     paperbell subscribe ada --schedule weekly --day friday --time 16:00 --timezone Europe/Paris
     """
+    from bot.schedule import latest_slot
+
     config = load_config(config_path)
     settings = {"schedule": schedule, "day": day, "time": at, "timezone": timezone}
     settings_given = {k: v for k, v in settings.items() if v is not None}
@@ -343,6 +345,10 @@ def subscribe(
         for s in store.subscribers(include_inactive=True, defaults=config.digest.defaults())
         if s.name == name
     )
+    if settings_given and sub.id is not None:
+        # A new schedule applies from its next slot: a slot it would have had earlier
+        # (a weekly day already past this week) does not send a digest at once.
+        store.mark_slots({sub.id: latest_slot(sub.schedule, utcnow()).key})
     verb = "subscribed" if created else "updated"
     notes = ", with a note on empty days" if sub.notify_empty else ""
     click.echo(f"{verb} {sub.name} <{sub.email}>: {sub.schedule.describe()}{notes}")
@@ -492,7 +498,8 @@ def run(
         logging.getLogger().setLevel(logging.INFO)
     for handler in logging.getLogger().handlers:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    for noisy in ("apscheduler", "httpx"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     clock = utcnow if clock_start is None else _fast_clock(clock_start, clock_speed)
     store = open_store(config)
     web = (

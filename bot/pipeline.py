@@ -6,6 +6,7 @@ fetcher and the channel are passed in, so the CLI, the scheduler and the tests s
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -114,6 +115,7 @@ async def poll_source(source: Source, store: Store, fetcher: Any, *, now: dateti
         new=counts.new,
         updated=counts.updated,
         announced=parsed.announced,
+        batch=batch_id(parsed.papers),
     )
     return PollReport(
         source.name,
@@ -126,6 +128,14 @@ async def poll_source(source: Source, store: Store, fetcher: Any, *, now: dateti
         announced=parsed.announced,
         note=parsed.empty_reason,
     )
+
+
+def batch_id(papers: Sequence[Paper]) -> str | None:
+    """A name for the set of (versioned) ids a feed held; None for an empty feed."""
+    if not papers:
+        return None
+    ids = "\n".join(sorted(p.versioned_id for p in papers))
+    return hashlib.sha256(ids.encode()).hexdigest()[:32]
 
 
 def _dated(papers: Sequence[Paper], now: datetime) -> list[Paper]:

@@ -110,7 +110,10 @@ def digest_plans(
         waiting = tuple(
             name
             for name, plan in plans.items()
-            if plan.feed_day is not None and plan.feed_day <= day and not (plan.has_it or plan.late)
+            if plan.feed_day is not None
+            and plan.feed_day <= day
+            and plan.expected
+            and not (plan.has_it or plan.late or plan.missed)
         )
         result.append(DigestPlan(sub, slot, upcoming, waiting))
     return result
@@ -121,6 +124,7 @@ class Counters:
     """What the daemon has done since it started (for /metrics and /healthz)."""
 
     started: datetime | None = None
+    tick_started: datetime | None = None
     last_tick: datetime | None = None
     last_tick_error: str | None = None
     ticks: int = 0
@@ -178,6 +182,7 @@ class Daemon:
     async def tick(self) -> TickReport:
         """Poll what is due, queue the digests that are due, send what is queued."""
         now = self.clock()
+        self.counters.tick_started = now
         self._check_calendar(now)
         polls = await self.poll_due(now)
         digests = await self.digests_due(self.clock())
@@ -224,9 +229,14 @@ class Daemon:
         window = self.config.digest.window_days
 
         def since(sub: Subscriber) -> date:
+            # The schedule's window (at least window_days), and at least back to the day the
+            # previous slot covered: a listing that came late, after that digest, is dated
+            # then, and its papers belong in this one.
             slot = due[sub.id or 0][1]
             days = max(window, sub.schedule.days)
-            return slot_day(self.policy, slot.at) - timedelta(days=days - 1)
+            previous = latest_slot(sub.schedule, slot.at - timedelta(seconds=1))
+            first = slot_day(self.policy, slot.at) - timedelta(days=days - 1)
+            return min(first, slot_day(self.policy, previous.at))
 
         def note(sub: Subscriber) -> str | None:
             if not sub.notify_empty:

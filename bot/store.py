@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 
-from sqlalchemy import Engine, LargeBinary, UniqueConstraint, func, update
+from sqlalchemy import Engine, LargeBinary, UniqueConstraint, func, inspect, update
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
@@ -146,8 +146,11 @@ class SourceStateRow(SQLModel, table=True):
     new: int = 0
     updated: int = 0
     announced: date | None = None
-    last_new: datetime | None = None  # the last poll that brought ids not stored before
-    last_new_day: date | None = None  # the announcement date that poll's feed gave
+    # The batch of ids the source last gave (a digest of them), and when a poll last
+    # brought a different one (a new listing), with the date that poll's feed gave.
+    batch: str | None = Field(default=None, max_length=64)
+    last_new: datetime | None = None
+    last_new_day: date | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,11 +249,20 @@ class Store:
             else:
                 with engine.connect():
                     pass
+            missing = _missing_columns(engine)
         except (SQLAlchemyError, ModuleNotFoundError) as exc:
             raise StoreError(
                 f"cannot open the database {redact_url(url)}: {_first_line(exc)}",
                 hint="check [database] url; PostgreSQL needs `pip install 'paperbell[postgres]'`",
             ) from None
+        if missing:
+            engine.dispose()
+            raise StoreError(
+                f"the database {redact_url(url)} was made by an older paperbell: "
+                + "; ".join(f"table {t} lacks {', '.join(c)}" for t, c in missing.items()),
+                hint="paperbell cannot upgrade a database yet: point [database] url at a new "
+                "one (subscribers in the config file come back on their own)",
+            )
         return cls(engine)
 
     def close(self) -> None:
@@ -369,8 +381,11 @@ class Store:
         new: int = 0,
         updated: int = 0,
         announced: date | None = None,
+        batch: str | None = None,
     ) -> None:
-        """Remember a poll's outcome; the validators only when the body was stored."""
+        """Remember a poll's outcome; the validators only when the body was stored.
+        `batch` names the ids the feed held: a different one than last time is a new listing
+        (counted per source: another source may already have stored the same papers)."""
 
         with self.session() as session:
             row = session.get(SourceStateRow, name) or SourceStateRow(name=name)
@@ -380,8 +395,8 @@ class Store:
             row.last_error = error
             if result != "error":
                 row.items, row.new, row.updated = items, new, updated
-            if new:
-                row.last_new, row.last_new_day = now, announced
+            if batch is not None and batch != row.batch:
+                row.batch, row.last_new, row.last_new_day = batch, now, announced
             if announced is not None:
                 row.announced = announced
             if state is not None:
@@ -882,6 +897,20 @@ def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
 def _first_line(exc: BaseException) -> str:
     text = str(getattr(exc, "orig", None) or exc)
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+def _missing_columns(engine: Engine) -> dict[str, list[str]]:
+    """Columns this version's tables have that the database's lack (an older schema)."""
+    inspector = inspect(engine)
+    missing = {}
+    for table in SQLModel.metadata.sorted_tables:
+        if not inspector.has_table(table.name):
+            continue
+        present = {column["name"] for column in inspector.get_columns(table.name)}
+        lacking = [column.name for column in table.columns if column.name not in present]
+        if lacking:
+            missing[table.name] = lacking
+    return missing
 
 
 def _aware(moment: datetime) -> datetime:

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# A tick that runs this long (polls, then sending every digest due) is reported stuck.
+LONGEST_TICK = timedelta(hours=1)
+
 
 def _timestamp(moment: datetime | None) -> float:
     return moment.timestamp() if moment is not None else 0.0
@@ -128,12 +131,21 @@ def health(daemon: Daemon) -> tuple[int, dict[str, Any]]:
     except PaperbellError as exc:
         body.update(status="database unreachable", error=str(exc))
         return 503, body
-    if counters.last_tick is None:  # the first tick is running, or never started
+    started, last = counters.tick_started, counters.last_tick
+    if started is not None and (last is None or started > last):  # a tick is running
+        body["tick_running_since"] = started.isoformat()
+        if now - started > LONGEST_TICK:  # sending for an hour: something hangs
+            body["status"] = "stuck"
+            return 503, body
+        if last is None:
+            body["status"] = "starting"
+        return 200, body
+    if last is None:
         body["status"] = "starting"
         if counters.started is None or now - counters.started > 2 * stale_after:
             body["status"] = "not ticking"
             return 503, body
-    elif now - counters.last_tick > stale_after:
+    elif now - last > stale_after:  # ticks fail (the database?) or stopped
         body["status"] = "stalled"
         return 503, body
     return 200, body

@@ -109,15 +109,36 @@ POLICY = PollPolicy()
             False,
             True,
         ),
-        # Wednesday's listing in: Thanksgiving has none, so Friday 00:05 ET.
+        # Wednesday's listing in: Thanksgiving (a holiday) is polled too, to confirm it ...
         (
             "2026-11-25T12:00",
             "2026-11-25T05:06",
             "2026-11-25T05:06",
-            "2026-11-27T05:05",
+            "2026-11-26T05:05",
             True,
             False,
         ),
+        # ... hourly, never "late" ...
+        (
+            "2026-11-26T05:10",
+            "2026-11-26T05:06",
+            "2026-11-25T05:06",
+            "2026-11-26T06:06",
+            False,
+            False,
+        ),
+        # ... and not after the deadline: Friday 00:05 ET.
+        (
+            "2026-11-26T10:30",
+            "2026-11-26T10:06",
+            "2026-11-25T05:06",
+            "2026-11-27T05:05",
+            False,
+            False,
+        ),
+        # A first install on a Saturday got the weekend's empty feed: Friday's listing is
+        # gone, not late; Monday 00:05 ET.
+        ("2026-11-28T12:00", "2026-11-28T11:00", None, "2026-11-30T05:05", False, False),
         # Friday's listing in: nothing to poll over the weekend, Monday 00:05 ET.
         (
             "2026-11-28T12:00",
@@ -344,18 +365,21 @@ def world(tmp_path: Path, full_feed_bytes: bytes, fixtures_dir: Path) -> Iterato
     ).read_bytes()
     with feed_server() as feed, smtp_sink() as (sink, port):
 
-        async def make(start: datetime) -> World:
+        async def make(
+            start: datetime, subscribers: list[dict[str, Any]] = SUBSCRIBERS, copies: int = 1
+        ) -> World:
             config = parse_config(
                 {
                     "version": 1,
                     "database": {"url": f"sqlite:///{tmp_path / 'paperbell.sqlite'}"},
-                    "sources": [
+                    "sources": [  # copies: sources that overlap (the same papers)
                         {
                             "kind": "arxiv",
-                            "name": "arxiv",
+                            "name": "arxiv" if n == 0 else f"arxiv-{n}",
                             "categories": ["cs"],
                             "url": feed.url("/rss/all"),
                         }
+                        for n in range(copies)
                     ],
                     "email": {
                         "from": "paperbell <papers@example.org>",
@@ -363,7 +387,7 @@ def world(tmp_path: Path, full_feed_bytes: bytes, fixtures_dir: Path) -> Iterato
                         "port": port,
                         "security": "none",
                     },
-                    "subscribers": SUBSCRIBERS,
+                    "subscribers": subscribers,
                 },
                 environ={},
             )
@@ -509,10 +533,10 @@ def test_thanksgiving_and_late_listings(world: Any) -> None:
     assert quiet == ["Mon 08:00", "Tue 08:00", "Wed 08:00", "Sat 08:00"]
 
     # Polls: Tuesday every tick from 00:15 ET until the listing (02:45 ET); Friday every tick
-    # until the deadline, then hourly until it came; none on Thanksgiving.
+    # until the deadline, then hourly until it came; Thanksgiving hourly until the deadline.
     per_day = Counter(eastern_date(when) for when in w.polls)
     assert per_day[date(2026, 11, 24)] == 11  # 00:15, 00:30 ... 02:45
-    assert per_day[date(2026, 11, 26)] == 0
+    assert per_day[date(2026, 11, 26)] == 6  # the holiday, confirmed hourly to the deadline
     assert per_day[date(2026, 11, 27)] == 24 + 1  # 00:15 ... 06:00, then 07:00
     state = {s.name: s for s in w.store.source_states()}["arxiv"]
     assert state.last_new is not None and eastern_date(state.last_new) == date(2026, 11, 27)
@@ -546,3 +570,37 @@ def test_health_and_metrics(world: Any) -> None:
             assert stalled.status_code == 503 and stalled.json()["status"] == "stalled"
 
     asyncio.run(go())
+
+
+def test_a_late_listing_reaches_the_next_weekly_digest(world: Any) -> None:
+    """Friday's listing comes at 09:00 ET, after a weekly Friday 07:00 digest went out: its
+    papers come in the next Friday's digest. Two sources give the same papers: each knows
+    the new listing by its own batch, so neither waits for the other or reads as late."""
+    weekly = [
+        {
+            "name": "weekly",
+            "email": "weekly@example.org",
+            "rules": ["learning"],
+            "schedule": "weekly",
+            "day": "friday",
+            "time": "07:00",
+            "timezone": "America/New_York",
+            "max_papers": 1000,
+        }
+    ]
+
+    async def go() -> World:
+        w = await world(at("2026-12-03T12:00"), subscribers=weekly, copies=2)
+        w.days.rebuild[date(2026, 12, 4)] = time(9, 0)
+        await w.run_until(at("2026-12-11T13:00"))
+        return w
+
+    w = asyncio.run(go())
+    mail = w.mail("weekly")
+    assert local_times(mail, NEW_YORK) == ["Fri 04 07:00", "Fri 11 07:00"]
+    late_friday = [i.decode() for i in w.days.papers_of(date(2026, 12, 4))]
+    second = set(abs_links(mail[1][1]))
+    matched = [item for item in late_friday if "learning" in item.lower()]
+    assert matched and all(any(link in item for link in second) for item in matched[:5])
+    per_day = Counter(eastern_date(when) for when in w.polls)
+    assert per_day[date(2026, 12, 7)] == 2  # Monday: one poll per source, both have it
