@@ -13,7 +13,7 @@ is read once from the package by `ArxivCalendar.default`).
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from importlib.resources import files
@@ -75,26 +75,11 @@ class ArxivCalendar:
         """Whether the holiday list covers `year` (else a holiday looks like a late listing)."""
         return year in self.years
 
-    def feed_days(self, start: date, end: date) -> Iterator[date]:
-        """The feed days from `start` to `end`, both included."""
-        day = start
-        while day <= end:
-            if self.day(day).announces:
-                yield day
-            day += timedelta(days=1)
-
     def last_feed_day(self, on_or_before: date) -> date:
         """The latest feed day not after `on_or_before`."""
         day = on_or_before
         while not self.day(day).announces:
             day -= timedelta(days=1)
-        return day
-
-    def next_feed_day(self, after: date) -> date:
-        """The first feed day after `after`."""
-        day = after + timedelta(days=1)
-        while not self.day(day).announces:
-            day += timedelta(days=1)
         return day
 
 
@@ -138,6 +123,15 @@ class PollPolicy:
     interval: timedelta = timedelta(hours=1)  # sources that do not follow arXiv's calendar
 
 
+def listing_day(policy: PollPolicy, at: datetime) -> date:
+    """The Eastern date whose listing is the current one at `at`: today's once its polling
+    has started (`policy.start`), yesterday's before."""
+    day = eastern_date(at)
+    if eastern(day, policy.start) > at:
+        day -= timedelta(days=1)
+    return day
+
+
 @dataclass(frozen=True, slots=True)
 class PollPlan:
     """When a source is next polled, and what its listing is waiting for."""
@@ -170,9 +164,7 @@ def plan_poll(
     if not follows_calendar:
         at = now if last_poll is None else max(now, last_poll + policy.interval)
         return PollPlan(at, None, True, False)
-    day = _weekday_on_or_before(eastern_date(now))
-    if eastern(day, policy.start) > now:  # before today's start: yesterday's batch counts
-        day = _weekday_on_or_before(day - timedelta(days=1))
+    day = _weekday_on_or_before(listing_day(policy, now))
     expected = calendar.day(day).announces
     start = eastern(day, policy.start)
     following = eastern(_next_weekday(day), policy.start)

@@ -516,7 +516,6 @@ def run(
 
 def _fast_clock(start: Any, speed: float) -> Callable[[], Any]:
     import time
-    from datetime import UTC
 
     origin, first = time.monotonic(), start.replace(tzinfo=UTC)
     return lambda: first + timedelta(seconds=(time.monotonic() - origin) * speed)

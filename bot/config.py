@@ -31,7 +31,13 @@ from bot.checks import canonical_category, check_address, check_header_text
 from bot.errors import ConfigError, RuleError
 from bot.models import INCLUDE_CHOICES, Subscriber
 from bot.rules import format_rule, parse_rule
-from bot.schedule import Defaults, Schedule, check_timezone, parse_time, parse_weekday
+from bot.schedule import (
+    WEEKDAYS,
+    Defaults,
+    check_timezone,
+    parse_time,
+    parse_weekday,
+)
 from bot.sources import SOURCE_KINDS, load_builtin_sources
 
 CONFIG_VERSION = 1
@@ -70,9 +76,7 @@ def _check_time(value: str) -> str:
 
 
 def _check_weekday(value: str) -> str:
-    return ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")[
-        parse_weekday(value)
-    ]
+    return WEEKDAYS[parse_weekday(value)]
 
 
 RuleText = Annotated[str, AfterValidator(_check_rule)]
@@ -112,12 +116,7 @@ class DigestConfig(_Section):
 
     def defaults(self) -> Defaults:
         """The schedule of subscribers who do not set their own."""
-        schedule = Schedule(
-            every=self.schedule,
-            at=parse_time(self.time),
-            timezone=self.timezone,
-            weekday=parse_weekday(self.day),
-        )
+        schedule = Defaults().resolve(self.schedule, self.day, self.time, self.timezone)
         return Defaults(schedule, self.notify_empty)
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from bot.calendar import ArxivCalendar, PollPlan, PollPolicy, eastern, eastern_date, plan_poll
+from bot.calendar import ArxivCalendar, PollPlan, PollPolicy, eastern_date, listing_day, plan_poll
 from bot.channels import Channel
 from bot.config import Config
 from bot.digest import empty_note
@@ -42,15 +42,6 @@ from bot.sources import Source
 from bot.store import Store
 
 log = logging.getLogger(__name__)
-
-
-def slot_day(policy: PollPolicy, at: datetime) -> date:
-    """The feed day a digest sent at `at` covers last: today's (US Eastern) once its
-    listing's polling has started, yesterday's before."""
-    day = eastern_date(at)
-    if eastern(day, policy.start) > at:
-        day -= timedelta(days=1)
-    return day
 
 
 def source_plans(
@@ -106,7 +97,7 @@ def digest_plans(
         if slot.key == sub.last_slot or (sub.created is not None and slot.at < sub.created):
             result.append(DigestPlan(sub, None, upcoming))
             continue
-        day = calendar.last_feed_day(slot_day(policy, slot.at))
+        day = calendar.last_feed_day(listing_day(policy, slot.at))
         waiting = tuple(
             name
             for name, plan in plans.items()
@@ -235,16 +226,16 @@ class Daemon:
             slot = due[sub.id or 0][1]
             days = max(window, sub.schedule.days)
             previous = latest_slot(sub.schedule, slot.at - timedelta(seconds=1))
-            first = slot_day(self.policy, slot.at) - timedelta(days=days - 1)
-            return min(first, slot_day(self.policy, previous.at))
+            first = listing_day(self.policy, slot.at) - timedelta(days=days - 1)
+            return min(first, listing_day(self.policy, previous.at))
 
         def note(sub: Subscriber) -> str | None:
             if not sub.notify_empty:
                 return None
             slot = due[sub.id or 0][1]
-            day = slot_day(self.policy, slot.at)
+            day = listing_day(self.policy, slot.at)
             first = day - timedelta(days=sub.schedule.days - 1)
-            late = any(p.late and not p.has_it and p.feed_day == day for p in plans.values())
+            late = any(p.late and p.feed_day == day for p in plans.values())
             counts = self.store.papers_per_day(first, day)
             return empty_note(
                 self.calendar,
