@@ -200,19 +200,15 @@ def digest(
     config_path: Path, dry_run: bool, out_dir: Path | None, only: str | None, since: Any
 ) -> None:
     """Build and send every subscriber's digest of papers they have not received yet."""
-    from bot.channels.email import EmailChannel, FileChannel
-    from bot.pipeline import deliver, smtp_settings
+    from bot.pipeline import build_channels, deliver
 
     config = load_config(config_path)
     store = open_store(config)
-    channel: Any = (
-        FileChannel(out_dir) if out_dir is not None else EmailChannel(smtp_settings(config))
-    )
     reports = asyncio.run(
         deliver(
             config,
             store,
-            channel,
+            build_channels(config, out_dir=out_dir),
             now=utcnow(),
             since=since.date() if since else None,
             only=only,
@@ -232,26 +228,26 @@ def print_delivery(reports: Sequence[Any], *, dry_run: bool = False) -> int:
         papers = f"{n} paper{'s' if n != 1 else ''}"
         more = f" (+{r.omitted} over max_papers)" if r.omitted else ""
         if r.status == "sent":
-            click.echo(f"{r.subscriber} <{r.address}>: sent {papers}{more}")
+            click.echo(f"{r.subscriber} {r.target}: sent {papers}{more}")
         elif r.status == "written":
-            click.echo(f"{r.subscriber} <{r.address}>: {papers}{more} -> {r.where}")
+            click.echo(f"{r.subscriber} {r.target}: {papers}{more} -> {r.where}")
         elif r.status == "would-send":
-            click.echo(f"{r.subscriber} <{r.address}>: would get {papers}{more}")
+            click.echo(f"{r.subscriber} {r.target}: would get {papers}{more}")
             for item in r.digest.items if r.digest else ():
                 rules = ", ".join(item.rules)
                 click.echo(f"    {item.paper.id:<18} {item.paper.title[:70]}  [{rules}]")
         elif r.status == "nothing":
-            click.echo(f"{r.subscriber} <{r.address}>: no new matching papers")
+            click.echo(f"{r.subscriber} {r.target}: no new matching papers")
         elif r.status == "queued-elsewhere":
-            click.echo(f"{r.subscriber} <{r.address}>: already queued by another run")
+            click.echo(f"{r.subscriber} {r.target}: already queued by another run")
         elif r.status == "unrecorded":
             failed += 1
-            click.echo(f"{r.subscriber} <{r.address}>: {papers} {r.error}", err=True)
+            click.echo(f"{r.subscriber} {r.target}: {papers} {r.error}", err=True)
         elif r.status == "skipped":
             click.echo(f"{r.subscriber}: skipped ({r.error})")
         else:
             failed += 1
-            click.echo(f"{r.subscriber} <{r.address}>: FAILED {r.error}", err=True)
+            click.echo(f"{r.subscriber} {r.target}: FAILED {r.error}", err=True)
     if not reports:
         click.echo("no subscribers")
     if dry_run:
@@ -351,7 +347,7 @@ def subscribe(
         store.mark_slots({sub.id: latest_slot(sub.schedule, utcnow()).key})
     verb = "subscribed" if created else "updated"
     notes = ", with a note on empty days" if sub.notify_empty else ""
-    click.echo(f"{verb} {sub.name} <{sub.email}>: {sub.schedule.describe()}{notes}")
+    click.echo(f"{verb} {sub.name} {_where(sub)}: {sub.schedule.describe()}{notes}")
     click.echo(f"{len(sub.rules)} rule(s):")
     for number, text in enumerate(sub.rules, 1):
         click.echo(f"  {number}. {text}")
@@ -531,9 +527,9 @@ async def _run_daemon(
 ) -> int:
     import signal
 
-    from bot.channels.email import EmailChannel
-    from bot.pipeline import smtp_settings
+    from bot.pipeline import build_channels
     from bot.scheduler import Daemon
+    from bot.slack_app import build_slack_app
     from bot.sources.http import PoliteFetcher, make_client
     from bot.web import create_app, make_server
 
@@ -557,15 +553,20 @@ async def _run_daemon(
 
     for number in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(number, on_signal, number)
-    channel = EmailChannel(smtp_settings(config)) if config.email is not None else None
-    if channel is None:
-        log.warning("no [email] section: polling only, no digests are sent")
+    channels = build_channels(config)
+    if not channels:
+        log.warning("no [email] or [slack] section: polling only, no digests are sent")
+    slack = build_slack_app(config, store, channels, clock=clock)
     async with make_client() as client:
-        daemon = Daemon(config, store, fetcher=PoliteFetcher(client), channel=channel, clock=clock)
+        daemon = Daemon(
+            config, store, fetcher=PoliteFetcher(client), channels=channels, clock=clock
+        )
         server = None
         if web is not None:
-            server = make_server(create_app(daemon), host=web[0], port=web[1])
-            log.info("web app on http://%s:%d (/healthz, /metrics)", web[0], web[1])
+            app = create_app(daemon, slack=slack.http if slack else None)
+            server = make_server(app, host=web[0], port=web[1])
+            log.info("web app on http://%s:%d (%s)", web[0], web[1], _routes(slack))
+        socket = _socket_mode(slack, stop)
         subscribers = daemon.subscribers()
         log.info(
             "paperbell %s running: %d sources, %d subscribers; tick every %gs",
@@ -578,10 +579,99 @@ async def _run_daemon(
             await daemon.serve(stop, web=server, interval=config.daemon.tick_seconds / speed)
         except asyncio.CancelledError:
             return 130
+        finally:
+            await _stop_slack(slack, socket, stop)
     if server is not None and not stop.is_set():
         log.error("the web app stopped (is port %d free?)", web[1] if web else 0)
         return EXIT_FAILED
     log.info("stopped")
+    return EXIT_OK
+
+
+def _where(sub: Any) -> str:
+    """Where a subscriber's digests go: `<ada@lab.example>`, `slack #robots`, both."""
+    places = [
+        f"<{sub.email}>" + ("" if sub.email_confirmed else " (unconfirmed)") if sub.email else "",
+        f"slack {sub.slack_channel or sub.slack_user or 'webhook ' + (sub.slack_webhook or '')}"
+        if (sub.slack_channel or sub.slack_user or sub.slack_webhook)
+        else "",
+    ]
+    return " + ".join(p for p in places if p) or "(nowhere)"
+
+
+def _routes(slack: Any) -> str:
+    routes = "/healthz, /metrics"
+    return routes + (", POST /slack/commands" if slack is not None and slack.http else "")
+
+
+def _socket_mode(slack: Any, stop: asyncio.Event) -> asyncio.Task[None] | None:
+    """Receive slash commands over Socket Mode, if [slack] app_token_env is set."""
+    if slack is None or not slack.app_token:
+        return None
+    from bot.slack_app import run_socket_mode
+
+    async def connect() -> None:
+        try:
+            await run_socket_mode(
+                slack.responder, app_token=slack.app_token, api_url=slack.api_url, stop=stop
+            )
+        except Exception as exc:  # the daemon goes on; the commands are off
+            log.error("Socket Mode failed: %s; slash commands are unavailable", exc)
+
+    return asyncio.create_task(connect())
+
+
+async def _stop_slack(slack: Any, socket: asyncio.Task[None] | None, stop: asyncio.Event) -> None:
+    stop.set()
+    if socket is not None:
+        await asyncio.gather(socket, return_exceptions=True)
+    if slack is not None:
+        await slack.responder.wait()
+
+
+@main.command()
+@config_option
+@click.option("--host", help="Address the web app listens on. [default: [web] host]")
+@click.option("--port", type=click.IntRange(0, 65535), help="Its port. [default: [web] port]")
+@handle_errors
+def serve(config_path: Path, host: str | None, port: int | None) -> None:
+    """Serve the Slack slash command alone (no polling, no scheduled digests).
+
+    POST /slack/commands (when [slack] signing_secret_env is set) and Socket Mode (when
+    [slack] app_token_env is set). `paperbell run` serves the same beside the daemon.
+    """
+    config = load_config(config_path)
+    if config.slack is None or not config.slack.bot_token:
+        raise ConfigError(["slack.bot_token_env: `serve` needs the Slack app's bot token"])
+    if not logging.getLogger().isEnabledFor(logging.INFO):
+        logging.getLogger().setLevel(logging.INFO)
+    store = open_store(config)
+    where = (host or config.web.host, config.web.port if port is None else port)
+    sys.exit(asyncio.run(_serve(config, store, where)))
+
+
+async def _serve(config: Config, store: Store, where: tuple[str, int]) -> int:
+    import signal
+
+    from bot.pipeline import build_channels
+    from bot.slack_app import build_slack_app
+    from bot.web import create_app, make_server
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(number, stop.set)
+    slack = build_slack_app(config, store, build_channels(config), clock=utcnow)
+    assert slack is not None
+    server = make_server(create_app(slack=slack.http), host=where[0], port=where[1])
+    http = "POST /slack/commands" if slack.http else "no routes: Socket Mode only"
+    log.info("web app on http://%s:%d (%s)", where[0], where[1], http)
+    socket = _socket_mode(slack, stop)
+    web = asyncio.create_task(server.serve())
+    await asyncio.wait([web, asyncio.create_task(stop.wait())], return_when="FIRST_COMPLETED")
+    server.should_exit = True
+    await asyncio.gather(web, return_exceptions=True)
+    await _stop_slack(slack, socket, stop)
     return EXIT_OK
 
 
@@ -750,7 +840,7 @@ def list_(config_path: Path) -> None:
         else:
             status = "unsubscribed"
         when = f", last {last:%Y-%m-%d %H:%M} UTC" if last else ""
-        click.echo(f"{sub.name} <{sub.email}> [{sub.origin}, {status}] {got} papers sent{when}")
+        click.echo(f"{sub.name} {_where(sub)} [{sub.origin}, {status}] {got} papers sent{when}")
         extra = []
         if sub.categories:
             extra.append("categories " + ", ".join(sub.categories))

@@ -45,6 +45,11 @@ DEFAULT_DATABASE_URL = "sqlite:///paperbell.sqlite"
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@\-]{0,63}$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SLACK_CHANNEL_RE = re.compile(r"^(#[a-z0-9][a-z0-9_\-]{0,79}|[CG][A-Z0-9]{6,20})$")
+SLACK_USER_RE = re.compile(r"^[UW][A-Z0-9]{6,20}$")
+SLACK_API_URL = "https://slack.com/api/"
+# Keys that would hold a secret in the file; each has a `<key>_env` naming its variable.
+SECRET_KEYS = ("password", "bot_token", "signing_secret", "app_token", "webhook_url")
 PLACEHOLDER_SECRETS = {"", "changeme", "change-me", "password", "secret", "xxx", "todo", "..."}
 
 
@@ -87,6 +92,34 @@ Every = Literal["daily", "weekly"]
 CategoryName = Annotated[str, AfterValidator(_check_category)]
 EmailAddress = Annotated[str, AfterValidator(_check_email)]
 HeaderText = Annotated[str, AfterValidator(_check_header)]
+
+
+def _check_env_name(value: str) -> str:
+    if not ENV_NAME_RE.match(value):
+        raise ValueError(f"{value!r} is not an environment variable name")
+    return value
+
+
+def _check_slack_channel(value: str) -> str:
+    if not SLACK_CHANNEL_RE.match(value):
+        raise ValueError(
+            f"{value!r} is not a Slack channel: write '#name' (lower case) or its id (C0123ABCD)"
+        )
+    return value
+
+
+def _check_slack_user(value: str) -> str:
+    if not SLACK_USER_RE.match(value):
+        raise ValueError(
+            f"{value!r} is not a Slack user id: use the member id (U0123ABCD), shown in the "
+            "person's Slack profile under 'Copy member ID'"
+        )
+    return value
+
+
+EnvName = Annotated[str, AfterValidator(_check_env_name)]
+SlackChannel = Annotated[str, AfterValidator(_check_slack_channel)]
+SlackUser = Annotated[str, AfterValidator(_check_slack_user)]
 
 
 class _Section(BaseModel):
@@ -208,7 +241,7 @@ class EmailConfig(_Section):
     port: int | None = Field(None, ge=1, le=65535)
     security: Literal["starttls", "tls", "none"] = "starttls"
     username: str | None = None
-    password_env: str | None = None
+    password_env: EnvName | None = None
     timeout: float = Field(30.0, gt=0, le=600)
     list_id: HeaderText = "paperbell digest"
     unsubscribe_mailto: EmailAddress | None = None
@@ -219,13 +252,6 @@ class EmailConfig(_Section):
     def _from_address(cls, value: str) -> str:
         _, address = parseaddr(value)
         _check_email(address)
-        return value
-
-    @field_validator("password_env")
-    @classmethod
-    def _env_name(cls, value: str | None) -> str | None:
-        if value is not None and not ENV_NAME_RE.match(value):
-            raise ValueError(f"{value!r} is not an environment variable name")
         return value
 
     @property
@@ -241,9 +267,43 @@ class EmailConfig(_Section):
         return self.port or {"starttls": 587, "tls": 465, "none": 25}[self.security]
 
 
+class SlackConfig(_Section):
+    """`[slack]`: the Slack app (bot token, slash command) and how posts are paced."""
+
+    bot_token_env: EnvName | None = None
+    signing_secret_env: EnvName | None = None
+    app_token_env: EnvName | None = None
+    api_url: str = SLACK_API_URL
+    command: str = "/papers"
+    post_interval_seconds: float = Field(1.0, ge=0, le=60)
+    timeout: float = Field(30.0, gt=0, le=600)
+    channel_managers: list[SlackUser] = []
+    # Filled from the environment only.
+    bot_token: str | None = Field(None, exclude=True)
+    signing_secret: str | None = Field(None, exclude=True)
+    app_token: str | None = Field(None, exclude=True)
+
+    @field_validator("api_url")
+    @classmethod
+    def _api_url(cls, value: str) -> str:
+        if not value.startswith(("https://", "http://")):
+            raise ValueError("use an http(s):// URL, e.g. https://slack.com/api/")
+        return value if value.endswith("/") else value + "/"
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, value: str) -> str:
+        if not re.match(r"^/[a-z0-9_\-]{1,31}$", value):
+            raise ValueError("a slash command is '/' and up to 31 lower-case letters or digits")
+        return value
+
+
 class SubscriberConfig(_Section):
     name: str
-    email: EmailAddress
+    email: EmailAddress | None = None
+    slack_channel: SlackChannel | None = None
+    slack_user: SlackUser | None = None
+    webhook_url_env: EnvName | None = None
     rules: list[RuleText] = Field(min_length=1)
     categories: list[CategoryName] = []
     max_papers: int = Field(50, ge=1, le=1000)
@@ -254,6 +314,19 @@ class SubscriberConfig(_Section):
     time: TimeOfDay | None = None
     timezone: TimeZoneName | None = None
     notify_empty: bool | None = None
+
+    @model_validator(mode="after")
+    def _somewhere(self) -> SubscriberConfig:
+        if not (self.email or self.slack_channel or self.slack_user or self.webhook_url_env):
+            raise ValueError(
+                "say where the digests go: email, slack_channel, slack_user or webhook_url_env"
+            )
+        if self.slack_user and (self.slack_channel or self.webhook_url_env):
+            raise ValueError(
+                "slack_user (a direct message) and a channel (slack_channel, webhook_url_env) "
+                "are two subscribers: declare the channel on its own"
+            )
+        return self
 
     @model_validator(mode="after")
     def _distinct_rules(self) -> SubscriberConfig:
@@ -285,6 +358,9 @@ class SubscriberConfig(_Section):
             origin="config",
             schedule=base.resolve(self.schedule, self.day, self.time, self.timezone),
             notify_empty=base.notify_empty if notify is None else notify,
+            slack_channel=self.slack_channel,
+            slack_user=self.slack_user,
+            slack_webhook=self.webhook_url_env,
         )
 
 
@@ -298,7 +374,10 @@ class Config(_Section):
     web: WebConfig = Field(default_factory=WebConfig)
     sources: list[SourceConfig] = []
     email: EmailConfig | None = None
+    slack: SlackConfig | None = None
     subscribers: list[SubscriberConfig] = []
+    # Incoming webhook URLs by the environment variable that holds them (filled at load).
+    webhooks: dict[str, str] = Field(default_factory=dict, exclude=True)
     path: Path | None = Field(None, exclude=True)
 
     @field_validator("version")
@@ -346,8 +425,8 @@ def _problems(error: ValidationError) -> list[str]:
             key = str(loc[-1]) if loc else "?"
             message = (
                 "a secret does not belong in the file: set it in an environment variable "
-                "and name that variable in password_env"
-                if key == "password"
+                f"and name that variable in {key}_env"
+                if key in SECRET_KEYS
                 else f"unknown key {key!r}"
             )
         elif item["type"] == "missing":
@@ -386,13 +465,17 @@ def parse_config(
     """Validate a config mapping; raise ConfigError listing every problem at once."""
     raw = dict(data)
     problems: list[str] = []
+    # The sections' secret fields are filled from the environment only: a value written in
+    # the file is refused (and dropped, so the schema does not report it twice).
+    for section, key in (("email", "password"), *(("slack", k) for k in SECRET_KEYS[1:4])):
+        table = raw.get(section)
+        if isinstance(table, dict) and key in table:
+            raw[section] = {k: v for k, v in table.items() if k != key}
+            problems.append(
+                f"{section}.{key}: a secret does not belong in the file: set it in an "
+                f"environment variable and name that variable in {key}_env"
+            )
     email = raw.get("email")
-    if isinstance(email, dict) and "password" in email:
-        raw["email"] = email = {k: v for k, v in email.items() if k != "password"}
-        problems.append(
-            "email.password: a secret does not belong in the file: set it in an environment "
-            "variable and name that variable in password_env"
-        )
     # These checks read the raw data, so they are reported even when the schema fails too.
     problems += _duplicate_names(raw)
     password, secret_problems = _password(email, os.environ if environ is None else environ)
@@ -401,14 +484,90 @@ def parse_config(
         config = Config.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(_problems(exc) + problems, source=source) from None
-    if config.subscribers and config.email is None:
-        problems.append("email: an [email] section is needed to send the subscribers' digests")
+    env = os.environ if environ is None else environ
+    problems += _destination_problems(config)
+    slack_problems, webhooks = _slack_secrets(config, env)
+    problems += slack_problems
     if problems:
         raise ConfigError(problems, source=source)
     config.path = path
+    config.webhooks = webhooks
     if config.email is not None:
         config.email.password = password
     return config
+
+
+def _destination_problems(config: Config) -> list[str]:
+    """Each subscriber's channels need their section: [email] for mail, [slack] for posts."""
+    problems = []
+    for index, sub in enumerate(config.subscribers):
+        if sub.email and config.email is None:
+            problems.append(
+                f"subscribers[{index}].email: an [email] section is needed to send "
+                f"{sub.name}'s digests by email"
+            )
+        if sub.slack_channel or sub.slack_user:
+            if sub.webhook_url_env:
+                continue  # the webhook posts; slack_channel only names it
+            if config.slack is None or not config.slack.bot_token_env:
+                key = "slack_channel" if sub.slack_channel else "slack_user"
+                problems.append(
+                    f"subscribers[{index}].{key}: posting to Slack needs [slack] bot_token_env "
+                    "(or, for a channel, the subscriber's webhook_url_env)"
+                )
+    return problems
+
+
+# What each Slack secret looks like: (config key, prefixes, what it is).
+SLACK_SECRETS = (
+    ("bot_token_env", ("xoxb-",), "a bot token (xoxb-...)"),
+    ("signing_secret_env", (), "the app's signing secret"),
+    ("app_token_env", ("xapp-",), "an app-level token (xapp-...)"),
+)
+
+
+def _slack_secrets(config: Config, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """Read the Slack tokens and webhook URLs from the variables the config names."""
+    problems: list[str] = []
+    slack = config.slack
+    if slack is not None:
+        for key, prefixes, what in SLACK_SECRETS:
+            name = getattr(slack, key)
+            if not name:
+                continue
+            value, problem = _secret(f"slack.{key}", name, env, what=what)
+            value = value.strip() if value is not None else None
+            if value is not None and prefixes and not value.startswith(prefixes):
+                value, problem = None, f"slack.{key}: {name} does not hold {what}"
+            if problem:
+                problems.append(problem)
+            setattr(slack, key.removesuffix("_env"), value)
+    webhooks: dict[str, str] = {}
+    for index, sub in enumerate(config.subscribers):
+        name = sub.webhook_url_env
+        if not name or name in webhooks:
+            continue
+        label = f"subscribers[{index}].webhook_url_env"
+        value, problem = _secret(label, name, env, what="a webhook URL")
+        if value is not None and not value.startswith(("https://", "http://")):
+            value, problem = None, f"{label}: {name} does not hold a webhook URL (https://...)"
+        if problem:
+            problems.append(problem)
+        elif value is not None:
+            webhooks[name] = value
+    return problems, webhooks
+
+
+def _secret(
+    label: str, name: str, env: Mapping[str, str], *, what: str
+) -> tuple[str | None, str | None]:
+    """A secret from the environment variable `name`, or the problem with it."""
+    value = env.get(name)
+    if value is None:
+        return None, f"{label}: the environment variable {name} is not set"
+    if value.strip().lower() in PLACEHOLDER_SECRETS:
+        return None, f"{label}: {name} holds a placeholder, not {what}"
+    return value, None
 
 
 def _duplicate_names(raw: Mapping[str, Any]) -> list[str]:
@@ -443,12 +602,8 @@ def _password(email: Any, env: Mapping[str, str]) -> tuple[str | None, list[str]
         return None, []
     if not isinstance(name, str) or not ENV_NAME_RE.match(name):
         return None, []  # the schema reports it
-    value = env.get(name)
-    if value is None:
-        return None, [f"email.password_env: the environment variable {name} is not set"]
-    if value.strip().lower() in PLACEHOLDER_SECRETS:
-        return None, [f"email.password_env: {name} holds a placeholder, not a password"]
-    return value, []
+    value, problem = _secret("email.password_env", name, env, what="a password")
+    return value, [problem] if problem else []
 
 
 def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> Config:

@@ -20,11 +20,11 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 
-from bot.channels.email import EmailChannel
 from bot.checks import ARCHIVES
 from bot.config import parse_config
 from bot.models import Paper
-from bot.pipeline import deliver, poll, smtp_settings
+from bot.pipeline import build_channels, deliver, poll
+from bot.slack_standin import SlackStandIn
 from bot.sources.arxiv import parse_listing
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store, utcnow
@@ -32,6 +32,9 @@ from bot.store import Store, utcnow
 DEMO_FEED = "rss_all-archives-combined_2024-11-28.xml.gz"
 DEMO_DAY = date(2024, 11, 28)
 ALL_ARCHIVES = sorted(ARCHIVES)  # the bundled feed is the whole of arXiv
+
+DEMO_CHANNEL = "#robot-learning"
+DEMO_TOKEN_VARIABLE = "PAPERBELL_DEMO_SLACK_TOKEN"
 
 DEMO_SUBSCRIBERS: list[dict[str, Any]] = [
     {
@@ -51,6 +54,7 @@ DEMO_SUBSCRIBERS: list[dict[str, Any]] = [
         "email": "robotics@lab.example",
         "rules": ["robot cat:cs.RO", '"diffusion policy"', "multi-agent"],
         "categories": ["cs"],
+        "slack_channel": DEMO_CHANNEL,  # beside the email: the lab's channel
     },
 ]
 
@@ -108,6 +112,8 @@ async def run_demo(out_dir: Path, *, echo: Callable[[str], None] = print) -> int
     handler = SavingHandler(mail_dir)
     port = free_port()
     controller = Controller(handler, hostname="127.0.0.1", port=port)
+    slack = SlackStandIn().start()
+    slack.add_channel("C0DEMOROBOT", DEMO_CHANNEL.removeprefix("#"))
     config = parse_config(
         {
             "version": 1,
@@ -127,16 +133,23 @@ async def run_demo(out_dir: Path, *, echo: Callable[[str], None] = print) -> int
                 "port": port,
                 "security": "none",
             },
+            "slack": {
+                "bot_token_env": DEMO_TOKEN_VARIABLE,
+                "api_url": slack.base_url,
+                "post_interval_seconds": 0,
+            },
             "subscribers": DEMO_SUBSCRIBERS,
         },
         source="demo config",
-        environ={},
+        environ={DEMO_TOKEN_VARIABLE: slack.token},
     )
     store = Store.open(config.database_url())
     controller.start()
+    slack_file = out_dir / "slack" / "posted.json"
     try:
         now = utcnow()
         echo(f"SMTP server listening on 127.0.0.1:{port}; mail is saved in {mail_dir}")
+        echo(f"Slack stand-in on {slack.base_url}; what is posted is saved in {slack_file}")
         async with make_client() as client:
             reports = await poll(config, store, PoliteFetcher(client), now=now)
         for r in reports:
@@ -147,23 +160,34 @@ async def run_demo(out_dir: Path, *, echo: Callable[[str], None] = print) -> int
                 f"poll {r.source}: {r.items} papers in the {r.announced} listing, "
                 f"{r.new} new, {r.unchanged} already stored"
             )
-        channel = EmailChannel(smtp_settings(config))
-        results = await deliver(config, store, channel, now=now, since=DEMO_DAY)
+        results = await deliver(config, store, build_channels(config), now=now, since=DEMO_DAY)
     finally:
         controller.stop()
         store.close()
+        slack.stop()
+    if slack.messages():
+        slack_file.parent.mkdir(parents=True, exist_ok=True)
+        slack.save_json(slack_file)
     failed = 0
     for d in results:
-        if d.status == "sent":
+        if d.status == "sent" and d.channel == "slack":
+            posts = len(slack.messages())
+            echo(
+                f"digest {d.subscriber} {d.target}: {d.count} papers posted "
+                f"(a summary and its thread, {posts} messages) -> {slack_file}"
+            )
+        elif d.status == "sent":
             files_ = handler.saved.get(d.address or "", [])
             where = f" -> {files_[-1]} (+ .html)" if files_ else ""
-            echo(f"digest {d.subscriber} <{d.address}>: {d.count} papers sent{where}")
+            echo(f"digest {d.subscriber} {d.target}: {d.count} papers sent{where}")
         elif d.status == "nothing":
-            echo(f"digest {d.subscriber} <{d.address}>: nothing new (already delivered)")
+            echo(f"digest {d.subscriber} {d.target}: nothing new (already delivered)")
         else:
             failed += 1
             echo(f"digest {d.subscriber}: {d.status.upper()} {d.error or ''}")
     sent = sum(1 for d in results if d.status == "sent")
+    if slack.messages():
+        echo(f"the Slack posts (Block Kit JSON, as Slack would receive them): {slack_file}")
     if sent == 0 and not failed:
         echo("nothing was sent twice: every matching paper had already been delivered.")
     echo(f"done: {sent} digests sent; open the .html files in {mail_dir} to see them.")

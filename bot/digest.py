@@ -215,14 +215,24 @@ def build_digest(
         groups=tuple(DigestGroup(rule=r, items=tuple(i)) for r, i in groups.items() if i),
         omitted=omitted,
         announced=tuple(announced),
+        channel=channel,
     )
 
 
-def note_digest(subscriber: Subscriber, note: str, *, period: str, now: datetime) -> Digest:
+def note_digest(
+    subscriber: Subscriber, note: str, *, period: str, now: datetime, channel: str = "email"
+) -> Digest:
     """A digest with no papers that says why (for subscribers with `notify_empty`)."""
-    key = hashlib.sha256(f"{subscriber.name}\nnote\n{period}\n".encode()).hexdigest()[:32]
+    # The email's key is unchanged from before there were other channels.
+    kind = "" if channel == "email" else f"{channel}\n"
+    key = hashlib.sha256(f"{subscriber.name}\nnote\n{kind}{period}\n".encode()).hexdigest()[:32]
     return Digest(
-        subscriber=subscriber, digest_id=f"paperbell.{key}", created=now, groups=(), note=note
+        subscriber=subscriber,
+        digest_id=f"paperbell.{key}",
+        created=now,
+        groups=(),
+        note=note,
+        channel=channel,
     )
 
 

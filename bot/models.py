@@ -1,8 +1,9 @@
 """The data paperbell passes between its stages. Data only: no I/O, no database session.
 
 `Paper` is what every source produces and every later stage reads. `Subscriber` is a
-person (or, later, a channel) with rules. `Hit`, `DigestItem`, `DigestGroup` and `Digest`
-carry a subscriber's matches from the digest builder to the renderers and channels.
+person (by email, Slack direct message) or a Slack channel, with rules. `Hit`, `DigestItem`,
+`DigestGroup` and `Digest` carry a subscriber's matches from the digest builder to the
+renderers and channels.
 The database tables live in `bot.store`; they convert to and from these classes.
 """
 
@@ -105,6 +106,33 @@ class Subscriber:
     notify_empty: bool = False  # on a digest day with nothing to send, say why
     created: datetime | None = None  # when it was stored: no digest is due before
     last_slot: str | None = None  # the last schedule slot the daemon handled
+    # Slack: a channel ("#robot-learning" or an id), or a user (a direct message), reached
+    # with the bot token; or a channel's incoming webhook, named by its environment variable.
+    slack_channel: str | None = None
+    slack_user: str | None = None
+    slack_webhook: str | None = None
+    # An address learnt from Slack waits for its owner's confirmation before mail goes to it.
+    email_confirmed: bool = True
+
+    def targets(self) -> tuple[tuple[str, str], ...]:
+        """Where this subscriber's digests go: (channel kind, recipient) pairs, one per kind."""
+        found: list[tuple[str, str]] = []
+        if self.email and self.email_confirmed:
+            found.append(("email", self.email))
+        slack = (
+            f"webhook:{self.slack_webhook}"
+            if self.slack_webhook
+            else self.slack_channel or self.slack_user
+        )
+        if slack:
+            found.append(("slack", slack))
+        return tuple(found)
+
+    @property
+    def address(self) -> str | None:
+        """Where digests go, for people to read: the email, or the Slack channel or user."""
+        targets = self.targets()
+        return ", ".join(recipient for _, recipient in targets) if targets else None
 
     def takes_categories_of(self, paper: Paper) -> bool:
         """Whether the paper is in one of the subscriber's categories (or any, if none)."""
@@ -167,6 +195,7 @@ class Digest:
     announced: tuple[date, ...] = field(default=())  # announcement days the papers belong to
     # A digest with no papers is a note: it says why (no announcement today, nothing matched).
     note: str | None = None
+    channel: str = "email"  # the kind of channel it is built for ("email", "slack")
 
     @property
     def items(self) -> tuple[DigestItem, ...]:

@@ -18,11 +18,9 @@ import logging
 import os
 import platform
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from email import message_from_bytes, policy
-from email.message import EmailMessage
 from typing import cast
 
 from bot.channels import Channel, SendOutcome
@@ -66,9 +64,12 @@ def worker_name() -> str:
     return f"{platform.node()}:{os.getpid()}"
 
 
+Channels = Channel | Mapping[str, Channel]
+
+
 async def drain(
     store: Store,
-    channel: Channel,
+    channels: Channels,
     *,
     clock: Callable[[], datetime],
     owner: str | None = None,
@@ -82,7 +83,9 @@ async def drain(
 
     `due_only=False` (a run from the command line) also takes records waiting for a retry:
     the person running it asked for delivery now. Each record is tried at most once per
-    call."""
+    call. `channels` maps a record's channel kind ("email", "slack") to what sends it."""
+    if not isinstance(channels, Mapping):
+        channels = {channels.name: channels}
     retry = retry or RetryPolicy()
     owner = owner or worker_name()
     attempts: list[Attempt] = []
@@ -99,10 +102,36 @@ async def drain(
         if not items:
             return attempts
         tried.update(item.id for item in items)
-        attempts += await _send_batch(
-            store, channel, items, clock=clock, retry=retry, rand=rand, should_stop=should_stop
-        )
+        kinds: dict[str, list[OutboxItem]] = {}
+        for item in items:
+            kinds.setdefault(item.channel, []).append(item)
+        for kind, group in kinds.items():
+            channel = channels.get(kind)
+            if channel is None:
+                attempts += _unsendable(store, group, kind, clock=clock, retry=retry, rand=rand)
+                continue
+            attempts += await _send_batch(
+                store, channel, group, clock=clock, retry=retry, rand=rand, should_stop=should_stop
+            )
     return attempts
+
+
+def _unsendable(
+    store: Store,
+    items: list[OutboxItem],
+    kind: str,
+    *,
+    clock: Callable[[], datetime],
+    retry: RetryPolicy,
+    rand: Callable[[], float],
+) -> list[Attempt]:
+    """Records for a channel this run cannot send (its section left the config): they wait
+    for a run that can, and are given up like any failure after the last attempt."""
+    outcomes = [
+        SendOutcome(item, ok=False, error=f"no {kind} channel is configured ([{kind}])")
+        for item in items
+    ]
+    return _record_failures(store, outcomes, clock=clock, retry=retry, rand=rand)
 
 
 async def _send_batch(
@@ -126,15 +155,39 @@ async def _send_batch(
             log.error("digest for %s was sent but not recorded: %s", item.subscriber, exc)
             unrecorded[item.id] = f"sent, but not recorded: {exc}"
 
-    batch = [(item, _message(item)) for item in items]
-    outcomes: list[SendOutcome] = await channel.send_all(batch, on_sent, should_stop=should_stop)
+    def on_progress(item: OutboxItem, progress: str) -> None:
+        try:
+            store.mark_progress(item.id, progress)
+        except StoreError as exc:  # a retry may repeat the messages sent so far
+            log.error("digest for %s: cannot record its progress: %s", item.subscriber, exc)
+
+    batch = [(item, channel.load(item.payload, item.progress)) for item in items]
+    outcomes: list[SendOutcome] = await channel.send_all(
+        batch, on_sent, should_stop=should_stop, on_progress=on_progress
+    )
     results: list[Attempt] = []
     for outcome in outcomes:
         item = cast(OutboxItem, outcome.item)
         if outcome.ok:
             problem = unrecorded.get(item.id)
             results.append(Attempt(item, "unrecorded" if problem else "sent", error=problem))
-            continue
+        else:
+            results += _record_failures(store, [outcome], clock=clock, retry=retry, rand=rand)
+    return results
+
+
+def _record_failures(
+    store: Store,
+    outcomes: list[SendOutcome],
+    *,
+    clock: Callable[[], datetime],
+    retry: RetryPolicy,
+    rand: Callable[[], float],
+) -> list[Attempt]:
+    """Schedule a retry of each failed record, or give it up (its papers go back)."""
+    results: list[Attempt] = []
+    for outcome in outcomes:
+        item = cast(OutboxItem, outcome.item)
         error = outcome.error or "unknown error"
         attempt = item.attempts + 1
         if outcome.permanent or attempt >= retry.max_attempts:
@@ -155,8 +208,3 @@ async def _send_batch(
             log.warning("digest for %s: %s; retry at %s", item.subscriber, error, when)
             results.append(Attempt(item, "retry", error=error, next_attempt=when))
     return results
-
-
-def _message(item: OutboxItem) -> EmailMessage:
-    """The queued message, parsed back (sent byte for byte as it was built)."""
-    return cast(EmailMessage, message_from_bytes(item.payload, policy=policy.SMTP))

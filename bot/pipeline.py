@@ -8,20 +8,23 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.channels import Channel
-from bot.channels.email import SmtpSettings
+from bot.channels.email import EmailChannel, FileChannel, SmtpSettings
+from bot.channels.slack import WEBHOOK_PREFIX, SlackChannel, SlackSettings, slack_delivery
 from bot.config import Config, EmailConfig
 from bot.digest import build_digest, match_rules, note_digest
 from bot.errors import ConfigError, PaperbellError, RuleError, SourceError
 from bot.models import Digest, Paper, Subscriber
-from bot.outbox import RetryPolicy, drain
+from bot.outbox import Channels, RetryPolicy, drain
 from bot.render.email import EmailSettings, build_message
+from bot.render.slack import build_posts
 from bot.rules import Rule, parse_rule
 from bot.sources import SOURCE_KINDS, FetchState, Source, load_builtin_sources
 from bot.store import Store
@@ -61,6 +64,14 @@ class DeliveryReport:
     error: str | None = None
     where: str | None = None
     digest: Digest | None = field(default=None, repr=False)
+    channel: str = "email"
+
+    @property
+    def target(self) -> str:
+        """Where it went, for people: `<ada@lab.example>`, `slack #robot-learning`."""
+        if self.address is None:
+            return "(nowhere)"
+        return f"<{self.address}>" if self.channel == "email" else f"slack {self.address}"
 
 
 def build_sources(config: Config) -> list[Source]:
@@ -178,6 +189,33 @@ def email_settings(config: Config) -> EmailSettings:
     )
 
 
+def slack_settings(config: Config) -> SlackSettings:
+    """How to reach Slack, from [slack] and the subscribers' webhook variables."""
+    slack = config.slack
+    if slack is None:
+        return SlackSettings(token=None, webhooks=dict(config.webhooks))
+    return SlackSettings(
+        token=slack.bot_token,
+        api_url=slack.api_url,
+        post_interval=slack.post_interval_seconds,
+        timeout=slack.timeout,
+        webhooks=dict(config.webhooks),
+    )
+
+
+def build_channels(config: Config, *, out_dir: Path | None = None) -> dict[str, Channel]:
+    """The channels the config sets up, by kind; with `out_dir`, one that writes files."""
+    if out_dir is not None:
+        files = FileChannel(out_dir)
+        return {kind: files for kind in PAYLOADS}
+    channels: dict[str, Channel] = {}
+    if config.email is not None:
+        channels["email"] = EmailChannel(smtp_settings(config))
+    if config.slack is not None or config.webhooks:
+        channels["slack"] = SlackChannel(slack_settings(config))
+    return channels
+
+
 def retry_policy(config: Config) -> RetryPolicy:
     """The outbox's leases and retries from [delivery]."""
     d = config.delivery
@@ -201,7 +239,7 @@ def window_start(config: Config, now: datetime) -> date:
 async def deliver(
     config: Config,
     store: Store,
-    channel: Channel,
+    channels: Channels,
     *,
     now: datetime,
     since: date | Callable[[Subscriber], date] | None = None,
@@ -216,9 +254,10 @@ async def deliver(
     note: Callable[[Subscriber], str | None] | None = None,
     should_stop: Callable[[], bool] = lambda: False,
 ) -> list[DeliveryReport]:
-    """Build every subscriber's digest from stored papers they have not received, queue it
-    in the outbox (with its papers, in one transaction), then send what the outbox holds
-    through `channel`, recording each message right after the channel accepted it.
+    """Build every subscriber's digest, per channel they take (email, Slack), from stored
+    papers they have not received there, queue it in the outbox (with its papers, in one
+    transaction), then send what the outbox holds through `channels` (kind -> channel; one
+    channel serves every kind), recording each message right after it was accepted.
 
     `dry_run` builds and reports but sends and records nothing; `record=False` sends (e.g. to
     files) without queueing or recording. `period(subscriber)` names the schedule slot a
@@ -242,7 +281,8 @@ async def deliver(
             raise PaperbellError(
                 f"no active subscriber named {only!r}", hint="see `paperbell list`"
             )
-    settings = email_settings(config)
+    if not isinstance(channels, Mapping):
+        channels = {kind: channels for kind in PAYLOADS}
     default_since = window_start(config, now)
     if callable(since):
         since_of = since
@@ -255,75 +295,102 @@ async def deliver(
     reports: list[DeliveryReport] = []
     parsed: list[tuple[Subscriber, list[Rule]]] = []
     for sub in subscribers:
-        if not sub.email:
-            reports.append(DeliveryReport(sub.name, None, "skipped", error="no email address"))
+        if not sub.targets():
+            why = "no confirmed email address" if sub.email else "nowhere to deliver"
+            reports.append(DeliveryReport(sub.name, None, "skipped", error=why))
             continue
         try:
             parsed.append((sub, [parse_rule(text) for text in sub.rules]))
         except RuleError as exc:
-            reports.append(DeliveryReport(sub.name, sub.email, "failed", error=f"bad rule: {exc}"))
+            reports.append(
+                DeliveryReport(sub.name, sub.address, "failed", error=f"bad rule: {exc}")
+            )
     # One matcher for everyone: each distinct rule once, each paper analyzed once.
     matches = match_rules((rule for _, rules in parsed for rule in rules), papers)
 
-    batch = []
+    batch: list[tuple[Digest, str, bytes]] = []  # digest, recipient, payload
     for sub, rules in parsed:
-        delivered = store.delivered_versions(sub.id, "email") if sub.id else {}
-        digest = build_digest(
-            sub,
-            rules,
-            papers,
-            delivered=delivered,
-            now=now,
-            channel="email",
-            since=since_of(sub),
-            matches=matches,
-        )
-        text = note(sub) if note is not None and digest is None else None
-        if digest is None and text is not None:
-            slot = period(sub) if period else f"note:{now:%Y-%m-%d}"
-            digest = note_digest(sub, text, period=slot, now=now)
-        if digest is None:
-            reports.append(DeliveryReport(sub.name, sub.email, "nothing"))
-            continue
-        try:
-            message = build_message(digest, settings, now=now)
-        except ValueError as exc:
-            reports.append(DeliveryReport(sub.name, sub.email, "failed", error=str(exc)))
-            continue
-        batch.append((digest, message))
+        for kind, recipient in sub.targets():
+            if kind not in channels:
+                reports.append(
+                    DeliveryReport(
+                        sub.name,
+                        recipient,
+                        "skipped",
+                        error=f"no {kind} channel is configured ([{kind}])",
+                        channel=kind,
+                    )
+                )
+                continue
+            delivered = store.delivered_versions(sub.id, kind) if sub.id else {}
+            digest = build_digest(
+                sub,
+                rules,
+                papers,
+                delivered=delivered,
+                now=now,
+                channel=kind,
+                since=since_of(sub),
+                matches=matches,
+            )
+            text = note(sub) if note is not None and digest is None else None
+            if digest is None and text is not None:
+                slot = period(sub) if period else f"note:{now:%Y-%m-%d}"
+                digest = note_digest(sub, text, period=slot, now=now, channel=kind)
+            if digest is None:
+                reports.append(DeliveryReport(sub.name, recipient, "nothing", channel=kind))
+                continue
+            try:
+                payload = PAYLOADS[kind](config, digest, recipient, now)
+            except ValueError as exc:
+                reports.append(
+                    DeliveryReport(sub.name, recipient, "failed", error=str(exc), channel=kind)
+                )
+                continue
+            batch.append((digest, recipient, payload))
 
     if dry_run:
-        for digest, _ in batch:
-            reports.append(_report(digest, "would-send"))
+        for digest, recipient, _ in batch:
+            reports.append(_report(digest, recipient, "would-send"))
         return _in_order(reports, subscribers)
     if not record:  # written to files: nothing queued, nothing recorded
-        for outcome in await channel.send_all(batch, lambda _: None):
-            status = "written" if outcome.ok else "failed"
-            reports.append(_report(outcome.item, status, error=outcome.error, where=outcome.where))
+        by_digest = {id(digest): recipient for digest, recipient, _ in batch}
+        for kind in dict.fromkeys(digest.channel for digest, _, _ in batch):
+            files = [(d, payload) for d, _, payload in batch if d.channel == kind]
+            for outcome in await channels[kind].send_all(files, lambda _: None):
+                reports.append(
+                    _report(
+                        outcome.item,
+                        by_digest[id(outcome.item)],
+                        "written" if outcome.ok else "failed",
+                        error=outcome.error,
+                        where=outcome.where,
+                    )
+                )
         return _in_order(reports, subscribers)
 
     built: dict[int, Digest] = {}
-    for digest, message in batch:
+    for digest, recipient, payload in batch:
         sub = digest.subscriber
-        assert sub.id is not None and sub.email is not None
+        assert sub.id is not None
         outbox_id = store.enqueue(
             sub.id,
-            channel="email",
+            channel=digest.channel,
             period=period(sub) if period else digest.digest_id,
             digest_id=digest.digest_id,
-            recipient=sub.email,
-            payload=bytes(message),
+            recipient=recipient,
+            payload=payload,
             sent=[item.paper for item in digest.items],
             omitted=digest.omitted,
             now=now,
         )
         if outbox_id is None:
-            reports.append(_report(digest, "queued-elsewhere"))
+            reports.append(_report(digest, recipient, "queued-elsewhere"))
         else:
             built[outbox_id] = digest
     for attempt in await drain(
         store,
-        channel,
+        channels,
         clock=clock or (lambda: now),
         retry=retry or retry_policy(config),
         due_only=not catch_up,
@@ -345,28 +412,48 @@ async def deliver(
                 omitted=item.omitted,
                 error=error,
                 digest=digest,
+                channel=item.channel,
             )
         )
     return _in_order(reports, subscribers)
 
 
+def email_payload(config: Config, digest: Digest, recipient: str, now: datetime) -> bytes:
+    """The digest as the email message it is sent as."""
+    return bytes(build_message(digest, email_settings(config), now=now))
+
+
+def slack_payload(config: Config, digest: Digest, recipient: str, now: datetime) -> bytes:
+    """The digest as the Slack messages it is posted as (a summary, then its thread)."""
+    threaded = not recipient.startswith(WEBHOOK_PREFIX)
+    return slack_delivery(recipient, build_posts(digest, threaded=threaded))
+
+
+# How a digest becomes the bytes queued for each kind of channel.
+PAYLOADS: dict[str, Callable[[Config, Digest, str, datetime], bytes]] = {
+    "email": email_payload,
+    "slack": slack_payload,
+}
+
+
 def _report(
     digest: Digest,
+    recipient: str,
     status: str,
     *,
     error: str | None = None,
     where: str | None = None,
 ) -> DeliveryReport:
-    sub = digest.subscriber
     return DeliveryReport(
-        sub.name,
-        sub.email,
+        digest.subscriber.name,
+        recipient,
         status,
         count=digest.count,
         omitted=len(digest.omitted),
         error=error,
         where=where,
         digest=digest,
+        channel=digest.channel,
     )
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -141,14 +141,14 @@ class Daemon:
         store: Store,
         *,
         fetcher: Any,
-        channel: Channel | None,
+        channels: Mapping[str, Channel],
         clock: Callable[[], datetime],
         owner: str | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self.fetcher = fetcher
-        self.channel = channel
+        self.channels = dict(channels)
         self.clock = clock
         self.owner = owner or worker_name()
         self.calendar = config.polling.calendar()
@@ -204,7 +204,7 @@ class Daemon:
 
     async def digests_due(self, now: datetime) -> list[DeliveryReport]:
         """Queue (and send) the digests whose slot has come and whose listing is in."""
-        if self.stopping or self.channel is None:
+        if self.stopping or not self.channels:
             return []
         plans = self.plans(now)
         due = {}
@@ -246,11 +246,10 @@ class Daemon:
                 deadline=self.config.polling.deadline,
             )
 
-        assert self.channel is not None
         reports = await deliver(
             self.config,
             self.store,
-            self.channel,
+            self.channels,
             now=now,
             subscribers=[sub for sub, _ in due.values()],
             since=since,
@@ -273,12 +272,11 @@ class Daemon:
 
     async def send_due(self) -> list[Attempt]:
         """Send the queued digests that are due (retries wait for their time)."""
-        if self.channel is None:
+        if not self.channels:
             return []
-        channel = self.channel
         attempts = await drain(
             self.store,
-            channel,
+            self.channels,
             clock=self.clock,
             owner=self.owner,
             retry=self.retry,

@@ -76,6 +76,10 @@ class SubscriberRow(SQLModel, table=True):
     timezone: str | None = Field(default=None, max_length=64)
     notify_empty: bool | None = None
     last_slot: str | None = Field(default=None, max_length=32)  # handled by the daemon
+    slack_channel: str | None = Field(default=None, max_length=82)  # "#name" or an id
+    slack_user: str | None = Field(default=None, max_length=32, index=True)  # a user id
+    slack_webhook: str | None = Field(default=None, max_length=128)  # the URL's variable
+    email_confirmed: bool = True  # False: learnt from Slack, not confirmed by its owner
 
 
 class RuleRow(SQLModel, table=True):
@@ -130,6 +134,9 @@ class OutboxRow(SQLModel, table=True):
     last_error: str | None = None
     created_at: datetime
     sent_at: datetime | None = None
+    # A digest sent as several messages (Slack: a summary and its thread) records each
+    # message as it is accepted, so a retry goes on after the last one (JSON).
+    progress: str | None = None
 
 
 class SourceStateRow(SQLModel, table=True):
@@ -167,6 +174,7 @@ class OutboxItem:
     papers: int
     omitted: int
     attempts: int  # failed attempts before this one
+    progress: str | None = None  # how far a multi-message digest got (the channel's JSON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -425,6 +433,9 @@ class Store:
                     )
                 found = found or SubscriberRow(name=sub.name, origin="config", created_at=now)
                 found.email = sub.email
+                found.slack_channel = sub.slack_channel
+                found.slack_user = sub.slack_user
+                found.slack_webhook = sub.slack_webhook
                 found.categories = _dumps(sub.categories)
                 found.max_papers = sub.max_papers
                 found.include = _dumps(sorted(sub.include))
@@ -480,6 +491,10 @@ class Store:
                     ),
                     created=_aware(row.created_at),
                     last_slot=row.last_slot,
+                    slack_channel=row.slack_channel,
+                    slack_user=row.slack_user,
+                    slack_webhook=row.slack_webhook,
+                    email_confirmed=row.email_confirmed,
                 )
             )
         return result
@@ -518,22 +533,36 @@ class Store:
         categories: Sequence[str] = (),
         max_papers: int | None = None,
         include: Iterable[str] | None = None,
+        slack_channel: str | None = None,
+        slack_user: str | None = None,
+        email_confirmed: bool = True,
     ) -> tuple[Subscriber, bool]:
         """Create a subscriber, or add rules to an existing one (and reactivate it).
-        Returns the subscriber and whether it was created."""
+        Returns the subscriber and whether it was created. An address learnt from Slack
+        (`email_confirmed=False`) receives nothing until its owner confirms it."""
 
         with self.session() as session:
             row = session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
             created = row is None
             if row is None:
-                row = SubscriberRow(name=name, email=email, origin="database", created_at=now)
+                row = SubscriberRow(
+                    name=name,
+                    email=email,
+                    email_confirmed=email_confirmed,
+                    origin="database",
+                    created_at=now,
+                )
             elif row.origin == "config":
                 raise StoreError(
                     f"subscriber {name!r} is declared in the config file",
                     hint="change its rules in the config file",
                 )
-            if email is not None:
-                row.email = email
+            if email is not None and email != row.email:
+                row.email, row.email_confirmed = email, email_confirmed
+            if slack_channel is not None:
+                row.slack_channel = slack_channel
+            if slack_user is not None:
+                row.slack_user = slack_user
             if categories:
                 row.categories = _dumps(categories)
             if max_papers is not None:
@@ -596,6 +625,21 @@ class Store:
                     session.delete(item)
             session.delete(row)
             session.commit()
+
+    def slack_subscriber(
+        self, *, user: str | None = None, channel: str | None = None
+    ) -> SubscriberRow | None:
+        """The subscriber a Slack user (their direct messages) or a channel is, if any."""
+        if (user is None) == (channel is None):
+            raise ValueError("give one of user, channel")
+        with self.session() as session:
+            if user is not None:
+                query = select(SubscriberRow).where(
+                    SubscriberRow.slack_user == user, col(SubscriberRow.slack_channel).is_(None)
+                )
+            else:
+                query = select(SubscriberRow).where(SubscriberRow.slack_channel == channel)
+            return session.exec(query.order_by(col(SubscriberRow.id))).first()
 
     def subscriber_row(self, name: str) -> SubscriberRow | None:
         with self.session() as session:
@@ -740,6 +784,7 @@ class Store:
                         papers=row.papers,
                         omitted=row.omitted,
                         attempts=row.attempts,
+                        progress=row.progress,
                     )
                 )
                 if len(claimed) == limit:
@@ -778,6 +823,20 @@ class Store:
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot record the delivery: {_first_line(exc)}") from None
 
+    def mark_progress(self, outbox_id: int, progress: str) -> None:
+        """Part of a digest was accepted (a Slack summary and some of its thread): remember
+        how far, at once, so a retry does not post those messages again."""
+        try:
+            with self.session() as session:
+                session.execute(
+                    update(OutboxRow)
+                    .where(col(OutboxRow.id) == outbox_id)
+                    .values(progress=progress)
+                )
+                session.commit()
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot record the delivery: {_first_line(exc)}") from None
+
     def mark_retry(self, outbox_id: int, *, error: str, next_attempt: datetime) -> None:
         """A transient failure: count it, release the lease, try again at `next_attempt`."""
         with self.session() as session:
@@ -797,7 +856,7 @@ class Store:
     def mark_failed(self, outbox_id: int, *, error: str) -> int:
         """Give up on a record (a permanent failure, or too many attempts) and release its
         papers, so the subscriber's next digest holds them: nothing is lost. Returns how
-        many of the subscriber's latest records in a row have failed."""
+        many of the subscriber's latest records on this channel in a row have failed."""
         with self.session() as session:
             row = session.get(OutboxRow, outbox_id)
             if row is None:
@@ -816,7 +875,11 @@ class Store:
             session.commit()
             statuses = session.exec(
                 select(OutboxRow.status)
-                .where(OutboxRow.subscriber_id == row.subscriber_id, OutboxRow.status != "pending")
+                .where(
+                    OutboxRow.subscriber_id == row.subscriber_id,
+                    OutboxRow.channel == row.channel,
+                    OutboxRow.status != "pending",
+                )
                 .order_by(col(OutboxRow.id).desc())
                 .limit(20)
             ).all()

@@ -1,7 +1,8 @@
-"""The web app the daemon serves: `GET /healthz` and `GET /metrics` (Prometheus text format).
+"""The web app: `GET /healthz`, `GET /metrics` (Prometheus text format), `POST /slack/commands`.
 
-Wiring only: the figures come from the daemon's counters and the store, read when asked.
-Slack commands and the manage pages join this app as routes. Endpoints that read the
+Wiring only: the figures come from the daemon's counters and the store, read when asked;
+slash commands are checked (signature, age, replay, size) and handed to `bot.slack_app`.
+The manage pages join this app as routes. Endpoints that read the
 database are plain functions, which Starlette runs in a thread, so a slow query never
 holds up the daemon's loop.
 """
@@ -12,16 +13,19 @@ import logging
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
 
 import uvicorn
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from bot.errors import PaperbellError
+from bot.slack_app import MAX_BODY, RequestChecker, SlackResponder
+from bot.slash import CommandRequest
 
 if TYPE_CHECKING:
     from bot.scheduler import Daemon
@@ -151,22 +155,62 @@ def health(daemon: Daemon) -> tuple[int, dict[str, Any]]:
     return 200, body
 
 
-def create_app(daemon: Daemon) -> Starlette:
-    """The ASGI app: health and metrics of `daemon`."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(DaemonCollector(daemon))  # type: ignore[arg-type]
+def create_app(
+    daemon: Daemon | None = None,
+    *,
+    slack: tuple[SlackResponder, RequestChecker] | None = None,
+) -> Starlette:
+    """The ASGI app: health and metrics of `daemon`, Slack's slash commands (`slack`)."""
+    routes: list[Route] = []
+    if daemon is not None:
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(DaemonCollector(daemon))  # type: ignore[arg-type]
 
-    def healthz(request: Request) -> Response:
-        status, body = health(daemon)
-        return JSONResponse(body, status_code=status)
+        def healthz(request: Request) -> Response:
+            status, body = health(daemon)
+            return JSONResponse(body, status_code=status)
 
-    def metrics(request: Request) -> Response:
-        try:
-            return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
-        except PaperbellError as exc:
-            return Response(f"# error: {exc}\n", status_code=503, media_type="text/plain")
+        def metrics(request: Request) -> Response:
+            try:
+                return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+            except PaperbellError as exc:
+                return Response(f"# error: {exc}\n", status_code=503, media_type="text/plain")
 
-    return Starlette(routes=[Route("/healthz", healthz), Route("/metrics", metrics)])
+        routes += [Route("/healthz", healthz), Route("/metrics", metrics)]
+
+    async def slack_commands(request: Request) -> Response:
+        if slack is None:
+            return PlainTextResponse(
+                "Slack commands are not set up: set [slack] signing_secret_env", status_code=404
+            )
+        responder, checker = slack
+        body = await _read_body(request, MAX_BODY)
+        if body is None:
+            return PlainTextResponse("request too large", status_code=413)
+        problem = checker.check(body, dict(request.headers))
+        if problem is not None:
+            log.warning("refused a Slack command request: %s", problem)
+            return PlainTextResponse(problem, status_code=401)
+        form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+        if form.get("ssl_check"):
+            return PlainTextResponse("ok")
+        return JSONResponse(await responder.answer(CommandRequest.from_form(form)))
+
+    routes.append(Route("/slack/commands", slack_commands, methods=["POST"]))
+    return Starlette(routes=routes)
+
+
+async def _read_body(request: Request, limit: int) -> bytes | None:
+    """The raw body (the signature covers its exact bytes), or None past `limit` bytes."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return body
 
 
 class _Server(uvicorn.Server):

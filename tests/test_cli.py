@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -23,11 +24,14 @@ def test_demo_twice_sends_nothing_the_second_time(tmp_path: Path) -> None:
     emls, htmls = sorted(mail.glob("*.eml")), sorted(mail.glob("*.html"))
     assert len(emls) == 3 and len(htmls) == 3
     assert "Thank you to arXiv" in htmls[0].read_text()
+    posted = json.loads((tmp_path / "paperbell-demo" / "slack" / "posted.json").read_text())
+    assert re.search(r"robotics-lab slack #robot-learning: \d+ papers posted", first.stdout)
+    assert len(posted["messages"]) >= 2 and posted["violations"] == []
 
     second = run("demo", cwd=tmp_path)
     assert second.returncode == 0, second.stderr
     assert "0 new, 1504 already stored" in second.stdout
-    assert second.stdout.count("nothing new (already delivered)") == 3
+    assert second.stdout.count("nothing new (already delivered)") == 4  # 3 emails, 1 channel
     assert len(list(mail.glob("*.eml"))) == 3
 
 
@@ -43,6 +47,7 @@ def test_help_lists_every_command() -> None:
         "poll",
         "resume",
         "run",
+        "serve",
         "status",
         "subscribe",
         "try",

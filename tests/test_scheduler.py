@@ -406,7 +406,7 @@ def world(tmp_path: Path, full_feed_bytes: bytes, fixtures_dir: Path) -> Iterato
                 config,
                 store,
                 fetcher=PoliteFetcher(make_client(), min_interval=0, retries=0),
-                channel=EmailChannel(smtp_settings(config)),
+                channels={"email": EmailChannel(smtp_settings(config))},
                 clock=clock,
                 owner="test",
             )

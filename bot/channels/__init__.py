@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 OnSent = Callable[[Any], Awaitable[None] | None]
+# A digest sent as several messages reports how far it got (JSON the channel reads back).
+OnProgress = Callable[[Any, str], None]
 ShouldStop = Callable[[], bool]
 
 
@@ -30,12 +32,17 @@ class SendOutcome:
 class Channel(Protocol):
     name: str
 
+    def load(self, payload: bytes, progress: str | None = None) -> Any:
+        """The message as it was queued (`payload`), resumed where `progress` says."""
+        ...
+
     async def send_all(
         self,
         batch: Sequence[tuple[Any, Any]],
         on_sent: OnSent,
         *,
         should_stop: ShouldStop | None = None,
+        on_progress: OnProgress | None = None,
     ) -> list[SendOutcome]:
         """Send each message; before each, stop if `should_stop()` (the items not tried
         get no outcome)."""
@@ -47,3 +54,8 @@ async def notify(on_sent: OnSent, item: Any) -> None:
     result = on_sent(item)
     if result is not None:
         await result
+
+
+def failed(item: Any, error: str, permanent: bool = False) -> SendOutcome:
+    """The outcome of a message that did not get through."""
+    return SendOutcome(item=item, ok=False, error=error, permanent=permanent)

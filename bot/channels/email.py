@@ -9,15 +9,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from email import message_from_bytes, policy
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import aiosmtplib
 
-from bot.channels import OnSent, SendOutcome, ShouldStop, notify
+from bot.channels import OnProgress, OnSent, SendOutcome, ShouldStop, failed, notify
 from bot.errors import DeliveryError
-from bot.models import Digest
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,10 @@ class EmailChannel:
 
     def __init__(self, settings: SmtpSettings) -> None:
         self.settings = settings
+
+    def load(self, payload: bytes, progress: str | None = None) -> EmailMessage:
+        """The queued message, parsed back (sent byte for byte as it was built)."""
+        return cast(EmailMessage, message_from_bytes(payload, policy=policy.SMTP))
 
     def _client(self) -> aiosmtplib.SMTP:
         s = self.settings
@@ -77,6 +81,7 @@ class EmailChannel:
         on_sent: OnSent,
         *,
         should_stop: ShouldStop | None = None,
+        on_progress: OnProgress | None = None,
     ) -> list[SendOutcome]:
         """Send every message over one connection; reconnect once if the server drops it.
         An item is what the caller tracks the message by; it comes back in the outcome.
@@ -102,7 +107,7 @@ class EmailChannel:
                         if attempt < 2:
                             log.warning("SMTP server disconnected (%s); reconnecting", exc)
                             continue
-                        outcomes.append(_failed(item, f"server disconnected: {exc}"))
+                        outcomes.append(failed(item, f"server disconnected: {exc}"))
                         break
                     except aiosmtplib.SMTPRecipientsRefused as exc:
                         codes = [e.code for e in exc.recipients]
@@ -110,11 +115,11 @@ class EmailChannel:
                             f"{e.recipient}: {e.code} {e.message}" for e in exc.recipients
                         )
                         outcomes.append(
-                            _failed(item, f"recipient refused: {text}", min(codes) >= 500)
+                            failed(item, f"recipient refused: {text}", min(codes) >= 500)
                         )
                         break
                     except aiosmtplib.SMTPResponseException as exc:
-                        outcomes.append(_failed(item, f"{exc.code} {exc.message}", exc.code >= 500))
+                        outcomes.append(failed(item, f"{exc.code} {exc.message}", exc.code >= 500))
                         break
                     except (aiosmtplib.SMTPException, OSError) as exc:
                         # A timeout or a broken connection mid-message: this digest is not
@@ -122,14 +127,14 @@ class EmailChannel:
                         if smtp is not None:
                             smtp.close()
                         smtp = None
-                        outcomes.append(_failed(item, f"SMTP error: {_describe(exc)}"))
+                        outcomes.append(failed(item, f"SMTP error: {_describe(exc)}"))
                         break
                     else:
                         if errors:  # some recipients refused; ours is the only one
                             text = "; ".join(
                                 f"{r}: {e.code} {e.message}" for r, e in errors.items()
                             )
-                            outcomes.append(_failed(item, f"recipient refused: {text}", True))
+                            outcomes.append(failed(item, f"recipient refused: {text}", True))
                         else:
                             await notify(on_sent, item)
                             outcomes.append(SendOutcome(item=item, ok=True))
@@ -140,7 +145,7 @@ class EmailChannel:
             done = {id(o.item) for o in outcomes}
             for pending, _ in batch:
                 if id(pending) not in done:
-                    outcomes.append(_failed(pending, str(exc), not exc.transient))
+                    outcomes.append(failed(pending, str(exc), not exc.transient))
         finally:
             if smtp is not None and smtp.is_connected:
                 try:
@@ -151,36 +156,40 @@ class EmailChannel:
 
 
 class FileChannel:
-    """Writes each digest as an .eml file into a folder (`digest --out DIR`); sends nothing."""
+    """Writes each digest into a folder (`digest --out DIR`): an email as .eml, a Slack
+    digest as the .json of its messages; sends nothing."""
 
     name = "file"
+    SUFFIXES: ClassVar[dict[str, str]] = {"email": ".eml", "slack": ".json"}
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
+    def load(self, payload: bytes, progress: str | None = None) -> bytes:
+        return payload
+
     async def send_all(
         self,
-        batch: Sequence[tuple[Digest, EmailMessage]],
+        batch: Sequence[tuple[Any, bytes]],
         on_sent: OnSent,
         *,
         should_stop: ShouldStop | None = None,
+        on_progress: OnProgress | None = None,
     ) -> list[SendOutcome]:
+        """Write each (digest, payload); the digest's `channel` names the file's kind."""
         outcomes = []
-        for digest, message in batch:
-            path = self.folder / f"{digest.subscriber.name}-{digest.digest_id}.eml"
+        for digest, payload in batch:
+            suffix = self.SUFFIXES.get(getattr(digest, "channel", "email"), ".txt")
+            path = self.folder / f"{digest.subscriber.name}-{digest.digest_id}{suffix}"
             try:
                 self.folder.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(bytes(message))
+                path.write_bytes(payload)
             except OSError as exc:
-                outcomes.append(_failed(digest, f"cannot write {path}: {exc.strerror}", True))
+                outcomes.append(failed(digest, f"cannot write {path}: {exc.strerror}", True))
                 continue
             await notify(on_sent, digest)
             outcomes.append(SendOutcome(item=digest, ok=True, where=str(path)))
         return outcomes
-
-
-def _failed(item: Any, error: str, permanent: bool = False) -> SendOutcome:
-    return SendOutcome(item=item, ok=False, error=error, permanent=permanent)
 
 
 def _describe(exc: BaseException) -> str:

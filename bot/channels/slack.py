@@ -1,0 +1,299 @@
+"""The Slack channel: posts rendered digests with slack-sdk, a summary and then its thread.
+
+Owns the Slack conversation and its failure modes: pacing (about one post a second per
+channel), HTTP 429 `Retry-After` (slack-sdk's retry handler waits it out), transient and
+permanent errors with the fix for each, and progress through a digest's messages. Must not
+render or touch the database: it gets finished messages (a `SlackDelivery`, queued as JSON)
+and reports each one's fate through `on_sent`, `on_progress` and its outcomes.
+
+A digest is several messages. Each accepted message is reported with `on_progress` at once,
+so a digest cut off half-way (a crash, a 500, a shutdown) goes on with its next message on
+the next attempt, in the same thread: nothing is posted twice, nothing is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from bot.channels import OnProgress, OnSent, SendOutcome, ShouldStop, failed, notify
+
+log = logging.getLogger(__name__)
+
+WEBHOOK_PREFIX = "webhook:"
+
+# Slack's error codes: whether a retry can help, and what the operator should do.
+PERMANENT_ERRORS: dict[str, str] = {
+    "channel_not_found": "the channel does not exist, or the bot cannot see it (a private "
+    "channel): check slack_channel, and invite the bot: /invite @paperbell",
+    "not_in_channel": "the bot is not in the channel: invite it there with /invite @paperbell",
+    "is_archived": "the channel is archived: unarchive it, or point slack_channel elsewhere",
+    "user_not_found": "no such Slack user: check slack_user (a member id, U0123ABCD)",
+    "user_disabled": "the Slack user's account is deactivated",
+    "cannot_dm_bot": "slack_user is a bot, which cannot receive direct messages",
+    "restricted_action": "the workspace does not let the bot post there",
+    "invalid_blocks": "Slack refused the message's layout (a paperbell bug: please report it)",
+    "msg_too_long": "the message is too long for Slack (a paperbell bug: please report it)",
+    "no_text": "the message was empty (a paperbell bug: please report it)",
+    "channel_is_archived": "the webhook's channel is archived",
+    "no_service": "the incoming webhook was removed: create a new one",
+    "no_active_hooks": "the incoming webhook is disabled",
+    "action_prohibited": "an admin restricted the incoming webhook",
+    "posting_to_general_channel_denied": "only admins may post to #general",
+}
+# Operator's problems: the digest waits (and retries) until they are fixed.
+TOKEN_ERRORS: dict[str, str] = {
+    "invalid_auth": "Slack refused the bot token: check the variable named in "
+    "[slack] bot_token_env (a bot token, xoxb-..., of this workspace)",
+    "not_authed": "no bot token was sent: set [slack] bot_token_env",
+    "token_revoked": "the bot token was revoked: reinstall the app and update the token",
+    "token_expired": "the bot token expired: reinstall the app and update the token",
+    "account_inactive": "the bot token belongs to a deleted app or user: reinstall the app",
+    "missing_scope": "the bot token lacks a scope: reinstall the app from the manifest "
+    "(slack-app-manifest.yml) so it has chat:write, im:write, users:read",
+    "ratelimited": "Slack kept answering 'rate limited'",
+}
+
+
+@dataclass(frozen=True)
+class SlackSettings:
+    """How to reach Slack: the bot token, the Web API's base URL, webhook URLs, pacing."""
+
+    token: str | None
+    api_url: str = "https://slack.com/api/"
+    post_interval: float = 1.0  # seconds between two posts to one channel
+    timeout: float = 30.0
+    webhooks: Mapping[str, str] = field(default_factory=dict)  # variable name -> URL
+    rate_limit_retries: int = 3  # 429s waited out before the digest is retried later
+
+
+@dataclass
+class Progress:
+    """How far a digest got: messages posted, and the channel and thread they went to."""
+
+    posted: int = 0
+    channel: str | None = None
+    thread_ts: str | None = None
+
+    def dumps(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def loads(cls, text: str | None) -> Progress:
+        if not text:
+            return cls()
+        data = json.loads(text)
+        return cls(data.get("posted", 0), data.get("channel"), data.get("thread_ts"))
+
+
+@dataclass(frozen=True)
+class SlackDelivery:
+    """A queued digest: where it goes, its messages (summary first), how far it got."""
+
+    target: str  # "#name", a channel id, a user id (direct message), or "webhook:VAR"
+    messages: tuple[dict[str, Any], ...]
+    progress: Progress = field(default_factory=Progress)
+
+
+def slack_delivery(target: str, posts: Sequence[Any]) -> bytes:
+    """The bytes queued for a Slack digest: its target and messages (`SlackMessage`s)."""
+    return json.dumps(
+        {"target": target, "messages": [post.to_dict() for post in posts]}, ensure_ascii=False
+    ).encode()
+
+
+class _Poster(Protocol):
+    async def __call__(self, message: dict[str, Any], progress: Progress) -> None: ...
+
+
+class SlackFailure(Exception):
+    """A message Slack did not accept, with whether a retry can help."""
+
+    def __init__(self, message: str, *, permanent: bool) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+
+
+class SlackChannel:
+    """Delivers digests to Slack channels and direct messages (bot token) or webhooks."""
+
+    name = "slack"
+
+    def __init__(
+        self,
+        settings: SlackSettings,
+        *,
+        client: AsyncWebClient | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.client = client or make_client(settings)
+        self._sleep, self._monotonic = sleep, monotonic
+        self._last_post: dict[str, float] = {}  # channel -> when paperbell last posted there
+
+    def load(self, payload: bytes, progress: str | None = None) -> SlackDelivery:
+        data = json.loads(payload)
+        return SlackDelivery(
+            target=data["target"],
+            messages=tuple(data["messages"]),
+            progress=Progress.loads(progress),
+        )
+
+    async def send_all(
+        self,
+        batch: Sequence[tuple[Any, SlackDelivery]],
+        on_sent: OnSent,
+        *,
+        should_stop: ShouldStop | None = None,
+        on_progress: OnProgress | None = None,
+    ) -> list[SendOutcome]:
+        """Post each digest's messages in order, pacing each channel; stop between messages
+        if `should_stop()` (a digest cut off there has no outcome and goes on later)."""
+        outcomes: list[SendOutcome] = []
+        for item, delivery in batch:
+            if should_stop is not None and should_stop():
+                break
+            progress = delivery.progress
+            try:
+                post = self._poster(delivery.target)
+                for message in delivery.messages[progress.posted :]:
+                    if should_stop is not None and should_stop() and progress.posted:
+                        break
+                    await post(message, progress)
+                    progress.posted += 1
+                    if progress.posted < len(delivery.messages) and on_progress is not None:
+                        on_progress(item, progress.dumps())
+                else:
+                    await notify(on_sent, item)
+                    outcomes.append(SendOutcome(item=item, ok=True))
+            except SlackFailure as exc:
+                done = f" after {progress.posted} of its messages" if progress.posted else ""
+                log.warning("Slack digest to %s failed%s: %s", delivery.target, done, exc)
+                outcomes.append(failed(item, str(exc), exc.permanent))
+        return outcomes
+
+    def _poster(self, target: str) -> _Poster:
+        if target.startswith(WEBHOOK_PREFIX):
+            variable = target.removeprefix(WEBHOOK_PREFIX)
+            url = self.settings.webhooks.get(variable)
+            if url is None:
+                raise SlackFailure(
+                    f"the webhook URL variable {variable} is not set in this process",
+                    permanent=False,
+                )
+            return self._webhook_poster(variable, url)
+        if not self.settings.token:
+            raise SlackFailure(
+                "no Slack bot token: set [slack] bot_token_env and its variable", permanent=False
+            )
+
+        async def post(message: dict[str, Any], progress: Progress) -> None:
+            channel = progress.channel or target
+            await self._pace(channel)
+            try:
+                response = await self.client.chat_postMessage(
+                    channel=channel,
+                    text=message.get("text") or "",
+                    blocks=message.get("blocks") or None,
+                    thread_ts=progress.thread_ts,
+                    unfurl_links=False,
+                    unfurl_media=False,
+                )
+            except SlackApiError as exc:
+                raise _api_failure(target, exc) from None
+            except (TimeoutError, SlackClientError, OSError) as exc:
+                raise SlackFailure(
+                    f"cannot reach Slack at {self.settings.api_url}: {_describe(exc)}",
+                    permanent=False,
+                ) from None
+            finally:
+                self._last_post[channel] = self._monotonic()
+            if progress.thread_ts is None:  # the summary: the rest goes in its thread
+                progress.channel = str(response.get("channel") or channel)
+                progress.thread_ts = str(response["ts"])
+                self._last_post[progress.channel] = self._monotonic()
+
+        return post
+
+    def _webhook_poster(self, variable: str, url: str) -> _Poster:
+        client = AsyncWebhookClient(url, timeout=int(self.settings.timeout))
+        client.retry_handlers.append(
+            AsyncRateLimitErrorRetryHandler(max_retry_count=self.settings.rate_limit_retries)
+        )
+
+        async def post(message: dict[str, Any], progress: Progress) -> None:
+            # A webhook cannot start a thread: the messages follow each other in the channel.
+            key = WEBHOOK_PREFIX + variable
+            await self._pace(key)
+            try:
+                response = await client.send(
+                    text=message.get("text") or "",
+                    blocks=message.get("blocks") or None,
+                    unfurl_links=False,
+                    unfurl_media=False,
+                )
+            except (TimeoutError, SlackClientError, OSError) as exc:
+                raise SlackFailure(
+                    f"cannot reach the webhook in {variable}: {_describe(exc)}", permanent=False
+                ) from None
+            finally:
+                self._last_post[key] = self._monotonic()
+            if response.status_code != 200:
+                code = (response.body or "").strip() or f"HTTP {response.status_code}"
+                raise _failure(f"webhook {variable}", code, status=response.status_code)
+
+        return post
+
+    async def _pace(self, channel: str) -> None:
+        last = self._last_post.get(channel)
+        if last is not None:
+            wait = self.settings.post_interval - (self._monotonic() - last)
+            if wait > 0:
+                await self._sleep(wait)
+
+
+def make_client(settings: SlackSettings) -> AsyncWebClient:
+    """slack-sdk's client for `settings`: the configured API URL, and 429s waited out."""
+    client = AsyncWebClient(
+        token=settings.token, base_url=settings.api_url, timeout=int(settings.timeout)
+    )
+    client.retry_handlers = [
+        AsyncConnectionErrorRetryHandler(),
+        AsyncRateLimitErrorRetryHandler(max_retry_count=settings.rate_limit_retries),
+    ]
+    return client
+
+
+def _api_failure(target: str, exc: SlackApiError) -> SlackFailure:
+    response = exc.response
+    data = response.data if isinstance(response.data, dict) else {}
+    code = str(data.get("error") or f"HTTP {response.status_code}")
+    return _failure(target, code, status=response.status_code)
+
+
+def _failure(target: str, code: str, *, status: int) -> SlackFailure:
+    if code in PERMANENT_ERRORS:
+        return SlackFailure(f"{target}: {code}: {PERMANENT_ERRORS[code]}", permanent=True)
+    if code in TOKEN_ERRORS:
+        return SlackFailure(f"{target}: {code}: {TOKEN_ERRORS[code]}", permanent=False)
+    # 5xx, or an error paperbell does not know: worth another attempt later.
+    return SlackFailure(f"{target}: Slack answered {code} (HTTP {status})", permanent=False)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text or type(exc).__name__

@@ -1,0 +1,419 @@
+"""Slack rendering: a Digest into Block Kit messages, a summary and the papers in its thread.
+
+This module owns what a digest says in Slack and how it is cut to fit Slack's limits. It is
+pure: it builds `slack_sdk.models` blocks (data classes; nothing here talks to Slack), never
+posts (that is `bot.channels`), never reads the clock or the environment, and never trusts
+its input: paper text is escaped wherever it goes into mrkdwn, every text is cut to its
+block's limit, and the thread is split so each message stays within every limit.
+
+Where paper text goes:
+
+- titles are mrkdwn (they are links): `&`, `<`, `>` escaped, `|` and the formatting marks
+  `* _ ~ \\`` swapped for look-alikes (Slack has no escape for them inside a link label, and
+  `Ta$_2$NiSe$_5$` would otherwise turn italic);
+- abstracts, authors, categories and notes are `plain_text`: shown literally, TeX and all;
+- rules are mrkdwn code spans (nothing formats inside one), backticks swapped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+from urllib.parse import quote
+
+from slack_sdk.models.blocks import (
+    Block,
+    ContextBlock,
+    DividerBlock,
+    HeaderBlock,
+    MarkdownTextObject,
+    PlainTextObject,
+    SectionBlock,
+)
+
+from bot.models import Digest, DigestItem
+from bot.render.email import _item_view, quote_rule
+from bot.render.text import plural, shorten_authors, tidy
+
+__all__ = [
+    "SLACK_LIMITS",
+    "SlackLimits",
+    "SlackMessage",
+    "build_posts",
+    "escape_mrkdwn",
+    "link",
+    "shorten",
+    "text_length",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SlackLimits:
+    """What Slack accepts in one message (`text` counts every text object in the blocks).
+
+    The thread splitter fills messages up to `blocks` and `text_budget`; the per-block
+    limits hold by construction (every piece of paper text is cut first) and slack_sdk
+    checks them again as each block is built, raising rather than letting Slack refuse."""
+
+    blocks: int = 50
+    section_text: int = 3000  # also held for every other text object (context elements)
+    header_text: int = 150  # plain_text only
+    context_elements: int = 10
+    message_text: int = 13_000  # above it Slack has answered `msg_blocks_too_long`
+    text_budget: int = 12_000  # what the thread splitter fills up to: a margin under the above
+
+
+SLACK_LIMITS = SlackLimits()
+
+# How much of each piece of a paper is shown, in characters as sent (escaped, for mrkdwn).
+TITLE_CHARS = 300
+SUMMARY_TITLE_CHARS = 200
+ABSTRACT_CHARS = 300
+AUTHORS_CHARS = 400
+CATEGORIES_CHARS = 300
+MARKER_CHARS = 100  # cross-list from ..., updated: v3
+RULE_CHARS = 100  # one rule in a list
+RULES_CHARS = 600  # a list of rules
+NOTE_CHARS = 2000
+FALLBACK_CHARS = 300
+URL_CHARS = 500  # a longer (DOI) link is left out rather than cut
+TOP_TITLES = 5
+MAX_DOIS = 2
+
+ELLIPSIS = "\u2026"
+DASH = "\u2014"  # em dash
+RANGE = "\u2013"  # en dash, as in "Papers 1-12"
+BULLET = "\u2022"
+DOWN = "\u2193"
+
+# Slack mrkdwn has no escape for its formatting marks inside a link label: swap each for a
+# look-alike (the way jsx-slack does). A `|` would end the URL part, `>` the link itself.
+_LOOKALIKES = str.maketrans(
+    {
+        "*": "\u2217",  # asterisk operator
+        "_": "\u02cd",  # modifier letter low macron
+        "~": "\u223c",  # tilde operator
+        "`": "\u02cb",  # modifier letter grave accent
+        "|": "\u2223",  # divides
+    }
+)
+_ESCAPED_WIDTH = {"&": len("&amp;"), "<": len("&lt;"), ">": len("&gt;")}
+_URL_SAFE = ":/?#[]@!$&'()*+,;=%~-._"
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_TRAILING = re.compile(r"[\s,;:.(\[{\-\u2013\u2014]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class SlackMessage:
+    """One message to post: the plain fallback (notifications, screen readers) and blocks."""
+
+    text: str
+    blocks: tuple[dict[str, Any], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `chat.postMessage` arguments this message stands for: text and blocks."""
+        return {"text": self.text, "blocks": list(self.blocks)}
+
+
+# -- text helpers ---------------------------------------------------------------------
+
+
+def escape_mrkdwn(text: str) -> str:
+    """Slack's escaping of its three control characters: `&`, `<`, `>`."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _safe_url(url: str) -> str:
+    """A URL that cannot end a link early: spaces, `|`, `<`, `>` percent-encoded, `&` escaped."""
+    return escape_mrkdwn(quote(url.strip(), safe=_URL_SAFE))
+
+
+def link(url: str, label: str) -> str:
+    """`<url|label>`: the label escaped, its `|` and formatting marks swapped for look-alikes."""
+    shown = escape_mrkdwn(tidy(label).translate(_LOOKALIKES))
+    return f"<{_safe_url(url)}|{shown}>" if shown else f"<{_safe_url(url)}>"
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` with whitespace tidied, cut to at most `limit` characters at a word boundary
+    with an ellipsis (mid-word only when a word is longer than half the limit)."""
+    text = tidy(text)
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return ELLIPSIS[:limit]
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2:
+        cut = cut[:space]
+    return _TRAILING.sub("", cut) + ELLIPSIS
+
+
+def _fit(text: str, limit: int) -> str:
+    """`text` shortened so that its mrkdwn escaping takes at most `limit` characters."""
+    text = tidy(text)
+    if len(escape_mrkdwn(text)) <= limit:
+        return text
+    if limit <= 0:
+        return ""
+    used = size = 0
+    for char in text:  # the longest prefix that fits beside the ellipsis, once escaped
+        width = _ESCAPED_WIDTH.get(char, 1)
+        if used + width > limit - 1:
+            break
+        used += width
+        size += 1
+    return shorten(text, size + 1)
+
+
+def _code(text: str, limit: int = RULE_CHARS) -> str:
+    """A code span (nothing formats inside one): backticks swapped, escaped, cut."""
+    return "`" + escape_mrkdwn(_fit(text.replace("`", "\u02cb"), limit)) + "`"
+
+
+def text_length(value: Any) -> int:
+    """How many characters of text a block (or list of blocks) carries: every text object."""
+    if isinstance(value, dict):
+        text = value.get("text")
+        if value.get("type") in ("plain_text", "mrkdwn") and isinstance(text, str):
+            return len(text)
+        return sum(text_length(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return sum(text_length(v) for v in value)
+    return 0
+
+
+def _rule_list(rules: Sequence[str], limit: int = RULES_CHARS) -> str:
+    """`` `robot`, `"diffusion policy"` and 3 more ``, at most about `limit` characters."""
+    spans = [_code(rule) for rule in rules if tidy(rule)]
+    shown: list[str] = []
+    for span in spans:
+        if shown and len(", ".join([*shown, span])) > limit:
+            break
+        shown.append(span)
+    hidden = len(spans) - len(shown)
+    return ", ".join(shown) + (f" and {hidden} more" if hidden else "")
+
+
+def _day(day: date, *, year: bool = True, month: bool = True) -> str:
+    text = f"{_WEEKDAYS[day.weekday()]} {day.day}"
+    if month:
+        text += f" {_MONTHS[day.month - 1]}"
+    return text + (f" {day.year}" if year else "")
+
+
+def _when(days: Iterable[date]) -> str:
+    """`Thu 28 Nov 2024`, or a span: `Mon 25 – Thu 28 Nov 2024`."""
+    ordered = sorted(set(days))
+    if not ordered:
+        return ""
+    first, last = ordered[0], ordered[-1]
+    if first == last:
+        return _day(first)
+    same_year = first.year == last.year
+    same_month = same_year and first.month == last.month
+    return f"{_day(first, year=not same_year, month=not same_month)} {RANGE} {_day(last)}"
+
+
+# -- blocks ---------------------------------------------------------------------------
+
+
+def _mrkdwn(text: str) -> MarkdownTextObject:
+    # verbatim: no auto-linking of bare URLs or #channel names in what we did not link.
+    return MarkdownTextObject(text=text, verbatim=True)
+
+
+def _plain(text: str) -> PlainTextObject:
+    # emoji=False: a `:word:` in an abstract stays text.
+    return PlainTextObject(text=text, emoji=False)
+
+
+def _dict(block: Block) -> dict[str, Any]:
+    return block.to_dict()  # validates: a block over a limit raises here, not at Slack
+
+
+def _section(text: str) -> dict[str, Any]:
+    return _dict(SectionBlock(text=_mrkdwn(text)))
+
+
+def _plain_section(text: str) -> dict[str, Any]:
+    return _dict(SectionBlock(text=_plain(text)))
+
+
+def _context(*elements: MarkdownTextObject | PlainTextObject) -> dict[str, Any]:
+    return _dict(ContextBlock(elements=list(elements)))
+
+
+def _divider() -> dict[str, Any]:
+    return _dict(DividerBlock())
+
+
+def _title(item: DigestItem, limit: int) -> str:
+    paper = item.paper
+    return _fit(tidy(paper.title) or paper.versioned_id, limit)
+
+
+def _paper_blocks(number: int, item: DigestItem) -> list[dict[str, Any]]:
+    """A paper: linked title; authors, categories and rules; the abstract's start; links."""
+    paper = item.paper
+    view = _item_view(number, item)
+    blocks = [_section(f"*{number}. {link(paper.abs_url, _title(item, TITLE_CHARS))}*")]
+
+    meta: list[MarkdownTextObject | PlainTextObject] = []
+    authors = shorten(shorten_authors(paper.authors), AUTHORS_CHARS)
+    if authors:
+        meta.append(_plain(authors))
+    categories = ", ".join(
+        f"{name} (primary)" if index == 0 and len(paper.categories) > 1 else name
+        for index, name in enumerate(tidy(c) for c in paper.categories)
+    )
+    markers = [shorten(marker, MARKER_CHARS) for marker in view.markers]
+    described = [part for part in (shorten(categories, CATEGORIES_CHARS), *markers) if part]
+    if described:
+        meta.append(_plain(" \u00b7 ".join(described)))
+    if rules := _rule_list(item.rules):
+        meta.append(_mrkdwn(f"Matched {rules}"))
+    if meta:
+        blocks.append(_context(*meta))
+
+    abstract = shorten(paper.abstract, ABSTRACT_CHARS)
+    if abstract:
+        blocks.append(_plain_section(abstract))
+
+    links = [
+        f"arXiv:{escape_mrkdwn(_fit(paper.versioned_id, 60))}",
+        link(paper.abs_url, "Abstract"),
+        link(paper.pdf_url, "PDF"),
+        link(paper.html_url, "HTML"),
+    ]
+    links += [link(url, "DOI") for _, url in view.dois[:MAX_DOIS] if len(url) <= URL_CHARS]
+    blocks.append(_context(_mrkdwn(" \u00b7 ".join(links))))
+    return blocks
+
+
+def _heading(rule: str, count: int, *, continued: bool) -> dict[str, Any]:
+    more = " (continued)" if continued else ""
+    return _section(f"*Rule* {_code(rule, 2 * RULE_CHARS)} \u00b7 {plural(count, 'paper')}{more}")
+
+
+# -- messages -------------------------------------------------------------------------
+
+
+def _header(digest: Digest) -> str:
+    when = _when(digest.announced)
+    head = f"{plural(digest.count, 'new paper')} for you"
+    return shorten(f"{head} {DASH} {when}" if when else head, SLACK_LIMITS.header_text)
+
+
+def _fallback(text: str) -> str:
+    return escape_mrkdwn(_fit(text, FALLBACK_CHARS)) or "paperbell"
+
+
+def _note_post(digest: Digest) -> SlackMessage:
+    note = tidy(digest.note or "") or "No new papers matched your rules."
+    return SlackMessage(text=_fallback(note), blocks=(_plain_section(shorten(note, NOTE_CHARS)),))
+
+
+def _summary_post(digest: Digest, *, threaded: bool = True) -> SlackMessage:
+    header = _header(digest)
+    rules = [rule for rule in digest.rules if tidy(rule)]
+    matched = f"{plural(digest.count, 'paper')} matched {plural(len(rules), 'rule')}"
+    blocks = [
+        _dict(HeaderBlock(text=PlainTextObject(text=header))),
+        _section(f"{matched}: {_rule_list(rules)}." if rules else f"{matched}."),
+    ]
+    # The best papers first (digest order breaks ties), numbered as in the thread.
+    numbered = enumerate(digest.items, start=1)
+    ranked = sorted(numbered, key=lambda pair: (-pair[1].score, pair[0]))
+    lines = [
+        f"{BULLET} {number}. {link(item.paper.abs_url, _title(item, SUMMARY_TITLE_CHARS))}"
+        for number, item in ranked[:TOP_TITLES]
+    ]
+    blocks.append(_section("\n".join(lines)))
+    notes = [f"The papers are in the thread {DOWN}" if threaded else f"The papers follow {DOWN}"]
+    if omitted := len(digest.omitted):
+        verb = "was" if omitted == 1 else "were"
+        notes.append(
+            f"{plural(omitted, 'more paper')} matched but {verb} left out "
+            f"(max_papers = {digest.subscriber.max_papers})."
+        )
+    if digest.note:
+        notes.append(escape_mrkdwn(_fit(digest.note, NOTE_CHARS)))
+    blocks.append(_context(*(_mrkdwn(note) for note in notes)))
+    rule_names = ", ".join(quote_rule(rule) for rule in rules)
+    text = _fallback(f"{header}: {rule_names}" if rule_names else header)
+    return SlackMessage(text=text, blocks=tuple(blocks))
+
+
+@dataclass
+class _Thread:
+    """The thread messages being filled: blocks and numbers of the current one."""
+
+    limits: SlackLimits
+    total: int
+    messages: list[SlackMessage]
+    blocks: list[dict[str, Any]]
+    numbers: list[int]
+    text: int = 0
+
+    def fits(self, blocks: Sequence[dict[str, Any]]) -> bool:
+        return (
+            len(self.blocks) + len(blocks) <= self.limits.blocks
+            and self.text + text_length(blocks) <= self.limits.text_budget
+        )
+
+    def add(self, blocks: Sequence[dict[str, Any]], number: int) -> None:
+        self.blocks.extend(blocks)
+        self.text += text_length(blocks)
+        self.numbers.append(number)
+
+    def flush(self) -> None:
+        if not self.blocks:
+            return
+        first, last = self.numbers[0], self.numbers[-1]
+        if first == last:
+            text = f"Paper {first} of {self.total}"
+        else:
+            text = f"Papers {first}{RANGE}{last} of {self.total}"
+        self.messages.append(SlackMessage(text=text, blocks=tuple(self.blocks)))
+        self.blocks, self.numbers, self.text = [], [], 0
+
+
+def _thread_posts(digest: Digest, limits: SlackLimits) -> list[SlackMessage]:
+    """The papers, grouped by rule, filled greedily into as few messages as fit the limits.
+
+    A group's heading opens each message the group appears in ("continued" after the
+    first), always together with a paper; a divider separates groups. Papers need none:
+    each opens with its bold numbered title and closes with its small links line, and four
+    blocks a paper let twelve share a message."""
+    thread = _Thread(limits=limits, total=digest.count, messages=[], blocks=[], numbers=[])
+    number = 0
+    for group in digest.groups:
+        for index, item in enumerate(group.items):
+            number += 1
+            paper = _paper_blocks(number, item)
+            heading = _heading(group.rule, len(group.items), continued=index > 0)
+            unit = [_divider(), heading, *paper] if index == 0 else paper
+            if thread.blocks and not thread.fits(unit):
+                thread.flush()
+            if not thread.blocks:  # a message opens with its group's heading
+                unit = [heading, *paper]
+            thread.add(unit, number)
+    thread.flush()
+    return thread.messages
+
+
+def build_posts(
+    digest: Digest, *, limits: SlackLimits = SLACK_LIMITS, threaded: bool = True
+) -> list[SlackMessage]:
+    """The summary message first, then the messages for its thread (`threaded=False`: an
+    incoming webhook, which cannot thread, posts them after it in the channel).
+
+    A digest with no papers is one message: its note (why there is nothing today)."""
+    if digest.count == 0:
+        return [_note_post(digest)]
+    return [_summary_post(digest, threaded=threaded), *_thread_posts(digest, limits)]

@@ -1,0 +1,240 @@
+"""The Slack app's edges: the directory (users.info, conversations.info), acknowledge-first
+answers with slow results sent to `response_url`, request signatures, and Socket Mode.
+
+Wiring only: the command logic is `bot.slash`; the web app mounts `POST /slack/commands`
+over `SlackResponder.answer` and `RequestChecker`; `run_socket_mode` is the second way in
+for deployments without a public URL. Slack wants an answer within 3 seconds: a command
+that takes longer is answered "working on it" and its reply goes to `response_url`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.signature import Clock, SignatureVerifier
+from slack_sdk.socket_mode.aiohttp import SocketModeClient
+from slack_sdk.socket_mode.request import SocketModeRequest
+from slack_sdk.socket_mode.response import SocketModeResponse
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from bot.channels import Channel
+from bot.channels.slack import make_client
+from bot.config import Config
+from bot.errors import PaperbellError
+from bot.pipeline import deliver, slack_settings
+from bot.slash import CommandRequest, Reply, SlackChannelInfo, SlackUser, SlashCommands
+from bot.store import Store
+
+log = logging.getLogger(__name__)
+
+ACK_WITHIN = 2.5  # seconds: Slack gives up on an answer after 3
+MAX_BODY = 16 * 1024  # a slash command's form is a few hundred bytes; text is at most 4k
+WORKING = Reply(":hourglass_flowing_sand: Working on it…")
+
+
+class SlackDirectory:
+    """Who a user is and what a channel is, from the Web API (bot token)."""
+
+    def __init__(self, client: AsyncWebClient) -> None:
+        self.client = client
+
+    async def user(self, user_id: str) -> SlackUser | None:
+        try:
+            response = await self.client.users_info(user=user_id)
+        except SlackApiError as exc:
+            if exc.response.get("error") in ("user_not_found", "users_not_found"):
+                return None
+            raise _lookup_error("users.info", exc) from None
+        except (TimeoutError, SlackClientError, OSError) as exc:
+            raise PaperbellError(f"cannot reach Slack (users.info): {exc}") from None
+        data = response.get("user") or {}
+        profile = data.get("profile") or {}
+        return SlackUser(
+            id=user_id,
+            name=str(data.get("name") or ""),
+            real_name=str(data.get("real_name") or profile.get("real_name") or ""),
+            email=profile.get("email") or None,
+            is_admin=bool(data.get("is_admin") or data.get("is_owner")),
+            tz=data.get("tz") or None,
+        )
+
+    async def channel(self, channel_id: str) -> SlackChannelInfo | None:
+        try:
+            response = await self.client.conversations_info(channel=channel_id)
+        except SlackApiError as exc:
+            if exc.response.get("error") == "channel_not_found":
+                return None
+            raise _lookup_error("conversations.info", exc) from None
+        except (TimeoutError, SlackClientError, OSError) as exc:
+            raise PaperbellError(f"cannot reach Slack (conversations.info): {exc}") from None
+        data = response.get("channel") or {}
+        return SlackChannelInfo(
+            id=channel_id,
+            name=str(data.get("name") or channel_id),
+            is_member=bool(data.get("is_member", True)),
+            is_private=bool(data.get("is_private", False)),
+        )
+
+
+def _lookup_error(method: str, exc: SlackApiError) -> PaperbellError:
+    code = exc.response.get("error") or f"HTTP {exc.response.status_code}"
+    return PaperbellError(
+        f"Slack refused {method}: {code}",
+        hint="reinstall the app from slack-app-manifest.yml (scopes users:read, "
+        "channels:read) and check [slack] bot_token_env",
+    )
+
+
+class SlackResponder:
+    """Answers commands within Slack's 3 seconds; slower replies go to `response_url`."""
+
+    def __init__(self, commands: SlashCommands, *, ack_within: float = ACK_WITHIN) -> None:
+        self.commands = commands
+        self.ack_within = ack_within
+        self._later: set[asyncio.Task[None]] = set()
+
+    async def answer(self, request: CommandRequest) -> dict[str, Any]:
+        """The immediate answer (Slack's response body, or Socket Mode's ack payload)."""
+        task = asyncio.ensure_future(self.commands.handle(request))
+        try:
+            reply = await asyncio.wait_for(asyncio.shield(task), self.ack_within)
+        except TimeoutError:
+            if request.response_url is None:
+                reply = await task  # nowhere to send it later: answer late
+                return reply.to_slack()
+            later = asyncio.ensure_future(self._respond_later(task, request.response_url))
+            self._later.add(later)
+            later.add_done_callback(self._later.discard)
+            return WORKING.to_slack()
+        return reply.to_slack()
+
+    async def _respond_later(self, task: asyncio.Future[Reply], url: str) -> None:
+        try:
+            reply = await task
+        except Exception:  # the handler turns errors into replies; this is a bug
+            log.exception("slash command failed")
+            reply = Reply(":warning: Something went wrong; paperbell's log says what.")
+        try:
+            response = await AsyncWebhookClient(url).send_dict(reply.to_slack())
+        except (TimeoutError, SlackClientError, OSError) as exc:
+            log.error("cannot send the command's reply to Slack: %s", exc)
+            return
+        if response.status_code != 200:
+            log.error(
+                "Slack refused the command's reply: %s %s", response.status_code, response.body
+            )
+
+    async def wait(self) -> None:
+        """Wait for the replies still being worked on (shutdown, tests)."""
+        while self._later:
+            await asyncio.gather(*self._later, return_exceptions=True)
+
+
+class RequestChecker:
+    """Slack's v0 request signature, timestamps within 5 minutes, and no replays."""
+
+    def __init__(self, signing_secret: str, *, now: Callable[[], float] = time.time) -> None:
+        clock = Clock()
+        clock.now = now  # type: ignore[method-assign]
+        self.verifier = SignatureVerifier(signing_secret, clock=clock)
+        self.now = now
+        self._seen: dict[str, float] = {}  # signature -> when it was first seen
+
+    def check(self, body: bytes, headers: dict[str, str]) -> str | None:
+        """None if the request is Slack's and new; otherwise why it is refused."""
+        lowered = {k.lower(): v for k, v in headers.items()}
+        signature = lowered.get("x-slack-signature")
+        stamp = lowered.get("x-slack-request-timestamp", "")
+        if not signature or not stamp:
+            return "unsigned request"
+        if not stamp.isdigit():
+            return "bad timestamp"
+        if abs(self.now() - int(stamp)) > 300:
+            return "stale request (timestamp more than 5 minutes away)"
+        if not self.verifier.is_valid(body, stamp, signature):
+            return "bad signature"
+        now = self.now()
+        self._seen = {s: t for s, t in self._seen.items() if now - t <= 300}
+        if signature in self._seen:
+            return "replayed request"
+        self._seen[signature] = now
+        return None
+
+
+async def run_socket_mode(
+    responder: SlackResponder,
+    *,
+    app_token: str,
+    api_url: str,
+    stop: asyncio.Event,
+) -> None:
+    """Receive slash commands over Socket Mode until `stop` is set (no public URL needed)."""
+    client = SocketModeClient(
+        app_token=app_token, web_client=AsyncWebClient(base_url=api_url), ping_interval=10
+    )
+
+    async def on_request(client: SocketModeClient, request: SocketModeRequest) -> None:
+        if request.type != "slash_commands":
+            await client.send_socket_mode_response(SocketModeResponse(request.envelope_id))
+            return
+        payload = await responder.answer(CommandRequest.from_form(dict(request.payload)))
+        await client.send_socket_mode_response(
+            SocketModeResponse(envelope_id=request.envelope_id, payload=payload)
+        )
+
+    client.socket_mode_request_listeners.append(on_request)  # type: ignore[arg-type]
+    try:
+        await client.connect()
+        log.info("Socket Mode connected: slash commands come over the WebSocket")
+        await stop.wait()
+    finally:
+        await client.close()
+
+
+@dataclass(frozen=True)
+class SlackApp:
+    """The slash command's ways in, as the config sets them up."""
+
+    responder: SlackResponder
+    checker: RequestChecker | None  # POST /slack/commands (signing secret set)
+    app_token: str | None  # Socket Mode
+    api_url: str
+
+    @property
+    def http(self) -> tuple[SlackResponder, RequestChecker] | None:
+        return (self.responder, self.checker) if self.checker is not None else None
+
+
+def build_slack_app(
+    config: Config,
+    store: Store,
+    channels: Mapping[str, Channel],
+    *,
+    clock: Callable[[], datetime],
+) -> SlackApp | None:
+    """The slash command over `store`, if [slack] has a bot token; `digest` sends through
+    `channels`."""
+    slack = config.slack
+    if slack is None or not slack.bot_token:
+        return None
+    if not (slack.signing_secret or slack.app_token):
+        log.warning(
+            "[slack] has neither signing_secret_env nor app_token_env: %s cannot be used",
+            slack.command,
+        )
+    directory = SlackDirectory(make_client(slack_settings(config)))
+
+    async def send_now(name: str) -> list[Any]:
+        return await deliver(config, store, channels, now=clock(), only=name, clock=clock)
+
+    commands = SlashCommands(config, store, directory, send_now, clock)
+    checker = RequestChecker(slack.signing_secret) if slack.signing_secret else None
+    return SlackApp(SlackResponder(commands), checker, slack.app_token, slack.api_url)

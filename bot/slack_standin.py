@@ -1,0 +1,726 @@
+"""A stand-in of the Slack Web API for the demo and the tests: not a Slack.
+
+`SlackStandIn` serves, on loopback, the few Web API methods paperbell calls (`auth.test`,
+`chat.postMessage`, `users.info`, `conversations.info`, `conversations.open`,
+`apps.connections.open`), incoming webhooks and `response_url`s. It answers the way Slack
+answers (HTTP 200 with `{"ok": false, "error": ...}` for API errors, plain text for webhooks),
+checks every message against Slack's limits, and records what it was sent. It runs on
+`http.server.ThreadingHTTPServer` in a daemon thread, and uses slack_sdk's Block Kit models
+only to validate blocks: the real slack_sdk clients are pointed at it with `base_url`.
+
+What it does not do: real-time events, files, edits, reactions, rate limits of its own
+(they are scripted with `fail_next`), or any formatting of the messages it keeps.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from slack_sdk.models.blocks import Block
+
+BOT_USER_ID = "UBOT"
+BOT_ID = "BSTANDIN"
+TEAM_ID = "T0STANDIN"
+TEAM_NAME = "paperbell stand-in"
+
+# Slack's limits on one message.
+MAX_BLOCKS = 50
+MAX_SECTION_TEXT = 3000
+MAX_SECTION_FIELD = 2000
+MAX_HEADER_TEXT = 150
+MAX_CONTEXT_ELEMENTS = 10
+MAX_BLOCKS_TEXT = 13_000  # all the text in the blocks: past it Slack answers msg_too_long
+MAX_TEXT = 40_000
+
+_FIRST_TS = 1_764_000_000_000_000  # microseconds; ts strings look like "1764000000.000100"
+
+# What may follow a `<` in mrkdwn: a link, a user/channel mention or a special command.
+_ANGLE = re.compile(
+    r"<(?:(?:https?://|mailto:)[^<>|\s]+|@[UW][A-Z0-9]+|#C[A-Z0-9]+|![a-z]+(?:\^[^<>|]*)?)"
+    r"(?:\|(?P<label>[^<>]*))?>"
+)
+_ENTITY = re.compile(r"&(?:amp|lt|gt);")
+
+
+@dataclass
+class SlackRequest:
+    """One request the stand-in received, and what it answered."""
+
+    method: str  # "chat.postMessage", ... or "webhook:<name>", "response:<id>"
+    args: dict[str, Any]  # query params, form fields and JSON body, merged
+    headers: dict[str, str]
+    at: float  # time.monotonic() when received
+    status: int  # the HTTP status answered
+    response: dict[str, Any] | str
+
+
+@dataclass
+class _Fault:
+    status: int
+    error: str | None
+    retry_after: int | None
+
+
+@dataclass
+class _Channel:
+    id: str
+    name: str
+    member: bool = True
+    is_private: bool = False
+    user: str | None = None  # the other party of a DM
+
+
+@dataclass
+class _Answer:
+    status: int
+    body: dict[str, Any] | str
+    headers: dict[str, str]
+
+
+class _Rejected(Exception):
+    """A message Slack would refuse, with the error it answers."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+def mrkdwn_problems(text: str) -> list[str]:
+    """What in a mrkdwn text is not escaped the way Slack wants (`&`, `<` and `>` as entities,
+    `<` only to open a link, a mention or a special command)."""
+    problems = []
+    labels = " ".join(m.group("label") or "" for m in _ANGLE.finditer(text))
+    rest = _ANGLE.sub(" ", text) + " " + labels
+    if "<" in rest:
+        at = rest.index("<")
+        problems.append(f"a raw '<' that opens no link or mention: {rest[at : at + 30]!r}")
+    bare = _ENTITY.sub("", rest)
+    if "&" in bare:
+        at = bare.index("&")
+        problems.append(f"a raw '&' (not &amp; &lt; &gt;): {bare[max(0, at - 10) : at + 20]!r}")
+    return problems
+
+
+def _texts(value: Any) -> list[str]:
+    """Every string under a "text" key, anywhere in a JSON value."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "text" and isinstance(item, str):
+                found.append(item)
+            else:
+                found.extend(_texts(item))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(_texts(item))
+    return found
+
+
+def _mrkdwn_texts(value: Any) -> list[str]:
+    """The texts of every mrkdwn text object, anywhere in a JSON value."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        if value.get("type") == "mrkdwn" and isinstance(value.get("text"), str):
+            found.append(value["text"])
+        for item in value.values():
+            found.extend(_mrkdwn_texts(item))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(_mrkdwn_texts(item))
+    return found
+
+
+def _flag(value: Any) -> bool | None:
+    """A boolean argument, sent as JSON true/false or as a form "true"/"1"."""
+    if value is None or isinstance(value, bool):
+        return value
+    return str(value).lower() in {"true", "1"}
+
+
+class SlackStandIn:
+    """The stand-in: `start()` it (or use it as a context manager), add channels and users,
+    point slack_sdk at `base_url`, then read `messages()`, `requests` and `violations`."""
+
+    def __init__(self, *, token: str = "xoxb-standin", app_token: str = "xapp-standin") -> None:
+        self.token = token
+        self.app_token = app_token
+        self.socket_url: str | None = None
+        self.requests: list[SlackRequest] = []
+        self.violations: list[str] = []
+        self.responses: list[dict[str, Any]] = []  # what was POSTed to response URLs
+        self._messages: list[dict[str, Any]] = []
+        self._channels: dict[str, _Channel] = {}
+        self._users: dict[str, dict[str, Any]] = {}
+        self._webhooks: dict[str, str] = {}  # name -> channel id
+        self._faults: dict[str, list[_Fault]] = {}
+        self._posted = 0
+        self._lock = threading.RLock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    # ---- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> SlackStandIn:
+        if self._server is not None:
+            return self
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self.port = int(self._server.server_address[1])
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            args=(0.01,),  # the poll interval: stop() returns quickly
+            name="slack-standin",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join()
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> SlackStandIn:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def root_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the Slack stand-in is not started")
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The Web API's base URL, as slack_sdk's `base_url` wants it (trailing slash)."""
+        return f"{self.root_url}/api/"
+
+    # ---- the workspace ---------------------------------------------------------------
+
+    def add_channel(
+        self, id: str, name: str, *, member: bool = True, is_private: bool = False
+    ) -> None:
+        with self._lock:
+            self._channels[id] = _Channel(id, name.lstrip("#"), member, is_private)
+
+    def add_user(
+        self,
+        id: str,
+        name: str,
+        *,
+        email: str | None = None,
+        real_name: str = "",
+        is_admin: bool = False,
+        is_owner: bool = False,
+        tz: str = "UTC",
+    ) -> None:
+        profile: dict[str, Any] = {"real_name": real_name, "display_name": name}
+        if email is not None:
+            profile["email"] = email
+        user = {
+            "id": id,
+            "team_id": TEAM_ID,
+            "name": name,
+            "real_name": real_name,
+            "tz": tz,
+            "is_admin": is_admin,
+            "is_owner": is_owner,
+            "is_bot": False,
+            "deleted": False,
+            "profile": profile,
+        }
+        with self._lock:
+            self._users[id] = user
+
+    def add_webhook(self, name: str, channel_id: str) -> str:
+        """An incoming webhook that posts into `channel_id`; returns its URL."""
+        with self._lock:
+            self._webhooks[name] = channel_id
+        return self.webhook_url(name)
+
+    def webhook_url(self, name: str) -> str:
+        return f"{self.root_url}/webhook/{name}"
+
+    def response_url(self, id: str) -> str:
+        return f"{self.root_url}/response/{id}"
+
+    def fail_next(
+        self,
+        method: str,
+        *,
+        error: str | None = None,
+        status: int = 200,
+        retry_after: int | None = None,
+        times: int = 1,
+    ) -> None:
+        """Answer the next `times` calls of `method` with a fault, before any other handling.
+
+        `retry_after` gives HTTP 429 with a Retry-After header and error "ratelimited";
+        `status` 500/503 gives that status; `error` alone gives HTTP 200 `{"ok": false}`.
+        `method` may also be "webhook:<name>" or "response:<id>" (an error there is HTTP 400
+        with the error as plain text, as Slack's webhooks answer)."""
+        if retry_after is not None and status == 200:
+            status = 429
+        if status == 200 and error is None:
+            raise ValueError("fail_next needs an error, a status or a retry_after")
+        with self._lock:
+            faults = self._faults.setdefault(method, [])
+            faults.extend(_Fault(status, error, retry_after) for _ in range(times))
+
+    # ---- what was received -----------------------------------------------------------
+
+    def messages(self, channel: str | None = None) -> list[dict[str, Any]]:
+        """Accepted messages (chat.postMessage and webhooks), in order; of one channel if given
+        (an id, or a name with or without '#')."""
+        with self._lock:
+            if channel is not None and channel not in self._channels:
+                found = self._find_channel(channel)
+                channel = found.id if found is not None else channel
+            return [copy.deepcopy(m) for m in self._messages if channel in (None, m["channel"])]
+
+    def thread(self, ts: str) -> list[dict[str, Any]]:
+        """The replies in the thread of the message `ts`, in order."""
+        with self._lock:
+            return [copy.deepcopy(m) for m in self._messages if m.get("thread_ts") == ts]
+
+    def save_json(self, path: Path) -> None:
+        """What was posted: channels, messages (webhook posts included), responses, violations."""
+        with self._lock:
+            data = {
+                "channels": {c.id: c.name for c in self._channels.values()},
+                "messages": self._messages,
+                "responses": self.responses,
+                "violations": self.violations,
+            }
+            text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        Path(path).write_text(text, encoding="utf-8")
+
+    # ---- HTTP ------------------------------------------------------------------------
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        standin = self
+
+        class Handler(BaseHTTPRequestHandler):
+            server_version = "SlackStandIn/1"
+
+            def do_GET(self) -> None:
+                self._serve()
+
+            def do_POST(self) -> None:
+                self._serve()
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                headers = dict(self.headers.items())
+                answer = standin._receive(self.path, headers, body)
+                if isinstance(answer.body, dict):
+                    payload = json.dumps(answer.body).encode()
+                    content_type = "application/json; charset=utf-8"
+                else:
+                    payload = answer.body.encode()
+                    content_type = "text/plain; charset=utf-8"
+                self.send_response(answer.status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in answer.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
+
+    def _receive(self, path: str, headers: dict[str, str], body: bytes) -> _Answer:
+        at = time.monotonic()
+        url = urlsplit(path)
+        args: dict[str, Any] = dict(parse_qsl(url.query, keep_blank_values=True))
+        parts = url.path.strip("/").split("/", 1)
+        kind, name = (parts[0], parts[1]) if len(parts) == 2 else (parts[0], "")
+        method = {"api": name, "webhook": f"webhook:{name}", "response": f"response:{name}"}.get(
+            kind, url.path
+        )
+        content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), "")
+        bad_body = None
+        if body:
+            if "json" in content_type:
+                try:
+                    parsed = json.loads(body)
+                except ValueError:
+                    bad_body = "invalid_json"
+                else:
+                    if isinstance(parsed, dict):
+                        args.update(parsed)
+                    elif parsed is not None:  # slack_sdk's webhook client sends {} as null
+                        bad_body = "invalid_json"
+            elif "x-www-form-urlencoded" in content_type:
+                args.update(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+            else:
+                bad_body = "invalid_form_data"
+        with self._lock:
+            answer = self._answer(kind, name, method, args, headers, bad_body)
+            self.requests.append(
+                SlackRequest(method, args, headers, at, answer.status, answer.body)
+            )
+        return answer
+
+    def _answer(
+        self,
+        kind: str,
+        name: str,
+        method: str,
+        args: dict[str, Any],
+        headers: dict[str, str],
+        bad_body: str | None,
+    ) -> _Answer:
+        faults = self._faults.get(method)
+        if faults:
+            return self._fault_answer(kind, faults.pop(0))
+        if kind == "api":
+            if bad_body is not None:
+                return _Answer(200, {"ok": False, "error": bad_body}, {})
+            return self._api(method, args, headers)
+        if kind in ("webhook", "response"):
+            if bad_body is not None:
+                return _Answer(400, "invalid_payload", {})
+            if kind == "webhook":
+                return self._webhook(name, args)
+            return self._response(name, args)
+        return _Answer(404, "not_found", {})
+
+    @staticmethod
+    def _fault_answer(kind: str, fault: _Fault) -> _Answer:
+        extra = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
+        default = {429: "ratelimited", 503: "service_unavailable"}.get(fault.status, "fatal_error")
+        error = fault.error or default
+        if kind == "api":
+            return _Answer(fault.status, {"ok": False, "error": error}, extra)
+        status = 400 if fault.status == 200 else fault.status
+        return _Answer(status, "rate_limited" if status == 429 else error, extra)
+
+    # ---- the Web API -----------------------------------------------------------------
+
+    def _api(self, method: str, args: dict[str, Any], headers: dict[str, str]) -> _Answer:
+        handler = {
+            "auth.test": self._auth_test,
+            "chat.postMessage": self._post_message,
+            "users.info": self._users_info,
+            "conversations.info": self._conversations_info,
+            "conversations.open": self._conversations_open,
+            "apps.connections.open": self._connections_open,
+        }.get(method)
+        if handler is None:
+            return _Answer(200, {"ok": False, "error": "unknown_method"}, {})
+        error = self._auth_error(method, args, headers)
+        if error is not None:
+            return _Answer(200, {"ok": False, "error": error}, {})
+        try:
+            result = handler(args)
+        except _Rejected as rejected:
+            return _Answer(200, {"ok": False, "error": rejected.error}, {})
+        return _Answer(200, {"ok": True, **result}, {})
+
+    def _auth_error(self, method: str, args: dict[str, Any], headers: dict[str, str]) -> str | None:
+        auth = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+        token = auth.removeprefix("Bearer ").strip() if auth.startswith("Bearer ") else ""
+        token = token or str(args.get("token") or "")
+        if not token:
+            return "not_authed"
+        app_method = method == "apps.connections.open"
+        wanted, other = (self.app_token, self.token) if app_method else (self.token, self.app_token)
+        if token == wanted:
+            return None
+        return "not_allowed_token_type" if token == other else "invalid_auth"
+
+    def _auth_test(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "url": f"{self.root_url}/",
+            "team": TEAM_NAME,
+            "user": "paperbell",
+            "team_id": TEAM_ID,
+            "user_id": BOT_USER_ID,
+            "bot_id": BOT_ID,
+        }
+
+    def _users_info(self, args: dict[str, Any]) -> dict[str, Any]:
+        user = self._users.get(str(args.get("user", "")))
+        if user is None:
+            raise _Rejected("user_not_found")
+        return {"user": copy.deepcopy(user)}
+
+    def _conversations_info(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channels.get(str(args.get("channel", "")))
+        if channel is None:
+            raise _Rejected("channel_not_found")
+        return {"channel": self._channel_json(channel)}
+
+    def _conversations_open(self, args: dict[str, Any]) -> dict[str, Any]:
+        users = [u for u in str(args.get("users", "")).split(",") if u]
+        if not users:
+            raise _Rejected("users_list_not_supplied")
+        if len(users) > 1:
+            raise _Rejected("not_supported_by_standin")  # group DMs are not stood in for
+        channel = self._dm(users[0])
+        if channel is None:
+            raise _Rejected("user_not_found")
+        return {"channel": {"id": channel.id}}
+
+    def _connections_open(self, args: dict[str, Any]) -> dict[str, Any]:
+        if self.socket_url is None:
+            raise _Rejected("standin_socket_url_not_set")
+        return {"url": self.socket_url}
+
+    @staticmethod
+    def _channel_json(channel: _Channel) -> dict[str, Any]:
+        is_im = channel.user is not None
+        found: dict[str, Any] = {
+            "id": channel.id,
+            "name": channel.name,
+            "is_channel": not is_im and not channel.is_private,
+            "is_group": not is_im and channel.is_private,
+            "is_im": is_im,
+            "is_private": channel.is_private or is_im,
+            "is_member": channel.member,
+        }
+        if is_im:
+            found["user"] = channel.user
+        return found
+
+    def _dm(self, user: str) -> _Channel | None:
+        if user not in self._users:
+            return None
+        channel_id = "D" + user
+        if channel_id not in self._channels:
+            self._channels[channel_id] = _Channel(channel_id, user, True, True, user)
+        return self._channels[channel_id]
+
+    def _find_channel(self, ref: str) -> _Channel | None:
+        if ref in self._channels:
+            return self._channels[ref]
+        if ref[:1] in ("U", "W") and ref in self._users:
+            return self._dm(ref)
+        name = ref.removeprefix("#")
+        return next((c for c in self._channels.values() if c.name == name and not c.user), None)
+
+    def _post_message(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = self._find_channel(str(args.get("channel") or ""))
+        if channel is None:
+            raise _Rejected("channel_not_found")
+        if not channel.member:
+            raise _Rejected("not_in_channel")
+        thread_ts = args.get("thread_ts") or None
+        if thread_ts is not None:
+            thread_ts = str(thread_ts)
+            parent = next(
+                (
+                    m
+                    for m in self._messages
+                    if m["ts"] == thread_ts and m["channel"] == channel.id and not m["thread_ts"]
+                ),
+                None,
+            )
+            if parent is None:
+                raise _Rejected("thread_not_found")
+        where = f"chat.postMessage to {channel.id} (#{channel.name})"
+        text, blocks = self._check_message(where, args)
+        message = self._keep(channel, args, text, blocks, thread_ts, "chat.postMessage")
+        shown = {
+            "type": "message",
+            "user": BOT_USER_ID,
+            "bot_id": BOT_ID,
+            "text": text,
+            "ts": message["ts"],
+        }
+        if blocks:
+            shown["blocks"] = copy.deepcopy(blocks)
+        if thread_ts:
+            shown["thread_ts"] = thread_ts
+        return {"channel": channel.id, "ts": message["ts"], "message": shown}
+
+    def _keep(
+        self,
+        channel: _Channel,
+        args: dict[str, Any],
+        text: str,
+        blocks: list[Any] | None,
+        thread_ts: str | None,
+        via: str,
+    ) -> dict[str, Any]:
+        self._posted += 1
+        micro = _FIRST_TS + 100 * self._posted
+        message: dict[str, Any] = {
+            "channel": channel.id,
+            "ts": f"{micro // 1_000_000}.{micro % 1_000_000:06d}",
+            "thread_ts": thread_ts,
+            "text": text,
+            "blocks": copy.deepcopy(blocks),
+            "unfurl_links": _flag(args.get("unfurl_links")),
+            "unfurl_media": _flag(args.get("unfurl_media")),
+            "via": via,
+        }
+        if channel.user is not None:
+            message["user"] = channel.user
+        self._messages.append(message)
+        return message
+
+    # ---- incoming webhooks and response URLs -----------------------------------------
+
+    def _webhook(self, name: str, args: dict[str, Any]) -> _Answer:
+        channel_id = self._webhooks.get(name)
+        channel = self._channels.get(channel_id or "")
+        if channel is None:
+            return _Answer(404, "no_service", {})
+        try:
+            text, blocks = self._check_message(f"webhook {name} to {channel.id}", args)
+        except _Rejected as rejected:
+            return _Answer(400, rejected.error, {})
+        self._keep(channel, args, text, blocks, None, f"webhook:{name}")
+        return _Answer(200, "ok", {})
+
+    def _response(self, id: str, args: dict[str, Any]) -> _Answer:
+        try:
+            text, blocks = self._check_message(f"response_url {id}", args)
+        except _Rejected as rejected:
+            return _Answer(400, rejected.error, {})
+        self.responses.append({"id": id, **copy.deepcopy(args), "text": text, "blocks": blocks})
+        return _Answer(200, "ok", {})
+
+    # ---- Slack's limits --------------------------------------------------------------
+
+    def _violate(self, where: str, what: str) -> None:
+        self.violations.append(f"{where}: {what}")
+
+    def _check_message(self, where: str, args: dict[str, Any]) -> tuple[str, list[Any] | None]:
+        """The message's text and blocks, once checked against Slack's limits: a breach
+        Slack refuses is recorded and raised; one Slack lets through is recorded only."""
+        text = args.get("text")
+        text = "" if text is None else str(text)
+        blocks: Any = args.get("blocks")
+        if isinstance(blocks, str):  # a form post carries the blocks as JSON text
+            try:
+                blocks = json.loads(blocks) if blocks else None
+            except ValueError:
+                self._violate(where, "blocks is not valid JSON (invalid_blocks)")
+                raise _Rejected("invalid_blocks") from None
+        if blocks is not None and not isinstance(blocks, list):
+            self._violate(where, "blocks is not a list (invalid_blocks)")
+            raise _Rejected("invalid_blocks")
+        if not text and not blocks and not args.get("attachments"):
+            raise _Rejected("no_text")
+        if len(text) > MAX_TEXT:
+            self._violate(where, f"text is {len(text)} characters, over {MAX_TEXT} (msg_too_long)")
+            raise _Rejected("msg_too_long")
+        if blocks:
+            self._check_blocks(where, blocks)
+            if not text:
+                self._violate(
+                    where, "blocks without a top-level text fallback (Slack warns: notifications)"
+                )
+        mrkdwn = [text] if text and args.get("mrkdwn") not in (False, "false", "0") else []
+        for each in mrkdwn + _mrkdwn_texts(blocks or []):
+            for problem in mrkdwn_problems(each):
+                self._violate(where, f"unescaped mrkdwn, {problem}")
+        return text, blocks
+
+    def _check_blocks(self, where: str, blocks: list[Any]) -> None:
+        problems: list[str] = []
+        if len(blocks) > MAX_BLOCKS:
+            problems.append(f"{len(blocks)} blocks, Slack allows at most {MAX_BLOCKS}")
+        block_ids: set[str] = set()
+        for index, block in enumerate(blocks):
+            problems.extend(f"block {index}: {p}" for p in self._block_problems(block, block_ids))
+        if problems:
+            for problem in problems:
+                self._violate(where, f"{problem} (invalid_blocks)")
+            raise _Rejected("invalid_blocks")
+        total = sum(len(t) for t in _texts(blocks))
+        if total > MAX_BLOCKS_TEXT:
+            self._violate(
+                where,
+                f"the blocks hold {total} characters of text, over {MAX_BLOCKS_TEXT}"
+                " (msg_too_long)",
+            )
+            raise _Rejected("msg_too_long")
+
+    @staticmethod
+    def _block_problems(block: Any, block_ids: set[str]) -> list[str]:
+        if not isinstance(block, dict):
+            return [f"not an object: {block!r:.60}"]
+        kind = block.get("type")
+        problems: list[str] = []
+        block_id = block.get("block_id")
+        if isinstance(block_id, str):
+            if block_id in block_ids:
+                problems.append(f"block_id {block_id!r} used twice")
+            block_ids.add(block_id)
+        if kind == "section":
+            text = block.get("text")
+            if text is not None and not isinstance(text, dict):
+                problems.append("section text must be a text object, not a bare string")
+            elif isinstance(text, dict) and len(str(text.get("text", ""))) > MAX_SECTION_TEXT:
+                problems.append(
+                    f"section text is {len(str(text.get('text')))} characters,"
+                    f" over {MAX_SECTION_TEXT}"
+                )
+            for number, field in enumerate(block.get("fields") or []):
+                if not isinstance(field, dict):
+                    problems.append(f"section field {number} must be a text object")
+                elif len(str(field.get("text", ""))) > MAX_SECTION_FIELD:
+                    problems.append(
+                        f"section field {number} is {len(str(field.get('text')))} characters,"
+                        f" over {MAX_SECTION_FIELD}"
+                    )
+        elif kind == "header":
+            text = block.get("text")
+            if not isinstance(text, dict) or text.get("type") != "plain_text":
+                problems.append("header text must be a plain_text object")
+            elif len(str(text.get("text", ""))) > MAX_HEADER_TEXT:
+                problems.append(
+                    f"header text is {len(str(text.get('text')))} characters,"
+                    f" over {MAX_HEADER_TEXT}"
+                )
+        elif kind == "context":
+            elements = block.get("elements") or []
+            if len(elements) > MAX_CONTEXT_ELEMENTS:
+                problems.append(
+                    f"context has {len(elements)} elements, over {MAX_CONTEXT_ELEMENTS}"
+                )
+        if problems:
+            return problems  # slack_sdk's validators would say the same again
+        try:
+            parsed = Block.parse(copy.deepcopy(block))
+            if parsed is None:
+                problems.append(f"slack_sdk does not know a block of type {kind!r}")
+            else:
+                unknown = set(block) - parsed.attributes - {"type"}
+                if unknown:
+                    problems.append(f"{kind} block has unknown fields {sorted(unknown)}")
+                parsed.validate_json()
+        except Exception as error:  # slack_sdk raises SlackObjectFormationError, or worse
+            problems.append(f"slack_sdk rejects the {kind} block: {error}")
+        return problems

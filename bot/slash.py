@@ -1,0 +1,471 @@
+"""The `/papers` slash command: plain logic, the text and the user in, a reply out.
+
+Owns the subcommands (subscribe, list, remove, pause, resume, try, digest, help), who may
+change a channel's subscription, and the words of every reply. Must not speak HTTP or
+WebSocket: the web app (`POST /slack/commands`) and the Socket Mode adapter are thin shells
+over `SlashCommands.handle`. Slack is reached only through the injected `Directory` (who a
+user is, what a channel is) and `send_now` (deliver one subscriber's digest).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from bot.config import Config, subscriber_problems
+from bot.digest import try_rule
+from bot.errors import PaperbellError, RuleError
+from bot.models import Subscriber
+from bot.render.slack import escape_mrkdwn, link
+from bot.rules import format_rule, parse_rule
+from bot.store import Store, SubscriberRow
+
+log = logging.getLogger(__name__)
+
+TRY_DAYS = 7  # `try` looks at the papers of the last week stored
+TRY_SHOWN = 10
+# `<#C0123|name>` (Slack escapes channels so when the manifest says should_escape), or #name.
+CHANNEL_RE = re.compile(
+    r"^(?:<#(?P<id>[CG][A-Z0-9]+)(?:\|(?P<label>[^>]*))?>|#(?P<name>[a-z0-9_\-]+))$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRequest:
+    """What Slack sends with a slash command (the fields paperbell reads)."""
+
+    text: str
+    user_id: str
+    user_name: str = ""
+    channel_id: str = ""
+    channel_name: str = ""
+    team_id: str = ""
+    command: str = "/papers"
+    response_url: str | None = None
+
+    @classmethod
+    def from_form(cls, form: dict[str, str]) -> CommandRequest:
+        """From the fields of Slack's form post (or a Socket Mode payload)."""
+        return cls(
+            text=form.get("text", ""),
+            user_id=form.get("user_id", ""),
+            user_name=form.get("user_name", ""),
+            channel_id=form.get("channel_id", ""),
+            channel_name=form.get("channel_name", ""),
+            team_id=form.get("team_id", ""),
+            command=form.get("command", "/papers"),
+            response_url=form.get("response_url") or None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The answer: ephemeral (only the user sees it) unless it concerns a channel."""
+
+    text: str
+    public: bool = False
+
+    def to_slack(self) -> dict[str, Any]:
+        return {
+            "response_type": "in_channel" if self.public else "ephemeral",
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SlackUser:
+    id: str
+    name: str  # the handle
+    real_name: str = ""
+    email: str | None = None  # only with the users:read.email scope
+    is_admin: bool = False  # a workspace admin or owner
+    tz: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SlackChannelInfo:
+    id: str
+    name: str
+    is_member: bool = True  # whether the bot is in it
+    is_private: bool = False
+
+
+class Directory(Protocol):
+    """Who a Slack user is, what a channel is (users.info, conversations.info)."""
+
+    async def user(self, user_id: str) -> SlackUser | None: ...
+
+    async def channel(self, channel_id: str) -> SlackChannelInfo | None: ...
+
+
+SendNow = Callable[[str], Awaitable[list[Any]]]  # subscriber name -> delivery reports
+
+
+@dataclass
+class SlashCommands:
+    """The command handler. `send_now(name)` delivers a subscriber's digest now."""
+
+    config: Config
+    store: Store
+    directory: Directory
+    send_now: SendNow
+    clock: Callable[[], datetime]
+    managers: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        if self.config.slack is not None and not self.managers:
+            self.managers = frozenset(self.config.slack.channel_managers)
+
+    @property
+    def command(self) -> str:
+        return self.config.slack.command if self.config.slack is not None else "/papers"
+
+    async def handle(self, request: CommandRequest) -> Reply:
+        """Answer one command. Every error becomes a reply that says what to do."""
+        words = _split(request.text)
+        verb, rest = (words[0].lower(), words[1:]) if words else ("help", [])
+        handler = {
+            "subscribe": self._subscribe,
+            "sub": self._subscribe,
+            "list": self._list,
+            "ls": self._list,
+            "remove": self._remove,
+            "rm": self._remove,
+            "unsubscribe": self._remove,
+            "pause": self._pause,
+            "resume": self._resume,
+            "try": self._try,
+            "digest": self._digest,
+            "help": self._help,
+        }.get(verb)
+        if handler is None:
+            return Reply(f":warning: I do not know `{escape_mrkdwn(verb)}`.\n{self._usage()}")
+        try:
+            return await handler(request, rest)
+        except PaperbellError as exc:
+            log.warning("%s %s: %s", self.command, verb, exc)
+            return Reply(f":warning: {escape_mrkdwn(str(exc))}")
+
+    # -- subcommands ------------------------------------------------------------------------
+
+    async def _help(self, request: CommandRequest, args: list[str]) -> Reply:
+        return Reply(self._usage(full=True))
+
+    async def _subscribe(self, request: CommandRequest, args: list[str]) -> Reply:
+        target, args = await self._target(request, args, manage=True)
+        if not args:
+            return Reply(f':warning: Give a rule: `{self.command} subscribe "diffusion policy"`')
+        text = _rule_text(args)
+        try:
+            rule = parse_rule(text)
+        except RuleError as exc:
+            return Reply(_rule_error(exc))
+        now = self.clock()
+        if target.channel is not None:
+            row = self.store.slack_subscriber(channel=target.channel.id)
+            name = row.name if row else self._free_name(f"channel.{target.channel.name}")
+            self._check_new(name, row, [rule.text])
+            sub, created = self.store.add_subscriber(
+                name, email=None, rules=[rule.text], now=now, slack_channel=target.channel.id
+            )
+            where = f"<#{target.channel.id}>"
+            heads_up = (
+                ""
+                if target.channel.is_member
+                else f"\n:point_right: Invite me to {where} first: `/invite @paperbell`"
+            )
+            return Reply(
+                f"<@{request.user_id}> subscribed {where} to `{escape_mrkdwn(rule.text)}`. "
+                f"{self._when(sub)}{heads_up}",
+                public=True,
+            )
+        row = self.store.slack_subscriber(user=request.user_id)
+        user = await self.directory.user(request.user_id) if row is None else None
+        name = row.name if row else self._free_name(f"slack.{_handle(request, user)}")
+        self._check_new(name, row, [rule.text])
+        sub, created = self.store.add_subscriber(
+            name,
+            email=user.email if user else None,
+            rules=[rule.text],
+            now=now,
+            slack_user=request.user_id,
+            email_confirmed=False,
+        )
+        if created and user is not None and user.tz:
+            self.store.set_schedule(name, timezone=user.tz)
+            sub = self._subscriber(name) or sub
+        first = "Welcome! " if created else ""
+        return Reply(
+            f"{first}Subscribed to `{escape_mrkdwn(rule.text)}` "
+            f"(you have {len(sub.rules)} rule{'s' if len(sub.rules) != 1 else ''}). "
+            f"{self._when(sub)}\nSee what it would have found: `{self.command} try "
+            f"{escape_mrkdwn(rule.text)}`"
+        )
+
+    async def _list(self, request: CommandRequest, args: list[str]) -> Reply:
+        target, _ = await self._target(request, args, manage=False)
+        sub = self._find(request, target)
+        whose = f"<#{target.channel.id}>" if target.channel else "You"
+        if sub is None or not sub.rules:
+            return Reply(
+                f"{whose} {'has' if target.channel else 'have'} no subscription yet: "
+                f"`{self.command} subscribe{target.suffix} "
+                '"your topic"`'
+            )
+        lines = [f"{number}. `{escape_mrkdwn(text)}`" for number, text in enumerate(sub.rules, 1)]
+        state = "" if sub.active else " *(paused)*"
+        origin = "\n_Set in the config file: ask your paperbell admin to change it._"
+        return Reply(
+            f"{whose}{state}: {self._when(sub)}\n"
+            + "\n".join(lines)
+            + (origin if sub.origin == "config" else "")
+        )
+
+    async def _remove(self, request: CommandRequest, args: list[str]) -> Reply:
+        target, args = await self._target(request, args, manage=True)
+        sub = self._owned(request, target)
+        if len(args) != 1 or not args[0].isdigit():
+            return Reply(
+                f":warning: Say which rule: `{self.command} remove 2` "
+                f"(`{self.command} list` numbers them)"
+            )
+        number = int(args[0])
+        if len(sub.rules) == 1 and number == 1:
+            # The last rule: the subscription ends (its history stays, for a resume).
+            self.store.set_active(sub.name, False, now=self.clock())
+            return Reply(
+                f"That was the last rule: the digests stop. `{self.command} resume` brings "
+                "them back.",
+                public=target.channel is not None,
+            )
+        text = self.store.remove_rule(sub.name, number)
+        return Reply(
+            f"Removed rule {number}, `{escape_mrkdwn(text)}`.", public=target.channel is not None
+        )
+
+    async def _pause(self, request: CommandRequest, args: list[str]) -> Reply:
+        return await self._set_active(request, args, active=False)
+
+    async def _resume(self, request: CommandRequest, args: list[str]) -> Reply:
+        return await self._set_active(request, args, active=True)
+
+    async def _set_active(self, request: CommandRequest, args: list[str], *, active: bool) -> Reply:
+        target, _ = await self._target(request, args, manage=True)
+        sub = self._owned(request, target, allow_config=True)
+        self.store.set_active(sub.name, active, now=self.clock())
+        whose = f"<#{target.channel.id}>'s" if target.channel else "Your"
+        if active:
+            return Reply(
+                f"{whose} digests are back on. {self._when(sub)}", public=bool(target.channel)
+            )
+        return Reply(
+            f"{whose} digests are paused. `{self.command} resume{target.suffix}` brings them back.",
+            public=bool(target.channel),
+        )
+
+    async def _try(self, request: CommandRequest, args: list[str]) -> Reply:
+        if not args:
+            return Reply(f':warning: Give a rule: `{self.command} try "diffusion policy"`')
+        try:
+            rule = parse_rule(_rule_text(args))
+        except RuleError as exc:
+            return Reply(_rule_error(exc))
+        latest = self.store.latest_announcement()
+        if latest is None:
+            return Reply("No papers are stored yet: try again after the first poll.")
+        first = latest - timedelta(days=TRY_DAYS - 1)
+        papers = await asyncio.to_thread(self.store.papers_announced_since, first)
+        trial = await asyncio.to_thread(try_rule, rule, papers)
+        found = len(trial.items)
+        head = (
+            f"`{escape_mrkdwn(rule.text)}` matches {found} of the {trial.papers:,} papers "
+            f"announced {first:%-d %b} – {latest:%-d %b %Y}"
+        )
+        if not found:
+            return Reply(head + ". Try fewer words, or OR between them.")
+        lines = [
+            f"• {link(item.paper.abs_url, item.paper.title)}" for item in trial.items[:TRY_SHOWN]
+        ]
+        more = f"\n…and {found - TRY_SHOWN} more." if found > TRY_SHOWN else ""
+        return Reply(
+            head
+            + ":\n"
+            + "\n".join(lines)
+            + more
+            + f"\nLike it? `{self.command} subscribe {escape_mrkdwn(rule.text)}`"
+        )
+
+    async def _digest(self, request: CommandRequest, args: list[str]) -> Reply:
+        target, _ = await self._target(request, args, manage=True)
+        sub = self._owned(request, target, allow_config=True)
+        if not sub.active:
+            return Reply(f"Your digests are paused: `{self.command} resume` first.")
+        reports = await self.send_now(sub.name)
+        slack = [r for r in reports if r.channel == "slack"]
+        sent = sum(r.count for r in slack if r.status == "sent")
+        problems = [r.error for r in slack if r.status in ("failed", "retry") and r.error]
+        if problems:
+            return Reply(f":warning: The digest did not go out: {escape_mrkdwn(problems[0])}")
+        if not sent:
+            return Reply("Nothing new matched your rules since your last digest.")
+        where = f"<#{target.channel.id}>" if target.channel else "your direct messages"
+        return Reply(f"Sent {sent} paper{'s' if sent != 1 else ''} to {where}.")
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    async def _target(
+        self, request: CommandRequest, args: list[str], *, manage: bool
+    ) -> tuple[_Target, list[str]]:
+        """Whether the command is about a channel (its first word is one), and the rest."""
+        match = CHANNEL_RE.match(args[0]) if args else None
+        if match is None:
+            return _Target(), args
+        channel_id = match.group("id")
+        if channel_id is None:
+            name = match.group("name")
+            if name != request.channel_name or not request.channel_id:
+                raise PaperbellError(
+                    f"I cannot tell which channel #{name} is: pick it from the list Slack "
+                    "offers as you type #, or run the command in that channel"
+                )
+            channel_id = request.channel_id
+        info = await self.directory.channel(channel_id)
+        if info is None:
+            raise PaperbellError(
+                "I cannot see that channel: for a private channel, invite me first "
+                "(/invite @paperbell)"
+            )
+        if manage and not await self._may_manage(request.user_id):
+            raise PaperbellError(
+                f"Only workspace admins and the channel managers paperbell's admin named may "
+                f"change #{info.name}'s subscription; you can subscribe yourself with "
+                f"`{self.command} subscribe RULE`"
+            )
+        return _Target(info, args[0]), args[1:]
+
+    async def _may_manage(self, user_id: str) -> bool:
+        if user_id in self.managers:
+            return True
+        user = await self.directory.user(user_id)
+        return user is not None and user.is_admin
+
+    def _find(self, request: CommandRequest, target: _Target) -> Subscriber | None:
+        if target.channel is not None:
+            row = self.store.slack_subscriber(channel=target.channel.id)
+        else:
+            row = self.store.slack_subscriber(user=request.user_id)
+        return self._subscriber(row.name) if row else None
+
+    def _owned(
+        self, request: CommandRequest, target: _Target, *, allow_config: bool = False
+    ) -> Subscriber:
+        sub = self._find(request, target)
+        if sub is None:
+            whose = f"<#{target.channel.id}> has" if target.channel else "You have"
+            raise PaperbellError(f"{whose} no subscription: `{self.command} subscribe RULE`")
+        if sub.origin == "config" and not allow_config:
+            raise PaperbellError(
+                "this subscription is set in paperbell's config file: ask your paperbell "
+                "admin to change it"
+            )
+        return sub
+
+    def _subscriber(self, name: str) -> Subscriber | None:
+        everyone = self.store.subscribers(
+            self.config.declared_subscribers(),
+            include_inactive=True,
+            defaults=self.config.digest.defaults(),
+        )
+        return next((s for s in everyone if s.name == name), None)
+
+    def _check_new(self, name: str, row: SubscriberRow | None, rules: Sequence[str]) -> None:
+        if row is not None and row.origin == "config":
+            raise PaperbellError(
+                "this subscription is set in paperbell's config file: ask your paperbell "
+                "admin to add the rule there"
+            )
+        problems = subscriber_problems(name=name, email=None, rules=rules)
+        if problems:
+            raise PaperbellError("; ".join(problems))
+        known = self._subscriber(name)
+        if known is not None:
+            new = {format_rule(parse_rule(r)) for r in rules}
+            have = {format_rule(parse_rule(r)) for r in known.rules}
+            if new <= have and known.active:
+                raise PaperbellError("that rule is already in the subscription")
+
+    def _free_name(self, wanted: str) -> str:
+        """A subscriber name not taken yet, from a Slack handle or channel name."""
+        base = re.sub(r"[^A-Za-z0-9_.@\-]", "-", wanted)[:56].strip("-") or "slack"
+        taken = {s.name for s in self.config.subscribers}
+        name, number = base, 1
+        while name in taken or self.store.subscriber_row(name) is not None:
+            number += 1
+            name = f"{base}-{number}"
+        return name
+
+    def _when(self, sub: Subscriber) -> str:
+        return f"Digests come {sub.schedule.describe()}."
+
+    def _usage(self, *, full: bool = False) -> str:
+        c = self.command
+        lines = [
+            f"*{c}* keeps you posted on new papers:",
+            f'• `{c} subscribe "diffusion policy" cat:cs.RO` (a rule for you)',
+            f"• `{c} subscribe #channel RULE` (for a channel: admins and channel managers)",
+            f"• `{c} list`, `{c} remove N`, `{c} pause`, `{c} resume`",
+            f"• `{c} try RULE` (what it would have found lately)",
+            f"• `{c} digest` (your digest now)",
+        ]
+        if full:
+            lines.append(
+                'Rules: words and "phrases", AND/OR/NOT (or -word), fields `ti:` `abs:` '
+                '`au:` `cat:`, e.g. `au:"Yann LeCun" OR ti:jepa`'
+            )
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    channel: SlackChannelInfo | None = None
+    word: str = ""  # how the user named it
+
+    @property
+    def suffix(self) -> str:
+        """The channel as the user wrote it, to repeat in a command line ('' for oneself)."""
+        return f" {self.word}" if self.channel is not None else ""
+
+
+def _split(text: str) -> list[str]:
+    """The command's words; a rule's quotes stay in it (`"diffusion policy" robot`)."""
+    text = text.replace("“", '"').replace("”", '"')  # Slack's smart quotes
+    words = text.split(None, 2)
+    if not words:
+        return []
+    if len(words) >= 2 and CHANNEL_RE.match(words[1]):
+        return words  # verb, channel, rule
+    return [words[0], *(text.split(None, 1)[1:])]
+
+
+def _rule_text(args: list[str]) -> str:
+    return " ".join(args).strip()
+
+
+def _rule_error(exc: RuleError) -> str:
+    """The rule error, with a caret under the column, as Slack shows code."""
+    caret = escape_mrkdwn(exc.caret())
+    reason = escape_mrkdwn(exc.reason)
+    return (
+        f":warning: That rule does not parse: {reason} at column {exc.position + 1}:\n```{caret}```"
+    )
+
+
+def _handle(request: CommandRequest, user: SlackUser | None) -> str:
+    if user is not None and user.name:
+        return user.name
+    return request.user_name or request.user_id

@@ -1,0 +1,460 @@
+"""The Slack renderer on real papers: Block Kit limits, splitting, summary, escaping, notes."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import replace
+from datetime import UTC, date, datetime
+from typing import Any
+
+import pytest
+from slack_sdk.models.blocks import Block
+
+from bot.demo import bundled_papers
+from bot.digest import RuleMatches, build_digest, match_rules, note_digest
+from bot.models import Digest, DigestGroup, DigestItem, Paper, Subscriber
+from bot.render.slack import (
+    ABSTRACT_CHARS,
+    SLACK_LIMITS,
+    SlackLimits,
+    SlackMessage,
+    build_posts,
+    escape_mrkdwn,
+    link,
+    shorten,
+)
+from bot.rules import parse_rule
+
+NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
+RULES = ("robot", "quantum", "learning")  # 264 papers of the bundled listing
+TITLE_RE = re.compile(r"^\*(\d+)\. <https://arxiv\.org/abs/([^|>]+)\|")
+TOP_RE = re.compile(r"^\u2022 (\d+)\. <https://arxiv\.org/abs/([^|>]+)\|", re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def papers() -> tuple[Paper, ...]:
+    return tuple(bundled_papers())
+
+
+def subscriber(max_papers: int = 50, rules: tuple[str, ...] = RULES) -> Subscriber:
+    return Subscriber(name="ada", email=None, rules=rules, max_papers=max_papers)
+
+
+@functools.cache
+def rule_matches(papers: tuple[Paper, ...]) -> RuleMatches:
+    """The rules matched against the listing once: each digest below only selects and caps."""
+    return match_rules([parse_rule(r) for r in RULES], papers)
+
+
+def real_digest(papers: tuple[Paper, ...], max_papers: int) -> Digest:
+    """A digest as the pipeline builds it, on the real bundled listing."""
+    s = subscriber(max_papers)
+    rules = [parse_rule(r) for r in s.rules]
+    matches = rule_matches(papers)
+    digest = build_digest(s, rules, papers, delivered={}, now=NOW, matches=matches)
+    assert digest is not None
+    return digest
+
+
+def hand_digest(*items: DigestItem, rule: str = "robot", **changes: Any) -> Digest:
+    """A digest of the given items under one rule, built by hand (for odd papers)."""
+    base = Digest(
+        subscriber=subscriber(),
+        digest_id="d-test",
+        created=NOW,
+        groups=(DigestGroup(rule=rule, items=items),),
+        announced=(date(2024, 11, 28),),
+    )
+    return replace(base, **changes)
+
+
+# -- checking what Slack accepts, counted here and not with the module's own helpers --------
+
+
+def texts(value: Any) -> list[str]:
+    """Every text object's text in a block (or list of blocks)."""
+    if isinstance(value, dict):
+        if value.get("type") in ("plain_text", "mrkdwn"):
+            return [value["text"]]
+        return [t for v in value.values() for t in texts(v)]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in texts(v)]
+    return []
+
+
+def check_limits(message: SlackMessage) -> None:
+    """Every limit Slack sets on a message, and a margin under the 13k total."""
+    payload = message.to_dict()
+    assert json.loads(json.dumps(payload)) == payload  # JSON-ready
+    assert message.text.strip(), "the fallback text is always set"
+    assert len(message.text) <= 3000
+    blocks = payload["blocks"]
+    assert 1 <= len(blocks) <= 50
+    for block in blocks:
+        parsed = Block.parse(block)
+        assert parsed is not None
+        parsed.validate_json()
+        assert parsed.to_dict() == block
+        if block["type"] == "header":
+            assert block["text"]["type"] == "plain_text"
+            assert 0 < len(block["text"]["text"]) <= 150
+        elif block["type"] == "section":
+            assert 0 < len(block["text"]["text"]) <= 3000
+        elif block["type"] == "context":
+            assert 1 <= len(block["elements"]) <= 10
+            assert all(0 < len(e["text"]) <= 3000 for e in block["elements"])
+        else:
+            assert block["type"] == "divider"
+    total = sum(len(t) for t in texts(blocks))
+    assert total <= SLACK_LIMITS.text_budget < 13_000
+
+
+def thread_papers(posts: list[SlackMessage]) -> list[tuple[int, str]]:
+    """(number, paper id) of every paper title in the thread messages, in order."""
+    found = []
+    for message in posts[1:]:
+        for block in message.blocks:
+            if block["type"] == "section" and (m := TITLE_RE.match(block["text"]["text"])):
+                found.append((int(m.group(1)), m.group(2)))
+    return found
+
+
+def paper_blocks(message: SlackMessage, paper_id: str) -> list[dict[str, Any]]:
+    """The blocks of one paper: from its title to the next divider, title or message end."""
+    blocks = list(message.blocks)
+    start = next(n for n, b in enumerate(blocks) if (m := _title_match(b)) and m[2] == paper_id)
+    end = start + 1
+    while end < len(blocks) and blocks[end]["type"] != "divider" and not _title_match(blocks[end]):
+        end += 1
+    return blocks[start:end]
+
+
+def _title_match(block: dict[str, Any]) -> re.Match[str] | None:
+    return TITLE_RE.match(block["text"]["text"]) if block["type"] == "section" else None
+
+
+# -- splitting on real digests ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("size", "threads"), [(1, 1), (12, 2), (60, 6), (200, 17)])
+def test_real_digest_splits_within_every_limit(
+    papers: tuple[Paper, ...], size: int, threads: int
+) -> None:
+    digest = real_digest(papers, size)
+    assert digest.count == size
+    posts = build_posts(digest)
+    for message in posts:
+        check_limits(message)
+    # Every paper once, in digest order, numbered 1..n across the thread.
+    expected = [(n, item.paper.id) for n, item in enumerate(digest.items, start=1)]
+    assert thread_papers(posts) == expected
+    assert len(posts) == 1 + threads
+    # Greedy: a thread message is only closed when the next paper would not fit.
+    for message in posts[1:-1]:
+        total = sum(len(t) for t in texts(list(message.blocks)))
+        assert len(message.blocks) + 6 > 50 or total + 3000 > SLACK_LIMITS.text_budget
+    # Each thread message says which papers it holds.
+    for message in posts[1:]:
+        numbers = [int(m.group(1)) for b in message.blocks if (m := _title_match(b))]
+        first, last = numbers[0], numbers[-1]
+        span = f"Paper {first}" if first == last else f"Papers {first}\u2013{last}"
+        assert message.text == f"{span} of {size}"
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [SlackLimits(blocks=12), SlackLimits(text_budget=2500), SlackLimits(blocks=6)],
+    ids=["few-blocks", "little-text", "one-paper-a-message"],
+)
+def test_tighter_limits_split_finer(papers: tuple[Paper, ...], limits: SlackLimits) -> None:
+    digest = real_digest(papers, 60)
+    posts = build_posts(digest, limits=limits)
+    expected = [(n, item.paper.id) for n, item in enumerate(digest.items, start=1)]
+    assert thread_papers(posts) == expected
+    for message in posts[1:]:
+        assert len(message.blocks) <= limits.blocks
+        assert sum(len(t) for t in texts(list(message.blocks))) <= limits.text_budget
+
+
+def test_groups_have_headings_and_every_message_opens_with_one(
+    papers: tuple[Paper, ...],
+) -> None:
+    digest = real_digest(papers, 200)
+    posts = build_posts(digest)
+    headings = [
+        b["text"]["text"]
+        for message in posts[1:]
+        for b in message.blocks
+        if b["type"] == "section" and b["text"]["text"].startswith("*Rule* ")
+    ]
+    firsts = [f"*Rule* `{g.rule}` \u00b7 {len(g.items)} papers" for g in digest.groups]
+    assert [h for h in headings if not h.endswith("(continued)")] == firsts
+    for message in posts[1:]:
+        assert message.blocks[0]["text"]["text"].startswith("*Rule* `")
+        assert message.blocks[-1]["type"] != "divider"
+    for message in posts[2:]:
+        opening = message.blocks[0]["text"]["text"]
+        if opening not in firsts:
+            assert opening.endswith(" papers (continued)")
+
+
+def test_output_is_deterministic(papers: tuple[Paper, ...]) -> None:
+    digest = real_digest(papers, 60)
+    first = [m.to_dict() for m in build_posts(digest)]
+    again = [m.to_dict() for m in build_posts(real_digest(papers, 60))]
+    assert json.dumps(first) == json.dumps(again)
+
+
+# -- the summary --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [1, 12, 200])
+def test_summary_content(papers: tuple[Paper, ...], size: int) -> None:
+    digest = real_digest(papers, size)
+    summary = build_posts(digest)[0]
+    header, counts, top, context = summary.blocks
+    noun = "paper" if size == 1 else "papers"
+    assert header["type"] == "header"
+    assert header["text"]["text"] == f"{size} new {noun} for you \u2014 Thu 28 Nov 2024"
+    rules = ", ".join(f"`{rule}`" for rule in digest.rules)
+    groups = len(digest.groups)
+    matched = f"{size} {noun} matched {groups} rule{'s' if groups > 1 else ''}: {rules}."
+    assert counts["text"]["text"] == matched
+    # The best papers by score, at most five, each linked to its abstract page.
+    numbered = list(enumerate(digest.items, start=1))
+    best = sorted(numbered, key=lambda pair: (-pair[1].score, pair[0]))[:5]
+    shown = [(int(n), i) for n, i in TOP_RE.findall(top["text"]["text"])]
+    assert shown == [(n, item.paper.id) for n, item in best]
+    for _, item in best:
+        assert link(item.paper.abs_url, item.paper.title) in top["text"]["text"]
+    notes = [e["text"] for e in context["elements"]]
+    assert notes[0] == "The papers are in the thread \u2193"
+    left = len(digest.omitted)
+    assert left == 264 - size
+    assert notes[1] == f"{left} more papers matched but were left out (max_papers = {size})."
+    assert summary.text.startswith(header["text"]["text"] + ': "')
+
+
+def test_summary_without_omitted_papers_points_at_the_thread(
+    papers: tuple[Paper, ...],
+) -> None:
+    digest = replace(real_digest(papers, 12), omitted=())
+    context = build_posts(digest)[0].blocks[-1]
+    assert [e["text"] for e in context["elements"]] == ["The papers are in the thread \u2193"]
+
+
+@pytest.mark.parametrize(
+    ("days", "when"),
+    [
+        ((date(2024, 11, 28),), " \u2014 Thu 28 Nov 2024"),
+        ((date(2024, 11, 28), date(2024, 11, 25)), " \u2014 Mon 25 \u2013 Thu 28 Nov 2024"),
+        ((date(2024, 11, 29), date(2024, 12, 2)), " \u2014 Fri 29 Nov \u2013 Mon 2 Dec 2024"),
+        ((date(2024, 12, 30), date(2025, 1, 2)), " \u2014 Mon 30 Dec 2024 \u2013 Thu 2 Jan 2025"),
+        ((), ""),
+    ],
+)
+def test_header_dates(papers: tuple[Paper, ...], days: tuple[date, ...], when: str) -> None:
+    digest = replace(real_digest(papers, 12), announced=days)
+    assert build_posts(digest)[0].blocks[0]["text"]["text"] == f"12 new papers for you{when}"
+
+
+def test_many_long_rules_stay_within_the_summary(papers: tuple[Paper, ...]) -> None:
+    digest = real_digest(papers, 60)
+    item = digest.items[0]
+    rules = tuple(f"rule {n} " + "<&>" * 400 for n in range(40))
+    groups = tuple(DigestGroup(rule=rule, items=(item,)) for rule in rules)
+    posts = build_posts(replace(digest, groups=groups))
+    for message in posts:
+        check_limits(message)
+    counts = posts[0].blocks[1]["text"]["text"]
+    assert counts.startswith("40 papers matched 40 rules: `rule 0 &lt;&amp;&gt;")
+    assert re.search(r" and \d+ more\.$", counts)
+
+
+# -- a paper as odd as a paper gets -------------------------------------------------------
+
+EVIL_WORDS = "Bridges <b>&</b> *not bold* _nor italic_ a|b ~x~ `c` $x<y$ <!channel> "
+EVIL_TITLE = (EVIL_WORDS * 80)[:5000]
+
+
+def odd_paper(base: Paper, kind: str) -> Paper:
+    changes: dict[str, Any] = {}
+    if kind in ("title", "all"):
+        changes["title"] = EVIL_TITLE
+    if kind in ("abstract", "all"):
+        changes["abstract"] = ("A & B < C > D " + "word " * 10)[:100] * 100
+    if kind in ("authors", "all"):
+        changes["authors"] = tuple(f"Author {n} <{n}@x> & co" for n in range(2000))
+    if kind in ("categories", "all"):
+        changes["categories"] = tuple(f"cs.X{n}" for n in range(500))
+        changes["announce_type"] = "replace-cross"
+        changes["version"] = 7
+    if kind == "empty":
+        changes.update(title="", abstract="", authors=(), categories=())
+    return replace(base, **changes)
+
+
+@pytest.mark.parametrize("kind", ["title", "abstract", "authors", "categories", "all", "empty"])
+@pytest.mark.parametrize("count", [1, 40])
+def test_pathological_papers_still_fit(papers: tuple[Paper, ...], kind: str, count: int) -> None:
+    items = tuple(
+        DigestItem(paper=odd_paper(p, kind), rules=("robot", "x" * 5000), hits=())
+        for p in papers[:count]
+    )
+    digest = hand_digest(*items, rule="<&>" * 2000)
+    posts = build_posts(digest)
+    for message in posts:
+        check_limits(message)
+    assert [pid for _, pid in thread_papers(posts)] == [i.paper.id for i in items]
+    blocks = paper_blocks(posts[1], items[0].paper.id)
+    title = blocks[0]["text"]["text"]
+    if kind in ("title", "all"):
+        label = title.partition("|")[2]
+        assert "&lt;b&gt;&amp;&lt;/b&gt;" in label and "&lt;!channel&gt;" in label
+        assert not re.search(r"[*_~`|<]", label.removesuffix(">*"))
+        assert label.endswith("\u2026>*")
+    if kind in ("abstract", "all"):
+        abstract = blocks[2]["text"]
+        assert abstract["type"] == "plain_text"
+        assert abstract["text"].startswith("A & B < C > D ")  # plain text: not escaped
+        assert len(abstract["text"]) <= ABSTRACT_CHARS
+        assert abstract["text"].endswith("\u2026")
+    if kind in ("authors", "all"):
+        authors = blocks[1]["elements"][0]
+        assert authors == {
+            "type": "plain_text",
+            "text": "Author 0 <0@x> & co, Author 1 <1@x> & co, Author 2 <2@x> & co "
+            "et al. (2000 authors)",
+            "emoji": False,
+        }
+    if kind in ("categories", "all"):
+        described = blocks[1]["elements"][-2]["text"]
+        assert described.startswith("cs.X0 (primary), cs.X1, ")
+        assert described.endswith(" \u00b7 cross-list from cs.X0 \u00b7 updated: v7")
+    if kind == "empty":
+        assert title == f"*1. <{items[0].paper.abs_url}|{items[0].paper.versioned_id}>*"
+
+
+# -- escaping on real titles --------------------------------------------------------------
+
+
+def test_real_titles_with_markup_characters_are_escaped(papers: tuple[Paper, ...]) -> None:
+    odd = [p for p in papers if re.search(r"[<>&*_~`|]", p.title)]
+    assert len(odd) >= 30, "the bundled listing has TeX and ampersands in titles"
+    digest = hand_digest(*(DigestItem(paper=p, rules=("robot",), hits=()) for p in odd))
+    posts = build_posts(digest)
+    for message in posts:
+        check_limits(message)
+    titles = [
+        b["text"]["text"]
+        for message in posts[1:]
+        for b in message.blocks
+        if _title_match(b) is not None
+    ]
+    assert len(titles) == len(odd)
+    for paper, title in zip(odd, titles, strict=True):
+        label = title.partition("|")[2].removesuffix(">*")
+        assert not re.search(r"[<>*_~`|]", label), label
+        assert "$" not in paper.title or "$" in label  # TeX stays readable
+        shown = (
+            label.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&")
+            .translate(str.maketrans("\u2217\u02cd\u223c\u02cb\u2223", "*_~`|"))
+        )
+        assert shown == " ".join(paper.title.split())
+
+
+@pytest.mark.parametrize(
+    ("text", "escaped"),
+    [
+        ("plain", "plain"),
+        ("a & b", "a &amp; b"),
+        ("$x<y$ and $y>z$", "$x&lt;y$ and $y&gt;z$"),
+        (
+            "<!channel> <@U123> <https://evil.example|click>",
+            "&lt;!channel&gt; &lt;@U123&gt; &lt;https://evil.example|click&gt;",
+        ),
+        ("&amp; stays visible", "&amp;amp; stays visible"),
+        ("*bold* _it_ ~s~", "*bold* _it_ ~s~"),
+    ],
+)
+def test_escape_mrkdwn(text: str, escaped: str) -> None:
+    assert escape_mrkdwn(text) == escaped
+
+
+@pytest.mark.parametrize(
+    ("url", "label", "expected"),
+    [
+        ("https://arxiv.org/abs/2411.17700", "PDF", "<https://arxiv.org/abs/2411.17700|PDF>"),
+        ("https://x.example/a", "a|b>c<d&e", "<https://x.example/a|a\u2223b&gt;c&lt;d&amp;e>"),
+        (
+            "https://x.example/a",
+            "*b* _i_ ~s~ `c`",
+            "<https://x.example/a|\u2217b\u2217 \u02cdi\u02cd \u223cs\u223c \u02cbc\u02cb>",
+        ),
+        ("https://x.example/a b|c>d", "x", "<https://x.example/a%20b%7Cc%3Ed|x>"),
+        ("https://x.example/?a=1&b=2", "q", "<https://x.example/?a=1&amp;b=2|q>"),
+        ("https://x.example/", "two\nlines", "<https://x.example/|two lines>"),
+        ("https://x.example/", "  ", "<https://x.example/>"),
+    ],
+)
+def test_link(url: str, label: str, expected: str) -> None:
+    assert link(url, label) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "expected"),
+    [
+        ("short enough", 20, "short enough"),
+        ("cut at a word boundary please", 20, "cut at a word\u2026"),
+        ("x" * 50, 10, "x" * 9 + "\u2026"),
+        ("trailing, punctuation; goes away", 23, "trailing, punctuation\u2026"),
+        ("spaces\n\n  tidied   here", 100, "spaces tidied here"),
+        ("anything", 1, "\u2026"),
+        ("anything", 0, ""),
+    ],
+)
+def test_shorten(text: str, limit: int, expected: str) -> None:
+    assert shorten(text, limit) == expected
+    assert len(shorten(text, limit)) <= limit
+
+
+# -- notes --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("note", "shown"),
+    [
+        (
+            "No arXiv announcement for Thursday 28 November 2024 (Thanksgiving).",
+            "No arXiv announcement for Thursday 28 November 2024 (Thanksgiving).",
+        ),
+        ("Nothing matched <your> rules & more", "Nothing matched <your> rules & more"),
+        ("x " * 3000, None),
+        (None, "No new papers matched your rules."),
+    ],
+)
+def test_note_digest_is_one_message(note: str | None, shown: str | None) -> None:
+    digest = note_digest(subscriber(), note or "", period="2024-11-28", now=NOW)
+    digest = replace(digest, note=note)
+    posts = build_posts(digest)
+    assert len(posts) == 1
+    message = posts[0]
+    check_limits(message)
+    (block,) = message.blocks
+    assert block["type"] == "section" and block["text"]["type"] == "plain_text"
+    if shown is not None:
+        assert block["text"]["text"] == shown
+        assert message.text == escape_mrkdwn(shown)
+    else:
+        assert block["text"]["text"].endswith("\u2026")
+        assert len(message.text) <= 300
+
+
+def test_a_note_beside_papers_goes_in_the_summary(papers: tuple[Paper, ...]) -> None:
+    digest = replace(real_digest(papers, 12), note="Also: arXiv was late & <slow>.")
+    context = build_posts(digest)[0].blocks[-1]
+    assert context["elements"][-1]["text"] == "Also: arXiv was late &amp; &lt;slow&gt;."

@@ -1,0 +1,362 @@
+"""The `/papers` slash command through its two ways in: `POST /slack/commands` on the real web
+app (uvicorn on loopback), with requests signed exactly as Slack signs them, and Socket Mode
+(slack-sdk's client over a real WebSocket). Slack itself is the local stand-in."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import itertools
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+from aiohttp import WSMsgType, web
+
+from bot.config import Config, parse_config
+from bot.demo import free_port
+from bot.models import Paper
+from bot.pipeline import build_channels
+from bot.slack_app import SlackApp, SlackResponder, build_slack_app, run_socket_mode
+from bot.slack_standin import SlackStandIn
+from bot.store import Store
+from bot.web import create_app, make_server
+
+pytestmark = pytest.mark.database
+
+NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
+SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+ADA, BOSS, ROBOTS = "U07ADA123", "U07BOSS01", "C07ROBOTS"
+TRIGGERS = itertools.count(0x8088930838D88F008E0)
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackStandIn]:
+    with SlackStandIn() as standin:
+        standin.add_channel(ROBOTS, "robot-learning")
+        standin.add_channel("C07QUIET1", "quiet", member=False)
+        standin.add_user(ADA, "ada", email="ada@lab.example", tz="Europe/London")
+        standin.add_user(BOSS, "boss", is_admin=True)
+        yield standin
+        assert standin.violations == []
+
+
+def make_config(slack: SlackStandIn, database_url: str) -> Config:
+    return parse_config(
+        {
+            "version": 1,
+            "database": {"url": database_url},
+            "slack": {
+                "bot_token_env": "SLACK_BOT_TOKEN",
+                "signing_secret_env": "SLACK_SIGNING_SECRET",
+                "api_url": slack.base_url,
+                "post_interval_seconds": 0,
+            },
+        },
+        environ={"SLACK_BOT_TOKEN": slack.token, "SLACK_SIGNING_SECRET": SECRET},
+    )
+
+
+def form(text: str, *, user: str = ADA, channel: str = ROBOTS, response: str = "r1") -> str:
+    """A slash command's body, field for field as Slack posts it."""
+    fields = {
+        "token": "gIkuvaNzQIHg97ATvDxqgjtO",
+        "team_id": "T0STANDIN",
+        "team_domain": "lab",
+        "channel_id": channel,
+        "channel_name": "robot-learning",
+        "user_id": user,
+        "user_name": {ADA: "ada", BOSS: "boss"}.get(user, "someone"),
+        "command": "/papers",
+        "text": text,
+        "api_app_id": "A0PAPERBELL",
+        "is_enterprise_install": "false",
+        "response_url": f"RESPONSE/{response}",
+        "trigger_id": f"13345224609.738474920.{next(TRIGGERS):x}",  # unique per command
+    }
+    return urlencode(fields)
+
+
+def sign(body: str, *, secret: str = SECRET, at: float | None = None) -> dict[str, str]:
+    """Slack's v0 signature: HMAC-SHA256 of `v0:{timestamp}:{body}` with the signing secret."""
+    stamp = str(int(at if at is not None else time.time()))
+    digest = hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256)
+    return {
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": f"v0={digest.hexdigest()}",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+
+
+@asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """The web app under uvicorn on a loopback port, and an HTTP client for it."""
+    port = free_port()
+    server = make_server(app, host="127.0.0.1", port=port)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.01)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            yield client
+    finally:
+        server.should_exit = True
+        await task
+
+
+class Session:
+    """Types commands as a Slack user would, and reads the replies."""
+
+    def __init__(self, client: httpx.AsyncClient, slack: SlackStandIn) -> None:
+        self.client, self.slack = client, slack
+
+    async def post(self, body: str, headers: dict[str, str]) -> httpx.Response:
+        body = body.replace("RESPONSE", self.slack.root_url + "/response")
+        return await self.client.post("/slack/commands", content=body, headers=headers)
+
+    async def say(self, text: str, *, user: str = ADA) -> dict[str, Any]:
+        body = form(text, user=user).replace("RESPONSE", self.slack.root_url + "/response")
+        response = await self.client.post("/slack/commands", content=body, headers=sign(body))
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+
+def app_for(slack: SlackStandIn, store: Store, database_url: str) -> SlackApp:
+    config = make_config(slack, database_url)
+    built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+    assert built is not None and built.http is not None
+    return built
+
+
+def test_every_subcommand_through_the_signed_http_endpoint(
+    slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    store.upsert_papers(full_feed_papers, now=NOW)
+    built = app_for(slack, store, database_url)
+
+    async def scenario() -> list[dict[str, Any]]:
+        async with serving(create_app(slack=built.http)) as client:
+            s = Session(client, slack)
+            replies = [
+                await s.say(""),
+                await s.say("help"),
+                await s.say('subscribe "diffusion policy"'),
+                await s.say('subscribe "unclosed phrase'),
+                await s.say("subscribe robot cat:cs.RO"),
+                await s.say("list"),
+                await s.say("try robot"),
+                await s.say("remove 1"),
+                await s.say("pause"),
+                await s.say("digest"),
+                await s.say("resume"),
+                await s.say("digest"),
+                await s.say("digest"),
+                await s.say("frobnicate"),
+            ]
+            await built.responder.wait()
+            return replies
+
+    replies = asyncio.run(scenario())
+    texts = [r["text"] for r in replies]
+    assert all(r["response_type"] == "ephemeral" for r in replies)
+    usage, help_, welcome, bad, second, listed, tried, removed = texts[:8]
+    paused, while_paused, resumed, sent, again, unknown = texts[8:]
+    assert "/papers subscribe" in usage and "`au:`" in help_
+    assert welcome.startswith('Welcome! Subscribed to `"diffusion policy"`')
+    assert "Europe/London" in welcome  # the user's own time zone, from users.info
+    assert "does not parse" in bad and "column" in bad and "```" in bad and "^" in bad
+    assert "you have 2 rules" in second
+    assert '1. `"diffusion policy"`' in listed and "2. `robot cat:cs.RO`" in listed
+    assert "`robot` matches" in tried and "<https://arxiv.org/abs/" in tried
+    assert 'Removed rule 1, `"diffusion policy"`' in removed
+    assert "paused" in paused and "paused" in while_paused and "back on" in resumed
+    assert sent.startswith("Sent ") and "your direct messages" in sent
+    assert "Nothing new" in again
+    assert "I do not know `frobnicate`" in unknown
+
+    # The subscriber Slack made: the user's id, and their address, unconfirmed.
+    row = store.slack_subscriber(user=ADA)
+    assert row is not None and row.name == "slack.ada"
+    assert row.email == "ada@lab.example" and row.email_confirmed is False
+    # The digest went to Ada's direct messages, a summary and its thread.
+    dm = slack.messages("D" + ADA)
+    assert dm and dm[0]["thread_ts"] is None and all(m["thread_ts"] for m in dm[1:])
+
+
+def test_a_channel_subscription_needs_an_admin_and_is_announced_in_the_channel(
+    slack: SlackStandIn, store: Store, database_url: str
+) -> None:
+    built = app_for(slack, store, database_url)
+    channel = f"<#{ROBOTS}|robot-learning>"
+
+    async def scenario() -> list[dict[str, Any]]:
+        async with serving(create_app(slack=built.http)) as client:
+            s = Session(client, slack)
+            return [
+                await s.say(f"subscribe {channel} robot"),
+                await s.say(f"subscribe {channel} robot", user=BOSS),
+                await s.say(f"list {channel}"),
+                await s.say("subscribe <#C07QUIET1|quiet> qubit", user=BOSS),
+                await s.say(f"pause {channel}", user=BOSS),
+            ]
+
+    refused, done, listed, quiet, paused = asyncio.run(scenario())
+    assert refused["response_type"] == "ephemeral" and "Only workspace admins" in refused["text"]
+    assert done["response_type"] == "in_channel"
+    assert done["text"].startswith(f"<@{BOSS}> subscribed <#{ROBOTS}> to `robot`")
+    assert listed["response_type"] == "ephemeral" and "1. `robot`" in listed["text"]
+    assert "Invite me" in quiet["text"]
+    assert paused["response_type"] == "in_channel" and "paused" in paused["text"]
+    row = store.slack_subscriber(channel=ROBOTS)
+    assert row is not None and row.name == "channel.robot-learning" and row.active is False
+
+
+def test_forged_unsigned_stale_replayed_and_oversized_requests_are_refused(
+    slack: SlackStandIn, store: Store, database_url: str
+) -> None:
+    built = app_for(slack, store, database_url)
+    body = form("subscribe robot").replace("RESPONSE", slack.root_url + "/response")
+
+    async def scenario() -> list[tuple[int, str]]:
+        async with serving(create_app(slack=built.http)) as client:
+            s = Session(client, slack)
+            good = sign(body)
+            tries = [
+                await s.post(body, sign(body, secret="not-the-secret")),  # forged
+                await s.post(body, {"Content-Type": "application/x-www-form-urlencoded"}),
+                await s.post(body, sign(body, at=time.time() - 301)),  # stale
+                await s.post(body + "&text=pause", good),  # altered after signing
+                await s.post(body, good),  # the genuine request
+                await s.post(body, good),  # replayed
+                await s.post("text=" + "x" * 20_000, sign("text=" + "x" * 20_000)),
+            ]
+            return [(r.status_code, r.text) for r in tries]
+
+    (forged, unsigned, stale, altered, genuine, replayed, big) = asyncio.run(scenario())
+    assert forged == (401, "bad signature")
+    assert unsigned == (401, "unsigned request")
+    assert stale[0] == 401 and "stale" in stale[1]
+    assert altered == (401, "bad signature")
+    assert genuine[0] == 200 and "Welcome" in genuine[1]
+    assert replayed == (401, "replayed request")
+    assert big[0] == 413
+    [sub] = [s for s in store.subscribers() if s.slack_user == ADA]  # only the genuine one
+    assert sub.rules == ("robot",)
+
+
+def test_a_slow_command_is_acknowledged_at_once_and_answered_at_response_url(
+    slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    store.upsert_papers(full_feed_papers, now=NOW)
+    built = app_for(slack, store, database_url)
+    slow = SlackResponder(built.responder.commands, ack_within=0)
+    assert built.checker is not None
+
+    async def scenario() -> list[dict[str, Any]]:
+        async with serving(create_app(slack=(slow, built.checker))) as client:
+            s = Session(client, slack)
+            replies = [await s.say("try learning")]
+            await slow.wait()
+            return replies
+
+    [ack] = asyncio.run(scenario())
+    assert "Working on it" in ack["text"]
+    [later] = slack.responses
+    assert later["id"] == "r1" and later["response_type"] == "ephemeral"
+    assert "`learning` matches" in later["text"]
+
+
+def test_the_endpoint_says_when_slack_is_not_set_up(slack: SlackStandIn) -> None:
+    async def scenario() -> httpx.Response:
+        async with serving(create_app()) as client:
+            return await client.post("/slack/commands", content="text=help")
+
+    response = asyncio.run(scenario())
+    assert response.status_code == 404 and "signing_secret_env" in response.text
+
+
+def test_socket_mode_acknowledges_each_command_with_its_reply(
+    slack: SlackStandIn, store: Store, database_url: str
+) -> None:
+    """slack-sdk's Socket Mode client, connected over a real WebSocket to a stand-in of
+    Slack's Socket Mode endpoint, receives slash commands and acks each with the reply."""
+    built = app_for(slack, store, database_url)
+    acks: list[dict[str, Any]] = []
+    commands = ["help", "subscribe robot", "list"]
+
+    async def socket(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        await ws.send_json({"type": "hello", "num_connections": 1})
+        for number, text in enumerate(commands):
+            payload = dict(item.split("=", 1) for item in form(text).split("&"))
+            payload = {k: httpx.QueryParams(f"v={v}")["v"] for k, v in payload.items()}
+            await ws.send_json(
+                {
+                    "envelope_id": f"env-{number}",
+                    "type": "slash_commands",
+                    "accepts_response_payload": True,
+                    "payload": payload,
+                }
+            )
+            async for message in ws:
+                if message.type == WSMsgType.TEXT:
+                    acks.append(json.loads(message.data))
+                    break
+        done.set()
+        async for _ in ws:  # until the client closes
+            pass
+        return ws
+
+    done = asyncio.Event()
+
+    async def scenario() -> None:
+        app = web.Application()
+        app.router.add_get("/link", socket)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        port = free_port()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        slack.socket_url = f"ws://127.0.0.1:{port}/link"
+        stop = asyncio.Event()
+        client = asyncio.create_task(
+            run_socket_mode(
+                built.responder, app_token=slack.app_token, api_url=slack.base_url, stop=stop
+            )
+        )
+        await asyncio.wait_for(done.wait(), 20)
+        stop.set()
+        await client
+        await runner.cleanup()
+
+    asyncio.run(scenario())
+    assert [a["envelope_id"] for a in acks] == ["env-0", "env-1", "env-2"]
+    help_, subscribed, listed = (a["payload"] for a in acks)
+    assert "/papers subscribe" in help_["text"]
+    assert subscribed["text"].startswith("Welcome!")
+    assert "1. `robot`" in listed["text"]
+    assert any(r.method == "apps.connections.open" for r in slack.requests)
+
+
+def test_the_app_manifest_declares_the_command_and_the_scopes_paperbell_uses() -> None:
+    import yaml
+
+    from bot.config import SlackConfig
+
+    root = Path(__file__).resolve().parent.parent
+    manifest = yaml.safe_load((root / "slack-app-manifest.yml").read_text())
+    [command] = manifest["features"]["slash_commands"]
+    assert command["command"] == SlackConfig().command
+    assert command["url"].endswith("/slack/commands") and command["should_escape"] is True
+    scopes = set(manifest["oauth_config"]["scopes"]["bot"])
+    # chat.postMessage, users.info (+ email), conversations.info, the command itself
+    assert {"chat:write", "im:write", "users:read", "users:read.email", "commands"} <= scopes
+    assert {"channels:read", "groups:read"} <= scopes
