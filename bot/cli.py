@@ -259,7 +259,11 @@ def print_delivery(reports: Sequence[Any], *, dry_run: bool = False) -> int:
 @config_option
 @click.argument("name")
 @click.argument("rules", nargs=-1)
-@click.option("--email", help="The subscriber's email address (required for a new subscriber).")
+@click.option("--email", help="The subscriber's email address.")
+@click.option(
+    "--slack-channel", metavar="CHANNEL", help="Post to this Slack channel (#name or id)."
+)
+@click.option("--slack-user", metavar="ID", help="Send as a Slack direct message (member id).")
 @click.option("--category", "categories", multiple=True, help="Only papers in this category.")
 @click.option("--max-papers", type=click.IntRange(1, 1000), help="At most this many per digest.")
 @click.option(
@@ -285,6 +289,8 @@ def subscribe(
     name: str,
     rules: tuple[str, ...],
     email: str | None,
+    slack_channel: str | None,
+    slack_user: str | None,
     categories: tuple[str, ...],
     max_papers: int | None,
     include: tuple[str, ...],
@@ -300,6 +306,7 @@ def subscribe(
 
     \b
     paperbell subscribe ada --email ada@example.org '"diffusion policy"' 'multi-agent cat:cs.RO'
+    paperbell subscribe robot-lab --slack-channel '#robot-learning' 'manipulation cat:cs.RO'
     paperbell subscribe ada --schedule weekly --day friday --time 16:00 --timezone Europe/Paris
     """
     from bot.schedule import latest_slot
@@ -307,19 +314,23 @@ def subscribe(
     config = load_config(config_path)
     settings = {"schedule": schedule, "day": day, "time": at, "timezone": timezone}
     settings_given = {k: v for k, v in settings.items() if v is not None}
+    slack = {"slack_channel": slack_channel, "slack_user": slack_user}
+    slack_given = {k: v for k, v in slack.items() if v is not None}
     problems = subscriber_problems(
         name=name,
         email=email,
         rules=rules or ["placeholder"],
         categories=categories,
-        settings=settings_given,
+        settings={**settings_given, **slack_given},
     )
+    if slack_given and (config.slack is None or not config.slack.bot_token):
+        problems.append("posting to Slack needs [slack] bot_token_env in the config")
     if name in {s.name for s in config.subscribers}:
         problems.append(f"{name!r} is declared in the config file: change it there")
     store = open_store(config)
     row = store.subscriber_row(name)
-    if row is None and not email:
-        problems.append("--email is required for a new subscriber")
+    if row is None and not (email or slack_given):
+        problems.append("say where its digests go: --email, --slack-channel or --slack-user")
     if row is None and not rules:
         problems.append("give at least one RULE for a new subscriber")
     if problems:
@@ -332,6 +343,8 @@ def subscribe(
         categories=categories,
         max_papers=max_papers,
         include=include or None,
+        slack_channel=slack_channel,
+        slack_user=slack_user,
     )
     if settings_given or notify_empty is not None:
         extra = {} if notify_empty is None else {"notify_empty": notify_empty}

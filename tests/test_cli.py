@@ -109,7 +109,11 @@ def test_subscribe_list_unsubscribe(tmp_path: Path, database_url: str) -> None:
     assert code == 2
     assert "email:" in out and "rules[0]: missing closing" in out and "rules[1]:" in out
     code, out = cli("subscribe", "carl", "robot")
-    assert code == 2 and "--email is required" in out
+    assert code == 2 and "say where its digests go: --email" in out
+    code, out = cli("subscribe", "lab", "--slack-channel", "#robots", "robot")
+    assert code == 2 and "posting to Slack needs [slack] bot_token_env" in out
+    code, out = cli("subscribe", "lab", "--slack-channel", "Robots!", "robot")
+    assert code == 2 and "is not a Slack channel" in out
     code, out = cli("subscribe", "ada", "--email", "a@example.org", "robot")
     assert code == 2 and "declared in the config file" in out
 

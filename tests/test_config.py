@@ -171,3 +171,72 @@ def test_categories_take_arxiv_spelling() -> None:
     sub = {"name": "ada", "email": "ada@example.org", "rules": ["x"], "categories": ["CS.ro"]}
     config = parse_config(minimal(subscribers=[sub]), environ={})
     assert config.subscribers[0].categories == ["cs.RO"]
+
+
+SLACK = {"bot_token_env": "SLACK_BOT_TOKEN", "signing_secret_env": "SLACK_SIGNING_SECRET"}
+SLACK_ENV = {"SLACK_BOT_TOKEN": "xoxb-1-2-abc", "SLACK_SIGNING_SECRET": "8f74223"}
+
+
+def test_slack_secrets_come_from_the_environment() -> None:
+    config = parse_config(
+        minimal(
+            slack={**SLACK, "api_url": "http://127.0.0.1:9/api"},
+            subscribers=[{"name": "lab", "slack_channel": "#robot-learning", "rules": ["robot"]}],
+        ),
+        environ=SLACK_ENV,
+    )
+    assert config.slack is not None and config.slack.bot_token == "xoxb-1-2-abc"
+    assert config.slack.signing_secret == "8f74223"
+    assert config.slack.api_url == "http://127.0.0.1:9/api/"  # slack-sdk's base_url form
+    assert "bot_token" not in config.model_dump()["slack"]  # never dumped
+    [sub] = config.declared_subscribers()
+    assert sub.targets() == (("slack", "#robot-learning"),)
+
+
+@pytest.mark.parametrize(
+    ("slack", "subscriber", "environ", "expected"),
+    [
+        ({**SLACK, "bot_token": "xoxb-1"}, None, SLACK_ENV, "slack.bot_token: a secret does"),
+        (SLACK, None, {}, "slack.bot_token_env: the environment variable SLACK_BOT_TOKEN is"),
+        (SLACK, None, {**SLACK_ENV, "SLACK_BOT_TOKEN": "changeme"}, "holds a placeholder"),
+        (SLACK, None, {**SLACK_ENV, "SLACK_BOT_TOKEN": "xapp-1"}, "does not hold a bot token"),
+        (None, {"slack_channel": "#lab"}, {}, "posting to Slack needs [slack] bot_token_env"),
+        (SLACK, {"slack_channel": "#Robot Learning"}, SLACK_ENV, "is not a Slack channel"),
+        (SLACK, {"slack_user": "ada"}, SLACK_ENV, "is not a Slack user id"),
+        (
+            SLACK,
+            {"slack_user": "U0123ABCD", "slack_channel": "#lab"},
+            SLACK_ENV,
+            "are two subscribers",
+        ),
+        (None, {"webhook_url_env": "HOOK"}, {"HOOK": "hooks.slack.com/x"}, "not hold a webhook"),
+        (None, {"webhook_url_env": "HOOK"}, {}, "the environment variable HOOK is not set"),
+        (None, {"email": None}, {}, "say where the digests go"),
+        ({**SLACK, "command": "papers"}, None, SLACK_ENV, "a slash command is '/'"),
+    ],
+)
+def test_slack_problems(
+    slack: dict[str, object] | None,
+    subscriber: dict[str, object] | None,
+    environ: dict[str, str],
+    expected: str,
+) -> None:
+    sub: dict[str, object] = {"name": "lab", "rules": ["robot"], **(subscriber or {})}
+    if "email" not in sub and not subscriber:
+        sub["email"] = "lab@example.org"
+    if sub.get("email") is None:
+        sub.pop("email", None)
+    data = minimal(subscribers=[sub])
+    if slack is not None:
+        data["slack"] = slack
+    assert expected in "\n".join(problems(data, environ))
+
+
+def test_a_webhook_subscriber_needs_no_bot_token() -> None:
+    config = parse_config(
+        minimal(subscribers=[{"name": "lab", "webhook_url_env": "HOOK", "rules": ["robot"]}]),
+        environ={"HOOK": "https://hooks.slack.com/services/T0/B0/x"},
+    )
+    assert config.webhooks == {"HOOK": "https://hooks.slack.com/services/T0/B0/x"}
+    [sub] = config.declared_subscribers()
+    assert sub.targets() == (("slack", "webhook:HOOK"),)

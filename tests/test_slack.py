@@ -262,3 +262,19 @@ def test_digest_out_writes_the_slack_messages_as_json(
     data = json.loads(Path(report.where).read_text())
     assert data["target"] == "#robot-learning" and len(data["messages"]) >= 2
     assert slack.messages() == []
+
+
+def test_an_empty_day_note_is_one_message(
+    slack: SlackStandIn, store: Store, database_url: str
+) -> None:
+    """A subscriber with notify_empty hears why there is nothing (the daemon's notes)."""
+    config = make_config(slack, database_url, [{**ROBOTS, "notify_empty": True}])
+    note = "No arXiv announcement for Thursday 26 November 2026 (Thanksgiving, an arXiv holiday)."
+    [report] = run(config, store, note=lambda sub: note, period=lambda sub: "daily:2026-11-26")
+    assert report.status == "sent" and report.count == 0
+    [message] = slack.messages("C0ROBOTS")
+    assert "Thanksgiving" in message["text"] and message["thread_ts"] is None
+    assert [
+        r.status
+        for r in run(config, store, note=lambda sub: note, period=lambda sub: "daily:2026-11-26")
+    ] == ["queued-elsewhere"]
