@@ -656,6 +656,13 @@ def serve(config_path: Path, host: str | None, port: int | None) -> None:
     config = load_config(config_path)
     if config.slack is None or not config.slack.bot_token:
         raise ConfigError(["slack.bot_token_env: `serve` needs the Slack app's bot token"])
+    if not (config.slack.signing_secret or config.slack.app_token):
+        raise ConfigError(
+            [
+                "slack: `serve` needs a way in for the slash command: signing_secret_env "
+                "(POST /slack/commands) or app_token_env (Socket Mode)"
+            ]
+        )
     if not logging.getLogger().isEnabledFor(logging.INFO):
         logging.getLogger().setLevel(logging.INFO)
     store = open_store(config)

@@ -286,8 +286,12 @@ class SlackConfig(_Section):
     @field_validator("api_url")
     @classmethod
     def _api_url(cls, value: str) -> str:
-        if not value.startswith(("https://", "http://")):
-            raise ValueError("use an http(s):// URL, e.g. https://slack.com/api/")
+        loopback = ("http://127.0.0.1", "http://localhost", "http://[::1]")
+        if not value.startswith(("https://", *loopback)):
+            raise ValueError(
+                "use an https:// URL, e.g. https://slack.com/api/ (http:// only on loopback: "
+                "the bot token goes with every request)"
+            )
         return value if value.endswith("/") else value + "/"
 
     @field_validator("command")

@@ -111,7 +111,14 @@ async def drain(
                 attempts += _unsendable(store, group, kind, clock=clock, retry=retry, rand=rand)
                 continue
             attempts += await _send_batch(
-                store, channel, group, clock=clock, retry=retry, rand=rand, should_stop=should_stop
+                store,
+                channel,
+                group,
+                owner=owner,
+                clock=clock,
+                retry=retry,
+                rand=rand,
+                should_stop=should_stop,
             )
     return attempts
 
@@ -139,12 +146,14 @@ async def _send_batch(
     channel: Channel,
     items: list[OutboxItem],
     *,
+    owner: str,
     clock: Callable[[], datetime],
     retry: RetryPolicy,
     rand: Callable[[], float],
     should_stop: Callable[[], bool],
 ) -> list[Attempt]:
     unrecorded: dict[int, str] = {}
+    lost: set[int] = set()
 
     def on_sent(item: OutboxItem) -> None:
         try:
@@ -156,14 +165,25 @@ async def _send_batch(
             unrecorded[item.id] = f"sent, but not recorded: {exc}"
 
     def on_progress(item: OutboxItem, progress: str) -> None:
+        # Each message of a long digest also renews the lease: a Slack thread paced at a
+        # message a second can outlast it.
         try:
-            store.mark_progress(item.id, progress)
+            held = store.mark_progress(
+                item.id, progress, owner=owner, lease_until=clock() + retry.lease
+            )
         except StoreError as exc:  # a retry may repeat the messages sent so far
             log.error("digest for %s: cannot record its progress: %s", item.subscriber, exc)
+            return
+        if not held:
+            log.error("digest for %s: another worker took it over", item.subscriber)
+            lost.add(item.id)
 
     batch = [(item, channel.load(item.payload, item.progress)) for item in items]
     outcomes: list[SendOutcome] = await channel.send_all(
-        batch, on_sent, should_stop=should_stop, on_progress=on_progress
+        batch,
+        on_sent,
+        should_stop=lambda: should_stop() or bool(lost),
+        on_progress=on_progress,
     )
     results: list[Attempt] = []
     for outcome in outcomes:
@@ -192,8 +212,14 @@ def _record_failures(
         attempt = item.attempts + 1
         if outcome.permanent or attempt >= retry.max_attempts:
             why = error if outcome.permanent else f"gave up after {attempt} attempts: {error}"
-            failed_in_row = store.mark_failed(item.id, error=why)
-            paused = outcome.permanent and failed_in_row >= retry.bounce_limit
+            failed_in_row = store.mark_failed(item.id, error=why, sent=outcome.sent_papers)
+            # Only mail bounces pause a subscriber: a Slack channel the bot left should not
+            # stop their email (its papers go to the next digest, with the error in status).
+            paused = (
+                item.channel == "email"
+                and outcome.permanent
+                and failed_in_row >= retry.bounce_limit
+            )
             if paused:
                 store.pause(
                     item.subscriber_id,

@@ -426,7 +426,13 @@ def email_payload(config: Config, digest: Digest, recipient: str, now: datetime)
 def slack_payload(config: Config, digest: Digest, recipient: str, now: datetime) -> bytes:
     """The digest as the Slack messages it is posted as (a summary, then its thread)."""
     threaded = not recipient.startswith(WEBHOOK_PREFIX)
-    return slack_delivery(recipient, build_posts(digest, threaded=threaded))
+    posts = build_posts(digest, threaded=threaded)
+    items = digest.items
+    papers = [
+        [f"{items[n - 1].paper.id}@{items[n - 1].paper.version}" for n in post.numbers]
+        for post in posts
+    ]
+    return slack_delivery(recipient, posts, papers)
 
 
 # How a digest becomes the bytes queued for each kind of channel.

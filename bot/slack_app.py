@@ -104,17 +104,22 @@ class SlackResponder:
     async def answer(self, request: CommandRequest) -> dict[str, Any]:
         """The immediate answer (Slack's response body, or Socket Mode's ack payload)."""
         task = asyncio.ensure_future(self.commands.handle(request))
+        if self.commands.is_slow(request) and request.response_url is not None:
+            return self._later_reply(task, request.response_url)
         try:
             reply = await asyncio.wait_for(asyncio.shield(task), self.ack_within)
         except TimeoutError:
             if request.response_url is None:
                 reply = await task  # nowhere to send it later: answer late
                 return reply.to_slack()
-            later = asyncio.ensure_future(self._respond_later(task, request.response_url))
-            self._later.add(later)
-            later.add_done_callback(self._later.discard)
-            return WORKING.to_slack()
+            return self._later_reply(task, request.response_url)
         return reply.to_slack()
+
+    def _later_reply(self, task: asyncio.Future[Reply], url: str) -> dict[str, Any]:
+        later = asyncio.ensure_future(self._respond_later(task, url))
+        self._later.add(later)
+        later.add_done_callback(self._later.discard)
+        return WORKING.to_slack()
 
     async def _respond_later(self, task: asyncio.Future[Reply], url: str) -> None:
         try:
@@ -231,6 +236,9 @@ def build_slack_app(
             slack.command,
         )
     directory = SlackDirectory(make_client(slack_settings(config)))
+    # The config's subscribers are in the database, so a config `slack_user` or
+    # `slack_channel` is found when its person or channel uses /papers.
+    store.sync_config_subscribers(config.declared_subscribers(), now=clock())
 
     async def send_now(name: str) -> list[Any]:
         return await deliver(config, store, channels, now=clock(), only=name, clock=clock)

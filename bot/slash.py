@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 
 TRY_DAYS = 7  # `try` looks at the papers of the last week stored
 TRY_SHOWN = 10
+FAILED = ("failed", "retry", "skipped", "unrecorded")
+# Subcommands that may take longer than Slack's 3 seconds: answered at once, then at
+# response_url.
+SLOW = frozenset({"digest", "try"})
 # `<#C0123|name>` (Slack escapes channels so when the manifest says should_escape), or #name.
 CHANNEL_RE = re.compile(
     r"^(?:<#(?P<id>[CG][A-Z0-9]+)(?:\|(?P<label>[^>]*))?>|#(?P<name>[a-z0-9_\-]+))$"
@@ -94,6 +98,11 @@ class SlackChannelInfo:
     is_member: bool = True  # whether the bot is in it
     is_private: bool = False
 
+    @property
+    def keys(self) -> tuple[str, str]:
+        """How a subscriber may name this channel: its id, or "#name" (in the config)."""
+        return (self.id, f"#{self.name}")
+
 
 class Directory(Protocol):
     """Who a Slack user is, what a channel is (users.info, conversations.info)."""
@@ -124,6 +133,11 @@ class SlashCommands:
     @property
     def command(self) -> str:
         return self.config.slack.command if self.config.slack is not None else "/papers"
+
+    def is_slow(self, request: CommandRequest) -> bool:
+        """Whether the command may outlast Slack's 3 seconds (answer first, work after)."""
+        words = request.text.split(None, 1)
+        return bool(words) and words[0].lower() in SLOW
 
     async def handle(self, request: CommandRequest) -> Reply:
         """Answer one command. Every error becomes a reply that says what to do."""
@@ -167,7 +181,7 @@ class SlashCommands:
             return Reply(_rule_error(exc))
         now = self.clock()
         if target.channel is not None:
-            row = self.store.slack_subscriber(channel=target.channel.id)
+            row = self.store.slack_subscriber(channel=target.channel.keys)
             name = row.name if row else self._free_name(f"channel.{target.channel.name}")
             self._check_new(name, row, [rule.text])
             sub, created = self.store.add_subscriber(
@@ -235,17 +249,16 @@ class SlashCommands:
                 f"(`{self.command} list` numbers them)"
             )
         number = int(args[0])
-        if len(sub.rules) == 1 and number == 1:
-            # The last rule: the subscription ends (its history stays, for a resume).
-            self.store.set_active(sub.name, False, now=self.clock())
-            return Reply(
-                f"That was the last rule: the digests stop. `{self.command} resume` brings "
-                "them back.",
-                public=target.channel is not None,
-            )
-        text = self.store.remove_rule(sub.name, number)
+        text = self.store.remove_rule(sub.name, number, last_pauses=True)
+        stopped = (
+            f" That was the last rule: the digests stop until you `{self.command} subscribe"
+            f"{target.suffix}` again."
+            if len(sub.rules) == 1
+            else ""
+        )
         return Reply(
-            f"Removed rule {number}, `{escape_mrkdwn(text)}`.", public=target.channel is not None
+            f"Removed rule {number}, `{escape_mrkdwn(text)}`.{stopped}",
+            public=target.channel is not None,
         )
 
     async def _pause(self, request: CommandRequest, args: list[str]) -> Reply:
@@ -303,14 +316,19 @@ class SlashCommands:
     async def _digest(self, request: CommandRequest, args: list[str]) -> Reply:
         target, _ = await self._target(request, args, manage=True)
         sub = self._owned(request, target, allow_config=True)
+        whose = f"<#{target.channel.id}>'s" if target.channel else "Your"
         if not sub.active:
-            return Reply(f"Your digests are paused: `{self.command} resume` first.")
+            return Reply(
+                f"{whose} digests are paused: `{self.command} resume{target.suffix}` first."
+            )
         reports = await self.send_now(sub.name)
-        slack = [r for r in reports if r.channel == "slack"]
+        slack = [r for r in reports if r.channel == "slack" and r.subscriber == sub.name]
         sent = sum(r.count for r in slack if r.status == "sent")
-        problems = [r.error for r in slack if r.status in ("failed", "retry") and r.error]
+        problems = [r.error for r in slack if r.status in FAILED and r.error]
         if problems:
             return Reply(f":warning: The digest did not go out: {escape_mrkdwn(problems[0])}")
+        if any(r.status == "queued-elsewhere" for r in slack):
+            return Reply("That digest is already on its way.")
         if not sent:
             return Reply("Nothing new matched your rules since your last digest.")
         where = f"<#{target.channel.id}>" if target.channel else "your direct messages"
@@ -356,7 +374,7 @@ class SlashCommands:
 
     def _find(self, request: CommandRequest, target: _Target) -> Subscriber | None:
         if target.channel is not None:
-            row = self.store.slack_subscriber(channel=target.channel.id)
+            row = self.store.slack_subscriber(channel=target.channel.keys)
         else:
             row = self.store.slack_subscriber(user=request.user_id)
         return self._subscriber(row.name) if row else None

@@ -557,8 +557,12 @@ class Store:
                     f"subscriber {name!r} is declared in the config file",
                     hint="change its rules in the config file",
                 )
-            if email is not None and email != row.email:
-                row.email, row.email_confirmed = email, email_confirmed
+            if email is not None:
+                # An address given again by someone who may (an admin's --email) confirms it;
+                # a new one learnt from Slack waits for its owner.
+                same = email == row.email
+                row.email = email
+                row.email_confirmed = email_confirmed or (same and row.email_confirmed)
             if slack_channel is not None:
                 row.slack_channel = slack_channel
             if slack_user is not None:
@@ -584,8 +588,9 @@ class Store:
         subscriber = next(s for s in self.subscribers(include_inactive=True) if s.name == name)
         return subscriber, created
 
-    def remove_rule(self, name: str, number: int) -> str:
-        """Delete the subscriber's rule number `number` (1-based, as `list` shows it)."""
+    def remove_rule(self, name: str, number: int, *, last_pauses: bool = False) -> str:
+        """Delete the subscriber's rule number `number` (1-based, as `list` shows it). The
+        last rule is refused, unless `last_pauses`: then the subscriber stops too."""
         with self.session() as session:
             row = self._database_subscriber(session, name)
             rules = session.exec(
@@ -593,7 +598,10 @@ class Store:
             ).all()
             if not 1 <= number <= len(rules):
                 raise StoreError(f"{name!r} has no rule {number} (it has {len(rules)})")
-            if len(rules) == 1:
+            if len(rules) == 1 and last_pauses:
+                row.active = False
+                session.add(row)
+            elif len(rules) == 1:
                 raise StoreError(
                     f"rule {number} is the last rule of {name!r}",
                     hint=f"to stop the digests, `paperbell unsubscribe {name}`",
@@ -627,18 +635,20 @@ class Store:
             session.commit()
 
     def slack_subscriber(
-        self, *, user: str | None = None, channel: str | None = None
+        self, *, user: str | None = None, channel: str | Sequence[str] | None = None
     ) -> SubscriberRow | None:
-        """The subscriber a Slack user (their direct messages) or a channel is, if any."""
+        """The subscriber a Slack user (their direct messages) or a channel is, if any; a
+        channel may be given by its id and its "#name" (the config may use either)."""
         if (user is None) == (channel is None):
             raise ValueError("give one of user, channel")
+        names = [channel] if isinstance(channel, str) else list(channel or ())
         with self.session() as session:
             if user is not None:
                 query = select(SubscriberRow).where(
                     SubscriberRow.slack_user == user, col(SubscriberRow.slack_channel).is_(None)
                 )
             else:
-                query = select(SubscriberRow).where(SubscriberRow.slack_channel == channel)
+                query = select(SubscriberRow).where(col(SubscriberRow.slack_channel).in_(names))
             return session.exec(query.order_by(col(SubscriberRow.id))).first()
 
     def subscriber_row(self, name: str) -> SubscriberRow | None:
@@ -823,17 +833,21 @@ class Store:
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot record the delivery: {_first_line(exc)}") from None
 
-    def mark_progress(self, outbox_id: int, progress: str) -> None:
+    def mark_progress(
+        self, outbox_id: int, progress: str, *, owner: str, lease_until: datetime
+    ) -> bool:
         """Part of a digest was accepted (a Slack summary and some of its thread): remember
-        how far, at once, so a retry does not post those messages again."""
+        how far, at once, so a retry does not post those messages again, and extend the
+        lease of `owner`. False if the lease was lost (another worker took the record)."""
         try:
             with self.session() as session:
-                session.execute(
+                result = session.execute(
                     update(OutboxRow)
-                    .where(col(OutboxRow.id) == outbox_id)
-                    .values(progress=progress)
+                    .where(col(OutboxRow.id) == outbox_id, col(OutboxRow.lease_owner) == owner)
+                    .values(progress=progress, lease_until=lease_until)
                 )
                 session.commit()
+                return bool(result.rowcount)  # type: ignore[attr-defined]
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot record the delivery: {_first_line(exc)}") from None
 
@@ -853,9 +867,11 @@ class Store:
             )
             session.commit()
 
-    def mark_failed(self, outbox_id: int, *, error: str) -> int:
+    def mark_failed(self, outbox_id: int, *, error: str, sent: Iterable[str] = ()) -> int:
         """Give up on a record (a permanent failure, or too many attempts) and release its
-        papers, so the subscriber's next digest holds them: nothing is lost. Returns how
+        papers, so the subscriber's next digest holds them: nothing is lost. The papers in
+        `sent` ("id@version") reached the far end before it failed (a Slack thread cut off
+        half-way): they are recorded as delivered, never sent again. Returns how
         many of the subscriber's latest records on this channel in a row have failed."""
         with self.session() as session:
             row = session.get(OutboxRow, outbox_id)
@@ -868,10 +884,15 @@ class Store:
             row.attempts += 1
             row.lease_owner = row.lease_until = None
             session.add(row)
+            reached = set(sent)
             for delivery in session.exec(
                 select(DeliveryRow).where(DeliveryRow.outbox_id == outbox_id)
             ):
-                session.delete(delivery)
+                if f"{delivery.paper_id}@{delivery.paper_version}" in reached:
+                    delivery.status = "sent"
+                    session.add(delivery)
+                else:
+                    session.delete(delivery)
             session.commit()
             statuses = session.exec(
                 select(OutboxRow.status)

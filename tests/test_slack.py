@@ -278,3 +278,38 @@ def test_an_empty_day_note_is_one_message(
         r.status
         for r in run(config, store, note=lambda sub: note, period=lambda sub: "daily:2026-11-26")
     ] == ["queued-elsewhere"]
+
+
+def test_a_thread_refused_half_way_keeps_what_was_posted_and_gives_back_the_rest(
+    slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """Slack refuses the third message for good: the papers of the messages it took are
+    delivered; the others come in the next digest. No paper twice, none lost."""
+    store.upsert_papers(full_feed_papers, now=NOW)
+    many = {"name": "many", "slack_channel": "C0ROBOTS", "rules": ["learning"], "max_papers": 200}
+    config = make_config(slack, database_url, [many])
+    channel = SlackChannel(slack_settings(config))
+    original, calls = channel.client.chat_postMessage, []
+
+    async def post(**kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 3:
+            slack.fail_next("chat.postMessage", error="msg_too_long")
+        return await original(**kwargs)
+
+    channel.client.chat_postMessage = post  # type: ignore[method-assign]
+    [first] = run(config, store, channels={"slack": channel})
+    assert first.status == "failed" and "msg_too_long" in (first.error or "")
+    kept = thread_papers(slack, "C0ROBOTS")  # one thread message got in
+    assert 0 < len(kept) < first.count
+
+    [second] = run(config, store)
+    assert second.status == "sent" and second.count == first.count - len(kept)
+    summaries = [m for m in slack.messages("C0ROBOTS") if not m.get("thread_ts")]
+    rest = []
+    for message in slack.thread(summaries[1]["ts"]):
+        text = json.dumps(message["blocks"])
+        linked = [part.split("|")[0] for part in text.split("<https://arxiv.org/abs/")[1:]]
+        rest += dict.fromkeys(linked)
+    assert not set(kept) & set(rest)
+    assert len(kept) + len(rest) == first.count

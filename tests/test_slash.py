@@ -115,18 +115,25 @@ async def serving(app: Any) -> AsyncIterator[httpx.AsyncClient]:
 class Session:
     """Types commands as a Slack user would, and reads the replies."""
 
-    def __init__(self, client: httpx.AsyncClient, slack: SlackStandIn) -> None:
-        self.client, self.slack = client, slack
+    def __init__(
+        self, client: httpx.AsyncClient, slack: SlackStandIn, responder: SlackResponder
+    ) -> None:
+        self.client, self.slack, self.responder = client, slack, responder
 
     async def post(self, body: str, headers: dict[str, str]) -> httpx.Response:
         body = body.replace("RESPONSE", self.slack.root_url + "/response")
         return await self.client.post("/slack/commands", content=body, headers=headers)
 
     async def say(self, text: str, *, user: str = ADA) -> dict[str, Any]:
+        """The reply; for a slow command, the one that followed at response_url."""
         body = form(text, user=user).replace("RESPONSE", self.slack.root_url + "/response")
         response = await self.client.post("/slack/commands", content=body, headers=sign(body))
         assert response.status_code == 200, response.text
-        return dict(response.json())
+        reply = dict(response.json())
+        if "Working on it" in reply["text"]:
+            await self.responder.wait()
+            reply = self.slack.responses[-1]
+        return reply
 
 
 def app_for(slack: SlackStandIn, store: Store, database_url: str) -> SlackApp:
@@ -144,7 +151,7 @@ def test_every_subcommand_through_the_signed_http_endpoint(
 
     async def scenario() -> list[dict[str, Any]]:
         async with serving(create_app(slack=built.http)) as client:
-            s = Session(client, slack)
+            s = Session(client, slack, built.responder)
             replies = [
                 await s.say(""),
                 await s.say("help"),
@@ -199,7 +206,7 @@ def test_a_channel_subscription_needs_an_admin_and_is_announced_in_the_channel(
 
     async def scenario() -> list[dict[str, Any]]:
         async with serving(create_app(slack=built.http)) as client:
-            s = Session(client, slack)
+            s = Session(client, slack, built.responder)
             return [
                 await s.say(f"subscribe {channel} robot"),
                 await s.say(f"subscribe {channel} robot", user=BOSS),
@@ -227,7 +234,7 @@ def test_forged_unsigned_stale_replayed_and_oversized_requests_are_refused(
 
     async def scenario() -> list[tuple[int, str]]:
         async with serving(create_app(slack=built.http)) as client:
-            s = Session(client, slack)
+            s = Session(client, slack, built.responder)
             good = sign(body)
             tries = [
                 await s.post(body, sign(body, secret="not-the-secret")),  # forged
@@ -255,23 +262,28 @@ def test_forged_unsigned_stale_replayed_and_oversized_requests_are_refused(
 def test_a_slow_command_is_acknowledged_at_once_and_answered_at_response_url(
     slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
 ) -> None:
+    """`try` and `digest` are always answered "working on it" first; any other command that
+    outlasts the acknowledgement time (here 0 s) too."""
     store.upsert_papers(full_feed_papers, now=NOW)
     built = app_for(slack, store, database_url)
-    slow = SlackResponder(built.responder.commands, ack_within=0)
+    impatient = SlackResponder(built.responder.commands, ack_within=0)
     assert built.checker is not None
 
-    async def scenario() -> list[dict[str, Any]]:
-        async with serving(create_app(slack=(slow, built.checker))) as client:
-            s = Session(client, slack)
-            replies = [await s.say("try learning")]
-            await slow.wait()
-            return replies
+    async def ask(responder: SlackResponder, text: str, response: str) -> dict[str, Any]:
+        async with serving(create_app(slack=(responder, built.checker))) as client:
+            body = form(text, response=response)
+            body = body.replace("RESPONSE", slack.root_url + "/response")
+            answer = await client.post("/slack/commands", content=body, headers=sign(body))
+            await responder.wait()
+            return dict(answer.json())
 
-    [ack] = asyncio.run(scenario())
-    assert "Working on it" in ack["text"]
-    [later] = slack.responses
-    assert later["id"] == "r1" and later["response_type"] == "ephemeral"
-    assert "`learning` matches" in later["text"]
+    tried = asyncio.run(ask(built.responder, "try learning", "r1"))
+    helped = asyncio.run(ask(impatient, "help", "r2"))
+    assert "Working on it" in tried["text"] and "Working on it" in helped["text"]
+    later = {r["id"]: r for r in slack.responses}
+    assert later["r1"]["response_type"] == "ephemeral"
+    assert "`learning` matches" in later["r1"]["text"]
+    assert "/papers subscribe" in later["r2"]["text"]
 
 
 def test_the_endpoint_says_when_slack_is_not_set_up(slack: SlackStandIn) -> None:
@@ -360,3 +372,54 @@ def test_the_app_manifest_declares_the_command_and_the_scopes_paperbell_uses() -
     # chat.postMessage, users.info (+ email), conversations.info, the command itself
     assert {"chat:write", "im:write", "users:read", "users:read.email", "commands"} <= scopes
     assert {"channels:read", "groups:read"} <= scopes
+
+
+def test_config_subscribers_are_found_and_the_last_rule_can_go(
+    slack: SlackStandIn, store: Store, database_url: str
+) -> None:
+    """A person or channel declared in the config file is the same subscriber in Slack
+    (by member id, by channel id or #name); removing the last rule stops the digests."""
+    config = parse_config(
+        {
+            "version": 1,
+            "database": {"url": database_url},
+            "slack": {
+                "bot_token_env": "SLACK_BOT_TOKEN",
+                "signing_secret_env": "SLACK_SIGNING_SECRET",
+                "api_url": slack.base_url,
+            },
+            "subscribers": [
+                {"name": "ada", "slack_user": ADA, "rules": ["qubit"]},
+                {"name": "lab", "slack_channel": "#robot-learning", "rules": ["robot"]},
+            ],
+        },
+        environ={"SLACK_BOT_TOKEN": slack.token, "SLACK_SIGNING_SECRET": SECRET},
+    )
+    built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+    assert built is not None
+
+    async def scenario() -> list[str]:
+        async with serving(create_app(slack=built.http)) as client:
+            s = Session(client, slack, built.responder)
+            return [
+                (await s.say(text, user=user))["text"]
+                for text, user in [
+                    ("list", ADA),
+                    ("subscribe robot", ADA),
+                    (f"list <#{ROBOTS}|robot-learning>", ADA),
+                    ("subscribe diffusion", BOSS),
+                    ("remove 1", BOSS),
+                    ("list", BOSS),
+                    ("subscribe manipulation", BOSS),
+                    ("list", BOSS),
+                ]
+            ]
+
+    (mine, refused, lab, boss, removed, empty, again, listed) = asyncio.run(scenario())
+    assert "1. `qubit`" in mine and "config file" in mine
+    assert "config file" in refused
+    assert "1. `robot`" in lab and "config file" in lab
+    assert {s.name for s in store.subscribers(include_inactive=True)} == {"slack.boss"}
+    assert "Welcome" in boss and "the digests stop" in removed
+    assert "no subscription" in empty or "(paused)" in empty
+    assert "1. `manipulation`" in listed and "diffusion" not in listed and "Welcome" not in again

@@ -27,6 +27,9 @@ class SendOutcome:
     error: str | None = None
     permanent: bool = False  # a retry will not help (unknown mailbox ...)
     where: str | None = None  # e.g. the file written
+    # A failed digest sent in part (Slack: the summary and some thread messages): the
+    # papers ("id@version") that did reach the far end, recorded as delivered.
+    sent_papers: tuple[str, ...] = ()
 
 
 class Channel(Protocol):

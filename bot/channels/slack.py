@@ -29,7 +29,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from bot.channels import OnProgress, OnSent, SendOutcome, ShouldStop, failed, notify
+from bot.channels import OnProgress, OnSent, SendOutcome, ShouldStop, notify
 
 log = logging.getLogger(__name__)
 
@@ -106,13 +106,24 @@ class SlackDelivery:
     target: str  # "#name", a channel id, a user id (direct message), or "webhook:VAR"
     messages: tuple[dict[str, Any], ...]
     progress: Progress = field(default_factory=Progress)
+    papers: tuple[tuple[str, ...], ...] = ()  # per message, the papers ("id@version") in it
+
+    def posted_papers(self) -> tuple[str, ...]:
+        """The papers of the messages already posted."""
+        return tuple(p for message in self.papers[: self.progress.posted] for p in message)
 
 
-def slack_delivery(target: str, posts: Sequence[Any]) -> bytes:
-    """The bytes queued for a Slack digest: its target and messages (`SlackMessage`s)."""
-    return json.dumps(
-        {"target": target, "messages": [post.to_dict() for post in posts]}, ensure_ascii=False
-    ).encode()
+def slack_delivery(
+    target: str, posts: Sequence[Any], papers: Sequence[Sequence[str]] = ()
+) -> bytes:
+    """The bytes queued for a Slack digest: its target, messages (`SlackMessage`s) and, per
+    message, the papers in it (so a digest cut off half-way knows which reached Slack)."""
+    data = {
+        "target": target,
+        "messages": [post.to_dict() for post in posts],
+        "papers": [list(p) for p in papers],
+    }
+    return json.dumps(data, ensure_ascii=False).encode()
 
 
 class _Poster(Protocol):
@@ -151,6 +162,7 @@ class SlackChannel:
             target=data["target"],
             messages=tuple(data["messages"]),
             progress=Progress.loads(progress),
+            papers=tuple(tuple(p) for p in data.get("papers", ())),
         )
 
     async def send_all(
@@ -183,7 +195,25 @@ class SlackChannel:
             except SlackFailure as exc:
                 done = f" after {progress.posted} of its messages" if progress.posted else ""
                 log.warning("Slack digest to %s failed%s: %s", delivery.target, done, exc)
-                outcomes.append(failed(item, str(exc), exc.permanent))
+                outcomes.append(
+                    SendOutcome(
+                        item=item,
+                        ok=False,
+                        error=str(exc),
+                        permanent=exc.permanent,
+                        sent_papers=delivery.posted_papers(),
+                    )
+                )
+            except Exception as exc:  # a bug must not leave the rest of the batch unsent
+                log.exception("Slack digest to %s failed", delivery.target)
+                outcomes.append(
+                    SendOutcome(
+                        item=item,
+                        ok=False,
+                        error=f"unexpected error: {exc!r}",
+                        sent_papers=delivery.posted_papers(),
+                    )
+                )
         return outcomes
 
     def _poster(self, target: str) -> _Poster:

@@ -113,6 +113,7 @@ class SlackMessage:
 
     text: str
     blocks: tuple[dict[str, Any], ...]
+    numbers: tuple[int, ...] = ()  # the digest's papers (1-based) this message holds
 
     def to_dict(self) -> dict[str, Any]:
         """The `chat.postMessage` arguments this message stands for: text and blocks."""
@@ -379,7 +380,9 @@ class _Thread:
             text = f"Paper {first} of {self.total}"
         else:
             text = f"Papers {first}{RANGE}{last} of {self.total}"
-        self.messages.append(SlackMessage(text=text, blocks=tuple(self.blocks)))
+        self.messages.append(
+            SlackMessage(text=text, blocks=tuple(self.blocks), numbers=tuple(self.numbers))
+        )
         self.blocks, self.numbers, self.text = [], [], 0
 
 
