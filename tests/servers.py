@@ -171,3 +171,33 @@ class ArxivDays:
             day = self.calendar.last_feed_day(day - timedelta(days=1))
         listing = self.head + b"".join(self.papers_of(day)) + b"</channel>\n</rss>\n"
         return self._redate(listing, day)
+
+
+def slack_config(
+    slack: Any,
+    database_url: str,
+    subscribers: list[dict[str, Any]],
+    *,
+    interval: float = 0.0,
+    signing_secret: str | None = None,
+) -> Any:
+    """A config whose [slack] points at the stand-in `slack` (bot token from the stand-in;
+    with `signing_secret`, the slash command's endpoint too)."""
+    from bot.config import parse_config
+
+    section: dict[str, Any] = {
+        "bot_token_env": "SLACK_BOT_TOKEN",
+        "api_url": slack.base_url,
+        "post_interval_seconds": interval,
+    }
+    environ = {"SLACK_BOT_TOKEN": slack.token}
+    if signing_secret is not None:
+        section["signing_secret_env"] = "SLACK_SIGNING_SECRET"
+        environ["SLACK_SIGNING_SECRET"] = signing_secret
+    data = {
+        "version": 1,
+        "database": {"url": database_url},
+        "slack": section,
+        "subscribers": subscribers,
+    }
+    return parse_config(data, environ=environ)

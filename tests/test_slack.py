@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import slack_config
 
 from bot.channels.slack import SlackChannel
 from bot.config import Config, parse_config
@@ -43,21 +44,8 @@ def make_config(
     subscribers: list[dict[str, Any]],
     *,
     interval: float = 0.0,
-    environ: dict[str, str] | None = None,
 ) -> Config:
-    return parse_config(
-        {
-            "version": 1,
-            "database": {"url": database_url},
-            "slack": {
-                "bot_token_env": "SLACK_BOT_TOKEN",
-                "api_url": slack.base_url,
-                "post_interval_seconds": interval,
-            },
-            "subscribers": subscribers,
-        },
-        environ={"SLACK_BOT_TOKEN": TOKEN, **(environ or {})},
-    )
+    return slack_config(slack, database_url, subscribers, interval=interval)
 
 
 ROBOTS = {"name": "robots", "slack_channel": "#robot-learning", "rules": ["robot"]}

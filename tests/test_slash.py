@@ -20,8 +20,9 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 from aiohttp import WSMsgType, web
+from servers import slack_config
 
-from bot.config import Config, parse_config
+from bot.config import Config
 from bot.demo import free_port
 from bot.models import Paper
 from bot.pipeline import build_channels
@@ -49,20 +50,10 @@ def slack() -> Iterator[SlackStandIn]:
         assert standin.violations == []
 
 
-def make_config(slack: SlackStandIn, database_url: str) -> Config:
-    return parse_config(
-        {
-            "version": 1,
-            "database": {"url": database_url},
-            "slack": {
-                "bot_token_env": "SLACK_BOT_TOKEN",
-                "signing_secret_env": "SLACK_SIGNING_SECRET",
-                "api_url": slack.base_url,
-                "post_interval_seconds": 0,
-            },
-        },
-        environ={"SLACK_BOT_TOKEN": slack.token, "SLACK_SIGNING_SECRET": SECRET},
-    )
+def make_config(
+    slack: SlackStandIn, database_url: str, subscribers: list[dict[str, Any]] | None = None
+) -> Config:
+    return slack_config(slack, database_url, subscribers or [], signing_secret=SECRET)
 
 
 def form(text: str, *, user: str = ADA, channel: str = ROBOTS, response: str = "r1") -> str:
@@ -379,21 +370,13 @@ def test_config_subscribers_are_found_and_the_last_rule_can_go(
 ) -> None:
     """A person or channel declared in the config file is the same subscriber in Slack
     (by member id, by channel id or #name); removing the last rule stops the digests."""
-    config = parse_config(
-        {
-            "version": 1,
-            "database": {"url": database_url},
-            "slack": {
-                "bot_token_env": "SLACK_BOT_TOKEN",
-                "signing_secret_env": "SLACK_SIGNING_SECRET",
-                "api_url": slack.base_url,
-            },
-            "subscribers": [
-                {"name": "ada", "slack_user": ADA, "rules": ["qubit"]},
-                {"name": "lab", "slack_channel": "#robot-learning", "rules": ["robot"]},
-            ],
-        },
-        environ={"SLACK_BOT_TOKEN": slack.token, "SLACK_SIGNING_SECRET": SECRET},
+    config = make_config(
+        slack,
+        database_url,
+        [
+            {"name": "ada", "slack_user": ADA, "rules": ["qubit"]},
+            {"name": "lab", "slack_channel": "#robot-learning", "rules": ["robot"]},
+        ],
     )
     built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
     assert built is not None
