@@ -602,14 +602,14 @@ async def _run_daemon(
 
 
 def _where(sub: Any) -> str:
-    """Where a subscriber's digests go: `<ada@lab.example>`, `slack #robots`, both."""
-    places = [
-        f"<{sub.email}>" + ("" if sub.email_confirmed else " (unconfirmed)") if sub.email else "",
-        f"slack {sub.slack_channel or sub.slack_user or 'webhook ' + (sub.slack_webhook or '')}"
-        if (sub.slack_channel or sub.slack_user or sub.slack_webhook)
-        else "",
-    ]
-    return " + ".join(p for p in places if p) or "(nowhere)"
+    """Where a subscriber's digests go: `<ada@lab.example>`, `slack #robots`, both; an
+    address that waits for its owner's confirmation is shown, marked."""
+    from bot.models import target_label
+
+    places = [target_label(kind, recipient) for kind, recipient in sub.targets()]
+    if sub.email and not sub.email_confirmed:
+        places.insert(0, f"{target_label('email', sub.email)} (unconfirmed)")
+    return " + ".join(places) or "(nowhere)"
 
 
 def _routes(slack: Any) -> str:

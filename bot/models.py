@@ -141,6 +141,16 @@ class Subscriber:
         return any(_category_covers(c, pc) for c in self.categories for pc in paper.categories)
 
 
+def target_label(kind: str, recipient: str) -> str:
+    """A destination, for people: `<ada@lab.example>`, `slack #robot-learning`."""
+    return f"<{recipient}>" if kind == "email" else f"{kind} {recipient}"
+
+
+def version_key(paper_id: str, version: int) -> str:
+    """One version of a paper as text ("2411.17700@2"), as queued payloads list them."""
+    return f"{paper_id}@{version}"
+
+
 def announce_kind(announce_type: str | None) -> str:
     """What `include` calls an announce type: new, cross, or replace (for both updates)."""
     return "replace" if announce_type in ("replace", "replace-cross") else announce_type or "new"

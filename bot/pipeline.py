@@ -21,7 +21,7 @@ from bot.channels.slack import WEBHOOK_PREFIX, SlackChannel, SlackSettings, slac
 from bot.config import Config, EmailConfig
 from bot.digest import build_digest, match_rules, note_digest
 from bot.errors import ConfigError, PaperbellError, RuleError, SourceError
-from bot.models import Digest, Paper, Subscriber
+from bot.models import Digest, Paper, Subscriber, target_label, version_key
 from bot.outbox import Channels, RetryPolicy, drain
 from bot.render.email import EmailSettings, build_message
 from bot.render.slack import build_posts
@@ -69,9 +69,7 @@ class DeliveryReport:
     @property
     def target(self) -> str:
         """Where it went, for people: `<ada@lab.example>`, `slack #robot-learning`."""
-        if self.address is None:
-            return "(nowhere)"
-        return f"<{self.address}>" if self.channel == "email" else f"slack {self.address}"
+        return "(nowhere)" if self.address is None else target_label(self.channel, self.address)
 
 
 def build_sources(config: Config) -> list[Source]:
@@ -427,10 +425,9 @@ def slack_payload(config: Config, digest: Digest, recipient: str, now: datetime)
     """The digest as the Slack messages it is posted as (a summary, then its thread)."""
     threaded = not recipient.startswith(WEBHOOK_PREFIX)
     posts = build_posts(digest, threaded=threaded)
-    items = digest.items
+    items = [item.paper for item in digest.items]
     papers = [
-        [f"{items[n - 1].paper.id}@{items[n - 1].paper.version}" for n in post.numbers]
-        for post in posts
+        [version_key(items[n - 1].id, items[n - 1].version) for n in p.numbers] for p in posts
     ]
     return slack_delivery(recipient, posts, papers)
 

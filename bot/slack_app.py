@@ -47,15 +47,11 @@ class SlackDirectory:
         self.client = client
 
     async def user(self, user_id: str) -> SlackUser | None:
-        try:
-            response = await self.client.users_info(user=user_id)
-        except SlackApiError as exc:
-            if exc.response.get("error") in ("user_not_found", "users_not_found"):
-                return None
-            raise _lookup_error("users.info", exc) from None
-        except (TimeoutError, SlackClientError, OSError) as exc:
-            raise PaperbellError(f"cannot reach Slack (users.info): {exc}") from None
-        data = response.get("user") or {}
+        data = await self._lookup(
+            "users.info", "user", {"user_not_found", "users_not_found"}, user=user_id
+        )
+        if data is None:
+            return None
         profile = data.get("profile") or {}
         return SlackUser(
             id=user_id,
@@ -67,15 +63,11 @@ class SlackDirectory:
         )
 
     async def channel(self, channel_id: str) -> SlackChannelInfo | None:
-        try:
-            response = await self.client.conversations_info(channel=channel_id)
-        except SlackApiError as exc:
-            if exc.response.get("error") == "channel_not_found":
-                return None
-            raise _lookup_error("conversations.info", exc) from None
-        except (TimeoutError, SlackClientError, OSError) as exc:
-            raise PaperbellError(f"cannot reach Slack (conversations.info): {exc}") from None
-        data = response.get("channel") or {}
+        data = await self._lookup(
+            "conversations.info", "channel", {"channel_not_found"}, channel=channel_id
+        )
+        if data is None:
+            return None
         return SlackChannelInfo(
             id=channel_id,
             name=str(data.get("name") or channel_id),
@@ -83,14 +75,24 @@ class SlackDirectory:
             is_private=bool(data.get("is_private", False)),
         )
 
-
-def _lookup_error(method: str, exc: SlackApiError) -> PaperbellError:
-    code = exc.response.get("error") or f"HTTP {exc.response.status_code}"
-    return PaperbellError(
-        f"Slack refused {method}: {code}",
-        hint="reinstall the app from slack-app-manifest.yml (scopes users:read, "
-        "channels:read) and check [slack] bot_token_env",
-    )
+    async def _lookup(
+        self, method: str, key: str, missing: set[str], **args: str
+    ) -> dict[str, Any] | None:
+        """`response[key]` of a Web API lookup; None if Slack says it does not exist."""
+        try:
+            response = await self.client.api_call(method, http_verb="GET", params=args)
+        except SlackApiError as exc:
+            code = exc.response.get("error")
+            if code in missing:
+                return None
+            raise PaperbellError(
+                f"Slack refused {method}: {code or f'HTTP {exc.response.status_code}'}",
+                hint="reinstall the app from slack-app-manifest.yml (scopes users:read, "
+                "channels:read) and check [slack] bot_token_env",
+            ) from None
+        except (TimeoutError, SlackClientError, OSError) as exc:
+            raise PaperbellError(f"cannot reach Slack ({method}): {exc}") from None
+        return dict(response.get(key) or {})
 
 
 class SlackResponder:

@@ -26,7 +26,7 @@ from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
 from bot.checks import redact_url
 from bot.errors import StoreError
-from bot.models import DEFAULT_INCLUDE, Paper, Subscriber
+from bot.models import DEFAULT_INCLUDE, Paper, Subscriber, version_key
 from bot.schedule import Defaults
 from bot.sources import FetchState
 
@@ -888,7 +888,7 @@ class Store:
             for delivery in session.exec(
                 select(DeliveryRow).where(DeliveryRow.outbox_id == outbox_id)
             ):
-                if f"{delivery.paper_id}@{delivery.paper_version}" in reached:
+                if version_key(delivery.paper_id, delivery.paper_version) in reached:
                     delivery.status = "sent"
                     session.add(delivery)
                 else:

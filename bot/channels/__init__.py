@@ -59,6 +59,16 @@ async def notify(on_sent: OnSent, item: Any) -> None:
         await result
 
 
-def failed(item: Any, error: str, permanent: bool = False) -> SendOutcome:
-    """The outcome of a message that did not get through."""
-    return SendOutcome(item=item, ok=False, error=error, permanent=permanent)
+def failed(
+    item: Any, error: str, permanent: bool = False, *, sent_papers: tuple[str, ...] = ()
+) -> SendOutcome:
+    """The outcome of a message that did not get through (or only in part: `sent_papers`)."""
+    return SendOutcome(
+        item=item, ok=False, error=error, permanent=permanent, sent_papers=sent_papers
+    )
+
+
+def describe(exc: BaseException) -> str:
+    """An exception as a short text: its message, or its type when it has none."""
+    text = str(exc).strip()
+    return text or type(exc).__name__

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal, cast
 
 import aiosmtplib
 
-from bot.channels import OnProgress, OnSent, SendOutcome, ShouldStop, failed, notify
+from bot.channels import OnProgress, OnSent, SendOutcome, ShouldStop, describe, failed, notify
 from bot.errors import DeliveryError
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class EmailChannel:
             ) from None
         except (aiosmtplib.SMTPException, OSError) as exc:
             raise DeliveryError(
-                f"cannot connect to the SMTP server {where}: {_describe(exc)}",
+                f"cannot connect to the SMTP server {where}: {describe(exc)}",
                 hint="check [email] host, port and security; is the server running?",
             ) from None
         return smtp
@@ -127,7 +127,7 @@ class EmailChannel:
                         if smtp is not None:
                             smtp.close()
                         smtp = None
-                        outcomes.append(failed(item, f"SMTP error: {_describe(exc)}"))
+                        outcomes.append(failed(item, f"SMTP error: {describe(exc)}"))
                         break
                     else:
                         if errors:  # some recipients refused; ours is the only one
@@ -190,8 +190,3 @@ class FileChannel:
             await notify(on_sent, digest)
             outcomes.append(SendOutcome(item=digest, ok=True, where=str(path)))
         return outcomes
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text or type(exc).__name__

@@ -29,7 +29,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from bot.channels import OnProgress, OnSent, SendOutcome, ShouldStop, notify
+from bot.channels import OnProgress, OnSent, SendOutcome, ShouldStop, describe, failed, notify
 
 log = logging.getLogger(__name__)
 
@@ -192,28 +192,16 @@ class SlackChannel:
                 else:
                     await notify(on_sent, item)
                     outcomes.append(SendOutcome(item=item, ok=True))
-            except SlackFailure as exc:
-                done = f" after {progress.posted} of its messages" if progress.posted else ""
-                log.warning("Slack digest to %s failed%s: %s", delivery.target, done, exc)
-                outcomes.append(
-                    SendOutcome(
-                        item=item,
-                        ok=False,
-                        error=str(exc),
-                        permanent=exc.permanent,
-                        sent_papers=delivery.posted_papers(),
-                    )
-                )
             except Exception as exc:  # a bug must not leave the rest of the batch unsent
-                log.exception("Slack digest to %s failed", delivery.target)
-                outcomes.append(
-                    SendOutcome(
-                        item=item,
-                        ok=False,
-                        error=f"unexpected error: {exc!r}",
-                        sent_papers=delivery.posted_papers(),
-                    )
-                )
+                if isinstance(exc, SlackFailure):
+                    done = f" after {progress.posted} of its messages" if progress.posted else ""
+                    log.warning("Slack digest to %s failed%s: %s", delivery.target, done, exc)
+                    error, permanent = str(exc), exc.permanent
+                else:
+                    log.exception("Slack digest to %s failed", delivery.target)
+                    error, permanent = f"unexpected error: {exc!r}", False
+                sent = delivery.posted_papers()
+                outcomes.append(failed(item, error, permanent, sent_papers=sent))
         return outcomes
 
     def _poster(self, target: str) -> _Poster:
@@ -247,7 +235,7 @@ class SlackChannel:
                 raise _api_failure(target, exc) from None
             except (TimeoutError, SlackClientError, OSError) as exc:
                 raise SlackFailure(
-                    f"cannot reach Slack at {self.settings.api_url}: {_describe(exc)}",
+                    f"cannot reach Slack at {self.settings.api_url}: {describe(exc)}",
                     permanent=False,
                 ) from None
             finally:
@@ -278,7 +266,7 @@ class SlackChannel:
                 )
             except (TimeoutError, SlackClientError, OSError) as exc:
                 raise SlackFailure(
-                    f"cannot reach the webhook in {variable}: {_describe(exc)}", permanent=False
+                    f"cannot reach the webhook in {variable}: {describe(exc)}", permanent=False
                 ) from None
             finally:
                 self._last_post[key] = self._monotonic()
@@ -322,8 +310,3 @@ def _failure(target: str, code: str, *, status: int) -> SlackFailure:
         return SlackFailure(f"{target}: {code}: {TOKEN_ERRORS[code]}", permanent=False)
     # 5xx, or an error paperbell does not know: worth another attempt later.
     return SlackFailure(f"{target}: Slack answered {code} (HTTP {status})", permanent=False)
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text or type(exc).__name__
