@@ -101,18 +101,42 @@ def main(verbose: int) -> None:
     show_default=True,
     help="Folder for the received messages and the demo database.",
 )
+@click.option(
+    "--serve",
+    is_flag=True,
+    help="Then serve the pages the emails link to (manage, unsubscribe) until Ctrl-C.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8025,
+    show_default=True,
+    help="The port of those pages on localhost (the emails' links name it).",
+)
 @handle_errors
-def demo(out_dir: Path) -> None:
+def demo(out_dir: Path, serve: bool, port: int) -> None:
     """Run the whole pipeline offline on a bundled real arXiv feed.
 
     Reads the real arXiv listing of 28 Nov 2024 shipped with paperbell, matches it against
     example subscribers, sends their digests over real SMTP to a server started on
     loopback, and saves each received message as .eml and .html in the output folder.
     Run it twice: the second run sends nothing, because everything was delivered.
+    With --serve, the links in the emails work: manage a subscription, unsubscribe.
     """
     from bot.demo import run_demo
 
-    sys.exit(asyncio.run(run_demo(out_dir, echo=click.echo)))
+    async def main() -> int:
+        stop = None
+        if serve:
+            import signal
+
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for number in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(number, stop.set)
+        return await run_demo(out_dir, echo=click.echo, web_port=port, serve=stop)
+
+    sys.exit(asyncio.run(main()))
 
 
 @main.command()
@@ -540,6 +564,7 @@ async def _run_daemon(
 ) -> int:
     import signal
 
+    from bot.pages import build_pages
     from bot.pipeline import build_channels
     from bot.scheduler import Daemon
     from bot.slack_app import build_slack_app
@@ -570,15 +595,16 @@ async def _run_daemon(
     if not channels:
         log.warning("no [email] or [slack] section: polling only, no digests are sent")
     slack = build_slack_app(config, store, channels, clock=clock)
+    pages = build_pages(config, store, channels, clock=clock)
     async with make_client() as client:
         daemon = Daemon(
             config, store, fetcher=PoliteFetcher(client), channels=channels, clock=clock
         )
         server = None
         if web is not None:
-            app = create_app(daemon, slack=slack.http if slack else None)
+            app = create_app(daemon, slack=slack.http if slack else None, pages=pages)
             server = make_server(app, host=web[0], port=web[1])
-            log.info("web app on http://%s:%d (%s)", web[0], web[1], _routes(slack))
+            log.info("web app on http://%s:%d (%s)", web[0], web[1], _routes(slack, pages))
         socket = _socket_mode(slack, stop)
         subscribers = daemon.subscribers()
         log.info(
@@ -612,9 +638,13 @@ def _where(sub: Any) -> str:
     return " + ".join(places) or "(nowhere)"
 
 
-def _routes(slack: Any) -> str:
-    routes = "/healthz, /metrics"
-    return routes + (", POST /slack/commands" if slack is not None and slack.http else "")
+def _routes(slack: Any, pages: Any, *, daemon: bool = True) -> str:
+    routes = ["/healthz", "/metrics"] if daemon else []
+    if slack is not None and slack.http:
+        routes.append("POST /slack/commands")
+    if pages:
+        routes.append("/manage, /unsubscribe, /confirm pages")
+    return ", ".join(routes) or "no routes: Socket Mode only"
 
 
 def _socket_mode(slack: Any, stop: asyncio.Event) -> asyncio.Task[None] | None:
@@ -648,19 +678,30 @@ async def _stop_slack(slack: Any, socket: asyncio.Task[None] | None, stop: async
 @click.option("--port", type=click.IntRange(0, 65535), help="Its port. [default: [web] port]")
 @handle_errors
 def serve(config_path: Path, host: str | None, port: int | None) -> None:
-    """Serve the Slack slash command alone (no polling, no scheduled digests).
+    """Serve the web app alone: the Slack slash command and the pages reached from emails
+    (no polling, no scheduled digests).
 
-    POST /slack/commands (when [slack] signing_secret_env is set) and Socket Mode (when
-    [slack] app_token_env is set). `paperbell run` serves the same beside the daemon.
+    POST /slack/commands (when [slack] signing_secret_env is set), Socket Mode (when [slack]
+    app_token_env is set), and the manage, one-click unsubscribe and confirmation pages
+    (when [web] public_url and secret_key_env are set). `paperbell run` serves the same
+    beside the daemon.
     """
     config = load_config(config_path)
-    if config.slack is None or not config.slack.bot_token:
-        raise ConfigError(["slack.bot_token_env: `serve` needs the Slack app's bot token"])
-    if not (config.slack.signing_secret or config.slack.app_token):
+    slack = config.slack
+    has_slack = slack is not None and bool(slack.bot_token)
+    has_pages = config.web.link_signer() is not None
+    if slack is not None and slack.bot_token and not (slack.signing_secret or slack.app_token):
         raise ConfigError(
             [
                 "slack: `serve` needs a way in for the slash command: signing_secret_env "
                 "(POST /slack/commands) or app_token_env (Socket Mode)"
+            ]
+        )
+    if not (has_slack or has_pages):
+        raise ConfigError(
+            [
+                "`serve` has nothing to serve: set [slack] bot_token_env for the slash "
+                "command, or [web] public_url and secret_key_env for the pages"
             ]
         )
     if not logging.getLogger().isEnabledFor(logging.INFO):
@@ -673,6 +714,7 @@ def serve(config_path: Path, host: str | None, port: int | None) -> None:
 async def _serve(config: Config, store: Store, where: tuple[str, int]) -> int:
     import signal
 
+    from bot.pages import build_pages
     from bot.pipeline import build_channels
     from bot.slack_app import build_slack_app
     from bot.web import create_app, make_server
@@ -681,11 +723,14 @@ async def _serve(config: Config, store: Store, where: tuple[str, int]) -> int:
     loop = asyncio.get_running_loop()
     for number in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(number, stop.set)
-    slack = build_slack_app(config, store, build_channels(config), clock=utcnow)
-    assert slack is not None
-    server = make_server(create_app(slack=slack.http), host=where[0], port=where[1])
-    http = "POST /slack/commands" if slack.http else "no routes: Socket Mode only"
-    log.info("web app on http://%s:%d (%s)", where[0], where[1], http)
+    channels = build_channels(config)
+    slack = build_slack_app(config, store, channels, clock=utcnow)
+    pages = build_pages(config, store, channels, clock=utcnow)
+    app = create_app(slack=slack.http if slack else None, pages=pages)
+    server = make_server(app, host=where[0], port=where[1])
+    log.info(
+        "web app on http://%s:%d (%s)", where[0], where[1], _routes(slack, pages, daemon=False)
+    )
     socket = _socket_mode(slack, stop)
     web = asyncio.create_task(server.serve())
     await asyncio.wait([web, asyncio.create_task(stop.wait())], return_when="FIRST_COMPLETED")

@@ -29,6 +29,7 @@ from pydantic import (
 from bot.calendar import ArxivCalendar, PollPolicy
 from bot.checks import canonical_category, check_address, check_header_text
 from bot.errors import ConfigError, RuleError
+from bot.links import MIN_SECRET, LinkSigner, check_public_url, max_ages
 from bot.models import INCLUDE_CHOICES, Subscriber
 from bot.rules import format_rule, parse_rule
 from bot.schedule import (
@@ -49,7 +50,16 @@ SLACK_CHANNEL_RE = re.compile(r"^(#[a-z0-9][a-z0-9_\-]{0,79}|[CG][A-Z0-9]{6,20})
 SLACK_USER_RE = re.compile(r"^[UW][A-Z0-9]{6,20}$")
 SLACK_API_URL = "https://slack.com/api/"
 # Keys that would hold a secret in the file; each has a `<key>_env` naming its variable.
-SECRET_KEYS = ("password", "bot_token", "signing_secret", "app_token", "webhook_url")
+DOMAIN_RE = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+")
+MAKE_SECRET = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+SECRET_KEYS = (
+    "password",
+    "bot_token",
+    "signing_secret",
+    "app_token",
+    "webhook_url",
+    "secret_key",
+)
 PLACEHOLDER_SECRETS = {"", "changeme", "change-me", "password", "secret", "xxx", "todo", "..."}
 
 
@@ -190,11 +200,59 @@ class DaemonConfig(_Section):
 
 
 class WebConfig(_Section):
-    """`[web]`: the web app the daemon serves (health, metrics)."""
+    """`[web]`: the web app the daemon serves (health, metrics, Slack commands, and the
+    pages reached from every email: one-click unsubscribe, manage, confirm, sign-up)."""
 
     enabled: bool = True
     host: str = "127.0.0.1"
     port: int = Field(8025, ge=0, le=65535)
+    # Where people reach the web app (a reverse proxy in front of host:port). With
+    # secret_key_env, every email links to its manage and one-click unsubscribe pages.
+    public_url: str | None = None
+    secret_key_env: EnvName | None = None
+    manage_link_days: float = Field(60, gt=0, le=3650)
+    unsubscribe_link_days: float = Field(365, gt=0, le=3650)
+    confirm_link_days: float = Field(7, gt=0, le=365)
+    # A public sign-up page (/subscribe): anyone may ask for digests by email, after
+    # confirming the address; `signup_domains` limits it to addresses at those domains.
+    signup: bool = False
+    signup_domains: list[str] = []
+    secret_key: str | None = Field(None, exclude=True)  # filled from the environment only
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        return check_public_url(value) if value else None
+
+    @field_validator("signup_domains")
+    @classmethod
+    def _domains(cls, value: list[str]) -> list[str]:
+        domains = [d.strip().lower().lstrip("@") for d in value]
+        for domain in domains:
+            if not re.fullmatch(
+                r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+", domain
+            ):
+                raise ValueError(f"{domain!r} is not a domain name")
+        return domains
+
+    @model_validator(mode="after")
+    def _links(self) -> WebConfig:
+        if self.secret_key_env and not self.public_url:
+            raise ValueError("secret_key_env needs public_url: the address links point to")
+        if self.signup and not self.secret_key_env:
+            raise ValueError("signup needs public_url and secret_key_env (it mails a link)")
+        return self
+
+    def link_signer(self) -> LinkSigner | None:
+        """The signer of the links in emails, when the site is set up for them."""
+        if not (self.public_url and self.secret_key):
+            return None
+        ages = max_ages(
+            manage_days=self.manage_link_days,
+            unsubscribe_days=self.unsubscribe_link_days,
+            confirm_days=self.confirm_link_days,
+        )
+        return LinkSigner(self.secret_key, self.public_url, max_age=ages)
 
 
 class DeliveryConfig(_Section):
@@ -318,6 +376,8 @@ class SubscriberConfig(_Section):
     time: TimeOfDay | None = None
     timezone: TimeZoneName | None = None
     notify_empty: bool | None = None
+    email_format: Literal["html", "text"] = "html"
+    abstracts: Literal["short", "full"] = "short"
 
     @model_validator(mode="after")
     def _somewhere(self) -> SubscriberConfig:
@@ -365,6 +425,8 @@ class SubscriberConfig(_Section):
             slack_channel=self.slack_channel,
             slack_user=self.slack_user,
             slack_webhook=self.webhook_url_env,
+            email_format=self.email_format,
+            abstracts=self.abstracts,
         )
 
 
@@ -471,7 +533,12 @@ def parse_config(
     problems: list[str] = []
     # The sections' secret fields are filled from the environment only: a value written in
     # the file is refused (and dropped, so the schema does not report it twice).
-    for section, key in (("email", "password"), *(("slack", k) for k in SECRET_KEYS[1:4])):
+    secret_fields = (
+        ("email", "password"),
+        *(("slack", k) for k in SECRET_KEYS[1:4]),
+        ("web", "secret_key"),
+    )
+    for section, key in secret_fields:
         table = raw.get(section)
         if isinstance(table, dict) and key in table:
             raw[section] = {k: v for k, v in table.items() if k != key}
@@ -492,6 +559,7 @@ def parse_config(
     problems += _destination_problems(config)
     slack_problems, webhooks = _slack_secrets(config, env)
     problems += slack_problems
+    problems += _web_secret(config, env)
     if problems:
         raise ConfigError(problems, source=source)
     config.path = path
@@ -520,6 +588,25 @@ def _destination_problems(config: Config) -> list[str]:
                     "(or, for a channel, the subscriber's webhook_url_env)"
                 )
     return problems
+
+
+def _web_secret(config: Config, env: Mapping[str, str]) -> list[str]:
+    """The key that signs the links in emails, from the variable [web] names."""
+    web = config.web
+    if not web.secret_key_env:
+        return []
+    label = "web.secret_key_env"
+    value, problem = _secret(label, web.secret_key_env, env, what="a secret key")
+    if value is not None and len(value.strip()) < MIN_SECRET:
+        value, problem = (
+            None,
+            (
+                f"{label}: {web.secret_key_env} is too short for a secret key (at least "
+                f"{MIN_SECRET} characters; make one with `{MAKE_SECRET}`)"
+            ),
+        )
+    web.secret_key = value.strip() if value is not None else None
+    return [problem] if problem else []
 
 
 # What each Slack secret looks like: (config key, prefixes, what it is).

@@ -8,8 +8,10 @@ nothing is sent twice.
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import re
+import secrets
 import socket
 from collections.abc import Callable
 from datetime import date
@@ -21,7 +23,7 @@ from typing import Any
 from aiosmtpd.controller import Controller
 
 from bot.checks import ARCHIVES
-from bot.config import parse_config
+from bot.config import Config, parse_config
 from bot.models import Paper
 from bot.pipeline import build_channels, deliver, poll
 from bot.slack_standin import SlackStandIn
@@ -35,6 +37,12 @@ ALL_ARCHIVES = sorted(ARCHIVES)  # the bundled feed is the whole of arXiv
 
 DEMO_CHANNEL = "#robot-learning"
 DEMO_TOKEN_VARIABLE = "PAPERBELL_DEMO_SLACK_TOKEN"
+DEMO_SECRET_VARIABLE = "PAPERBELL_DEMO_SECRET_KEY"
+# The lab's subscription is in the config file (read-only on its manage page); Ada and
+# Grace subscribed themselves (stored in the database, as `paperbell subscribe` or Slack
+# would), so their manage pages can change everything.
+IN_CONFIG = ("robotics-lab",)
+DEMO_WEB_PORT = 8025
 
 DEMO_SUBSCRIBERS: list[dict[str, Any]] = [
     {
@@ -101,20 +109,23 @@ def bundled_papers() -> list[Paper]:
     return list(parse_listing(bundled_feed_bytes(), source="demo").papers)
 
 
-async def run_demo(out_dir: Path, *, echo: Callable[[str], None] = print) -> int:
-    """Run the demo into `out_dir`; return an exit code."""
-    out_dir = out_dir.resolve()
-    feed = out_dir / "feed" / DEMO_FEED.removesuffix(".gz")
-    if not feed.exists():
-        feed.parent.mkdir(parents=True, exist_ok=True)
-        feed.write_bytes(bundled_feed_bytes())
-    mail_dir = out_dir / "mail"
-    handler = SavingHandler(mail_dir)
-    port = free_port()
-    controller = Controller(handler, hostname="127.0.0.1", port=port)
-    slack = SlackStandIn().start()
-    slack.add_channel("C0DEMOROBOT", DEMO_CHANNEL.removeprefix("#"))
-    config = parse_config(
+def demo_secret(out_dir: Path) -> str:
+    """The demo's key for signing links, made once and kept in the output folder, so the
+    links in the demo emails keep working."""
+    path = out_dir / "web-secret-key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(32), encoding="utf-8")
+        path.chmod(0o600)
+    return path.read_text(encoding="utf-8").strip()
+
+
+def demo_config(
+    out_dir: Path, *, feed: Path, smtp_port: int, slack: SlackStandIn, web_port: int
+) -> Config:
+    """The demo's config: the bundled feed, SMTP and Slack stand-ins on loopback, and the
+    web pages at http://localhost:PORT (what `demo --serve` serves)."""
+    return parse_config(
         {
             "version": 1,
             "database": {"url": f"sqlite:///{out_dir / 'paperbell-demo.sqlite'}"},
@@ -130,7 +141,7 @@ async def run_demo(out_dir: Path, *, echo: Callable[[str], None] = print) -> int
             "email": {
                 "from": "paperbell demo <digest@paperbell.example>",
                 "host": "127.0.0.1",
-                "port": port,
+                "port": smtp_port,
                 "security": "none",
             },
             "slack": {
@@ -138,12 +149,42 @@ async def run_demo(out_dir: Path, *, echo: Callable[[str], None] = print) -> int
                 "api_url": slack.base_url,
                 "post_interval_seconds": 0,
             },
-            "subscribers": DEMO_SUBSCRIBERS,
+            "web": {
+                "public_url": f"http://localhost:{web_port}",
+                "secret_key_env": DEMO_SECRET_VARIABLE,
+                "port": web_port,
+            },
+            "subscribers": [s for s in DEMO_SUBSCRIBERS if s["name"] in IN_CONFIG],
         },
         source="demo config",
-        environ={DEMO_TOKEN_VARIABLE: slack.token},
+        environ={DEMO_TOKEN_VARIABLE: slack.token, DEMO_SECRET_VARIABLE: demo_secret(out_dir)},
     )
+
+
+async def run_demo(
+    out_dir: Path,
+    *,
+    echo: Callable[[str], None] = print,
+    web_port: int | None = None,
+    serve: asyncio.Event | None = None,
+) -> int:
+    """Run the demo into `out_dir`; return an exit code. With `serve`, then serve the pages
+    the emails link to (manage, unsubscribe) on `web_port` until `serve` is set."""
+    out_dir = out_dir.resolve()
+    feed = out_dir / "feed" / DEMO_FEED.removesuffix(".gz")
+    if not feed.exists():
+        feed.parent.mkdir(parents=True, exist_ok=True)
+        feed.write_bytes(bundled_feed_bytes())
+    mail_dir = out_dir / "mail"
+    handler = SavingHandler(mail_dir)
+    port = free_port()
+    controller = Controller(handler, hostname="127.0.0.1", port=port)
+    slack = SlackStandIn().start()
+    slack.add_channel("C0DEMOROBOT", DEMO_CHANNEL.removeprefix("#"))
+    web_port = web_port or DEMO_WEB_PORT
+    config = demo_config(out_dir, feed=feed, smtp_port=port, slack=slack, web_port=web_port)
     store = Store.open(config.database_url())
+    _add_demo_people(store)
     controller.start()
     slack_file = out_dir / "slack" / "posted.json"
     try:
@@ -160,14 +201,80 @@ async def run_demo(out_dir: Path, *, echo: Callable[[str], None] = print) -> int
                 f"poll {r.source}: {r.items} papers in the {r.announced} listing, "
                 f"{r.new} new, {r.unchanged} already stored"
             )
-        results = await deliver(config, store, build_channels(config), now=now, since=DEMO_DAY)
+        channels = build_channels(config)
+        results = await deliver(config, store, channels, now=now, since=DEMO_DAY)
+        if slack.messages():
+            slack_file.parent.mkdir(parents=True, exist_ok=True)
+            slack.save_json(slack_file)
+        code = _summary(results, handler, slack, slack_file, mail_dir, echo)
+        if serve is not None:
+            await _serve_pages(config, store, channels, web_port, serve, echo)
+        else:
+            echo(
+                "the emails link to their manage and unsubscribe pages: "
+                "`paperbell demo --serve` serves them on localhost"
+            )
+        return code
     finally:
         controller.stop()
         store.close()
         slack.stop()
-    if slack.messages():
-        slack_file.parent.mkdir(parents=True, exist_ok=True)
-        slack.save_json(slack_file)
+
+
+def _add_demo_people(store: Store) -> None:
+    """Store the demo's self-subscribed people, on the first run only (later runs keep what
+    their manage pages changed)."""
+    for sub in DEMO_SUBSCRIBERS:
+        if sub["name"] in IN_CONFIG or store.subscriber_row(sub["name"]) is not None:
+            continue
+        store.add_subscriber(
+            sub["name"],
+            email=sub["email"],
+            rules=sub["rules"],
+            max_papers=sub.get("max_papers"),
+            categories=sub.get("categories", ()),
+            now=utcnow(),
+        )
+
+
+async def _serve_pages(
+    config: Config,
+    store: Store,
+    channels: Any,
+    port: int,
+    stop: asyncio.Event,
+    echo: Callable[[str], None],
+) -> None:
+    """Serve the pages the demo emails link to, until `stop` is set."""
+    from bot.pages import build_pages
+    from bot.web import create_app, make_server
+
+    pages = build_pages(config, store, channels, clock=utcnow)
+    server = make_server(create_app(pages=pages), host="127.0.0.1", port=port)
+    task = asyncio.create_task(server.serve())
+    while not server.started and not task.done():
+        await asyncio.sleep(0.02)
+    if task.done():
+        echo(f"cannot serve the pages: is port {port} free? (`--port`)")
+        return
+    echo(
+        f"serving the pages the emails link to on http://localhost:{port} "
+        "(open a digest's .html and click “Manage your subscription”); Ctrl-C stops"
+    )
+    await stop.wait()
+    server.should_exit = True
+    await task
+
+
+def _summary(
+    results: list[Any],
+    handler: SavingHandler,
+    slack: SlackStandIn,
+    slack_file: Path,
+    mail_dir: Path,
+    echo: Callable[[str], None],
+) -> int:
+    """Say what the demo delivered; the exit code."""
     failed = 0
     for d in results:
         if d.status == "sent" and d.channel == "slack":

@@ -16,6 +16,11 @@ from typing import Literal, NamedTuple
 
 from bot.schedule import Schedule
 
+EmailFormat = Literal["html", "text"]
+AbstractLength = Literal["short", "full"]
+EMAIL_FORMATS: tuple[str, ...] = ("html", "text")
+ABSTRACT_LENGTHS: tuple[str, ...] = ("short", "full")
+
 AnnounceType = Literal["new", "cross", "replace", "replace-cross"]
 ANNOUNCE_TYPES: tuple[str, ...] = ("new", "cross", "replace", "replace-cross")
 
@@ -59,6 +64,8 @@ class Paper:
     # before a subscriber's digest ran does not hide the paper's first announcement.
     first_announced: date | None = None
     first_type: str | None = None
+    # Hugging Face Daily Papers: the upvotes when the paper is there (None: not there).
+    upvotes: int | None = None
 
     @property
     def primary_category(self) -> str | None:
@@ -79,6 +86,10 @@ class Paper:
     @property
     def html_url(self) -> str:
         return f"https://arxiv.org/html/{self.versioned_id}"
+
+    @property
+    def hf_url(self) -> str:
+        return f"https://huggingface.co/papers/{self.id}"
 
     @property
     def is_update(self) -> bool:
@@ -113,6 +124,10 @@ class Subscriber:
     slack_webhook: str | None = None
     # An address learnt from Slack waits for its owner's confirmation before mail goes to it.
     email_confirmed: bool = True
+    # How the email looks: "html" (HTML with a plain-text alternative) or "text" (plain
+    # text only); abstracts "short" (a few lines, the rest a click away) or "full".
+    email_format: EmailFormat = "html"
+    abstracts: AbstractLength = "short"
 
     def targets(self) -> tuple[tuple[str, str], ...]:
         """Where this subscriber's digests go: (channel kind, recipient) pairs, one per kind."""

@@ -23,7 +23,7 @@ from bot.digest import build_digest, match_rules, note_digest
 from bot.errors import ConfigError, PaperbellError, RuleError, SourceError
 from bot.models import Digest, Paper, Subscriber, target_label, version_key
 from bot.outbox import Channels, RetryPolicy, drain
-from bot.render.email import EmailSettings, build_message
+from bot.render.email import DigestLinks, EmailSettings, build_message
 from bot.render.slack import build_posts
 from bot.rules import Rule, parse_rule
 from bot.sources import SOURCE_KINDS, FetchState, Source, load_builtin_sources
@@ -416,9 +416,24 @@ async def deliver(
     return _in_order(reports, subscribers)
 
 
+def digest_links(config: Config, subscriber: Subscriber, now: datetime) -> DigestLinks | None:
+    """The subscriber's signed manage and one-click unsubscribe links, when [web] is set up
+    for them (public_url, secret_key_env) and the subscriber is stored (has an id)."""
+    signer = config.web.link_signer()
+    if signer is None or subscriber.id is None:
+        return None
+    email = subscriber.email
+    unsubscribe = signer.url("unsubscribe", subscriber.id, email, now=now)
+    return DigestLinks(
+        unsubscribe=unsubscribe if unsubscribe.startswith("https://") else None,
+        manage=signer.url("manage", subscriber.id, email, now=now),
+    )
+
+
 def email_payload(config: Config, digest: Digest, recipient: str, now: datetime) -> bytes:
     """The digest as the email message it is sent as."""
-    return bytes(build_message(digest, email_settings(config), now=now))
+    links = digest_links(config, digest.subscriber, now)
+    return bytes(build_message(digest, email_settings(config), now=now, links=links))
 
 
 def slack_payload(config: Config, digest: Digest, recipient: str, now: datetime) -> bytes:

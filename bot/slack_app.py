@@ -29,7 +29,9 @@ from bot.channels import Channel
 from bot.channels.slack import make_client
 from bot.config import Config
 from bot.errors import PaperbellError
-from bot.pipeline import deliver, slack_settings
+from bot.manage import Manager
+from bot.outbox import drain
+from bot.pipeline import deliver, retry_policy, slack_settings
 from bot.slash import CommandRequest, Reply, SlackChannelInfo, SlackUser, SlashCommands
 from bot.store import Store
 
@@ -245,6 +247,15 @@ def build_slack_app(
     async def send_now(name: str) -> list[Any]:
         return await deliver(config, store, channels, now=clock(), only=name, clock=clock)
 
-    commands = SlashCommands(config, store, directory, send_now, clock)
+    signer = config.web.link_signer()
+    manager = Manager(config, store, signer, clock=clock) if signer is not None else None
+
+    async def mail_queued() -> None:
+        if "email" in channels:
+            await drain(store, channels, clock=clock, retry=retry_policy(config))
+
+    commands = SlashCommands(
+        config, store, directory, send_now, clock, manager=manager, mail_queued=mail_queued
+    )
     checker = RequestChecker(slack.signing_secret) if slack.signing_secret else None
     return SlackApp(SlackResponder(commands), checker, slack.app_token, slack.api_url)

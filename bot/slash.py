@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from bot.config import Config, subscriber_problems
 from bot.digest import try_rule
 from bot.errors import PaperbellError, RuleError
+from bot.manage import Manager
 from bot.models import Subscriber
 from bot.render.slack import escape_mrkdwn, link
 from bot.rules import format_rule, parse_rule
@@ -32,7 +33,7 @@ TRY_SHOWN = 10
 FAILED = ("failed", "retry", "skipped", "unrecorded")
 # Subcommands that may take longer than Slack's 3 seconds: answered at once, then at
 # response_url.
-SLOW = frozenset({"digest", "try"})
+SLOW = frozenset({"digest", "try", "email"})
 # `<#C0123|name>` (Slack escapes channels so when the manifest says should_escape), or #name.
 CHANNEL_RE = re.compile(
     r"^(?:<#(?P<id>[CG][A-Z0-9]+)(?:\|(?P<label>[^>]*))?>|#(?P<name>[a-z0-9_\-]+))$"
@@ -125,6 +126,10 @@ class SlashCommands:
     send_now: SendNow
     clock: Callable[[], datetime]
     managers: frozenset[str] = field(default_factory=frozenset)
+    # The pages behind the signed links (email confirmation, manage), when [web] has them;
+    # `mail_queued()` sends the mail they queue.
+    manager: Manager | None = None
+    mail_queued: Callable[[], Awaitable[None]] | None = None
 
     def __post_init__(self) -> None:
         if self.config.slack is not None and not self.managers:
@@ -155,6 +160,8 @@ class SlashCommands:
             "resume": self._resume,
             "try": self._try,
             "digest": self._digest,
+            "email": self._email,
+            "manage": self._manage,
             "help": self._help,
         }.get(verb)
         if handler is None:
@@ -334,6 +341,57 @@ class SlashCommands:
         where = f"<#{target.channel.id}>" if target.channel else "your direct messages"
         return Reply(f"Sent {sent} paper{'s' if sent != 1 else ''} to {where}.")
 
+    async def _email(self, request: CommandRequest, args: list[str]) -> Reply:
+        """`email [ADDRESS|off]`: digests by email too, once the address is confirmed."""
+        sub = self._owned(request, _Target())
+        if self.manager is None:
+            return Reply(
+                ":warning: Email digests from Slack need paperbell's web pages (the address "
+                "is confirmed there): ask your paperbell admin to set [web] public_url and "
+                "secret_key_env."
+            )
+        if args and args[0].lower() == "off":
+            self.store.set_email(sub.name, None, confirmed=False)
+            return Reply("No more email digests; your Slack digests go on.")
+        email = args[0].strip("<>").removeprefix("mailto:").split("|")[0] if args else None
+        if email is None:
+            user = await self.directory.user(request.user_id)
+            email = user.email if user else None
+        if not email:
+            return Reply(f":warning: Give the address: `{self.command} email you@lab.example`")
+        problems = subscriber_problems(name=sub.name, email=email, rules=["placeholder"])
+        if problems:
+            return Reply(f":warning: {escape_mrkdwn(problems[0].partition(': ')[2])}")
+        if sub.email == email and sub.email_confirmed:
+            return Reply(f"Your digests already come to {escape_mrkdwn(email)} too.")
+        sent = self.manager.ask_email(sub, email, origin="from Slack")
+        if self.mail_queued is not None:
+            await self.mail_queued()
+        if not sent:
+            return Reply(
+                f"A confirmation link went to {escape_mrkdwn(email)} today already: open it "
+                "to start the email digests (look in the spam folder too)."
+            )
+        return Reply(
+            f":email: I sent a link to {escape_mrkdwn(email)}. Open it to confirm the "
+            "address; email digests start after that."
+        )
+
+    async def _manage(self, request: CommandRequest, args: list[str]) -> Reply:
+        """`manage`: a private link to the web page for rules, schedule and format."""
+        target, _ = await self._target(request, args, manage=True)
+        sub = self._owned(request, target, allow_config=True)
+        if self.manager is None:
+            return Reply(
+                "The web pages are not set up here; use "
+                f"`{self.command} list`, `subscribe`, `remove`, `pause` and `resume`."
+            )
+        days = int(self.manager.signer.max_age["manage"].total_seconds() // 86400)
+        return Reply(
+            f"Your settings page (a private link; it works for {days} days, do not share "
+            f"it): {self.manager.link('manage', sub)}"
+        )
+
     # -- helpers ----------------------------------------------------------------------------
 
     async def _target(
@@ -439,6 +497,8 @@ class SlashCommands:
             f"• `{c} list`, `{c} remove N`, `{c} pause`, `{c} resume`",
             f"• `{c} try RULE` (what it would have found lately)",
             f"• `{c} digest` (your digest now)",
+            f"• `{c} email [ADDRESS|off]` (digests by email too, once you confirm the address)",
+            f"• `{c} manage` (a private link to your settings page)",
         ]
         if full:
             lines.append(

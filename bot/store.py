@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
+from typing import cast
 
 from sqlalchemy import Engine, LargeBinary, UniqueConstraint, func, inspect, update
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
@@ -26,13 +27,22 @@ from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
 from bot.checks import redact_url
 from bot.errors import StoreError
-from bot.models import DEFAULT_INCLUDE, Paper, Subscriber, version_key
+from bot.models import (
+    DEFAULT_INCLUDE,
+    AbstractLength,
+    EmailFormat,
+    Paper,
+    Subscriber,
+    version_key,
+)
 from bot.schedule import Defaults
 from bot.sources import FetchState
 
 log = logging.getLogger(__name__)
 
 SCHEDULE_SETTINGS = ("schedule", "day", "time", "timezone", "notify_empty")
+# What a database subscriber may change about their digests (the manage page, the CLI).
+SETTINGS = (*SCHEDULE_SETTINGS, "email_format", "abstracts")
 
 
 class PaperRow(SQLModel, table=True):
@@ -80,6 +90,8 @@ class SubscriberRow(SQLModel, table=True):
     slack_user: str | None = Field(default=None, max_length=32, index=True)  # a user id
     slack_webhook: str | None = Field(default=None, max_length=128)  # the URL's variable
     email_confirmed: bool = True  # False: learnt from Slack, not confirmed by its owner
+    email_format: str = Field(default="html", max_length=8)  # html, text
+    abstracts: str = Field(default="short", max_length=8)  # short, full
 
 
 class RuleRow(SQLModel, table=True):
@@ -495,18 +507,21 @@ class Store:
                     slack_user=row.slack_user,
                     slack_webhook=row.slack_webhook,
                     email_confirmed=row.email_confirmed,
+                    email_format=cast(EmailFormat, row.email_format),
+                    abstracts=cast(AbstractLength, row.abstracts),
                 )
             )
         return result
 
     def set_schedule(self, name: str, **settings: str | bool | None) -> None:
-        """Change a database subscriber's schedule settings (schedule, day, time, timezone,
-        notify_empty); None sets one back to the config's default."""
+        """Change a database subscriber's settings (schedule, day, time, timezone,
+        notify_empty, email_format, abstracts); None sets a schedule setting back to the
+        config's default."""
         with self.session() as session:
             row = self._database_subscriber(session, name)
             for key, value in settings.items():
-                if key not in SCHEDULE_SETTINGS:
-                    raise ValueError(f"not a schedule setting: {key}")
+                if key not in SETTINGS:
+                    raise ValueError(f"not a subscriber setting: {key}")
                 setattr(row, key, value)
             session.add(row)
             session.commit()
@@ -610,6 +625,58 @@ class Store:
             session.delete(rules[number - 1])
             session.commit()
             return text
+
+    def add_rule(self, name: str, text: str, *, now: datetime) -> bool:
+        """Add a rule to a database subscriber; False when it has that rule already."""
+        with self.session() as session:
+            row = self._database_subscriber(session, name)
+            known = session.exec(
+                select(RuleRow.text).where(RuleRow.subscriber_id == row.id, RuleRow.text == text)
+            ).first()
+            if known is not None:
+                return False
+            assert row.id is not None
+            session.add(RuleRow(subscriber_id=row.id, text=text, created_at=now))
+            session.commit()
+            return True
+
+    def replace_rule(self, name: str, number: int, text: str) -> str:
+        """Change the text of rule `number` (1-based); returns the text it had."""
+        with self.session() as session:
+            row = self._database_subscriber(session, name)
+            rules = session.exec(
+                select(RuleRow).where(RuleRow.subscriber_id == row.id).order_by(col(RuleRow.id))
+            ).all()
+            if not 1 <= number <= len(rules):
+                raise StoreError(f"{name!r} has no rule {number} (it has {len(rules)})")
+            if any(r.text == text for i, r in enumerate(rules) if i != number - 1):
+                raise StoreError(f"{name!r} has that rule already")
+            rule = rules[number - 1]
+            old, rule.text = rule.text, text
+            session.add(rule)
+            session.commit()
+            return old
+
+    def set_email(self, name: str, email: str | None, *, confirmed: bool) -> None:
+        """Set a database subscriber's address; an unconfirmed one gets no mail until its
+        owner opens the confirmation link (`confirm_email`)."""
+        with self.session() as session:
+            row = self._database_subscriber(session, name)
+            if email != row.email or confirmed:
+                row.email, row.email_confirmed = email, confirmed
+            session.add(row)
+            session.commit()
+
+    def confirm_email(self, subscriber_id: int, email: str) -> bool:
+        """Mark the subscriber's address confirmed, if it is still `email`; False if not."""
+        with self.session() as session:
+            row = session.get(SubscriberRow, subscriber_id)
+            if row is None or row.email is None or row.email.lower() != email.lower():
+                return False
+            row.email_confirmed = True
+            session.add(row)
+            session.commit()
+            return True
 
     def set_active(self, name: str, active: bool, *, now: datetime) -> bool:
         """Pause or resume a subscriber (config or database). False if unknown."""

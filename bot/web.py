@@ -1,8 +1,9 @@
-"""The web app: `GET /healthz`, `GET /metrics` (Prometheus text format), `POST /slack/commands`.
+"""The web app: `GET /healthz`, `GET /metrics` (Prometheus text format), `POST /slack/commands`,
+and the pages of `bot.pages` (unsubscribe, manage, confirm, sign-up).
 
 Wiring only: the figures come from the daemon's counters and the store, read when asked;
 slash commands are checked (signature, age, replay, size) and handed to `bot.slack_app`.
-The manage pages join this app as routes. Endpoints that read the
+Endpoints that read the
 database are plain functions, which Starlette runs in a thread, so a slow query never
 holds up the daemon's loop.
 """
@@ -159,9 +160,11 @@ def create_app(
     daemon: Daemon | None = None,
     *,
     slack: tuple[SlackResponder, RequestChecker] | None = None,
+    pages: list[Route] | None = None,
 ) -> Starlette:
-    """The ASGI app: health and metrics of `daemon`, Slack's slash commands (`slack`)."""
-    routes: list[Route] = []
+    """The ASGI app: health and metrics of `daemon`, Slack's slash commands (`slack`), and
+    the pages reached from emails (`pages`, from `bot.pages.build_pages`)."""
+    routes: list[Route] = list(pages or [])
     if daemon is not None:
         registry = CollectorRegistry(auto_describe=False)
         registry.register(DaemonCollector(daemon))  # type: ignore[arg-type]
@@ -184,7 +187,7 @@ def create_app(
                 "Slack commands are not set up: set [slack] signing_secret_env", status_code=404
             )
         responder, checker = slack
-        body = await _read_body(request, MAX_BODY)
+        body = await read_body(request, MAX_BODY)
         if body is None:
             return PlainTextResponse("request too large", status_code=413)
         problem = checker.check(body, dict(request.headers))
@@ -200,7 +203,7 @@ def create_app(
     return Starlette(routes=routes)
 
 
-async def _read_body(request: Request, limit: int) -> bytes | None:
+async def read_body(request: Request, limit: int) -> bytes | None:
     """The raw body (the signature covers its exact bytes), or None past `limit` bytes."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:

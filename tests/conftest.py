@@ -1,4 +1,5 @@
-"""Shared test fixtures: paths to the real payloads in tests/fixtures/."""
+"""Shared test fixtures: paths to the real payloads in tests/fixtures/; the
+`--regenerate-golden` option (tests/test_email_golden.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,15 @@ from bot.store import Store
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FULL_FEED = FIXTURES / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--regenerate-golden",
+        action="store_true",
+        default=False,
+        help="rewrite the golden files in tests/golden/ from what the code renders now",
+    )
 
 
 @pytest.fixture(scope="session")

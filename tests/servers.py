@@ -201,3 +201,74 @@ def slack_config(
         "subscribers": subscribers,
     }
     return parse_config(data, environ=environ)
+
+
+@contextmanager
+def web_server(app: Any) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn on loopback, in a thread; yields its base URL."""
+    import time
+
+    from bot.web import make_server
+
+    port = free_port()
+    server = make_server(app, host="127.0.0.1", port=port)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the web app did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, start: Any) -> None:
+        self.now = start
+
+    def __call__(self) -> Any:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        from datetime import timedelta
+
+        self.now += timedelta(**delta)
+
+
+def web_config(
+    database_url: str,
+    smtp_port: int,
+    *,
+    subscribers: list[dict[str, Any]] | None = None,
+    web: dict[str, Any] | None = None,
+) -> Any:
+    """A config with [email] to the SMTP sink on `smtp_port` and [web] set up for the pages
+    (public_url https://papers.lab.example, a secret key from the environment)."""
+    from bot.config import parse_config
+
+    data = {
+        "version": 1,
+        "database": {"url": database_url},
+        "email": {
+            "from": "paperbell <digest@papers.lab.example>",
+            "host": "127.0.0.1",
+            "port": smtp_port,
+            "security": "none",
+        },
+        "web": {
+            "public_url": "https://papers.lab.example",
+            "secret_key_env": "PAPERBELL_SECRET_KEY",
+            **(web or {}),
+        },
+        "subscribers": subscribers or [],
+    }
+    return parse_config(data, environ={"PAPERBELL_SECRET_KEY": WEB_SECRET})
+
+
+WEB_SECRET = "test-secret-key-that-is-long-enough-0123456789"

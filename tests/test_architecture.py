@@ -52,7 +52,7 @@ ALLOWED = {
     "psycopg": set(),
     "socket": {"demo"},
     "apscheduler": {"scheduler"},
-    "starlette": {"web"},
+    "starlette": {"web", "pages"},
     "uvicorn": {"web"},
     "prometheus_client": {"web"},
     # render/slack: only the Block Kit models (see PURE_EXCEPTIONS).

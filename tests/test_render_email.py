@@ -8,6 +8,7 @@ import re
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta, timezone
 from email.message import EmailMessage
+from html.parser import HTMLParser
 
 import pytest
 
@@ -15,6 +16,7 @@ from bot.models import Digest, DigestGroup, DigestItem, Hit, Paper, Subscriber
 from bot.render import template_env, templates_dir
 from bot.render.email import (
     ACKNOWLEDGEMENT,
+    DigestLinks,
     EmailSettings,
     build_message,
     check_address,
@@ -22,11 +24,15 @@ from bot.render.email import (
     subject_line,
 )
 from bot.render.text import (
+    SHORT_SLACK,
+    excerpt,
     highlight,
     highlight_segments,
     shorten_authors,
     star_marks,
+    tex_math,
     tidy,
+    unicode_math,
     wrap,
 )
 
@@ -224,6 +230,14 @@ def test_message_id_stable_for_same_digest() -> None:
     assert other["Message-ID"] != first["Message-ID"]
 
 
+def test_same_digest_gives_the_same_bytes() -> None:
+    first = build_message(sample_digest(), SETTINGS, now=NOW).as_bytes()
+    assert first == build_message(sample_digest(), SETTINGS, now=NOW).as_bytes()
+    assert b'boundary="=_paperbell_' in first  # from the content, never in a QP body
+    other = build_message(one_paper_digest(), SETTINGS, now=NOW).as_bytes()
+    assert first.split(b"boundary=", 1)[1][:40] != other.split(b"boundary=", 1)[1][:40]
+
+
 def test_date_keeps_the_offset() -> None:
     eastern = NOW.astimezone(timezone(timedelta(hours=-5)))
     msg = build_message(sample_digest(), SETTINGS, now=eastern)
@@ -245,7 +259,9 @@ def test_unsubscribe_defaults_to_from_addr_and_quotes_the_name() -> None:
 
 def test_one_click_unsubscribe_url() -> None:
     url = "https://bell.example.org/unsubscribe/tok3n"
-    msg = parse(build_message(sample_digest(), SETTINGS, now=NOW, unsubscribe_url=url))
+    msg = parse(
+        build_message(sample_digest(), SETTINGS, now=NOW, links=DigestLinks(unsubscribe=url))
+    )
     assert msg["List-Unsubscribe"] == (
         f"<{url}>, <mailto:off@bell.example.org?subject=unsubscribe%20alice>"
     )
@@ -260,7 +276,7 @@ def test_one_click_unsubscribe_url() -> None:
 )
 def test_bad_one_click_url_is_refused(url: str) -> None:
     with pytest.raises(ValueError):
-        build_message(sample_digest(), SETTINGS, now=NOW, unsubscribe_url=url)
+        build_message(sample_digest(), SETTINGS, now=NOW, links=DigestLinks(unsubscribe=url))
 
 
 def test_non_ascii_from_name_is_rfc2047_encoded() -> None:
@@ -379,27 +395,27 @@ def test_empty_digest_says_so() -> None:
 
 def test_html_escapes_paper_text(html: str) -> None:
     assert "&lt;b&gt;bold&lt;/b&gt;" in html
-    assert "$x&lt;y$" in html
-    assert "$a&lt;b$" in html
+    assert "x&lt;y" in html  # $x<y$, as Unicode text
+    assert "a&lt;b" in html
     assert "<b>bold</b>" not in html
     assert "<script>" not in html
     assert "&lt;script&gt;" in html
-    assert "Schr\\&#34;odinger" in html or "Schr\\&quot;odinger" in html
+    assert 'Schr\\"odinger' in html  # a quote is plain text outside attributes
     assert "bridges &amp; " in html
 
 
 def test_text_part_is_literal(text: str) -> None:
-    assert 'Schr\\"odinger bridges & <b>bold</b> $x<y$' in text
+    assert 'Schr\\"odinger bridges & <b>bold</b> x<y' in text
     assert "<script>alert(1)</script>" in text
     assert "&lt;" not in text and "&amp;" not in text
 
 
-def test_html_has_no_external_resources_or_style_block(html: str) -> None:
-    assert "<style" not in html
+def test_html_has_no_external_resources(html: str) -> None:
     assert "<img" not in html
     assert "<link" not in html
     assert "<script" not in html
-    assert 'style="' in html
+    assert "src=" not in html
+    assert "url(" not in html
 
 
 # -- content: highlighting ------------------------------------------------------------
@@ -455,9 +471,9 @@ def test_primary_category_marked(html: str, text: str) -> None:
 
 def test_cross_and_update_markers(html: str, text: str) -> None:
     assert "cross-list from cs.AI" in html
-    assert "cross-list from cs.AI" in text
+    assert "cross-list from cs.AI" in tidy(text)
     assert "updated: v3" in html
-    assert "updated: v3" in text
+    assert "updated: v3" in tidy(text)
     assert text.count("cross-list from") == 1
     assert text.count("updated: v") == 1
 
@@ -466,7 +482,7 @@ def test_groups_and_matched_rules(html: str, text: str) -> None:
     assert '== "diffusion policy" · 2 papers ==' in text
     assert '== "multi-agent" · 2 papers ==' in text
     assert 'Matched: "diffusion policy", "multi-agent"' in text
-    assert "&middot; 2 papers" in html
+    assert "· 2 papers" in html
     assert text.index('diffusion policy" · 2 papers') < text.index('"multi-agent" · 2 papers')
 
 
@@ -556,3 +572,411 @@ def test_wrap_and_tidy() -> None:
     assert all(line.startswith("  ") for line in wrapped.splitlines())
     assert wrap("x https://example.org/" + "a" * 100, 20).splitlines()[1].startswith("https://")
     assert wrap("one\n\ntwo", 72) == "one\n\ntwo"
+
+
+# -- HTML: inlined CSS, layout, dark mode ---------------------------------------------
+
+
+class _Tags(HTMLParser):
+    """Every start tag of an HTML document with its attributes, comments left out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def tags(html: str) -> list[tuple[str, dict[str, str | None]]]:
+    parser = _Tags()
+    parser.feed(html)
+    return parser.tags
+
+
+def styles_of(html: str, css_class: str) -> list[str]:
+    """The style attributes of the elements carrying a class."""
+    return [
+        attrs.get("style") or ""
+        for _, attrs in tags(html)
+        if css_class in (attrs.get("class") or "").split()
+    ]
+
+
+def test_css_is_inlined_on_every_styled_element(html: str) -> None:
+    body = html.split("<body", 1)[1]
+    classed = [(tag, attrs) for tag, attrs in tags("<body" + body) if attrs.get("class")]
+    assert classed
+    unstyled = [(tag, attrs["class"]) for tag, attrs in classed if not attrs.get("style")]
+    assert unstyled == []
+    assert all("background-color:#fff0a8" in style for style in styles_of(html, "hit"))
+    assert all("color:#1a56a8" in style for style in styles_of(html, "title-link"))
+    assert all("max-width:640px" in style for style in styles_of(html, "card"))
+    papers = [attrs for _, attrs in tags(html) if "paper" in (attrs.get("class") or "").split()]
+    assert len(papers) == 4
+    for attrs in papers:
+        last = "paper-last" in (attrs.get("class") or "")
+        assert ("border-bottom:1px solid" in (attrs.get("style") or "")) is not last
+    assert all("overflow-wrap:anywhere" in style for style in styles_of(html, "cell"))
+
+
+def test_style_block_kept_for_phones_and_dark_mode(html: str) -> None:
+    without_comments = re.sub(r"<!--.*?-->", "", html, flags=re.DOTALL)
+    blocks = re.findall(r"<style>(.*?)</style>", without_comments, flags=re.DOTALL)
+    assert len(blocks) == 1
+    assert "@media (max-width: 480px)" in blocks[0]
+    assert "@media (prefers-color-scheme: dark)" in blocks[0]
+    assert '<meta name="color-scheme" content="light dark">' in html
+    assert '<meta name="supported-color-schemes" content="light dark">' in html
+
+
+def test_layout_is_presentation_tables(html: str) -> None:
+    tables = [attrs for tag, attrs in tags(html) if tag == "table"]
+    assert tables and all(attrs.get("role") == "presentation" for attrs in tables)
+    assert "<!--[if mso]><table" in html  # Outlook: a fixed 640 px column
+
+
+def test_preheader_is_hidden_and_summarises(html: str) -> None:
+    preheader = re.search(r'<div class="preheader" style="([^"]*)">(.*?)</div>', html)
+    assert preheader is not None
+    assert "display:none" in preheader.group(1)
+    assert preheader.group(2).startswith("4 new papers: 2 for &quot;diffusion policy&quot;") or (
+        preheader.group(2).startswith('4 new papers: 2 for "diffusion policy"')
+    )
+    assert "First: Schr" in preheader.group(2)
+
+
+def test_top_names_the_day_and_the_rules(html: str) -> None:
+    assert "4 new papers matched your rules" in html
+    assert "From the arXiv announcement of Thursday 28 November 2024." in html
+    assert '"diffusion policy" <span class="count" style="color:#59636e">· 2 papers' in html
+
+
+# -- table of contents ----------------------------------------------------------------
+
+
+def long_digest(count: int = 6) -> Digest:
+    digest = sample_digest()
+    papers = [make_paper(10 + n, title=f"Diffusion policy study {n}") for n in range(count)]
+    items = tuple(DigestItem(paper=p, rules=('"diffusion policy"',), hits=()) for p in papers)
+    return replace(digest, groups=(DigestGroup(rule='"diffusion policy"', items=items),))
+
+
+def test_toc_when_more_than_five_papers() -> None:
+    rendered = render_digest(long_digest(6), SETTINGS)
+    for number in range(1, 7):
+        assert f'href="#paper-{number}"' in rendered.html
+        assert f'id="paper-{number}"' in rendered.html
+    assert rendered.html.index('href="#paper-6"') < rendered.html.index('id="paper-1"')
+    assert '"diffusion policy" · 6 papers:\n   1. Diffusion policy study 0\n' in rendered.text
+    assert "   6. Diffusion policy study 5\n" in rendered.text
+
+
+@pytest.mark.parametrize("count", [1, 5])
+def test_no_toc_for_five_papers_or_fewer(count: int) -> None:
+    rendered = render_digest(long_digest(count), SETTINGS)
+    assert 'href="#paper-' not in rendered.html
+    assert f'id="paper-{count}"' in rendered.html
+    assert "   1. Diffusion policy study 0" not in rendered.text
+
+
+# -- abstracts: short or full ---------------------------------------------------------
+
+LONG_ABSTRACT = (
+    "We study how robots learn from demonstrations in cluttered kitchens. "
+    + "Our method builds a scene graph and plans over it with a learned cost model. " * 6
+    + "Finally we compare against a diffusion policy baseline and a behaviour cloning one, "
+    "and release the code."
+)
+
+
+def long_abstract_digest(abstracts: str = "short", *, title: str = "Kitchen robots") -> Digest:
+    paper = make_paper(7, title=title, abstract=LONG_ABSTRACT)
+    hits = (
+        *hits_for(LONG_ABSTRACT, "diffusion policy", "abstract"),
+        *hits_for(title, "diffusion policy", "title"),
+    )
+    item = DigestItem(paper=paper, rules=('"diffusion policy"',), hits=hits)
+    digest = sample_digest()
+    subscriber = replace(digest.subscriber, abstracts=abstracts)
+    return replace(
+        digest,
+        subscriber=subscriber,
+        groups=(DigestGroup(rule='"diffusion policy"', items=(item,)),),
+        omitted=(),
+    )
+
+
+def abstract_html(html: str) -> str:
+    found = re.search(r'<p class="abstract"[^>]*>(.*?)</p>', html, flags=re.DOTALL)
+    assert found is not None
+    return found.group(1)
+
+
+def test_short_abstract_is_cut_between_words_with_a_snippet() -> None:
+    assert LONG_ABSTRACT.index("diffusion policy") > 400
+    rendered = render_digest(long_abstract_digest("short"), SETTINGS)
+    head = abstract_html(rendered.html)
+    shown = re.sub(r"<[^>]+>", "", head.split("…")[0])
+    assert 160 <= len(shown) <= 320
+    assert LONG_ABSTRACT.startswith(shown)
+    assert LONG_ABSTRACT[len(shown)] == " "  # cut between words
+    assert "diffusion policy" not in head
+    assert "Read the full abstract</a>" in head
+    assert '<a class="more" href="https://arxiv.org/abs/2411.00007"' in head
+    snippet = re.search(r'<p class="snippet"[^>]*>(.*?)</p>', rendered.html, flags=re.DOTALL)
+    assert snippet is not None
+    assert re.search(
+        r"compare against a <mark[^>]*>diffusion policy</mark> baseline", snippet.group(1)
+    )
+    assert snippet.group(1).endswith("and release the code.")  # the end: no "…" after
+    text = tidy(rendered.text)
+    assert "Read the full abstract: https://arxiv.org/abs/2411.00007" in text
+    assert "compare against a *diffusion policy* baseline and a behaviour cloning one, and " in text
+    assert "Further on: …" in text
+
+
+def test_no_snippet_when_the_title_already_shows_the_match() -> None:
+    digest = long_abstract_digest("short", title="A diffusion policy for kitchens")
+    rendered = render_digest(digest, SETTINGS)
+    assert "Read the full abstract" in rendered.html
+    assert 'class="snippet"' not in rendered.html
+    assert "Further on:" not in rendered.text
+
+
+def test_full_abstract_when_asked() -> None:
+    rendered = render_digest(long_abstract_digest("full"), SETTINGS)
+    head = abstract_html(rendered.html)
+    assert re.sub(r"<[^>]+>", "", head) == LONG_ABSTRACT.strip()
+    assert "<mark" in head
+    assert "Read the full abstract" not in rendered.html
+    assert 'class="snippet"' not in rendered.html
+    assert "*diffusion policy* baseline" in tidy(rendered.text)
+    assert "Read the full abstract" not in rendered.text
+
+
+def test_short_abstract_left_whole_when_barely_longer() -> None:
+    rendered = render_digest(sample_digest(), SETTINGS)
+    assert "Read the full abstract" not in rendered.html
+    assert "</mark> learning scales.</p>" in rendered.html
+
+
+@pytest.mark.parametrize(
+    ("text", "spans"),
+    [
+        ("word " * 100, [(318, 330)]),  # a highlight straddling the limit stays whole
+        ("word " * 100, [(0, 4), (100, 104)]),
+        ("x" * 500, []),  # no place to cut: left whole
+        ("alpha $a + b + c$ " * 30, []),  # never inside a formula left as TeX
+    ],
+)
+def test_excerpt_cuts_only_between_words(text: str, spans: list[tuple[int, int]]) -> None:
+    segments = highlight(text, spans)
+    short = excerpt(segments)
+    head = "".join(part for part, _ in short.head)
+    whole = "".join(part for part, _ in segments)
+    assert whole.startswith(head)
+    if short.clipped:
+        assert whole[len(head)] == " " or whole[len(head) - 1 : len(head) + 1] == ", "
+        assert head.count("$") % 2 == 0
+        assert len(head) < len(whole) - SHORT_SLACK
+    for part, marked in short.head:
+        if marked:
+            assert any(whole[s:e].strip() == part for s, e in spans)
+
+
+def test_excerpt_snippet_keeps_marks_whole() -> None:
+    text = "filler words here " * 30 + "then a rare term appears " + "more text " * 20
+    start = text.index("rare term")
+    short = excerpt(highlight(text, [(start, start + 9)]))
+    assert short.clipped
+    assert ("rare term", True) in short.snippet
+    joined = "".join(part for part, _ in short.snippet)
+    assert 60 <= len(joined) <= 160
+    assert joined in text
+
+
+# -- links: Hugging Face, manage ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("upvotes", "label"), [(12, "Hugging Face (12 upvotes)"), (1, "Hugging Face (1 upvote)")]
+)
+def test_hugging_face_link_with_upvotes(upvotes: int, label: str) -> None:
+    digest = one_paper_digest()
+    item = digest.groups[0].items[0]
+    item = replace(item, paper=replace(item.paper, upvotes=upvotes))
+    digest = replace(digest, groups=(replace(digest.groups[0], items=(item,)),))
+    rendered = render_digest(digest, SETTINGS)
+    assert f'href="https://huggingface.co/papers/2411.00001" style="color:#1a56a8">{label}</a>' in (
+        rendered.html
+    )
+    assert f"{label}: https://huggingface.co/papers/2411.00001" in rendered.text
+
+
+def test_no_hugging_face_link_when_not_there(html: str, text: str) -> None:
+    assert "huggingface.co" not in html
+    assert "Hugging Face" not in text
+
+
+def test_manage_and_unsubscribe_links_in_the_footer() -> None:
+    links = DigestLinks(
+        unsubscribe="https://bell.example.org/unsubscribe/tok",
+        manage="https://bell.example.org/m/t",
+    )
+    rendered = render_digest(sample_digest(), SETTINGS, links=links)
+    footer = rendered.html.split('class="footer"', 1)[1]
+    assert 'href="https://bell.example.org/m/t"' in footer
+    assert ">Manage your subscription</a>" in footer
+    assert 'href="https://bell.example.org/unsubscribe/tok"' in footer
+    assert 'href="mailto:off@bell.example.org?subject=unsubscribe%20alice"' in footer
+    assert footer.index("Manage your subscription") < footer.index(ACKNOWLEDGEMENT)
+    tail = rendered.text.split("\n-- \n", 1)[1]
+    assert "To manage your subscription (rules, schedule, format), open\n" in tail
+    assert "    https://bell.example.org/m/t\n" in tail
+    assert "    https://bell.example.org/unsubscribe/tok\n" in tail
+    assert tail.rstrip().endswith(ACKNOWLEDGEMENT)
+
+
+def test_manage_link_may_be_loopback_http() -> None:
+    url = "http://127.0.0.1:8025/manage/tok"
+    rendered = render_digest(sample_digest(), SETTINGS, links=DigestLinks(manage=url))
+    assert f'href="{url}"' in rendered.html
+    assert "Manage your subscription" in rendered.html
+    assert "Unsubscribe with one click" not in rendered.html
+
+
+@pytest.mark.parametrize(
+    "url", ["http://bell.example.org/m", "javascript:alert(1)", 'https://x.example/"><b>', ""]
+)
+def test_bad_manage_url_is_refused(url: str) -> None:
+    if not url:  # empty: no link at all
+        assert (
+            "Manage your"
+            not in render_digest(sample_digest(), SETTINGS, links=DigestLinks(manage=url)).html
+        )
+        return
+    with pytest.raises(ValueError, match="manage_url"):
+        render_digest(sample_digest(), SETTINGS, links=DigestLinks(manage=url))
+
+
+# -- formats and headers --------------------------------------------------------------
+
+
+def test_text_only_format_is_a_single_plain_part() -> None:
+    subscriber = replace(sample_digest().subscriber, email_format="text")
+    links = DigestLinks(unsubscribe="https://bell.example.org/u/t")
+    msg = parse(build_message(sample_digest(subscriber=subscriber), SETTINGS, now=NOW, links=links))
+    assert not msg.is_multipart()
+    assert msg.get_content_type() == "text/plain"
+    assert msg.get_content_charset() == "utf-8"
+    body = msg.get_content()
+    assert "*diffusion policy*" in tidy(body)
+    assert "<p" not in body and "<mark" not in body and "<html" not in body
+    assert msg["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert msg["Message-ID"] == "<d-2024-11-28-alice-3f9a@bell.example.org>"
+
+
+def test_html_format_is_text_then_html() -> None:
+    subscriber = replace(sample_digest().subscriber, email_format="html")
+    msg = parse(build_message(sample_digest(subscriber=subscriber), SETTINGS, now=NOW))
+    assert [p.get_content_type() for p in msg.iter_parts()] == ["text/plain", "text/html"]
+
+
+def test_cafe_from_name_and_non_ascii_subject_are_rfc2047() -> None:
+    settings = EmailSettings(from_addr="digest@papers.lab.example", from_name="Café Lab Bot")
+    digest = one_paper_digest()
+    digest = replace(digest, groups=(replace(digest.groups[0], rule="Schrödinger brücken"),))
+    raw = build_message(digest, settings, now=NOW).as_bytes()
+    raw.decode("ascii")
+    lines = raw.split(b"\r\n\r\n", 1)[0].decode("ascii").replace("\r\n ", " ").split("\r\n")
+    from_line = next(line for line in lines if line.startswith("From:"))
+    subject_line_ = next(line for line in lines if line.startswith("Subject:"))
+    assert re.fullmatch(
+        r"From: =\?utf-8\?[qQbB]\?\S+\?=[ -~]* <digest@papers\.lab\.example>", from_line
+    )
+    assert "=?utf-8?" in subject_line_
+    parsed = email.message_from_bytes(raw, policy=email.policy.default)
+    assert parsed["From"].addresses[0].display_name == "Café Lab Bot"
+    assert parsed["Subject"] == '1 new paper: "Schrödinger brücken"'
+
+
+@pytest.mark.parametrize(
+    ("links", "post"),
+    [
+        (None, False),
+        (DigestLinks(manage="https://bell.example.org/m/t"), False),
+        (DigestLinks(unsubscribe="https://bell.example.org/u/t"), True),
+    ],
+)
+def test_one_click_post_header_only_with_an_https_url(
+    links: DigestLinks | None, post: bool
+) -> None:
+    msg = parse(build_message(sample_digest(), SETTINGS, now=NOW, links=links))
+    assert ("List-Unsubscribe-Post" in msg) is post
+    unsubscribe = msg["List-Unsubscribe"]
+    assert unsubscribe.endswith("<mailto:off@bell.example.org?subject=unsubscribe%20alice>")
+    assert unsubscribe.startswith("<https://") is post
+    assert "/m/t" not in unsubscribe  # the manage page is not an unsubscribe URL
+
+
+# -- TeX math -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tex", "expected"),
+    [
+        (r"\alpha", "α"),
+        (r"O(n^2)", "O(n²)"),
+        (r"x^{n+1}", "xⁿ⁺¹"),
+        (r"\beta_{BKT}=1.724(2)", "β_BKT=1.724(2)"),
+        (r"\mathbb{R}^d", "ℝ^d"),
+        (r"\mathcal{O}(N/{Z_\beta})", "𝒪(N/Z_β)"),
+        (r"\sqrt{2}", "√2"),
+        (r"\frac{a+b}{2}", "(a+b)/2"),
+        (r"p \geq 1", "p ≥ 1"),
+        (r"b\to s\ell^+\ell^-", "b→sℓ⁺ℓ⁻"),
+        (r"\sim 72\%", "∼72%"),
+        (r"5^{\circ}", "5°"),
+        (r"\bar{K}", "K̄"),
+        (r"M_{\rm vir}", "Mᵥᵢᵣ"),
+        (r"\mathrm{d}x", "dx"),
+        (r"H_0 D_A = 0.264^{+0.026}", "H₀ D_A = 0.264^{+0.026}"),
+        # Not understood: left as TeX (None).
+        (r"\unknownmacro x", None),
+        (r"\left[V\atop k\right]", None),
+        (r"a & b", None),
+        (r"\sqrt[3]{x}", None),
+        (r"{unbalanced", None),
+        (r"5 and ", None),  # "$5 and $10": dollar signs
+        ("", None),
+    ],
+)
+def test_tex_math(tex: str, expected: str | None) -> None:
+    assert tex_math(tex) == expected
+
+
+def test_unicode_math_keeps_highlights_and_leaves_crossing_math() -> None:
+    text = r"With $\alpha$-stable noise, a diffusion policy on $x_{diffusion}$ and $\beta$."
+    start = text.index("diffusion policy")
+    crossing = text.index("diffusion}")
+    segments = highlight(text, [(start, start + 16), (crossing, crossing + 9)])
+    converted = unicode_math(segments)
+    assert converted == [
+        ("With α-stable noise, a ", False),
+        ("diffusion policy", True),
+        (" on $x_{", False),
+        ("diffusion", True),
+        ("}$ and β.", False),
+    ]
+
+
+def test_math_in_title_renders_as_unicode_in_both_parts() -> None:
+    title = r"Learning $\epsilon$-optimal policies in $O(\sqrt{T})$ rounds"
+    digest = one_paper_digest()
+    item = digest.groups[0].items[0]
+    item = replace(item, paper=replace(item.paper, title=title), hits=())
+    digest = replace(digest, groups=(replace(digest.groups[0], items=(item,)),))
+    rendered = render_digest(digest, SETTINGS)
+    assert "Learning ϵ-optimal policies in O(√T) rounds</a>" in rendered.html
+    assert "Learning ϵ-optimal policies in O(√T) rounds" in rendered.text

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import itertools
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -406,3 +407,88 @@ def test_config_subscribers_are_found_and_the_last_rule_can_go(
     assert "Welcome" in boss and "the digests stop" in removed
     assert "no subscription" in empty or "(paused)" in empty
     assert "1. `manipulation`" in listed and "diffusion" not in listed and "Welcome" not in again
+
+
+def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
+    slack: SlackStandIn, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    from servers import WEB_SECRET, smtp_sink
+
+    from bot.config import parse_config
+    from bot.pages import build_pages
+    from bot.pipeline import deliver
+
+    with smtp_sink() as (sink, port):
+        config = parse_config(
+            {
+                "version": 1,
+                "database": {"url": database_url},
+                "slack": {
+                    "bot_token_env": "SLACK_BOT_TOKEN",
+                    "signing_secret_env": "SLACK_SIGNING_SECRET",
+                    "api_url": slack.base_url,
+                    "post_interval_seconds": 0,
+                },
+                "email": {
+                    "from": "paperbell <digest@papers.lab.example>",
+                    "host": "127.0.0.1",
+                    "port": port,
+                    "security": "none",
+                },
+                "web": {"public_url": "https://papers.lab.example", "secret_key_env": "KEY"},
+            },
+            environ={
+                "SLACK_BOT_TOKEN": slack.token,
+                "SLACK_SIGNING_SECRET": SECRET,
+                "KEY": WEB_SECRET,
+            },
+        )
+        store = Store.open(config.database_url())
+        store.upsert_papers(full_feed_papers, now=NOW)
+        channels = build_channels(config)
+        built = build_slack_app(config, store, channels, clock=lambda: NOW)
+        assert built is not None and built.http is not None
+        pages = build_pages(config, store, channels, clock=lambda: NOW)
+        app = create_app(slack=built.http, pages=pages)
+
+        def emails() -> list[str]:
+            reports = asyncio.run(deliver(config, store, channels, now=NOW, clock=lambda: NOW))
+            return [r.status for r in reports if r.channel == "email"]
+
+        async def scenario() -> list[str]:
+            async with serving(app) as client:
+                s = Session(client, slack, built.responder)
+                texts = [(await s.say('subscribe "diffusion policy"'))["text"]]
+                texts.append((await s.say("email not-an-address"))["text"])
+                texts.append((await s.say("email"))["text"])  # the Slack profile's address
+                texts.append((await s.say("email"))["text"])  # again: nothing more is sent
+                texts.append((await s.say("manage"))["text"])
+                await built.responder.wait()
+                return texts
+
+        subscribed, bad, asked, again, manage = asyncio.run(scenario())
+        assert "Welcome!" in subscribed
+        assert ":warning:" in bad
+        assert "I sent a link to ada@lab.example" in asked
+        assert "went to ada@lab.example today already" in again
+        assert "https://papers.lab.example/manage/" in manage
+        (confirmation,) = sink.messages
+        assert confirmation["To"] == "ada@lab.example"
+        assert "from Slack" in confirmation.get_content()
+        assert emails() == []  # not confirmed: Slack digests only
+        link = re.search(r"https://papers\.lab\.example(/confirm/\S+)", confirmation.get_content())
+        assert link
+
+        async def confirm() -> int:
+            async with serving(app) as client:
+                page = await client.get(link.group(1))
+                token = re.search(r'name="csrf" value="([^"]+)"', page.text)
+                assert token
+                done = await client.post(link.group(1), data={"csrf": token.group(1)})
+                return done.status_code
+
+        assert asyncio.run(confirm()) == 303
+        assert emails() == ["sent"]
+        assert sink.messages[-1]["To"] == "ada@lab.example"
+        assert sink.messages[-1]["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+        store.close()

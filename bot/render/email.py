@@ -3,13 +3,21 @@
 This module owns what a digest email says and its headers (List-Id, List-Unsubscribe,
 Message-ID ...). It is pure: it reads templates and nothing else; it never sends (that is
 `bot.channels`), never reads the clock (`now` is passed in) and never trusts its input:
-paper text is escaped in HTML, header values are checked for CR/LF and shape.
+paper text is escaped in HTML, header values are checked for CR/LF and shape, links are
+checked for their scheme.
+
+The HTML part's CSS lives in a <style> block in the template and is inlined onto each
+element here (css_inline, never fetching anything): most clients drop <style>. The same
+digest always gives the same bytes (the MIME boundary is made from the content), which the
+golden tests (tests/test_email_golden.py) rely on.
 """
 
 from __future__ import annotations
 
 import email.policy
 import email.utils
+import functools
+import hashlib
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -17,17 +25,21 @@ from datetime import date, datetime
 from email.message import EmailMessage
 from urllib.parse import quote, urlsplit
 
+import css_inline
+
 from bot.checks import check_address, check_header_text
 from bot.models import Digest, DigestItem, Paper
 from bot.render import template_env
-from bot.render.text import plural, tidy
+from bot.render.text import Excerpt, Segment, excerpt, highlight, plural, tidy, unicode_math
 
 __all__ = [
     "ACKNOWLEDGEMENT",
+    "DigestLinks",
     "EmailSettings",
     "RenderedEmail",
     "build_message",
     "check_address",
+    "inline_css",
     "quote_rule",
     "render_digest",
     "subject_line",
@@ -37,6 +49,9 @@ __all__ = [
 ACKNOWLEDGEMENT = "Thank you to arXiv for use of its open access interoperability."
 
 SUBJECT_LIMIT = 120
+TOC_MIN_PAPERS = 6  # a digest this long opens with a table of contents
+PREHEADER_LIMIT = 200
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 _MSGID_LEFT_RE = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,200}")
 _ATOMS_RE = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~ -]+")
@@ -62,6 +77,15 @@ class EmailSettings:
 
 
 @dataclass(frozen=True)
+class DigestLinks:
+    """The subscriber's signed links, made by the caller (`bot.links`): the RFC 8058
+    one-click unsubscribe URL (https) and the manage page (https, or http on loopback)."""
+
+    unsubscribe: str | None = None
+    manage: str | None = None
+
+
+@dataclass(frozen=True)
 class RenderedEmail:
     """A digest as words: the subject and both bodies, before any header is built."""
 
@@ -81,11 +105,21 @@ class _ItemView:
     number: int
     paper: Paper
     rules: tuple[str, ...]  # as shown: quoted
-    title_spans: tuple[tuple[int, int], ...]
-    abstract_spans: tuple[tuple[int, int], ...]
+    title: tuple[Segment, ...]  # highlighted, simple math as Unicode
+    abstract: Excerpt  # the whole abstract, or its first lines and a snippet
     categories: tuple[_CategoryView, ...]
     markers: tuple[str, ...]
     dois: tuple[tuple[str, str], ...]  # (doi, https://doi.org/... link)
+    day: str | None  # the announcement day: "Thu 28 Nov 2024"
+    upvotes: str | None  # Hugging Face: "12 upvotes" (None: not there)
+
+    @property
+    def anchor(self) -> str:
+        return f"paper-{self.number}"
+
+    @property
+    def title_text(self) -> str:
+        return "".join(text for text, _ in self.title)
 
 
 @dataclass(frozen=True)
@@ -93,6 +127,10 @@ class _GroupView:
     rule: str  # as shown: quoted
     heading: str
     items: tuple[_ItemView, ...] = field(default=())
+
+    @property
+    def count(self) -> str:
+        return plural(len(self.items), "paper")
 
 
 def quote_rule(rule: str) -> str:
@@ -128,7 +166,7 @@ def subject_line(digest: Digest, *, limit: int = SUBJECT_LIMIT) -> str:
     return tidy(subject)
 
 
-def _item_view(number: int, item: DigestItem) -> _ItemView:
+def _item_view(number: int, item: DigestItem, *, abstracts: str = "short") -> _ItemView:
     paper = item.paper
     primary = paper.primary_category
     markers: list[str] = []
@@ -136,47 +174,85 @@ def _item_view(number: int, item: DigestItem) -> _ItemView:
         markers.append(f"cross-list from {primary}")
     if paper.is_update:
         markers.append(f"updated: v{paper.version}")
+    title_spans = [(h.start, h.end) for h in item.hits if h.field == "title"]
+    abstract_spans = [(h.start, h.end) for h in item.hits if h.field == "abstract"]
+    title = unicode_math(highlight(paper.title, title_spans))
+    abstract = unicode_math(highlight(paper.abstract, abstract_spans))
     return _ItemView(
         number=number,
         paper=paper,
         rules=tuple(quote_rule(rule) for rule in item.rules),
-        title_spans=tuple((h.start, h.end) for h in item.hits if h.field == "title"),
-        abstract_spans=tuple((h.start, h.end) for h in item.hits if h.field == "abstract"),
+        title=tuple(title),
+        abstract=(
+            excerpt(abstract, seen=(text for text, marked in title if marked))
+            if abstracts == "short"
+            else Excerpt(head=tuple(abstract))
+        ),
         categories=tuple(
             _CategoryView(name, index == 0) for index, name in enumerate(paper.categories)
         ),
         markers=tuple(markers),
         dois=tuple((doi, "https://doi.org/" + quote(doi, safe="/:;()._-")) for doi in paper.dois),
+        day=_short_day(paper.announced) if paper.announced else None,
+        upvotes=plural(paper.upvotes, "upvote") if paper.upvotes is not None else None,
     )
 
 
 def _groups(digest: Digest) -> tuple[_GroupView, ...]:
     groups: list[_GroupView] = []
     number = 0
+    abstracts = digest.subscriber.abstracts
     for group in digest.groups:
         items = []
         for item in group.items:
             number += 1
-            items.append(_item_view(number, item))
+            items.append(_item_view(number, item, abstracts=abstracts))
         rule = quote_rule(group.rule)
         heading = f"{rule} · {plural(len(items), 'paper')}"
         groups.append(_GroupView(rule=rule, heading=heading, items=tuple(items)))
     return tuple(groups)
 
 
+def _short_day(day: date) -> str:
+    return f"{day:%a} {day.day} {day:%b %Y}"
+
+
 def _day(day: date) -> str:
     return f"{day:%A} {day.day} {day:%B %Y}"
 
 
-def _intro(digest: Digest) -> str:
+def _announcements(digest: Digest) -> str:
+    """`the arXiv announcement of Thursday 28 November 2024` (empty when unknown)."""
     days = sorted(set(digest.announced))
-    when = ""
-    if days:
-        noun = "announcement" if len(days) == 1 else "announcements"
-        when = f" from the arXiv {noun} of {', '.join(_day(d) for d in days)}"
+    if not days:
+        return ""
+    noun = "announcement" if len(days) == 1 else "announcements"
+    return f"the arXiv {noun} of {', '.join(_day(d) for d in days)}"
+
+
+def _headline(digest: Digest) -> str:
     if digest.count == 0:
-        return digest.note or f"No new papers matched your rules{when}."
-    return f"{plural(digest.count, 'new paper')} matched your rules{when}."
+        return digest.note or "No new papers matched your rules"
+    return f"{plural(digest.count, 'new paper')} matched your rules"
+
+
+def _intro(digest: Digest) -> str:
+    """The opening sentence: how many papers, from which announcement."""
+    when = _announcements(digest)
+    if digest.count == 0 and digest.note:
+        return digest.note
+    return f"{_headline(digest)}{' from ' + when if when else ''}."
+
+
+def _preheader(digest: Digest, groups: tuple[_GroupView, ...]) -> str:
+    """The line inboxes show beside the subject: the counts per rule, then the top paper."""
+    if not groups:
+        return _intro(digest)
+    counts = ", ".join(f"{len(group.items)} for {group.rule}" for group in groups)
+    text = f"{plural(digest.count, 'new paper')}: {counts}. First: {groups[0].items[0].title_text}"
+    if len(text) > PREHEADER_LIMIT:
+        text = text[: PREHEADER_LIMIT - 1].rsplit(" ", 1)[0].rstrip(" ,;:.") + "…"
+    return text
 
 
 def _unsubscribe_mailto_url(address: str, name: str) -> str:
@@ -191,24 +267,55 @@ def _check_https_url(url: str) -> str:
     return url
 
 
+def _check_link_url(url: str, *, what: str) -> str:
+    """A link for the body: https, or http on loopback (a development server)."""
+    parts = urlsplit(url)
+    local = parts.scheme == "http" and (parts.hostname or "") in LOOPBACK_HOSTS
+    if (parts.scheme != "https" and not local) or not parts.netloc:
+        raise ValueError(f"{what}: not an https URL (or http on loopback): {url!r}")
+    if any(c in url for c in " <>\"'") or any(ord(c) < 32 for c in url):
+        raise ValueError(f"{what}: not a plain URL: {url!r}")
+    return url
+
+
+@functools.cache
+def _inliner() -> css_inline.CSSInliner:
+    # The <style> block stays too: its @media rules (phones, dark mode) cannot be inlined.
+    return css_inline.CSSInliner(
+        keep_style_tags=True, load_remote_stylesheets=False, minify_css=True
+    )
+
+
+def inline_css(html: str) -> str:
+    """Copy the rules of the HTML's <style> block onto each element's style attribute:
+    most clients (Gmail for other accounts, Outlook, Yahoo) ignore or strip <style>."""
+    return _inliner().inline(html)
+
+
 def render_digest(
     digest: Digest,
     settings: EmailSettings | None = None,
     *,
-    unsubscribe_url: str | None = None,
+    links: DigestLinks | None = None,
 ) -> RenderedEmail:
-    """Render a digest's subject, plain-text part and HTML part."""
+    """Render a digest's subject, plain-text part and HTML part (its CSS inlined)."""
+    links = links or DigestLinks()
     subscriber = digest.subscriber
     site_name = tidy(settings.site_name) if settings else "paperbell"
     unsubscribe_address = None
     if settings is not None:
         unsubscribe_address = check_address(settings.unsubscribe_address, what="unsubscribe_mailto")
     subject = subject_line(digest)
+    groups = _groups(digest)
     context = {
         "subject": subject,
         "site_name": site_name,
         "intro": _intro(digest),
-        "groups": _groups(digest),
+        "headline": _headline(digest),
+        "announcements": _announcements(digest) if not digest.note else "",
+        "preheader": _preheader(digest, groups),
+        "groups": groups,
+        "toc": digest.count >= TOC_MIN_PAPERS,
         "count": digest.count,
         "omitted": len(digest.omitted),
         "max_papers": subscriber.max_papers,
@@ -222,12 +329,13 @@ def render_digest(
         ),
         "unsubscribe_subject": f"unsubscribe {subscriber.name}",
         "unsubscribe_command": f"paperbell unsubscribe {shlex.quote(subscriber.name)}",
-        "unsubscribe_url": _check_https_url(unsubscribe_url) if unsubscribe_url else None,
+        "unsubscribe_url": _check_https_url(links.unsubscribe) if links.unsubscribe else None,
+        "manage_url": _check_link_url(links.manage, what="manage_url") if links.manage else None,
         "acknowledgement": ACKNOWLEDGEMENT,
     }
     env = template_env()
     text = env.get_template("email/digest.txt.j2").render(context)
-    html = env.get_template("email/digest.html.j2").render(context)
+    html = inline_css(env.get_template("email/digest.html.j2").render(context))
     return RenderedEmail(subject=subject, text=text, html=html)
 
 
@@ -248,13 +356,16 @@ def build_message(
     settings: EmailSettings,
     *,
     now: datetime,
-    unsubscribe_url: str | None = None,
+    links: DigestLinks | None = None,
 ) -> EmailMessage:
-    """Build the multipart/alternative message for one digest (text first, HTML last).
+    """Build the message for one digest: multipart/alternative (text first, HTML last), or
+    plain text alone for a subscriber whose `email_format` is "text".
 
-    `unsubscribe_url`, when given, is the subscriber's RFC 8058 one-click https URL; it is
-    listed before the mailto link and `List-Unsubscribe-Post` is added.
+    `links.unsubscribe`, when given, is the subscriber's RFC 8058 one-click https URL; it
+    is listed before the mailto link and `List-Unsubscribe-Post` is added. `links.manage`
+    is shown in the footer of both parts.
     """
+    unsubscribe_url = links.unsubscribe if links else None
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError("now must be a timezone-aware datetime")
     to_addr = check_address(digest.subscriber.email, what=f"{digest.subscriber.name}: email")
@@ -266,7 +377,7 @@ def build_message(
         raise ValueError(f"digest_id not usable in a Message-ID: {digest.digest_id!r}")
     domain = settings.domain
 
-    rendered = render_digest(digest, settings, unsubscribe_url=unsubscribe_url)
+    rendered = render_digest(digest, settings, links=links)
 
     msg = EmailMessage(policy=email.policy.SMTP)
     msg["From"] = email.utils.formataddr((from_name, from_addr))
@@ -284,5 +395,10 @@ def build_message(
     msg["Auto-Submitted"] = "auto-generated"
     msg["X-Auto-Response-Suppress"] = "All"
     msg.set_content(rendered.text, charset="utf-8", cte="quoted-printable")
-    msg.add_alternative(rendered.html, subtype="html", charset="utf-8", cte="quoted-printable")
+    if digest.subscriber.email_format != "text":
+        msg.add_alternative(rendered.html, subtype="html", charset="utf-8", cte="quoted-printable")
+        # A boundary made from the content, not at random: the same digest gives the same
+        # bytes. "=_" never occurs in a quoted-printable body, so it cannot clash with it.
+        content = hashlib.sha256(f"{rendered.text}\0{rendered.html}".encode()).hexdigest()
+        msg.set_boundary(f"=_paperbell_{content[:32]}")
     return msg

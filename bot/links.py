@@ -1,0 +1,162 @@
+"""Signed links: the manage page, one-click unsubscribe and address confirmation URLs.
+
+Each link carries a token made with itsdangerous (HMAC-SHA256 over the payload and the time
+it was made) naming one subscriber and the address it was sent to. A token proves that
+paperbell made it, for that subscriber, at that time; it is checked against the purpose it
+was made for (a manage token does not confirm an address) and its age. Pure: the clock is
+passed in; nothing here reads the environment or the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+from urllib.parse import urlsplit
+
+from itsdangerous import BadSignature, SignatureExpired, TimestampSigner, URLSafeTimedSerializer
+
+__all__ = [
+    "PURPOSES",
+    "LinkSigner",
+    "Purpose",
+    "TokenProblem",
+    "Visitor",
+    "address_tag",
+    "check_public_url",
+    "max_ages",
+]
+
+Purpose = Literal["manage", "unsubscribe", "confirm"]
+PURPOSES: tuple[Purpose, ...] = ("manage", "unsubscribe", "confirm")
+MIN_SECRET = 32
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
+
+
+def check_public_url(url: str) -> str:
+    """The site's public address, without a trailing slash: https, or http on loopback."""
+    parts = urlsplit(url)
+    loopback = parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS
+    if parts.scheme != "https" and not loopback:
+        raise ValueError(
+            "use an https:// URL (http:// only on loopback: mail providers need https for "
+            "one-click unsubscribe)"
+        )
+    if not parts.hostname or parts.query or parts.fragment or any(c in url for c in " <>\"'"):
+        raise ValueError(f"not a plain site address: {url!r}")
+    return url.rstrip("/")
+
+
+def address_tag(email: str | None) -> str:
+    """A short digest of an address: a link names the address it was sent to without
+    showing it in the URL (proxies and logs see URLs), and stops working when it changes."""
+    return hashlib.sha256((email or "").strip().lower().encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """Who a valid token names: a subscriber (by database id) at an address."""
+
+    subscriber_id: int
+    tag: str  # address_tag() of the address the link was sent to
+    made: datetime
+
+    def sent_to(self, email: str | None) -> bool:
+        """Whether the link was made for this address (the subscriber's, now)."""
+        return hmac.compare_digest(self.tag, address_tag(email))
+
+
+@dataclass(frozen=True)
+class TokenProblem:
+    """Why a token is refused. `expired` tokens are genuine: `visitor` says whose they were
+    (to offer a fresh link, sent to the address on file), never to act on."""
+
+    reason: Literal["forged", "expired"]
+    visitor: Visitor | None = None
+
+
+def _clock_signer(moment: datetime) -> type[TimestampSigner]:
+    stamp = int(moment.timestamp())
+
+    class ClockSigner(TimestampSigner):
+        def get_timestamp(self) -> int:
+            return stamp
+
+    return ClockSigner
+
+
+class LinkSigner:
+    """Makes and reads the signed links of one site (`public_url`) with one secret."""
+
+    def __init__(self, secret: str, public_url: str, *, max_age: dict[str, timedelta]) -> None:
+        if len(secret) < MIN_SECRET:
+            raise ValueError(f"the secret key must be at least {MIN_SECRET} characters")
+        self._secret = secret
+        self.public_url = check_public_url(public_url)
+        self.max_age = max_age
+
+    def derived_key(self, name: str) -> str:
+        """A key for another use (the pages' CSRF tokens), derived from the secret."""
+        return hmac.new(self._secret.encode(), f"paperbell.{name}".encode(), "sha256").hexdigest()
+
+    def _serializer(self, purpose: Purpose, now: datetime) -> URLSafeTimedSerializer:
+        return URLSafeTimedSerializer(
+            self._secret,
+            salt=f"paperbell.{purpose}",
+            signer=_clock_signer(now),
+            signer_kwargs={"digest_method": hashlib.sha256},
+        )
+
+    def token(
+        self, purpose: Purpose, subscriber_id: int, email: str | None, *, now: datetime
+    ) -> str:
+        payload = [subscriber_id, address_tag(email)]
+        return str(self._serializer(purpose, now).dumps(payload))
+
+    def url(self, purpose: Purpose, subscriber_id: int, email: str | None, *, now: datetime) -> str:
+        """The full link: `https://site/manage/TOKEN`."""
+        return f"{self.public_url}/{purpose}/{self.token(purpose, subscriber_id, email, now=now)}"
+
+    def read(self, purpose: Purpose, token: str, *, now: datetime) -> Visitor | TokenProblem:
+        """Whose the token is, or why it is refused."""
+        serializer = self._serializer(purpose, now)
+        max_age = int(self.max_age[purpose].total_seconds())
+        try:
+            payload, made = serializer.loads(token, max_age=max_age, return_timestamp=True)
+        except SignatureExpired as exc:
+            visitor = _visitor(exc.payload, exc.date_signed)
+            return TokenProblem("expired", visitor)
+        except BadSignature:
+            return TokenProblem("forged")
+        visitor = _visitor(payload, made)
+        return visitor if visitor is not None else TokenProblem("forged")
+
+
+def _visitor(payload: object, made: datetime | None) -> Visitor | None:
+    if isinstance(payload, bytes):  # SignatureExpired carries the raw payload
+        try:
+            payload = URLSafeTimedSerializer("unused").load_payload(payload)
+        except BadSignature:
+            return None
+    if (
+        not isinstance(payload, list)
+        or len(payload) != 2
+        or not isinstance(payload[0], int)
+        or not isinstance(payload[1], str)
+        or made is None
+    ):
+        return None
+    return Visitor(subscriber_id=payload[0], tag=payload[1], made=made)
+
+
+def max_ages(
+    *, manage_days: float, unsubscribe_days: float, confirm_days: float
+) -> dict[str, timedelta]:
+    """How long each kind of link works."""
+    return {
+        "manage": timedelta(days=manage_days),
+        "unsubscribe": timedelta(days=unsubscribe_days),
+        "confirm": timedelta(days=confirm_days),
+    }

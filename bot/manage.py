@@ -1,0 +1,376 @@
+"""What the pages reached from every email do, as plain logic: who a signed link names, and
+unsubscribe, resume, rules, settings, address confirmation, sign-up, fresh links.
+
+No HTTP here (that is `bot.pages`); like `bot.slash` for Slack, a request comes in as plain
+values and an outcome goes out. Mail this module asks for (a confirmation, a fresh link) is
+queued in the outbox, so it is sent once and never lost; the caller drains the outbox.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from bot.config import Config, subscriber_problems
+from bot.digest import try_rule
+from bot.errors import RuleError, StoreError
+from bot.links import LinkSigner, Purpose, TokenProblem, Visitor
+from bot.models import Paper, Subscriber
+from bot.pipeline import email_settings
+from bot.render.notice import NoticeKind, build_notice
+from bot.rules import parse_rule
+from bot.schedule import latest_slot
+from bot.store import Store
+
+__all__ = ["Manager", "Refused", "RuleActivity", "RuleProblem"]
+
+log = logging.getLogger(__name__)
+
+# How far back "what each rule matched lately" looks.
+ACTIVITY_DAYS = 7
+EXAMPLES = 3
+NAME_TAKEN_TRIES = 50
+TRIALS_KEPT = 2000
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A link that does not let its bearer in: forged, expired, or no longer theirs."""
+
+    reason: str  # "forged", "expired", "gone"
+    subscriber: Subscriber | None = None  # for "expired": whose it was (never shown)
+
+
+@dataclass(frozen=True)
+class RuleProblem:
+    """A rule that does not parse, with where (0-based) and the rule with a caret."""
+
+    message: str
+    text: str
+    position: int | None = None
+
+    @property
+    def column(self) -> int | None:
+        return None if self.position is None else self.position + 1
+
+
+@dataclass(frozen=True)
+class RuleActivity:
+    """What one rule matched among the papers of the last days (`first`..`last`)."""
+
+    number: int
+    text: str
+    matched: int
+    papers: int
+    examples: tuple[Paper, ...] = field(default=())
+    first: date | None = None
+    last: date | None = None
+
+
+def mask(email: str | None) -> str:
+    """An address as shown on a page that a forwarded link may open: a•••@lab.example."""
+    if not email or "@" not in email:
+        return "your address"
+    local, _, domain = email.partition("@")
+    return f"{local[:1]}•••@{domain}"
+
+
+class Manager:
+    """The subscription changes the web pages make, for one config and store."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        signer: LinkSigner,
+        *,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.signer = signer
+        self.clock = clock
+        # (since, paper count, latest day) -> the recent papers and each rule's matches.
+        self._recent: (
+            tuple[tuple[Any, ...], list[Paper], dict[str, tuple[int, tuple[Paper, ...]]]] | None
+        ) = None
+
+    # -- who ---------------------------------------------------------------------------------
+
+    def subscriber(self, subscriber_id: int) -> Subscriber | None:
+        """The stored subscriber with this id (config-file ones included), active or not."""
+        everyone = self.store.subscribers(
+            self.config.declared_subscribers(),
+            include_inactive=True,
+            defaults=self.config.digest.defaults(),
+        )
+        return next((s for s in everyone if s.id == subscriber_id), None)
+
+    def open(self, purpose: Purpose, token: str) -> Subscriber | Refused:
+        """The subscriber a link names, if the link is genuine, in date, and still theirs
+        (made for the address they have now)."""
+        found = self.signer.read(purpose, token, now=self.clock())
+        if isinstance(found, TokenProblem):
+            whose = None
+            if found.visitor is not None:
+                whose = self._owner(found.visitor)
+            return Refused(found.reason, whose)
+        owner = self._owner(found)
+        return owner if owner is not None else Refused("gone")
+
+    def _owner(self, visitor: Visitor) -> Subscriber | None:
+        sub = self.subscriber(visitor.subscriber_id)
+        if sub is None or not visitor.sent_to(sub.email):
+            return None
+        return sub
+
+    def link(self, purpose: Purpose, sub: Subscriber) -> str:
+        assert sub.id is not None
+        return self.signer.url(purpose, sub.id, sub.email, now=self.clock())
+
+    # -- unsubscribe, resume -----------------------------------------------------------------
+
+    def unsubscribe(self, sub: Subscriber) -> None:
+        """Stop the digests at once (RFC 8058 one-click, or the page's button)."""
+        self.store.set_active(sub.name, False, now=self.clock())
+        log.info("%s unsubscribed from a link", sub.name)
+
+    def resume(self, sub: Subscriber) -> None:
+        """Undo an unsubscribe; the next digest comes at the next scheduled time."""
+        self.store.set_active(sub.name, True, now=self.clock())
+        self._from_next_slot(sub.name)
+
+    def _from_next_slot(self, name: str) -> None:
+        """A changed or resumed schedule starts at its next slot: no digest at once."""
+        sub = next(
+            (
+                s
+                for s in self.store.subscribers(
+                    self.config.declared_subscribers(),
+                    include_inactive=True,
+                    defaults=self.config.digest.defaults(),
+                )
+                if s.name == name
+            ),
+            None,
+        )
+        if sub is not None and sub.id is not None:
+            self.store.mark_slots({sub.id: latest_slot(sub.schedule, self.clock()).key})
+
+    # -- rules -------------------------------------------------------------------------------
+
+    @staticmethod
+    def check_rule(text: str) -> RuleProblem | None:
+        """Whether a rule parses (and fits), with the problem at its position."""
+        text = text.strip()
+        if not text:
+            return RuleProblem("the rule is empty", text)
+        try:
+            parse_rule(text)
+        except RuleError as exc:
+            return RuleProblem(exc.reason, exc.text, exc.position)
+        problems = subscriber_problems(name="check", email=None, rules=[text])
+        if problems:
+            return RuleProblem(problems[0].partition(": ")[2] or problems[0], text)
+        return None
+
+    def _editable(self, sub: Subscriber) -> None:
+        if sub.origin == "config":
+            raise StoreError(
+                "this subscription is set in the paperbell config file",
+                hint="ask the operator to change it there",
+            )
+
+    def add_rule(self, sub: Subscriber, text: str) -> RuleProblem | None:
+        problem = self.check_rule(text)
+        if problem is not None:
+            return problem
+        self._editable(sub)
+        if not self.store.add_rule(sub.name, text.strip(), now=self.clock()):
+            return RuleProblem("you have this rule already", text.strip())
+        return None
+
+    def edit_rule(self, sub: Subscriber, number: int, text: str) -> RuleProblem | None:
+        problem = self.check_rule(text)
+        if problem is not None:
+            return problem
+        self._editable(sub)
+        try:
+            self.store.replace_rule(sub.name, number, text.strip())
+        except StoreError as exc:
+            return RuleProblem(exc.message, text.strip())
+        return None
+
+    def remove_rule(self, sub: Subscriber, number: int) -> str | None:
+        """Remove rule `number`; the problem when it cannot go (the last one)."""
+        self._editable(sub)
+        if len(sub.rules) <= 1:
+            return "This is your last rule: to stop the digests, unsubscribe instead."
+        try:
+            self.store.remove_rule(sub.name, number)
+        except StoreError as exc:
+            return exc.message
+        return None
+
+    def activity(self, sub: Subscriber, *, days: int = ACTIVITY_DAYS) -> list[RuleActivity]:
+        """What each rule matched among the papers of the last `days` announcement days
+        stored (up to the latest, which may be days old). The papers and each rule's result
+        are kept until the store has new papers (a poll): opening the page again costs two
+        small queries."""
+        latest = self.store.latest_announcement()
+        if latest is None:
+            return [RuleActivity(n, text, 0, 0) for n, text in enumerate(sub.rules, 1)]
+        since = latest - timedelta(days=days - 1)
+        key = (since, self.store.paper_count(), latest)
+        if self._recent is None or self._recent[0] != key:
+            self._recent = (key, self.store.papers_announced_since(since), {})
+        _, papers, trials = self._recent
+        found = []
+        for number, text in enumerate(sub.rules, 1):
+            if text not in trials:
+                if len(trials) > TRIALS_KEPT:
+                    trials.clear()
+                try:
+                    trial = try_rule(parse_rule(text), papers)
+                    trials[text] = (
+                        len(trial.items),
+                        tuple(i.paper for i in trial.items[:EXAMPLES]),
+                    )
+                except RuleError:
+                    trials[text] = (0, ())
+            matched, examples = trials[text]
+            found.append(RuleActivity(number, text, matched, len(papers), examples, since, latest))
+        return found
+
+    # -- settings ----------------------------------------------------------------------------
+
+    def change_settings(self, sub: Subscriber, values: dict[str, str]) -> list[str]:
+        """Set schedule, day, time, timezone, email_format and abstracts; the problems, if
+        any (then nothing changes). A new schedule starts at its next slot."""
+        self._editable(sub)
+        wanted = {k: v.strip() for k, v in values.items() if v is not None}
+        problems = subscriber_problems(
+            name=sub.name, email=None, rules=["placeholder"], settings=wanted
+        )
+        if problems:
+            return problems
+        schedule_keys = ("schedule", "day", "time", "timezone")
+        before = sub.schedule
+        self.store.set_schedule(sub.name, **wanted)
+        changed = any(k in wanted for k in schedule_keys)
+        if changed:
+            after = self.subscriber(sub.id) if sub.id is not None else None
+            if after is not None and after.schedule != before:
+                self._from_next_slot(sub.name)
+        return []
+
+    # -- mail on request ---------------------------------------------------------------------
+
+    def send_notice(self, kind: NoticeKind, sub: Subscriber, *, origin: str = "") -> bool:
+        """Queue a confirmation or fresh-link email to the subscriber's address: at most one
+        of each kind a day (a second ask the same day sends nothing new). False when there is
+        no address or no email section."""
+        if not sub.email or sub.id is None or self.config.email is None:
+            return False
+        now = self.clock()
+        purpose: Purpose = "confirm" if kind == "confirm" else "manage"
+        days = int(self.signer.max_age[purpose].total_seconds() // 86400)
+        notice_id = f"{kind}-{sub.id}-{now:%Y%m%d%H%M%S}"
+        message = build_notice(
+            kind,
+            email_settings(self.config),
+            to=sub.email,
+            url=self.link(purpose, sub),
+            days=days,
+            subscriber_name=sub.name,
+            origin=origin,
+            notice_id=notice_id,
+            now=now,
+        )
+        queued = self.store.enqueue(
+            sub.id,
+            channel="email",
+            period=f"{kind}:{sub.email.lower()}:{now:%Y-%m-%d}",
+            digest_id=notice_id,
+            recipient=sub.email,
+            payload=bytes(message),
+            sent=[],
+            now=now,
+        )
+        return queued is not None
+
+    def confirm(self, sub: Subscriber) -> bool:
+        """The address's owner opened the confirmation link: mail may go to it now."""
+        if not sub.email:
+            return False
+        done = self.store.confirm_email(sub.id or 0, sub.email)
+        if done:
+            self._from_next_slot(sub.name)
+        return done
+
+    def ask_email(self, sub: Subscriber, email: str, *, origin: str) -> bool:
+        """Give a (Slack) subscriber an address, unconfirmed, and mail it the confirmation."""
+        self._editable(sub)
+        self.store.set_email(sub.name, email, confirmed=False)
+        fresh = self.subscriber(sub.id or 0)
+        return fresh is not None and self.send_notice("confirm", fresh, origin=origin)
+
+    # -- sign-up -----------------------------------------------------------------------------
+
+    def signup_problems(self, email: str, rule: str) -> list[str]:
+        problems = subscriber_problems(name="signup", email=email, rules=["placeholder"])
+        problems = [p.partition(": ")[2] or p for p in problems]
+        domains = self.config.web.signup_domains
+        domain = email.rpartition("@")[2].lower()
+        if not problems and domains and domain not in domains:
+            problems.append(f"sign-up is open to addresses at {', '.join(domains)}")
+        return problems
+
+    def signup(self, email: str, rule: str) -> None:
+        """A new subscriber from the sign-up page, unconfirmed, with a confirmation mail; an
+        address already subscribed gets its manage link instead (the page says the same in
+        both cases, so it does not tell who is subscribed)."""
+        email = email.strip()
+        now = self.clock()
+        existing = self._by_email(email)
+        if existing is not None:
+            if existing.email_confirmed:
+                self.send_notice("link", existing)
+            else:
+                self.send_notice("confirm", existing, origin="from the sign-up page")
+            return
+        name = self._free_name(email, {s.name for s in self._everyone()})
+        self.store.add_subscriber(
+            name, email=email, rules=[rule.strip()], now=now, email_confirmed=False
+        )
+        created = self._by_email(email)
+        if created is not None:
+            self.send_notice("confirm", created, origin="from the sign-up page")
+
+    def _everyone(self) -> Sequence[Subscriber]:
+        return self.store.subscribers(
+            self.config.declared_subscribers(),
+            include_inactive=True,
+            defaults=self.config.digest.defaults(),
+        )
+
+    def _by_email(self, email: str) -> Subscriber | None:
+        wanted = email.strip().lower()
+        return next(
+            (s for s in self._everyone() if s.email and s.email.lower() == wanted and s.id),
+            None,
+        )
+
+    @staticmethod
+    def _free_name(email: str, taken: set[str]) -> str:
+        base = re.sub(r"[^A-Za-z0-9._@-]", "-", email)[:60]
+        if base not in taken:
+            return base
+        for n in range(2, NAME_TAKEN_TRIES):
+            if f"{base}-{n}" not in taken:
+                return f"{base}-{n}"
+        raise StoreError("cannot find a free subscriber name for this address")

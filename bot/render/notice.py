@@ -1,0 +1,71 @@
+"""Notices: the short plain-text emails the web pages and Slack send on request, outside the
+digests: "confirm your address" (double opt-in) and "here is a fresh manage link".
+
+Pure, like the digest renderer: the caller passes the link, the clock and the settings.
+A notice is transactional (asked for by its reader), so it has no List-Unsubscribe.
+"""
+
+from __future__ import annotations
+
+import email.policy
+import email.utils
+from datetime import datetime
+from email.message import EmailMessage
+from typing import Literal
+
+from bot.checks import check_address, check_header_text
+from bot.render import template_env
+from bot.render.email import EmailSettings
+from bot.render.text import tidy
+
+__all__ = ["NoticeKind", "build_notice"]
+
+NoticeKind = Literal["confirm", "link"]
+
+SUBJECTS: dict[NoticeKind, str] = {
+    "confirm": "Confirm your address for {site} digests",
+    "link": "Your link to manage your {site} digests",
+}
+
+
+def build_notice(
+    kind: NoticeKind,
+    settings: EmailSettings,
+    *,
+    to: str,
+    url: str,
+    days: int,
+    subscriber_name: str,
+    origin: str = "",
+    notice_id: str,
+    now: datetime,
+) -> EmailMessage:
+    """A plain-text notice to `to` carrying one signed `url` that works for `days` days.
+    `notice_id` makes the Message-ID (the outbox's key for it)."""
+    if now.tzinfo is None:
+        raise ValueError("now must be a timezone-aware datetime")
+    to_addr = check_address(to, what="notice recipient")
+    site = tidy(settings.site_name)
+    text = (
+        template_env()
+        .get_template(f"notice/{kind}.txt.j2")
+        .render(
+            site_name=site,
+            email=to_addr,
+            url=url,
+            days=days,
+            subscriber_name=subscriber_name,
+            origin=origin,
+        )
+    )
+    msg = EmailMessage(policy=email.policy.SMTP)
+    from_name = tidy(check_header_text(settings.from_name, what="from_name"))
+    msg["From"] = email.utils.formataddr((from_name, check_address(settings.from_addr)))
+    msg["To"] = to_addr
+    msg["Subject"] = SUBJECTS[kind].format(site=site)
+    msg["Date"] = email.utils.format_datetime(now)
+    msg["Message-ID"] = f"<{notice_id}@{settings.domain}>"
+    msg["Auto-Submitted"] = "auto-generated"
+    msg["X-Auto-Response-Suppress"] = "All"
+    msg.set_content(text, charset="utf-8", cte="quoted-printable")
+    return msg

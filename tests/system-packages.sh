@@ -1,0 +1,18 @@
+#!/bin/sh
+# The Debian packages the tests use beyond Python: headless Chromium (the email and the
+# pages in a real browser) and SpamAssassin (the demo digests' spam score). Installs what is
+# missing; without apt-get (not Debian), says so: those tests then skip with the reason.
+set -eu
+missing=""
+[ -x /usr/bin/chromium ] || missing="$missing chromium chromium-driver"
+command -v spamassassin >/dev/null 2>&1 || missing="$missing spamassassin"
+[ -z "$missing" ] && exit 0
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "tests/system-packages.sh: no apt-get; install$missing yourself, or the browser and spam tests skip" >&2
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" = 0 ] || sudo="sudo"
+echo "installing Debian packages:$missing"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing >/dev/null

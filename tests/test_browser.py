@@ -1,0 +1,201 @@
+"""The demo email and the pages it links to, in headless Chromium (Debian's `chromium`,
+driven by Playwright), as a reader would use them.
+
+`paperbell demo --serve` runs for real (in a thread): it delivers the demo digests over SMTP
+and serves the pages on loopback. The browser opens a received digest's HTML at desktop and
+phone width (and in dark mode), follows its "manage" link, adds a bad and a good rule (the
+live check shows the error at its column), changes the schedule, unsubscribes and undoes
+it. Screenshots are saved in test-artifacts/screenshots/ (PAPERBELL_ARTIFACTS to move it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.demo import free_port, run_demo
+
+CHROMIUM = os.environ.get("PAPERBELL_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(
+    os.environ.get("PAPERBELL_ARTIFACTS", Path(__file__).parent.parent / "test-artifacts")
+)
+SHOTS = ARTIFACTS / "screenshots"
+# What Chromium needs in a container as root, and on a machine with no network.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason="pip install '.[test]' installs playwright"
+)
+pytestmark = pytest.mark.skipif(
+    not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)),
+    reason=f"no Chromium at {CHROMIUM}: install Debian's chromium (tests/system-packages.sh)",
+)
+
+
+class DemoServer:
+    """`paperbell demo --serve`, in a thread: its mail folder and its pages' address."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+        self.port = free_port()
+        self.lines: list[str] = []
+        self.ready = threading.Event()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stop: asyncio.Event | None = None
+        self.code: int | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _echo(self, line: str) -> None:
+        self.lines.append(line)
+        if line.startswith("serving the pages"):
+            self.ready.set()
+
+    def _run(self) -> None:
+        async def main() -> int:
+            self.loop = asyncio.get_running_loop()
+            self.stop = asyncio.Event()
+            return await run_demo(
+                self.out_dir, echo=self._echo, web_port=self.port, serve=self.stop
+            )
+
+        try:
+            self.code = asyncio.run(main())
+        finally:
+            self.ready.set()
+
+    def __enter__(self) -> DemoServer:
+        self.thread.start()
+        assert self.ready.wait(120), self.lines
+        assert self.code is None, "\n".join(self.lines)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.loop is not None and self.stop is not None:
+            self.loop.call_soon_threadsafe(self.stop.set)
+        self.thread.join(30)
+
+    def digest_html(self, local: str) -> Path:
+        (found,) = sorted((self.out_dir / "mail").glob(f"{local}-*.html"))
+        return found
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer]:
+    with DemoServer(tmp_path_factory.mktemp("demo")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with playwright_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+def shot(page: Any, name: str) -> Path:
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    print(f"screenshot: {path}")
+    return path
+
+
+def test_the_demo_email_reads_well_at_desktop_and_phone_width(
+    demo: DemoServer, browser: Any
+) -> None:
+    html = demo.digest_html("robotics")
+    for name, width, scheme in (
+        ("email-desktop", 1280, "light"),
+        ("email-phone", 375, "light"),
+        ("email-phone-dark", 375, "dark"),
+        ("email-320", 320, "light"),
+    ):
+        context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
+        page = context.new_page()
+        page.goto(html.as_uri())
+        # Nothing sticks out sideways, even at 320 px: no horizontal scrolling.
+        overflow = page.evaluate("document.documentElement.scrollWidth")
+        assert overflow <= width, f"{name}: the page is {overflow} px wide"
+        titles = page.locator("a[href^='https://arxiv.org/abs/']")
+        assert titles.count() >= 26
+        assert page.get_by_text("Thank you to arXiv for use of its open access").count() == 1
+        shot(page, name)
+        context.close()
+
+
+def test_the_manage_page_from_the_email_adds_rules_checks_them_and_unsubscribes(
+    demo: DemoServer, browser: Any
+) -> None:
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    page = context.new_page()
+    page.goto(demo.digest_html("ada").as_uri())
+    manage = page.locator("a[href*='/manage/']").first
+    assert f"localhost:{demo.port}/manage/" in str(manage.get_attribute("href"))
+    manage.click()
+    page.wait_for_url(re.compile(r".*/manage/.*"))
+    assert page.locator("h1").inner_text() == "Your paper digests"
+    assert page.get_by_text("Matched", exact=False).count() >= 2
+    shot(page, "manage-page")
+
+    # A bad rule: the live check says what and where, before anything is sent.
+    field = page.locator("#new-rule")
+    field.fill("robot AND (grasping")
+    check = page.locator("#new-rule-check")
+    check.get_by_text("column", exact=False).wait_for()
+    assert field.get_attribute("aria-invalid") == "true"
+    shot(page, "manage-bad-rule-live")
+    # Sent anyway, the server refuses it and shows the same error with a caret.
+    page.get_by_role("button", name="Add rule").click()
+    page.locator("#rule-error").wait_for()
+    assert "does not parse" in page.locator("#rule-error").inner_text()
+    assert "^" in page.locator("#rule-error pre").inner_text()
+    shot(page, "manage-bad-rule-submitted")
+
+    field = page.locator("#new-rule")
+    field.fill('"diffusion policy" cat:cs.RO')
+    page.locator("#new-rule-check").get_by_text("valid").wait_for()
+    page.get_by_role("button", name="Add rule").click()
+    page.get_by_text("Rule added.").wait_for()
+    assert page.locator(".rule", has_text='"diffusion policy" cat:cs.RO').count() == 1
+
+    page.locator("input[name=schedule][value=weekly]").check()
+    page.locator("#day").select_option("friday")
+    page.locator("#time").fill("16:30")
+    page.get_by_role("button", name="Save settings").click()
+    page.get_by_text("Settings saved.").wait_for()
+    assert "weekly on Friday at 16:30" in page.locator("#top").inner_text()
+    shot(page, "manage-after-changes")
+
+    page.get_by_role("button", name="Unsubscribe").click()
+    page.get_by_text("You are unsubscribed").wait_for()
+    shot(page, "unsubscribed")
+    page.get_by_role("button", name=re.compile("Undo")).click()
+    page.get_by_text("You are subscribed again").wait_for()
+    context.close()
+
+
+def test_a_forged_link_gets_a_clear_page(demo: DemoServer, browser: Any) -> None:
+    context = browser.new_context()
+    page = context.new_page()
+    response = page.goto(f"http://localhost:{demo.port}/manage/WzEsIm5vdC1yZWFsIl0.forged.sig")
+    assert response is not None and response.status == 403
+    assert page.locator("h1").inner_text() == "This link is not valid"
+    shot(page, "forged-link")
+    context.close()

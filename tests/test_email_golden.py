@@ -1,0 +1,240 @@
+"""Golden files: the demo digests exactly as they are mailed.
+
+What is compared
+    Each demo subscriber (`bot.demo.DEMO_SUBSCRIBERS`) gets the digest the pipeline would
+    build for them from the real arXiv listing bundled with the package
+    (`bot.demo.bundled_papers()`, announced on `bot.demo.DEMO_DAY`, 28 November 2024):
+    the rules matched once for everyone (`bot.digest.match_rules`), then
+    `bot.digest.build_digest` per subscriber, as `bot.pipeline.deliver` does. Each digest
+    goes through `bot.render.email.build_message` with a fixed clock (2024-11-28 12:00
+    UTC) and fixed signed links, and the result must equal the files in `tests/golden/`:
+
+        <case>.txt       the text/plain part, decoded
+        <case>.html      the text/html part, decoded (CSS inlined); absent for text-only
+        <case>.headers   the message's header block as sent, and its MIME parts
+
+    Cases: `ada`, `grace`, `robotics-lab` (HTML, short abstracts: the defaults), `ada-full`
+    (`abstracts = "full"`) and `grace-text` (`email_format = "text"`: one text part).
+
+When a change is intended
+    Regenerate, then read the diff before committing it:
+
+        .venv/bin/pytest tests/test_email_golden.py --regenerate-golden
+        git diff tests/golden/
+
+    Open `tests/golden/*.html` in a browser to see the emails (no network needed).
+
+`tests/test_spam.py` scores these same messages with SpamAssassin.
+"""
+
+from __future__ import annotations
+
+import difflib
+import email
+import email.policy
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from email.message import EmailMessage
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.demo import DEMO_DAY, DEMO_SUBSCRIBERS, bundled_papers
+from bot.digest import build_digest, match_rules
+from bot.models import Digest, Paper, Subscriber
+from bot.render.email import DigestLinks, EmailSettings, build_message
+from bot.rules import parse_rule
+
+GOLDEN = Path(__file__).parent / "golden"
+NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
+WINDOW_DAYS = 7  # the demo's [digest] window_days
+SETTINGS = EmailSettings(from_addr="digest@papers.lab.example", from_name="paperbell")
+REGENERATE = "--regenerate-golden"
+HOW_TO_REGENERATE = (
+    f"If the change is intended, regenerate the golden files and review the diff:\n"
+    f"    .venv/bin/pytest tests/test_email_golden.py {REGENERATE}\n"
+    f"    git diff tests/golden/"
+)
+
+
+@dataclass(frozen=True)
+class DemoCase:
+    """One golden message: a demo subscriber, maybe with other email preferences."""
+
+    name: str
+    subscriber: Subscriber
+
+
+def demo_subscriber(entry: Mapping[str, Any]) -> Subscriber:
+    """A demo subscriber from its config entry (the email-related keys)."""
+    return Subscriber(
+        name=entry["name"],
+        email=entry["email"],
+        rules=tuple(entry["rules"]),
+        categories=tuple(entry.get("categories", ())),
+        max_papers=entry.get("max_papers", 50),
+        email_format=entry.get("email_format", "html"),
+        abstracts=entry.get("abstracts", "short"),
+    )
+
+
+def demo_cases() -> list[DemoCase]:
+    """Each demo subscriber as configured, then a full-abstracts and a text-only variant."""
+    subscribers = {entry["name"]: demo_subscriber(entry) for entry in DEMO_SUBSCRIBERS}
+    cases = [DemoCase(name, subscriber) for name, subscriber in subscribers.items()]
+    cases.append(DemoCase("ada-full", replace(subscribers["ada"], abstracts="full")))
+    cases.append(DemoCase("grace-text", replace(subscribers["grace"], email_format="text")))
+    return cases
+
+
+@functools.cache
+def demo_papers() -> tuple[Paper, ...]:
+    papers = tuple(bundled_papers())
+    assert {paper.announced for paper in papers} == {DEMO_DAY}
+    return papers
+
+
+@functools.cache
+def demo_digests() -> dict[str, Digest]:
+    """Every demo subscriber's digest, built as `bot.pipeline.deliver` builds them."""
+    subscribers = [demo_subscriber(entry) for entry in DEMO_SUBSCRIBERS]
+    parsed = {sub.name: [parse_rule(text) for text in sub.rules] for sub in subscribers}
+    papers = demo_papers()
+    matches = match_rules((rule for rules in parsed.values() for rule in rules), papers)
+    since = DEMO_DAY - timedelta(days=WINDOW_DAYS - 1)
+    digests: dict[str, Digest] = {}
+    for sub in subscribers:
+        digest = build_digest(
+            sub, parsed[sub.name], papers, delivered={}, now=NOW, since=since, matches=matches
+        )
+        assert digest is not None, f"the demo subscriber {sub.name} gets no digest"
+        digests[sub.name] = digest
+    return digests
+
+
+def demo_links(name: str) -> DigestLinks:
+    return DigestLinks(
+        unsubscribe=f"https://papers.lab.example/unsubscribe/TOKEN-{name}",
+        manage=f"https://papers.lab.example/manage/TOKEN-{name}",
+    )
+
+
+def demo_message(case: DemoCase) -> EmailMessage:
+    """The case's digest as the message it is sent as."""
+    base = demo_digests()[case.subscriber.name]
+    digest = replace(base, subscriber=case.subscriber)
+    return build_message(digest, SETTINGS, now=NOW, links=demo_links(case.subscriber.name))
+
+
+def golden_files(message: EmailMessage) -> dict[str, str]:
+    """What is checked in for one message: suffix -> text (LF line endings)."""
+    raw = message.as_bytes()
+    header_block = raw.split(b"\r\n\r\n", 1)[0].decode("ascii").replace("\r\n", "\n")
+    parsed = email.message_from_bytes(raw, policy=email.policy.default)
+    assert isinstance(parsed, EmailMessage)
+    leaves = list(parsed.walk())
+    structure = "\n".join(
+        f"{'  ' if part is not parsed else ''}{part.get_content_type()}"
+        + (f"; charset={part.get_content_charset()}" if not part.is_multipart() else "")
+        + (f"; {part['Content-Transfer-Encoding']}" if part["Content-Transfer-Encoding"] else "")
+        for part in leaves
+    )
+    files = {".headers": f"{header_block}\n\n-- MIME parts --\n{structure}\n"}
+    for part in leaves:
+        if part.get_content_type() == "text/plain":
+            files[".txt"] = part.get_content().replace("\r\n", "\n")
+        elif part.get_content_type() == "text/html":
+            files[".html"] = part.get_content().replace("\r\n", "\n")
+    return files
+
+
+def _difference(path: Path, expected: str, actual: str) -> str:
+    diff = list(
+        difflib.unified_diff(
+            expected.splitlines(),
+            actual.splitlines(),
+            f"{path.name} (checked in)",
+            f"{path.name} (rendered now)",
+            lineterm="",
+            n=1,
+        )
+    )
+    shown = "\n".join(line[:200] for line in diff[:40])
+    more = f"\n... {len(diff) - 40} more diff lines" if len(diff) > 40 else ""
+    return f"tests/golden/{path.name} differs from what the code renders now:\n{shown}{more}"
+
+
+CASES = demo_cases()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_demo_digest_matches_golden(case: DemoCase, request: pytest.FixtureRequest) -> None:
+    files = golden_files(demo_message(case))
+    if request.config.getoption(REGENERATE):
+        GOLDEN.mkdir(exist_ok=True)
+        for suffix in (".txt", ".html", ".headers"):
+            path = GOLDEN / f"{case.name}{suffix}"
+            if suffix in files:
+                path.write_text(files[suffix], encoding="utf-8", newline="\n")
+            else:
+                path.unlink(missing_ok=True)
+        return
+    problems = []
+    for suffix, actual in files.items():
+        path = GOLDEN / f"{case.name}{suffix}"
+        if not path.exists():
+            problems.append(f"tests/golden/{path.name} is missing.")
+            continue
+        expected = path.read_text(encoding="utf-8")
+        if expected != actual:
+            problems.append(_difference(path, expected, actual))
+    for suffix in {".txt", ".html", ".headers"} - files.keys():
+        if (GOLDEN / f"{case.name}{suffix}").exists():
+            problems.append(f"tests/golden/{case.name}{suffix} is stale: no such part now.")
+    if problems:
+        pytest.fail("\n\n".join([*problems, HOW_TO_REGENERATE]), pytrace=False)
+
+
+def test_no_stray_golden_files() -> None:
+    expected = {f"{case.name}{suffix}" for case in CASES for suffix in (".txt", ".html")}
+    expected |= {f"{case.name}.headers" for case in CASES}
+    stray = sorted(
+        path.name
+        for path in GOLDEN.glob("*")
+        if path.name not in expected and not path.name.startswith(".")
+    )
+    assert stray == [], f"files no case renders: {stray}. {HOW_TO_REGENERATE}"
+
+
+def test_golden_cases_cover_the_demo_and_the_preferences() -> None:
+    names = {case.name for case in CASES}
+    assert {entry["name"] for entry in DEMO_SUBSCRIBERS} <= names
+    formats = {(case.subscriber.email_format, case.subscriber.abstracts) for case in CASES}
+    assert {("html", "short"), ("html", "full"), ("text", "short")} <= formats
+    assert any(digest.count > 5 for digest in demo_digests().values())  # a TOC is shown
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_demo_message_shape(case: DemoCase) -> None:
+    """What the golden files must show, whatever their exact wording."""
+    files = golden_files(demo_message(case))
+    digest = demo_digests()[case.subscriber.name]
+    text = files[".txt"]
+    assert [line for line in text.splitlines() if len(line) > 72 and "://" not in line] == []
+    assert "https://papers.lab.example/manage/TOKEN-" in text
+    assert "https://papers.lab.example/unsubscribe/TOKEN-" in text
+    assert "Thank you to arXiv for use of its open access interoperability." in text
+    assert (".html" in files) is (case.subscriber.email_format == "html")
+    if ".html" in files:
+        html = files[".html"]
+        for number in range(1, digest.count + 1):
+            assert f'id="paper-{number}"' in html
+            assert (f'href="#paper-{number}"' in html) is (digest.count > 5)
+        clipped = html.count(">Read the full abstract</a>")
+        assert (clipped > 0) is (case.subscriber.abstracts == "short")
+    headers = files[".headers"]
+    assert "List-Unsubscribe-Post: List-Unsubscribe=One-Click\n" in headers
+    assert "Date: Thu, 28 Nov 2024 12:00:00 +0000\n" in headers

@@ -1,0 +1,363 @@
+"""The pages reached from every email, over real HTTP (uvicorn on loopback), with a real
+SQLite (or PostgreSQL) store and mail to a real SMTP server (aiosmtpd) on loopback.
+
+One-click unsubscribe (RFC 8058), the manage page (rules, settings, pause), double opt-in,
+sign-up, and refusals: forged, expired, cross-purpose and stale tokens, forged forms."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from email.message import EmailMessage
+from typing import Any
+
+import httpx
+import pytest
+from servers import Clock, SinkHandler, smtp_sink, web_config, web_server
+
+from bot.config import Config
+from bot.demo import bundled_papers
+from bot.pages import build_pages
+from bot.pipeline import build_channels, deliver
+from bot.store import Store
+from bot.web import create_app
+
+pytestmark = pytest.mark.database
+
+START = datetime(2024, 11, 28, 15, 0, tzinfo=UTC)
+SITE = "https://papers.lab.example"
+
+
+class Site:
+    """The app on loopback, its store, its clock, and the mail it sent."""
+
+    def __init__(self, config: Config, store: Store, clock: Clock, base: str, sink: SinkHandler):
+        self.config, self.store, self.clock, self.base, self.sink = config, store, clock, base, sink
+        self.http = httpx.Client(base_url=base, follow_redirects=False, timeout=10)
+
+    def local(self, url: str) -> str:
+        """A link from an email, pointed at the app on loopback."""
+        assert url.startswith(SITE + "/"), url
+        return url[len(SITE) :]
+
+    def link(self, purpose: str, name: str) -> str:
+        sub = self.subscriber(name)
+        signer = self.config.web.link_signer()
+        assert signer is not None and sub.id is not None
+        return self.local(signer.url(purpose, sub.id, sub.email, now=self.clock()))  # type: ignore[arg-type]
+
+    def subscriber(self, name: str) -> Any:
+        everyone = self.store.subscribers(self.config.declared_subscribers(), include_inactive=True)
+        return next(s for s in everyone if s.name == name)
+
+    def csrf(self, path: str) -> str:
+        """Open a page (which sets the cookie) and read its form's token."""
+        page = self.http.get(path)
+        found = re.search(r'name="csrf" value="([^"]+)"', page.text)
+        assert found, page.text
+        return found.group(1)
+
+    def post(self, path: str, data: dict[str, str], *, page: str | None = None) -> httpx.Response:
+        token = self.csrf(page or path.rsplit("/", 1)[0] or path)
+        return self.http.post(path, data={**data, "csrf": token})
+
+    def deliver(self) -> list[Any]:
+        return asyncio.run(
+            deliver(
+                self.config,
+                self.store,
+                build_channels(self.config),
+                now=self.clock(),
+                since=START.date(),
+                clock=self.clock,
+            )
+        )
+
+
+@pytest.fixture
+def site(database_url: str) -> Iterator[Site]:
+    with smtp_sink() as (sink, port):
+        config = web_config(
+            database_url,
+            port,
+            subscribers=[
+                {"name": "lab", "email": "lab@lab.example", "rules": ['"diffusion policy"']}
+            ],
+            web={"signup": True, "signup_domains": ["lab.example"]},
+        )
+        store = Store.open(config.database_url())
+        clock = Clock(START)
+        store.upsert_papers(bundled_papers(), now=START)
+        store.add_subscriber(
+            "ada",
+            email="ada@lab.example",
+            rules=['"large language models" reasoning', "robot cat:cs.RO"],
+            now=START,
+        )
+        channels = build_channels(config)
+        pages = build_pages(config, store, channels, clock=clock)
+        with web_server(create_app(pages=pages)) as base:
+            site = Site(config, store, clock, base, sink)
+            yield site
+            site.http.close()
+        store.close()
+
+
+def mail_to(sink: SinkHandler, address: str) -> list[EmailMessage]:
+    return [m for m in sink.messages if m["To"] == address]
+
+
+def text_of(message: EmailMessage) -> str:
+    part = message.get_body(("plain",))
+    assert part is not None
+    return str(part.get_content())
+
+
+def test_the_one_click_post_from_the_email_header_unsubscribes_at_once(site: Site) -> None:
+    reports = site.deliver()
+    assert {r.subscriber: r.status for r in reports} == {"lab": "sent", "ada": "sent"}
+    (message,) = mail_to(site.sink, "ada@lab.example")
+    header = message["List-Unsubscribe"]
+    https = re.match(r"<(https://[^>]+)>, <mailto:", header)
+    assert https, header
+    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    # A mail provider's POST: no cookie, no CSRF token, only the RFC 8058 body.
+    answer = httpx.post(
+        site.base + site.local(https.group(1)),
+        content=b"List-Unsubscribe=One-Click",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert answer.status_code == 200
+    assert "You are unsubscribed" in answer.text
+    assert not site.subscriber("ada").active
+    site.clock.advance(days=1)
+    assert [r.subscriber for r in site.deliver() if r.status == "sent"] == []
+
+
+def test_the_unsubscribe_page_asks_first_and_can_be_undone(site: Site) -> None:
+    path = site.link("unsubscribe", "ada")
+    page = site.http.get(path)
+    assert page.status_code == 200
+    assert "Unsubscribe?" in page.text and "a•••@lab.example" in page.text
+    assert site.subscriber("ada").active  # a GET (a link scanner) changes nothing
+    done = site.http.post(path, data={"List-Unsubscribe": "One-Click"})
+    assert "You are unsubscribed" in done.text and not site.subscriber("ada").active
+    token = re.search(r'name="csrf" value="([^"]+)"', done.text)
+    assert token
+    undo = site.http.post(path + "/undo", data={"csrf": token.group(1)})
+    assert undo.status_code == 200 and "subscribed again" in undo.text
+    assert site.subscriber("ada").active
+    # Without the RFC 8058 body, a POST does nothing.
+    wrong = site.http.post(path, data={"List-Unsubscribe": "yes"})
+    assert wrong.status_code == 400 and site.subscriber("ada").active
+
+
+@pytest.mark.parametrize(
+    ("change", "status", "words"),
+    [
+        ("flip", 403, "This link is not valid"),
+        ("cut", 403, "This link is not valid"),
+        ("purpose", 403, "This link is not valid"),
+        ("other-secret", 403, "This link is not valid"),
+    ],
+)
+def test_forged_tokens_fail_and_show_no_ones_data(
+    site: Site, change: str, status: int, words: str
+) -> None:
+    path = site.link("unsubscribe", "ada")
+    prefix, token = path.rsplit("/", 1)
+    if change == "flip":
+        token = token[:-3] + ("AAA" if not token.endswith("AAA") else "BBB")
+    elif change == "cut":
+        token = token[: len(token) // 2]
+    elif change == "purpose":  # a manage link used as an unsubscribe link
+        token = site.link("manage", "ada").rsplit("/", 1)[1]
+    else:
+        from bot.links import LinkSigner
+
+        other = LinkSigner("another-secret-key-of-forty-characters!!", SITE, max_age={})
+        token = other.token("unsubscribe", 1, "ada@lab.example", now=site.clock())
+    for method in ("GET", "POST"):
+        answer = site.http.request(
+            method, f"{prefix}/{token}", data={"List-Unsubscribe": "One-Click"}
+        )
+        assert answer.status_code == status, answer.text
+        assert words in answer.text
+        assert "ada" not in answer.text.replace("paperbell", "")
+        assert "lab.example" not in answer.text
+    assert site.subscriber("ada").active
+    if change != "purpose":
+        manage = site.http.get(f"/manage/{token}")
+        assert manage.status_code == 403 and "large language models" not in manage.text
+
+
+def test_an_expired_link_offers_a_fresh_one_by_email(site: Site) -> None:
+    path = site.link("manage", "ada")
+    site.clock.advance(days=61)
+    expired = site.http.get(path)
+    assert expired.status_code == 410
+    assert "This link has expired" in expired.text and "a•••@lab.example" in expired.text
+    assert "large language models" not in expired.text
+    sent = site.post(path + "/renew", {}, page=path)
+    assert sent.status_code == 200 and "A new link is on its way" in sent.text
+    (notice,) = mail_to(site.sink, "ada@lab.example")
+    assert notice["Subject"] == "Your link to manage your paperbell digests"
+    fresh = re.search(r"https://papers\.lab\.example/manage/\S+", text_of(notice))
+    assert fresh
+    opened = site.http.get(site.local(fresh.group(0)))
+    assert opened.status_code == 200 and "large language models" in opened.text
+    # A second ask the same day sends nothing more.
+    site.post(path + "/renew", {}, page=path)
+    assert len(mail_to(site.sink, "ada@lab.example")) == 1
+
+
+def test_the_manage_page_shows_rules_with_what_they_matched_and_edits_them(site: Site) -> None:
+    path = site.link("manage", "ada")
+    page = site.http.get(path)
+    assert page.status_code == 200
+    assert "&#34;large language models&#34; reasoning" in page.text
+    found = re.findall(r"Matched (\d+) of the (\d+) papers", page.text)
+    assert len(found) == 2 and all(int(n) > 0 for n, _ in found), found
+
+    added = site.post(path + "/add", {"rule": '"diffusion policy"'}, page=path)
+    assert added.status_code == 303 and added.headers["location"].endswith("done=added#rules")
+    assert site.subscriber("ada").rules[-1] == '"diffusion policy"'
+
+    bad = site.post(path + "/add", {"rule": "robot AND (grasping"}, page=path)
+    assert bad.status_code == 400
+    assert "That rule does not parse" in bad.text and "at column" in bad.text
+    assert len(site.subscriber("ada").rules) == 3
+
+    edited = site.post(path + "/edit", {"number": "3", "rule": "ti:diffusion"}, page=path)
+    assert edited.status_code == 303
+    assert site.subscriber("ada").rules[2] == "ti:diffusion"
+    removed = site.post(path + "/remove", {"number": "3"}, page=path)
+    assert removed.status_code == 303 and len(site.subscriber("ada").rules) == 2
+    site.post(path + "/remove", {"number": "2"}, page=path)
+    last = site.post(path + "/remove", {"number": "1"}, page=path)
+    assert last.status_code == 400 and "last rule" in last.text
+    assert len(site.subscriber("ada").rules) == 1
+
+    check = site.http.post("/rules/check", data={"rule": "a OR (b"})
+    assert check.json() == {"ok": False, "message": check.json()["message"], "column": 8}
+    assert site.http.post("/rules/check", data={"rule": "a OR b"}).json() == {"ok": True}
+
+
+def test_settings_pause_and_resume(site: Site) -> None:
+    path = site.link("manage", "ada")
+    saved = site.post(
+        path + "/settings",
+        {
+            "schedule": "weekly",
+            "day": "friday",
+            "time": "16:30",
+            "timezone": "Europe/Paris",
+            "email_format": "text",
+            "abstracts": "full",
+        },
+        page=path,
+    )
+    assert saved.status_code == 303
+    ada = site.subscriber("ada")
+    assert ada.schedule.describe() == "weekly on Friday at 16:30 (Europe/Paris)"
+    assert (ada.email_format, ada.abstracts) == ("text", "full")
+    bad = site.post(path + "/settings", {"timezone": "Mars/Olympus", "time": "25:00"}, page=path)
+    assert bad.status_code == 400 and "unknown time zone" in bad.text
+    assert site.subscriber("ada").schedule.timezone == "Europe/Paris"
+
+    assert site.post(path + "/pause", {}, page=path).status_code == 303
+    assert not site.subscriber("ada").active
+    assert "Resume digests" in site.http.get(path).text
+    assert site.post(path + "/resume", {}, page=path).status_code == 303
+    assert site.subscriber("ada").active
+
+    site.deliver()
+    (message,) = mail_to(site.sink, "ada@lab.example")
+    assert message.get_content_type() == "text/plain"  # the format chosen on the page
+
+
+def test_forms_without_a_valid_csrf_token_or_from_another_site_are_refused(site: Site) -> None:
+    path = site.link("manage", "ada")
+    data = {"rule": "stolen"}
+    no_cookie = httpx.post(site.base + path + "/add", data={**data, "csrf": "x"})
+    assert no_cookie.status_code == 403 and "cookie" in no_cookie.text
+    token = site.csrf(path)
+    wrong = site.http.post(path + "/add", data={**data, "csrf": token + "x"})
+    assert wrong.status_code == 403
+    with httpx.Client(base_url=site.base) as other_visitor:
+        other_visitor.get(path)  # their own cookie, with the first visitor's token
+        stolen = other_visitor.post(path + "/add", data={**data, "csrf": token})
+        assert stolen.status_code == 403
+    cross = site.http.post(
+        path + "/add", data={**data, "csrf": token}, headers={"Origin": "https://evil.example"}
+    )
+    assert cross.status_code == 403 and "another site" in cross.text
+    fetch_site = site.http.post(
+        path + "/add", data={**data, "csrf": token}, headers={"Sec-Fetch-Site": "cross-site"}
+    )
+    assert fetch_site.status_code == 403
+    assert "stolen" not in site.subscriber("ada").rules
+    assert site.http.post(path + "/add", data={**data, "csrf": token}).status_code == 303
+
+
+def test_sign_up_needs_the_address_confirmed_before_any_digest(site: Site) -> None:
+    form = site.http.get("/subscribe")
+    assert form.status_code == 200 and 'name="email"' in form.text
+    outsider = site.post("/subscribe", {"email": "eve@elsewhere.example", "rule": "robot"})
+    assert outsider.status_code == 400 and "lab.example" in outsider.text
+    bad_rule = site.post("/subscribe", {"email": "grace@lab.example", "rule": '"open'})
+    assert bad_rule.status_code == 400 and "does not parse" in bad_rule.text
+    ok = site.post("/subscribe", {"email": "grace@lab.example", "rule": "qubit cat:quant-ph"})
+    assert ok.status_code == 200 and "Check your inbox" in ok.text
+    grace = site.subscriber("grace@lab.example")
+    assert grace.email == "grace@lab.example" and not grace.email_confirmed
+
+    reports = {r.subscriber: r for r in site.deliver()}
+    assert reports["grace@lab.example"].status == "skipped"  # not confirmed: no digest
+    (confirm,) = mail_to(site.sink, "grace@lab.example")
+    assert confirm["Subject"] == "Confirm your address for paperbell digests"
+    assert confirm["List-Unsubscribe"] is None
+    link = re.search(r"https://papers\.lab\.example/confirm/\S+", text_of(confirm))
+    assert link
+    path = site.local(link.group(0))
+    page = site.http.get(path)
+    assert page.status_code == 200 and "Yes, this is my address" in page.text
+    assert not site.subscriber("grace@lab.example").email_confirmed  # a GET confirms nothing
+    done = site.post(path, {}, page=path)
+    assert done.status_code == 303 and "/manage/" in done.headers["location"]
+    assert site.subscriber("grace@lab.example").email_confirmed
+    landing = site.http.get(done.headers["location"])
+    assert "Address confirmed" in landing.text
+
+    site.clock.advance(days=1)
+    reports = {r.subscriber: r for r in site.deliver()}
+    assert reports["grace@lab.example"].status == "sent"
+    # Someone signing up an address already subscribed only makes its owner get a link.
+    again = site.post("/subscribe", {"email": "ada@lab.example", "rule": "anything"})
+    assert "Check your inbox" in again.text
+    (notice,) = mail_to(site.sink, "ada@lab.example")[-1:]
+    assert "manage your paperbell digests" in notice["Subject"]
+    assert site.subscriber("ada").rules == (
+        '"large language models" reasoning',
+        "robot cat:cs.RO",
+    )
+
+
+def test_a_link_stops_working_when_the_address_changes(site: Site) -> None:
+    path = site.link("manage", "ada")
+    site.store.set_email("ada", "ada@newlab.example", confirmed=True)
+    gone = site.http.get(path)
+    assert gone.status_code == 404 and "no longer works" in gone.text
+
+
+def test_a_config_file_subscriber_can_pause_but_not_edit(site: Site) -> None:
+    path = site.link("manage", "lab")
+    page = site.http.get(path)
+    assert page.status_code == 200 and "set in the paperbell config file" in page.text
+    assert 'action="' + path + '/add"' not in page.text
+    refused = site.post(path + "/add", {"rule": "robot"}, page=path)
+    assert refused.status_code == 400 and "config file" in refused.text
+    assert site.post(path + "/pause", {}, page=path).status_code == 303
+    assert not site.subscriber("lab").active
