@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 
 from itsdangerous import BadSignature, SignatureExpired, TimestampSigner, URLSafeTimedSerializer
 
+from bot.models import Subscriber
+
 __all__ = [
     "PURPOSES",
     "LinkSigner",
@@ -27,6 +29,7 @@ __all__ = [
     "address_tag",
     "check_public_url",
     "max_ages",
+    "owner_tag",
 ]
 
 Purpose = Literal["manage", "unsubscribe", "confirm"]
@@ -55,6 +58,14 @@ def address_tag(email: str | None) -> str:
     return hashlib.sha256((email or "").strip().lower().encode()).hexdigest()[:12]
 
 
+def owner_tag(sub: Subscriber) -> str:
+    """What a link binds besides the database id: the address it went to and when the
+    subscriber was made, so a link outlives neither a change of address nor its subscriber
+    (a database may give a deleted subscriber's id to the next one)."""
+    made = int(sub.created.timestamp()) if sub.created is not None else 0
+    return address_tag(f"{sub.email or ''}|{made}")
+
+
 @dataclass(frozen=True)
 class Visitor:
     """Who a valid token names: a subscriber (by database id) at an address."""
@@ -63,9 +74,9 @@ class Visitor:
     tag: str  # address_tag() of the address the link was sent to
     made: datetime
 
-    def sent_to(self, email: str | None) -> bool:
-        """Whether the link was made for this address (the subscriber's, now)."""
-        return hmac.compare_digest(self.tag, address_tag(email))
+    def belongs_to(self, sub: Subscriber) -> bool:
+        """Whether the link was made for this subscriber, at the address they have now."""
+        return sub.id == self.subscriber_id and hmac.compare_digest(self.tag, owner_tag(sub))
 
 
 @dataclass(frozen=True)
@@ -109,15 +120,14 @@ class LinkSigner:
             signer_kwargs={"digest_method": hashlib.sha256},
         )
 
-    def token(
-        self, purpose: Purpose, subscriber_id: int, email: str | None, *, now: datetime
-    ) -> str:
-        payload = [subscriber_id, address_tag(email)]
-        return str(self._serializer(purpose, now).dumps(payload))
+    def token(self, purpose: Purpose, sub: Subscriber, *, now: datetime) -> str:
+        if sub.id is None:
+            raise ValueError(f"{sub.name} is not stored: a link needs its database id")
+        return str(self._serializer(purpose, now).dumps([sub.id, owner_tag(sub)]))
 
-    def url(self, purpose: Purpose, subscriber_id: int, email: str | None, *, now: datetime) -> str:
+    def url(self, purpose: Purpose, sub: Subscriber, *, now: datetime) -> str:
         """The full link: `https://site/manage/TOKEN`."""
-        return f"{self.public_url}/{purpose}/{self.token(purpose, subscriber_id, email, now=now)}"
+        return f"{self.public_url}/{purpose}/{self.token(purpose, sub, now=now)}"
 
     def read(self, purpose: Purpose, token: str, *, now: datetime) -> Visitor | TokenProblem:
         """Whose the token is, or why it is refused."""

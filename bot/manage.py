@@ -18,12 +18,11 @@ from typing import Any
 from bot.config import Config, subscriber_problems
 from bot.digest import try_rule
 from bot.errors import RuleError, StoreError
-from bot.links import LinkSigner, Purpose, TokenProblem, Visitor
+from bot.links import LinkSigner, Purpose, TokenProblem, Visitor, address_tag
 from bot.models import Paper, Subscriber
-from bot.pipeline import email_settings
+from bot.pipeline import NOTICE_CHANNEL, email_settings
 from bot.render.notice import NoticeKind, build_notice
 from bot.rules import parse_rule
-from bot.schedule import latest_slot
 from bot.store import Store
 
 __all__ = ["Manager", "Refused", "RuleActivity", "RuleProblem"]
@@ -69,6 +68,13 @@ class RuleActivity:
     examples: tuple[Paper, ...] = field(default=())
     first: date | None = None
     last: date | None = None
+
+
+def mailbox_tag(email: str) -> str:
+    """One mailbox however it is written: case and a "+tag" do not make a new one (so the
+    sign-up page cannot mail one person many times a day through ada+1@, ada+2@ ...)."""
+    local, _, domain = email.strip().lower().partition("@")
+    return address_tag(f"{local.split('+', 1)[0]}@{domain}")
 
 
 def mask(email: str | None) -> str:
@@ -124,42 +130,32 @@ class Manager:
 
     def _owner(self, visitor: Visitor) -> Subscriber | None:
         sub = self.subscriber(visitor.subscriber_id)
-        if sub is None or not visitor.sent_to(sub.email):
-            return None
-        return sub
+        return sub if sub is not None and visitor.belongs_to(sub) else None
 
     def link(self, purpose: Purpose, sub: Subscriber) -> str:
-        assert sub.id is not None
-        return self.signer.url(purpose, sub.id, sub.email, now=self.clock())
+        return self.signer.url(purpose, sub, now=self.clock())
 
     # -- unsubscribe, resume -----------------------------------------------------------------
 
-    def unsubscribe(self, sub: Subscriber) -> None:
-        """Stop the digests at once (RFC 8058 one-click, or the page's button)."""
+    def unsubscribe(self, sub: Subscriber) -> str:
+        """Stop the digests at once (RFC 8058 one-click, or the page's button). A database
+        subscriber who also gets Slack digests stops only the email ones (the link came in
+        an email); otherwise the subscriber stops. Returns what stopped: "email" or "all"."""
+        others = any(kind != "email" for kind, _ in sub.targets())
+        if sub.origin == "database" and sub.email and sub.email_confirmed and others:
+            self.store.stop_email(sub.name)
+            log.info("%s stopped their email digests from a link", sub.name)
+            return "email"
         self.store.set_active(sub.name, False, now=self.clock())
         log.info("%s unsubscribed from a link", sub.name)
+        return "all"
 
     def resume(self, sub: Subscriber) -> None:
-        """Undo an unsubscribe; the next digest comes at the next scheduled time."""
+        """Undo an unsubscribe. The next digest comes at the next due time of the schedule
+        (at once, if one passed meanwhile): papers are never sent twice, and none is
+        skipped. Email digests stopped alone come back only through a new confirmation
+        (`send_notice("confirm")`): a link is no proof that its bearer owns the address."""
         self.store.set_active(sub.name, True, now=self.clock())
-        self._from_next_slot(sub.name)
-
-    def _from_next_slot(self, name: str) -> None:
-        """A changed or resumed schedule starts at its next slot: no digest at once."""
-        sub = next(
-            (
-                s
-                for s in self.store.subscribers(
-                    self.config.declared_subscribers(),
-                    include_inactive=True,
-                    defaults=self.config.digest.defaults(),
-                )
-                if s.name == name
-            ),
-            None,
-        )
-        if sub is not None and sub.id is not None:
-            self.store.mark_slots({sub.id: latest_slot(sub.schedule, self.clock()).key})
 
     # -- rules -------------------------------------------------------------------------------
 
@@ -250,7 +246,7 @@ class Manager:
 
     def change_settings(self, sub: Subscriber, values: dict[str, str]) -> list[str]:
         """Set schedule, day, time, timezone, email_format and abstracts; the problems, if
-        any (then nothing changes). A new schedule starts at its next slot."""
+        any (then nothing changes)."""
         self._editable(sub)
         wanted = {k: v.strip() for k, v in values.items() if v is not None}
         problems = subscriber_problems(
@@ -258,14 +254,9 @@ class Manager:
         )
         if problems:
             return problems
-        schedule_keys = ("schedule", "day", "time", "timezone")
-        before = sub.schedule
+        # The slot already handled stays as it is: a new time or day whose latest slot has
+        # passed sends at the next tick (only papers not sent yet), and none is skipped.
         self.store.set_schedule(sub.name, **wanted)
-        changed = any(k in wanted for k in schedule_keys)
-        if changed:
-            after = self.subscriber(sub.id) if sub.id is not None else None
-            if after is not None and after.schedule != before:
-                self._from_next_slot(sub.name)
         return []
 
     # -- mail on request ---------------------------------------------------------------------
@@ -293,8 +284,8 @@ class Manager:
         )
         queued = self.store.enqueue(
             sub.id,
-            channel="email",
-            period=f"{kind}:{sub.email.lower()}:{now:%Y-%m-%d}",
+            channel=NOTICE_CHANNEL,
+            period=f"{kind}:{mailbox_tag(sub.email)}:{now:%Y-%m-%d}",
             digest_id=notice_id,
             recipient=sub.email,
             payload=bytes(message),
@@ -307,10 +298,7 @@ class Manager:
         """The address's owner opened the confirmation link: mail may go to it now."""
         if not sub.email:
             return False
-        done = self.store.confirm_email(sub.id or 0, sub.email)
-        if done:
-            self._from_next_slot(sub.name)
-        return done
+        return self.store.confirm_email(sub.id or 0, sub.email)
 
     def ask_email(self, sub: Subscriber, email: str, *, origin: str) -> bool:
         """Give a (Slack) subscriber an address, unconfirmed, and mail it the confirmation."""
@@ -359,15 +347,19 @@ class Manager:
         )
 
     def _by_email(self, email: str) -> Subscriber | None:
-        wanted = email.strip().lower()
+        """The subscriber with this mailbox (however written: case, "+tags")."""
+        wanted = mailbox_tag(email)
         return next(
-            (s for s in self._everyone() if s.email and s.email.lower() == wanted and s.id),
+            (s for s in self._everyone() if s.email and s.id and mailbox_tag(s.email) == wanted),
             None,
         )
 
     @staticmethod
     def _free_name(email: str, taken: set[str]) -> str:
-        base = re.sub(r"[^A-Za-z0-9._@-]", "-", email)[:60]
+        """A name from the address's local part (a name is shown on pages a forwarded
+        link may open; the address is not)."""
+        base = re.sub(r"[^A-Za-z0-9._-]", "-", email.partition("@")[0])[:56].strip("-.")
+        base = base or "subscriber"
         if base not in taken:
             return base
         for n in range(2, NAME_TAKEN_TRIES):

@@ -11,10 +11,13 @@ design) carries a CSRF token tied to a cookie, and cross-site posts are refused.
 from __future__ import annotations
 
 import asyncio
+import email.policy
 import logging
 import secrets
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
+from email import message_from_bytes
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -31,7 +34,7 @@ from bot.links import PURPOSES
 from bot.manage import Manager, Refused, RuleProblem, mask
 from bot.models import Subscriber
 from bot.outbox import drain
-from bot.pipeline import retry_policy
+from bot.pipeline import NOTICE_CHANNEL, retry_policy
 from bot.render import template_env
 from bot.render.notice import NoticeKind
 from bot.schedule import WEEKDAYS
@@ -46,6 +49,9 @@ CSRF_COOKIE = "paperbell_csrf"
 CSRF_FIELD = "csrf"
 MAX_FORM = 16 * 1024
 ONE_CLICK = "List-Unsubscribe=One-Click"
+# Sign-ups (each mails a confirmation) an hour: from one client address, and from everyone.
+SIGNUPS_PER_CLIENT = 5
+SIGNUPS_OVERALL = 50
 
 # What a finished change says at the top of the manage page (?done=KEY).
 DONE = {
@@ -59,11 +65,30 @@ DONE = {
 }
 
 
+class Throttle:
+    """At most `per_client` events an hour from one address and `overall` from everyone:
+    the sign-up page mails strangers, so it must not become a way to mail-bomb someone."""
+
+    def __init__(self, *, per_client: int, overall: int) -> None:
+        self.per_client, self.overall = per_client, overall
+        self._events: deque[tuple[datetime, str]] = deque()
+
+    def allow(self, client: str, now: datetime) -> bool:
+        while self._events and now - self._events[0][0] > timedelta(hours=1):
+            self._events.popleft()
+        mine = sum(1 for _, who in self._events if who == client)
+        if len(self._events) >= self.overall or mine >= self.per_client:
+            return False
+        self._events.append((now, client))
+        return True
+
+
 class Csrf:
     """Double-submit token: a random cookie, and the same value signed in each form."""
 
-    def __init__(self, secret: str) -> None:
+    def __init__(self, secret: str, *, public_url: str) -> None:
         self._signer = URLSafeSerializer(secret, salt="paperbell.csrf")
+        self.public_host = urlsplit(public_url).netloc
 
     def token(self, request: Request) -> tuple[str, str | None]:
         """The form token for this visitor, and a new cookie value to set (or None)."""
@@ -78,7 +103,7 @@ class Csrf:
         if request.headers.get("sec-fetch-site") == "cross-site":
             return "a form on another site tried to post here"
         origin = request.headers.get("origin")
-        if origin and origin != "null" and not _same_origin(origin, request):
+        if origin and origin != "null" and not self._same_site(origin, request):
             return f"the form came from another site ({origin})"
         cookie = request.cookies.get(CSRF_COOKIE)
         if not cookie:
@@ -91,12 +116,12 @@ class Csrf:
             return "the form's security token belongs to another visit"
         return None
 
-
-def _same_origin(origin: str, request: Request) -> bool:
-    parts = urlsplit(origin)
-    host = request.headers.get("host", "")
-    forwarded = request.headers.get("x-forwarded-host")
-    return parts.netloc in {host, forwarded} - {None, ""}
+    def _same_site(self, origin: str, request: Request) -> bool:
+        """The form came from this site: its public address (behind a proxy that does not
+        pass the Host header on), or the host it was served as."""
+        host = urlsplit(origin).netloc
+        served = {request.headers.get("host"), request.headers.get("x-forwarded-host")}
+        return host == self.public_host or host in served - {None, ""}
 
 
 def page_routes(
@@ -107,7 +132,8 @@ def page_routes(
     """The routes of the pages, for `bot.web.create_app`. `mail_queued()` is awaited after a
     page queued mail (a confirmation, a fresh link): it sends what the outbox holds."""
     signer = manager.signer
-    csrf = Csrf(signer.derived_key("csrf"))
+    csrf = Csrf(signer.derived_key("csrf"), public_url=signer.public_url)
+    signups = Throttle(per_client=SIGNUPS_PER_CLIENT, overall=SIGNUPS_OVERALL)
     env = template_env()
     site = manager.config.email.from_name if manager.config.email else "paperbell"
 
@@ -181,6 +207,23 @@ def page_routes(
             return None
         return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
 
+    async def posted(
+        request: Request, purpose: str
+    ) -> tuple[Subscriber, dict[str, str], str] | Response:
+        """A form post on a link's page: the subscriber, the form and the token, or the
+        page that refuses it (too large, a bad CSRF token, a bad link)."""
+        token = request.path_params["token"]
+        form = await read_form(request)
+        if form is None:
+            return message(request, "Too large", "That form is too large.", status=413)
+        problem = csrf.problem(request, form)
+        if problem is not None:
+            return message(request, "Nothing was changed", problem, status=403)
+        sub = await opened(purpose, token)
+        if isinstance(sub, Refused):
+            return refused(request, sub, token=token, purpose=purpose)
+        return sub, form, token
+
     async def opened(purpose: str, token: str) -> Subscriber | Refused:
         return await run_in_threadpool(manager.open, purpose, token)  # type: ignore[arg-type]
 
@@ -204,17 +247,18 @@ def page_routes(
             title="Unsubscribe",
             sub=sub,
             address=mask(sub.email),
-            done=not sub.active,
+            done=not sub.active or (bool(sub.email) and not sub.email_confirmed),
+            stopped="all" if not sub.active else "email",
             one_click=ONE_CLICK,
             token=token,
         )
 
     async def unsubscribe_post(request: Request) -> Response:
         token = request.path_params["token"]
-        form = await read_form(request)
-        if form is None:
+        body = await read_body(request, MAX_FORM)
+        if body is None:
             return message(request, "Too large", "That request is too large.", status=413)
-        if form.get("List-Unsubscribe") != "One-Click":
+        if not one_click(body, request.headers.get("content-type", "")):
             return message(
                 request,
                 "Nothing was changed",
@@ -224,7 +268,7 @@ def page_routes(
         sub = await opened("unsubscribe", token)
         if isinstance(sub, Refused):
             return refused(request, sub, token=token, purpose="unsubscribe")
-        await run_in_threadpool(manager.unsubscribe, sub)
+        stopped = await run_in_threadpool(manager.unsubscribe, sub)
         return page(
             request,
             "unsubscribe",
@@ -232,19 +276,16 @@ def page_routes(
             sub=sub,
             address=mask(sub.email),
             done=True,
+            stopped=stopped,
             one_click=ONE_CLICK,
             token=token,
         )
 
     async def unsubscribe_undo(request: Request) -> Response:
-        token = request.path_params["token"]
-        form = await read_form(request)
-        problem = csrf.problem(request, form or {})
-        if problem is not None:
-            return message(request, "Nothing was changed", problem, status=403)
-        sub = await opened("unsubscribe", token)
-        if isinstance(sub, Refused):
-            return refused(request, sub, token=token, purpose="unsubscribe")
+        found = await posted(request, "unsubscribe")
+        if isinstance(found, Response):
+            return found
+        sub, _, _ = found
         await run_in_threadpool(manager.resume, sub)
         return message(
             request,
@@ -266,7 +307,8 @@ def page_routes(
         sub = found.subscriber if isinstance(found, Refused) else found
         if sub is None:
             return refused(request, found, token=token, purpose=purpose)  # type: ignore[arg-type]
-        kind: NoticeKind = "confirm" if purpose == "confirm" else "link"
+        # An address that is not (or no longer) confirmed gets a confirmation link.
+        kind: NoticeKind = "confirm" if purpose == "confirm" or not sub.email_confirmed else "link"
         await run_in_threadpool(manager.send_notice, kind, sub)
         await after_mail()
         return message(
@@ -320,16 +362,11 @@ def page_routes(
         return await manage_view(request, sub, token)
 
     async def manage_post(request: Request) -> Response:
-        token, action = request.path_params["token"], request.path_params["action"]
-        form = await read_form(request)
-        if form is None:
-            return message(request, "Too large", "That form is too large.", status=413)
-        problem = csrf.problem(request, form)
-        if problem is not None:
-            return message(request, "Nothing was changed", problem, status=403)
-        sub = await opened("manage", token)
-        if isinstance(sub, Refused):
-            return refused(request, sub, token=token, purpose="manage")
+        action = request.path_params["action"]
+        found = await posted(request, "manage")
+        if isinstance(found, Response):
+            return found
+        sub, form, token = found
         base = f"/manage/{token}"
         try:
             if action == "add":
@@ -391,14 +428,10 @@ def page_routes(
         return page(request, "confirm", title="Confirm your address", sub=sub, address=sub.email)
 
     async def confirm_post(request: Request) -> Response:
-        token = request.path_params["token"]
-        form = await read_form(request)
-        problem = csrf.problem(request, form or {})
-        if problem is not None:
-            return message(request, "Nothing was changed", problem, status=403)
-        sub = await opened("confirm", token)
-        if isinstance(sub, Refused):
-            return refused(request, sub, token=token, purpose="confirm")
+        found = await posted(request, "confirm")
+        if isinstance(found, Response):
+            return found
+        sub, _, _ = found
         await run_in_threadpool(manager.confirm, sub)
         manage_url = urlsplit(manager.link("manage", sub)).path
         return RedirectResponse(f"{manage_url}?done=confirmed", status_code=303)
@@ -424,6 +457,15 @@ def page_routes(
         email, rule = form.get("email", "").strip(), form.get("rule", "").strip()
         problems = manager.signup_problems(email, rule)
         rule_problem = manager.check_rule(rule)
+        client = request.client.host if request.client else "?"
+        if not (problems or rule_problem) and not signups.allow(client, manager.clock()):
+            return message(
+                request,
+                "Too many sign-ups",
+                "This page has sent many confirmation emails in the last hour. Try again "
+                "later, or ask the operator to subscribe you.",
+                status=429,
+            )
         if problems or rule_problem is not None:
             return page(
                 request,
@@ -458,6 +500,22 @@ def page_routes(
     ]
 
 
+def one_click(body: bytes, content_type: str) -> bool:
+    """Whether a POST carries `List-Unsubscribe=One-Click`, as RFC 8058 sends it: in a
+    multipart/form-data body (which it recommends) or urlencoded."""
+    if content_type.lower().startswith("multipart/form-data"):
+        head = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode()
+        parsed = message_from_bytes(head + body, policy=email.policy.HTTP)
+        for part in parsed.iter_parts() if parsed.is_multipart() else ():
+            if part.get_param("name", header="content-disposition") == "List-Unsubscribe":
+                value = part.get_payload(decode=True)
+                if isinstance(value, bytes) and value.strip() == b"One-Click":
+                    return True
+        return False
+    form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+    return form.get("List-Unsubscribe") == "One-Click"
+
+
 def build_pages(
     config: Config,
     store: Store,
@@ -475,7 +533,7 @@ def build_pages(
     lock = asyncio.Lock()
 
     async def mail_queued() -> None:
-        if "email" not in channels:
+        if NOTICE_CHANNEL not in channels:
             return
         async with lock:
             await drain(store, channels, clock=clock, retry=retry_policy(config))

@@ -201,6 +201,12 @@ def slack_settings(config: Config) -> SlackSettings:
     )
 
 
+# The outbox's kind for the mails people ask for on the pages or in Slack (a confirmation
+# link, a fresh manage link): sent by email, but counted apart from the digests, so a
+# mistyped address never counts as a digest bounce (nor pauses anyone).
+NOTICE_CHANNEL = "notice"
+
+
 def build_channels(config: Config, *, out_dir: Path | None = None) -> dict[str, Channel]:
     """The channels the config sets up, by kind; with `out_dir`, one that writes files."""
     if out_dir is not None:
@@ -208,7 +214,7 @@ def build_channels(config: Config, *, out_dir: Path | None = None) -> dict[str, 
         return {kind: files for kind in PAYLOADS}
     channels: dict[str, Channel] = {}
     if config.email is not None:
-        channels["email"] = EmailChannel(smtp_settings(config))
+        channels["email"] = channels[NOTICE_CHANNEL] = EmailChannel(smtp_settings(config))
     if config.slack is not None or config.webhooks:
         channels["slack"] = SlackChannel(slack_settings(config))
     return channels
@@ -422,11 +428,10 @@ def digest_links(config: Config, subscriber: Subscriber, now: datetime) -> Diges
     signer = config.web.link_signer()
     if signer is None or subscriber.id is None:
         return None
-    email = subscriber.email
-    unsubscribe = signer.url("unsubscribe", subscriber.id, email, now=now)
+    unsubscribe = signer.url("unsubscribe", subscriber, now=now)
     return DigestLinks(
         unsubscribe=unsubscribe if unsubscribe.startswith("https://") else None,
-        manage=signer.url("manage", subscriber.id, email, now=now),
+        manage=signer.url("manage", subscriber, now=now),
     )
 
 

@@ -31,7 +31,7 @@ from bot.config import Config
 from bot.errors import PaperbellError
 from bot.manage import Manager
 from bot.outbox import drain
-from bot.pipeline import deliver, retry_policy, slack_settings
+from bot.pipeline import NOTICE_CHANNEL, deliver, retry_policy, slack_settings
 from bot.slash import CommandRequest, Reply, SlackChannelInfo, SlackUser, SlashCommands
 from bot.store import Store
 
@@ -251,7 +251,7 @@ def build_slack_app(
     manager = Manager(config, store, signer, clock=clock) if signer is not None else None
 
     async def mail_queued() -> None:
-        if "email" in channels:
+        if NOTICE_CHANNEL in channels:
             await drain(store, channels, clock=clock, retry=retry_policy(config))
 
     commands = SlashCommands(

@@ -608,9 +608,7 @@ class Store:
         last rule is refused, unless `last_pauses`: then the subscriber stops too."""
         with self.session() as session:
             row = self._database_subscriber(session, name)
-            rules = session.exec(
-                select(RuleRow).where(RuleRow.subscriber_id == row.id).order_by(col(RuleRow.id))
-            ).all()
+            rules = self._rules(session, row)
             if not 1 <= number <= len(rules):
                 raise StoreError(f"{name!r} has no rule {number} (it has {len(rules)})")
             if len(rules) == 1 and last_pauses:
@@ -644,9 +642,7 @@ class Store:
         """Change the text of rule `number` (1-based); returns the text it had."""
         with self.session() as session:
             row = self._database_subscriber(session, name)
-            rules = session.exec(
-                select(RuleRow).where(RuleRow.subscriber_id == row.id).order_by(col(RuleRow.id))
-            ).all()
+            rules = self._rules(session, row)
             if not 1 <= number <= len(rules):
                 raise StoreError(f"{name!r} has no rule {number} (it has {len(rules)})")
             if any(r.text == text for i, r in enumerate(rules) if i != number - 1):
@@ -664,6 +660,15 @@ class Store:
             row = self._database_subscriber(session, name)
             if email != row.email or confirmed:
                 row.email, row.email_confirmed = email, confirmed
+            session.add(row)
+            session.commit()
+
+    def stop_email(self, name: str) -> None:
+        """Stop a database subscriber's email digests, keeping the address (unconfirmed:
+        only a new confirmation by its owner starts them again)."""
+        with self.session() as session:
+            row = self._database_subscriber(session, name)
+            row.email_confirmed = False
             session.add(row)
             session.commit()
 
@@ -721,6 +726,12 @@ class Store:
     def subscriber_row(self, name: str) -> SubscriberRow | None:
         with self.session() as session:
             return session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
+
+    @staticmethod
+    def _rules(session: Session, row: SubscriberRow) -> list[RuleRow]:
+        """A subscriber's rules, in the order `list` numbers them."""
+        query = select(RuleRow).where(RuleRow.subscriber_id == row.id).order_by(col(RuleRow.id))
+        return list(session.exec(query).all())
 
     @staticmethod
     def _database_subscriber(session: Session, name: str) -> SubscriberRow:
