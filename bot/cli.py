@@ -333,8 +333,6 @@ def subscribe(
     paperbell subscribe robot-lab --slack-channel '#robot-learning' 'manipulation cat:cs.RO'
     paperbell subscribe ada --schedule weekly --day friday --time 16:00 --timezone Europe/Paris
     """
-    from bot.schedule import latest_slot
-
     config = load_config(config_path)
     settings = {"schedule": schedule, "day": day, "time": at, "timezone": timezone}
     settings_given = {k: v for k, v in settings.items() if v is not None}
@@ -378,10 +376,9 @@ def subscribe(
         for s in store.subscribers(include_inactive=True, defaults=config.digest.defaults())
         if s.name == name
     )
-    if settings_given and sub.id is not None:
-        # A new schedule applies from its next slot: a slot it would have had earlier
-        # (a weekly day already past this week) does not send a digest at once.
-        store.mark_slots({sub.id: latest_slot(sub.schedule, utcnow()).key})
+    # The slot already handled stays as it is: marking the new schedule's latest slot
+    # handled would move the next digest's window past papers not sent yet. A new time or
+    # day whose latest slot has passed sends at the next tick (only papers not sent yet).
     verb = "subscribed" if created else "updated"
     notes = ", with a note on empty days" if sub.notify_empty else ""
     click.echo(f"{verb} {sub.name} {_where(sub)}: {sub.schedule.describe()}{notes}")

@@ -100,6 +100,12 @@ def test_subscribe_list_unsubscribe(tmp_path: Path, database_url: str) -> None:
     )
     assert code == 0, out
     assert "weekly on Friday at 07:30 (Asia/Tokyo), with a note on empty days" in out
+    # The slot already handled is left alone: a new schedule skips no papers.
+    from bot.store import Store
+
+    with Store.open(database_url) as store:
+        row = store.subscriber_row("bob")
+        assert row is not None and row.last_slot is None
     code, out = cli("subscribe", "bob", "--time", "25:00", "--timezone", "Mars/Olympus")
     assert code == 2 and "time: '25:00' is not a time of day" in out and "Mars/Olympus" in out
     code, out = cli("subscribe", "zed", "--email", "zed@example.org")
