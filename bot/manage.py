@@ -109,12 +109,7 @@ class Manager:
 
     def subscriber(self, subscriber_id: int) -> Subscriber | None:
         """The stored subscriber with this id (config-file ones included), active or not."""
-        everyone = self.store.subscribers(
-            self.config.declared_subscribers(),
-            include_inactive=True,
-            defaults=self.config.digest.defaults(),
-        )
-        return next((s for s in everyone if s.id == subscriber_id), None)
+        return next((s for s in self._everyone() if s.id == subscriber_id), None)
 
     def open(self, purpose: Purpose, token: str) -> Subscriber | Refused:
         """The subscriber a link names, if the link is genuine, in date, and still theirs

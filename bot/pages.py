@@ -207,18 +207,25 @@ def page_routes(
             return None
         return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
 
-    async def posted(
-        request: Request, purpose: str
-    ) -> tuple[Subscriber, dict[str, str], str] | Response:
-        """A form post on a link's page: the subscriber, the form and the token, or the
-        page that refuses it (too large, a bad CSRF token, a bad link)."""
-        token = request.path_params["token"]
+    async def checked_form(request: Request) -> dict[str, str] | Response:
+        """A posted form that passed the CSRF checks, or the page that refuses it."""
         form = await read_form(request)
         if form is None:
             return message(request, "Too large", "That form is too large.", status=413)
         problem = csrf.problem(request, form)
         if problem is not None:
             return message(request, "Nothing was changed", problem, status=403)
+        return form
+
+    async def posted(
+        request: Request, purpose: str
+    ) -> tuple[Subscriber, dict[str, str], str] | Response:
+        """A form post on a link's page: the subscriber, the form and the token, or the
+        page that refuses it (too large, a bad CSRF token, a bad link)."""
+        token = request.path_params["token"]
+        form = await checked_form(request)
+        if isinstance(form, Response):
+            return form
         sub = await opened(purpose, token)
         if isinstance(sub, Refused):
             return refused(request, sub, token=token, purpose=purpose)
@@ -299,10 +306,9 @@ def page_routes(
         purpose, token = request.path_params["purpose"], request.path_params["token"]
         if purpose not in PURPOSES:
             return message(request, "Not found", "There is no such page.", status=404)
-        form = await read_form(request)
-        problem = csrf.problem(request, form or {})
-        if problem is not None:
-            return message(request, "Nothing was sent", problem, status=403)
+        form = await checked_form(request)
+        if isinstance(form, Response):
+            return form
         found = await opened(purpose, token)
         sub = found.subscriber if isinstance(found, Refused) else found
         if sub is None:
@@ -448,12 +454,9 @@ def page_routes(
     async def signup_post(request: Request) -> Response:
         if not manager.config.web.signup:
             return message(request, "Not found", "Sign-up is not open here.", status=404)
-        form = await read_form(request)
-        if form is None:
-            return message(request, "Too large", "That form is too large.", status=413)
-        problem = csrf.problem(request, form)
-        if problem is not None:
-            return message(request, "Nothing was changed", problem, status=403)
+        form = await checked_form(request)
+        if isinstance(form, Response):
+            return form
         email, rule = form.get("email", "").strip(), form.get("rule", "").strip()
         problems = manager.signup_problems(email, rule)
         rule_problem = manager.check_rule(rule)
