@@ -8,31 +8,33 @@ queued in the outbox, so it is sent once and never lost; the caller drains the o
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from bot.channels import Channel
 from bot.config import Config, subscriber_problems
 from bot.digest import try_rule
 from bot.errors import RuleError, StoreError
 from bot.links import LinkSigner, Purpose, TokenProblem, Visitor, address_tag
 from bot.models import Paper, Subscriber
-from bot.pipeline import NOTICE_CHANNEL, email_settings
+from bot.outbox import drain
+from bot.pipeline import NOTICE_CHANNEL, email_settings, retry_policy
 from bot.render.notice import NoticeKind, build_notice
 from bot.rules import parse_rule
 from bot.store import Store
 
-__all__ = ["Manager", "Refused", "RuleActivity", "RuleProblem"]
+__all__ = ["Manager", "Refused", "RuleActivity", "RuleProblem", "free_name", "notice_sender"]
 
 log = logging.getLogger(__name__)
 
 # How far back "what each rule matched lately" looks.
 ACTIVITY_DAYS = 7
 EXAMPLES = 3
-NAME_TAKEN_TRIES = 50
 TRIALS_KEPT = 2000
 
 
@@ -70,6 +72,18 @@ class RuleActivity:
     last: date | None = None
 
 
+def free_name(store: Store, config: Config, wanted: str, *, fallback: str) -> str:
+    """A subscriber name not taken yet (in the config file or the database), made from
+    `wanted` (a Slack handle, a channel name, an address's local part): `ada`, `ada-2` ..."""
+    base = re.sub(r"[^A-Za-z0-9_.@\-]", "-", wanted)[:56].strip("-") or fallback
+    taken = {s.name for s in config.subscribers}
+    name, number = base, 1
+    while name in taken or store.subscriber_row(name) is not None:
+        number += 1
+        name = f"{base}-{number}"
+    return name
+
+
 def mailbox_tag(email: str) -> str:
     """One mailbox however it is written: case and a "+tag" do not make a new one (so the
     sign-up page cannot mail one person many times a day through ada+1@, ada+2@ ...)."""
@@ -83,6 +97,26 @@ def mask(email: str | None) -> str:
         return "your address"
     local, _, domain = email.partition("@")
     return f"{local[:1]}•••@{domain}"
+
+
+def notice_sender(
+    config: Config,
+    store: Store,
+    channels: Mapping[str, Channel],
+    *,
+    clock: Callable[[], datetime],
+) -> Callable[[], Awaitable[None]]:
+    """What sends the mail the pages and Slack queue (confirmations, fresh links) at once,
+    one drain at a time; the daemon's tick would send it anyway."""
+    lock = asyncio.Lock()
+
+    async def send() -> None:
+        if NOTICE_CHANNEL not in channels:
+            return
+        async with lock:
+            await drain(store, channels, clock=clock, retry=retry_policy(config))
+
+    return send
 
 
 class Manager:
@@ -326,7 +360,9 @@ class Manager:
             else:
                 self.send_notice("confirm", existing, origin="from the sign-up page")
             return
-        name = self._free_name(email, {s.name for s in self._everyone()})
+        # Named after the address's local part: a name shows on pages a forwarded link may
+        # open, the address does not.
+        name = free_name(self.store, self.config, email.partition("@")[0], fallback="subscriber")
         self.store.add_subscriber(
             name, email=email, rules=[rule.strip()], now=now, email_confirmed=False
         )
@@ -348,16 +384,3 @@ class Manager:
             (s for s in self._everyone() if s.email and s.id and mailbox_tag(s.email) == wanted),
             None,
         )
-
-    @staticmethod
-    def _free_name(email: str, taken: set[str]) -> str:
-        """A name from the address's local part (a name is shown on pages a forwarded
-        link may open; the address is not)."""
-        base = re.sub(r"[^A-Za-z0-9._-]", "-", email.partition("@")[0])[:56].strip("-.")
-        base = base or "subscriber"
-        if base not in taken:
-            return base
-        for n in range(2, NAME_TAKEN_TRIES):
-            if f"{base}-{n}" not in taken:
-                return f"{base}-{n}"
-        raise StoreError("cannot find a free subscriber name for this address")

@@ -10,8 +10,8 @@ design) carries a CSRF token tied to a cookie, and cross-site posts are refused.
 
 from __future__ import annotations
 
-import asyncio
 import email.policy
+import functools
 import logging
 import secrets
 from collections import deque
@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from email import message_from_bytes
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+from zoneinfo import available_timezones
 
 from itsdangerous import BadSignature, URLSafeSerializer
 from starlette.concurrency import run_in_threadpool
@@ -31,10 +32,8 @@ from bot.channels import Channel
 from bot.config import Config
 from bot.errors import PaperbellError
 from bot.links import PURPOSES
-from bot.manage import Manager, Refused, RuleProblem, mask
+from bot.manage import Manager, Refused, RuleProblem, mask, notice_sender
 from bot.models import Subscriber
-from bot.outbox import drain
-from bot.pipeline import NOTICE_CHANNEL, retry_policy
 from bot.render import template_env
 from bot.render.notice import NoticeKind
 from bot.schedule import WEEKDAYS
@@ -243,22 +242,29 @@ def page_routes(
 
     # -- one-click unsubscribe ------------------------------------------------------------
 
+    def unsubscribe_view(
+        request: Request, sub: Subscriber, token: str, *, done: bool, stopped: str
+    ) -> Response:
+        """The unsubscribe page: asking first, or done (`stopped`: "email" or "all")."""
+        return page(
+            request,
+            "unsubscribe",
+            title="Unsubscribed" if done else "Unsubscribe",
+            sub=sub,
+            address=mask(sub.email),
+            done=done,
+            stopped=stopped,
+            token=token,
+        )
+
     async def unsubscribe_page(request: Request) -> Response:
         token = request.path_params["token"]
         sub = await opened("unsubscribe", token)
         if isinstance(sub, Refused):
             return refused(request, sub, token=token, purpose="unsubscribe")
-        return page(
-            request,
-            "unsubscribe",
-            title="Unsubscribe",
-            sub=sub,
-            address=mask(sub.email),
-            done=not sub.active or (bool(sub.email) and not sub.email_confirmed),
-            stopped="all" if not sub.active else "email",
-            one_click=ONE_CLICK,
-            token=token,
-        )
+        done = not sub.active or (bool(sub.email) and not sub.email_confirmed)
+        stopped = "all" if not sub.active else "email"
+        return unsubscribe_view(request, sub, token, done=done, stopped=stopped)
 
     async def unsubscribe_post(request: Request) -> Response:
         token = request.path_params["token"]
@@ -276,17 +282,7 @@ def page_routes(
         if isinstance(sub, Refused):
             return refused(request, sub, token=token, purpose="unsubscribe")
         stopped = await run_in_threadpool(manager.unsubscribe, sub)
-        return page(
-            request,
-            "unsubscribe",
-            title="Unsubscribed",
-            sub=sub,
-            address=mask(sub.email),
-            done=True,
-            stopped=stopped,
-            one_click=ONE_CLICK,
-            token=token,
-        )
+        return unsubscribe_view(request, sub, token, done=True, stopped=stopped)
 
     async def unsubscribe_undo(request: Request) -> Response:
         found = await posted(request, "unsubscribe")
@@ -357,7 +353,6 @@ def page_routes(
             timezones=_timezones(),
             editable=sub.origin == "database",
             unsubscribe_url=manager.link("unsubscribe", sub),
-            one_click=ONE_CLICK,
         )
 
     async def manage_page(request: Request) -> Response:
@@ -533,19 +528,11 @@ def build_pages(
         return None
     # Config-file subscribers get links too: they need their database ids.
     store.sync_config_subscribers(config.declared_subscribers(), now=clock())
-    lock = asyncio.Lock()
-
-    async def mail_queued() -> None:
-        if NOTICE_CHANNEL not in channels:
-            return
-        async with lock:
-            await drain(store, channels, clock=clock, retry=retry_policy(config))
-
     manager = Manager(config, store, signer, clock=clock)
-    return page_routes(manager, mail_queued=mail_queued)
+    return page_routes(manager, mail_queued=notice_sender(config, store, channels, clock=clock))
 
 
-def _timezones() -> list[str]:
-    import zoneinfo
-
-    return sorted(z for z in zoneinfo.available_timezones() if "/" in z or z == "UTC")
+@functools.cache
+def _timezones() -> tuple[str, ...]:
+    """The zones the settings form offers (read from the system once, not per page)."""
+    return tuple(sorted(z for z in available_timezones() if "/" in z or z == "UTC"))

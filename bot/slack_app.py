@@ -29,9 +29,8 @@ from bot.channels import Channel
 from bot.channels.slack import make_client
 from bot.config import Config
 from bot.errors import PaperbellError
-from bot.manage import Manager
-from bot.outbox import drain
-from bot.pipeline import NOTICE_CHANNEL, deliver, retry_policy, slack_settings
+from bot.manage import Manager, notice_sender
+from bot.pipeline import deliver, slack_settings
 from bot.slash import CommandRequest, Reply, SlackChannelInfo, SlackUser, SlashCommands
 from bot.store import Store
 
@@ -250,12 +249,14 @@ def build_slack_app(
     signer = config.web.link_signer()
     manager = Manager(config, store, signer, clock=clock) if signer is not None else None
 
-    async def mail_queued() -> None:
-        if NOTICE_CHANNEL in channels:
-            await drain(store, channels, clock=clock, retry=retry_policy(config))
-
     commands = SlashCommands(
-        config, store, directory, send_now, clock, manager=manager, mail_queued=mail_queued
+        config,
+        store,
+        directory,
+        send_now,
+        clock,
+        manager=manager,
+        mail_queued=notice_sender(config, store, channels, clock=clock),
     )
     checker = RequestChecker(slack.signing_secret) if slack.signing_secret else None
     return SlackApp(SlackResponder(commands), checker, slack.app_token, slack.api_url)

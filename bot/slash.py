@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from bot.config import Config, subscriber_problems
 from bot.digest import try_rule
 from bot.errors import PaperbellError, RuleError
-from bot.manage import Manager
+from bot.manage import Manager, free_name
 from bot.models import Subscriber
 from bot.render.slack import escape_mrkdwn, link
 from bot.rules import format_rule, parse_rule
@@ -189,7 +189,13 @@ class SlashCommands:
         now = self.clock()
         if target.channel is not None:
             row = self.store.slack_subscriber(channel=target.channel.keys)
-            name = row.name if row else self._free_name(f"channel.{target.channel.name}")
+            name = (
+                row.name
+                if row
+                else free_name(
+                    self.store, self.config, f"channel.{target.channel.name}", fallback="slack"
+                )
+            )
             self._check_new(name, row, [rule.text])
             sub, created = self.store.add_subscriber(
                 name, email=None, rules=[rule.text], now=now, slack_channel=target.channel.id
@@ -207,7 +213,13 @@ class SlashCommands:
             )
         row = self.store.slack_subscriber(user=request.user_id)
         user = await self.directory.user(request.user_id) if row is None else None
-        name = row.name if row else self._free_name(f"slack.{_handle(request, user)}")
+        name = (
+            row.name
+            if row
+            else free_name(
+                self.store, self.config, f"slack.{_handle(request, user)}", fallback="slack"
+            )
+        )
         self._check_new(name, row, [rule.text])
         sub, created = self.store.add_subscriber(
             name,
@@ -474,16 +486,6 @@ class SlashCommands:
             have = {format_rule(parse_rule(r)) for r in known.rules}
             if new <= have and known.active:
                 raise PaperbellError("that rule is already in the subscription")
-
-    def _free_name(self, wanted: str) -> str:
-        """A subscriber name not taken yet, from a Slack handle or channel name."""
-        base = re.sub(r"[^A-Za-z0-9_.@\-]", "-", wanted)[:56].strip("-") or "slack"
-        taken = {s.name for s in self.config.subscribers}
-        name, number = base, 1
-        while name in taken or self.store.subscriber_row(name) is not None:
-            number += 1
-            name = f"{base}-{number}"
-        return name
 
     def _when(self, sub: Subscriber) -> str:
         return f"Digests come {sub.schedule.describe()}."

@@ -28,6 +28,7 @@ from urllib.parse import quote, urlsplit
 import css_inline
 
 from bot.checks import check_address, check_header_text
+from bot.links import LOOPBACK_HOSTS
 from bot.models import Digest, DigestItem, Paper
 from bot.render import template_env
 from bot.render.text import Excerpt, Segment, excerpt, highlight, plural, tidy, unicode_math
@@ -51,7 +52,6 @@ ACKNOWLEDGEMENT = "Thank you to arXiv for use of its open access interoperabilit
 SUBJECT_LIMIT = 120
 TOC_MIN_PAPERS = 6  # a digest this long opens with a table of contents
 PREHEADER_LIMIT = 200
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 _MSGID_LEFT_RE = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,200}")
 _ATOMS_RE = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~ -]+")
