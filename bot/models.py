@@ -9,7 +9,9 @@ The database tables live in `bot.store`; they convert to and from these classes.
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Literal, NamedTuple
@@ -33,6 +35,43 @@ DEFAULT_INCLUDE: frozenset[str] = frozenset({"new", "cross"})
 ARXIV_ID_RE = re.compile(
     r"(?P<id>\d{4}\.\d{4,5}|[a-z][a-z\-]*(?:\.[A-Z]{2})?/\d{7})(?:v(?P<version>\d+))?"
 )
+
+
+# The `id` of a paper that has no arXiv id: "doi:10.1101/2024.05.01.592030" (the DOI in
+# lower case: DOIs are case-insensitive), else "url:" and its link.
+NON_ARXIV_PREFIXES: tuple[str, ...] = ("doi:", "url:")
+MAX_ID_LENGTH = 255
+DOI_RE = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+)")
+
+
+def normalize_doi(text: str) -> str | None:
+    """The DOI in `text` (`doi:10.1/x`, `https://doi.org/10.1/X`, `10.1/x`), lower case."""
+    match = DOI_RE.search(text.strip())
+    if match is None:
+        return None
+    return match.group(1).rstrip(".,;)").lower()
+
+
+def doi_url(doi: str) -> str:
+    return f"https://doi.org/{doi}"
+
+
+def paper_id(*, arxiv: str | None, dois: Sequence[str] = (), link: str | None = None) -> str:
+    """The key a paper is stored and delivered under: its arXiv id; else "doi:" and its first
+    DOI; else "url:" and its link (a digest of it if very long). Empty if it has none."""
+    if arxiv:
+        return arxiv
+    for doi in dois:
+        if normalized := normalize_doi(doi):
+            key = f"doi:{normalized}"
+            if len(key) <= MAX_ID_LENGTH:
+                return key
+    if link:
+        key = f"url:{link.strip()}"
+        if len(key) > MAX_ID_LENGTH:
+            key = "url:sha256:" + hashlib.sha256(link.strip().encode()).hexdigest()
+        return key
+    return ""
 
 
 def split_arxiv_id(text: str) -> tuple[str, int | None]:
@@ -64,8 +103,24 @@ class Paper:
     # before a subscriber's digest ran does not hide the paper's first announcement.
     first_announced: date | None = None
     first_type: str | None = None
-    # Hugging Face Daily Papers: the upvotes when the paper is there (None: not there).
+    # Every source that brought it: configured names and kinds, lower case ("hf-daily",
+    # "huggingface"), for `src:` rules. `source` above is the first of them.
+    sources: tuple[str, ...] = ()
+    # A paper that is not on arXiv (a journal or bioRxiv feed): its `id` is "doi:<doi>" or
+    # "url:<link>", and `link` is its landing page. An arXiv paper may have one too.
+    link: str | None = None
+    # Hugging Face Daily Papers, when the paper is there (None / empty: not there): upvotes,
+    # its rank among its day's papers by upvotes (1 = most), comments, the AI keywords and
+    # summary, the code repository and its stars, the submitting organisation.
     upvotes: int | None = None
+    hf_rank: int | None = None
+    hf_day: date | None = None
+    comments: int | None = None
+    keywords: tuple[str, ...] = ()
+    ai_summary: str | None = None
+    github: str | None = None
+    github_stars: int | None = None
+    organization: str | None = None
 
     @property
     def primary_category(self) -> str | None:
@@ -76,16 +131,33 @@ class Paper:
         return f"{self.id}v{self.version}"
 
     @property
+    def on_arxiv(self) -> bool:
+        """Whether `id` is an arXiv id (not a "doi:" or "url:" key)."""
+        return not self.id.startswith(NON_ARXIV_PREFIXES)
+
+    @property
     def abs_url(self) -> str:
-        return f"https://arxiv.org/abs/{self.id}"
+        """The paper's page: arXiv's abstract page, else its link, else its DOI's."""
+        if self.on_arxiv:
+            return f"https://arxiv.org/abs/{self.id}"
+        if self.link:
+            return self.link
+        return doi_url(self.dois[0]) if self.dois else ""
 
     @property
-    def pdf_url(self) -> str:
-        return f"https://arxiv.org/pdf/{self.versioned_id}"
+    def pdf_url(self) -> str | None:
+        return f"https://arxiv.org/pdf/{self.versioned_id}" if self.on_arxiv else None
 
     @property
-    def html_url(self) -> str:
-        return f"https://arxiv.org/html/{self.versioned_id}"
+    def html_url(self) -> str | None:
+        return f"https://arxiv.org/html/{self.versioned_id}" if self.on_arxiv else None
+
+    @property
+    def label(self) -> str:
+        """How the paper is named for people: `arXiv:2411.17700v2`, `doi:10.1101/…`."""
+        if self.on_arxiv:
+            return f"arXiv:{self.versioned_id}"
+        return self.id if self.id.startswith("doi:") else "link"
 
     @property
     def hf_url(self) -> str:

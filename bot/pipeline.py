@@ -26,7 +26,7 @@ from bot.outbox import Channels, RetryPolicy, drain
 from bot.render.email import DigestLinks, EmailSettings, build_message
 from bot.render.slack import build_posts
 from bot.rules import Rule, parse_rule
-from bot.sources import SOURCE_KINDS, FetchState, Source, load_builtin_sources
+from bot.sources import SOURCE_KINDS, Source, load_builtin_sources
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -44,9 +44,11 @@ class PollReport:
     new: int = 0
     updated: int = 0
     unchanged: int = 0
+    merged: int = 0  # stored papers this poll added facts to (upvotes, DOIs)
     announced: date | None = None
     error: str | None = None
     note: str | None = None
+    problems: int = 0  # entries left out (each logged with why)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,47 +98,61 @@ async def poll(
 
 
 async def poll_source(source: Source, store: Store, fetcher: Any, *, now: datetime) -> PollReport:
-    """Fetch one source, store its new papers, and say what happened."""
+    """Poll one source (one request or several), store its papers, say what happened."""
     url = str(getattr(source, "url", ""))
     state = store.fetch_state(source.name, url)
     try:
-        fetched = await source.fetch(fetcher, state)
-        if fetched.not_modified:
-            store.record_poll(source.name, url=url, now=now, result="not_modified", state=state)
-            return PollReport(source.name, url, "not_modified")
-        assert fetched.body is not None
-        parsed = source.parse(fetched.body, status=fetched.status)
+        harvest = await source.harvest(fetcher, state, now=now)
     except SourceError as exc:
         message = str(exc)
         log.error("source %s: %s", source.name, message)
         store.record_poll(source.name, url=url, now=now, result="error", error=message)
         return PollReport(source.name, url, "error", error=message)
-    papers = _dated(parsed.papers, now)
-    counts = store.upsert_papers(papers, now=now)
-    result = "ok" if parsed.papers else "empty"
+    if harvest.not_modified:
+        store.record_poll(source.name, url=url, now=now, result="not_modified", state=state)
+        return PollReport(source.name, url, "not_modified")
+    for problem in harvest.problems:
+        log.warning("source %s: left out %s", source.name, problem)
+    papers = tagged(_dated(harvest.papers, now), source)
+    counts = store.upsert_papers(papers, now=now, authority=source.authority)
+    result = "ok" if papers else "empty"
     store.record_poll(
         source.name,
         url=url,
         now=now,
         result=result,
-        state=FetchState(etag=fetched.etag, last_modified=fetched.last_modified),
-        items=len(parsed.papers),
+        state=harvest.state,
+        items=len(papers),
         new=counts.new,
         updated=counts.updated,
-        announced=parsed.announced,
-        batch=batch_id(parsed.papers),
+        announced=harvest.announced,
+        batch=batch_id(papers),
     )
     return PollReport(
         source.name,
         url,
         result,
-        items=len(parsed.papers),
+        items=len(papers),
         new=counts.new,
         updated=counts.updated,
         unchanged=counts.unchanged,
-        announced=parsed.announced,
-        note=parsed.empty_reason,
+        merged=counts.merged,
+        announced=harvest.announced,
+        note=harvest.empty_reason,
+        problems=len(harvest.problems),
     )
+
+
+def tagged(papers: Sequence[Paper], source: Source) -> list[Paper]:
+    """Papers marked with the source's name and kind, for `src:` rules."""
+    return [
+        replace(
+            paper,
+            source=paper.source or source.name,
+            sources=tuple(dict.fromkeys((*paper.sources, *source.tags))),
+        )
+        for paper in papers
+    ]
 
 
 def batch_id(papers: Sequence[Paper]) -> str | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -59,7 +59,7 @@ def source_plans(
         row = states.get(source.name)
         plans[source.name] = plan_poll(
             calendar,
-            policy,
+            replace(policy, interval=source.interval) if source.interval else policy,
             now=now,
             last_poll=row.last_poll if row else None,
             last_new=row.last_new if row else None,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -27,8 +28,10 @@ from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
 from bot.checks import redact_url
 from bot.errors import StoreError
+from bot.merge import ARXIV_LISTING, merge_paper
 from bot.models import (
     DEFAULT_INCLUDE,
+    MAX_ID_LENGTH,
     AbstractLength,
     EmailFormat,
     Paper,
@@ -48,7 +51,7 @@ SETTINGS = (*SCHEDULE_SETTINGS, "email_format", "abstracts")
 class PaperRow(SQLModel, table=True):
     __tablename__ = "papers"
 
-    id: str = Field(primary_key=True, max_length=64)
+    id: str = Field(primary_key=True, max_length=MAX_ID_LENGTH)
     version: int
     title: str
     abstract: str
@@ -64,6 +67,28 @@ class PaperRow(SQLModel, table=True):
     first_announced: date | None = None  # the first version's announcement: never overwritten
     first_type: str = Field(default="new", max_length=16)
     updated_at: datetime
+    sources: str = "[]"  # JSON list: every source name and kind that brought it
+    authority: int = 3  # of the source that wrote the bibliographic fields (bot.merge)
+    link: str | None = None
+    upvotes: int | None = None
+    hf_rank: int | None = None
+    hf_day: date | None = None
+    comments: int | None = None
+    keywords: str = "[]"  # JSON list
+    ai_summary: str | None = None
+    github: str | None = None
+    github_stars: int | None = None
+    organization: str | None = None
+
+
+class PaperKeyRow(SQLModel, table=True):
+    """Another name of a stored paper ("doi:10.1101/..."): a journal feed's entry with the
+    DOI of a paper stored under its arXiv id is that paper."""
+
+    __tablename__ = "paper_keys"
+
+    key: str = Field(primary_key=True, max_length=MAX_ID_LENGTH)
+    paper_id: str = Field(index=True, max_length=MAX_ID_LENGTH)
 
 
 class SubscriberRow(SQLModel, table=True):
@@ -109,7 +134,7 @@ class DeliveryRow(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     subscriber_id: int = Field(foreign_key="subscribers.id", index=True)
-    paper_id: str = Field(max_length=64)
+    paper_id: str = Field(max_length=MAX_ID_LENGTH)
     paper_version: int
     channel: str = Field(max_length=16)
     # "queued" (in a digest waiting in the outbox), "sent", or "omitted" (over the
@@ -205,6 +230,7 @@ class UpsertCounts:
     new: int
     updated: int
     unchanged: int
+    merged: int = 0  # stored papers another source added facts to (upvotes, DOIs, ...)
 
 
 def normalize_url(url: str) -> str:
@@ -235,10 +261,21 @@ def _paper_from_row(row: PaperRow) -> Paper:
         source=row.source,
         first_announced=row.first_announced,
         first_type=row.first_type,
+        sources=tuple(json.loads(row.sources)),
+        link=row.link,
+        upvotes=row.upvotes,
+        hf_rank=row.hf_rank,
+        hf_day=row.hf_day,
+        comments=row.comments,
+        keywords=tuple(json.loads(row.keywords)),
+        ai_summary=row.ai_summary,
+        github=row.github,
+        github_stars=row.github_stars,
+        organization=row.organization,
     )
 
 
-def _fill_paper_row(row: PaperRow, paper: Paper) -> None:
+def _fill_paper_row(row: PaperRow, paper: Paper, authority: int) -> None:
     row.version = paper.version
     row.title = paper.title
     row.abstract = paper.abstract
@@ -250,6 +287,20 @@ def _fill_paper_row(row: PaperRow, paper: Paper) -> None:
     row.journal_ref = paper.journal_ref
     row.license = paper.license
     row.source = paper.source
+    row.first_announced = paper.first_announced
+    row.first_type = paper.first_type or paper.announce_type
+    row.sources = _dumps(paper.sources)
+    row.authority = authority
+    row.link = paper.link
+    row.upvotes = paper.upvotes
+    row.hf_rank = paper.hf_rank
+    row.hf_day = paper.hf_day
+    row.comments = paper.comments
+    row.keywords = _dumps(paper.keywords)
+    row.ai_summary = paper.ai_summary
+    row.github = paper.github
+    row.github_stars = paper.github_stars
+    row.organization = paper.organization
 
 
 class Store:
@@ -304,50 +355,123 @@ class Store:
 
     # -- papers -----------------------------------------------------------------------------
 
-    def upsert_papers(self, papers: Sequence[Paper], *, now: datetime) -> UpsertCounts:
-        """Store papers, keeping the latest version of each id; count new/updated/unchanged."""
-
-        new = updated = unchanged = 0
+    def upsert_papers(
+        self, papers: Sequence[Paper], *, now: datetime, authority: int = ARXIV_LISTING
+    ) -> UpsertCounts:
+        """Store papers from a source of this `authority` (bot.merge): a paper already
+        stored, under its id or a DOI it shares, is merged with the new one; count what
+        was new, updated (a newer version), merged (facts added) and unchanged."""
         latest: dict[str, Paper] = {}
         for paper in papers:  # a feed may list an id twice; keep its highest version
             kept = latest.get(paper.id)
             if kept is None or paper.version > kept.version:
                 latest[paper.id] = paper
+        counts: Counter[str] = Counter()
         with self.session() as session:
-            ids = list(latest)
-            existing: dict[str, PaperRow] = {}
-            for chunk in _chunks(ids, 500):
-                rows = session.exec(select(PaperRow).where(col(PaperRow.id).in_(chunk)))
-                existing.update({row.id: row for row in rows})
+            rows = self._paper_rows(session, list(latest))
+            doi_keys = [f"doi:{doi}" for paper in latest.values() for doi in paper.dois]
+            aliases = self._aliases(session, doi_keys)
             for paper in latest.values():
-                row = existing.get(paper.id)
+                row = rows.get(paper.id)
+                if row is None:
+                    row = self._stored_under_doi(session, paper, rows, aliases)
+                stored = _paper_from_row(row) if row is not None else None
+                incoming = replace(paper, id=row.id) if row is not None else paper
+                kept, kept_authority, outcome = merge_paper(
+                    stored, row.authority if row is not None else 0, incoming, authority
+                )
+                counts[outcome] += 1
                 if row is None:
                     row = PaperRow(
-                        id=paper.id,
-                        version=paper.version,
+                        id=kept.id,
+                        version=kept.version,
                         title="",
                         abstract="",
                         authors="[]",
                         categories="[]",
-                        announce_type=paper.announce_type,
+                        announce_type=kept.announce_type,
                         first_seen=now,
-                        first_announced=paper.announced,
-                        first_type=paper.announce_type,
                         updated_at=now,
                     )
-                    _fill_paper_row(row, paper)
-                    session.add(row)
-                    new += 1
-                elif paper.version > row.version:
-                    _fill_paper_row(row, paper)
+                    rows[kept.id] = row
+                elif outcome == "unchanged":
+                    continue
+                _fill_paper_row(row, kept, kept_authority)
+                if outcome == "updated":
                     row.updated_at = now
-                    session.add(row)
-                    updated += 1
-                else:
-                    unchanged += 1
+                session.add(row)
+                for doi in kept.dois:
+                    key = f"doi:{doi}"
+                    if aliases.get(key) is None:
+                        aliases[key] = kept.id
+                        session.add(PaperKeyRow(key=key, paper_id=kept.id))
             session.commit()
-        unchanged += len(papers) - len(latest)
-        return UpsertCounts(new=new, updated=updated, unchanged=unchanged)
+        return UpsertCounts(
+            new=counts["new"],
+            updated=counts["updated"],
+            unchanged=counts["unchanged"] + len(papers) - len(latest),
+            merged=counts["merged"],
+        )
+
+    @staticmethod
+    def _paper_rows(session: Session, ids: Sequence[str]) -> dict[str, PaperRow]:
+        found: dict[str, PaperRow] = {}
+        for chunk in _chunks(ids, 500):
+            rows = session.exec(select(PaperRow).where(col(PaperRow.id).in_(chunk)))
+            found.update({row.id: row for row in rows})
+        return found
+
+    @staticmethod
+    def _aliases(session: Session, keys: Sequence[str]) -> dict[str, str | None]:
+        found: dict[str, str | None] = dict.fromkeys(keys)
+        for chunk in _chunks(list(found), 500):
+            rows = session.exec(select(PaperKeyRow).where(col(PaperKeyRow.key).in_(chunk)))
+            found.update({row.key: row.paper_id for row in rows})
+        return found
+
+    def _stored_under_doi(
+        self,
+        session: Session,
+        paper: Paper,
+        rows: dict[str, PaperRow],
+        aliases: Mapping[str, str | None],
+    ) -> PaperRow | None:
+        """The stored paper a new one is under another name, through a DOI they share.
+
+        A journal entry joins the arXiv paper with its DOI. An arXiv paper whose DOI names
+        a paper stored from a journal feed takes that paper over: the arXiv id becomes its
+        name, and what was delivered under the old one counts for the new one."""
+        for doi in paper.dois:
+            other = aliases.get(f"doi:{doi}")
+            if other is None or other == paper.id:
+                continue
+            row = rows.get(other) or session.get(PaperRow, other)
+            if row is None:
+                continue
+            if paper.on_arxiv and not _paper_from_row(row).on_arxiv:
+                return self._rename_paper(session, row, paper.id, rows)
+            rows[row.id] = row
+            return row
+        return None
+
+    @staticmethod
+    def _rename_paper(
+        session: Session, row: PaperRow, new_id: str, rows: dict[str, PaperRow]
+    ) -> PaperRow:
+        renamed = PaperRow.model_validate(row.model_dump() | {"id": new_id})
+        session.delete(row)
+        session.flush()
+        session.add(renamed)
+        session.execute(
+            update(DeliveryRow).where(col(DeliveryRow.paper_id) == row.id).values(paper_id=new_id)
+        )
+        session.execute(
+            update(PaperKeyRow).where(col(PaperKeyRow.paper_id) == row.id).values(paper_id=new_id)
+        )
+        rows.pop(row.id, None)
+        rows[new_id] = renamed
+        log.info("paper %s is arXiv:%s: stored under the arXiv id from now on", row.id, new_id)
+        return renamed
 
     def papers_announced_since(self, since: date) -> list[Paper]:
         """Stored papers whose (latest) announcement is on or after `since`, newest first."""

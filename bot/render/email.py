@@ -112,6 +112,8 @@ class _ItemView:
     dois: tuple[tuple[str, str], ...]  # (doi, https://doi.org/... link)
     day: str | None  # the announcement day: "Thu 28 Nov 2024"
     upvotes: str | None  # Hugging Face: "12 upvotes" (None: not there)
+    hf_rank: str | None = None  # "#1 of the day"
+    code: str | None = None  # "Code (1,204 stars)", linking to paper.github
 
     @property
     def anchor(self) -> str:
@@ -195,7 +197,17 @@ def _item_view(number: int, item: DigestItem, *, abstracts: str = "short") -> _I
         dois=tuple((doi, "https://doi.org/" + quote(doi, safe="/:;()._-")) for doi in paper.dois),
         day=_short_day(paper.announced) if paper.announced else None,
         upvotes=plural(paper.upvotes, "upvote") if paper.upvotes is not None else None,
+        hf_rank=f"#{paper.hf_rank} of the day" if paper.hf_rank else None,
+        code=_code(paper),
     )
+
+
+def _code(paper: Paper) -> str | None:
+    """The code link's text: `Code (1,204 stars)`; None without a repository."""
+    if not paper.github:
+        return None
+    stars = f" ({plural(paper.github_stars, 'star')})" if paper.github_stars else ""
+    return f"Code{stars}"
 
 
 def _groups(digest: Digest) -> tuple[_GroupView, ...]:

@@ -285,12 +285,13 @@ def _paper_blocks(number: int, item: DigestItem) -> list[dict[str, Any]]:
     if abstract:
         blocks.append(_plain_section(abstract))
 
-    links = [
-        f"arXiv:{escape_mrkdwn(_fit(paper.versioned_id, 60))}",
-        link(paper.abs_url, "Abstract"),
-        link(paper.pdf_url, "PDF"),
-        link(paper.html_url, "HTML"),
-    ]
+    links = [escape_mrkdwn(_fit(paper.label, 60)), link(paper.abs_url, "Abstract")]
+    if paper.pdf_url and paper.html_url:
+        links += [link(paper.pdf_url, "PDF"), link(paper.html_url, "HTML")]
+    if paper.upvotes is not None:
+        links.append(link(paper.hf_url, f"Hugging Face ({plural(paper.upvotes, 'upvote')})"))
+    if paper.github and len(paper.github) <= URL_CHARS:
+        links.append(link(paper.github, "Code"))
     links += [link(url, "DOI") for _, url in view.dois[:MAX_DOIS] if len(url) <= URL_CHARS]
     blocks.append(_context(_mrkdwn(" \u00b7 ".join(links))))
     return blocks

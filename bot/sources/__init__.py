@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime, timedelta
 from typing import Any, ClassVar, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
+from bot.errors import ConfigError
 from bot.models import Paper
 
 
@@ -48,6 +51,22 @@ class ParsedFeed:
     # Why a feed holds no papers, when it is a normal, valid outcome (weekend, holiday).
     empty_reason: str | None = None
     counts: Mapping[str, int] = field(default_factory=dict)  # papers per announce type
+    # Entries left out, each with why ("entry 7: no title"): the rest are still papers.
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Harvest:
+    """What one poll of a source brought: papers (from one or several requests), the
+    validators to keep for the next conditional GET, and what to tell people."""
+
+    papers: tuple[Paper, ...]
+    state: FetchState = FetchState()
+    not_modified: bool = False
+    announced: date | None = None
+    empty_reason: str | None = None
+    problems: tuple[str, ...] = ()
+    requests: int = 1
 
 
 class Source:
@@ -58,10 +77,21 @@ class Source:
     # about midnight US Eastern): the daemon then polls it from that time until new ids
     # come, and waits for it before sending digests. Other sources are polled at an interval.
     follows_arxiv_calendar: ClassVar[bool] = False
+    # How far its bibliographic fields are trusted over another source's for the same
+    # paper (bot.merge: arXiv's listing 3, the arXiv API 2, a feed 1, Hugging Face 0).
+    authority: ClassVar[int] = 1
+    # How often a source that does not follow arXiv's calendar is polled (None: the
+    # [polling] interval_minutes); set from its `interval_minutes` option.
+    interval: timedelta | None = None
 
     def __init__(self, name: str, **options: Any) -> None:
         self.name = name
         self.options = options
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """What `src:` finds this source's papers by: its name and its kind, lower case."""
+        return tuple(dict.fromkeys((self.name.lower(), self.kind)))
 
     def parse(self, body: bytes, *, status: int = 200) -> ParsedFeed:  # pragma: no cover
         raise NotImplementedError
@@ -69,8 +99,46 @@ class Source:
     async def fetch(self, http: Any, state: FetchState) -> FetchResult:  # pragma: no cover
         raise NotImplementedError
 
+    async def harvest(self, http: Any, state: FetchState, *, now: datetime) -> Harvest:
+        """One poll: fetch, then parse. Sources that need several requests (pages, days)
+        override this; `parse` stays pure and `fetch`/`harvest` do the only I/O."""
+        fetched = await self.fetch(http, state)
+        if fetched.not_modified:
+            return Harvest((), state, not_modified=True)
+        assert fetched.body is not None
+        parsed = self.parse(fetched.body, status=fetched.status)
+        return Harvest(
+            parsed.papers,
+            FetchState(etag=fetched.etag, last_modified=fetched.last_modified),
+            announced=parsed.announced,
+            empty_reason=parsed.empty_reason,
+            problems=parsed.problems,
+        )
+
 
 SourceT = TypeVar("SourceT", bound=type[Source])
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+
+def source_options(
+    model: type[OptionsT], name: str, options: Mapping[str, Any], *, hint: str
+) -> OptionsT:
+    """A source's options checked by its model, or a ConfigError naming each problem."""
+    try:
+        return model.model_validate(dict(options))
+    except ValidationError as exc:
+        problems = [
+            f"sources.{name}.{'.'.join(str(part) for part in error['loc'])}: "
+            f"{error['msg'].removeprefix('Value error, ')}"
+            for error in exc.errors()
+        ]
+        raise ConfigError(problems, hint=f"{hint} in config.example.toml") from None
+
+
+def interval(minutes: float | None) -> timedelta | None:
+    """A source's `interval_minutes` option as the `Source.interval` it sets."""
+    return timedelta(minutes=minutes) if minutes else None
+
 
 SOURCE_KINDS: dict[str, type[Source]] = {}
 
@@ -90,4 +158,4 @@ def register(kind: str) -> Callable[[SourceT], SourceT]:
 
 def load_builtin_sources() -> None:
     """Import the built-in source modules so they register themselves."""
-    from bot.sources import arxiv  # noqa: F401
+    from bot.sources import arxiv, feed  # noqa: F401

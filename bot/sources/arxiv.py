@@ -25,17 +25,17 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from zoneinfo import ZoneInfo
 
 import feedparser
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from bot.checks import canonical_category
 from bot.errors import (
-    ConfigError,
     FeedErrorResponse,
     FeedFormatError,
     ObsoleteFeedFormat,
 )
+from bot.merge import ARXIV_LISTING
 from bot.models import ANNOUNCE_TYPES, Paper, split_arxiv_id
-from bot.sources import FetchResult, FetchState, ParsedFeed, Source, register
+from bot.sources import FetchResult, FetchState, ParsedFeed, Source, register, source_options
 
 if TYPE_CHECKING:
     from bot.sources.http import PoliteFetcher
@@ -82,22 +82,13 @@ class ArxivListingSource(Source):
     """New papers of the day in some arXiv archives or categories, from rss.arxiv.org."""
 
     follows_arxiv_calendar = True
+    authority = ARXIV_LISTING
 
     Options: ClassVar[type[BaseModel]] = ArxivOptions  # bot.config validates with it
 
     def __init__(self, name: str, **options: Any) -> None:
         super().__init__(name, **options)
-        try:
-            checked = ArxivOptions.model_validate(options)
-        except ValidationError as exc:
-            problems = [
-                f"sources.{name}.{'.'.join(str(part) for part in error['loc'])}: "
-                f"{error['msg'].removeprefix('Value error, ')}"
-                for error in exc.errors()
-            ]
-            raise ConfigError(
-                problems, hint="see the arXiv source in config.example.toml"
-            ) from None
+        checked = source_options(ArxivOptions, name, options, hint="see the arXiv source")
         self.categories: tuple[str, ...] = tuple(checked.categories)
         self.format: str = checked.format
         self._url: str | None = checked.url

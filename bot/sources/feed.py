@@ -1,0 +1,255 @@
+"""Any RSS or Atom feed (bioRxiv, medRxiv, a journal's table of contents): `kind = "feed"`.
+
+`parse_feed` is pure: bytes in, `ParsedFeed` out. Each entry becomes a `Paper` named by
+what identifies it best (`bot.models.paper_id`): an arXiv id found in its link or id
+(an arXiv feed read as a plain feed), else its DOI (`prism:doi`, `dc:identifier`, a
+doi.org link, or the DOI in a bioRxiv/medRxiv or publisher link), else its link. The
+store then joins a journal's entry to the arXiv paper with the same DOI.
+
+Publishers write entries very differently: HTML in titles and descriptions (turned into
+plain text here), authors as `dc:creator`, `author` or only inside the description
+("Author(s): …"), dates or none. An entry without a title or without any identifier is
+left out and described in `ParsedFeed.problems`; the rest are still papers.
+`FeedSource.fetch` is a conditional GET through the shared polite fetcher.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import xml.sax
+from collections.abc import Mapping
+from datetime import UTC, date, datetime
+from html.parser import HTMLParser
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import feedparser
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from bot.checks import canonical_category
+from bot.errors import FeedFormatError
+from bot.merge import FEED
+from bot.models import ARXIV_ID_RE, Paper, normalize_doi, paper_id
+from bot.sources import (
+    FetchResult,
+    FetchState,
+    ParsedFeed,
+    Source,
+    interval,
+    register,
+    source_options,
+)
+from bot.sources.arxiv import _FEEDPARSER_OPTIONS, _describe, _status_prefix, split_authors
+
+if TYPE_CHECKING:
+    from bot.sources.http import PoliteFetcher
+
+_ARXIV_LINK_RE = re.compile(
+    rf"arxiv\.org/(?:abs|pdf|html)/(?:{ARXIV_ID_RE.pattern})|^oai:arXiv\.org:", re.IGNORECASE
+)
+# bioRxiv/medRxiv content links carry the DOI and the version: /content/10.1101/…v2
+_PREPRINT_RE = re.compile(
+    r"/content/(10\.\d{4,9}/[^?#\s]+?)(?:v(\d+))?(?:\.full|\.abstract)?(?:[?#]|$)"
+)
+_DOI_LINK_RE = re.compile(r"(?:doi\.org/|/doi/(?:full|abs|pdf|epdf)?/?)(10\.\d{4,9}/[^?#\s]+)")
+_AUTHORS_IN_TEXT_RE = re.compile(r"Author\(s\):\s*(?P<names>.+?)(?:\s{2,}|$)")
+
+
+class FeedOptions(BaseModel):
+    """The options of a `feed` source: `url` (required) and how often to poll it."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    url: str
+    interval_minutes: float | None = Field(None, gt=0, le=1440)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value.startswith(("https://", "http://", "file://")):
+            raise ValueError(f"must be an https://, http:// or file:// URL, not {value!r}")
+        return value
+
+
+@register("feed")
+class FeedSource(Source):
+    """Papers from any RSS or Atom feed, polled at an interval with a conditional GET."""
+
+    authority = FEED
+    Options: ClassVar[type[BaseModel]] = FeedOptions
+
+    def __init__(self, name: str, **options: Any) -> None:
+        super().__init__(name, **options)
+        checked = source_options(FeedOptions, name, options, hint="see the feed source")
+        self.url: str = checked.url
+        self.interval = interval(checked.interval_minutes)
+
+    async def fetch(self, http: PoliteFetcher, state: FetchState) -> FetchResult:
+        """Download the feed through the shared polite fetcher (conditional GET)."""
+        return await http.get(self.url, state, source=self.name)
+
+    def parse(self, body: bytes, *, status: int = 200) -> ParsedFeed:
+        return parse_feed(body, source=self.name, url=self.url, status=status)
+
+
+def parse_feed(
+    body: bytes, *, source: str = "feed", url: str = "", status: int = 200
+) -> ParsedFeed:
+    """Parse any RSS (0.9x, 1.0, 2.0) or Atom body into papers. Pure."""
+    where = url or source or "the feed"
+    doc = feedparser.parse(io.BytesIO(body), **_FEEDPARSER_OPTIONS)
+    version = doc.get("version") or ""
+    if not body.strip() or not version or not 200 <= status < 300:
+        detail = _describe(body, doc) if not version else f"the body is a feed ({version})"
+        raise FeedFormatError(
+            f"{where}: {_status_prefix(status)}{detail}",
+            source=source,
+            url=url,
+            hint="check the source's `url`; the service may be down (the next poll will try again)",
+        )
+    problem = doc.get("bozo_exception")
+    if doc.get("bozo") and isinstance(problem, xml.sax.SAXException):
+        raise FeedFormatError(
+            f"{where}: the feed is not well-formed XML: {problem}; the download may be truncated",
+            source=source,
+            url=url,
+            hint="the next poll will download it again",
+        )
+    channel = doc.get("feed") or {}
+    journal = _text(channel.get("prism_publicationname", "")) or None
+    papers: list[Paper] = []
+    problems: list[str] = []
+    for index, entry in enumerate(doc.get("entries") or [], start=1):
+        paper = _paper(entry, source=source, journal=journal)
+        if isinstance(paper, str):
+            problems.append(f"entry {index}: {paper}")
+        else:
+            papers.append(paper)
+    return ParsedFeed(
+        papers=tuple(papers),
+        title=_text(channel.get("title", "")),
+        empty_reason=None if papers or problems else "the feed has no entries",
+        problems=tuple(problems),
+    )
+
+
+def _paper(entry: Mapping[str, Any], *, source: str, journal: str | None) -> Paper | str:
+    """The entry as a paper, or why it cannot be one."""
+    title = " ".join(_text(entry.get("title", "")).split())
+    if not title:
+        return "no title"
+    link = entry.get("link") or None
+    candidates = [str(entry.get(key) or "") for key in ("link", "id")]
+    candidates += [str(other.get("href") or "") for other in entry.get("links") or []]
+    arxiv, version = _arxiv_id(candidates)
+    dois, doi_version = _dois(entry, candidates)
+    key = paper_id(arxiv=arxiv, dois=dois, link=link or entry.get("id"))
+    if not key:
+        return f"{title[:60]!r} has no link, id or DOI"
+    summary = entry.get("summary") or ""
+    contents = entry.get("content") or []
+    if not summary and contents:
+        summary = contents[0].get("value") or ""
+    text = _text(summary)
+    abstract = " ".join(text.split())
+    return Paper(
+        id=key,
+        version=version or doi_version or 1,
+        title=title,
+        abstract=abstract,
+        authors=_authors(entry, text),
+        categories=_categories(entry),
+        announce_type="new",
+        announced=_entry_date(entry),
+        dois=tuple(dois),
+        journal_ref=journal,
+        source=source,
+        link=link,
+    )
+
+
+def _arxiv_id(candidates: list[str]) -> tuple[str | None, int | None]:
+    for text in candidates:
+        if _ARXIV_LINK_RE.search(text):
+            match = ARXIV_ID_RE.search(text.rsplit("/abs/", 1)[-1].rsplit(":", 1)[-1])
+            if match:
+                version = match.group("version")
+                return match.group("id"), int(version) if version else None
+    return None, None
+
+
+def _dois(entry: Mapping[str, Any], candidates: list[str]) -> tuple[list[str], int | None]:
+    """The entry's DOIs, and a bioRxiv/medRxiv version found in its link."""
+    found: list[str] = []
+    version = None
+    for key in ("prism_doi", "dc_identifier", "doi"):
+        if value := normalize_doi(str(entry.get(key) or "")):
+            found.append(value)
+    for text in candidates:
+        if preprint := _PREPRINT_RE.search(text):
+            found.append(preprint.group(1).lower())
+            version = version or (int(preprint.group(2)) if preprint.group(2) else None)
+        elif link := _DOI_LINK_RE.search(text):
+            found.append(link.group(1).lower())
+    return list(dict.fromkeys(doi.rstrip(".") for doi in found)), version
+
+
+def _authors(entry: Mapping[str, Any], abstract: str) -> tuple[str, ...]:
+    names = [_text(author.get("name", "")) for author in entry.get("authors") or []]
+    names = [name for name in names if name]
+    if len(names) == 1 and ("," in names[0] or " and " in names[0]):
+        return split_authors(names[0])  # dc:creator "A, B and C" in one element
+    if names:
+        return tuple(names)
+    listed = _AUTHORS_IN_TEXT_RE.search(abstract)
+    return split_authors(listed.group("names")) if listed else ()
+
+
+def _categories(entry: Mapping[str, Any]) -> tuple[str, ...]:
+    """The entry's tags that are arXiv categories (a journal's subjects are not)."""
+    found = []
+    for tag in entry.get("tags") or []:
+        try:
+            found.append(canonical_category(str(tag.get("term") or "")))
+        except ValueError:
+            continue
+    return tuple(dict.fromkeys(found))
+
+
+def _entry_date(entry: Mapping[str, Any]) -> date | None:
+    for key in ("published_parsed", "updated_parsed", "created_parsed"):
+        parsed = entry.get(key)
+        if parsed:
+            try:
+                year, month, day, hour, minute, second = (int(part) for part in parsed[:6])
+                return datetime(year, month, day, hour, minute, second, tzinfo=UTC).date()
+            except (TypeError, ValueError):
+                continue
+    return None
+
+
+class _TextOf(HTMLParser):
+    """The text of an HTML fragment, tags dropped, entities decoded once."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        if tag in ("p", "br", "div", "li", "tr"):
+            self.parts.append("  ")
+
+
+def _text(fragment: str) -> str:
+    """Plain text from a title or description that may hold HTML; spaces collapsed, but a
+    paragraph break kept as two spaces for `Author(s):` to end at."""
+    if "<" not in fragment and "&" not in fragment:
+        return " ".join(fragment.split())
+    parser = _TextOf()
+    parser.feed(fragment)
+    parser.close()
+    text = "".join(parser.parts)
+    return "  ".join(" ".join(part.split()) for part in text.split("  ") if part.strip())
