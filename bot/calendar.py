@@ -83,6 +83,24 @@ class ArxivCalendar:
         return day
 
 
+SUBMISSION_DEADLINE = time(14, 0)  # Eastern: later submissions wait for the next day's
+
+
+def announcement_day(calendar: ArxivCalendar, submitted: datetime) -> date:
+    """The feed day a submission made at `submitted` is listed on, by arXiv's schedule: a
+    weekday submission before 14:00 Eastern is announced at 20:00 and listed in the next
+    feed day's listing; a later one, a day after. An estimate (arXiv may hold a paper
+    back); a daily listing that has the paper knows better and corrects it."""
+    local = submitted.astimezone(ARXIV_TZ)
+    closes = local.date()
+    if closes.weekday() in WEEKEND or local.time() >= SUBMISSION_DEADLINE:
+        closes = _next_weekday(closes)
+    day = closes + timedelta(days=1)
+    while not calendar.day(day).announces:
+        day += timedelta(days=1)
+    return day
+
+
 def eastern_date(at: datetime) -> date:
     """The Eastern date at an instant: the feed day a listing fetched then belongs to."""
     return at.astimezone(ARXIV_TZ).date()

@@ -30,6 +30,7 @@ log = logging.getLogger("bot")
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 
 
 def handle_errors(func: F) -> F:
@@ -200,6 +201,107 @@ def poll(config_path: Path, only: str | None) -> None:
             )
     if not reports:
         click.echo("no sources configured")
+    sys.exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+@main.command()
+@config_option
+@click.option(
+    "--since",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    required=True,
+    help="The first day to fetch (YYYY-MM-DD).",
+)
+@click.option(
+    "--until",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    help="The last day to fetch (YYYY-MM-DD). [default: today, UTC]",
+)
+@click.option("--source", "only", metavar="NAME", help="Backfill only this source.")
+@click.option("--no-progress", is_flag=True, help="No progress bar (one line per day instead).")
+@handle_errors
+def backfill(
+    config_path: Path, since: Any, until: Any, only: str | None, no_progress: bool
+) -> None:
+    """Fill the store with the papers of a past period, so that `paperbell try` can test a
+    rule on them: the arXiv sources through the arXiv API (one request every 3 seconds,
+    day by day), Hugging Face day by day. Interrupted (Ctrl-C), it goes on where it stopped
+    when run again; days already done are skipped.
+
+    Example: paperbell backfill -c config.toml --since 2026-10-01
+    """
+    from tqdm import tqdm
+
+    from bot.backfill import BackfillReport, plan
+    from bot.backfill import backfill as run_backfill
+    from bot.pipeline import build_sources
+    from bot.sources.http import PoliteFetcher, make_client
+
+    config = load_config(config_path)
+    first = since.date()
+    last = until.date() if until else utcnow().date()
+    if last < first:
+        raise PaperbellError(f"--until {last} is before --since {first}")
+    sources = build_sources(config)
+    if only is not None:
+        sources = [s for s in sources if s.name == only]
+        if not sources:
+            raise ConfigError([f"no source named {only!r}"], source=str(config_path))
+    planned = plan(sources, first, last)
+    if not planned:
+        raise PaperbellError(
+            "none of the sources can look back",
+            hint="backfill works for sources of kind arxiv, arxiv_query and huggingface; "
+            "a feed only holds its latest entries",
+        )
+    store = open_store(config)
+    total = sum(len(parts) for _, parts in planned)
+    done_before = sum(len(store.backfilled(s.name) & set(parts)) for s, parts in planned)
+    if done_before:
+        click.echo(f"resuming: {done_before} of {total} days already done, skipped")
+    bar = tqdm(
+        total=total,
+        initial=done_before,
+        unit="day",
+        disable=no_progress,
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
+
+    def advance(report: BackfillReport, part: str, count: int) -> None:
+        bar.set_description(f"{report.source} {part}")
+        bar.set_postfix(papers=report.papers, refresh=False)
+        bar.update(1)
+        if no_progress:
+            click.echo(f"{report.source} {part}: {count} papers")
+
+    async def go() -> list[BackfillReport]:
+        async with make_client() as client:
+            return await run_backfill(
+                planned, store, PoliteFetcher(client), now=utcnow, advance=advance
+            )
+
+    try:
+        reports = asyncio.run(go())
+    except KeyboardInterrupt:
+        bar.close()
+        done = sum(len(store.backfilled(s.name) & set(parts)) for s, parts in planned)
+        click.echo(
+            f"interrupted: {done} of {total} days done; run the same command again to go on",
+            err=True,
+        )
+        sys.exit(EXIT_INTERRUPTED)
+    bar.close()
+    for r in reports:
+        click.echo(
+            f"{r.source}: {r.done} days fetched, {r.done_before} already done, "
+            f"{r.papers} papers ({r.new} new)"
+        )
+        for error in r.errors:
+            click.echo(f"{r.source}: ERROR {error}")
+    failed = any(r.errors for r in reports)
+    if failed:
+        click.echo("some days failed; run the same command again to retry them", err=True)
     sys.exit(EXIT_FAILED if failed else EXIT_OK)
 
 

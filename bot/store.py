@@ -197,6 +197,17 @@ class SourceStateRow(SQLModel, table=True):
     last_new_day: date | None = None
 
 
+class BackfillRow(SQLModel, table=True):
+    """A part of a backfill that is done (a source's day): a rerun skips it."""
+
+    __tablename__ = "backfill"
+
+    source: str = Field(primary_key=True, max_length=128)
+    chunk: str = Field(primary_key=True, max_length=64)
+    papers: int = 0
+    done_at: datetime
+
+
 @dataclass(frozen=True, slots=True)
 class OutboxItem:
     """A claimed outbox record: what a worker needs to send it and report on it."""
@@ -545,6 +556,21 @@ class Store:
                 row.announced = announced
             if state is not None:
                 row.etag, row.last_modified = state.etag, state.last_modified
+            session.add(row)
+            session.commit()
+
+    def backfilled(self, source: str) -> set[str]:
+        """The parts of a backfill of `source` already done."""
+        with self.session() as session:
+            rows = session.exec(select(BackfillRow.chunk).where(BackfillRow.source == source))
+            return set(rows.all())
+
+    def mark_backfilled(self, source: str, chunk: str, *, papers: int, now: datetime) -> None:
+        with self.session() as session:
+            row = session.get(BackfillRow, (source, chunk)) or BackfillRow(
+                source=source, chunk=chunk, done_at=now
+            )
+            row.papers, row.done_at = papers, now
             session.add(row)
             session.commit()
 

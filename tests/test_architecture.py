@@ -42,6 +42,10 @@ PURE = [
     "render/terminal",
     "render/slack",
     "sources/arxiv",
+    "sources/arxiv_api",
+    "sources/huggingface",
+    "sources/feed",
+    "merge",
     "calendar",
     "schedule",
 ]

@@ -496,6 +496,7 @@ def test_options_model_is_exposed_for_config_validation() -> None:
         "categories": ["cs.LG"],
         "url": None,
         "format": "rss",
+        "api_url": "https://export.arxiv.org/api/query",
     }
 
 

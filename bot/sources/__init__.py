@@ -99,6 +99,15 @@ class Source:
     async def fetch(self, http: Any, state: FetchState) -> FetchResult:  # pragma: no cover
         raise NotImplementedError
 
+    def backfill_days(self, since: date, until: date) -> list[date] | None:
+        """The days a backfill of `since`..`until` fetches, one part each; None: this
+        source cannot look back (a feed only holds its latest entries)."""
+        return None
+
+    async def backfill_day(self, http: Any, day: date) -> list[Paper]:  # pragma: no cover
+        """One day's papers for a backfill (as many requests as it takes)."""
+        raise NotImplementedError
+
     async def harvest(self, http: Any, state: FetchState, *, now: datetime) -> Harvest:
         """One poll: fetch, then parse. Sources that need several requests (pages, days)
         override this; `parse` stays pure and `fetch`/`harvest` do the only I/O."""
@@ -158,4 +167,4 @@ def register(kind: str) -> Callable[[SourceT], SourceT]:
 
 def load_builtin_sources() -> None:
     """Import the built-in source modules so they register themselves."""
-    from bot.sources import arxiv, feed  # noqa: F401
+    from bot.sources import arxiv, arxiv_api, feed, huggingface  # noqa: F401

@@ -20,7 +20,7 @@ import re
 import xml.sax
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from zoneinfo import ZoneInfo
 
@@ -68,6 +68,8 @@ class ArxivOptions(BaseModel):
     categories: list[Annotated[str, AfterValidator(canonical_category)]] = Field(min_length=1)
     url: str | None = None  # override: https://, http:// or file:// (a saved feed)
     format: Literal["rss", "atom"] = "rss"
+    # `paperbell backfill` reads past days of these categories from the arXiv API.
+    api_url: str = "https://export.arxiv.org/api/query"
 
     @field_validator("url")
     @classmethod
@@ -92,6 +94,7 @@ class ArxivListingSource(Source):
         self.categories: tuple[str, ...] = tuple(checked.categories)
         self.format: str = checked.format
         self._url: str | None = checked.url
+        self.api_url: str = checked.api_url
 
     @property
     def url(self) -> str:
@@ -103,6 +106,23 @@ class ArxivListingSource(Source):
     async def fetch(self, http: PoliteFetcher, state: FetchState) -> FetchResult:
         """Download the feed through the shared polite fetcher (conditional GET)."""
         return await http.get(self.url, state, source=self.name)
+
+    def backfill_days(self, since: date, until: date) -> list[date] | None:
+        """A listing only holds today: a backfill asks the arXiv API, day by day."""
+        return [since + timedelta(days=n) for n in range((until - since).days + 1)]
+
+    async def backfill_day(self, http: PoliteFetcher, day: date) -> list[Paper]:
+        """The papers of the source's categories submitted on `day`, from the arXiv API."""
+        from bot.sources.arxiv_api import backfill_from_api, category_query
+
+        return await backfill_from_api(
+            http,
+            base_url=self.api_url,
+            query=category_query(self.categories),
+            page_size=500,
+            source=self.name,
+            day=day,
+        )
 
     def parse(self, body: bytes, *, status: int = 200) -> ParsedFeed:
         """Parse a downloaded feed body; see `parse_listing`."""

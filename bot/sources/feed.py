@@ -39,7 +39,9 @@ from bot.sources import (
     register,
     source_options,
 )
+from bot.sources.arxiv import _DESCRIPTION_RE as _ANNOUNCE_RE
 from bot.sources.arxiv import _FEEDPARSER_OPTIONS, _describe, _status_prefix, split_authors
+from bot.sources.arxiv import _abstract as arxiv_abstract
 
 if TYPE_CHECKING:
     from bot.sources.http import PoliteFetcher
@@ -143,7 +145,9 @@ def _paper(entry: Mapping[str, Any], *, source: str, journal: str | None) -> Pap
     candidates += [str(other.get("href") or "") for other in entry.get("links") or []]
     arxiv, version = _arxiv_id(candidates)
     dois, doi_version = _dois(entry, candidates)
-    key = paper_id(arxiv=arxiv, dois=dois, link=link or entry.get("id"))
+    # A permalink guid names the entry more stably than a link with tracking parameters.
+    guid = str(entry.get("id") or "")
+    key = paper_id(arxiv=arxiv, dois=dois, link=guid if guid.startswith("http") else link)
     if not key:
         return f"{title[:60]!r} has no link, id or DOI"
     summary = entry.get("summary") or ""
@@ -152,6 +156,8 @@ def _paper(entry: Mapping[str, Any], *, source: str, journal: str | None) -> Pap
         summary = contents[0].get("value") or ""
     text = _text(summary)
     abstract = " ".join(text.split())
+    if arxiv and _ANNOUNCE_RE.match(abstract):  # an arXiv listing read as a plain feed
+        abstract = arxiv_abstract(abstract)
     return Paper(
         id=key,
         version=version or doi_version or 1,

@@ -1,0 +1,92 @@
+"""Fill the store with a past period's papers: `paperbell backfill --since DATE`.
+
+Wiring, like `bot.pipeline`: each source that can look back (`Source.backfill_days`: the
+arXiv listing and query sources through the arXiv API, Hugging Face by date) names the
+parts of the period it fetches, one day each; every part is fetched through the shared
+polite fetcher (so arXiv gets one request every 3 seconds), stored, and then recorded as
+done. An interrupted backfill run again skips the parts already done and goes on; a part
+that failed is not recorded, so the next run fetches it again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from bot.errors import SourceError
+from bot.pipeline import tagged
+from bot.sources import Source
+from bot.store import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BackfillReport:
+    """One source's backfill: its parts (days), how many were already done, what came."""
+
+    source: str
+    parts: int = 0
+    done_before: int = 0
+    done: int = 0
+    papers: int = 0
+    new: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.done_before + self.done == self.parts
+
+
+def days(since: date, until: date) -> list[date]:
+    """Every date from `since` to `until`, both included."""
+    return [since + timedelta(days=n) for n in range((until - since).days + 1)]
+
+
+def plan(sources: Sequence[Source], since: date, until: date) -> list[tuple[Source, list[str]]]:
+    """The sources that can look back, each with the parts of the period it would fetch."""
+    planned = []
+    for source in sources:
+        parts = source.backfill_days(since, until)
+        if parts is not None:
+            planned.append((source, [day.isoformat() for day in parts]))
+    return planned
+
+
+async def backfill(
+    planned: Sequence[tuple[Source, list[str]]],
+    store: Store,
+    fetcher: Any,
+    *,
+    now: Callable[[], datetime],
+    advance: Callable[[BackfillReport, str, int], None] = lambda report, part, count: None,
+) -> list[BackfillReport]:
+    """Fetch and store every part not done yet; `advance(report, part, papers)` after each
+    (a progress bar). A failing part is reported and left for the next run."""
+    reports = []
+    for source, parts in planned:
+        done = store.backfilled(source.name)
+        report = BackfillReport(source.name, parts=len(parts))
+        report.done_before = sum(1 for part in parts if part in done)
+        reports.append(report)
+        for part in parts:
+            if part in done:
+                continue
+            try:
+                papers = await source.backfill_day(fetcher, date.fromisoformat(part))
+            except SourceError as exc:
+                log.error("backfill %s %s: %s", source.name, part, exc)
+                report.errors.append(f"{part}: {exc}")
+                advance(report, part, 0)
+                continue
+            stored = tagged(papers, source)
+            counts = store.upsert_papers(stored, now=now(), authority=source.authority)
+            store.mark_backfilled(source.name, part, papers=len(stored), now=now())
+            report.done += 1
+            report.papers += len(stored)
+            report.new += counts.new
+            advance(report, part, len(stored))
+    return reports
