@@ -413,7 +413,10 @@ class Store:
                 session.add(row)
                 for doi in kept.dois:
                     key = f"doi:{doi}"
-                    if aliases.get(key) is None:
+                    if key not in aliases:  # a DOI the paper had before: looked up now
+                        known = session.get(PaperKeyRow, key)
+                        aliases[key] = known.paper_id if known is not None else None
+                    if aliases[key] is None:
                         aliases[key] = kept.id
                         session.add(PaperKeyRow(key=key, paper_id=kept.id))
             session.commit()
@@ -459,7 +462,10 @@ class Store:
             row = rows.get(other) or session.get(PaperRow, other)
             if row is None:
                 continue
-            if paper.on_arxiv and not _paper_from_row(row).on_arxiv:
+            stored_on_arxiv = _paper_from_row(row).on_arxiv
+            if paper.on_arxiv and stored_on_arxiv:
+                continue  # two arXiv papers naming one DOI (an erratum, a typo): both stay
+            if paper.on_arxiv:
                 return self._rename_paper(session, row, paper.id, rows)
             rows[row.id] = row
             return row

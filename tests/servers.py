@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ class Route:
     body: bytes
     status: int = 200
     content_type: str = "application/rss+xml; charset=utf-8"
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. Retry-After
 
 
 @dataclass
@@ -33,6 +35,15 @@ class FeedServer:
     bodies: dict[str, Any] = field(default_factory=dict)  # path -> callable giving the body
     requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     port: int = 0
+    # Any request whose path (with its query) no route names: `answer(path, headers)`
+    # gives the Route, or None for a 404. Queued routes for a path are served first, one
+    # per request (a 429, then a 503, then the real body).
+    answer: Any = None
+    queued: dict[str, list[Route]] = field(default_factory=dict)
+    # When each request came, by `clock` (a test's controlled clock, if it sets one).
+    clock: Any = time.monotonic
+    times: list[float] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)  # extra response headers
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
@@ -44,10 +55,19 @@ def feed_server() -> Iterator[FeedServer]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            state.times.append(state.clock())
             state.requests.append((self.path, dict(self.headers.items())))
             route = state.routes.get(self.path)
             if self.path in state.bodies:
                 route = Route(state.bodies[self.path]())
+            base = self.path.split("?", 1)[0]
+            for key in (self.path, base):
+                if state.queued.get(key):
+                    route = state.queued[key].pop(0)
+                    break
+            else:
+                if route is None and state.answer is not None:
+                    route = state.answer(self.path, dict(self.headers.items()))
             if route is None:
                 self.send_response(404)
                 self.end_headers()
@@ -59,6 +79,8 @@ def feed_server() -> Iterator[FeedServer]:
                 self.end_headers()
                 return
             self.send_response(route.status)
+            for name, value in {**state.headers, **route.headers}.items():
+                self.send_header(name, value)
             self.send_header("Content-Type", route.content_type)
             self.send_header("Content-Length", str(len(route.body)))
             self.send_header("ETag", etag)
