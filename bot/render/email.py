@@ -234,12 +234,21 @@ def _day(day: date) -> str:
 
 
 def _announcements(digest: Digest) -> str:
-    """`the arXiv announcement of Thursday 28 November 2024` (empty when unknown)."""
+    """`from the arXiv announcement of Thursday 28 November 2024`; with papers from other
+    sources (a journal), `dated 20 October 2021 to 28 November 2024` (empty when unknown)."""
     days = sorted(set(digest.announced))
     if not days:
         return ""
+    if not all(item.paper.on_arxiv for item in digest.items):
+        if len(days) > 3:
+            return f"dated {_day(days[0])} to {_day(days[-1])}"
+        return f"dated {' and '.join(_day(d) for d in days)}"
     noun = "announcement" if len(days) == 1 else "announcements"
-    return f"the arXiv {noun} of {', '.join(_day(d) for d in days)}"
+    return f"from the arXiv {noun} of {', '.join(_day(d) for d in days)}"
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _headline(digest: Digest) -> str:
@@ -253,7 +262,8 @@ def _intro(digest: Digest) -> str:
     when = _announcements(digest)
     if digest.count == 0 and digest.note:
         return digest.note
-    return f"{_headline(digest)}{' from ' + when if when else ''}."
+    joint = ", " if when.startswith("dated") else " "
+    return f"{_headline(digest)}{joint + when if when else ''}."
 
 
 def _preheader(digest: Digest, groups: tuple[_GroupView, ...]) -> str:
@@ -324,7 +334,7 @@ def render_digest(
         "site_name": site_name,
         "intro": _intro(digest),
         "headline": _headline(digest),
-        "announcements": _announcements(digest) if not digest.note else "",
+        "announcements": _upper_first(_announcements(digest)) if not digest.note else "",
         "preheader": _preheader(digest, groups),
         "groups": groups,
         "toc": digest.count >= TOC_MIN_PAPERS,
