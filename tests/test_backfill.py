@@ -1,0 +1,230 @@
+"""`paperbell backfill`: past days from the arXiv API and Hugging Face, served by a real HTTP
+server on loopback from the real API and Hugging Face payloads, into a real database.
+
+The library runs with a controlled clock (the fetcher's waits advance it instead of
+sleeping), so the 3 s spacing is measured exactly; the command runs for real, is
+interrupted with SIGINT and run again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
+from itertools import pairwise
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+from commands import run, start
+from servers import FeedServer, Route, feed_server
+
+from bot.backfill import BackfillReport, backfill, plan
+from bot.config import load_config
+from bot.pipeline import build_sources
+from bot.sources.http import PoliteFetcher
+from bot.store import Store
+
+pytestmark = pytest.mark.database
+
+FIXTURES = Path(__file__).parent / "fixtures"
+API_PAGE = FIXTURES / "arxiv_api" / "api2026_search_cat-math.NT-OR-math.AG_max5_2026-06-29.xml"
+API_EMPTY = FIXTURES / "arxiv_api" / "edge_api2026_empty-result_idlist_0000.0000.xml"
+HF_DAY = FIXTURES / "hf_daily_papers" / "hf_daily_papers_2026-06-03.json"
+NOW = datetime(2026, 6, 30, 12, 0, tzinfo=UTC)
+
+CONFIG = """\
+version = 1
+
+[database]
+url = "{database_url}"
+
+[[sources]]
+kind = "arxiv_query"
+name = "number-theory"
+query = "cat:math.NT OR cat:math.AG"
+url = "{base}/api/query"
+page_size = 100
+
+[[sources]]
+kind = "huggingface"
+name = "hf"
+url = "{base}"
+
+[[sources]]
+kind = "feed"
+name = "zoology"
+url = "{base}/journal.rss"
+"""
+
+
+class FakeClock:
+    """Monotonic time that only moves when the fetcher waits."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def answer(path: str, headers: dict[str, str]) -> Route | None:
+    parts = urlsplit(path)
+    query = parse_qs(parts.query)
+    if parts.path == "/api/daily_papers":
+        return Route(HF_DAY.read_bytes(), content_type="application/json")
+    if parts.path == "/api/query":
+        on_the_26th = "submittedDate:[202606260000 TO 202606262359]" in query["search_query"][0]
+        body = API_PAGE if on_the_26th and query["start"] == ["0"] else API_EMPTY
+        return Route(body.read_bytes(), content_type="application/atom+xml")
+    return None
+
+
+@pytest.fixture
+def server() -> Iterator[FeedServer]:
+    with feed_server() as feed:
+        feed.answer = answer
+        yield feed
+
+
+@pytest.fixture
+def config_path(tmp_path: Path, database_url: str, server: FeedServer) -> Path:
+    path = tmp_path / "config.toml"
+    base = server.url("").rstrip("/")
+    path.write_text(CONFIG.format(database_url=database_url, base=base))
+    return path
+
+
+async def _backfill(
+    config_path: Path, clock: FakeClock, *, stop_after: int | None = None
+) -> list[BackfillReport]:
+    config = load_config(config_path)
+    planned = plan(build_sources(config), date(2026, 6, 25), date(2026, 6, 29))
+    seen: list[str] = []
+
+    def advance(report: BackfillReport, part: str, count: int) -> None:
+        seen.append(f"{report.source} {part}")
+        if stop_after is not None and len(seen) == stop_after:
+            raise KeyboardInterrupt  # Ctrl-C while a backfill runs
+
+    with Store.open(config.database.url) as store:
+        async with httpx.AsyncClient() as client:
+            fetcher = PoliteFetcher(client, min_interval=3.0, clock=clock, sleep=clock.sleep)
+            return await backfill(planned, store, fetcher, now=lambda: NOW, advance=advance)
+
+
+def test_backfill_fetches_each_day_politely_and_goes_on_after_an_interruption(
+    config_path: Path, server: FeedServer
+) -> None:
+    clock = FakeClock()
+    server.clock = clock
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(_backfill(config_path, clock, stop_after=3))
+    first_run = len(server.requests)
+    assert first_run == 4  # 25, 26 (a page of 5, then the end), 27; then interrupted
+
+    reports = {r.source: r for r in asyncio.run(_backfill(config_path, clock))}
+    # The arXiv query: 25..29 June, every day (papers are submitted at weekends too);
+    # Hugging Face: the weekdays only; the journal feed cannot look back.
+    assert set(reports) == {"number-theory", "hf"}
+    query = reports["number-theory"]
+    assert (query.parts, query.done_before, query.done, query.papers) == (5, 3, 2, 0)
+    hf = reports["hf"]
+    assert (hf.parts, hf.done_before, hf.done, hf.papers) == (3, 0, 3, 3 * 23)
+
+    asked = [urlsplit(path) for path, _ in server.requests]
+    days_asked = [
+        (
+            parse_qs(p.query)["search_query"][0].rsplit("submittedDate:[", 1)[1][:8],
+            parse_qs(p.query)["start"][0],
+        )
+        for p in asked
+        if p.path == "/api/query"
+    ]
+    # 25, 26 (the real page of 5, then start=5: the end), 27; the rerun asks 28 and 29 only.
+    assert days_asked == [
+        ("20260625", "0"),
+        ("20260626", "0"),
+        ("20260626", "5"),
+        ("20260627", "0"),
+        ("20260628", "0"),
+        ("20260629", "0"),
+    ]
+    first = parse_qs(asked[0].query)
+    assert first["sortBy"] == ["submittedDate"] and first["sortOrder"] == ["ascending"]
+    assert first["max_results"] == ["100"]
+    assert [parse_qs(p.query)["date"] for p in asked if p.path == "/api/daily_papers"] == [
+        ["2026-06-25"],
+        ["2026-06-26"],
+        ["2026-06-29"],
+    ]
+    # arXiv's terms: at least 3 s between the starts of two requests, by the fetcher's clock.
+    for times in (server.times[:first_run], server.times[first_run:]):  # each run
+        gaps = [later - earlier for earlier, later in pairwise(times)]
+        assert gaps and min(gaps) >= 3.0, gaps
+
+    config = load_config(config_path)
+    with Store.open(config.database.url) as store:
+        papers = {p.id: p for p in store.papers_announced_since(date(2000, 1, 1))}
+        assert store.backfilled("number-theory") == {f"2026-06-{d}" for d in range(25, 30)}
+    from_api = [p for p in papers.values() if "number-theory" in p.sources]
+    assert len(from_api) == 5
+    # Submitted Friday 26 June (before 14:00 Eastern or after): listed Monday or Tuesday.
+    assert {p.announced for p in from_api} <= {date(2026, 6, 29), date(2026, 6, 30)}
+    assert all({"math.NT", "math.AG"} & set(p.categories) for p in from_api)
+
+
+def test_the_command_shows_progress_stops_on_ctrl_c_and_resumes(
+    config_path: Path, server: FeedServer, tmp_path: Path
+) -> None:
+    args = ["backfill", "-c", str(config_path), "--source", "number-theory"]
+    done = run(*args, "--since", "2026-06-28", "--until", "2026-06-29", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "2/2" in done.stderr and "day" in done.stderr  # the tqdm bar
+    assert "number-theory: 2 days fetched, 0 already done" in done.stdout
+
+    process = start(
+        *args, "--since", "2026-06-22", "--until", "2026-06-29", "--no-progress", cwd=tmp_path
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().startswith("resuming: 2 of 8 days already done")
+        line = process.stdout.readline()  # the first day is done (requests are 3 s apart)
+        assert line.startswith("number-theory 2026-06-22: 0 papers"), line
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, (out, err)
+    assert "interrupted:" in err and "run the same command again" in err
+
+    again = run(*args, "--since", "2026-06-22", "--until", "2026-06-29", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    resumed = [line for line in again.stdout.splitlines() if line.startswith("resuming:")]
+    assert resumed and "of 8 days already done" in resumed[0], again.stdout
+    skipped = int(resumed[0].split()[1])
+    assert 3 <= skipped <= 7  # 28 and 29 from the first run, 22 at least from the second
+    assert f"{8 - skipped} days fetched, {skipped} already done, 5 papers" in again.stdout
+
+
+def test_a_source_that_cannot_look_back_is_said_clearly(config_path: Path, tmp_path: Path) -> None:
+    result = run(
+        "backfill",
+        "-c",
+        str(config_path),
+        "--source",
+        "zoology",
+        "--since",
+        "2026-06-01",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1
+    assert "none of the sources can look back" in result.stderr
+    assert "a feed only holds its latest entries" in result.stderr
