@@ -29,10 +29,15 @@ from bot.pipeline import build_channels, deliver, poll
 from bot.slack_standin import SlackStandIn
 from bot.sources.arxiv import parse_listing
 from bot.sources.http import PoliteFetcher, make_client
+from bot.sources.huggingface import parse_daily_papers
 from bot.store import Store, utcnow
 
 DEMO_FEED = "rss_all-archives-combined_2024-11-28.xml.gz"
 DEMO_DAY = date(2024, 11, 28)
+# A real Hugging Face Daily Papers day: a second source, merged into the same store and
+# digests (bot/data/demo/SOURCES.md says where both files come from).
+DEMO_HF_DAY_FILE = "hf_daily_papers_2026-08-21.json.gz"
+DEMO_HF_DAY = date(2026, 8, 21)
 ALL_ARCHIVES = sorted(ARCHIVES)  # the bundled feed is the whole of arXiv
 
 DEMO_CHANNEL = "#robot-learning"
@@ -109,6 +114,16 @@ def bundled_papers() -> list[Paper]:
     return list(parse_listing(bundled_feed_bytes(), source="demo").papers)
 
 
+def bundled_hf_bytes() -> bytes:
+    """The real Hugging Face Daily Papers day shipped with the package, decompressed."""
+    return gzip.decompress((files("bot") / "data" / "demo" / DEMO_HF_DAY_FILE).read_bytes())
+
+
+def bundled_hf_papers() -> list[Paper]:
+    """The papers of the bundled Hugging Face day, as the huggingface source reads them."""
+    return list(parse_daily_papers(bundled_hf_bytes(), source="hf-daily").papers)
+
+
 def demo_secret(out_dir: Path) -> str:
     """The demo's key for signing links, made once and kept in the output folder, so the
     links in the demo emails keep working."""
@@ -121,7 +136,13 @@ def demo_secret(out_dir: Path) -> str:
 
 
 def demo_config(
-    out_dir: Path, *, feed: Path, smtp_port: int, slack: SlackStandIn, web_port: int
+    out_dir: Path,
+    *,
+    feed: Path,
+    hf_day: Path,
+    smtp_port: int,
+    slack: SlackStandIn,
+    web_port: int,
 ) -> Config:
     """The demo's config: the bundled feed, SMTP and Slack stand-ins on loopback, and the
     web pages at http://localhost:PORT (what `demo --serve` serves)."""
@@ -136,7 +157,8 @@ def demo_config(
                     "name": "arxiv-all",
                     "categories": ALL_ARCHIVES,
                     "url": feed.as_uri(),
-                }
+                },
+                {"kind": "huggingface", "name": "hf-daily", "url": hf_day.as_uri()},
             ],
             "email": {
                 "from": "paperbell demo <digest@paperbell.example>",
@@ -172,9 +194,11 @@ async def run_demo(
     the emails link to (manage, unsubscribe) on `web_port` until `serve` is set."""
     out_dir = out_dir.resolve()
     feed = out_dir / "feed" / DEMO_FEED.removesuffix(".gz")
-    if not feed.exists():
-        feed.parent.mkdir(parents=True, exist_ok=True)
-        feed.write_bytes(bundled_feed_bytes())
+    hf_day = out_dir / "feed" / DEMO_HF_DAY_FILE.removesuffix(".gz")
+    for path, content in ((feed, bundled_feed_bytes), (hf_day, bundled_hf_bytes)):
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content())
     mail_dir = out_dir / "mail"
     handler = SavingHandler(mail_dir)
     port = free_port()
@@ -182,7 +206,9 @@ async def run_demo(
     slack = SlackStandIn().start()
     slack.add_channel("C0DEMOROBOT", DEMO_CHANNEL.removeprefix("#"))
     web_port = web_port or DEMO_WEB_PORT
-    config = demo_config(out_dir, feed=feed, smtp_port=port, slack=slack, web_port=web_port)
+    config = demo_config(
+        out_dir, feed=feed, hf_day=hf_day, smtp_port=port, slack=slack, web_port=web_port
+    )
     store = Store.open(config.database_url())
     _add_demo_people(store)
     controller.start()
@@ -197,9 +223,10 @@ async def run_demo(
             if r.result == "error":
                 echo(f"poll {r.source}: ERROR {r.error}")
                 return 1
+            merged = f", {r.merged} merged with stored papers" if r.merged else ""
             echo(
                 f"poll {r.source}: {r.items} papers in the {r.announced} listing, "
-                f"{r.new} new, {r.unchanged} already stored"
+                f"{r.new} new, {r.unchanged} already stored{merged}"
             )
         channels = build_channels(config)
         results = await deliver(config, store, channels, now=now, since=DEMO_DAY)

@@ -39,6 +39,7 @@ def test_help_lists_every_command() -> None:
     out = CliRunner().invoke(main, ["--help"]).output
     listed = re.findall(r"^  ([a-z-]+) ", out.split("Commands:", 1)[1], re.M)
     assert listed == [
+        "backfill",
         "check-config",
         "demo",
         "digest",

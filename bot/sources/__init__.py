@@ -66,7 +66,6 @@ class Harvest:
     announced: date | None = None
     empty_reason: str | None = None
     problems: tuple[str, ...] = ()
-    requests: int = 1
 
 
 class Source:

@@ -169,7 +169,11 @@ def parse_api(body: bytes, *, status: int = 200, source: str = "", url: str = ""
             f"{where}: {http}received an empty body, not an arXiv API response",
             source=source,
             url=url,
-            hint="the download may have been cut off; the next poll will try again",
+            hint=(
+                "the download may have been cut off; the next poll will try again"
+                if not http
+                else "check the source's `url`: the server answered with an error"
+            ),
         )
 
     # A stream, never the bytes themselves: feedparser would open a body naming a file.

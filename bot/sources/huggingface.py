@@ -152,7 +152,11 @@ def _load_json(body: bytes, *, where: str, http: str, source: str, url: str) -> 
             f"{where}: {http}received an empty body, not the daily papers JSON",
             source=source,
             url=url,
-            hint="the download may have been cut off; the next poll will try again",
+            hint=(
+                "the download may have been cut off; the next poll will try again"
+                if not http
+                else "check the source's `url`: the server answered with an error"
+            ),
         )
     try:
         return json.loads(body)
@@ -403,39 +407,46 @@ class HuggingFaceSource(Source):
         self.interval = interval(checked.interval_minutes)
 
     def day_url(self, day: date) -> str:
-        """Where one day is read: the API, or a saved day (`file://…/` + `YYYY-MM-DD.json`,
-        or a single `….json` file whatever the day)."""
+        """Where one day is read: the API, or a folder of saved days (`file://…/` +
+        `YYYY-MM-DD.json`)."""
         if self.url.startswith("file://"):
-            base = self.url
-            return base if base.endswith(".json") else f"{base.rstrip('/')}/{day}.json"
+            return f"{self.url.rstrip('/')}/{day}.json"
         return daily_papers_url(self.url, day)
 
-    async def fetch_day(self, http: PoliteFetcher, day: date) -> ParsedFeed:
-        url = self.day_url(day)
+    @property
+    def saved_day(self) -> bool:
+        """Whether `url` is one saved day (a `file://….json`): read as the day it says."""
+        return self.url.startswith("file://") and self.url.endswith(".json")
+
+    async def fetch_day(self, http: PoliteFetcher, day: date | None) -> ParsedFeed:
+        url = self.url if day is None else self.day_url(day)
         fetched = await http.get(url, FetchState(), source=self.name)
         return parse_daily_papers(
             fetched.body or b"", day=day, source=self.name, url=url, status=fetched.status
         )
 
     async def harvest(self, http: Any, state: FetchState, *, now: datetime) -> Harvest:
-        """The last `days` weekdays (UTC), oldest first; Hugging Face has no weekend issue."""
+        """The last `days` weekdays (UTC), oldest first; Hugging Face has no weekend issue.
+        A saved day is read once, dated by its papers."""
         today = now.astimezone(UTC).date()
-        wanted = [today - timedelta(days=n) for n in range(self.days)]
+        wanted: list[date | None] = [None]
+        if not self.saved_day:
+            days = (today - timedelta(days=n) for n in range(self.days))
+            wanted = [d for d in sorted(days) if d.weekday() < 5]
         papers: list[Paper] = []
         problems: list[str] = []
         latest = None
-        for day in sorted(d for d in wanted if d.weekday() < 5):
+        for day in wanted:
             parsed = await self.fetch_day(http, day)
             papers += parsed.papers
-            problems += [f"{day}: {problem}" for problem in parsed.problems]
+            problems += [f"{day or self.url}: {problem}" for problem in parsed.problems]
             if parsed.papers:
-                latest = day
+                latest = day or parsed.announced
         return Harvest(
             tuple(papers),
             announced=latest,
             empty_reason=None if papers else EMPTY_REASON,
             problems=tuple(problems),
-            requests=len(wanted),
         )
 
     def backfill_days(self, since: date, until: date) -> list[date] | None:

@@ -1,0 +1,725 @@
+"""Fetching the huggingface, arxiv_query and feed sources from a real HTTP server on loopback.
+
+Each test runs a real `PoliteFetcher` over a real `make_client()` against `servers.feed_server()`
+serving the real payloads in tests/fixtures/, and checks what each request asked for (path,
+query string, headers) and when it came. Time is controlled: the fetcher's clock and sleep are
+a `FakeTime` whose sleep moves the clock at once, and the server records arrivals by that same
+clock, so spacing, Retry-After and backoff are asserted exactly and no test waits.
+No mock of httpx, no network beyond 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from collections.abc import Awaitable, Callable
+from datetime import UTC, date, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from servers import FeedServer, Route, feed_server
+
+from bot import USER_AGENT
+from bot.errors import FeedErrorResponse, FeedFormatError, SourceError
+from bot.sources import FetchState, Harvest
+from bot.sources.arxiv_api import ArxivQuerySource, search
+from bot.sources.feed import FeedSource
+from bot.sources.http import PoliteFetcher, make_client
+from bot.sources.huggingface import HuggingFaceSource
+
+FIXTURES = Path(__file__).parent / "fixtures"
+HF_DIR = FIXTURES / "hf_daily_papers"
+API_DIR = FIXTURES / "arxiv_api"
+FEEDS_DIR = FIXTURES / "feeds"
+
+T = TypeVar("T")
+
+
+# -- a controlled clock shared by the fetcher and the server ---------------------------------
+
+
+class FakeTime:
+    """A monotonic clock whose sleep moves time forward at once and records the delay."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+        await asyncio.sleep(0)
+
+
+def controlled(server: FeedServer) -> FakeTime:
+    """A fake time the server records request arrivals by."""
+    fake = FakeTime()
+    server.clock = fake.clock
+    return fake
+
+
+def fetch_with(fake: FakeTime, calls: Callable[[PoliteFetcher], Awaitable[T]], **options: Any) -> T:
+    """Run `calls(fetcher)` with a PoliteFetcher over a real client and the fake clock."""
+
+    async def main() -> T:
+        async with make_client(timeout=10) as client:
+            fetcher = PoliteFetcher(
+                client, clock=fake.clock, sleep=fake.sleep, **{"min_interval": 3.0, **options}
+            )
+            return await calls(fetcher)
+
+    return asyncio.run(main())
+
+
+def header(headers: dict[str, str], name: str) -> str | None:
+    """A request header by name, whatever its case on the wire."""
+    return {key.lower(): value for key, value in headers.items()}.get(name.lower())
+
+
+def paths(server: FeedServer) -> list[str]:
+    return [path for path, _ in server.requests]
+
+
+def gaps(server: FeedServer) -> list[float]:
+    """Seconds between the arrivals of consecutive requests, by the controlled clock."""
+    return [later - earlier for earlier, later in zip(server.times, server.times[1:], strict=False)]
+
+
+def etag_of(body: bytes) -> str:
+    """The ETag `servers.feed_server` gives a body."""
+    return '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+
+
+# -- Hugging Face Daily Papers ------------------------------------------------------------------
+
+HF_PATH = "/api/daily_papers"
+HF_JSON = "application/json; charset=utf-8"
+HF_FIXTURE_DAYS = sorted(
+    date.fromisoformat(path.stem.removeprefix("hf_daily_papers_"))
+    for path in HF_DIR.glob("hf_daily_papers_*.json")
+)
+
+
+def hf_fixture(day: date) -> Path:
+    return HF_DIR / f"hf_daily_papers_{day.isoformat()}.json"
+
+
+def hf_answer(path: str, headers: dict[str, str]) -> Route | None:
+    """The real day's JSON where a fixture holds that day, else `[]` (what the API answers
+    for a day without papers); None (a 404) for any other path."""
+    parts = urlsplit(path)
+    if parts.path != HF_PATH:
+        return None
+    (asked,) = parse_qs(parts.query)["date"]
+    fixture = hf_fixture(date.fromisoformat(asked))
+    return Route(fixture.read_bytes() if fixture.exists() else b"[]", content_type=HF_JSON)
+
+
+def hf_source(server: FeedServer, days: int = 1) -> HuggingFaceSource:
+    return HuggingFaceSource("hf", url=server.url(""), days=days)
+
+
+def hf_harvest(source: HuggingFaceSource, now: datetime) -> Callable[[PoliteFetcher], Any]:
+    return lambda http: source.harvest(http, FetchState(), now=now)
+
+
+def noon(day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("now", "days", "asked"),
+    [
+        pytest.param(
+            datetime(2024, 5, 27, 12, 0, tzinfo=UTC),
+            4,
+            ["2024-05-24", "2024-05-27"],
+            id="monday-reaches-back-over-the-weekend-to-friday",
+        ),
+        pytest.param(
+            datetime(2025, 1, 21, 9, 30, tzinfo=UTC),
+            2,
+            ["2025-01-20", "2025-01-21"],
+            id="tuesday-and-monday",
+        ),
+        pytest.param(
+            datetime(2024, 5, 27, 8, 0, tzinfo=timezone(timedelta(hours=9))),
+            3,
+            ["2024-05-24"],
+            id="monday-morning-in-tokyo-is-still-sunday-utc",
+        ),
+        pytest.param(datetime(2024, 6, 1, 12, 0, tzinfo=UTC), 1, [], id="saturday-asks-nothing"),
+    ],
+)
+def test_hf_harvest_asks_each_utc_weekday_oldest_first_with_the_user_agent(
+    now: datetime, days: int, asked: list[str]
+) -> None:
+    with feed_server() as server:
+        server.answer = hf_answer
+        fake = controlled(server)
+        harvest = fetch_with(fake, hf_harvest(hf_source(server, days), now))
+
+    assert paths(server) == [f"{HF_PATH}?date={day}" for day in asked]
+    assert all(header(headers, "User-Agent") == USER_AGENT for _, headers in server.requests)
+    assert all(gap >= 3.0 for gap in gaps(server))
+    expected = sum(
+        len(json.loads(hf_fixture(date.fromisoformat(day)).read_text()))
+        for day in asked
+        if hf_fixture(date.fromisoformat(day)).exists()
+    )
+    assert len(harvest.papers) == expected
+    if not expected:
+        assert harvest.empty_reason
+
+
+@pytest.mark.parametrize("day", HF_FIXTURE_DAYS, ids=str)
+def test_hf_day_is_parsed_with_its_upvotes_and_rank(day: date) -> None:
+    with feed_server() as server:
+        server.answer = hf_answer
+        harvest = fetch_with(controlled(server), hf_harvest(hf_source(server), noon(day)))
+
+    assert paths(server) == [f"{HF_PATH}?date={day}"]
+    items = json.loads(hf_fixture(day).read_text())
+    assert [(p.id, p.upvotes) for p in harvest.papers] == [
+        (item["paper"]["id"], item["paper"]["upvotes"]) for item in items
+    ]
+    assert all(p.hf_day == day and p.announced == day for p in harvest.papers)
+    assert harvest.announced == day and not harvest.problems
+    top = max(harvest.papers, key=lambda p: p.upvotes or 0)
+    assert top.hf_rank == 1
+
+
+@pytest.mark.parametrize(
+    ("first", "gap"),
+    [
+        pytest.param(
+            [Route(b"Too Many Requests", 429, "text/plain", {"Retry-After": "7"})],
+            [7.0],
+            id="429-retry-after-7-is-waited",
+        ),
+        pytest.param(
+            [Route(b"Service Unavailable", 503, "text/plain")] * 2,
+            [2.0, 4.0],
+            id="503-twice-backs-off-2-then-4",
+        ),
+    ],
+)
+def test_hf_retries_a_busy_server_then_reads_the_day(first: list[Route], gap: list[float]) -> None:
+    day = date(2025, 1, 21)
+    with feed_server() as server:
+        server.answer = hf_answer
+        server.queued[HF_PATH] = list(first)
+        fake = controlled(server)
+        # No spacing: the gaps are the Retry-After and the backoff alone.
+        harvest = fetch_with(fake, hf_harvest(hf_source(server), noon(day)), min_interval=0)
+
+    assert paths(server) == [f"{HF_PATH}?date={day}"] * (len(first) + 1)
+    assert gaps(server) == gap and fake.sleeps == gap
+    assert [p.id for p in harvest.papers] == ["2501.08325"]
+
+
+def test_hf_5xx_forever_is_a_source_error_naming_the_url_after_the_retries() -> None:
+    day = date(2025, 3, 21)
+    with feed_server() as server:
+        server.answer = lambda path, headers: Route(
+            b"<html><body><h1>502 Bad Gateway</h1></body></html>", 502, "text/html"
+        )
+        fake = controlled(server)
+        source = hf_source(server)
+        with pytest.raises(SourceError) as caught:
+            fetch_with(fake, hf_harvest(source, noon(day)), min_interval=0)
+
+    url = server.url(f"{HF_PATH}?date={day}")
+    assert len(server.requests) == 4  # one try and three retries
+    assert fake.sleeps == [2.0, 4.0, 8.0]
+    error = caught.value
+    assert url in error.message and "HTTP 502" in error.message and "4 attempts" in error.message
+    assert (error.source, error.url) == ("hf", url)
+
+
+def test_hf_error_answer_with_status_400_is_a_feed_error_response() -> None:
+    day = date(2025, 7, 22)
+    body = b'{"error":"\\"date\\" must be a valid date in the format YYYY-MM-DD"}'
+    with feed_server() as server:
+        server.answer = lambda path, headers: Route(body, 400, HF_JSON)
+        with pytest.raises(FeedErrorResponse) as caught:
+            fetch_with(controlled(server), hf_harvest(hf_source(server), noon(day)))
+
+    assert len(server.requests) == 1  # a 400 is the answer, not a reason to retry
+    message = caught.value.message
+    assert server.url(f"{HF_PATH}?date={day}") in message
+    assert "HTTP 400" in message and "must be a valid date" in message
+
+
+def test_hf_404_is_an_error_naming_the_url_and_the_status() -> None:
+    """The server answers 404 with no body (a wrong `url` base, say)."""
+    day = date(2025, 10, 3)
+    with feed_server() as server:
+        source = HuggingFaceSource("hf", url=server.url("/mirror"), days=1)
+        with pytest.raises(SourceError) as caught:
+            fetch_with(controlled(server), hf_harvest(source, noon(day)))
+
+    assert paths(server) == [f"/mirror{HF_PATH}?date={day}"]
+    message = caught.value.message
+    assert server.url(f"/mirror{HF_PATH}?date={day}") in message and "HTTP 404" in message
+
+
+def test_hf_404_hint_points_at_the_url_not_at_a_cut_off_download() -> None:
+    day = date(2025, 10, 3)
+    with feed_server() as server:
+        source = HuggingFaceSource("hf", url=server.url("/mirror"), days=1)
+        with pytest.raises(SourceError) as caught:
+            fetch_with(controlled(server), hf_harvest(source, noon(day)))
+
+    error = caught.value
+    assert "cut off" not in str(error)
+    assert error.hint and "url" in error.hint
+
+
+# -- arXiv API ----------------------------------------------------------------------------------
+
+API_PATH = "/api/query"
+ATOM = "application/atom+xml; charset=utf-8"
+MATH_QUERY = "cat:math.NT OR cat:math.AG"
+MATH_ENCODED = "cat:math.NT%20OR%20cat:math.AG"
+# The real first pages of MATH_QUERY fetched on 2026-06-29 (5 results) and 2026-06-24
+# (3 results), newest first: read in turn they are what a lastUpdatedDate-descending query
+# pages through, the later fetch first.
+MATH_PAGE_1 = (API_DIR / "api2026_search_cat-math.NT-OR-math.AG_max5_2026-06-29.xml").read_bytes()
+MATH_PAGE_2 = (API_DIR / "api2026_search_cat-math.NT-OR-math.AG_max3_2026-06-24.xml").read_bytes()
+# Updated 2026-06-26 at 16:41, 16:17, 14:10, 13:52, 13:47, then 2026-06-23 at 17:51, 17:18, 15:39.
+MATH_IDS = [
+    "2606.28256",
+    "2606.28227",
+    "2606.28110",
+    "2606.28091",
+    "2606.28085",
+    "2606.24872",
+    "2606.24838",
+    "2606.24717",
+]
+TESTING_100 = (API_DIR / "api2026_search_all-testing_start0_max100.xml").read_bytes()
+TESTING_10_AT_10 = (API_DIR / "api2026_search_all-testing_start10_max10.xml").read_bytes()
+TWO_RESULTS = (
+    API_DIR / "api2016_search_au-del_maestro-AND-ti-quantum-criticality.xml"
+).read_bytes()
+EMPTY = (API_DIR / "edge_api2026_empty-result_idlist_0000.0000.xml").read_bytes()
+ERROR_400 = (API_DIR / "edge_api2026_http400-error-entry_idlist_abc.xml").read_bytes()
+
+
+def api_path(
+    encoded: str,
+    start: int,
+    max_results: int,
+    sort_by: str = "lastUpdatedDate",
+    sort_order: str = "descending",
+) -> str:
+    """The exact path and query string a request must have."""
+    return (
+        f"{API_PATH}?search_query={encoded}&start={start}&max_results={max_results}"
+        f"&sortBy={sort_by}&sortOrder={sort_order}"
+    )
+
+
+def api_pages(pages: dict[int, bytes]) -> Callable[[str, dict[str, str]], Route | None]:
+    """Answer each API request with the body for its `start` (a 404 for any other)."""
+
+    def answer(path: str, headers: dict[str, str]) -> Route | None:
+        parts = urlsplit(path)
+        if parts.path != API_PATH:
+            return None
+        body = pages.get(int(parse_qs(parts.query)["start"][0]))
+        return None if body is None else Route(body, content_type=ATOM)
+
+    return answer
+
+
+def entry_ids(body: bytes) -> list[str]:
+    """The arXiv ids (no version) of a body's entries, in order."""
+    found = re.findall(rb"<id>http://arxiv\.org/abs/(\S+?)v\d+</id>", body)
+    return [raw.decode() for raw in found]
+
+
+def first_entries(body: bytes, count: int) -> bytes:
+    """The page of the same query with only its first `count` entries (what arXiv answers
+    to max_results=`count` at start 0: the real start=10 page continues it exactly)."""
+    head, *entries = body.split(b"<entry>")
+    head = head.replace(
+        b"<opensearch:itemsPerPage>100<", f"<opensearch:itemsPerPage>{count}<".encode()
+    )
+    kept = [b"<entry>" + entry.split(b"</entry>")[0] + b"</entry>\n" for entry in entries[:count]]
+    return head + b"".join(kept) + b"</feed>\n"
+
+
+def api_source(server: FeedServer, query: str = MATH_QUERY, **options: Any) -> ArxivQuerySource:
+    return ArxivQuerySource("query", query=query, url=server.url(API_PATH), **options)
+
+
+def api_harvest(source: ArxivQuerySource, now: datetime) -> Callable[[PoliteFetcher], Any]:
+    return lambda http: source.harvest(http, FetchState(), now=now)
+
+
+@pytest.mark.parametrize(
+    ("now", "days", "kept", "starts"),
+    [
+        pytest.param(
+            datetime(2026, 6, 29, 15, 0, tzinfo=UTC), 3, 2, [0], id="inside-the-first-page"
+        ),
+        pytest.param(
+            datetime(2026, 6, 26, 17, 30, tzinfo=UTC), 3, 6, [0, 5], id="inside-the-second-page"
+        ),
+        pytest.param(
+            datetime(2026, 6, 26, 17, 18, 22, tzinfo=UTC),
+            3,
+            7,
+            [0, 5],
+            id="an-entry-updated-exactly-days-ago-is-kept",
+        ),
+    ],
+)
+def test_api_harvest_pages_until_an_entry_is_older_than_days(
+    now: datetime, days: int, kept: int, starts: list[int]
+) -> None:
+    with feed_server() as server:
+        server.answer = api_pages({0: MATH_PAGE_1, 5: MATH_PAGE_2})
+        fake = controlled(server)
+        source = api_source(server, page_size=5, days=days)
+        harvest = fetch_with(fake, api_harvest(source, now))
+
+    assert paths(server) == [api_path(MATH_ENCODED, start, 5) for start in starts]
+    assert [p.id for p in harvest.papers] == MATH_IDS[:kept]
+    assert all(gap >= 3.0 for gap in gaps(server))
+    assert fake.sleeps == [3.0] * (len(starts) - 1)  # the first request did not wait
+
+
+@pytest.mark.parametrize(
+    ("max_papers", "starts"),
+    [(3, [0]), (5, [0]), (7, [0, 5]), (8, [0, 5])],
+    ids=lambda value: str(value),
+)
+def test_api_harvest_stops_at_max_papers(max_papers: int, starts: list[int]) -> None:
+    now = datetime(2026, 6, 29, 5, 7, 48, tzinfo=UTC)  # when page 1 was fetched
+    with feed_server() as server:
+        server.answer = api_pages({0: MATH_PAGE_1, 5: MATH_PAGE_2})
+        fake = controlled(server)
+        source = api_source(server, page_size=5, days=30, max_papers=max_papers)
+        harvest = fetch_with(fake, api_harvest(source, now))
+
+    assert paths(server) == [api_path(MATH_ENCODED, start, 5) for start in starts]
+    assert [p.id for p in harvest.papers] == MATH_IDS[:max_papers]
+    assert all(gap >= 3.0 for gap in gaps(server))
+
+
+def test_api_search_continues_at_the_entries_read_with_spacing() -> None:
+    """start=0 (the real page cut to 10 entries), then start=10 (the real start=10 page)."""
+    with feed_server() as server:
+        server.answer = api_pages({0: first_entries(TESTING_100, 10), 10: TESTING_10_AT_10})
+        fake = controlled(server)
+        found = fetch_with(
+            fake,
+            lambda http: search(
+                http,
+                base_url=server.url(API_PATH),
+                query="testing",
+                page_size=10,
+                source="testing",
+                sort_by="relevance",
+                sort_order="descending",
+                limit=15,
+            ),
+        )
+
+    assert paths(server) == [
+        api_path("testing", start, 10, "relevance", "descending") for start in (0, 10)
+    ]
+    assert [entry.paper.id for entry in found] == entry_ids(TESTING_100)[:15]
+    assert gaps(server) == [3.0]
+
+
+def test_api_search_stops_at_the_limit_at_a_page_end_without_another_request() -> None:
+    with feed_server() as server:
+        server.answer = api_pages({0: TESTING_100})
+        found = fetch_with(
+            controlled(server),
+            lambda http: search(
+                http,
+                base_url=server.url(API_PATH),
+                query="testing",
+                page_size=100,
+                source="testing",
+                sort_by="relevance",
+                sort_order="descending",
+                limit=100,
+            ),
+        )
+
+    assert paths(server) == [api_path("testing", 0, 100, "relevance", "descending")]
+    assert [entry.paper.id for entry in found] == entry_ids(TESTING_100)
+    assert len(found) == 100
+
+
+def test_api_search_ends_when_total_results_are_read() -> None:
+    """totalResults 2: one request, though the page could hold 10."""
+    query = 'au:del_maestro AND ti:"quantum criticality"'
+    with feed_server() as server:
+        server.answer = api_pages({0: TWO_RESULTS})
+        found = fetch_with(
+            controlled(server),
+            lambda http: search(
+                http,
+                base_url=server.url(API_PATH),
+                query=query,
+                page_size=10,
+                source="maestro",
+                sort_by="relevance",
+                sort_order="descending",
+            ),
+        )
+
+    encoded = "au:del_maestro%20AND%20ti:%22quantum%20criticality%22"
+    assert paths(server) == [api_path(encoded, 0, 10, "relevance", "descending")]
+    assert [entry.paper.id for entry in found] == ["1111.2011", "cond-mat/0607501"]
+
+
+@pytest.mark.parametrize(
+    ("query", "encoded"),
+    [
+        ('cat:cs.RO AND ti:"diffusion policy"', "cat:cs.RO%20AND%20ti:%22diffusion%20policy%22"),
+        (MATH_QUERY, MATH_ENCODED),
+        ('abs:"R&D" ANDNOT ti:C++', "abs:%22R%26D%22%20ANDNOT%20ti:C%2B%2B"),
+        ("au:Müller", "au:M%C3%BCller"),
+    ],
+)
+def test_api_request_carries_the_query_encoded_and_the_paging_parameters(
+    query: str, encoded: str
+) -> None:
+    with feed_server() as server:
+        server.answer = api_pages({0: EMPTY})
+        source = api_source(server, query=query)  # page_size 500 by default
+        fetch_with(controlled(server), api_harvest(source, datetime(2026, 4, 13, tzinfo=UTC)))
+
+    ((path, headers),) = server.requests
+    assert path == api_path(encoded, 0, 500)
+    assert parse_qs(urlsplit(path).query) == {
+        "search_query": [query],
+        "start": ["0"],
+        "max_results": ["500"],
+        "sortBy": ["lastUpdatedDate"],
+        "sortOrder": ["descending"],
+    }
+    assert header(headers, "User-Agent") == USER_AGENT
+
+
+def test_api_empty_result_is_no_papers_after_one_request() -> None:
+    with feed_server() as server:
+        server.answer = api_pages({0: EMPTY})
+        harvest = fetch_with(
+            controlled(server), api_harvest(api_source(server), datetime(2026, 4, 13, tzinfo=UTC))
+        )
+
+    assert len(server.requests) == 1
+    assert harvest.papers == () and harvest.empty_reason
+
+
+def test_api_error_entry_with_http_400_is_a_feed_error_response() -> None:
+    with feed_server() as server:
+        server.answer = lambda path, headers: Route(ERROR_400, 400, ATOM)
+        source = api_source(server, query="id:abc")
+        with pytest.raises(FeedErrorResponse) as caught:
+            fetch_with(controlled(server), api_harvest(source, datetime(2026, 4, 13, tzinfo=UTC)))
+
+    assert len(server.requests) == 1  # a 400 is the answer, not a reason to retry
+    error = caught.value
+    assert "incorrect id format for abc" in error.message and "HTTP 400" in error.message
+    assert error.url == server.url(api_path("id:abc", 0, 500)) and error.url in error.message
+
+
+@pytest.mark.parametrize(
+    ("busy", "gap"),
+    [
+        pytest.param(
+            Route(b"Rate exceeded.", 429, "text/plain", {"Retry-After": "5"}),
+            5.0,
+            id="429-waits-its-retry-after",
+        ),
+        pytest.param(
+            Route(b"Service Unavailable", 503, "text/plain"),
+            3.0,
+            id="503-backoff-of-2-is-raised-to-the-3-s-spacing",
+        ),
+    ],
+)
+def test_api_retries_a_busy_answer_then_reads_the_page(busy: Route, gap: float) -> None:
+    now = datetime(2026, 6, 29, 5, 7, 48, tzinfo=UTC)
+    with feed_server() as server:
+        server.answer = api_pages({0: MATH_PAGE_1})
+        server.queued[API_PATH] = [busy]
+        source = api_source(server, page_size=5, days=30, max_papers=5)
+        harvest = fetch_with(controlled(server), api_harvest(source, now))
+
+    assert paths(server) == [api_path(MATH_ENCODED, 0, 5)] * 2
+    assert gaps(server) == [gap]
+    assert [p.id for p in harvest.papers] == MATH_IDS[:5]
+
+
+def test_api_backfill_day_asks_the_submitted_date_range_oldest_first() -> None:
+    """The 2026-06-24 page holds the papers submitted on 2026-06-23; its totalResults counts
+    the whole category, so the loop asks once more and the real empty page ends it."""
+    with feed_server() as server:
+        server.answer = api_pages({0: MATH_PAGE_2, 3: EMPTY})
+        fake = controlled(server)
+        source = api_source(server, page_size=3)
+        papers = fetch_with(fake, lambda http: source.backfill_day(http, date(2026, 6, 23)))
+
+    encoded = (
+        "%28cat:math.NT%20OR%20cat:math.AG%29%20AND%20"
+        "submittedDate:%5B202606230000%20TO%20202606232359%5D"
+    )
+    assert paths(server) == [
+        api_path(encoded, start, 3, "submittedDate", "ascending") for start in (0, 3)
+    ]
+    (asked,) = parse_qs(urlsplit(server.requests[0][0]).query)["search_query"]
+    assert asked == f"({MATH_QUERY}) AND submittedDate:[202606230000 TO 202606232359]"
+    assert [p.id for p in papers] == MATH_IDS[5:]
+    assert gaps(server) == [3.0]
+
+
+# -- a plain feed -------------------------------------------------------------------------------
+
+FEEDS = [
+    pytest.param(
+        "/loi/tzme20?af=R",
+        FEEDS_DIR / "tandf_zoology-middle-east_tzme20_2021-12-21.xml",
+        13,
+        id="tandf-rss1",
+    ),
+    pytest.param(
+        "/publication/science/10557903",
+        FEEDS_DIR / "sciencedirect_mol-phylogenetics-evolution_2021-12-21.xml",
+        51,
+        id="sciencedirect-rss2",
+    ),
+]
+TANDF_PATH = "/loi/tzme20?af=R"
+TANDF = (FEEDS_DIR / "tandf_zoology-middle-east_tzme20_2021-12-21.xml").read_bytes()
+NOW = datetime(2021, 12, 21, 9, 30, tzinfo=UTC)
+
+
+def feed_harvest(source: FeedSource, state: FetchState) -> Callable[[PoliteFetcher], Any]:
+    return lambda http: source.harvest(http, state, now=NOW)
+
+
+@pytest.mark.parametrize(("path", "fixture", "count"), FEEDS)
+def test_feed_etag_round_trip_gives_not_modified(path: str, fixture: Path, count: int) -> None:
+    body = fixture.read_bytes()
+    with feed_server() as server:
+        server.routes[path] = Route(body)
+        source = FeedSource("journal", url=server.url(path))
+
+        async def twice(http: PoliteFetcher) -> tuple[Harvest, Harvest]:
+            first = await source.harvest(http, FetchState(), now=NOW)
+            return first, await source.harvest(http, first.state, now=NOW)
+
+        first, second = fetch_with(controlled(server), twice)
+
+    assert len(first.papers) == count and not first.not_modified
+    assert first.state.etag == etag_of(body)
+    assert second.not_modified and second.papers == () and second.state == first.state
+    (path1, headers1), (path2, headers2) = server.requests
+    assert path1 == path2 == path
+    assert header(headers1, "If-None-Match") is None
+    assert header(headers2, "If-None-Match") == etag_of(body)
+    assert all(header(h, "User-Agent") == USER_AGENT for h in (headers1, headers2))
+    assert gaps(server) == [3.0]
+
+
+def test_feed_last_modified_round_trip_gives_not_modified() -> None:
+    """The server judges by If-Modified-Since alone: 304 when it names its Last-Modified."""
+    last_modified = "Tue, 21 Dec 2021 09:15:10 GMT"
+
+    def answer(path: str, headers: dict[str, str]) -> Route:
+        if header(headers, "If-Modified-Since") == last_modified:
+            return Route(b"", 304)
+        return Route(TANDF, headers={"Last-Modified": last_modified})
+
+    with feed_server() as server:
+        server.answer = answer
+        source = FeedSource("journal", url=server.url(TANDF_PATH))
+
+        async def twice(http: PoliteFetcher) -> tuple[Harvest, Harvest]:
+            first = await source.harvest(http, FetchState(), now=NOW)
+            return first, await source.harvest(http, first.state, now=NOW)
+
+        first, second = fetch_with(controlled(server), twice)
+
+    assert first.state.last_modified == last_modified and len(first.papers) == 13
+    (_, headers1), (_, headers2) = server.requests
+    assert header(headers1, "If-Modified-Since") is None
+    assert header(headers2, "If-Modified-Since") == last_modified
+    assert second.not_modified and second.papers == ()
+    assert second.state.last_modified == last_modified
+
+
+def test_feed_503_then_200_is_retried() -> None:
+    with feed_server() as server:
+        server.routes[TANDF_PATH] = Route(TANDF)
+        server.queued[TANDF_PATH] = [Route(b"Service Unavailable", 503, "text/plain")]
+        source = FeedSource("journal", url=server.url(TANDF_PATH))
+        harvest = fetch_with(controlled(server), feed_harvest(source, FetchState()))
+
+    assert paths(server) == [TANDF_PATH, TANDF_PATH]
+    assert gaps(server) == [3.0]  # the 2 s backoff, raised to the 3 s spacing
+    assert len(harvest.papers) == 13 and harvest.state.etag == etag_of(TANDF)
+
+
+def test_feed_html_page_with_status_200_is_a_feed_format_error() -> None:
+    html = (
+        b"<!DOCTYPE html><html><head><title>Access denied | tandfonline.com</title></head>"
+        b"<body><h1>Please enable cookies.</h1><p>Checking your browser...</p></body></html>"
+    )
+    with feed_server() as server:
+        server.routes[TANDF_PATH] = Route(html, content_type="text/html; charset=utf-8")
+        source = FeedSource("journal", url=server.url(TANDF_PATH))
+        with pytest.raises(FeedFormatError) as caught:
+            fetch_with(controlled(server), feed_harvest(source, FetchState()))
+
+    assert len(server.requests) == 1
+    assert server.url(TANDF_PATH) in caught.value.message
+    assert "HTML" in caught.value.message or "html" in caught.value.message
+
+
+# -- one host, several sources ------------------------------------------------------------------
+
+
+def test_sources_on_one_host_share_the_spacing_of_one_fetcher() -> None:
+    """A Hugging Face source (two days) and a feed polled at once on the same host: the three
+    requests go one at a time, min_interval apart."""
+    with feed_server() as server:
+        server.answer = hf_answer
+        server.routes[TANDF_PATH] = Route(TANDF)
+        fake = controlled(server)
+        hf = hf_source(server, days=2)
+        journal = FeedSource("journal", url=server.url(TANDF_PATH))
+
+        async def both(http: PoliteFetcher) -> list[Harvest]:
+            return list(
+                await asyncio.gather(
+                    hf.harvest(http, FetchState(), now=datetime(2025, 1, 21, 9, 30, tzinfo=UTC)),
+                    journal.harvest(http, FetchState(), now=NOW),
+                )
+            )
+
+        from_hf, from_feed = fetch_with(fake, both, min_interval=3.0)
+
+    assert sorted(paths(server)) == sorted(
+        [f"{HF_PATH}?date=2025-01-20", f"{HF_PATH}?date=2025-01-21", TANDF_PATH]
+    )
+    assert len(gaps(server)) == 2 and all(gap >= 3.0 for gap in gaps(server))
+    assert [p.id for p in from_hf.papers] == ["2501.08325"] and len(from_feed.papers) == 13
