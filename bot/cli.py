@@ -195,9 +195,11 @@ def poll(config_path: Path, only: str | None) -> None:
         elif r.result == "empty":
             click.echo(f"{r.source}: 0 items ({r.note or 'empty feed'})")
         else:
+            merged = f"{r.merged} merged with stored papers, " if r.merged else ""
+            left_out = f"; {r.problems} entries left out (see the log)" if r.problems else ""
             click.echo(
                 f"{r.source}: {r.items} items read, {r.new} new, {r.updated} updated, "
-                f"{r.unchanged} already stored (announced {r.announced})"
+                f"{merged}{r.unchanged} already stored (announced {r.announced}){left_out}"
             )
     if not reports:
         click.echo("no sources configured")

@@ -64,7 +64,7 @@ def test_init_writes_the_example_and_refuses_to_overwrite(tmp_path: Path) -> Non
     again = runner.invoke(main, ["init", str(target)])
     assert again.exit_code == 2 and "exists" in again.output
     check = runner.invoke(main, ["check-config", "-c", str(target)])
-    assert check.exit_code == 0 and "OK (1 sources, 1 subscribers, 3 rules" in check.output
+    assert check.exit_code == 0 and "OK (2 sources, 1 subscribers, 3 rules" in check.output
 
 
 @pytest.mark.database
