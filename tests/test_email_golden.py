@@ -2,8 +2,9 @@
 
 What is compared
     Each demo subscriber (`bot.demo.DEMO_SUBSCRIBERS`) gets the digest the pipeline would
-    build for them from the real arXiv listing bundled with the package
-    (`bot.demo.bundled_papers()`, announced on `bot.demo.DEMO_DAY`, 28 November 2024):
+    build for them from the real arXiv listing and Hugging Face day bundled with the package
+    (`bot.demo.bundled_papers()`, announced on `bot.demo.DEMO_DAY`, 28 November 2024, and
+    `bot.demo.bundled_hf_papers()`, 21 August 2026, with their upvotes):
     the rules matched once for everyone (`bot.digest.match_rules`), then
     `bot.digest.build_digest` per subscriber, as `bot.pipeline.deliver` does. Each digest
     goes through `bot.render.email.build_message` with a fixed clock (2024-11-28 12:00
@@ -42,7 +43,7 @@ from typing import Any
 
 import pytest
 
-from bot.demo import DEMO_DAY, DEMO_SUBSCRIBERS, bundled_papers
+from bot.demo import DEMO_DAY, DEMO_HF_DAY, DEMO_SUBSCRIBERS, bundled_hf_papers, bundled_papers
 from bot.digest import build_digest, match_rules
 from bot.models import Digest, Paper, Subscriber
 from bot.render.email import DigestLinks, EmailSettings, build_message
@@ -92,9 +93,11 @@ def demo_cases() -> list[DemoCase]:
 
 @functools.cache
 def demo_papers() -> tuple[Paper, ...]:
-    papers = tuple(bundled_papers())
-    assert {paper.announced for paper in papers} == {DEMO_DAY}
-    return papers
+    listing = tuple(bundled_papers())
+    assert {paper.announced for paper in listing} == {DEMO_DAY}
+    hf = tuple(bundled_hf_papers())
+    assert {paper.announced for paper in hf} == {DEMO_HF_DAY}
+    return hf + listing  # as the store gives them: the newest announcement first
 
 
 @functools.cache

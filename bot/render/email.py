@@ -225,6 +225,9 @@ def _groups(digest: Digest) -> tuple[_GroupView, ...]:
     return tuple(groups)
 
 
+ARXIV_KINDS = frozenset({"arxiv", "arxiv_query"})
+
+
 def _short_day(day: date) -> str:
     return f"{day:%a} {day.day} {day:%b %Y}"
 
@@ -239,12 +242,19 @@ def _announcements(digest: Digest) -> str:
     days = sorted(set(digest.announced))
     if not days:
         return ""
-    if not all(item.paper.on_arxiv for item in digest.items):
+    if not all(_announced_by_arxiv(item.paper) for item in digest.items):
         if len(days) > 3:
             return f"dated {_day(days[0])} to {_day(days[-1])}"
         return f"dated {' and '.join(_day(d) for d in days)}"
     noun = "announcement" if len(days) == 1 else "announcements"
     return f"from the arXiv {noun} of {', '.join(_day(d) for d in days)}"
+
+
+def _announced_by_arxiv(paper: Paper) -> bool:
+    """Whether the paper's date is an arXiv announcement (not a journal's, not the day
+    Hugging Face listed it). Papers that name no source are taken to come from arXiv."""
+    arxiv = not paper.sources or bool(ARXIV_KINDS & set(paper.sources))
+    return paper.on_arxiv and arxiv
 
 
 def _upper_first(text: str) -> str:
