@@ -43,9 +43,10 @@ ALL_ARCHIVES = sorted(ARCHIVES)  # the bundled feed is the whole of arXiv
 DEMO_CHANNEL = "#robot-learning"
 DEMO_TOKEN_VARIABLE = "PAPERBELL_DEMO_SLACK_TOKEN"
 DEMO_SECRET_VARIABLE = "PAPERBELL_DEMO_SECRET_KEY"
-# The lab's subscription is in the config file (read-only on its manage page); Ada and
-# Grace subscribed themselves (stored in the database, as `paperbell subscribe` or Slack
-# would), so their manage pages can change everything.
+# The lab's subscription is in the config file (read-only on its manage page); Ada, Grace
+# and Lin (who follows what is trending on Hugging Face) subscribed themselves (stored in
+# the database, as `paperbell subscribe` or Slack would), so their manage pages can change
+# everything.
 IN_CONFIG = ("robotics-lab",)
 DEMO_WEB_PORT = 8025
 
@@ -61,6 +62,12 @@ DEMO_SUBSCRIBERS: list[dict[str, Any]] = [
         "email": "grace@lab.example",
         "rules": ['"quantum error correction"', "qubit cat:quant-ph"],
         "max_papers": 10,
+    },
+    {
+        # "Trending": the five most upvoted papers of each Hugging Face day.
+        "name": "lin",
+        "email": "lin@lab.example",
+        "rules": ["hf:top5"],
     },
     {
         "name": "robotics-lab",

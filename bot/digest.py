@@ -20,7 +20,8 @@ from bot.rules import Node, PaperText, Rule
 # term in the title counts ten times one in the abstract, a phrase half as much again as a
 # word, so a title hit outranks any handful of abstract hits and, within a field, more
 # distinct terms outrank fewer. `au:` and `id:` name what the reader asked for by name and
-# count like a title hit; `cat:` only narrows and counts nothing. Each further rule of the
+# count like a title hit; `cat:`, `src:`, `upvotes>=` and `hf:top` only narrow and count
+# nothing. Each further rule of the
 # subscriber's that matched adds a little.
 TITLE_WEIGHT = 10.0
 ABSTRACT_WEIGHT = 1.0
@@ -31,6 +32,9 @@ FIELD_WEIGHTS = {
     "author": TITLE_WEIGHT,
     "id": TITLE_WEIGHT,
     "category": 0.0,
+    "source": 0.0,
+    "upvotes": 0.0,
+    "trending": 0.0,
 }
 EXTRA_RULE_BONUS = 0.25
 
@@ -167,9 +171,11 @@ def digest_item(paper: Paper, rules: Sequence[str], hits: Iterable[Hit]) -> Dige
     )
 
 
-def _rank_key(item: DigestItem) -> tuple[float, int, str]:
+def _rank_key(item: DigestItem) -> tuple[float, int, int, str]:
+    """Best score first; then the newer announcement; then more Hugging Face upvotes (a
+    `hf:top10` digest comes in the day's order)."""
     announced = item.paper.announced.toordinal() if item.paper.announced else 0
-    return (-item.score, -announced, item.paper.id)
+    return (-item.score, -announced, -(item.paper.upvotes or 0), item.paper.id)
 
 
 def digest_id(subscriber: Subscriber, channel: str, papers: Sequence[Paper]) -> str:

@@ -9,10 +9,12 @@ paper (Elasticsearch's percolator and Lucene's Monitor do the same for stored qu
 * each distinct tree gets a *trigger set*: keys of which every paper it matches has at
   least one. A word needs its folded word; a phrase one pair of its adjacent words (the
   rarest, by `frequencies`: "reinforcement learning"); `au:` the surname; `cat:` the
-  category (a paper has its categories and their archives); `id:` the id; a lone wildcard
-  its prefix (looked up with every prefix of the paper's word forms). `And` takes the
-  trigger of its cheapest positive part, `Or` the union of its alternatives'. A tree
-  without one (only a rule the parser refuses: all negative) is evaluated on every paper;
+  category (a paper has its categories and their archives); `id:` the id; `src:` the
+  source name or kind; `upvotes>=20` and `hf:top10` the key `hf:`, which every paper on
+  Hugging Face has; a lone wildcard its prefix (looked up with every prefix of the paper's
+  word forms). `And` takes the trigger of its cheapest positive part, `Or` the union of
+  its alternatives'. A tree without one (only a rule the parser refuses: all negative) is
+  evaluated on every paper;
 * a paper's keys (`paper_keys`) pull its candidate trees out of the index; a set test
   drops those that lack the keys every match has, or hold a key that rules them out;
 * the rest are evaluated on a compiled copy of the tree, each leaf's hits computed by
@@ -37,6 +39,7 @@ from typing import Any, TypeAlias
 
 from bot.models import Hit, Paper
 from bot.rules import (
+    LEAVES,
     And,
     Author,
     Category,
@@ -47,7 +50,10 @@ from bot.rules import (
     Or,
     PaperText,
     Rule,
+    Source,
     Term,
+    Trending,
+    Upvotes,
     analyze,
     leaf_hits,
 )
@@ -157,8 +163,13 @@ _COMMON_PERCENT: dict[int, str] = {
 _DEFAULT_FREQUENCIES: dict[str, float] = {
     key: percent / 100 for percent, keys in _COMMON_PERCENT.items() for key in keys.split()
 }
-# Guesses for keys no table lists: rarer than the table's floor.
-_UNLISTED = {"cat": 0.003, "au": 0.001, "id": 0.0001}
+# Guesses for keys no table lists: rarer than the table's floor, except `src:` (a source
+# may bring most papers: any other trigger is better) and `hf:` (the papers on Hugging
+# Face: a few dozen a day).
+_UNLISTED = {"cat": 0.003, "au": 0.001, "id": 0.0001, "src": 0.5, "hf": 0.05}
+_HF_KEY = "hf:"  # the key of every paper on Hugging Face (with upvotes or a rank)
+# The leaves that are not terms: each has one key (`_key`).
+_KEYED = (Author, Category, Id, Source, Upvotes, Trending)
 _UNLISTED_WORD = 0.01
 _PREFIX_SHARE = {3: 0.2, 4: 0.08}  # by length (the parser wants 3 letters); longer: 0.03
 _PREFIX_MEMO_SIZE = 200_000  # words whose prefix triggers are remembered between papers
@@ -176,7 +187,8 @@ _UNSET: Any = object()
 def paper_keys(text: PaperText) -> set[str]:
     """The index keys of an analyzed paper: its folded words, its pairs of adjacent words
     ("reinforcement learning", within the title or the abstract), `cat:` for its
-    categories and their archives, `au:` for its authors' surnames, `id:` for its id."""
+    categories and their archives, `au:` for its authors' surnames, `id:` for its id,
+    `src:` for its sources, and `hf:` if it is on Hugging Face."""
     keys = set(text.title_index)
     keys.update(text.abstract_index)
     for tokens in (text.title, text.abstract):
@@ -186,6 +198,10 @@ def paper_keys(text: PaperText) -> set[str]:
     keys.update(["au:" + name[-1] for name in text.authors if name])
     if text.id:
         keys.add("id:" + text.id)
+    if text.sources:
+        keys.update(["src:" + source for source in text.sources])
+    if text.upvotes is not None or text.hf_rank is not None:
+        keys.add(_HF_KEY)
     return keys
 
 
@@ -466,7 +482,7 @@ class Matcher:
     def _compile(self, node: Node, *, top: bool) -> _Code:
         """The code of a node. `top`: reached from the root through `And`s only, where the
         key test has already ruled out the papers an exact negated part would exclude."""
-        if isinstance(node, Term | Author | Category | Id):
+        if isinstance(node, LEAVES):
             number = self._leaf_numbers.setdefault(node, len(self._leaves))
             if number == len(self._leaves):
                 self._leaves.append(node)
@@ -527,7 +543,7 @@ def _trigger(node: Node, frequencies: Mapping[str, float]) -> _Trigger | None:
             return _Trigger(share, frozenset(), frozenset(node.words))
         cost, key = min((_share(key, frequencies), key) for key in keys)
         return _Trigger(cost, frozenset({key}), frozenset())
-    if isinstance(node, Author | Category | Id):
+    if isinstance(node, _KEYED):
         key = _key(node)
         return _Trigger(_share(key, frequencies), frozenset({key}), frozenset())
     if isinstance(node, And):
@@ -568,13 +584,18 @@ def _term_keys(term: Term) -> frozenset[str]:
     return frozenset(words).union([a + " " + b for a, b in pairwise(words)])
 
 
-def _key(node: Author | Category | Id) -> str:
-    """The index key of a leaf that is not a term."""
+def _key(node: Author | Category | Id | Source | Upvotes | Trending) -> str:
+    """The index key of a leaf that is not a term (for `upvotes` and `hf:`, a key every
+    paper they match has, and others too)."""
     if isinstance(node, Category):
         return "cat:" + node.value.casefold()
     if isinstance(node, Author):
         return "au:" + node.words[-1]
-    return "id:" + node.value
+    if isinstance(node, Id):
+        return "id:" + node.value
+    if isinstance(node, Source):
+        return "src:" + node.value
+    return _HF_KEY
 
 
 _MAX_ALTERNATIVES = 16
@@ -585,7 +606,7 @@ def _needs(node: Node) -> list[frozenset[str]]:
     loose disjunctive normal form: an empty set means no requirement)."""
     if isinstance(node, Term):
         return [_term_keys(node)]
-    if isinstance(node, Author | Category | Id):
+    if isinstance(node, _KEYED):
         return [frozenset({_key(node)})]
     if isinstance(node, Or):
         found = [needed for child in node.nodes for needed in _needs(child)]
@@ -614,11 +635,12 @@ def _excluded(node: Node) -> frozenset[str]:
 
 def _exact(node: Node) -> frozenset[str] | None:
     """Keys such that the node matches exactly the papers with one of them, if there are:
-    a word or a two-word phrase in title or abstract, a category, an id, an OR of those."""
+    a word or a two-word phrase in title or abstract, a category, an id, a source, an OR of
+    those."""
     if isinstance(node, Term):
         plain = len(node.words) <= 2 and not node.prefix and node.field == "any"
         return frozenset({" ".join(node.words)}) if plain else None
-    if isinstance(node, Category | Id):
+    if isinstance(node, Category | Id | Source):
         return frozenset({_key(node)})
     if isinstance(node, Or):
         found = [exact for child in node.nodes if (exact := _exact(child)) is not None]

@@ -256,7 +256,7 @@ class Hit(NamedTuple):
     A named tuple, not a dataclass: the matcher makes hundreds of thousands a day and a
     tuple is built in a third of the time of a frozen dataclass."""
 
-    field: Literal["title", "abstract", "author", "category", "id"]
+    field: Literal["title", "abstract", "author", "category", "id", "source", "upvotes", "trending"]
     start: int
     end: int
     term: str

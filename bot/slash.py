@@ -505,7 +505,8 @@ class SlashCommands:
         if full:
             lines.append(
                 'Rules: words and "phrases", AND/OR/NOT (or -word), fields `ti:` `abs:` '
-                '`au:` `cat:`, e.g. `au:"Yann LeCun" OR ti:jepa`'
+                "`au:` `cat:` `id:` `src:`, Hugging Face `upvotes>=20` `hf:top10`, "
+                'e.g. `au:"Yann LeCun" OR ti:jepa`'
             )
         return "\n".join(lines)
 

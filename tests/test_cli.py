@@ -19,10 +19,12 @@ def test_demo_twice_sends_nothing_the_second_time(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stderr
     assert "poll arxiv-all: 1504 papers in the 2024-11-28 listing, 1504 new" in first.stdout
     sent = re.findall(r"digest (\S+) <[^>]+>: (\d+) papers sent", first.stdout)
-    assert len(sent) == 3 and all(int(n) > 0 for _, n in sent)
+    assert len(sent) == 4 and all(int(n) > 0 for _, n in sent)
+    assert "poll hf-daily: 17 papers in the 2026-08-21 listing, 17 new" in first.stdout
+    assert re.search(r"digest lin <lin@lab.example>: 5 papers sent", first.stdout)
     mail = tmp_path / "paperbell-demo" / "mail"
     emls, htmls = sorted(mail.glob("*.eml")), sorted(mail.glob("*.html"))
-    assert len(emls) == 3 and len(htmls) == 3
+    assert len(emls) == 4 and len(htmls) == 4
     assert "Thank you to arXiv" in htmls[0].read_text()
     posted = json.loads((tmp_path / "paperbell-demo" / "slack" / "posted.json").read_text())
     assert re.search(r"robotics-lab slack #robot-learning: \d+ papers posted", first.stdout)
@@ -31,8 +33,8 @@ def test_demo_twice_sends_nothing_the_second_time(tmp_path: Path) -> None:
     second = run("demo", cwd=tmp_path)
     assert second.returncode == 0, second.stderr
     assert "0 new, 1504 already stored" in second.stdout
-    assert second.stdout.count("nothing new (already delivered)") == 4  # 3 emails, 1 channel
-    assert len(list(mail.glob("*.eml"))) == 3
+    assert second.stdout.count("nothing new (already delivered)") == 5  # 4 emails, 1 channel
+    assert len(list(mail.glob("*.eml"))) == 4
 
 
 def test_help_lists_every_command() -> None:

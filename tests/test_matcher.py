@@ -2,15 +2,16 @@
 
 Unit cases for the triggers (the keys a rule is indexed under), the property that the
 matcher equals `bot.rules.match` on every rule x every paper (random rules written from the
-words, phrases, authors, categories and ids of real arXiv papers), and checks that it does
-much less work than the naive product.
+words, phrases, authors, categories and ids of real arXiv papers, and sources, upvotes and
+Hugging Face ranks, which some of those papers are given), and checks that it does much
+less work than the naive product.
 """
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -53,6 +54,27 @@ class Corpus:
     categories: tuple[str, ...]
     ids: tuple[str, ...]
     prefixes: tuple[str, ...]
+    sources: tuple[str, ...]
+
+
+def with_sources(papers: Sequence[Paper]) -> tuple[Paper, ...]:
+    """The papers as several sources bring them: a quarter also on Hugging Face (upvotes
+    and a rank; a few with one but not the other), some from a journal feed too."""
+    found = []
+    for i, paper in enumerate(papers):
+        if i % 4 == 0:
+            paper = replace(
+                paper,
+                sources=("hf-daily", "huggingface", "arxiv-all", "arxiv"),
+                upvotes=None if i % 36 == 0 else (i * 13) % 70,
+                hf_rank=None if i % 20 == 0 else i // 4 % 30 + 1,
+            )
+        elif i % 4 == 1:
+            paper = replace(paper, sources=("arxiv-all", "arxiv", "nature.physics", "feed"))
+        elif i % 4 == 2:
+            paper = replace(paper, sources=("arxiv-all", "arxiv"))
+        found.append(paper)  # the last quarter: only `source` ("arxiv"), as stored before
+    return tuple(found)
 
 
 @cache
@@ -60,7 +82,7 @@ def corpus() -> Corpus:
     """Every 7th paper of the real feed (all archives), analyzed, and a vocabulary of rules
     from them. Read once per session (the strategies need it before any fixture runs)."""
     papers = parse_listing(FULL_FEED.read_bytes(), source="arxiv").papers
-    sample = papers[::7][:SAMPLE]
+    sample = with_sources(papers[::7][:SAMPLE])
     words: set[str] = set()
     phrases: set[str] = set()
     for paper in sample:
@@ -89,6 +111,7 @@ def corpus() -> Corpus:
         categories=tuple(sorted(categories)),
         ids=(*sorted({p.id for p in sample}), "2411.00001", "quant-ph/0201082"),
         prefixes=tuple(sorted(prefixes)),
+        sources=(*sorted({s for p in sample for s in p.sources}), "biorxiv", "HF-Daily"),
     )
 
 
@@ -143,6 +166,18 @@ def keys_of(text: str) -> frozenset[str] | None:
         ("cat:cs.RO grasping", {"cat:cs.ro"}),
         ("(robot OR drone) quadrotor", {"quadrotor"}),
         ("(robot OR drone) cat:cs", {"robot", "drone"}),  # cat:cs is half of arXiv
+        ("src:huggingface", {"src:huggingface"}),
+        ("SRC:HF-Daily", {"src:hf-daily"}),
+        ("src:(hf-daily OR biorxiv)", {"src:hf-daily", "src:biorxiv"}),
+        ("upvotes>=20", {"hf:"}),  # every paper on Hugging Face has hf:
+        ("upvotes<5", {"hf:"}),
+        ("hf:top10", {"hf:"}),
+        ("hf:top10 OR src:biorxiv", {"hf:", "src:biorxiv"}),
+        ("robot src:arxiv", {"robot"}),  # a source may bring every paper: the last resort
+        ("robot -src:huggingface", {"robot"}),
+        ("graphene upvotes>=10", {"graphene"}),  # a rare word before the Hugging Face papers
+        ("model upvotes>=10", {"hf:"}),  # a common word after them
+        ("upvotes>=10 cat:cs.RO", {"cat:cs.ro"}),
     ],
 )
 def test_trigger_keys(rule: str, keys: set[str] | None) -> None:
@@ -195,6 +230,12 @@ def test_paper_keys() -> None:
         "au:lecun", "au:lovelace",
         "id:2411.17700",
     }  # fmt: skip
+    on_hugging_face = analyze_text(
+        "Robots", "", (), sources=("HF-Daily", "huggingface"), upvotes=0, hf_rank=None
+    )
+    assert paper_keys(on_hugging_face) == {"robot", "src:hf-daily", "src:huggingface", "hf:"}
+    ranked = analyze_text("Robots", "", (), upvotes=None, hf_rank=4)
+    assert paper_keys(ranked) == {"robot", "hf:"}
 
 
 def test_key_frequencies() -> None:
@@ -231,6 +272,11 @@ def leaves(c: Corpus) -> st.SearchStrategy[str]:
         st.sampled_from(c.names).map(lambda n: f'au:"{n}"'),
         st.sampled_from(c.categories).map(lambda v: f"cat:{v}"),
         st.sampled_from(c.ids).map(lambda v: f"id:{v}"),
+        st.sampled_from(c.sources).map(lambda v: f"src:{v}"),
+        st.tuples(st.sampled_from((">=", ">", "<=", "<", "=")), st.integers(0, 75)).map(
+            lambda t: f"upvotes{t[0]}{t[1]}"
+        ),
+        st.integers(1, 40).map(lambda n: f"hf:top{n}"),
     )
 
 
@@ -298,6 +344,13 @@ def test_matcher_equals_the_reference_on_everyday_rules(real: Corpus) -> None:
         f"au:{real.surnames[0]} OR au:{real.surnames[-1]}",
         f"id:{real.ids[0]} OR id:{real.ids[1]}",
         "NOT cat:cs model",
+        "src:huggingface",
+        "src:feed model",
+        "model -src:hf-daily",
+        "upvotes>=30",
+        "upvotes<10 -hf:top5",
+        "hf:top10 OR cat:cs.LG upvotes>50",
+        "cat:cs -upvotes<20",
     ]
     rules = [(text, parse_rule(text)) for text in texts]
     expected = reference(rules, real.papers, real.texts)
@@ -352,6 +405,38 @@ EDGE_PAPERS = (
         "A robot arm grasps; cases were studied.",
         ("J. Smith",),
         ("quant-ph",),
+        sources=("arxiv-quant", "arxiv"),
+    ),
+    Paper(
+        "2411.00003",
+        1,
+        "Robot arms on Hugging Face",
+        "A robot arm, upvoted.",
+        ("A. Turing",),
+        ("cs.RO",),
+        source="hf-daily",
+        sources=("hf-daily", "huggingface", "arxiv"),
+        upvotes=0,
+        hf_rank=12,
+    ),
+    Paper(
+        "2411.00004",
+        1,
+        "Ranked robots",
+        "A robot with a rank and no upvotes.",
+        ("A. Turing",),
+        ("cs.RO",),
+        sources=("HF-Daily",),
+        hf_rank=1,
+    ),
+    Paper(
+        "doi:10.1038/s41567-024-0001-x",
+        1,
+        "A robot in a journal",
+        "Published in a journal feed.",
+        ("B. Curie",),
+        ("physics",),
+        source="nature.physics",
     ),
 )
 
@@ -377,6 +462,19 @@ EDGE_PAPERS = (
         'au:"J. Smith" robot',
         "NOT cat:cs robot",
         "(robot OR gripper*) -(mice OR ti:case*)",
+        "src:arxiv",
+        "src:hf-daily",  # the name in any case on the paper's side; `source` alone counts
+        "src:nature.physics robot",
+        "robot -src:huggingface",
+        "src:(arxiv-quant OR feed) robot",
+        "upvotes>=0",  # only papers with upvotes, even 0
+        "upvotes=0",
+        "upvotes<1 OR hf:top1",
+        "robot -upvotes<5",
+        "hf:top12",
+        "hf:top11",
+        "robot -hf:top5",
+        "(src:huggingface OR upvotes>=0) -hf:top1",
     ],
 )
 def test_edge_cases_agree_with_the_reference(rule: str) -> None:
@@ -384,6 +482,39 @@ def test_edge_cases_agree_with_the_reference(rule: str) -> None:
     texts = {p.id: analyze(p) for p in EDGE_PAPERS}
     expected = reference(rules, EDGE_PAPERS, texts)
     assert Matcher(rules).match(EDGE_PAPERS) == expected
+
+
+@pytest.mark.parametrize(
+    ("rule", "ids"),
+    [
+        ("src:arxiv", {"quant-ph/0201082", "2411.00003"}),  # not the paper of "arxiv-quant" only
+        ("src:hf-daily", {"2411.00003", "2411.00004"}),
+        ("src:nature.physics robot", {"doi:10.1038/s41567-024-0001-x"}),
+        ("upvotes>=0", {"2411.00003"}),
+        ("upvotes<1 OR hf:top1", {"2411.00003", "2411.00004"}),
+        ("robot -upvotes<5",
+         {"2411.00001", "quant-ph/0201082", "2411.00004", "doi:10.1038/s41567-024-0001-x"}),
+        ("hf:top12", {"2411.00003", "2411.00004"}),
+        ("hf:top11", {"2411.00004"}),
+    ],
+)  # fmt: skip
+def test_sources_upvotes_and_ranks_match_the_papers_that_have_them(
+    rule: str, ids: set[str]
+) -> None:
+    rules = [(rule, parse_rule(rule))]
+    found = Matcher(rules).match(EDGE_PAPERS)
+    assert {paper.id for paper, _ in found.get(rule, [])} == ids
+    texts = {p.id: analyze(p) for p in EDGE_PAPERS}
+    assert found == reference(rules, EDGE_PAPERS, texts)
+
+
+def test_hugging_face_rules_evaluate_only_papers_on_hugging_face(real: Corpus) -> None:
+    rules = [(1, parse_rule("upvotes>=10")), (2, parse_rule("hf:top5 -cat:cs"))]
+    matcher = Matcher(rules)
+    assert matcher.match(real.papers, texts=real.texts) == reference(rules, real.papers, real.texts)
+    on_hugging_face = [p for p in real.papers if p.upvotes is not None or p.hf_rank is not None]
+    assert 0 < len(on_hugging_face) < len(real.papers) / 2
+    assert matcher.stats.candidates == 2 * len(on_hugging_face)
 
 
 def test_identical_rules_are_evaluated_once_and_shared() -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from bot import rules
 from bot.errors import RuleError
 from bot.models import Hit, Paper
 from bot.rules import (
+    LEAVES,
     MAX_DEPTH,
     MAX_RULE_LENGTH,
     MAX_TERMS,
@@ -35,8 +37,11 @@ from bot.rules import (
     Or,
     PaperText,
     Rule,
+    Source,
     Term,
     Token,
+    Trending,
+    Upvotes,
     analyze,
     analyze_text,
     evaluate,
@@ -63,6 +68,10 @@ def make_paper(
     categories: Sequence[str] = ("cs.LG",),
     authors: Sequence[str] = ("A. Author",),
     paper_id: str = "2411.00001",
+    *,
+    sources: Sequence[str] = (),
+    upvotes: int | None = None,
+    hf_rank: int | None = None,
 ) -> Paper:
     return Paper(
         id=paper_id,
@@ -71,6 +80,10 @@ def make_paper(
         abstract=abstract,
         authors=tuple(authors),
         categories=tuple(categories),
+        source=sources[0] if sources else "",
+        sources=tuple(sources),
+        upvotes=upvotes,
+        hf_rank=hf_rank,
     )
 
 
@@ -370,6 +383,40 @@ PARSE_TREES: list[tuple[str, Node]] = [
     ("id:math.GT/0309136", Id("math/0309136")),  # the subject class is not part of the id
     ("id:(2411.17700 OR 2411.00001)", Or((Id("2411.17700"), Id("2411.00001")))),
     ("id:(arXiv:2411.17700 OR 2411.00001)", Or((Id("2411.17700"), Id("2411.00001")))),
+    # src:
+    ("src:huggingface", Source("huggingface")),
+    ("SRC:HF-Daily", Source("hf-daily")),
+    ("src:arxiv_query", Source("arxiv_query")),
+    ("src:biorxiv.neuro", Source("biorxiv.neuro")),
+    ("src:2024-feed", Source("2024-feed")),
+    ('src:"feed"', Source("feed")),
+    ("src:(hf-daily OR arxiv)", Or((Source("hf-daily"), Source("arxiv")))),
+    ("robot -src:huggingface", And((term("robot"), Not(Source("huggingface"))))),
+    # upvotes
+    ("upvotes>=20", Upvotes(">=", 20)),
+    ("upvotes>20", Upvotes(">", 20)),
+    ("upvotes<=3", Upvotes("<=", 3)),
+    ("upvotes<5", Upvotes("<", 5)),
+    ("upvotes=0", Upvotes("=", 0)),
+    ("Upvotes>=020", Upvotes(">=", 20)),  # any case; leading zeros
+    ("upvotes:>=20", Upvotes(">=", 20)),
+    ("UPVOTES:<1", Upvotes("<", 1)),
+    ("robot upvotes>=10", And((term("robot"), Upvotes(">=", 10)))),
+    ("(upvotes>=10)", Upvotes(">=", 10)),
+    ("robot -upvotes<5", And((term("robot"), Not(Upvotes("<", 5))))),
+    ("robot NOT upvotes:>4", And((term("robot"), Not(Upvotes(">", 4))))),
+    ("upvotes", term("upvotes", "upvote")),  # alone, a word
+    ('"upvotes>=20"', term('"upvotes>=20"', "upvote", "20")),  # quoted, a phrase
+    ("ti:upvotes>=20", term("upvotes>=20", "upvote", "20", field="ti")),  # a field's value
+    # hf:top
+    ("hf:top10", Trending(10)),
+    ("HF:Top1", Trending(1)),
+    ("hf:top100", Trending(100)),
+    ("hf:top007", Trending(7)),
+    ('hf:"top3"', Trending(3)),
+    ("hf:top5 OR upvotes>=50", Or((Trending(5), Upvotes(">=", 50)))),
+    ("cat:cs.RO (hf:top10 OR src:hf-daily)",
+     And((Category("cs.RO"), Or((Trending(10), Source("hf-daily")))))),
 ]  # fmt: skip
 
 
@@ -405,6 +452,11 @@ def test_parse_tree(text: str, node: Node) -> None:
         ("-au:(lecun bengio) robot", "-(au:lecun au:bengio) robot"),
         ('au:"Yann   LeCun"', 'au:"Yann LeCun"'),
         ('"language  model*"', '"language model*"'),
+        ("SRC:HF-Daily UPVOTES:>=020", "src:hf-daily upvotes>=20"),
+        ("src:(huggingface OR arxiv) HF:TOP05", "(src:huggingface OR src:arxiv) hf:top5"),
+        ("robot AND NOT Upvotes<5", "robot -upvotes<5"),
+        ("(upvotes>3 OR hf:top1) -src:arxiv", "(upvotes>3 OR hf:top1) -src:arxiv"),
+        ("upvotes:=7", "upvotes=7"),
     ],
 )  # fmt: skip
 def test_format_rule_is_canonical(text: str, canonical: str) -> None:
@@ -431,8 +483,25 @@ NO_OPEN = '")" without a matching "("'
 EMPTY_GROUP = 'empty parentheses "()"'
 SHORT_WILDCARD = 'a wildcard needs at least 3 letters before "*", like transform*'
 STAR = '"*" works only at the end of a word, like transform*'
-FIELDS = "fields: ti:, abs:, au:, cat:, id:; quote text with a colon to search it"
+FIELDS = (
+    "fields: ti:, abs:, au:, cat:, id:, src:, hf:topN, upvotes>=N; "
+    "quote text with a colon to search it"
+)
 TI_NEEDS = 'ti: needs a word, a "phrase" or a (group), like ti:robot or ti:"diffusion policy"'
+SRC_NEEDS = "src: needs a source name or kind, like src:huggingface, src:arxiv or src:hf-daily"
+NOT_A_SOURCE = (
+    'is not a source name (letters, digits, "-", "_" and "."; like huggingface, arxiv or hf-daily)'
+)
+UPVOTES_NEEDS = "upvotes needs a comparison and a whole number, like upvotes>=20 (or >, <=, <, =)"
+NO_SPACES = "write the comparison as one word, without spaces, like upvotes>=20"
+HF_NEEDS = (
+    "hf: needs topN, the day's N most upvoted Hugging Face papers (N from 1 to 100), like hf:top10"
+)
+TOP_NEEDS = "hf:top needs a number from 1 to 100 right after it, like hf:top10"
+NOT_HF = (
+    "is not an hf: value; did you mean hf:top10? (hf:topN: the day's N most upvoted Hugging "
+    "Face papers, N from 1 to 100)"
+)
 ERRORS = [
     # empty, phrases, "-"
     ("", EMPTY, 0),
@@ -540,6 +609,73 @@ ERRORS = [
     ("robot OR (arm OR -survey)", NEGATIVE_OR, 17),
     ("-a (b OR -c)", NEGATIVE_OR, 9),
     ("ti:(robot OR -survey)", NEGATIVE_OR, 13),
+    # src:
+    ("source:arxiv", 'unknown field "source:" (did you mean src:?)', 0),
+    ("robot Sources:hf-daily", 'unknown field "Sources:" (did you mean src:?)', 6),
+    ("src:", SRC_NEEDS, 4),
+    ("src: arxiv", SRC_NEEDS, 4),
+    ("src:hf*", f'"hf*" {NOT_A_SOURCE}', 4),
+    ("src:hf/daily", f'"hf/daily" {NOT_A_SOURCE}', 4),
+    ("src:.arxiv", f'".arxiv" {NOT_A_SOURCE}', 4),
+    ('src:"hf daily"', f'"hf daily" {NOT_A_SOURCE}', 5),
+    ("src:-arxiv", 'to exclude, put "-" before the field: -src:arxiv', 4),
+    ("ti:(robot src:arxiv)", "src: cannot be used inside ti:( ); write it outside the parentheses",
+     10),
+    ("-src:arxiv", ONLY_EXCLUSIONS, 0),
+    ("robot OR -src:arxiv", NEGATIVE_OR, 9),
+    # upvotes
+    ("upvotes>=abc", "upvotes>= needs a whole number right after it, like upvotes>=20", 9),
+    ("upvotes>=", "upvotes>= needs a whole number right after it, like upvotes>=20", 9),
+    ("robot upvotes<", "upvotes< needs a whole number right after it, like upvotes<20", 14),
+    ("upvotes>=-3", "upvotes>= needs a whole number right after it, like upvotes>=20", 9),
+    ("upvotes>=2.5", "upvotes>= needs a whole number right after it, like upvotes>=20", 9),
+    ("upvotes>= 20", "upvotes>= needs a whole number right after it, like upvotes>=20", 9),
+    ("upvotes=>3", '"=>" is not a comparison; did you mean upvotes>=3?', 7),
+    ("upvotes=<3", '"=<" is not a comparison; did you mean upvotes<=3?', 7),
+    ("upvotes==3", '"==" is not a comparison; did you mean upvotes=3?', 7),
+    ("upvotes≥3", '"≥" is not a comparison; did you mean upvotes>=3?', 7),
+    ("upvotes!=3", '"!=" is not a comparison; use >=, >, <=, < or =, like upvotes>=20', 7),
+    ("upvotes>>3", '">>" is not a comparison; use >=, >, <=, < or =, like upvotes>=20', 7),
+    ("upvotes:20", "write a comparison: upvotes>=20 (at least 20 upvotes) or upvotes=20 "
+     "(exactly 20)", 8),
+    ("robot upvotes:007", "write a comparison: upvotes>=7 (at least 7 upvotes) or upvotes=7 "
+     "(exactly 7)", 14),
+    ("upvotes:", UPVOTES_NEEDS, 8),
+    ("upvotes: >=3", UPVOTES_NEEDS, 8),
+    ("upvotes:many", UPVOTES_NEEDS, 8),
+    ("upvotes:-3", UPVOTES_NEEDS, 8),
+    ("upvotes:(>=3)", UPVOTES_NEEDS, 8),
+    ('upvotes:">=3"', UPVOTES_NEEDS, 8),
+    ("upvotes:>=x", "upvotes>= needs a whole number right after it, like upvotes>=20", 10),
+    ("upvotes >= 20", NO_SPACES, 7),
+    ("robot upvotes >3", NO_SPACES, 13),
+    ("upvote>=20", 'unknown name "upvote" (did you mean upvotes>=20?)', 0),
+    ("robot Votes<3", 'unknown name "Votes" (did you mean upvotes<3?)', 6),
+    ("upvote:>=20", 'unknown field "upvote:" (did you mean upvotes, as in upvotes>=20?)', 0),
+    ("ti:(robot upvotes>=20)",
+     "upvotes>=20 cannot be used inside ti:( ); write it outside the parentheses", 10),
+    ("cat:(upvotes:>=2)",
+     "upvotes: cannot be used inside cat:( ); write it outside the parentheses", 5),
+    ("-upvotes>=5", ONLY_EXCLUSIONS, 0),
+    ("robot OR NOT upvotes<5", NEGATIVE_OR, 9),
+    # hf:
+    ("hf:trending", f'"trending" {NOT_HF}', 3),
+    ("robot hf:Popular", f'"Popular" {NOT_HF}', 9),
+    ("hf:top", TOP_NEEDS, 6),
+    ("hf:top0", TOP_NEEDS, 6),
+    ("hf:top101", TOP_NEEDS, 6),
+    ("hf:top-5", TOP_NEEDS, 6),
+    ("hf:top 10", TOP_NEEDS, 6),
+    ('hf:"top 10"', TOP_NEEDS, 7),
+    ("hf:", HF_NEEDS, 3),
+    ("hf: top10", HF_NEEDS, 3),
+    ("hf:(top10)", HF_NEEDS, 3),
+    ("hf:-top10", 'to exclude, put "-" before the field: -hf:top10', 3),
+    ("huggingface:top10", 'unknown field "huggingface:" (did you mean hf:?)', 0),
+    ("trending:top10", 'unknown field "trending:" (did you mean hf:?)', 0),
+    ("cat:(cs.RO hf:top10)", "hf: cannot be used inside cat:( ); write it outside the parentheses",
+     11),
+    ("-hf:top10", ONLY_EXCLUSIONS, 0),
 ]  # fmt: skip
 
 
@@ -574,6 +710,13 @@ def test_error_caret_points_at_the_column() -> None:
         "robot (arm OR -survey)",  # robot is required: the OR needs no positive alternative
         "(robot OR drone) -survey -review",
         "ti:x OR abs:y OR au:z OR cat:cs OR id:2411.17700",
+        "upvotes>=10",  # the new leaves are positive too
+        "upvotes<5",
+        "src:huggingface",
+        "hf:top10",
+        "robot -src:huggingface",
+        "src:arxiv -upvotes>=1",
+        "src:hf-daily OR hf:top3 OR upvotes=0",
     ],
 )
 def test_rules_with_a_positive_requirement_are_valid(text: str) -> None:
@@ -610,7 +753,28 @@ _CATEGORY = st.sampled_from(
 _ID = st.sampled_from(
     ["2411.17700", "2411.17700v2", "arXiv:2411.00001", "quant-ph/0201082", "math.GT/0309136"]
 )
-_VALUES = {"ti": _TEXT_VALUE, "abs": _TEXT_VALUE, "au": _NAME, "cat": _CATEGORY, "id": _ID}
+_SOURCE = st.sampled_from(
+    ["huggingface", "HF-Daily", "arxiv", "arxiv_query", "biorxiv.neuro", "feed", '"arxiv-cs"']
+)
+_VALUES = {
+    "ti": _TEXT_VALUE,
+    "abs": _TEXT_VALUE,
+    "au": _NAME,
+    "cat": _CATEGORY,
+    "id": _ID,
+    "src": _SOURCE,
+}
+# Leaves that are no field's value: they stand alone (never inside `name:( )`).
+_HF_LEAF = st.one_of(
+    st.tuples(
+        st.sampled_from(["upvotes", "Upvotes", "upvotes:", "UPVOTES:"]),
+        st.sampled_from([">=", ">", "<=", "<", "="]),
+        st.integers(0, 120).map(str) | st.just("007"),
+    ).map("".join),
+    st.tuples(st.sampled_from(["hf:top", "HF:Top"]), st.integers(1, 100)).map(
+        lambda t: f"{t[0]}{t[1]}"
+    ),
+)
 _SPACE = st.sampled_from([" ", "  ", "\t"])
 
 
@@ -619,9 +783,11 @@ def leaf_texts(draw: st.DrawFn, field: str | None = None) -> str:
     """The text of one leaf; inside a field group (`field`), a value of that field."""
     if field is not None:
         return draw(_VALUES[field])
-    name = draw(st.sampled_from([None, None, None, "ti", "abs", "au", "cat", "id"]))
+    name = draw(st.sampled_from([None, None, None, "ti", "abs", "au", "cat", "id", "src", "hf"]))
     if name is None:
         return draw(_TEXT_VALUE)
+    if name == "hf":
+        return draw(_HF_LEAF)
     shown = draw(st.sampled_from([name, name.upper()]))
     return f"{shown}:{draw(_VALUES[name])}"
 
@@ -637,7 +803,7 @@ def rule_texts(draw: st.DrawFn, depth: int = 2, field: str | None = None, top: b
             pad = draw(st.sampled_from(["", " "]))
             return f"({pad}{inner}{pad})"
         if field is None and depth > 0 and draw(st.integers(0, 5)) == 0:
-            name = draw(st.sampled_from(["ti", "abs", "au", "cat", "id"]))
+            name = draw(st.sampled_from(["ti", "abs", "au", "cat", "id", "src"]))
             return f"{name}:({draw(rule_texts(depth - 1, name, top=False))})"
         return draw(leaf_texts(field))
 
@@ -684,9 +850,11 @@ def leaf_pool() -> tuple[Leaf, ...]:
         "ti:arm", 'ti:"point cloud"', "abs:grasping", "abs:grasp*", "ti:OR", "10:30",
         "au:lecun", 'au:"Y. Bengio"', 'au:"LeCun, Yann"', "cat:cs.RO", "cat:cs", "cat:q-bio.NC",
         "id:2411.00001", "id:quant-ph/0201082", "or", "Schrödinger",
+        "src:huggingface", "src:arxiv", "src:hf-daily", "upvotes>=20", "upvotes<5", "upvotes=0",
+        "upvotes>3", "upvotes<=30", "hf:top10", "hf:top1",
     ]  # fmt: skip
     pool = tuple(parse_rule(text).node for text in texts)
-    assert all(isinstance(leaf, (Term, Author, Category, Id)) for leaf in pool)
+    assert all(isinstance(leaf, LEAVES) for leaf in pool)
     return pool  # type: ignore[return-value]
 
 
@@ -717,7 +885,8 @@ def test_round_trip_of_generated_trees(node: Node) -> None:
     st.lists(
         st.sampled_from(
             ["a", "b", "é", "OR", "AND", "NOT", "-", "(", ")", '"', "“", "*", "|", ":", ".",
-             "ti:", "au:", "cat:", "id:", "cs.*", "2411.17700", " ", " ", " "]
+             "ti:", "au:", "cat:", "id:", "cs.*", "2411.17700", " ", " ", " ",
+             "src:", "hf:", "top", "10", "upvotes", "upvote", ">=", "<", "=", "≥", "!"]
         ),
         max_size=20,
     ).map("".join)
@@ -891,6 +1060,139 @@ def test_match_ids(rule: str, paper_id: str, expected: bool | None) -> None:
             parse_rule(rule)
         return
     assert (match(parse_rule(rule), text) is not None) is expected
+
+
+# --------------------------------------------------------------------------------------------
+# match: sources, Hugging Face upvotes and rank
+
+HF_DAILY = ("hf-daily", "huggingface", "arxiv-cs", "arxiv")  # as the sources fill Paper.sources
+ARXIV_ONLY = ("arxiv-cs", "arxiv")
+
+# (rule, sources, upvotes, hf_rank, expected)
+HUGGING_FACE_CASES = [
+    # src: a name or kind, whole, any case
+    ("src:huggingface", HF_DAILY, 12, 3, True),
+    ("src:HF-Daily", HF_DAILY, 12, 3, True),
+    ("src:arxiv", HF_DAILY, 12, 3, True),
+    ("src:arxiv", ARXIV_ONLY, None, None, True),
+    ("src:huggingface", ARXIV_ONLY, None, None, False),
+    ("src:hf", HF_DAILY, 12, 3, False),  # whole names only: not a prefix
+    ("src:arxiv-c", ARXIV_ONLY, None, None, False),
+    ("src:feed", (), None, None, False),
+    ("src:feed", ("Nature-Feed", "FEED"), None, None, True),  # the paper's side folds too
+    ("robot -src:huggingface", ARXIV_ONLY, None, None, True),
+    ("robot -src:huggingface", HF_DAILY, 12, 3, False),
+    ("src:(biorxiv OR huggingface)", HF_DAILY, 12, 3, True),
+    # upvotes: only papers with upvotes
+    ("upvotes>=20", HF_DAILY, 20, 5, True),
+    ("upvotes>=20", HF_DAILY, 19, 5, False),
+    ("upvotes>20", HF_DAILY, 20, 5, False),
+    ("upvotes>20", HF_DAILY, 21, 5, True),
+    ("upvotes<=3", HF_DAILY, 3, 40, True),
+    ("upvotes<3", HF_DAILY, 3, 40, False),
+    ("upvotes<5", HF_DAILY, 0, 40, True),
+    ("upvotes<5", ARXIV_ONLY, None, None, False),  # not on Hugging Face: no comparison holds
+    ("upvotes=0", ARXIV_ONLY, None, None, False),
+    ("upvotes=0", HF_DAILY, 0, 40, True),
+    ("upvotes:=7", HF_DAILY, 7, 9, True),
+    ("upvotes>=0", HF_DAILY, None, 9, False),  # a rank without upvotes: still no upvotes
+    ("robot -upvotes>=5", ARXIV_ONLY, None, None, True),  # so NOT keeps it
+    ("robot -upvotes>=5", HF_DAILY, 4, 30, True),
+    ("robot -upvotes>=5", HF_DAILY, 5, 30, False),
+    ("robot upvotes>=10", HF_DAILY, 50, 1, True),
+    ("drone upvotes>=10", HF_DAILY, 50, 1, False),
+    # hf:topN: rank at most N
+    ("hf:top10", HF_DAILY, 30, 10, True),
+    ("hf:top10", HF_DAILY, 30, 11, False),
+    ("hf:top1", HF_DAILY, 90, 1, True),
+    ("hf:top10", HF_DAILY, 30, None, False),
+    ("hf:top100", ARXIV_ONLY, None, None, False),
+    ("hf:top3 OR upvotes>=50", HF_DAILY, 60, 7, True),
+    ("hf:top3 OR upvotes>=50", HF_DAILY, 40, 7, False),
+    ("cat:cs.LG hf:top5 -src:arxiv", HF_DAILY, 40, 2, False),
+]
+
+
+@pytest.mark.parametrize(("rule", "sources", "upvotes", "rank", "expected"), HUGGING_FACE_CASES)
+def test_match_sources_upvotes_and_rank(
+    rule: str, sources: tuple[str, ...], upvotes: int | None, rank: int | None, expected: bool
+) -> None:
+    paper = make_paper("Robots", sources=sources, upvotes=upvotes, hf_rank=rank)
+    text = analyze(paper)
+    hits = match(parse_rule(rule), text)
+    assert (hits is not None) is expected
+    assert holds(parse_rule(rule).node, text) is expected
+
+
+def test_the_first_source_counts_when_sources_is_empty() -> None:
+    # A paper stored before `sources` existed has only `source`.
+    paper = replace(make_paper("Robots"), source="arXiv")
+    assert matches_any([parse_rule("src:arxiv")], analyze(paper))
+    assert analyze(paper).sources == frozenset({"arxiv"})
+    both = replace(paper, sources=("hf-daily", "huggingface"))
+    assert analyze(both).sources == frozenset({"arxiv", "hf-daily", "huggingface"})
+
+
+def test_hits_of_sources_upvotes_and_rank() -> None:
+    paper = make_paper("Robot grasping", sources=HF_DAILY, upvotes=42, hf_rank=2)
+    hits = match(parse_rule("SRC:HuggingFace Upvotes:>=040 grasping HF:top02"), analyze(paper))
+    assert hits == (
+        Hit("source", 0, 0, "src:huggingface"),
+        Hit("upvotes", 0, 0, "upvotes>=40"),
+        Hit("title", 6, 14, "grasping"),
+        Hit("trending", 0, 0, "hf:top2"),
+    )
+    text = analyze(paper)
+    assert leaf_hits(Source("hf-daily"), text) == (Hit("source", 0, 0, "src:hf-daily"),)
+    assert leaf_hits(Source("arxiv-math"), text) is None
+    assert leaf_hits(Upvotes("=", 42), text) == (Hit("upvotes", 0, 0, "upvotes=42"),)
+    assert leaf_hits(Upvotes(">", 42), text) is None
+    assert leaf_hits(Trending(2), text) == (Hit("trending", 0, 0, "hf:top2"),)
+    assert leaf_hits(Trending(1), text) is None
+    # nothing under a NOT; OR reports every alternative that matched
+    assert match(parse_rule("robot -src:arxiv-math -upvotes<5"), text) == (
+        Hit("title", 0, 5, "robot"),
+    )
+    assert match(parse_rule("hf:top1 OR upvotes>3 OR src:huggingface"), text) == (
+        Hit("upvotes", 0, 0, "upvotes>3"),
+        Hit("source", 0, 0, "src:huggingface"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("leaf", "text"),
+    [
+        (Source("hf-daily"), "src:hf-daily"),
+        (Upvotes(">=", 20), "upvotes>=20"),
+        (Upvotes("<", 0), "upvotes<0"),
+        (Trending(10), "hf:top10"),
+    ],
+)
+def test_leaf_text_of_the_new_leaves(leaf: Leaf, text: str) -> None:
+    assert leaf_text(leaf) == text
+    assert parse_rule(text).node == leaf
+
+
+def test_analyze_text_takes_sources_upvotes_and_rank() -> None:
+    plain = analyze_text("Robots", "", ["cs.RO"])  # the old signature still works
+    assert plain.sources == frozenset() and plain.upvotes is None and plain.hf_rank is None
+    text = analyze_text(
+        "Robots", "", ["cs.RO"], sources=["HF-Daily", " huggingface ", ""], upvotes=7, hf_rank=3
+    )
+    assert text.sources == frozenset({"hf-daily", "huggingface"})
+    assert (text.upvotes, text.hf_rank) == (7, 3)
+    paper = make_paper("Robots", categories=["cs.RO"], sources=HF_DAILY, upvotes=7, hf_rank=3)
+    assert analyze(paper) == analyze_text(
+        "Robots",
+        "",
+        ["cs.RO"],
+        id="2411.00001",
+        authors=["A. Author"],
+        sources=HF_DAILY,
+        upvotes=7,
+        hf_rank=3,
+    )
+    assert analyze(paper) != analyze(replace(paper, upvotes=8))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1112,8 +1414,11 @@ def test_rule_is_data() -> None:
 # the evaluator agrees with plain boolean logic over its leaves
 
 _PAPERS = st.builds(
-    lambda title, abstract, authors, categories, paper_id: analyze(
-        make_paper(" ".join(title), " ".join(abstract), categories, authors, paper_id)
+    lambda title, abstract, authors, categories, paper_id, sources, hf: analyze(
+        make_paper(
+            " ".join(title), " ".join(abstract), categories, authors, paper_id,
+            sources=sources, upvotes=hf[0], hf_rank=hf[1],
+        )
     ),
     st.lists(st.sampled_from(["robot", "Robots", "arm", "transformers", "point", "cloud", "or",
                               "diffusion", "policies", "multi-agent", "Schrodinger"]), max_size=6),
@@ -1123,6 +1428,9 @@ _PAPERS = st.builds(
              max_size=3),
     st.lists(st.sampled_from(["cs.RO", "cs.LG", "q-bio.NC", "math.OC"]), max_size=3),
     st.sampled_from(["2411.00001", "2411.00002", "quant-ph/0201082"]),
+    st.lists(st.sampled_from(["arxiv", "arxiv-cs", "hf-daily", "huggingface", "HF-Daily"]),
+             max_size=3),
+    st.tuples(st.none() | st.integers(0, 60), st.none() | st.integers(1, 40)),  # upvotes, rank
 )  # fmt: skip
 _TREES = st.recursive(
     st.sampled_from(leaf_pool()),
@@ -1162,7 +1470,7 @@ def test_evaluate_agrees_with_boolean_logic(node: Node, text: PaperText) -> None
         assert set(hits) <= set(positive_hits(node, text))
     if isinstance(node, Or) and hits is not None:
         assert list(hits) == [h for child in node.nodes for h in evaluate(child, text) or ()]
-    if isinstance(node, (Term, Author, Category, Id)):
+    if isinstance(node, LEAVES):
         assert hits != ()  # a leaf that matches has hits
 
 
@@ -1294,6 +1602,52 @@ def test_feed_or_is_the_union_and_not_the_difference() -> None:
     assert matched("robot OR drone") == robot | drone
     assert matched("robot -drone") == robot - drone
     assert matched("robot drone") == robot & drone
+
+
+@cache
+def hugging_face_feed() -> tuple[tuple[Paper, PaperText], ...]:
+    """The real feed's papers, every third one also on Hugging Face (upvotes, a rank among
+    those of its "day", the sources that brought it); a few ranked without upvotes."""
+    papers = []
+    for i, (paper, _) in enumerate(feed()):
+        if i % 3 == 0:
+            hf_day = i // 3 // 50
+            changed = replace(
+                paper,
+                sources=("hf-daily", "huggingface", "arxiv-all", "arxiv"),
+                upvotes=None if i % 97 == 0 else (i * 7) % 61,
+                hf_rank=i // 3 % 50 + 1 if hf_day % 2 == 0 else None,
+            )
+        else:
+            changed = replace(paper, sources=("arxiv-all", "arxiv"))
+        papers.append(changed)
+    return tuple((paper, analyze(paper)) for paper in papers)
+
+
+TRANSFORM = re.compile(r"(?<![^\W_])transform", re.I)  # as in the wildcard test above
+ON_FEED: list[tuple[str, Callable[[Paper], bool]]] = [
+    ("src:huggingface", lambda p: "huggingface" in p.sources),
+    ("src:arxiv", lambda p: True),
+    ("src:arxiv-all -src:hf-daily", lambda p: "hf-daily" not in p.sources),
+    ("upvotes>=20", lambda p: p.upvotes is not None and p.upvotes >= 20),
+    ("upvotes<5", lambda p: p.upvotes is not None and p.upvotes < 5),
+    ("upvotes=0", lambda p: p.upvotes == 0),
+    ("hf:top10", lambda p: p.hf_rank is not None and p.hf_rank <= 10),
+    ("hf:top10 OR upvotes>50", lambda p: (p.hf_rank or 99) <= 10 or (p.upvotes or 0) > 50),
+    ("transform* upvotes>=10", lambda p: (p.upvotes or 0) >= 10 and TRANSFORM.search(
+        p.title + "\n" + p.abstract) is not None),
+    ("cat:cs -upvotes<30", lambda p: any(c.startswith("cs.") for c in p.categories)
+     and not (p.upvotes is not None and p.upvotes < 30)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("rule", "wanted"), ON_FEED, ids=[rule for rule, _ in ON_FEED])
+def test_feed_sources_upvotes_and_rank(rule: str, wanted: Callable[[Paper], bool]) -> None:
+    parsed = parse_rule(rule)
+    found = {paper.id for paper, text in hugging_face_feed() if match(parsed, text) is not None}
+    expected = {paper.id for paper, _ in hugging_face_feed() if wanted(paper)}
+    assert found == expected
+    assert 0 < len(found) < len(hugging_face_feed()) or rule == "src:arxiv"
 
 
 def test_feed_token_spans_refold_to_the_token() -> None:

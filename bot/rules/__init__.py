@@ -1,12 +1,13 @@
 """The rule language: parse a subscriber's rule, format it back, evaluate it on a paper.
 
 Pure: no I/O, no clock, no logging setup. `parse_rule` turns text into an explicit tree
-(`Rule` > `Or` | `And` | `Not` | `Term` | `Author` | `Category` | `Id`); `format_rule` writes
-its canonical text; `match` (= `evaluate(rule.node, text)`, the reference evaluator) walks
-the tree over a `PaperText`, one paper's words, authors, categories and id, read once by
-`analyze` and reused for every rule. Errors are `RuleError`s a person can act on, pointing
-at a column of the (stripped) rule. The same grammar serves the config file, the Slack
-command and the web page.
+(`Rule` > `Or` | `And` | `Not` | `Term` | `Author` | `Category` | `Id` | `Source` |
+`Upvotes` | `Trending`); `format_rule` writes its canonical text; `match`
+(= `evaluate(rule.node, text)`, the reference evaluator) walks the tree over a `PaperText`,
+one paper's words, authors, categories, id, sources and Hugging Face upvotes and rank, read
+once by `analyze` and reused for every rule. Errors are `RuleError`s a person can act on,
+pointing at a column of the (stripped) rule. The same grammar serves the config file, the
+Slack command and the web page.
 
 Modules: `words` (tokenize, fold, name_words), `tree` (the nodes, format_rule),
 `parser` (parse_rule), `evaluation` (PaperText, analyze, evaluate, match).
@@ -16,14 +17,22 @@ Grammar (version 2), EBNF::
     rule        = alternative { "OR" alternative } ;
     alternative = unary { [ "AND" ] unary } ;                 AND may be left out
     unary       = [ "NOT" | "-" ] primary ;                   "-" touches what it excludes
-    primary     = "(" rule ")" | field | phrase | word ;
+    primary     = "(" rule ")" | field | top | upvotes | phrase | word ;
     field       = name ":" ( word | phrase | "(" rule ")" ) ;  nothing between ":" and value
-    name        = "ti" | "abs" | "au" | "cat" | "id" ;        in any case
+    name        = "ti" | "abs" | "au" | "cat" | "id" | "src" ;  in any case
+    top         = "hf:top" digits ;                           in any case; 1 to 100
+    upvotes     = "upvotes" [ ":" ] comparison digits ;       one word: no spaces; any case
+    comparison  = ">=" | ">" | "<=" | "<" | "=" ;
+    digits      = digit { digit } ;                           0-9
     phrase      = quote { character - quote } quote ;         quote = '"' | '“' | '”' | '„'
     word        = { character - ( space | quote | "(" | ")" | "|" ) } ;  but not OR AND NOT
 
     At most 500 characters, 32 terms (leaves, excluded ones included), parentheses 10 deep.
-    Inside `name:( ... )` the field applies to every word and phrase; no other field there.
+    Inside `name:( ... )` the field applies to every word and phrase; no other field there,
+    nor `hf:` or `upvotes`. `hf:` and `upvotes:` take no group. A word (not a field's
+    value: `ti:upvotes>=20` is text) that starts with `upvotes` and one of `< > = ! ≥ ≤` is
+    a comparison or an error, never text; `upvote>=20`, `votes>=20` and `upvotes >= 20` are
+    errors that say what to write. Quote it to search the text: `"upvotes>=20"`.
 
 Operators are UPPER CASE (`or`, `and`, `not` are words). NOT and `-` bind tightest, then
 AND (written or implicit), then OR, as in arXiv search and mail filters:
@@ -66,6 +75,18 @@ What each part matches:
   any category of the archive. Case does not matter; the canonical spelling is arXiv's.
 * `id:2411.17700` one paper by its arXiv id; a version (`v2`) and an `arXiv:` prefix are
   ignored; old style `id:quant-ph/0201082` (`math.GT/0309136` = `math/0309136`).
+* `src:huggingface` a paper one of whose sources has that configured name or kind
+  (`Paper.sources`, and `Paper.source`): `src:hf-daily` (a name), `src:huggingface`,
+  `src:arxiv`, `src:feed`, `src:arxiv_query` (kinds). A name is letters, digits, `-`, `_`
+  and `.`; case does not matter (canonical: lower case). Names and kinds are compared
+  whole: `src:arxiv` is not `src:arxiv-cs`.
+* `upvotes>=20` (also `>`, `<=`, `<`, `=`; `upvotes:>=20` is the same) a paper on Hugging
+  Face Daily Papers with that many upvotes. A paper not on Hugging Face (no upvotes) matches
+  no comparison, not even `upvotes<5`; so `-upvotes>=5` keeps it. `upvotes:20` is an error
+  (write `upvotes>=20` or `upvotes=20`), and so are `upvotes >= 20`, `upvotes=>3`.
+* `hf:top10` a paper among the 10 most upvoted of its Hugging Face day (its rank, 1 the
+  most upvoted, is at most 10); any N from 1 to 100. No other `hf:` value (`hf:trending`
+  is an error that suggests `hf:top10`).
 * `-x` and `NOT x` exclude. A rule must have a positive requirement (`is_positive`):
   a rule of exclusions only (`-survey`, `NOT robot`) is refused, and so is a rule with ANY
   OR alternative made of exclusions only (`robot OR -survey`, `a OR (-b -c)`), because
@@ -75,9 +96,11 @@ Hits (for highlighting and ranking): every positive leaf that matched, in the or
 the tree; a term gives `Hit("title"|"abstract", start, end, term)` spans into the original
 text (title hits first, then abstract hits, each in text order); `au:` gives
 `Hit("author", i, i, term)`, i an index into `Paper.authors`; `cat:` and `id:` give one
-`Hit("category"|"id", 0, 0, term)`. OR reports the hits of every alternative that
-matched; nothing under a NOT is reported. `term` is the leaf's canonical text
-(`robot`, `ti:"a b"`, `au:lecun`, `cat:cs.RO`).
+`Hit("category"|"id", 0, 0, term)`, `src:`, `upvotes` and `hf:` one
+`Hit("source"|"upvotes"|"trending", 0, 0, term)`. OR reports the hits of every
+alternative that matched; nothing under a NOT is reported. `term` is the leaf's canonical
+text (`robot`, `ti:"a b"`, `au:lecun`, `cat:cs.RO`, `src:hf-daily`, `upvotes>=20`,
+`hf:top10`).
 
 Words (`tokenize`, the same for rules and papers): a word is a run of letters and digits;
 TeX accent commands (`\\"o`, `\\'{e}`, `{\\l}`, `\\ss`) and grouping braces stay inside
@@ -94,6 +117,9 @@ Examples::
     cat:cs.RO (grasping OR manipulation)        either word, in papers listed in cs.RO
     cat:astro-ph.CO -cat:hep-th                 every cosmology paper not also in hep-th
     id:2411.17700                               that paper
+    src:huggingface upvotes>=20                 Hugging Face papers with 20 upvotes or more
+    hf:top5 OR (cat:cs.RO src:huggingface)      the day's top 5, and robotics on Hugging Face
+    "diffusion policy" -src:arxiv               the phrase, in papers not from arXiv
 
 Things newcomers get wrong:
 
@@ -106,6 +132,8 @@ Things newcomers get wrong:
 * `au:garcia` does not find "Gabriel García Márquez": the surname is the last word
   (`au:marquez`, `au:"Garcia Marquez"`).
 * `cat:cs` does not include eess or stat; `cat:math` does not include math-ph.
+* `upvotes:20` is an error: write `upvotes>=20` (at least) or `upvotes=20` (exactly).
+* `upvotes<5` does not match papers that are not on Hugging Face at all.
 """
 
 from __future__ import annotations
@@ -122,6 +150,7 @@ from bot.rules.evaluation import (
 )
 from bot.rules.parser import MAX_DEPTH, MAX_RULE_LENGTH, MAX_TERMS, arxiv_id, parse_rule
 from bot.rules.tree import (
+    LEAVES,
     And,
     Author,
     Category,
@@ -131,7 +160,10 @@ from bot.rules.tree import (
     Not,
     Or,
     Rule,
+    Source,
     Term,
+    Trending,
+    Upvotes,
     format_node,
     format_rule,
     is_positive,
@@ -140,6 +172,7 @@ from bot.rules.tree import (
 from bot.rules.words import Token, fold, name_words, prefix_form, tokenize
 
 __all__ = [
+    "LEAVES",
     "MAX_DEPTH",
     "MAX_RULE_LENGTH",
     "MAX_TERMS",
@@ -153,8 +186,11 @@ __all__ = [
     "Or",
     "PaperText",
     "Rule",
+    "Source",
     "Term",
     "Token",
+    "Trending",
+    "Upvotes",
     "analyze",
     "analyze_text",
     "arxiv_id",

@@ -1,9 +1,10 @@
 """Evaluate a rule's tree on a paper: the reference evaluator, and the paper's indexes.
 
 Pure. `analyze` reads a paper once into a `PaperText` (its words, folded and indexed, its
-authors' names, categories and id); `evaluate` walks a tree over it and returns the hits
-of the positive leaves (None: no match). An index over many rules (`bot.matcher`) must
-agree with `match`, which is this evaluator.
+authors' names, categories and id, its sources and Hugging Face upvotes and rank);
+`evaluate` walks a tree over it and returns the hits of the positive leaves (None: no
+match). An index over many rules (`bot.matcher`) must agree with `match`, which is this
+evaluator.
 """
 
 from __future__ import annotations
@@ -11,10 +12,26 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from bot.models import Hit, Paper
 from bot.rules.parser import arxiv_id
-from bot.rules.tree import And, Author, Category, Id, Leaf, Node, Not, Or, Rule, Term, leaf_text
+from bot.rules.tree import (
+    And,
+    Author,
+    Category,
+    Id,
+    Leaf,
+    Node,
+    Not,
+    Or,
+    Rule,
+    Source,
+    Term,
+    Trending,
+    Upvotes,
+    leaf_text,
+)
 from bot.rules.words import Token, name_words, scan
 
 __all__ = [
@@ -57,6 +74,12 @@ class PaperText:
     # the words it starts by bisection instead of a scan.
     title_forms: tuple[str, ...] = field(default=(), repr=False, compare=False)
     abstract_forms: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    # The names and kinds of the sources that brought the paper, lower case (`src:`).
+    sources: frozenset[str] = frozenset()
+    # Hugging Face Daily Papers (None: not there): upvotes, and the rank among the day's
+    # papers by upvotes, 1 the most upvoted (`upvotes>=20`, `hf:top10`).
+    upvotes: int | None = None
+    hf_rank: int | None = None
 
 
 def _words(text: str) -> tuple[tuple[Token, ...], Index, Index]:
@@ -95,8 +118,12 @@ def analyze_text(
     *,
     id: str = "",
     authors: Iterable[str] = (),
+    sources: Iterable[str] = (),
+    upvotes: int | None = None,
+    hf_rank: int | None = None,
 ) -> PaperText:
-    """A `PaperText` from the parts of a paper (`authors` as written, one string each)."""
+    """A `PaperText` from the parts of a paper (`authors` as written, one string each;
+    `sources` its sources' names and kinds, in any case)."""
     title_tokens, title_index, title_variants = _words(title)
     abstract_tokens, abstract_index, abstract_variants = _words(abstract)
     folded = tuple(c.casefold() for c in categories)
@@ -115,13 +142,24 @@ def analyze_text(
         surname_index=_surnames(names),
         title_forms=tuple(sorted(title_index.keys() | title_variants.keys())),
         abstract_forms=tuple(sorted(abstract_index.keys() | abstract_variants.keys())),
+        sources=frozenset(name.strip().lower() for name in sources if name.strip()),
+        upvotes=upvotes,
+        hf_rank=hf_rank,
     )
 
 
 def analyze(paper: Paper) -> PaperText:
-    """Tokenize a paper once, to match it against every rule."""
+    """Tokenize a paper once, to match it against every rule. Its sources are `sources`
+    and `source` (the first of them, the only one a paper stored before `sources` has)."""
     return analyze_text(
-        paper.title, paper.abstract, paper.categories, id=paper.id, authors=paper.authors
+        paper.title,
+        paper.abstract,
+        paper.categories,
+        id=paper.id,
+        authors=paper.authors,
+        sources=(*paper.sources, paper.source),
+        upvotes=paper.upvotes,
+        hf_rank=paper.hf_rank,
     )
 
 
@@ -222,6 +260,29 @@ def _id_hits(identifier: Id, text: PaperText) -> tuple[Hit, ...] | None:
     return None
 
 
+def _compares(leaf: Upvotes, upvotes: int | None) -> bool:
+    if upvotes is None:  # not on Hugging Face: no comparison holds
+        return False
+    if leaf.op == ">=":
+        return upvotes >= leaf.value
+    if leaf.op == ">":
+        return upvotes > leaf.value
+    if leaf.op == "<=":
+        return upvotes <= leaf.value
+    if leaf.op == "<":
+        return upvotes < leaf.value
+    return upvotes == leaf.value
+
+
+def _in_top(leaf: Trending, rank: int | None) -> bool:
+    return rank is not None and rank <= leaf.n
+
+
+def _hit(field: Literal["source", "upvotes", "trending"], leaf: Leaf) -> tuple[Hit, ...]:
+    """The one hit of a leaf that is about the whole paper: `Hit(field, 0, 0, term)`."""
+    return (Hit(field, 0, 0, leaf_text(leaf)),)
+
+
 def leaf_hits(leaf: Leaf, text: PaperText) -> tuple[Hit, ...] | None:
     """The hits of one leaf (never empty), or None when it does not match."""
     if isinstance(leaf, Term):
@@ -230,7 +291,13 @@ def leaf_hits(leaf: Leaf, text: PaperText) -> tuple[Hit, ...] | None:
         return _author_hits(leaf, text)
     if isinstance(leaf, Category):
         return _category_hits(leaf, text)
-    return _id_hits(leaf, text)
+    if isinstance(leaf, Id):
+        return _id_hits(leaf, text)
+    if isinstance(leaf, Source):
+        return _hit("source", leaf) if leaf.value in text.sources else None
+    if isinstance(leaf, Upvotes):
+        return _hit("upvotes", leaf) if _compares(leaf, text.upvotes) else None
+    return _hit("trending", leaf) if _in_top(leaf, text.hf_rank) else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,7 +350,13 @@ def holds(node: Node, text: PaperText) -> bool:
         return bool(_authors_of(node, text))
     if isinstance(node, Category):
         return node.value.casefold() in text.category_keys
-    return node.value == text.id
+    if isinstance(node, Id):
+        return node.value == text.id
+    if isinstance(node, Source):
+        return node.value in text.sources
+    if isinstance(node, Upvotes):
+        return _compares(node, text.upvotes)
+    return _in_top(node, text.hf_rank)
 
 
 def match(rule: Rule, text: PaperText) -> tuple[Hit, ...] | None:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from bot.errors import RuleError
 from bot.models import ARXIV_ID_RE
 from bot.rules.tree import (
+    COMPARISONS,
+    MAX_TOP,
     And,
     Author,
     Category,
@@ -23,7 +25,10 @@ from bot.rules.tree import (
     Not,
     Or,
     Rule,
+    Source,
     Term,
+    Trending,
+    Upvotes,
     is_positive,
 )
 from bot.rules.words import name_words, prefix_form, scan
@@ -31,7 +36,7 @@ from bot.rules.words import name_words, prefix_form, scan
 __all__ = ["MAX_DEPTH", "MAX_RULE_LENGTH", "MAX_TERMS", "arxiv_id", "parse_rule"]
 
 MAX_RULE_LENGTH = 500
-MAX_TERMS = 32  # leaves: words, phrases, authors, categories and ids, excluded ones too
+MAX_TERMS = 32  # leaves: words, phrases, authors, categories, ids..., excluded ones too
 MAX_DEPTH = 10  # parentheses inside parentheses
 
 ONLY_EXCLUSIONS = "a rule needs at least one term to match; exclusions alone match everything"
@@ -46,7 +51,9 @@ _CATEGORY_RE = re.compile(r"[a-z]+(?:-[a-z]+)?(?:\.[a-z]+(?:-[a-z]+)?)?")
 _ID_RE = re.compile(rf"(?:arxiv:)?(?:{ARXIV_ID_RE.pattern})", re.IGNORECASE)
 _OLD_ID_RE = re.compile(r"(?P<archive>[a-z][a-z\-]*)(?:\.[a-z]{2})?/(?P<number>\d{7})", re.I)
 
-_FIELD_NAMES = ("ti", "abs", "au", "cat", "id")
+_FIELD_NAMES = ("ti", "abs", "au", "cat", "id", "src", "hf", "upvotes")
+# How the fields are shown in the list of fields: hf: and upvotes take one form of value.
+_FIELD_SHOWN = {"hf": "hf:topN", "upvotes": "upvotes>=N"}
 # Names people try, for "did you mean": the long names map to the short ones.
 _FIELD_ALIASES = {
     "title": "ti",
@@ -56,6 +63,12 @@ _FIELD_ALIASES = {
     "category": "cat",
     "categories": "cat",
     "arxiv": "id",
+    "source": "src",
+    "sources": "src",
+    "huggingface": "hf",
+    "trending": "hf",
+    "upvote": "upvotes",
+    "votes": "upvotes",
 } | {name: name for name in _FIELD_NAMES}
 _FIELD_NEEDS = {
     "ti": 'ti: needs a word, a "phrase" or a (group), like ti:robot or ti:"diffusion policy"',
@@ -63,9 +76,35 @@ _FIELD_NEEDS = {
     "au": 'au: needs a name, like au:lecun or au:"Yann LeCun"',
     "cat": "cat: needs a category, like cat:cs.RO or cat:cs",
     "id": "id: needs an arXiv id, like id:2411.17700 or id:quant-ph/0201082",
+    "src": "src: needs a source name or kind, like src:huggingface, src:arxiv or src:hf-daily",
+    "hf": (
+        f"hf: needs topN, the day's N most upvoted Hugging Face papers (N from 1 to {MAX_TOP}),"
+        " like hf:top10"
+    ),
+    "upvotes": "upvotes needs a comparison and a whole number, like upvotes>=20 (or >, <=, <, =)",
 }
 _NOT_A_CATEGORY = "is not an arXiv category (like cs, cs.RO, q-bio.NC, astro-ph.CO, math-ph)"
 _NOT_AN_ID = "is not an arXiv id (like 2411.17700 or quant-ph/0201082)"
+_SOURCE_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
+_NOT_A_SOURCE = (
+    'is not a source name (letters, digits, "-", "_" and "."; like huggingface, arxiv or hf-daily)'
+)
+_NUMBER_RE = re.compile(r"[0-9]+")
+_TOP_NEEDS = f"hf:top needs a number from 1 to {MAX_TOP} right after it, like hf:top10"
+_NOT_HF = (
+    f"is not an hf: value; did you mean hf:top10? (hf:topN: the day's N most upvoted"
+    f" Hugging Face papers, N from 1 to {MAX_TOP})"
+)
+# `upvotes>=20` is one word: "upvotes", a comparison, a number. These characters start the
+# comparison (the wrong ones too, to say what is wrong rather than search for the word).
+_COMPARISON_CHARS = "<>=!≥≤"
+_COMPARISON_START = frozenset(_COMPARISON_CHARS)
+_NAMED_COMPARISON_RE = re.compile(rf"([^\W\d_]+)([{_COMPARISON_CHARS}].*)", re.S)
+# A word that may be (or be a mistyped) comparison; the others are words (one test: fast).
+_MAY_COMPARE_RE = re.compile(rf"[{_COMPARISON_CHARS}]|\Aupvotes\Z", re.I)
+_UPVOTES = "upvotes"
+# Comparisons people write for the ones the language has.
+_COMPARISON_FIXES = {"=>": ">=", "=<": "<=", "==": "=", "≥": ">=", "≤": "<="}
 
 
 def arxiv_id(value: str) -> str | None:
@@ -234,6 +273,17 @@ class _Parser:
                 )
                 raise self.error(message, token.start)
             return self.field(token)
+        if token.kind == "word" and _MAY_COMPARE_RE.search(token.value):
+            if _is_upvotes(token.value):
+                if field is not None:
+                    message = (
+                        f"{token.value} cannot be used inside {field}:( ); "
+                        "write it outside the parentheses"
+                    )
+                    raise self.error(message, token.start)
+                return self.leaf(token, field="upvotes")
+            if field is None:
+                self._check_comparison_word(token)
         return self.leaf(token, field=field or "any")
 
     def group(self, opening: _Token, *, field: str | None) -> Node:
@@ -254,6 +304,8 @@ class _Parser:
         value = self.peek()
         if value is None or value.start != token.end or value.kind not in ("word", "phrase", "("):
             raise self.error(_FIELD_NEEDS[name], token.end)
+        if value.kind == "(" and name in ("hf", "upvotes"):
+            raise self.error(_FIELD_NEEDS[name], value.start)
         self.take()
         if value.kind == "(":
             return self.group(value, field=name)
@@ -266,7 +318,7 @@ class _Parser:
         quoted = token.kind == "phrase"
         value = token.value
         start = token.start + 1 if quoted else token.start  # where `value` starts in the rule
-        if not quoted and value.startswith("-"):
+        if not quoted and value.startswith("-") and field != "upvotes":
             message = f'to exclude, put "-" before the field: -{field}:{value[1:]}'
             raise self.error(message, token.start)
         build = _LEAVES[field]
@@ -281,6 +333,24 @@ class _Parser:
             raise self.error(_FIELD_NEEDS["id"], token.end)
         self.take()
         return _Token("word", token.start, value.end, f"{token.value}:{value.value}")
+
+    def _check_comparison_word(self, token: _Token) -> None:
+        """Refuse what looks like a mistyped `upvotes>=20` rather than search its words:
+        `upvotes >= 20` (spaces), `upvote>=20`, `votes>=20`."""
+        if token.value.lower() == _UPVOTES:
+            following = self.peek()
+            if (
+                following is not None
+                and following.kind == "word"
+                and following.value[0] in _COMPARISON_START
+            ):
+                message = "write the comparison as one word, without spaces, like upvotes>=20"
+                raise self.error(message, token.end)
+        elif (found := _NAMED_COMPARISON_RE.fullmatch(token.value)) is not None:
+            name, compared = found.groups()
+            if _FIELD_ALIASES.get(name.lower()) == _UPVOTES:
+                message = f'unknown name "{name}" (did you mean {_UPVOTES}{compared}?)'
+                raise self.error(message, token.start)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -375,6 +445,49 @@ class _Parser:
             raise self.error(f'"{value}" {_NOT_AN_ID}', start)
         return Id(identifier)
 
+    def source(self, value: str, *, quoted: bool, field: str, start: int) -> Leaf:
+        name = value.lower()
+        if not _SOURCE_RE.fullmatch(name):
+            raise self.error(f'"{value}" {_NOT_A_SOURCE}', start)
+        return Source(name)
+
+    def trending(self, value: str, *, quoted: bool, field: str, start: int) -> Leaf:
+        if value[:3].lower() != "top":
+            raise self.error(f'"{value}" {_NOT_HF}', start)
+        number = value[3:]
+        if not _NUMBER_RE.fullmatch(number) or not 1 <= int(number) <= MAX_TOP:
+            raise self.error(_TOP_NEEDS, start + 3)
+        return Trending(int(number))
+
+    def upvotes(self, value: str, *, quoted: bool, field: str, start: int) -> Leaf:
+        """`upvotes>=20` (the word, `value` with its name) or `upvotes:>=20` (the field's
+        value: the comparison only)."""
+        if quoted:
+            raise self.error(_FIELD_NEEDS["upvotes"], start - 1)
+        if value[: len(_UPVOTES)].lower() == _UPVOTES:
+            value, start = value[len(_UPVOTES) :], start + len(_UPVOTES)
+        op = value[: len(value) - len(value.lstrip(_COMPARISON_CHARS))]
+        number = value[len(op) :]
+        if not op:
+            if _NUMBER_RE.fullmatch(number):
+                count = int(number)
+                message = (
+                    f"write a comparison: upvotes>={count} (at least {count} upvotes)"
+                    f" or upvotes={count} (exactly {count})"
+                )
+                raise self.error(message, start)
+            raise self.error(_FIELD_NEEDS["upvotes"], start)
+        if op not in COMPARISONS:
+            if (fixed := _COMPARISON_FIXES.get(op)) is not None:
+                message = f'"{op}" is not a comparison; did you mean {_UPVOTES}{fixed}{number}?'
+            else:
+                message = f'"{op}" is not a comparison; use >=, >, <=, < or =, like upvotes>=20'
+            raise self.error(message, start)
+        if not _NUMBER_RE.fullmatch(number):
+            message = f"{_UPVOTES}{op} needs a whole number right after it, like {_UPVOTES}{op}20"
+            raise self.error(message, start + len(op))
+        return Upvotes(op, int(number))
+
 
 _LEAVES: dict[str, Callable[..., Leaf]] = {
     "any": _Parser.term,
@@ -383,14 +496,25 @@ _LEAVES: dict[str, Callable[..., Leaf]] = {
     "au": _Parser.author,
     "cat": _Parser.category,
     "id": _Parser.identifier,
+    "src": _Parser.source,
+    "hf": _Parser.trending,
+    "upvotes": _Parser.upvotes,
 }
+
+
+def _is_upvotes(word: str) -> bool:
+    """Whether a word is an upvotes comparison (`upvotes>=20`, or a mistyped one)."""
+    size = len(_UPVOTES)
+    return len(word) > size and word[size] in _COMPARISON_START and word[:size].lower() == _UPVOTES
 
 
 def _unknown_field(name: str) -> str:
     close = difflib.get_close_matches(name.lower(), _FIELD_ALIASES, n=1, cutoff=0.6)
     if close:
-        return f'unknown field "{name}:" (did you mean {_FIELD_ALIASES[close[0]]}:?)'
-    known = ", ".join(f"{f}:" for f in _FIELD_NAMES)
+        meant = _FIELD_ALIASES[close[0]]
+        shown = f"{meant}, as in upvotes>=20" if meant == _UPVOTES else f"{meant}:"
+        return f'unknown field "{name}:" (did you mean {shown}?)'
+    known = ", ".join(_FIELD_SHOWN.get(f, f"{f}:") for f in _FIELD_NAMES)
     return f'unknown field "{name}:" (fields: {known}; quote text with a colon to search it)'
 
 

@@ -14,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "COMPARISONS",
+    "LEAVES",
+    "MAX_TOP",
     "And",
     "Author",
     "Category",
@@ -23,7 +26,10 @@ __all__ = [
     "Not",
     "Or",
     "Rule",
+    "Source",
     "Term",
+    "Trending",
+    "Upvotes",
     "format_node",
     "format_rule",
     "is_positive",
@@ -67,6 +73,34 @@ class Id:
 
 
 @dataclass(frozen=True, slots=True)
+class Source:
+    """`src:`: the paper came from a source with this configured name or kind (`hf-daily`,
+    `huggingface`, `arxiv`), in lower case."""
+
+    value: str
+
+
+COMPARISONS = (">=", ">", "<=", "<", "=")
+MAX_TOP = 100  # hf:topN takes N from 1 to MAX_TOP
+
+
+@dataclass(frozen=True, slots=True)
+class Upvotes:
+    """`upvotes>=20`: the paper's Hugging Face upvotes compared with `value` (`op` is one
+    of COMPARISONS). A paper that is not on Hugging Face never matches."""
+
+    op: str
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
+class Trending:
+    """`hf:top10`: among the `n` most upvoted papers of its Hugging Face day (rank <= n)."""
+
+    n: int
+
+
+@dataclass(frozen=True, slots=True)
 class Not:
     """The paper must not match `node`."""
 
@@ -87,9 +121,9 @@ class Or:
     nodes: tuple[Node, ...]
 
 
-Leaf = Term | Author | Category | Id
-Node = Term | Author | Category | Id | Not | And | Or
-LEAVES = (Term, Author, Category, Id)
+Leaf = Term | Author | Category | Id | Source | Upvotes | Trending
+Node = Term | Author | Category | Id | Source | Upvotes | Trending | Not | And | Or
+LEAVES = (Term, Author, Category, Id, Source, Upvotes, Trending)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +135,8 @@ class Rule:
 
 
 def leaf_text(leaf: Leaf) -> str:
-    """The canonical text of one leaf, field included: `robot`, `ti:"a b"`, `cat:cs.RO`.
+    """The canonical text of one leaf, field included: `robot`, `ti:"a b"`, `cat:cs.RO`,
+    `src:huggingface`, `upvotes>=20`, `hf:top10`.
 
     This is also the `term` of the leaf's hits."""
     if isinstance(leaf, Term):
@@ -110,7 +145,13 @@ def leaf_text(leaf: Leaf) -> str:
         return f"au:{leaf.raw}"
     if isinstance(leaf, Category):
         return f"cat:{leaf.value}"
-    return f"id:{leaf.value}"
+    if isinstance(leaf, Id):
+        return f"id:{leaf.value}"
+    if isinstance(leaf, Source):
+        return f"src:{leaf.value}"
+    if isinstance(leaf, Upvotes):
+        return f"upvotes{leaf.op}{leaf.value}"
+    return f"hf:top{leaf.n}"
 
 
 def format_node(node: Node) -> str:
@@ -137,7 +178,8 @@ def format_rule(rule: Rule) -> str:
 
     Single spaces, operators in upper case, `-` for NOT, the fewest parentheses, each
     leaf with its field (`ti:(a OR b)` is written `ti:a OR ti:b`), `cat:` in arXiv's
-    spelling."""
+    spelling, `src:`, `upvotes` and `hf:top` in lower case and numbers without leading
+    zeros (`UPVOTES:>=020` is `upvotes>=20`)."""
     return format_node(rule.node)
 
 
