@@ -213,6 +213,21 @@ def test_other_sources_poll_at_their_interval() -> None:
     assert plan.at == at("2026-11-28T12:30") and plan.feed_day is None
 
 
+def test_a_source_with_its_own_interval_is_polled_at_it(tmp_path: Path) -> None:
+    from bot.scheduler import source_plans
+    from bot.sources.feed import FeedSource
+    from bot.sources.huggingface import HuggingFaceSource
+
+    hf = HuggingFaceSource("hf", interval_minutes=20)
+    journal = FeedSource("journal", url="https://journal.example/rss")  # the [polling] one
+    with Store.open(f"sqlite:///{tmp_path / 'plans.sqlite'}") as store:
+        for name in ("hf", "journal"):
+            store.record_poll(name, url="", now=at("2026-11-27T11:00"), result="ok")
+        plans = source_plans([hf, journal], store, CALENDAR, POLICY, now=at("2026-11-27T11:05"))
+    assert plans["hf"].at == at("2026-11-27T11:20")
+    assert plans["journal"].at == at("2026-11-27T11:00") + POLICY.interval
+
+
 # -- schedules ----------------------------------------------------------------------------
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from typing import Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, ValidationError
 
 from bot.errors import ConfigError
 from bot.models import Paper
@@ -141,6 +141,21 @@ def source_options(
             for error in exc.errors()
         ]
         raise ConfigError(problems, hint=f"{hint} in config.example.toml") from None
+
+
+def _url_of(schemes: tuple[str, ...]) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if not value.startswith(schemes):
+            names = ", ".join(schemes[:-1]) + f" or {schemes[-1]}"
+            raise ValueError(f"must be an {names} URL, not {value!r}")
+        return value
+
+    return check
+
+
+# A source's `url` option: where it reads from (file:// for a saved copy), or a web service.
+FetchURL = Annotated[str, AfterValidator(_url_of(("https://", "http://", "file://")))]
+WebURL = Annotated[str, AfterValidator(_url_of(("https://", "http://")))]
 
 
 def interval(minutes: float | None) -> timedelta | None:

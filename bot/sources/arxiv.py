@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from zoneinfo import ZoneInfo
 
 import feedparser
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from bot.checks import canonical_category
 from bot.errors import (
@@ -35,7 +35,16 @@ from bot.errors import (
 )
 from bot.merge import ARXIV_LISTING
 from bot.models import ANNOUNCE_TYPES, Paper, split_arxiv_id
-from bot.sources import FetchResult, FetchState, ParsedFeed, Source, register, source_options
+from bot.sources import (
+    FetchResult,
+    FetchState,
+    FetchURL,
+    ParsedFeed,
+    Source,
+    WebURL,
+    register,
+    source_options,
+)
 
 if TYPE_CHECKING:
     from bot.sources.http import PoliteFetcher
@@ -66,17 +75,10 @@ class ArxivOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     categories: list[Annotated[str, AfterValidator(canonical_category)]] = Field(min_length=1)
-    url: str | None = None  # override: https://, http:// or file:// (a saved feed)
+    url: FetchURL | None = None  # override: https://, http:// or file:// (a saved feed)
     format: Literal["rss", "atom"] = "rss"
     # `paperbell backfill` reads past days of these categories from the arXiv API.
-    api_url: str = "https://export.arxiv.org/api/query"
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("https://", "http://", "file://")):
-            raise ValueError(f"must be an https://, http:// or file:// URL, not {value!r}")
-        return value
+    api_url: WebURL = "https://export.arxiv.org/api/query"
 
 
 @register("arxiv")

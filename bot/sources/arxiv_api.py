@@ -39,14 +39,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote, urlencode
 
 import feedparser
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from bot.calendar import ArxivCalendar, announcement_day
 from bot.checks import canonical_category
 from bot.errors import FeedErrorResponse, FeedFormatError
 from bot.merge import ARXIV_API
 from bot.models import Paper, normalize_doi, split_arxiv_id
-from bot.sources import FetchState, Harvest, Source, interval, register, source_options
+from bot.sources import FetchState, Harvest, Source, WebURL, interval, register, source_options
 from bot.sources.arxiv import _FEEDPARSER_OPTIONS, _collapse, _describe
 
 if TYPE_CHECKING:
@@ -420,18 +420,11 @@ class ArxivQueryOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     query: str = Field(min_length=1, max_length=1000)  # arXiv's search_query syntax
-    url: str = API_BASE  # the API endpoint: https://, or http:// for a local stand-in
+    url: WebURL = API_BASE  # the API endpoint: https://, or http:// for a local stand-in
     page_size: int = Field(500, ge=1, le=MAX_RESULTS)
     days: int = Field(3, ge=1, le=60)  # a poll looks back this many days of updates
     max_papers: int = Field(2000, ge=1, le=50000)  # a poll stops after this many results
     interval_minutes: float | None = Field(None, gt=0, le=1440)
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if not value.startswith(("https://", "http://")):
-            raise ValueError(f"must be an https:// or http:// URL, not {value!r}")
-        return value
 
 
 async def search(

@@ -24,7 +24,7 @@ from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import feedparser
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from bot.checks import canonical_category
 from bot.errors import FeedFormatError
@@ -33,6 +33,7 @@ from bot.models import ARXIV_ID_RE, Paper, normalize_doi, paper_id
 from bot.sources import (
     FetchResult,
     FetchState,
+    FetchURL,
     ParsedFeed,
     Source,
     interval,
@@ -62,15 +63,8 @@ class FeedOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    url: str
+    url: FetchURL
     interval_minutes: float | None = Field(None, gt=0, le=1440)
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if not value.startswith(("https://", "http://", "file://")):
-            raise ValueError(f"must be an https://, http:// or file:// URL, not {value!r}")
-        return value
 
 
 @register("feed")

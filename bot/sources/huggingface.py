@@ -34,12 +34,21 @@ from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from bot.errors import FeedErrorResponse, FeedFormatError
 from bot.merge import HUGGINGFACE
 from bot.models import Paper, split_arxiv_id
-from bot.sources import FetchState, Harvest, ParsedFeed, Source, interval, register, source_options
+from bot.sources import (
+    FetchState,
+    FetchURL,
+    Harvest,
+    ParsedFeed,
+    Source,
+    interval,
+    register,
+    source_options,
+)
 from bot.sources.arxiv import _HTML_RE, _collapse, _html_gist
 
 if TYPE_CHECKING:
@@ -376,16 +385,9 @@ class HuggingFaceOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    url: str = HF_BASE  # the site: https://, http:// for a local stand-in, file:// for a day
+    url: FetchURL = HF_BASE  # https://, http:// (a local stand-in), file:// (a saved day)
     days: int = Field(2, ge=1, le=14)  # each poll reads today and the days before
     interval_minutes: float | None = Field(60, gt=0, le=1440)
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if not value.startswith(("https://", "http://", "file://")):
-            raise ValueError(f"must be an https://, http:// or file:// URL, not {value!r}")
-        return value
 
 
 @register(KIND)
