@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Any
 
 from bot.errors import SourceError
@@ -36,15 +36,6 @@ class BackfillReport:
     new: int = 0
     errors: list[str] = field(default_factory=list)
 
-    @property
-    def complete(self) -> bool:
-        return self.done_before + self.done == self.parts
-
-
-def days(since: date, until: date) -> list[date]:
-    """Every date from `since` to `until`, both included."""
-    return [since + timedelta(days=n) for n in range((until - since).days + 1)]
-
 
 def plan(sources: Sequence[Source], since: date, until: date) -> list[tuple[Source, list[str]]]:
     """The sources that can look back, each with the parts of the period it would fetch."""
@@ -54,6 +45,11 @@ def plan(sources: Sequence[Source], since: date, until: date) -> list[tuple[Sour
         if parts is not None:
             planned.append((source, [day.isoformat() for day in parts]))
     return planned
+
+
+def days_done(planned: Sequence[tuple[Source, list[str]]], store: Store) -> int:
+    """How many of the planned parts earlier runs have done."""
+    return sum(len(store.backfilled(source.name) & set(parts)) for source, parts in planned)
 
 
 async def backfill(

@@ -12,6 +12,7 @@ is read once from the package by `ArxivCalendar.default`).
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ class Day:
         return text
 
 
+@functools.cache
 def _bundled_holidays() -> dict[date, str]:
     text = files("bot").joinpath("data/arxiv_holidays.toml").read_text(encoding="utf-8")
     holidays = {}

@@ -234,7 +234,7 @@ def backfill(
     """
     from tqdm import tqdm
 
-    from bot.backfill import BackfillReport, plan
+    from bot.backfill import BackfillReport, days_done, plan
     from bot.backfill import backfill as run_backfill
     from bot.pipeline import build_sources
     from bot.sources.http import PoliteFetcher, make_client
@@ -258,7 +258,7 @@ def backfill(
         )
     store = open_store(config)
     total = sum(len(parts) for _, parts in planned)
-    done_before = sum(len(store.backfilled(s.name) & set(parts)) for s, parts in planned)
+    done_before = days_done(planned, store)
     if done_before:
         click.echo(f"resuming: {done_before} of {total} days already done, skipped")
     bar = tqdm(
@@ -287,7 +287,7 @@ def backfill(
         reports = asyncio.run(go())
     except KeyboardInterrupt:
         bar.close()
-        done = sum(len(store.backfilled(s.name) & set(parts)) for s, parts in planned)
+        done = days_done(planned, store)
         click.echo(
             f"interrupted: {done} of {total} days done; run the same command again to go on",
             err=True,

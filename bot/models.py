@@ -56,6 +56,11 @@ def doi_url(doi: str) -> str:
     return f"https://doi.org/{doi}"
 
 
+def is_arxiv_id(key: str) -> bool:
+    """Whether a stored paper's key is an arXiv id (not a "doi:" or "url:" key)."""
+    return not key.startswith(NON_ARXIV_PREFIXES)
+
+
 def paper_id(*, arxiv: str | None, dois: Sequence[str] = (), link: str | None = None) -> str:
     """The key a paper is stored and delivered under: its arXiv id; else "doi:" and its first
     DOI; else "url:" and its link (a digest of it if very long). Empty if it has none."""
@@ -133,7 +138,7 @@ class Paper:
     @property
     def on_arxiv(self) -> bool:
         """Whether `id` is an arXiv id (not a "doi:" or "url:" key)."""
-        return not self.id.startswith(NON_ARXIV_PREFIXES)
+        return is_arxiv_id(self.id)
 
     @property
     def abs_url(self) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import Engine, LargeBinary, UniqueConstraint, func, inspect, update
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
@@ -36,6 +36,7 @@ from bot.models import (
     EmailFormat,
     Paper,
     Subscriber,
+    is_arxiv_id,
     version_key,
 )
 from bot.schedule import Defaults
@@ -429,18 +430,13 @@ class Store:
 
     @staticmethod
     def _paper_rows(session: Session, ids: Sequence[str]) -> dict[str, PaperRow]:
-        found: dict[str, PaperRow] = {}
-        for chunk in _chunks(ids, 500):
-            rows = session.exec(select(PaperRow).where(col(PaperRow.id).in_(chunk)))
-            found.update({row.id: row for row in rows})
-        return found
+        return {row.id: row for row in _rows_where_in(session, PaperRow.id, ids)}
 
     @staticmethod
     def _aliases(session: Session, keys: Sequence[str]) -> dict[str, str | None]:
         found: dict[str, str | None] = dict.fromkeys(keys)
-        for chunk in _chunks(list(found), 500):
-            rows = session.exec(select(PaperKeyRow).where(col(PaperKeyRow.key).in_(chunk)))
-            found.update({row.key: row.paper_id for row in rows})
+        rows = _rows_where_in(session, PaperKeyRow.key, list(found))
+        found.update({row.key: row.paper_id for row in rows})
         return found
 
     def _stored_under_doi(
@@ -462,7 +458,7 @@ class Store:
             row = rows.get(other) or session.get(PaperRow, other)
             if row is None:
                 continue
-            stored_on_arxiv = _paper_from_row(row).on_arxiv
+            stored_on_arxiv = is_arxiv_id(row.id)
             if paper.on_arxiv and stored_on_arxiv:
                 continue  # two arXiv papers naming one DOI (an erratum, a typo): both stay
             if paper.on_arxiv:
@@ -1207,9 +1203,14 @@ class Store:
             return {sid: (int(count), last) for sid, count, last in rows}
 
 
-def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
+def _rows_where_in(
+    session: Session, column: Any, values: Sequence[str], *, size: int = 500
+) -> Iterator[Any]:
+    """The rows of `column`'s table whose `column` is one of `values`, asked `size` at a
+    time (databases limit the parameters of one statement)."""
+    for start in range(0, len(values), size):
+        chunk = values[start : start + size]
+        yield from session.exec(select(column.class_).where(col(column).in_(chunk)))
 
 
 def _first_line(exc: BaseException) -> str:

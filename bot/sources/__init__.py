@@ -158,6 +158,11 @@ FetchURL = Annotated[str, AfterValidator(_url_of(("https://", "http://", "file:/
 WebURL = Annotated[str, AfterValidator(_url_of(("https://", "http://")))]
 
 
+def each_day(first: date, last: date) -> list[date]:
+    """Every date from `first` to `last`, both included: the days a backfill fetches."""
+    return [first + timedelta(days=n) for n in range((last - first).days + 1)]
+
+
 def interval(minutes: float | None) -> timedelta | None:
     """A source's `interval_minutes` option as the `Source.interval` it sets."""
     return timedelta(minutes=minutes) if minutes else None

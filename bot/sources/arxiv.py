@@ -20,7 +20,7 @@ import re
 import xml.sax
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from zoneinfo import ZoneInfo
 
@@ -42,6 +42,7 @@ from bot.sources import (
     ParsedFeed,
     Source,
     WebURL,
+    each_day,
     register,
     source_options,
 )
@@ -111,7 +112,7 @@ class ArxivListingSource(Source):
 
     def backfill_days(self, since: date, until: date) -> list[date] | None:
         """A listing only holds today: a backfill asks the arXiv API, day by day."""
-        return [since + timedelta(days=n) for n in range((until - since).days + 1)]
+        return each_day(since, until)
 
     async def backfill_day(self, http: PoliteFetcher, day: date) -> list[Paper]:
         """The papers of the source's categories submitted on `day`, from the arXiv API."""

@@ -46,7 +46,16 @@ from bot.checks import canonical_category
 from bot.errors import FeedErrorResponse, FeedFormatError
 from bot.merge import ARXIV_API
 from bot.models import Paper, normalize_doi, split_arxiv_id
-from bot.sources import FetchState, Harvest, Source, WebURL, interval, register, source_options
+from bot.sources import (
+    FetchState,
+    Harvest,
+    Source,
+    WebURL,
+    each_day,
+    interval,
+    register,
+    source_options,
+)
 from bot.sources.arxiv import _FEEDPARSER_OPTIONS, _collapse, _describe
 
 if TYPE_CHECKING:
@@ -552,7 +561,7 @@ class ArxivQuerySource(Source):
         )
 
     def backfill_days(self, since: date, until: date) -> list[date] | None:
-        return [since + timedelta(days=n) for n in range((until - since).days + 1)]
+        return each_day(since, until)
 
     async def backfill_day(self, http: Any, day: date) -> list[Paper]:
         return await backfill_from_api(

@@ -45,6 +45,7 @@ from bot.sources import (
     Harvest,
     ParsedFeed,
     Source,
+    each_day,
     interval,
     register,
     source_options,
@@ -433,8 +434,7 @@ class HuggingFaceSource(Source):
         today = now.astimezone(UTC).date()
         wanted: list[date | None] = [None]
         if not self.saved_day:
-            days = (today - timedelta(days=n) for n in range(self.days))
-            wanted = [d for d in sorted(days) if d.weekday() < 5]
+            wanted = list(_weekdays(today - timedelta(days=self.days - 1), today))
         papers: list[Paper] = []
         problems: list[str] = []
         latest = None
@@ -452,8 +452,12 @@ class HuggingFaceSource(Source):
         )
 
     def backfill_days(self, since: date, until: date) -> list[date] | None:
-        span = (until - since).days + 1
-        return [d for n in range(span) if (d := since + timedelta(days=n)).weekday() < 5]
+        return _weekdays(since, until)
 
     async def backfill_day(self, http: Any, day: date) -> list[Paper]:
         return list((await self.fetch_day(http, day)).papers)
+
+
+def _weekdays(first: date, last: date) -> list[date]:
+    """The days from `first` to `last` that have a Hugging Face issue (not weekends)."""
+    return [day for day in each_day(first, last) if day.weekday() < 5]
