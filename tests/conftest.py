@@ -1,5 +1,11 @@
 """Shared test fixtures: paths to the real payloads in tests/fixtures/; the
-`--regenerate-golden` option (tests/test_email_golden.py)."""
+`--regenerate-golden` option (tests/test_email_golden.py); the Hypothesis profiles.
+
+Hypothesis runs derandomized in CI (`CI` set, as .ci/run is run): the same examples every
+run, so a red CI is the code's fault, not the dice's. Locally it explores afresh each run
+and keeps what it found in .hypothesis/; a failure it finds is fixed and pinned with
+`@example`. `HYPOTHESIS_PROFILE=ci` (or `dev`) picks one by hand.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from bot.models import Paper
 from bot.store import Store
+
+# No deadline in either: the machines are small and shared, and a slow example is a
+# benchmark's business (bench/), not a reason for a red suite.
+settings.register_profile("ci", derandomize=True, deadline=None, database=None, print_blob=True)
+settings.register_profile("dev", deadline=None, print_blob=True)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FULL_FEED = FIXTURES / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"

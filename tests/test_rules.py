@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from bot import rules
@@ -833,7 +833,13 @@ def parse_or_skip_limits(text: str) -> Rule:
         raise
 
 
+# Found by Hypothesis: 479 characters typed, 527 written out (each group's parentheses
+# stay, and the field goes before each word), so the canonical text no longer parsed.
+LONGER_WRITTEN_OUT = " ".join(["ti:(xxxxxxxxxx OR xxxxxxxxxx)"] * 16)
+
+
 @given(rule_texts())
+@example(LONGER_WRITTEN_OUT)
 def test_round_trip_of_generated_rule_texts(text: str) -> None:
     rule = parse_or_skip_limits(text)
     canonical = format_rule(rule)
@@ -841,6 +847,19 @@ def test_round_trip_of_generated_rule_texts(text: str) -> None:
     assert again.node == rule.node
     assert format_rule(again) == canonical
     assert is_positive(rule.node)
+
+
+def test_a_rule_longer_than_the_limit_written_out_is_refused() -> None:
+    assert len(LONGER_WRITTEN_OUT) <= MAX_RULE_LENGTH
+    with pytest.raises(RuleError) as caught:
+        parse_rule(LONGER_WRITTEN_OUT)
+    assert "written out in full (this one has 527" in caught.value.reason
+    assert caught.value.position == len(LONGER_WRITTEN_OUT)
+    # Just under the limit, written out: accepted, and its canonical text parses again.
+    shorter = " ".join(["ti:(xxxxxxxxxx OR xxxxxxxxxx)"] * 15)
+    canonical = format_rule(parse_rule(shorter))
+    assert len(canonical) <= MAX_RULE_LENGTH
+    assert parse_rule(canonical).node == parse_rule(shorter).node
 
 
 @cache

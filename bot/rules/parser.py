@@ -29,6 +29,7 @@ from bot.rules.tree import (
     Term,
     Trending,
     Upvotes,
+    format_node,
     is_positive,
 )
 from bot.rules.words import name_words, prefix_form, scan
@@ -542,4 +543,15 @@ def parse_rule(text: str) -> Rule:
         count = len(text)
         message = f"a rule can be at most {MAX_RULE_LENGTH} characters long (this one has {count})"
         raise RuleError(message, text=text, position=MAX_RULE_LENGTH)
-    return Rule(text=text, node=_Parser(text).rule())
+    node = _Parser(text).rule()
+    # The limit holds for the rule written out in full too (`ti:(a OR b)` is `ti:a OR
+    # ti:b`, a few characters longer): what paperbell writes back always parses again.
+    written = len(format_node(node))
+    if written > MAX_RULE_LENGTH:
+        message = (
+            f"a rule can be at most {MAX_RULE_LENGTH} characters long written out in full "
+            f"(this one has {written}: a field applies to each word of its group, "
+            "ti:(a OR b) is ti:a OR ti:b)"
+        )
+        raise RuleError(message, text=text, position=len(text))
+    return Rule(text=text, node=node)
