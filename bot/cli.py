@@ -703,7 +703,12 @@ async def _run_daemon(
         )
         server = None
         if web is not None:
-            app = create_app(daemon, slack=slack.http if slack else None, pages=pages)
+            app = create_app(
+                daemon,
+                slack=slack.http if slack else None,
+                pages=pages,
+                public_url=config.web.public_url,
+            )
             server = make_server(app, host=web[0], port=web[1])
             log.info("web app on http://%s:%d (%s)", web[0], web[1], _routes(slack, pages))
         socket = _socket_mode(slack, stop)
@@ -827,7 +832,9 @@ async def _serve(config: Config, store: Store, where: tuple[str, int]) -> int:
     channels = build_channels(config)
     slack = build_slack_app(config, store, channels, clock=utcnow)
     pages = build_pages(config, store, channels, clock=utcnow)
-    app = create_app(slack=slack.http if slack else None, pages=pages)
+    app = create_app(
+        slack=slack.http if slack else None, pages=pages, public_url=config.web.public_url
+    )
     server = make_server(app, host=where[0], port=where[1])
     log.info(
         "web app on http://%s:%d (%s)", where[0], where[1], _routes(slack, pages, daemon=False)
