@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 a source, delivery or database failed (the others went on);
 2 bad usage or an invalid config (nothing was done). The only module (with `config`) that
-reads the environment, and the only one that configures logging.
+reads the environment, and the only one that configures logging (secrets masked in every
+log line: `bot.redact`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ import click
 
 from bot import __version__
 from bot.checks import redact_url
-from bot.config import Config, example_config_text, load_config, subscriber_problems
+from bot.config import Config, example_config_text, subscriber_problems
+from bot.config import load_config as read_config
 from bot.errors import ConfigError, PaperbellError, RuleError
+from bot.redact import SecretFilter, config_secrets
 from bot.store import Store, utcnow
 
 log = logging.getLogger("bot")
@@ -31,6 +34,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
+
+# Masks secrets in every log line (installed on the handlers in main()): the well-known
+# shapes from the start, each loaded config's own secret values as it is loaded.
+SECRETS = SecretFilter()
+
+
+def load_config(path: str | Path) -> Config:
+    """Read the config file, and keep its secrets out of the logs from now on."""
+    config = read_config(path)
+    SECRETS.add(config_secrets(config))
+    return config
 
 
 def handle_errors(func: F) -> F:
@@ -91,6 +105,9 @@ def main(verbose: int) -> None:
     logging.basicConfig(
         level=max(level, logging.DEBUG), format="%(levelname)s %(name)s: %(message)s"
     )
+    for handler in logging.getLogger().handlers:  # whoever logs: paperbell, slack_sdk, httpx
+        if SECRETS not in handler.filters:
+            handler.addFilter(SECRETS)
 
 
 @main.command()
@@ -703,7 +720,12 @@ async def _run_daemon(
         )
         server = None
         if web is not None:
-            app = create_app(daemon, slack=slack.http if slack else None, pages=pages)
+            app = create_app(
+                daemon,
+                slack=slack.http if slack else None,
+                pages=pages,
+                public_url=config.web.public_url,
+            )
             server = make_server(app, host=web[0], port=web[1])
             log.info("web app on http://%s:%d (%s)", web[0], web[1], _routes(slack, pages))
         socket = _socket_mode(slack, stop)
@@ -827,7 +849,9 @@ async def _serve(config: Config, store: Store, where: tuple[str, int]) -> int:
     channels = build_channels(config)
     slack = build_slack_app(config, store, channels, clock=utcnow)
     pages = build_pages(config, store, channels, clock=utcnow)
-    app = create_app(slack=slack.http if slack else None, pages=pages)
+    app = create_app(
+        slack=slack.http if slack else None, pages=pages, public_url=config.web.public_url
+    )
     server = make_server(app, host=where[0], port=where[1])
     log.info(
         "web app on http://%s:%d (%s)", where[0], where[1], _routes(slack, pages, daemon=False)

@@ -10,15 +10,15 @@ that takes longer is answered "working on it" and its reply goes to `response_ur
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from slack_sdk.errors import SlackApiError, SlackClientError
-from slack_sdk.signature import Clock, SignatureVerifier
 from slack_sdk.socket_mode.aiohttp import SocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
@@ -36,9 +36,12 @@ from bot.store import Store
 
 log = logging.getLogger(__name__)
 
+REQUEST_WINDOW = 300  # seconds: Slack's timestamps are valid this long either side of now
+MAX_STAMP_DIGITS = 12  # a Unix time in seconds has 10 digits until the year 2286
 ACK_WITHIN = 2.5  # seconds: Slack gives up on an answer after 3
 MAX_BODY = 16 * 1024  # a slash command's form is a few hundred bytes; text is at most 4k
 WORKING = Reply(":hourglass_flowing_sand: Working on it…")
+FAILED = Reply(":warning: Something went wrong; paperbell's log says what.")
 
 
 class SlackDirectory:
@@ -129,7 +132,7 @@ class SlackResponder:
             reply = await task
         except Exception:  # the handler turns errors into replies; this is a bug
             log.exception("slash command failed")
-            reply = Reply(":warning: Something went wrong; paperbell's log says what.")
+            reply = FAILED
         try:
             response = await AsyncWebhookClient(url).send_dict(reply.to_slack())
         except (TimeoutError, SlackClientError, OSError) as exc:
@@ -147,34 +150,62 @@ class SlackResponder:
 
 
 class RequestChecker:
-    """Slack's v0 request signature, timestamps within 5 minutes, and no replays."""
+    """Slack's v0 request signature, timestamps within 5 minutes, and no replays.
 
-    def __init__(self, signing_secret: str, *, now: Callable[[], float] = time.time) -> None:
-        clock = Clock()
-        clock.now = now  # type: ignore[method-assign]
-        self.verifier = SignatureVerifier(signing_secret, clock=clock)
+    Every header and body a stranger can send gets an answer here, never an exception: the
+    signature is computed over the raw bytes (a body need not be UTF-8) and compared as
+    bytes. Signatures already accepted are kept in the database (`store`), so a replay is
+    refused after a restart and by every process sharing it; without a store (tests, a
+    one-off), in memory.
+    """
+
+    def __init__(
+        self,
+        signing_secret: str,
+        *,
+        store: Store | None = None,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self._secret = signing_secret.encode()
+        self.store = store
         self.now = now
-        self._seen: dict[str, float] = {}  # signature -> when it was first seen
+        self._seen: dict[str, float] = {}  # signature -> when it was first seen (no store)
 
-    def check(self, body: bytes, headers: dict[str, str]) -> str | None:
+    def check(self, body: bytes, headers: Mapping[str, str]) -> str | None:
         """None if the request is Slack's and new; otherwise why it is refused."""
         lowered = {k.lower(): v for k, v in headers.items()}
-        signature = lowered.get("x-slack-signature")
+        signature = lowered.get("x-slack-signature", "")
         stamp = lowered.get("x-slack-request-timestamp", "")
         if not signature or not stamp:
             return "unsigned request"
-        if not stamp.isdigit():
+        # ASCII digits only: "¹²³".isdigit() is True, but int() refuses it.
+        if not (stamp.isascii() and stamp.isdigit()) or len(stamp) > MAX_STAMP_DIGITS:
             return "bad timestamp"
-        if abs(self.now() - int(stamp)) > 300:
-            return "stale request (timestamp more than 5 minutes away)"
-        if not self.verifier.is_valid(body, stamp, signature):
-            return "bad signature"
         now = self.now()
-        self._seen = {s: t for s, t in self._seen.items() if now - t <= 300}
-        if signature in self._seen:
+        if abs(now - int(stamp)) > REQUEST_WINDOW:
+            return "stale request (timestamp more than 5 minutes away)"
+        expected = (
+            "v0="
+            + hmac.new(self._secret, b"v0:" + stamp.encode() + b":" + body, "sha256").hexdigest()
+        )
+        if not hmac.compare_digest(expected.encode(), signature.encode("utf-8", "replace")):
+            return "bad signature"
+        if not self._first_time(signature, now):
             return "replayed request"
-        self._seen[signature] = now
         return None
+
+    def _first_time(self, signature: str, now: float) -> bool:
+        if self.store is not None:
+            return self.store.first_slack_request(
+                signature,
+                now=datetime.fromtimestamp(now, UTC),
+                window=timedelta(seconds=REQUEST_WINDOW),
+            )
+        self._seen = {s: t for s, t in self._seen.items() if now - t <= REQUEST_WINDOW}
+        if signature in self._seen:
+            return False
+        self._seen[signature] = now
+        return True
 
 
 async def run_socket_mode(
@@ -258,5 +289,5 @@ def build_slack_app(
         manager=manager,
         mail_queued=notice_sender(config, store, channels, clock=clock),
     )
-    checker = RequestChecker(slack.signing_secret) if slack.signing_secret else None
+    checker = RequestChecker(slack.signing_secret, store=store) if slack.signing_secret else None
     return SlackApp(SlackResponder(commands), checker, slack.app_token, slack.api_url)

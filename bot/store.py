@@ -3,7 +3,8 @@
 Tables (created on first use): papers (one row per version-less arXiv id, holding the latest
 version), subscribers and their rules, deliveries (unique per subscriber, paper, version and
 channel, so a re-run can never send a paper twice), the outbox of built digests, and
-per-source fetch state for conditional GET. SQLite by default, PostgreSQL through the same
+per-source fetch state for conditional GET, and the signatures of recent Slack requests
+(replays are refused across restarts). SQLite by default, PostgreSQL through the same
 code.
 
 A digest's papers are written with its outbox record in one transaction (`enqueue`, status
@@ -22,7 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Engine, LargeBinary, UniqueConstraint, func, inspect, update
+from sqlalchemy import Engine, LargeBinary, UniqueConstraint, delete, func, inspect, update
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
@@ -207,6 +208,17 @@ class BackfillRow(SQLModel, table=True):
     chunk: str = Field(primary_key=True, max_length=64)
     papers: int = 0
     done_at: datetime
+
+
+class SlackRequestRow(SQLModel, table=True):
+    """A signed Slack request already accepted (its signature), kept for the five minutes
+    Slack's timestamps are valid: a replay is refused even after a restart, and by every
+    process sharing the database."""
+
+    __tablename__ = "slack_request"
+
+    signature: str = Field(primary_key=True, max_length=128)
+    seen: datetime = Field(index=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -579,6 +591,22 @@ class Store:
     def source_states(self) -> list[SourceStateRow]:
         with self.session() as session:
             return list(session.exec(select(SourceStateRow).order_by(SourceStateRow.name)).all())
+
+    # -- Slack requests ---------------------------------------------------------------------
+
+    def first_slack_request(self, signature: str, *, now: datetime, window: timedelta) -> bool:
+        """Record a signed Slack request as seen: True the first time, False for a replay
+        (also one seen by another process). Entries older than `window` are pruned."""
+        with self.session() as session:
+            session.execute(delete(SlackRequestRow).where(col(SlackRequestRow.seen) < now - window))
+            session.commit()
+            session.add(SlackRequestRow(signature=signature, seen=now))
+            try:
+                session.commit()
+            except IntegrityError:  # the primary key: seen before, here or elsewhere
+                session.rollback()
+                return False
+        return True
 
     # -- subscribers ------------------------------------------------------------------------
 

@@ -2,7 +2,9 @@
 and the pages of `bot.pages` (unsubscribe, manage, confirm, sign-up).
 
 Wiring only: the figures come from the daemon's counters and the store, read when asked;
-slash commands are checked (signature, age, replay, size) and handed to `bot.slack_app`.
+slash commands are checked (signature, age, replay, size) and handed to `bot.slack_app`;
+every response carries the security headers (`SecurityHeaders`: a script policy with no
+inline script, nosniff, no referrer, HSTS on an https site), set here and nowhere else.
 Endpoints that read the
 database are plain functions, which Starlette runs in a thread, so a slow query never
 holds up the daemon's loop.
@@ -20,12 +22,16 @@ import uvicorn
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import MutableHeaders
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bot.errors import PaperbellError
-from bot.slack_app import MAX_BODY, RequestChecker, SlackResponder
+from bot.slack_app import FAILED, MAX_BODY, RequestChecker, SlackResponder
 from bot.slash import CommandRequest
 
 if TYPE_CHECKING:
@@ -156,14 +162,57 @@ def health(daemon: Daemon) -> tuple[int, dict[str, Any]]:
     return 200, body
 
 
+# Every response's security headers. Pages' URLs carry signed tokens: no Referer leaks them.
+# Scripts only from this site (no inline script runs, whatever a page contains); inline
+# style attributes are allowed (they cannot run code).
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; "
+    "img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+HSTS = "max-age=31536000"  # a year; only when the site is served over https
+
+
+class SecurityHeaders:
+    """ASGI middleware: the security headers on every response, set in one place."""
+
+    def __init__(self, app: ASGIApp, *, https: bool = False) -> None:
+        self.app = app
+        self.headers = dict(SECURITY_HEADERS)
+        if https:
+            self.headers["Strict-Transport-Security"] = HSTS
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in self.headers.items():
+                    headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
 def create_app(
     daemon: Daemon | None = None,
     *,
     slack: tuple[SlackResponder, RequestChecker] | None = None,
     pages: list[Route] | None = None,
+    public_url: str | None = None,
 ) -> Starlette:
     """The ASGI app: health and metrics of `daemon`, Slack's slash commands (`slack`), and
-    the pages reached from emails (`pages`, from `bot.pages.build_pages`)."""
+    the pages reached from emails (`pages`, from `bot.pages.build_pages`). Every response
+    carries the security headers; Strict-Transport-Security too when `public_url` (the
+    address people reach the site at) is https."""
     routes: list[Route] = list(pages or [])
     if daemon is not None:
         registry = CollectorRegistry(auto_describe=False)
@@ -190,23 +239,34 @@ def create_app(
         body = await read_body(request, MAX_BODY)
         if body is None:
             return PlainTextResponse("request too large", status_code=413)
-        problem = checker.check(body, dict(request.headers))
+        try:  # the replay check reads the database: in a thread
+            problem = await run_in_threadpool(checker.check, body, request.headers)
+        except PaperbellError as exc:
+            log.error("cannot check a Slack command request: %s", exc)
+            return PlainTextResponse("cannot check the request now", status_code=503)
         if problem is not None:
             log.warning("refused a Slack command request: %s", problem)
             return PlainTextResponse(problem, status_code=401)
         form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
         if form.get("ssl_check"):
             return PlainTextResponse("ok")
-        return JSONResponse(await responder.answer(CommandRequest.from_form(form)))
+        try:
+            answer = await responder.answer(CommandRequest.from_form(form))
+        except Exception:  # the handler turns errors into replies; this is a bug
+            log.exception("slash command failed")
+            answer = FAILED.to_slack()
+        return JSONResponse(answer)
 
     routes.append(Route("/slack/commands", slack_commands, methods=["POST"]))
-    return Starlette(routes=routes)
+    https = public_url is not None and public_url.lower().startswith("https://")
+    return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders, https=https)])
 
 
 async def read_body(request: Request, limit: int) -> bytes | None:
     """The raw body (the signature covers its exact bytes), or None past `limit` bytes."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    # ASCII digits only: "¹²".isdigit() is True, but int() refuses it.
+    if declared.isascii() and declared.isdigit() and int(declared) > limit:
         return None
     body = b""
     async for chunk in request.stream():

@@ -39,6 +39,7 @@ PURE = [
     "render/tex",
     "render/notice",
     "links",
+    "redact",
     "render/terminal",
     "render/slack",
     "sources/arxiv",

@@ -145,11 +145,19 @@ def test_the_manage_page_from_the_email_adds_rules_checks_them_and_unsubscribes(
 ) -> None:
     context = browser.new_context(viewport={"width": 1100, "height": 900})
     page = context.new_page()
+    # The pages' policy runs no inline script: the live check must work as a file, and
+    # nothing on the pages may be refused (Chromium reports a refusal on the console).
+    console: list[str] = []
+    page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
+    page.on("pageerror", lambda error: console.append(f"pageerror: {error}"))
     page.goto(demo.digest_html("ada").as_uri())
     manage = page.locator("a[href*='/manage/']").first
     assert f"localhost:{demo.port}/manage/" in str(manage.get_attribute("href"))
-    manage.click()
+    with page.expect_response(re.compile(r".*/manage/[^/]*$")) as opened:
+        manage.click()
     page.wait_for_url(re.compile(r".*/manage/.*"))
+    policy = opened.value.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy.split("style-src")[0]
     assert page.locator("h1").inner_text() == "Your paper digests"
     assert page.get_by_text("Matched", exact=False).count() >= 2
     shot(page, "manage-page")
@@ -188,6 +196,8 @@ def test_the_manage_page_from_the_email_adds_rules_checks_them_and_unsubscribes(
     shot(page, "unsubscribed")
     page.get_by_role("button", name=re.compile("Undo")).click()
     page.get_by_text("You are subscribed again").wait_for()
+    assert not [line for line in console if "Content Security Policy" in line], console
+    assert not [line for line in console if line.startswith("pageerror")], console
     context.close()
 
 

@@ -395,7 +395,11 @@ def test_escape_mrkdwn(text: str, escaped: str) -> None:
             "*b* _i_ ~s~ `c`",
             "<https://x.example/a|\u2217b\u2217 \u02cdi\u02cd \u223cs\u223c \u02cbc\u02cb>",
         ),
-        ("https://x.example/a b|c>d", "x", "<https://x.example/a%20b%7Cc%3Ed|x>"),
+        ("https://x.example/a|c}d", "x", "<https://x.example/a%7Cc%7Dd|x>"),
+        # Not a plain http(s) URL (bot.links.web_url): the label alone, no link.
+        ("https://x.example/a b>d", "x", "x"),
+        ("javascript:alert(1)", "Title", "Title"),
+        ("data:text/html,<script>alert(1)</script>", "a|b", "a\u2223b"),
         ("https://x.example/?a=1&b=2", "q", "<https://x.example/?a=1&amp;b=2|q>"),
         ("https://x.example/", "two\nlines", "<https://x.example/|two lines>"),
         ("https://x.example/", "  ", "<https://x.example/>"),

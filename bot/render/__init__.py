@@ -16,6 +16,7 @@ from pathlib import Path
 
 import jinja2
 
+from bot.links import web_url
 from bot.render.text import FILTERS
 
 __all__ = ["template_env", "templates_dir"]
@@ -47,4 +48,6 @@ def template_env() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(FILTERS)
+    # `url|web_url`: the URL if it may become a link (http or https), else None.
+    env.filters["web_url"] = web_url
     return env

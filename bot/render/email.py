@@ -3,8 +3,9 @@
 This module owns what a digest email says and its headers (List-Id, List-Unsubscribe,
 Message-ID ...). It is pure: it reads templates and nothing else; it never sends (that is
 `bot.channels`), never reads the clock (`now` is passed in) and never trusts its input:
-paper text is escaped in HTML, header values are checked for CR/LF and shape, links are
-checked for their scheme.
+paper text is escaped in HTML, header values are checked for CR/LF and shape, and a
+paper's URLs become links only through `bot.links.web_url` (http and https only: a feed's
+`javascript:` or `data:` link is shown as plain text, never as a link).
 
 The HTML part's CSS lives in a <style> block in the template and is inlined onto each
 element here (css_inline, never fetching anything): most clients drop <style>. The same
@@ -28,7 +29,7 @@ from urllib.parse import quote, urlsplit
 import css_inline
 
 from bot.checks import check_address, check_header_text
-from bot.links import LOOPBACK_HOSTS
+from bot.links import LOOPBACK_HOSTS, web_url
 from bot.models import Digest, DigestItem, Paper
 from bot.render import template_env
 from bot.render.text import Excerpt, Segment, excerpt, highlight, plural, tidy, unicode_math
@@ -113,7 +114,14 @@ class _ItemView:
     day: str | None  # the announcement day: "Thu 28 Nov 2024"
     upvotes: str | None  # Hugging Face: "12 upvotes" (None: not there)
     hf_rank: str | None = None  # "#1 of the day"
-    code: str | None = None  # "Code (1,204 stars)", linking to paper.github
+    code: str | None = None  # "Code (1,204 stars)", linking to code_url
+    # The paper's links, each checked by bot.links.web_url (None: no link): only these
+    # become links, never a paper's raw fields.
+    url: str | None = None  # its page: arXiv's abstract page, else its link or DOI's
+    pdf_url: str | None = None
+    html_url: str | None = None
+    code_url: str | None = None
+    hf_url: str | None = None
 
     @property
     def anchor(self) -> str:
@@ -180,6 +188,8 @@ def _item_view(number: int, item: DigestItem, *, abstracts: str = "short") -> _I
     abstract_spans = [(h.start, h.end) for h in item.hits if h.field == "abstract"]
     title = unicode_math(highlight(paper.title, title_spans))
     abstract = unicode_math(highlight(paper.abstract, abstract_spans))
+    whose = f"paper {paper.id[:80]}: a link"
+    code_url = web_url(paper.github, what=whose)
     return _ItemView(
         number=number,
         paper=paper,
@@ -194,11 +204,21 @@ def _item_view(number: int, item: DigestItem, *, abstracts: str = "short") -> _I
             _CategoryView(name, index == 0) for index, name in enumerate(paper.categories)
         ),
         markers=tuple(markers),
-        dois=tuple((doi, "https://doi.org/" + quote(doi, safe="/:;()._-")) for doi in paper.dois),
+        dois=tuple(
+            (doi, url)
+            for doi in paper.dois
+            if (url := web_url("https://doi.org/" + quote(doi, safe="/:;()._-"), what=whose))
+        ),
         day=_short_day(paper.announced) if paper.announced else None,
         upvotes=plural(paper.upvotes, "upvote") if paper.upvotes is not None else None,
         hf_rank=f"#{paper.hf_rank} of the day" if paper.hf_rank else None,
-        code=_code(paper),
+        code=_code(paper) if code_url else None,
+        url=web_url(paper.abs_url, what=whose),
+        pdf_url=web_url(paper.pdf_url, what=whose),
+        html_url=web_url(paper.html_url, what=whose),
+        code_url=code_url,
+        # Hugging Face lists arXiv papers only: its page of any other id is no page.
+        hf_url=web_url(paper.hf_url, what=whose) if paper.on_arxiv else None,
     )
 
 

@@ -6,6 +6,9 @@ posts (that is `bot.channels`), never reads the clock or the environment, and ne
 its input: paper text is escaped wherever it goes into mrkdwn, every text is cut to its
 block's limit, and the thread is split so each message stays within every limit.
 
+A paper's URLs become links only through `bot.links.web_url` (http and https: a feed's
+`javascript:` or `data:` link stays out), and `|`, `<`, `>` in them are percent-encoded.
+
 Where paper text goes:
 
 - titles are mrkdwn (they are links): `&`, `<`, `>` escaped, `|` and the formatting marks
@@ -34,6 +37,7 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
+from bot.links import web_url
 from bot.models import Digest, DigestItem
 from bot.render.email import _item_view, quote_rule
 from bot.render.text import plural, shorten_authors, tidy
@@ -133,10 +137,14 @@ def _safe_url(url: str) -> str:
     return escape_mrkdwn(quote(url.strip(), safe=_URL_SAFE))
 
 
-def link(url: str, label: str) -> str:
-    """`<url|label>`: the label escaped, its `|` and formatting marks swapped for look-alikes."""
+def link(url: str | None, label: str) -> str:
+    """`<url|label>`: the label escaped, its `|` and formatting marks swapped for look-alikes.
+    Only a URL that `bot.links.web_url` passes becomes a link; otherwise the label alone."""
     shown = escape_mrkdwn(tidy(label).translate(_LOOKALIKES))
-    return f"<{_safe_url(url)}|{shown}>" if shown else f"<{_safe_url(url)}>"
+    checked = web_url(url)
+    if checked is None:
+        return shown
+    return f"<{_safe_url(checked)}|{shown}>" if shown else f"<{_safe_url(checked)}>"
 
 
 def shorten(text: str, limit: int) -> str:
@@ -262,7 +270,7 @@ def _paper_blocks(number: int, item: DigestItem) -> list[dict[str, Any]]:
     """A paper: linked title; authors, categories and rules; the abstract's start; links."""
     paper = item.paper
     view = _item_view(number, item)
-    blocks = [_section(f"*{number}. {link(paper.abs_url, _title(item, TITLE_CHARS))}*")]
+    blocks = [_section(f"*{number}. {link(view.url, _title(item, TITLE_CHARS))}*")]
 
     meta: list[MarkdownTextObject | PlainTextObject] = []
     authors = shorten(shorten_authors(paper.authors), AUTHORS_CHARS)
@@ -285,16 +293,23 @@ def _paper_blocks(number: int, item: DigestItem) -> list[dict[str, Any]]:
     if abstract:
         blocks.append(_plain_section(abstract))
 
-    links = [escape_mrkdwn(_fit(paper.label, 60)), link(paper.abs_url, "Abstract")]
-    if paper.pdf_url and paper.html_url:
-        links += [link(paper.pdf_url, "PDF"), link(paper.html_url, "HTML")]
-    if paper.upvotes is not None:
-        links.append(link(paper.hf_url, f"Hugging Face ({plural(paper.upvotes, 'upvote')})"))
-    if paper.github and len(paper.github) <= URL_CHARS:
-        links.append(link(paper.github, "Code"))
+    links = [escape_mrkdwn(_fit(paper.label, 60))]
+    if view.url:
+        links.append(link(view.url, "Abstract"))
+    if view.pdf_url and view.html_url:
+        links += [link(view.pdf_url, "PDF"), link(view.html_url, "HTML")]
+    if paper.upvotes is not None and view.hf_url:
+        links.append(link(view.hf_url, f"Hugging Face ({plural(paper.upvotes, 'upvote')})"))
+    if view.code_url and len(view.code_url) <= URL_CHARS:
+        links.append(link(view.code_url, "Code"))
     links += [link(url, "DOI") for _, url in view.dois[:MAX_DOIS] if len(url) <= URL_CHARS]
     blocks.append(_context(_mrkdwn(" \u00b7 ".join(links))))
     return blocks
+
+
+def _page(item: DigestItem) -> str | None:
+    """The paper's page, checked (bot.links.web_url): None, no link."""
+    return web_url(item.paper.abs_url, what=f"paper {item.paper.id[:80]}: a link")
 
 
 def _heading(rule: str, count: int, *, continued: bool) -> dict[str, Any]:
@@ -332,7 +347,7 @@ def _summary_post(digest: Digest, *, threaded: bool = True) -> SlackMessage:
     numbered = enumerate(digest.items, start=1)
     ranked = sorted(numbered, key=lambda pair: (-pair[1].score, pair[0]))
     lines = [
-        f"{BULLET} {number}. {link(item.paper.abs_url, _title(item, SUMMARY_TITLE_CHARS))}"
+        f"{BULLET} {number}. {link(_page(item), _title(item, SUMMARY_TITLE_CHARS))}"
         for number, item in ranked[:TOP_TITLES]
     ]
     blocks.append(_section("\n".join(lines)))

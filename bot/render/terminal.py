@@ -1,11 +1,14 @@
 """Plain terminal text: what `paperbell try` prints for a rule's matches.
 
 Pure: turns a `Trial` into lines. Highlighting is a function the caller passes (`mark`):
-ANSI styles on a terminal, `*stars*` in a pipe or a file.
+ANSI styles on a terminal, `*stars*` in a pipe or a file. It prints no links (a paper's
+`url:` id is text), and a paper's own control characters (a feed's ESC sequences, which
+would drive the terminal) are shown as U+FFFD, one for one, so hit offsets still hold.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from bot.digest import Trial
@@ -16,6 +19,31 @@ Mark = Callable[[str], str]
 
 SNIPPET_CONTEXT = 70  # characters of abstract shown on each side of a hit
 MAX_SNIPPETS = 2  # pieces of abstract shown per paper
+
+
+# C0 and C1 control characters and DEL: whitespace among them is tidied to a space later.
+_CONTROLS = {
+    c: " " if chr(c) in "\t\n\r\f\v" else "\ufffd" for c in (*range(0x20), *range(0x7F, 0xA0))
+}
+
+
+def _shown(text: str) -> str:
+    """Text a feed gave, safe to print on a terminal: one character for one."""
+    return text.translate(_CONTROLS)
+
+
+def _safe_item(item: DigestItem) -> DigestItem:
+    p = item.paper
+    paper = dataclasses.replace(
+        p,
+        id=_shown(p.id),
+        title=_shown(p.title),
+        abstract=_shown(p.abstract),
+        authors=tuple(_shown(a) for a in p.authors),
+        categories=tuple(_shown(c) for c in p.categories),
+        announce_type=_shown(p.announce_type),
+    )
+    return dataclasses.replace(item, paper=paper)
 
 
 def stars(text: str) -> str:
@@ -94,6 +122,7 @@ def render_trial(
 
     shown = trial.items if limit == 0 else trial.items[:limit]
     for number, item in enumerate(shown, 1):
+        item = _safe_item(item)
         paper = item.paper
         when = paper.announced.isoformat() if paper.announced else "undated"
         kind = f" ({paper.announce_type})" if paper.announce_type != "new" else ""
