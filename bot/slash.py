@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from bot.config import Config, subscriber_problems
+from bot.config import Config, subscriber_problems, too_many_rules
 from bot.digest import try_rule
 from bot.errors import PaperbellError, RuleError
 from bot.manage import Manager, free_name
@@ -198,7 +198,12 @@ class SlashCommands:
             )
             self._check_new(name, row, [rule.text])
             sub, created = self.store.add_subscriber(
-                name, email=None, rules=[rule.text], now=now, slack_channel=target.channel.id
+                name,
+                email=None,
+                rules=[rule.text],
+                now=now,
+                slack_channel=target.channel.id,
+                max_rules=self.config.digest.max_rules,
             )
             where = f"<#{target.channel.id}>"
             heads_up = (
@@ -228,6 +233,7 @@ class SlashCommands:
             now=now,
             slack_user=request.user_id,
             email_confirmed=False,
+            max_rules=self.config.digest.max_rules,
         )
         if created and user is not None and user.tz:
             self.store.set_schedule(name, timezone=user.tz)
@@ -486,6 +492,14 @@ class SlashCommands:
             have = {format_rule(parse_rule(r)) for r in known.rules}
             if new <= have and known.active:
                 raise PaperbellError("that rule is already in the subscription")
+            count = len(set(known.rules) | set(rules))
+            if count > len(known.rules) and (
+                problem := too_many_rules(count, self.config.digest.max_rules)
+            ):
+                raise PaperbellError(
+                    f"that would make {problem}. `{self.command} list` shows them, "
+                    f"`{self.command} remove N` removes one"
+                )
 
     def _when(self, sub: Subscriber) -> str:
         return f"Digests come {sub.schedule.describe()}."
