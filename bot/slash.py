@@ -24,6 +24,7 @@ from bot.manage import Manager, free_name
 from bot.models import Subscriber
 from bot.render.slack import escape_mrkdwn, link
 from bot.rules import format_rule, parse_rule
+from bot.schedule import check_timezone
 from bot.store import Store, SubscriberRow
 
 log = logging.getLogger(__name__)
@@ -235,7 +236,7 @@ class SlashCommands:
             email_confirmed=False,
             max_rules=self.config.digest.max_rules,
         )
-        if created and user is not None and user.tz:
+        if created and user is not None and user.tz and _known_zone(user.tz):
             self.store.set_schedule(name, timezone=user.tz)
             sub = self._subscriber(name) or sub
         first = "Welcome! " if created else ""
@@ -558,6 +559,16 @@ def _rule_error(exc: RuleError) -> str:
     return (
         f":warning: That rule does not parse: {reason} at column {exc.position + 1}:\n```{caret}```"
     )
+
+
+def _known_zone(name: str) -> bool:
+    """Whether Slack's time zone for a user is one paperbell knows (else: the default)."""
+    try:
+        check_timezone(name)
+    except ValueError:
+        log.warning("ignoring the unknown time zone %r from Slack", name[:64])
+        return False
+    return True
 
 
 def _handle(request: CommandRequest, user: SlackUser | None) -> str:

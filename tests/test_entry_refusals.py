@@ -68,6 +68,36 @@ def _refusal(text: str) -> RuleError | None:
     return None
 
 
+# -- the rule parser, which every entry point goes through ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "column"),
+    [
+        ("robot\x00arm", "U+0000", 6),
+        ("  robot\x1b[31m", "U+001B", 6),  # the column of the rule as stored (stripped)
+        ("ti:a\u202eb", "U+202E", 5),
+        ("a\x7f", "U+007F", 2),
+        ("a\x85b", "U+0085", 2),
+        ("x\ud800", "U+D800", 2),
+        ("a" * 600 + "\x00", "U+0000", 601),  # before the length: the worse problem
+    ],
+)
+def test_a_control_character_in_a_rule_is_refused_at_its_column(
+    text: str, code: str, column: int
+) -> None:
+    with pytest.raises(RuleError) as info:
+        parse_rule(text)
+    assert info.value.reason == f"a rule cannot hold the control character {code}"
+    assert info.value.position + 1 == column
+    shown, caret = info.value.caret().split("\n")
+    assert shown.isprintable() and "\ufffd" in shown and caret.index("^") == column - 1
+
+
+def test_tabs_and_line_breaks_are_spaces_in_a_rule() -> None:
+    assert parse_rule("robot\tgrasping\nOR\r\nmanipulation").node is not None
+
+
 # -- `paperbell subscribe` ----------------------------------------------------------------------
 
 
@@ -194,6 +224,17 @@ def test_slack_answers_any_rule_with_a_reply_and_refuses_bad_ones_clearly(
             store.engine.dispose()
 
 
+def test_an_unknown_time_zone_from_slack_is_ignored(database_url: str) -> None:
+    with SlackStandIn() as standin:
+        standin.add_user(ADA, "ada", email="ada@lab.example", tz="A" * 300)
+        config = slack_config(standin, database_url, [])
+        with Store.open(config.database_url()) as store:
+            built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+            assert built is not None
+            said = _say(built.responder.commands, "subscribe robot")
+            assert said.startswith("Welcome!") and "daily at 08:00 (UTC)" in said
+
+
 # -- the manage page ----------------------------------------------------------------------------
 
 
@@ -224,6 +265,14 @@ def test_the_manage_page_caps_the_rules(site: Site) -> None:  # noqa: F811
     assert len(site.subscriber("ada").rules) == 3
     with pytest.raises(Exception, match="more than the 3"):
         site.store.add_rule("ada", "fourth", now=site.clock(), max_rules=3)
+
+
+def test_the_sign_up_page_refuses_control_characters_with_400(site: Site) -> None:  # noqa: F811
+    for email, rule in (("new@lab.example", "robot\x00arm"), ("n\x00w@lab.example", "robot")):
+        answer = site.post("/subscribe", {"email": email, "rule": rule})
+        assert answer.status_code == 400, answer.text
+        assert "control character" in answer.text or "address" in answer.text
+    assert not site.sink.messages
 
 
 @pytest.fixture
