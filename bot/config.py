@@ -266,7 +266,9 @@ class DeliveryConfig(_Section):
 
     lease_seconds: float = Field(300, gt=0, le=86400)
     batch: int = Field(20, ge=1, le=1000)
-    max_attempts: int = Field(8, ge=1, le=100)
+    # At most 30: the retry delay doubles each time (86400 s * 2**29 still fits a timedelta;
+    # 60 s * 2**41 did not, and the outbox crashed with OverflowError on the 42nd attempt).
+    max_attempts: int = Field(8, ge=1, le=30)
     retry_first_seconds: float = Field(60, gt=0, le=86400)
     retry_max_seconds: float = Field(3 * 3600, gt=0, le=30 * 86400)
     bounce_limit: int = Field(3, ge=1, le=100)

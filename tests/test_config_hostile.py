@@ -34,6 +34,7 @@ from bot.config import (
     parse_config,
 )
 from bot.errors import ConfigError
+from bot.pipeline import retry_policy
 
 BASE = """version = 1
 
@@ -116,6 +117,18 @@ def test_retry_first_seconds_inf_fails_check_config_with_its_key_path(tmp_path: 
         assert checked.returncode == 2, checked.stderr
         assert "delivery.retry_first_seconds" in checked.stderr
         assert "Traceback" not in checked.stderr
+
+
+def test_the_largest_retry_settings_give_every_attempt_a_delay() -> None:
+    # Before: max_attempts = 100 was accepted, and the 42nd failure's delay (60 s * 2**41)
+    # overflowed timedelta: OverflowError in the outbox.
+    biggest = {"max_attempts": 30, "retry_first_seconds": 86400, "retry_max_seconds": 30 * 86400}
+    policy = retry_policy(parse_config(minimal(delivery=biggest), environ={}))
+    assert all(policy.delay(n) <= policy.max_delay for n in range(1, 31))
+    for key, value in (("max_attempts", 31), ("retry_first_seconds", 86401)):
+        assert any(
+            p.startswith(f"delivery.{key}") for p in problems_of(minimal(delivery={key: value}))
+        )
 
 
 def test_source_options_are_finite_too() -> None:
