@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -28,9 +29,11 @@ from bot.schedule import check_timezone
 from bot.store import Store, SubscriberRow
 
 log = logging.getLogger(__name__)
+_MINUTE = timedelta(minutes=1)
 
 TRY_DAYS = 7  # `try` looks at the papers of the last week stored
 TRY_SHOWN = 10
+TRIES_PER_MINUTE = 6  # `try` matches a week of papers: at most this many a minute per user
 FAILED = ("failed", "retry", "skipped", "unrecorded")
 # Subcommands that may take longer than Slack's 3 seconds: answered at once, then at
 # response_url.
@@ -131,6 +134,8 @@ class SlashCommands:
     # `mail_queued()` sends the mail they queue.
     manager: Manager | None = None
     mail_queued: Callable[[], Awaitable[None]] | None = None
+    # user id -> when their recent `try`s came (the last minute's).
+    _tries: dict[str, deque[datetime]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.config.slack is not None and not self.managers:
@@ -314,6 +319,11 @@ class SlashCommands:
             rule = parse_rule(_rule_text(args))
         except RuleError as exc:
             return Reply(_rule_error(exc))
+        if not self._may_try(request.user_id):
+            return Reply(
+                f":hourglass: You tried {TRIES_PER_MINUTE} rules in the last minute; each one "
+                "reads a week of papers. Try again in a minute."
+            )
         latest = self.store.latest_announcement()
         if latest is None:
             return Reply("No papers are stored yet: try again after the first poll.")
@@ -469,6 +479,19 @@ class SlashCommands:
                 "admin to change it"
             )
         return sub
+
+    def _may_try(self, user_id: str) -> bool:
+        """Whether `user_id` may run `try` now (at most TRIES_PER_MINUTE a minute)."""
+        now = self.clock()
+        for user in [u for u, times in self._tries.items() if now - times[-1] > _MINUTE]:
+            del self._tries[user]  # nobody's old tries are kept
+        times = self._tries.setdefault(user_id, deque())
+        while times and now - times[0] > _MINUTE:
+            times.popleft()
+        if len(times) >= TRIES_PER_MINUTE:
+            return False
+        times.append(now)
+        return True
 
     def _subscriber(self, name: str) -> Subscriber | None:
         everyone = self.store.subscribers(

@@ -224,6 +224,14 @@ def test_slack_answers_any_rule_with_a_reply_and_refuses_bad_ones_clearly(
             store.engine.dispose()
 
 
+def test_slack_try_is_limited_per_user(commands: SlashCommands) -> None:
+    said = [_say(commands, f"try robot{n}") for n in range(7)]
+    assert all(s.startswith("No papers are stored yet") for s in said[:6])
+    assert said[6].startswith(":hourglass: You tried 6 rules in the last minute")
+    other = asyncio.run(commands.handle(CommandRequest(text="try robot", user_id="U07BOB456")))
+    assert other.text.startswith("No papers are stored yet")  # per user
+
+
 def test_an_unknown_time_zone_from_slack_is_ignored(database_url: str) -> None:
     with SlackStandIn() as standin:
         standin.add_user(ADA, "ada", email="ada@lab.example", tz="A" * 300)
