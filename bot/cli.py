@@ -23,7 +23,12 @@ import click
 
 from bot import __version__
 from bot.checks import redact_url
-from bot.config import Config, example_config_text, subscriber_problems
+from bot.config import (
+    Config,
+    example_config_text,
+    subscriber_problems,
+    too_many_rules,
+)
 from bot.config import load_config as read_config
 from bot.errors import ConfigError, PaperbellError, RuleError
 from bot.redact import SecretFilter, config_secrets
@@ -476,6 +481,10 @@ def subscribe(
         problems.append("say where its digests go: --email, --slack-channel or --slack-user")
     if row is None and not rules:
         problems.append("give at least one RULE for a new subscriber")
+    have = store.rule_texts(name)
+    count = len(set(have) | set(rules))
+    if count > len(have) and (too_many := too_many_rules(count, config.digest.max_rules)):
+        problems.append(f"rules: {name} would have {too_many}")
     if problems:
         raise ConfigError(problems, source="subscribe")
     sub, created = store.add_subscriber(
@@ -488,6 +497,7 @@ def subscribe(
         include=include or None,
         slack_channel=slack_channel,
         slack_user=slack_user,
+        max_rules=config.digest.max_rules,
     )
     if settings_given or notify_empty is not None:
         extra = {} if notify_empty is None else {"notify_empty": notify_empty}

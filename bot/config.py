@@ -7,6 +7,7 @@ database, the network or SMTP: it only checks and describes.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -42,6 +43,9 @@ from bot.schedule import (
 from bot.sources import SOURCE_KINDS, load_builtin_sources
 
 CONFIG_VERSION = 1
+MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a config file larger than this is a mistake
+DEFAULT_MAX_RULES = 50  # rules per subscriber ([digest] max_rules)
+MAX_RULES = 1000  # the most [digest] max_rules may allow
 DEFAULT_DATABASE_URL = "sqlite:///paperbell.sqlite"
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@\-]{0,63}$")
@@ -133,7 +137,8 @@ SlackUser = Annotated[str, AfterValidator(_check_slack_user)]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    # inf and nan pass every bound (nan compares false) and overflow later: refused here.
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, allow_inf_nan=False)
 
 
 class DatabaseConfig(_Section):
@@ -156,6 +161,7 @@ class DigestConfig(_Section):
     time: TimeOfDay = "08:00"
     timezone: TimeZoneName = "UTC"
     notify_empty: bool = False
+    max_rules: int = Field(DEFAULT_MAX_RULES, ge=1, le=MAX_RULES)  # per subscriber
 
     def defaults(self) -> Defaults:
         """The schedule of subscribers who do not set their own."""
@@ -260,16 +266,18 @@ class DeliveryConfig(_Section):
 
     lease_seconds: float = Field(300, gt=0, le=86400)
     batch: int = Field(20, ge=1, le=1000)
-    max_attempts: int = Field(8, ge=1, le=100)
-    retry_first_seconds: float = Field(60, gt=0)
-    retry_max_seconds: float = Field(3 * 3600, gt=0)
+    # At most 30: the retry delay doubles each time (86400 s * 2**29 still fits a timedelta;
+    # 60 s * 2**41 did not, and the outbox crashed with OverflowError on the 42nd attempt).
+    max_attempts: int = Field(8, ge=1, le=30)
+    retry_first_seconds: float = Field(60, gt=0, le=86400)
+    retry_max_seconds: float = Field(3 * 3600, gt=0, le=30 * 86400)
     bounce_limit: int = Field(3, ge=1, le=100)
 
 
 class SourceConfig(BaseModel):
     """One `[[sources]]` table: `kind`, `name`, and the options of that kind."""
 
-    model_config = ConfigDict(extra="allow", str_strip_whitespace=True)
+    model_config = ConfigDict(extra="allow", str_strip_whitespace=True, allow_inf_nan=False)
 
     kind: str
     name: str = ""
@@ -281,6 +289,10 @@ class SourceConfig(BaseModel):
         if cls is None:
             known = ", ".join(sorted(SOURCE_KINDS))
             raise ValueError(f"unknown source kind {self.kind!r} (known: {known})")
+        for key, value in self.options.items():
+            values = value if isinstance(value, list) else [value]
+            if any(isinstance(v, float) and not math.isfinite(v) for v in values):
+                raise ValueError(f"{key}: {value!r} is not a finite number")
         options_model = getattr(cls, "Options", None)
         if options_model is not None:
             options_model.model_validate(self.options)
@@ -366,7 +378,7 @@ class SubscriberConfig(_Section):
     slack_channel: SlackChannel | None = None
     slack_user: SlackUser | None = None
     webhook_url_env: EnvName | None = None
-    rules: list[RuleText] = Field(min_length=1)
+    rules: list[RuleText] = Field(min_length=1, max_length=MAX_RULES)
     categories: list[CategoryName] = []
     max_papers: int = Field(50, ge=1, le=1000)
     include: list[Literal["new", "cross", "replace"]] = Field(["new", "cross"], min_length=1)
@@ -508,9 +520,11 @@ def subscriber_problems(
     rules: Sequence[str],
     categories: Sequence[str] = (),
     settings: Mapping[str, Any] | None = None,
+    max_rules: int | None = None,
 ) -> list[str]:
     """The problems with a subscriber given on the command line (or, later, Slack and web),
-    checked by the same schema as the config file's `[[subscribers]]`."""
+    checked by the same schema as the config file's `[[subscribers]]`; with `max_rules`,
+    more rules than that is one ([digest] max_rules: count the ones it has already)."""
     data: dict[str, Any] = {"name": name, "rules": list(rules), "categories": list(categories)}
     data.update(settings or {})
     data["email"] = email if email is not None else "unknown@example.org"
@@ -518,6 +532,8 @@ def subscriber_problems(
         SubscriberConfig.model_validate(data)
     except ValidationError as exc:
         return _problems(exc)
+    if max_rules is not None and (problem := too_many_rules(len(rules), max_rules)):
+        return [f"rules: {problem}"]
     return []
 
 
@@ -557,6 +573,7 @@ def parse_config(
         raise ConfigError(_problems(exc) + problems, source=source) from None
     env = os.environ if environ is None else environ
     problems += _destination_problems(config)
+    problems += _rule_count_problems(config)
     slack_problems, webhooks = _slack_secrets(config, env)
     problems += slack_problems
     problems += _web_secret(config, env)
@@ -587,6 +604,24 @@ def _destination_problems(config: Config) -> list[str]:
                     f"subscribers[{index}].{key}: posting to Slack needs [slack] bot_token_env "
                     "(or, for a channel, the subscriber's webhook_url_env)"
                 )
+    return problems
+
+
+def too_many_rules(count: int, max_rules: int) -> str | None:
+    """The problem with a subscriber having `count` rules, or None."""
+    if count <= max_rules:
+        return None
+    return (
+        f"{count} rules, more than the {max_rules} a subscriber may have ([digest] max_rules): "
+        "remove some, or join them with OR"
+    )
+
+
+def _rule_count_problems(config: Config) -> list[str]:
+    problems = []
+    for index, sub in enumerate(config.subscribers):
+        if problem := too_many_rules(len(sub.rules), config.digest.max_rules):
+            problems.append(f"subscribers[{index}].rules: {problem}")
     return problems
 
 
@@ -698,20 +733,41 @@ def _password(email: Any, env: Mapping[str, str]) -> tuple[str | None, list[str]
 
 
 def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> Config:
-    """Read and validate a TOML config file."""
+    """Read and validate a TOML config file: whatever the file holds (too large, not UTF-8,
+    a folder, TOML nested too deep), the outcome is a Config or a ConfigError."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        with file.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(
             [f"no such file: {file}"], source=str(file), hint="create one with `paperbell init`"
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([f"cannot read the file: {exc}"], source=str(file)) from None
+    except OSError as exc:
+        raise ConfigError(
+            [f"cannot read the file: {exc.strerror or exc}"], source=str(file)
+        ) from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        limit = MAX_CONFIG_BYTES // (1024 * 1024)
+        raise ConfigError([f"the file is larger than {limit} MB: not a config"], source=str(file))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            [f"not UTF-8 text (byte {exc.start + 1}): save the file as UTF-8"], source=str(file)
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([f"not valid TOML: {exc}"], source=str(file)) from None
+    except RecursionError:
+        raise ConfigError(
+            ["not valid TOML: arrays or tables nested too deep"], source=str(file)
+        ) from None
+    except ValueError:  # a number too long for Python (over 4,300 digits)
+        raise ConfigError(
+            ["not valid TOML: a number with too many digits"], source=str(file)
+        ) from None
     return parse_config(data, source=str(file), path=file.resolve(), environ=environ)
 
 
@@ -735,4 +791,5 @@ __all__ = [
     "load_config",
     "parse_config",
     "subscriber_problems",
+    "too_many_rules",
 ]

@@ -266,6 +266,21 @@ def empty_note(
     return f"Nothing matched your rules among the {papers:,} {among}."
 
 
+def count_matches(
+    rules: Sequence[Rule], papers: Sequence[Paper], matches: RuleMatches, *, examples: int
+) -> dict[str, tuple[int, tuple[str, ...]]]:
+    """Rule text -> how many of `papers` the rule matched, and the ids of its best-ranked
+    `examples` (ranked as in a digest). `matches` is `match_rules` over (at least) these rules
+    and papers: nothing is matched here."""
+    out: dict[str, tuple[int, tuple[str, ...]]] = {}
+    for rule in rules:
+        found = matches.get(rule.node, _NO_MATCHES)
+        items = [digest_item(p, [rule.text], found[p.id]) for p in papers if p.id in found]
+        items.sort(key=_rank_key)
+        out[rule.text] = (len(items), tuple(item.paper.id for item in items[:examples]))
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Trial:
     """What one rule matches among some papers: `paperbell try`, before subscribing."""

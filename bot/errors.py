@@ -16,6 +16,8 @@ the message and the hint and exits non-zero; a long-running job logs and skips.
 
 from __future__ import annotations
 
+import unicodedata
+
 
 class PaperbellError(Exception):
     """Base of every error paperbell raises on purpose."""
@@ -51,8 +53,10 @@ class RuleError(PaperbellError):
         super().__init__(f"{message} at column {self.position + 1}")
 
     def caret(self) -> str:
-        """The rule with a caret under the offending column, for terminals and Slack."""
-        return f"{self.text}\n{' ' * self.position}^"
+        """The rule with a caret under the offending column, for terminals and Slack (a
+        control character shows as U+FFFD, one column wide)."""
+        shown = "".join("\ufffd" if _unprintable(c) else c for c in self.text)
+        return f"{shown}\n{' ' * self.position}^"
 
 
 class SourceError(PaperbellError):
@@ -86,3 +90,12 @@ class DeliveryError(PaperbellError):
     def __init__(self, message: str, *, transient: bool = True, hint: str | None = None):
         self.transient = transient
         super().__init__(message, hint=hint)
+
+
+def _unprintable(char: str) -> bool:
+    """A control character, a lone surrogate or a bidirectional override (which reorders
+    what a terminal or a page shows)."""
+    return unicodedata.category(char) in ("Cc", "Cs") or char in _BIDI
+
+
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")

@@ -13,12 +13,10 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
-from typing import Any
+from datetime import date, datetime
 
 from bot.channels import Channel
-from bot.config import Config, subscriber_problems
-from bot.digest import try_rule
+from bot.config import Config, subscriber_problems, too_many_rules
 from bot.errors import RuleError, StoreError
 from bot.links import LinkSigner, Purpose, TokenProblem, Visitor, address_tag
 from bot.models import Paper, Subscriber
@@ -31,11 +29,6 @@ from bot.store import Store
 __all__ = ["Manager", "Refused", "RuleActivity", "RuleProblem", "free_name", "notice_sender"]
 
 log = logging.getLogger(__name__)
-
-# How far back "what each rule matched lately" looks.
-ACTIVITY_DAYS = 7
-EXAMPLES = 3
-TRIALS_KEPT = 2000
 
 
 @dataclass(frozen=True)
@@ -70,6 +63,7 @@ class RuleActivity:
     examples: tuple[Paper, ...] = field(default=())
     first: date | None = None
     last: date | None = None
+    counted: datetime | None = None  # None: not counted yet
 
 
 def free_name(store: Store, config: Config, wanted: str, *, fallback: str) -> str:
@@ -134,10 +128,6 @@ class Manager:
         self.store = store
         self.signer = signer
         self.clock = clock
-        # (since, paper count, latest day) -> the recent papers and each rule's matches.
-        self._recent: (
-            tuple[tuple[Any, ...], list[Paper], dict[str, tuple[int, tuple[Paper, ...]]]] | None
-        ) = None
 
     # -- who ---------------------------------------------------------------------------------
 
@@ -215,7 +205,12 @@ class Manager:
         if problem is not None:
             return problem
         self._editable(sub)
-        if not self.store.add_rule(sub.name, text.strip(), now=self.clock()):
+        limit = self.config.digest.max_rules
+        if text.strip() not in sub.rules and (
+            too_many := too_many_rules(len(sub.rules) + 1, limit)
+        ):
+            return RuleProblem(f"that would make {too_many}", text.strip())
+        if not self.store.add_rule(sub.name, text.strip(), now=self.clock(), max_rules=limit):
             return RuleProblem("you have this rule already", text.strip())
         return None
 
@@ -241,34 +236,33 @@ class Manager:
             return exc.message
         return None
 
-    def activity(self, sub: Subscriber, *, days: int = ACTIVITY_DAYS) -> list[RuleActivity]:
-        """What each rule matched among the papers of the last `days` announcement days
-        stored (up to the latest, which may be days old). The papers and each rule's result
-        are kept until the store has new papers (a poll): opening the page again costs two
-        small queries."""
-        latest = self.store.latest_announcement()
-        if latest is None:
-            return [RuleActivity(n, text, 0, 0) for n, text in enumerate(sub.rules, 1)]
-        since = latest - timedelta(days=days - 1)
-        key = (since, self.store.paper_count(), latest)
-        if self._recent is None or self._recent[0] != key:
-            self._recent = (key, self.store.papers_announced_since(since), {})
-        _, papers, trials = self._recent
+    def activity(self, sub: Subscriber) -> list[RuleActivity]:
+        """What each rule matched lately, as counted when the subscriber's digests were last
+        built (`bot.pipeline.refresh_rule_counts`, at most once a day): read, never matched
+        here, so a page costs a few small queries however many rules and papers there are.
+        A rule not counted yet (added since) says so."""
+        stored = self.store.rule_counts(sub.id) if sub.id is not None else {}
+        counts = [stored.get(text) for text in sub.rules]
+        wanted = [paper_id for count in counts if count for paper_id in count.examples]
+        papers = self.store.papers_by_id(wanted) if wanted else {}
         found = []
-        for number, text in enumerate(sub.rules, 1):
-            if text not in trials:
-                if len(trials) > TRIALS_KEPT:
-                    trials.clear()
-                try:
-                    trial = try_rule(parse_rule(text), papers)
-                    trials[text] = (
-                        len(trial.items),
-                        tuple(i.paper for i in trial.items[:EXAMPLES]),
-                    )
-                except RuleError:
-                    trials[text] = (0, ())
-            matched, examples = trials[text]
-            found.append(RuleActivity(number, text, matched, len(papers), examples, since, latest))
+        for number, (text, count) in enumerate(zip(sub.rules, counts, strict=True), 1):
+            if count is None:
+                found.append(RuleActivity(number, text, 0, 0))
+                continue
+            examples = tuple(papers[i] for i in count.examples if i in papers)
+            found.append(
+                RuleActivity(
+                    number,
+                    text,
+                    count.matched,
+                    count.papers,
+                    examples,
+                    count.first,
+                    count.last,
+                    count.counted_at,
+                )
+            )
         return found
 
     # -- settings ----------------------------------------------------------------------------

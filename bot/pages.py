@@ -54,6 +54,9 @@ ONE_CLICK = "List-Unsubscribe=One-Click"
 # Sign-ups (each mails a confirmation) an hour: from one client address, and from everyone.
 SIGNUPS_PER_CLIENT = 5
 SIGNUPS_OVERALL = 50
+# Live rule checks (one per pause in typing) a minute: from one client address, and overall.
+RULE_CHECKS_PER_CLIENT = 30
+RULE_CHECKS_OVERALL = 600
 
 # What a finished change says at the top of the manage page (?done=KEY).
 DONE = {
@@ -68,15 +71,18 @@ DONE = {
 
 
 class Throttle:
-    """At most `per_client` events an hour from one address and `overall` from everyone:
-    the sign-up page mails strangers, so it must not become a way to mail-bomb someone."""
+    """At most `per_client` events a `window` (an hour unless said) from one address and
+    `overall` from everyone: the sign-up page mails strangers, so it must not become a way to
+    mail-bomb someone; the live rule check must not become a way to keep the app busy."""
 
-    def __init__(self, *, per_client: int, overall: int) -> None:
-        self.per_client, self.overall = per_client, overall
+    def __init__(
+        self, *, per_client: int, overall: int, window: timedelta = timedelta(hours=1)
+    ) -> None:
+        self.per_client, self.overall, self.window = per_client, overall, window
         self._events: deque[tuple[datetime, str]] = deque()
 
     def allow(self, client: str, now: datetime) -> bool:
-        while self._events and now - self._events[0][0] > timedelta(hours=1):
+        while self._events and now - self._events[0][0] > self.window:
             self._events.popleft()
         mine = sum(1 for _, who in self._events if who == client)
         if len(self._events) >= self.overall or mine >= self.per_client:
@@ -136,6 +142,11 @@ def page_routes(
     signer = manager.signer
     csrf = Csrf(signer.derived_key("csrf"), public_url=signer.public_url)
     signups = Throttle(per_client=SIGNUPS_PER_CLIENT, overall=SIGNUPS_OVERALL)
+    rule_checks = Throttle(
+        per_client=RULE_CHECKS_PER_CLIENT,
+        overall=RULE_CHECKS_OVERALL,
+        window=timedelta(minutes=1),
+    )
     env = template_env()
     site = manager.config.email.from_name if manager.config.email else "paperbell"
 
@@ -415,7 +426,15 @@ def page_routes(
 
     async def check_rule(request: Request) -> Response:
         """Live validation of the rule fields: {ok, message, column}. It reads nothing
-        stored, so it needs no link."""
+        stored, so it needs no link; it parses only (no paper is matched), at most
+        RULE_CHECKS_PER_CLIENT times a minute from one address."""
+        client = request.client.host if request.client else "?"
+        if not rule_checks.allow(client, manager.clock()):
+            return JSONResponse(
+                {"ok": False, "message": "too many checks in a minute; wait a moment"},
+                status_code=429,
+                headers={"Retry-After": "60"},
+            )
         form = await read_form(request) or {}
         problem = manager.check_rule(form.get("rule", ""))
         if problem is None:

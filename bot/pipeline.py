@@ -19,7 +19,7 @@ from bot.channels import Channel
 from bot.channels.email import EmailChannel, FileChannel, SmtpSettings
 from bot.channels.slack import WEBHOOK_PREFIX, SlackChannel, SlackSettings, slack_delivery
 from bot.config import Config, EmailConfig
-from bot.digest import build_digest, match_rules, note_digest
+from bot.digest import RuleMatches, build_digest, count_matches, match_rules, note_digest
 from bot.errors import ConfigError, PaperbellError, RuleError, SourceError
 from bot.models import Digest, Paper, Subscriber, target_label, version_key
 from bot.outbox import Channels, RetryPolicy, drain
@@ -27,10 +27,13 @@ from bot.render.email import DigestLinks, EmailSettings, build_message
 from bot.render.slack import build_posts
 from bot.rules import Rule, parse_rule
 from bot.sources import SOURCE_KINDS, Source, load_builtin_sources
-from bot.store import Store
+from bot.store import RuleCount, Store
 
 log = logging.getLogger(__name__)
 ARXIV_TIMEZONE = ZoneInfo("America/New_York")
+# The manage page's "what each rule matched lately": how many days, how many examples.
+ACTIVITY_DAYS = 7
+ACTIVITY_EXAMPLES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +330,9 @@ async def deliver(
             )
     # One matcher for everyone: each distinct rule once, each paper analyzed once.
     matches = match_rules((rule for _, rules in parsed for rule in rules), papers)
+    if record and not dry_run:
+        first = min(starts, default=default_since)
+        refresh_rule_counts(store, parsed, now=now, shared=(first, papers, matches))
 
     batch: list[tuple[Digest, str, bytes]] = []  # digest, recipient, payload
     for sub, rules in parsed:
@@ -436,6 +442,54 @@ async def deliver(
             )
         )
     return _in_order(reports, subscribers)
+
+
+def refresh_rule_counts(
+    store: Store,
+    parsed: Sequence[tuple[Subscriber, Sequence[Rule]]],
+    *,
+    now: datetime,
+    days: int = ACTIVITY_DAYS,
+    shared: tuple[date, Sequence[Paper], RuleMatches] | None = None,
+) -> int:
+    """Count what each rule matched among the papers of the last `days` announcement days
+    stored (up to the latest), for the subscribers not counted yet today (UTC), and store
+    it for the manage page, which only reads it. `shared` is a run's (first day, papers,
+    matches) of these subscribers' rules: used when it covers those days, so that nothing
+    is matched twice. Returns how many subscribers were counted; a database error is
+    logged, never stops a delivery."""
+    try:
+        counted = store.rule_counts_times()
+        stale = [
+            (sub, rules)
+            for sub, rules in parsed
+            if sub.id is not None
+            and not (sub.id in counted and counted[sub.id].date() == now.date())
+        ]
+        latest = store.latest_announcement() if stale else None
+        if latest is None:
+            return 0
+        first = latest - timedelta(days=days - 1)
+        if shared is not None and shared[0] <= first:
+            papers, matches = shared[1], shared[2]
+        else:
+            papers = store.papers_announced_since(first)
+            matches = match_rules((rule for _, rules in stale for rule in rules), papers)
+        recent = [p for p in papers if p.announced is not None and first <= p.announced <= latest]
+        for sub, rules in stale:
+            assert sub.id is not None
+            found = count_matches(rules, recent, matches, examples=ACTIVITY_EXAMPLES)
+            store.save_rule_counts(
+                sub.id,
+                [
+                    RuleCount(text, matched, len(recent), first, latest, examples, now)
+                    for text, (matched, examples) in found.items()
+                ],
+            )
+        return len(stale)
+    except PaperbellError as exc:
+        log.warning("rule counts not refreshed: %s", exc)
+        return 0
 
 
 def digest_links(config: Config, subscriber: Subscriber, now: datetime) -> DigestLinks | None:

@@ -17,6 +17,7 @@ from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MAX_TIMEZONE = 64  # the longest IANA name has 32 characters
 TIME_RE = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 
 
@@ -38,13 +39,19 @@ def parse_weekday(text: str) -> int:
 
 
 def check_timezone(name: str) -> str:
-    """An IANA time zone name, or a ValueError that suggests the right spelling."""
+    """An IANA time zone name, or a ValueError that suggests the right spelling. Never
+    another error: a name too long for a file name, a path, a folder ("America") or a NUL
+    is an unknown time zone too."""
+    shown = name if len(name) <= 40 else f"{name[:40]}…"
+    unknown = f"unknown time zone {shown!r}"
+    if len(name) > MAX_TIMEZONE or not name.isprintable():
+        raise ValueError(f"{unknown} (an IANA name such as Europe/Berlin)")
     try:
         ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         near = sorted(z for z in available_timezones() if z.lower() == name.lower())
         hint = f"; did you mean {near[0]!r}?" if near else " (an IANA name such as Europe/Berlin)"
-        raise ValueError(f"unknown time zone {name!r}{hint}") from None
+        raise ValueError(f"{unknown}{hint}") from None
     return name
 
 

@@ -12,24 +12,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from bot.config import Config, subscriber_problems
+from bot.config import Config, subscriber_problems, too_many_rules
 from bot.digest import try_rule
 from bot.errors import PaperbellError, RuleError
 from bot.manage import Manager, free_name
 from bot.models import Subscriber
 from bot.render.slack import escape_mrkdwn, link
 from bot.rules import format_rule, parse_rule
+from bot.schedule import check_timezone
 from bot.store import Store, SubscriberRow
 
 log = logging.getLogger(__name__)
+_MINUTE = timedelta(minutes=1)
 
 TRY_DAYS = 7  # `try` looks at the papers of the last week stored
 TRY_SHOWN = 10
+TRIES_PER_MINUTE = 6  # `try` matches a week of papers: at most this many a minute per user
 FAILED = ("failed", "retry", "skipped", "unrecorded")
 # Subcommands that may take longer than Slack's 3 seconds: answered at once, then at
 # response_url.
@@ -130,6 +134,8 @@ class SlashCommands:
     # `mail_queued()` sends the mail they queue.
     manager: Manager | None = None
     mail_queued: Callable[[], Awaitable[None]] | None = None
+    # user id -> when their recent `try`s came (the last minute's).
+    _tries: dict[str, deque[datetime]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.config.slack is not None and not self.managers:
@@ -198,7 +204,12 @@ class SlashCommands:
             )
             self._check_new(name, row, [rule.text])
             sub, created = self.store.add_subscriber(
-                name, email=None, rules=[rule.text], now=now, slack_channel=target.channel.id
+                name,
+                email=None,
+                rules=[rule.text],
+                now=now,
+                slack_channel=target.channel.id,
+                max_rules=self.config.digest.max_rules,
             )
             where = f"<#{target.channel.id}>"
             heads_up = (
@@ -228,8 +239,9 @@ class SlashCommands:
             now=now,
             slack_user=request.user_id,
             email_confirmed=False,
+            max_rules=self.config.digest.max_rules,
         )
-        if created and user is not None and user.tz:
+        if created and user is not None and user.tz and _known_zone(user.tz):
             self.store.set_schedule(name, timezone=user.tz)
             sub = self._subscriber(name) or sub
         first = "Welcome! " if created else ""
@@ -307,6 +319,11 @@ class SlashCommands:
             rule = parse_rule(_rule_text(args))
         except RuleError as exc:
             return Reply(_rule_error(exc))
+        if not self._may_try(request.user_id):
+            return Reply(
+                f":hourglass: You tried {TRIES_PER_MINUTE} rules in the last minute; each one "
+                "reads a week of papers. Try again in a minute."
+            )
         latest = self.store.latest_announcement()
         if latest is None:
             return Reply("No papers are stored yet: try again after the first poll.")
@@ -463,6 +480,19 @@ class SlashCommands:
             )
         return sub
 
+    def _may_try(self, user_id: str) -> bool:
+        """Whether `user_id` may run `try` now (at most TRIES_PER_MINUTE a minute)."""
+        now = self.clock()
+        for user in [u for u, times in self._tries.items() if now - times[-1] > _MINUTE]:
+            del self._tries[user]  # nobody's old tries are kept
+        times = self._tries.setdefault(user_id, deque())
+        while times and now - times[0] > _MINUTE:
+            times.popleft()
+        if len(times) >= TRIES_PER_MINUTE:
+            return False
+        times.append(now)
+        return True
+
     def _subscriber(self, name: str) -> Subscriber | None:
         everyone = self.store.subscribers(
             self.config.declared_subscribers(),
@@ -486,6 +516,14 @@ class SlashCommands:
             have = {format_rule(parse_rule(r)) for r in known.rules}
             if new <= have and known.active:
                 raise PaperbellError("that rule is already in the subscription")
+            count = len(set(known.rules) | set(rules))
+            if count > len(known.rules) and (
+                problem := too_many_rules(count, self.config.digest.max_rules)
+            ):
+                raise PaperbellError(
+                    f"that would make {problem}. `{self.command} list` shows them, "
+                    f"`{self.command} remove N` removes one"
+                )
 
     def _when(self, sub: Subscriber) -> str:
         return f"Digests come {sub.schedule.describe()}."
@@ -544,6 +582,16 @@ def _rule_error(exc: RuleError) -> str:
     return (
         f":warning: That rule does not parse: {reason} at column {exc.position + 1}:\n```{caret}```"
     )
+
+
+def _known_zone(name: str) -> bool:
+    """Whether Slack's time zone for a user is one paperbell knows (else: the default)."""
+    try:
+        check_timezone(name)
+    except ValueError:
+        log.warning("ignoring the unknown time zone %r from Slack", name[:64])
+        return False
+    return True
 
 
 def _handle(request: CommandRequest, user: SlackUser | None) -> str:

@@ -221,6 +221,36 @@ class SlackRequestRow(SQLModel, table=True):
     seen: datetime = Field(index=True)
 
 
+class RuleCountRow(SQLModel, table=True):
+    """What one rule of a subscriber matched among the papers of some recent days, counted
+    when digests are built (at most once a day each), so that the manage page only reads."""
+
+    __tablename__ = "rule_counts"
+
+    id: int | None = Field(default=None, primary_key=True)
+    subscriber_id: int = Field(foreign_key="subscribers.id", index=True)
+    rule: str = Field(max_length=1000)
+    matched: int = 0
+    papers: int = 0  # the papers of those days
+    first: date | None = None  # the days: first .. last announcement day
+    last: date | None = None
+    examples: str = "[]"  # JSON list of the best-ranked matched papers' ids
+    counted_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RuleCount:
+    """A stored count of one rule (`RuleCountRow`), with its example papers' ids."""
+
+    rule: str
+    matched: int
+    papers: int
+    first: date | None
+    last: date | None
+    examples: tuple[str, ...]
+    counted_at: datetime
+
+
 @dataclass(frozen=True, slots=True)
 class OutboxItem:
     """A claimed outbox record: what a worker needs to send it and report on it."""
@@ -731,10 +761,12 @@ class Store:
         slack_channel: str | None = None,
         slack_user: str | None = None,
         email_confirmed: bool = True,
+        max_rules: int | None = None,
     ) -> tuple[Subscriber, bool]:
         """Create a subscriber, or add rules to an existing one (and reactivate it).
         Returns the subscriber and whether it was created. An address learnt from Slack
-        (`email_confirmed=False`) receives nothing until its owner confirms it."""
+        (`email_confirmed=False`) receives nothing until its owner confirms it. More than
+        `max_rules` rules in all is refused (a StoreError), and nothing changes."""
 
         with self.session() as session:
             row = session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
@@ -775,6 +807,9 @@ class Store:
             known = set(
                 session.exec(select(RuleRow.text).where(RuleRow.subscriber_id == row.id)).all()
             )
+            count = len(known | set(rules))
+            if max_rules is not None and count > max(max_rules, len(known)):
+                raise _too_many_rules(name, count, max_rules)
             for text in rules:
                 if text not in known:
                     session.add(RuleRow(subscriber_id=row.id, text=text, created_at=now))
@@ -804,8 +839,17 @@ class Store:
             session.commit()
             return text
 
-    def add_rule(self, name: str, text: str, *, now: datetime) -> bool:
-        """Add a rule to a database subscriber; False when it has that rule already."""
+    def rule_texts(self, name: str) -> list[str]:
+        """The rules of the subscriber `name` (none if there is no such subscriber)."""
+        with self.session() as session:
+            row = session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
+            return [] if row is None else [r.text for r in self._rules(session, row)]
+
+    def add_rule(
+        self, name: str, text: str, *, now: datetime, max_rules: int | None = None
+    ) -> bool:
+        """Add a rule to a database subscriber; False when it has that rule already. A rule
+        past `max_rules` is refused (a StoreError)."""
         with self.session() as session:
             row = self._database_subscriber(session, name)
             known = session.exec(
@@ -813,6 +857,9 @@ class Store:
             ).first()
             if known is not None:
                 return False
+            count = len(self._rules(session, row)) + 1
+            if max_rules is not None and count > max_rules:
+                raise _too_many_rules(name, count, max_rules)
             assert row.id is not None
             session.add(RuleRow(subscriber_id=row.id, text=text, created_at=now))
             session.commit()
@@ -880,7 +927,7 @@ class Store:
         """Remove a database subscriber with its rules and delivery history."""
         with self.session() as session:
             row = self._database_subscriber(session, name)
-            for model in (RuleRow, DeliveryRow):
+            for model in (RuleRow, DeliveryRow, RuleCountRow):
                 for item in session.exec(select(model).where(model.subscriber_id == row.id)):
                     session.delete(item)
             session.delete(row)
@@ -1216,6 +1263,53 @@ class Store:
         totals["in flight"] = int(leased)
         return totals
 
+    # -- rule counts (the manage page's "recent matches") -----------------------------------------
+
+    def save_rule_counts(self, subscriber_id: int, counts: Sequence[RuleCount]) -> None:
+        """Replace the subscriber's stored rule counts with `counts`."""
+        with self.session() as session:
+            query = select(RuleCountRow).where(RuleCountRow.subscriber_id == subscriber_id)
+            for row in session.exec(query):
+                session.delete(row)
+            for count in counts:
+                session.add(
+                    RuleCountRow(
+                        subscriber_id=subscriber_id,
+                        rule=count.rule,
+                        matched=count.matched,
+                        papers=count.papers,
+                        first=count.first,
+                        last=count.last,
+                        examples=_dumps(count.examples),
+                        counted_at=count.counted_at,
+                    )
+                )
+            session.commit()
+
+    def rule_counts(self, subscriber_id: int) -> dict[str, RuleCount]:
+        """The subscriber's stored rule counts, by rule text."""
+        with self.session() as session:
+            query = select(RuleCountRow).where(RuleCountRow.subscriber_id == subscriber_id)
+            return {row.rule: _count_from_row(row) for row in session.exec(query)}
+
+    def rule_counts_times(self) -> dict[int, datetime]:
+        """subscriber id -> when their rules were last counted."""
+        with self.session() as session:
+            rows = session.exec(
+                select(RuleCountRow.subscriber_id, func.max(RuleCountRow.counted_at)).group_by(
+                    col(RuleCountRow.subscriber_id)
+                )
+            ).all()
+            return {sid: _aware(at) for sid, at in rows if at is not None}
+
+    def papers_by_id(self, ids: Sequence[str]) -> dict[str, Paper]:
+        """The stored papers with these (version-less) ids."""
+        with self.session() as session:
+            return {
+                paper_id: _paper_from_row(row)
+                for paper_id, row in self._paper_rows(session, list(ids)).items()
+            }
+
     def delivery_counts(self) -> dict[int, tuple[int, datetime | None]]:
         """subscriber id -> (papers delivered, last delivery time)."""
         with self.session() as session:
@@ -1231,6 +1325,18 @@ class Store:
             return {sid: (int(count), last) for sid, count, last in rows}
 
 
+def _count_from_row(row: RuleCountRow) -> RuleCount:
+    return RuleCount(
+        rule=row.rule,
+        matched=row.matched,
+        papers=row.papers,
+        first=row.first,
+        last=row.last,
+        examples=tuple(json.loads(row.examples)),
+        counted_at=_aware(row.counted_at),
+    )
+
+
 def _rows_where_in(
     session: Session, column: Any, values: Sequence[str], *, size: int = 500
 ) -> Iterator[Any]:
@@ -1239,6 +1345,13 @@ def _rows_where_in(
     for start in range(0, len(values), size):
         chunk = values[start : start + size]
         yield from session.exec(select(column.class_).where(col(column).in_(chunk)))
+
+
+def _too_many_rules(name: str, count: int, max_rules: int) -> StoreError:
+    return StoreError(
+        f"{name!r} would have {count} rules, more than the {max_rules} a subscriber may have",
+        hint="remove a rule first, or join rules with OR ([digest] max_rules sets the limit)",
+    )
 
 
 def _first_line(exc: BaseException) -> str:

@@ -218,6 +218,10 @@ def test_the_manage_page_shows_rules_with_what_they_matched_and_edits_them(site:
     page = site.http.get(path)
     assert page.status_code == 200
     assert "&#34;large language models&#34; reasoning" in page.text
+    assert page.text.count("Not counted yet") == 2  # counted when digests are built
+    site.deliver()
+    page = site.http.get(path)
+    assert "counted on 28 Nov 2024" in page.text
     found = re.findall(r"Matched (\d+) of the (\d+) papers", page.text)
     assert len(found) == 2 and all(int(n) > 0 for n, _ in found), found
 

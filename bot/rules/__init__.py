@@ -28,7 +28,8 @@ Grammar (version 2), EBNF::
     word        = { character - ( space | quote | "(" | ")" | "|" ) } ;  but not OR AND NOT
 
     At most 500 characters (also written out in full: `ti:(a OR b)` is `ti:a OR ti:b`),
-    32 terms (leaves, excluded ones included), parentheses 10 deep.
+    32 terms (leaves, excluded ones included), parentheses 10 deep; no control character
+    (C0 but tab and line breaks, DEL, C1, lone surrogates, bidi overrides).
     Inside `name:( ... )` the field applies to every word and phrase; no other field there,
     nor `hf:` or `upvotes`. `hf:` and `upvotes:` take no group. A word (not a field's
     value: `ti:upvotes>=20` is text) that starts with `upvotes` and one of `< > = ! ≥ ≤` is

@@ -104,6 +104,11 @@ _NAMED_COMPARISON_RE = re.compile(rf"([^\W\d_]+)([{_COMPARISON_CHARS}].*)", re.S
 # A word that may be (or be a mistyped) comparison; the others are words (one test: fast).
 _MAY_COMPARE_RE = re.compile(rf"[{_COMPARISON_CHARS}]|\Aupvotes\Z", re.I)
 _UPVOTES = "upvotes"
+# Control characters (NUL, escapes, DEL, C1), lone surrogates and the bidirectional overrides
+# that reorder what a page shows; tabs and line breaks are spaces to the lexer.
+_CONTROL_RE = re.compile(
+    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]"
+)
 # Comparisons people write for the ones the language has.
 _COMPARISON_FIXES = {"=>": ">=", "=<": "<=", "==": "=", "≥": ">=", "≤": "<="}
 
@@ -536,6 +541,9 @@ def _negative_alternative(node: Node) -> Node | None:
 def parse_rule(text: str) -> Rule:
     """Parse one rule; raise `RuleError` pointing at the column of the first problem."""
     text = text.strip()
+    if bad := _CONTROL_RE.search(text):
+        message = f"a rule cannot hold the control character U+{ord(bad[0]):04X}"
+        raise RuleError(message, text=text, position=bad.start())
     if not text:
         message = 'a rule is empty; write a word, a "phrase" or cat:cs.RO'
         raise RuleError(message, text=text, position=0)
