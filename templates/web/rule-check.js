@@ -12,9 +12,14 @@
         if (!field.value.trim()) { out.textContent = ""; out.className = "check"; field.removeAttribute("aria-invalid"); return; }
         var body = new URLSearchParams({ rule: field.value });
         fetch("/rules/check", { method: "POST", body: body, credentials: "same-origin" })
-          .then(function (r) { return r.json(); })
+          .then(function (r) { return r.json().then(function (answer) { answer.status = r.status; return answer; }); })
           .then(function (answer) {
-            if (answer.ok) {
+            if (answer.status === 429) {
+              // Throttled: say so, but the rule itself is not known to be wrong.
+              out.textContent = answer.message;
+              out.className = "check";
+              field.removeAttribute("aria-invalid");
+            } else if (answer.ok) {
               out.textContent = "\u2713 The rule is valid.";
               out.className = "check good";
               field.removeAttribute("aria-invalid");
