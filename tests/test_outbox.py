@@ -7,17 +7,23 @@ SMTP server on loopback (aiosmtpd); the clock is a variable the test moves.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
+from pathlib import Path
 
 import pytest
 from servers import smtp_sink
+from sqlalchemy import Engine, create_engine, make_url
 
 from bot.channels.email import EmailChannel, SmtpSettings
+from bot.demo import free_port
 from bot.models import Paper, Subscriber
-from bot.outbox import RetryPolicy, drain
-from bot.store import Store
+from bot.outbox import Attempt, RetryPolicy, drain
+from bot.store import Store, normalize_url, utcnow
 
 pytestmark = pytest.mark.database
 
@@ -190,3 +196,129 @@ def test_backoff_grows_and_is_capped() -> None:
     top = [policy.delay(n, lambda: 1.0) for n in range(1, 8)]
     assert top == [timedelta(minutes=m) for m in (1, 2, 4, 8, 16, 30, 30)]
     assert policy.delay(3, lambda: 0.0) == timedelta(minutes=2)  # jitter: half to all
+
+
+# -- leases: two workers on one database, a lease lost, a database outage mid-batch --------
+
+
+def dead_database(url: str, tmp_path: Path) -> Engine:
+    """An engine for a database that is not there (the server or the disk went away)."""
+    if url.startswith("sqlite"):
+        return create_engine(f"sqlite:///{tmp_path / 'gone' / 'paperbell.sqlite'}")
+    dead = make_url(normalize_url(url)).set(host="127.0.0.1", port=free_port())
+    return create_engine(dead)
+
+
+def queue_many(store: Store, papers: tuple[Paper, ...], count: int, *, now: datetime) -> None:
+    for i in range(count):
+        sub = subscribe(store, f"s{i:02d}")
+        queue(store, sub, papers[i : i + 1], period="p1", now=now)
+
+
+def test_two_workers_whose_batches_outlive_the_lease_send_each_digest_once(
+    database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """A cron `digest` sends a batch that takes twice its lease while the daemon's worker,
+    on the same database, keeps draining: each digest arrives exactly once."""
+    digests = 30
+    with Store.open(database_url) as setup:
+        queue_many(setup, full_feed_papers, digests, now=utcnow() - timedelta(minutes=1))
+    lease = timedelta(seconds=1.5)
+    deadline = time.monotonic() + 60
+
+    def cron(port: int) -> list[Attempt]:
+        with Store.open(database_url) as store:  # its own connections, as a process has
+            policy = RetryPolicy(lease=lease, batch=digests)  # 30 x 0.1 s: 3 s, twice the lease
+            return asyncio.run(
+                drain(store, channel(port), clock=utcnow, owner="cron", retry=policy)
+            )
+
+    def daemon(port: int) -> list[Attempt]:
+        attempts: list[Attempt] = []
+        with Store.open(database_url) as store:
+            policy = RetryPolicy(lease=lease, batch=4)
+            while store.outbox_totals(now=utcnow())["pending"] and time.monotonic() < deadline:
+                attempts += asyncio.run(
+                    drain(store, channel(port), clock=utcnow, owner="daemon", retry=policy)
+                )
+                time.sleep(0.05)  # the daemon's next tick
+        return attempts
+
+    with smtp_sink() as (sink, port), ThreadPoolExecutor(2) as workers:
+        sink.delay = 0.1  # a slow server
+        first = workers.submit(cron, port)
+        time.sleep(0.2)  # the cron run claimed its batch; the daemon's worker ticks beside it
+        second = workers.submit(daemon, port)
+        attempts = first.result(timeout=90) + second.result(timeout=90)
+
+    received = Counter(str(m["Message-ID"]) for m in sink.messages)
+    twice = sorted(mid for mid, n in received.items() if n > 1)
+    assert twice == [], f"{len(twice)} of {digests} digests arrived twice"
+    assert len(received) == digests
+    assert sorted(a.status for a in attempts) == ["sent"] * digests
+    with Store.open(database_url) as check:
+        assert check.outbox_totals(now=utcnow())["sent"] == digests
+
+
+def test_a_worker_that_lost_its_lease_stops_its_batch(
+    database_url: str, store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """The worker stalled past its lease and another took its records: it sends none of
+    them; the other worker sends each once."""
+    queue_many(store, full_feed_papers, 5, now=T0)
+    clock = Clock()
+    policy = RetryPolicy(lease=timedelta(minutes=5))
+    taken: list[int] = []
+
+    def take_over(_: EmailMessage) -> None:
+        # While the server accepts the second digest, the first worker's lease has run out
+        # (it stalled) and another worker claims everything still pending.
+        if len(sink.messages) == 2:
+            with Store.open(database_url) as other:
+                later = T0 + timedelta(minutes=10)
+                taken.extend(i.id for i in other.claim("other", now=later, lease=policy.lease))
+
+    with smtp_sink() as (sink, port):
+        sink.on_accept = take_over
+        first = asyncio.run(drain(store, channel(port), clock=clock, owner="slow", retry=policy))
+        assert len(taken) == 4  # the second digest too: its send was not recorded yet
+        # The slow worker stopped at once: the second digest, which the server had already
+        # accepted, is recorded as sent (the other worker must not send it again); the rest
+        # are the other worker's.
+        assert [m["Subject"] for m in sink.messages] == ["s00-p1", "s01-p1"]
+        assert [a.status for a in first] == ["sent", "sent"]
+        clock.now = T0 + timedelta(minutes=20)  # the other worker's lease ran out too
+        second = asyncio.run(drain(store, channel(port), clock=clock, owner="b", retry=policy))
+    assert [a.item.subscriber for a in second] == ["s02", "s03", "s04"]
+    assert [m["Subject"] for m in sink.messages] == [f"s{i:02d}-p1" for i in range(5)]
+    assert store.outbox_totals(now=clock.now)["sent"] == 5
+
+
+def test_a_database_outage_mid_batch_sends_at_most_one_digest_twice(
+    database_url: str, store: Store, full_feed_papers: tuple[Paper, ...], tmp_path: Path
+) -> None:
+    """The database goes away while the server accepts the third digest of six: that send
+    cannot be recorded, so the batch stops there; once the database is back, the rest go
+    out and only the third arrives twice."""
+    queue_many(store, full_feed_papers, 6, now=T0)
+    clock = Clock()
+    alive, dead = store.engine, dead_database(database_url, tmp_path)
+
+    def outage(_: EmailMessage) -> None:
+        if len(sink.messages) == 3:
+            store.engine = dead
+
+    with smtp_sink() as (sink, port):
+        sink.on_accept = outage
+        first = asyncio.run(drain(store, channel(port), clock=clock, owner="a"))
+        assert [a.status for a in first] == ["sent", "sent", "unrecorded"]
+        assert "not recorded" in (first[2].error or "")
+        assert len(sink.messages) == 3  # nothing sent after the send that was not recorded
+        store.engine = alive  # the database is back; the first worker's leases run out
+        clock.now = T0 + timedelta(minutes=10)
+        second = asyncio.run(drain(store, channel(port), clock=clock, owner="b"))
+    dead.dispose()
+    assert [a.item.subscriber for a in second] == ["s02", "s03", "s04", "s05"]
+    received = Counter(str(m["Subject"]) for m in sink.messages)
+    assert set(received) == {f"s{i:02d}-p1" for i in range(6)}
+    assert [subject for subject, n in received.items() if n > 1] == ["s02-p1"]
