@@ -7,8 +7,10 @@ SMTP server on loopback (aiosmtpd); the clock is a variable the test moves.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -19,10 +21,13 @@ import pytest
 from servers import smtp_sink
 from sqlalchemy import Engine, create_engine, make_url
 
+from bot.channels import Channel
 from bot.channels.email import EmailChannel, SmtpSettings
+from bot.channels.slack import SlackChannel, SlackSettings
 from bot.demo import free_port
 from bot.models import Paper, Subscriber
 from bot.outbox import Attempt, RetryPolicy, drain
+from bot.slack_standin import SlackStandIn
 from bot.store import Store, normalize_url, utcnow
 
 pytestmark = pytest.mark.database
@@ -215,49 +220,89 @@ def queue_many(store: Store, papers: tuple[Paper, ...], count: int, *, now: date
         queue(store, sub, papers[i : i + 1], period="p1", now=now)
 
 
-def test_two_workers_whose_batches_outlive_the_lease_send_each_digest_once(
-    database_url: str, full_feed_papers: tuple[Paper, ...]
-) -> None:
-    """A cron `digest` sends a batch that takes twice its lease while the daemon's worker,
-    on the same database, keeps draining: each digest arrives exactly once."""
-    digests = 30
-    with Store.open(database_url) as setup:
-        queue_many(setup, full_feed_papers, digests, now=utcnow() - timedelta(minutes=1))
+def race(database_url: str, make_channel: Callable[[], Channel], *, digests: int) -> list[Attempt]:
+    """A cron `digest` sends one batch of every queued digest, which takes about twice the
+    lease, while the daemon's worker, on the same database, keeps draining beside it."""
     lease = timedelta(seconds=1.5)
     deadline = time.monotonic() + 60
 
-    def cron(port: int) -> list[Attempt]:
+    def cron() -> list[Attempt]:
         with Store.open(database_url) as store:  # its own connections, as a process has
-            policy = RetryPolicy(lease=lease, batch=digests)  # 30 x 0.1 s: 3 s, twice the lease
+            policy = RetryPolicy(lease=lease, batch=digests)
             return asyncio.run(
-                drain(store, channel(port), clock=utcnow, owner="cron", retry=policy)
+                drain(store, make_channel(), clock=utcnow, owner="cron", retry=policy)
             )
 
-    def daemon(port: int) -> list[Attempt]:
+    def daemon() -> list[Attempt]:
         attempts: list[Attempt] = []
         with Store.open(database_url) as store:
             policy = RetryPolicy(lease=lease, batch=4)
             while store.outbox_totals(now=utcnow())["pending"] and time.monotonic() < deadline:
                 attempts += asyncio.run(
-                    drain(store, channel(port), clock=utcnow, owner="daemon", retry=policy)
+                    drain(store, make_channel(), clock=utcnow, owner="daemon", retry=policy)
                 )
                 time.sleep(0.05)  # the daemon's next tick
         return attempts
 
-    with smtp_sink() as (sink, port), ThreadPoolExecutor(2) as workers:
-        sink.delay = 0.1  # a slow server
-        first = workers.submit(cron, port)
+    with ThreadPoolExecutor(2) as workers:
+        first = workers.submit(cron)
         time.sleep(0.2)  # the cron run claimed its batch; the daemon's worker ticks beside it
-        second = workers.submit(daemon, port)
+        second = workers.submit(daemon)
         attempts = first.result(timeout=90) + second.result(timeout=90)
+    with Store.open(database_url) as check:
+        assert check.outbox_totals(now=utcnow())["sent"] == digests
+    return attempts
 
+
+def test_two_workers_whose_batches_outlive_the_lease_send_each_digest_once(
+    database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    digests = 30
+    with Store.open(database_url) as setup:
+        queue_many(setup, full_feed_papers, digests, now=utcnow() - timedelta(minutes=1))
+    with smtp_sink() as (sink, port):
+        sink.delay = 0.1  # a slow server: 30 messages take 3 s, twice the lease
+        attempts = race(database_url, lambda: channel(port), digests=digests)
     received = Counter(str(m["Message-ID"]) for m in sink.messages)
     twice = sorted(mid for mid, n in received.items() if n > 1)
     assert twice == [], f"{len(twice)} of {digests} digests arrived twice"
     assert len(received) == digests
     assert sorted(a.status for a in attempts) == ["sent"] * digests
-    with Store.open(database_url) as check:
-        assert check.outbox_totals(now=utcnow())["sent"] == digests
+
+
+def test_two_workers_send_each_slack_digest_once_when_a_batch_outlives_the_lease(
+    database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """The same for Slack: a digest's thread renewed its own lease, but not the lease of
+    the digests after it in the batch."""
+    digests = 10
+    with Store.open(database_url) as setup, SlackStandIn(token="xoxb-standin") as slack:
+        slack.add_channel("C0ROBOTS", "robot-learning")
+        for i in range(digests):
+            sub = subscribe(setup, f"s{i:02d}")
+            assert sub.id is not None
+            posts = [{"text": f"s{i:02d} summary"}] + [
+                {"text": f"s{i:02d} part {n}"} for n in (1, 2)
+            ]
+            payload = {"target": "C0ROBOTS", "messages": posts, "papers": [[], [], []]}
+            setup.enqueue(
+                sub.id,
+                channel="slack",
+                period="p1",
+                digest_id=f"d-s{i:02d}",
+                recipient="C0ROBOTS",
+                payload=json.dumps(payload).encode(),
+                sent=full_feed_papers[i : i + 1],
+                now=utcnow() - timedelta(minutes=1),
+            )
+        settings = SlackSettings(token=slack.token, api_url=slack.base_url, post_interval=0.1)
+        # 10 digests of 3 messages a tenth of a second apart: 3 s, twice the lease
+        attempts = race(database_url, lambda: SlackChannel(settings), digests=digests)
+        texts = Counter(str(m["text"]) for m in slack.messages("C0ROBOTS"))
+    twice = sorted(text for text, n in texts.items() if n > 1)
+    assert twice == [], f"posted twice: {twice}"
+    assert len(texts) == 3 * digests
+    assert sorted(a.status for a in attempts) == ["sent"] * digests
 
 
 def test_a_worker_that_lost_its_lease_stops_its_batch(
