@@ -14,6 +14,7 @@ the commit of `Store.mark_sent` a few statements later: one small UPDATE, no oth
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import platform
@@ -260,14 +261,25 @@ async def _send_batch(
         if not mine:
             held.lose(f"digest for {item.subscriber}: another worker took it over")
 
+    async def heartbeat() -> None:
+        # One message slower than the lease (a slow server, Slack's Retry-After) keeps it too.
+        while not held.stopped:
+            await asyncio.sleep(retry.lease.total_seconds() / 3)
+            held.renew()
+
     batch = [(item, channel.load(item.payload, item.progress)) for item in items]
-    outcomes: list[SendOutcome] = await channel.send_all(
-        batch,
-        on_sent,
-        # Before each message: a daemon shutting down, or a lease lost or not renewable.
-        should_stop=lambda: should_stop() or not held.renew(),
-        on_progress=on_progress,
-    )
+    beating = asyncio.create_task(heartbeat())
+    try:
+        outcomes: list[SendOutcome] = await channel.send_all(
+            batch,
+            on_sent,
+            # Before each message: a daemon shutting down, or a lease lost or not renewable.
+            should_stop=lambda: should_stop() or not held.renew(),
+            on_progress=on_progress,
+        )
+    finally:
+        beating.cancel()
+        await asyncio.gather(beating, return_exceptions=True)
     results: list[Attempt] = []
     for outcome in outcomes:
         item = cast(OutboxItem, outcome.item)

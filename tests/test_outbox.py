@@ -367,3 +367,30 @@ def test_a_database_outage_mid_batch_sends_at_most_one_digest_twice(
     received = Counter(str(m["Subject"]) for m in sink.messages)
     assert set(received) == {f"s{i:02d}-p1" for i in range(6)}
     assert [subject for subject, n in received.items() if n > 1] == ["s02-p1"]
+
+
+def test_one_message_slower_than_the_lease_is_not_taken_over(
+    database_url: str, store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """The server takes longer than the lease to accept one digest: the worker's lease is
+    kept alive while it waits, so the daemon's worker ticking beside it does not send it."""
+    queue_many(store, full_feed_papers, 1, now=utcnow() - timedelta(minutes=1))
+    policy = RetryPolicy(lease=timedelta(seconds=0.6))
+
+    def cron(port: int) -> list[Attempt]:
+        with Store.open(database_url) as own:
+            return asyncio.run(drain(own, channel(port), clock=utcnow, owner="cron", retry=policy))
+
+    beside: list[Attempt] = []
+    with smtp_sink() as (sink, port), ThreadPoolExecutor(1) as workers:
+        sink.delay = 2.0  # a slow server: more than three leases for one message
+        first = workers.submit(cron, port)
+        time.sleep(0.2)  # the cron run claimed the digest and is sending it
+        while not first.done():  # the daemon's worker ticks
+            beside += asyncio.run(
+                drain(store, channel(port), clock=utcnow, owner="daemon", retry=policy)
+            )
+            time.sleep(0.05)
+        assert [a.status for a in first.result()] == ["sent"]
+    assert beside == []
+    assert len(sink.messages) == 1
