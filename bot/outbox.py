@@ -1,15 +1,28 @@
 """The outbox worker: claim queued digests, send them, record each at once, retry or give up.
 
-Owns the delivery policy: leases (a record claimed by a worker that dies is taken by the
-next one when the lease expires), retries of transient failures with exponential backoff
+Owns the delivery policy: leases, retries of transient failures with exponential backoff
 and jitter, permanent failures (the papers go back to the subscriber's next digest), and
 pausing a subscriber whose address keeps bouncing. The store does the bookkeeping in
 transactions; the channel moves the bytes. Must not build or render digests: a queued
 record holds the finished message, so a digest re-sent after a crash is the same message
 (same Message-ID) as the one that may already have arrived.
 
-The window in which a digest can be sent twice is between the server's "250 accepted" and
-the commit of `Store.mark_sent` a few statements later: one small UPDATE, no other work.
+Leases: a worker holds the records it claimed for `RetryPolicy.lease`, and renews the lease
+of every record of its batch not yet done before each message, and every third of a lease
+while one message is slow (`Held`, the same for every channel): a batch that takes longer
+than the lease keeps it. A record claimed by a worker that dies is taken by the next one
+when the lease runs out. A worker that finds a record of its batch taken over (it was frozen
+past the lease) stops the batch and never sends a record it no longer holds; nor does it go
+on once a send could not be recorded (the database is down): the records not tried are
+handed back, untouched.
+
+The window in which a digest can be sent twice: the channel accepted it and its
+`Store.mark_sent` did not commit, because the process died in between (one small UPDATE
+later), or the database failed that write (the batch stops there: at most one digest per
+worker per outage), or the worker was frozen longer than the lease while sending it and
+another took it over (the late send is still recorded, so the other one does not repeat it
+unless it had sent it already). A channel may add its own: an SMTP connection that drops
+after the server took the message but before its "250" is sent again.
 """
 
 from __future__ import annotations
@@ -35,7 +48,7 @@ log = logging.getLogger(__name__)
 class RetryPolicy:
     """How the worker leases, retries and gives up."""
 
-    lease: timedelta = timedelta(minutes=5)  # longer than one batch takes to send
+    lease: timedelta = timedelta(minutes=5)  # renewed while sending; a dead worker's wait
     batch: int = 20  # records claimed at a time (sent over one SMTP connection)
     max_attempts: int = 8  # transient failures before a record is given up
     first_delay: timedelta = timedelta(minutes=1)
