@@ -1,7 +1,9 @@
 """The outbox: queue once, claim under a lease, send, record at once, retry or give back.
 
 Real parts: the database (SQLite file, or PostgreSQL with PAPERBELL_TEST_DATABASE_URL) and an
-SMTP server on loopback (aiosmtpd); the clock is a variable the test moves.
+SMTP server on loopback (aiosmtpd); the clock is a variable the test moves, or the real one
+where two workers (threads with their own connections, or a `paperbell digest` process) share
+the database.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
+from commands import start
 from servers import smtp_sink
 from sqlalchemy import Engine, create_engine, make_url
 
@@ -394,3 +397,44 @@ def test_one_message_slower_than_the_lease_is_not_taken_over(
         assert [a.status for a in first.result()] == ["sent"]
     assert beside == []
     assert len(sink.messages) == 1
+
+
+def test_paperbell_digest_beside_the_daemons_worker_sends_each_digest_once(
+    database_url: str, full_feed_papers: tuple[Paper, ...], tmp_path: Path
+) -> None:
+    """The issue's case: a cron `paperbell digest` (a process) and the daemon's worker on one
+    database, the cron run's batch taking twice `lease_seconds`."""
+    subscribers = 16
+    words = ["quantum", "learning", "model", "network"]
+    with Store.open(database_url) as setup:
+        setup.upsert_papers(full_feed_papers, now=utcnow())
+    with smtp_sink() as (sink, port):
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f'version = 1\n[database]\nurl = "{database_url}"\n'
+            f"[delivery]\nlease_seconds = 1\nbatch = {subscribers}\n"
+            '[email]\nfrom = "papers@paperbell.example"\nhost = "127.0.0.1"\n'
+            f'port = {port}\nsecurity = "none"\ntimeout = 10\n'
+            + "".join(
+                f'[[subscribers]]\nname = "s{i:02d}"\nemail = "s{i:02d}@lab.example"\n'
+                f'rules = ["{words[i % len(words)]}"]\nmax_papers = 3\n'
+                for i in range(subscribers)
+            )
+        )
+        sink.delay = 0.12  # 16 messages: about 2 s, twice the lease
+        cron = start("digest", "-c", str(config), "--since", "2024-11-28")
+        beside: list[Attempt] = []
+        policy = RetryPolicy(lease=timedelta(seconds=1), batch=4)
+        with Store.open(database_url) as store:
+            while cron.poll() is None:  # the daemon's worker ticks until the cron run ends
+                beside += asyncio.run(
+                    drain(store, channel(port), clock=utcnow, owner="daemon", retry=policy)
+                )
+                time.sleep(0.05)
+            out, err = cron.communicate()
+            assert cron.returncode == 0, out + err
+            assert store.outbox_totals(now=utcnow())["sent"] == subscribers
+    received = Counter(str(m["Message-ID"]) for m in sink.messages)
+    twice = sorted(mid for mid, n in received.items() if n > 1)
+    assert twice == [], f"{len(twice)} of {subscribers} digests arrived twice"
+    assert len(received) == subscribers
