@@ -1,19 +1,33 @@
 """The outbox worker: claim queued digests, send them, record each at once, retry or give up.
 
-Owns the delivery policy: leases (a record claimed by a worker that dies is taken by the
-next one when the lease expires), retries of transient failures with exponential backoff
+Owns the delivery policy: leases, retries of transient failures with exponential backoff
 and jitter, permanent failures (the papers go back to the subscriber's next digest), and
 pausing a subscriber whose address keeps bouncing. The store does the bookkeeping in
 transactions; the channel moves the bytes. Must not build or render digests: a queued
 record holds the finished message, so a digest re-sent after a crash is the same message
 (same Message-ID) as the one that may already have arrived.
 
-The window in which a digest can be sent twice is between the server's "250 accepted" and
-the commit of `Store.mark_sent` a few statements later: one small UPDATE, no other work.
+Leases: a worker holds the records it claimed for `RetryPolicy.lease`, and renews the lease
+of every record of its batch not yet done before each message, and every third of a lease
+while one message is slow (`Held`, the same for every channel): a batch that takes longer
+than the lease keeps it. A record claimed by a worker that dies is taken by the next one
+when the lease runs out. A worker that finds a record of its batch taken over (it was frozen
+past the lease) stops the batch and never sends a record it no longer holds; nor does it go
+on once a send could not be recorded (the database is down): the records not tried are
+handed back, untouched.
+
+The window in which a digest can be sent twice: the channel accepted it and its
+`Store.mark_sent` did not commit, because the process died in between (one small UPDATE
+later), or the database failed that write (the batch stops there: at most one digest per
+worker per outage), or the worker was frozen longer than the lease while sending it and
+another took it over (the late send is still recorded, so the other one does not repeat it
+unless it had sent it already). A channel may add its own: an SMTP connection that drops
+after the server took the message but before its "250" is sent again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import platform
@@ -34,7 +48,7 @@ log = logging.getLogger(__name__)
 class RetryPolicy:
     """How the worker leases, retries and gives up."""
 
-    lease: timedelta = timedelta(minutes=5)  # longer than one batch takes to send
+    lease: timedelta = timedelta(minutes=5)  # renewed while sending; a dead worker's wait
     batch: int = 20  # records claimed at a time (sent over one SMTP connection)
     max_attempts: int = 8  # transient failures before a record is given up
     first_delay: timedelta = timedelta(minutes=1)
@@ -90,6 +104,7 @@ async def drain(
     owner = owner or worker_name()
     attempts: list[Attempt] = []
     tried: set[int] = set()
+    handed_back: set[int] = set()  # records of a batch cut short, claimable once more
     while not should_stop():
         items = store.claim(
             owner,
@@ -102,29 +117,104 @@ async def drain(
         if not items:
             return attempts
         tried.update(item.id for item in items)
+        held = Held(store, items, owner=owner, clock=clock, lease=retry.lease)
         kinds: dict[str, list[OutboxItem]] = {}
         for item in items:
             kinds.setdefault(item.channel, []).append(item)
         for kind, group in kinds.items():
             channel = channels.get(kind)
             if channel is None:
-                attempts += _unsendable(store, group, kind, clock=clock, retry=retry, rand=rand)
+                attempts += _unsendable(
+                    store, held, group, kind, clock=clock, retry=retry, rand=rand
+                )
                 continue
             attempts += await _send_batch(
                 store,
                 channel,
+                held,
                 group,
-                owner=owner,
                 clock=clock,
                 retry=retry,
                 rand=rand,
                 should_stop=should_stop,
             )
+        untried = held.hand_back()
+        if held.broken:  # the database is gone: claiming more would only fail
+            return attempts
+        # A batch cut short (a lost lease, a shutdown): its untried records may be claimed
+        # again, once, if no other worker holds them by then.
+        again = untried - handed_back
+        handed_back |= again
+        tried -= again
     return attempts
+
+
+class Held:
+    """The records of one claimed batch that its worker still holds, renewed before each
+    message: a batch that takes longer than the lease keeps it, and a worker that lost a
+    record (it stalled past the lease and another worker took over) stops the batch before
+    it sends anything it no longer holds. So does a failure to write to the database."""
+
+    def __init__(
+        self,
+        store: Store,
+        items: list[OutboxItem],
+        *,
+        owner: str,
+        clock: Callable[[], datetime],
+        lease: timedelta,
+    ) -> None:
+        self.store, self.owner, self.clock, self.lease = store, owner, clock, lease
+        self.open: dict[int, OutboxItem] = {item.id: item for item in items}  # not yet done
+        self.lost = False  # another worker took over one of the records
+        self.broken = False  # the database could not record a send (or renew a lease)
+
+    @property
+    def stopped(self) -> bool:
+        return self.lost or self.broken
+
+    def renew(self) -> bool:
+        """Extend the lease of every record not yet done; False: stop the batch."""
+        if self.stopped:
+            return False
+        if not self.open:
+            return True
+        try:
+            held = self.store.renew(
+                self.open, owner=self.owner, lease_until=self.clock() + self.lease
+            )
+        except StoreError as exc:
+            log.error("cannot renew the lease of the digests being sent; stopping: %s", exc)
+            self.broken = True
+            return False
+        taken = [item.subscriber for i, item in self.open.items() if i not in held]
+        if taken:
+            self.lose(f"another worker took over the digests for {', '.join(taken)}")
+        return not self.stopped
+
+    def lose(self, why: str) -> None:
+        log.error("%s (the lease ran out); this batch stops here", why)
+        self.lost = True
+
+    def done(self, item: OutboxItem) -> None:
+        self.open.pop(item.id, None)
+
+    def hand_back(self) -> set[int]:
+        """Release the records not tried (the batch stopped early): another worker may send
+        them at once. Left to their lease if the database cannot be reached."""
+        untried = set(self.open)
+        if untried:
+            try:
+                self.store.release(self.owner, untried)
+            except StoreError as exc:
+                log.error("cannot hand back %d claimed digests: %s", len(untried), exc)
+        self.open.clear()
+        return untried
 
 
 def _unsendable(
     store: Store,
+    held: Held,
     items: list[OutboxItem],
     kind: str,
     *,
@@ -138,53 +228,71 @@ def _unsendable(
         SendOutcome(item, ok=False, error=f"no {kind} channel is configured ([{kind}])")
         for item in items
     ]
-    return _record_failures(store, outcomes, clock=clock, retry=retry, rand=rand)
+    return _record_failures(store, held, outcomes, clock=clock, retry=retry, rand=rand)
 
 
 async def _send_batch(
     store: Store,
     channel: Channel,
+    held: Held,
     items: list[OutboxItem],
     *,
-    owner: str,
     clock: Callable[[], datetime],
     retry: RetryPolicy,
     rand: Callable[[], float],
     should_stop: Callable[[], bool],
 ) -> list[Attempt]:
     unrecorded: dict[int, str] = {}
-    lost: set[int] = set()
+    owner = held.owner
 
     def on_sent(item: OutboxItem) -> None:
+        held.done(item)
         try:
-            store.mark_sent(item.id, now=clock())
+            mine = store.mark_sent(item.id, owner=owner, now=clock())
         except StoreError as exc:
             # Sent but not recorded: when the lease expires it is sent again (same
-            # Message-ID, so mail clients fold the two).
+            # Message-ID, so mail clients fold the two). Nothing more is sent: each
+            # further send could not be recorded either.
             log.error("digest for %s was sent but not recorded: %s", item.subscriber, exc)
             unrecorded[item.id] = f"sent, but not recorded: {exc}"
+            held.broken = True
+            return
+        if not mine:  # recorded, so that the worker that took it over does not send it
+            held.lose(f"digest for {item.subscriber} was sent after another worker took it")
 
     def on_progress(item: OutboxItem, progress: str) -> None:
         # Each message of a long digest also renews the lease: a Slack thread paced at a
         # message a second can outlast it.
         try:
-            held = store.mark_progress(
+            mine = store.mark_progress(
                 item.id, progress, owner=owner, lease_until=clock() + retry.lease
             )
         except StoreError as exc:  # a retry may repeat the messages sent so far
             log.error("digest for %s: cannot record its progress: %s", item.subscriber, exc)
+            held.broken = True
             return
-        if not held:
-            log.error("digest for %s: another worker took it over", item.subscriber)
-            lost.add(item.id)
+        if not mine:
+            held.lose(f"digest for {item.subscriber}: another worker took it over")
+
+    async def heartbeat() -> None:
+        # One message slower than the lease (a slow server, Slack's Retry-After) keeps it too.
+        while not held.stopped:
+            await asyncio.sleep(retry.lease.total_seconds() / 3)
+            held.renew()
 
     batch = [(item, channel.load(item.payload, item.progress)) for item in items]
-    outcomes: list[SendOutcome] = await channel.send_all(
-        batch,
-        on_sent,
-        should_stop=lambda: should_stop() or bool(lost),
-        on_progress=on_progress,
-    )
+    beating = asyncio.create_task(heartbeat())
+    try:
+        outcomes: list[SendOutcome] = await channel.send_all(
+            batch,
+            on_sent,
+            # Before each message: a daemon shutting down, or a lease lost or not renewable.
+            should_stop=lambda: should_stop() or not held.renew(),
+            on_progress=on_progress,
+        )
+    finally:
+        beating.cancel()
+        await asyncio.gather(beating, return_exceptions=True)
     results: list[Attempt] = []
     for outcome in outcomes:
         item = cast(OutboxItem, outcome.item)
@@ -192,45 +300,74 @@ async def _send_batch(
             problem = unrecorded.get(item.id)
             results.append(Attempt(item, "unrecorded" if problem else "sent", error=problem))
         else:
-            results += _record_failures(store, [outcome], clock=clock, retry=retry, rand=rand)
+            results += _record_failures(store, held, [outcome], clock=clock, retry=retry, rand=rand)
     return results
 
 
 def _record_failures(
     store: Store,
+    held: Held,
     outcomes: list[SendOutcome],
     *,
     clock: Callable[[], datetime],
     retry: RetryPolicy,
     rand: Callable[[], float],
 ) -> list[Attempt]:
-    """Schedule a retry of each failed record, or give it up (its papers go back)."""
+    """Schedule a retry of each failed record, or give it up (its papers go back); a record
+    whose lease was lost is the other worker's, and left alone."""
     results: list[Attempt] = []
     for outcome in outcomes:
         item = cast(OutboxItem, outcome.item)
-        error = outcome.error or "unknown error"
-        attempt = item.attempts + 1
-        if outcome.permanent or attempt >= retry.max_attempts:
-            why = error if outcome.permanent else f"gave up after {attempt} attempts: {error}"
-            failed_in_row = store.mark_failed(item.id, error=why, sent=outcome.sent_papers)
-            # Only mail bounces pause a subscriber: a Slack channel the bot left should not
-            # stop their email (its papers go to the next digest, with the error in status).
-            paused = (
-                item.channel == "email"
-                and outcome.permanent
-                and failed_in_row >= retry.bounce_limit
+        held.done(item)
+        try:
+            result = _record_failure(
+                store, held.owner, outcome, clock=clock, retry=retry, rand=rand
             )
-            if paused:
-                store.pause(
-                    item.subscriber_id,
-                    f"{failed_in_row} digests in a row refused: {error}",
-                )
-                log.error("paused %s: %d digests in a row refused", item.subscriber, failed_in_row)
-            log.error("digest for %s failed: %s", item.subscriber, why)
-            results.append(Attempt(item, "failed", error=why, paused=paused))
+        except StoreError as exc:
+            held.broken = True
+            error = f"{outcome.error}; not recorded ({exc}): tried again when its lease runs out"
+            log.error("digest for %s: %s", item.subscriber, error)
+            results.append(Attempt(item, "retry", error=error))
+            continue
+        if result is None:
+            log.error("digest for %s: another worker took it over", item.subscriber)
         else:
-            when = clock() + retry.delay(attempt, rand)
-            store.mark_retry(item.id, error=error, next_attempt=when)
-            log.warning("digest for %s: %s; retry at %s", item.subscriber, error, when)
-            results.append(Attempt(item, "retry", error=error, next_attempt=when))
+            results.append(result)
     return results
+
+
+def _record_failure(
+    store: Store,
+    owner: str,
+    outcome: SendOutcome,
+    *,
+    clock: Callable[[], datetime],
+    retry: RetryPolicy,
+    rand: Callable[[], float],
+) -> Attempt | None:
+    item = cast(OutboxItem, outcome.item)
+    error = outcome.error or "unknown error"
+    attempt = item.attempts + 1
+    if outcome.permanent or attempt >= retry.max_attempts:
+        why = error if outcome.permanent else f"gave up after {attempt} attempts: {error}"
+        failed_in_row = store.mark_failed(item.id, owner=owner, error=why, sent=outcome.sent_papers)
+        if failed_in_row is None:
+            return None
+        # Only mail bounces pause a subscriber: a Slack channel the bot left should not
+        # stop their email (its papers go to the next digest, with the error in status).
+        paused = (
+            item.channel == "email" and outcome.permanent and failed_in_row >= retry.bounce_limit
+        )
+        if paused:
+            store.pause(
+                item.subscriber_id,
+                f"{failed_in_row} digests in a row refused: {error}",
+            )
+            log.error("paused %s: %d digests in a row refused", item.subscriber, failed_in_row)
+        log.error("digest for %s failed: %s", item.subscriber, why)
+        return Attempt(item, "failed", error=why, paused=paused)
+    when = clock() + retry.delay(attempt, rand)
+    if not store.mark_retry(item.id, owner=owner, error=error, next_attempt=when):
+        return None
+    log.warning("digest for %s: %s; retry at %s", item.subscriber, error, when)
+    return Attempt(item, "retry", error=error, next_attempt=when)

@@ -1106,35 +1106,79 @@ class Store:
                     break
         return claimed
 
-    def release(self, owner: str) -> int:
-        """Give up `owner`'s leases on records it has not sent (a worker stopping), so the
-        next worker takes them at once instead of when the leases expire."""
-        with self.session() as session:
-            result = session.execute(
-                update(OutboxRow)
-                .where(col(OutboxRow.lease_owner) == owner, col(OutboxRow.status) == "pending")
-                .values(lease_owner=None, lease_until=None)
-            )
-            session.commit()
-            return int(result.rowcount)  # type: ignore[attr-defined]
-
-    def mark_sent(self, outbox_id: int, *, now: datetime) -> None:
-        """The channel accepted the message: record it, at once, in one transaction."""
+    def release(self, owner: str, ids: Iterable[int] | None = None) -> int:
+        """Give up `owner`'s leases on records it has not sent (a worker stopping; with
+        `ids`, only those: a batch cut short), so the next worker takes them at once instead
+        of when the leases expire."""
+        query = update(OutboxRow).where(
+            col(OutboxRow.lease_owner) == owner, col(OutboxRow.status) == "pending"
+        )
+        if ids is not None:
+            query = query.where(col(OutboxRow.id).in_(list(ids)))
         try:
             with self.session() as session:
-                session.execute(
-                    update(OutboxRow)
-                    .where(col(OutboxRow.id) == outbox_id)
-                    .values(status="sent", sent_at=now, lease_owner=None, lease_until=None)
-                )
-                session.execute(
-                    update(DeliveryRow)
-                    .where(
-                        col(DeliveryRow.outbox_id) == outbox_id, col(DeliveryRow.status) == "queued"
-                    )
-                    .values(status="sent")
-                )
+                result = session.execute(query.values(lease_owner=None, lease_until=None))
                 session.commit()
+                return int(result.rowcount)  # type: ignore[attr-defined]
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot release the claimed digests: {_first_line(exc)}") from None
+
+    def renew(self, ids: Iterable[int], *, owner: str, lease_until: datetime) -> set[int]:
+        """Extend `owner`'s lease on these pending records to `lease_until` (a worker about
+        to send the next message of its batch); the ids it still holds. A record missing
+        from the answer was taken over by another worker (its lease ran out) or is no
+        longer pending: the worker must not send it."""
+        wanted = list(ids)
+        if not wanted:
+            return set()
+        mine = (
+            col(OutboxRow.id).in_(wanted),
+            col(OutboxRow.lease_owner) == owner,
+            col(OutboxRow.status) == "pending",
+        )
+        try:
+            with self.session() as session:
+                result = session.execute(
+                    update(OutboxRow).where(*mine).values(lease_until=lease_until)
+                )
+                if result.rowcount == len(wanted):  # type: ignore[attr-defined]
+                    session.commit()
+                    return set(wanted)
+                held = set(session.exec(select(OutboxRow.id).where(*mine)).all())
+                session.commit()
+                return {i for i in held if i is not None}
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot renew the lease: {_first_line(exc)}") from None
+
+    def mark_sent(self, outbox_id: int, *, owner: str, now: datetime) -> bool:
+        """The channel accepted the message: record it, at once, in one transaction.
+
+        False if `owner` no longer held the lease (it ran out and another worker took the
+        record, which may be sending it too): the send is recorded all the same while the
+        record is still pending, since the message did go out, so that the other worker
+        does not send it again; a record already sent or given up is left as it is."""
+        try:
+            with self.session() as session:
+                pending = (col(OutboxRow.id) == outbox_id, col(OutboxRow.status) == "pending")
+                sent = dict(status="sent", sent_at=now, lease_owner=None, lease_until=None)
+                mine = update(OutboxRow).where(*pending, col(OutboxRow.lease_owner) == owner)
+                held = session.execute(mine.values(**sent)).rowcount  # type: ignore[attr-defined]
+                if not held:
+                    anyone = update(OutboxRow).where(*pending)
+                    written = session.execute(anyone.values(**sent)).rowcount  # type: ignore[attr-defined]
+                else:
+                    written = held
+                if written:
+                    session.execute(
+                        update(DeliveryRow)
+                        .where(
+                            col(DeliveryRow.outbox_id) == outbox_id,
+                            col(DeliveryRow.status) == "queued",
+                        )
+                        .values(status="sent")
+                    )
+                session.commit()
+                return bool(held)
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot record the delivery: {_first_line(exc)}") from None
 
@@ -1148,7 +1192,11 @@ class Store:
             with self.session() as session:
                 result = session.execute(
                     update(OutboxRow)
-                    .where(col(OutboxRow.id) == outbox_id, col(OutboxRow.lease_owner) == owner)
+                    .where(
+                        col(OutboxRow.id) == outbox_id,
+                        col(OutboxRow.lease_owner) == owner,
+                        col(OutboxRow.status) == "pending",
+                    )
                     .values(progress=progress, lease_until=lease_until)
                 )
                 session.commit()
@@ -1156,32 +1204,52 @@ class Store:
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot record the delivery: {_first_line(exc)}") from None
 
-    def mark_retry(self, outbox_id: int, *, error: str, next_attempt: datetime) -> None:
-        """A transient failure: count it, release the lease, try again at `next_attempt`."""
-        with self.session() as session:
-            session.execute(
-                update(OutboxRow)
-                .where(col(OutboxRow.id) == outbox_id)
-                .values(
-                    attempts=OutboxRow.attempts + 1,
-                    last_error=error,
-                    next_attempt=next_attempt,
-                    lease_owner=None,
-                    lease_until=None,
+    def mark_retry(self, outbox_id: int, *, owner: str, error: str, next_attempt: datetime) -> bool:
+        """A transient failure: count it, release the lease, try again at `next_attempt`.
+        False (nothing written) if `owner` lost the lease: the record is another worker's."""
+        try:
+            with self.session() as session:
+                result = session.execute(
+                    update(OutboxRow)
+                    .where(
+                        col(OutboxRow.id) == outbox_id,
+                        col(OutboxRow.lease_owner) == owner,
+                        col(OutboxRow.status) == "pending",
+                    )
+                    .values(
+                        attempts=OutboxRow.attempts + 1,
+                        last_error=error,
+                        next_attempt=next_attempt,
+                        lease_owner=None,
+                        lease_until=None,
+                    )
                 )
-            )
-            session.commit()
+                session.commit()
+                return bool(result.rowcount)  # type: ignore[attr-defined]
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot record the failure: {_first_line(exc)}") from None
 
-    def mark_failed(self, outbox_id: int, *, error: str, sent: Iterable[str] = ()) -> int:
+    def mark_failed(
+        self, outbox_id: int, *, owner: str, error: str, sent: Iterable[str] = ()
+    ) -> int | None:
         """Give up on a record (a permanent failure, or too many attempts) and release its
         papers, so the subscriber's next digest holds them: nothing is lost. The papers in
         `sent` ("id@version") reached the far end before it failed (a Slack thread cut off
         half-way): they are recorded as delivered, never sent again. Returns how
-        many of the subscriber's latest records on this channel in a row have failed."""
+        many of the subscriber's latest records on this channel in a row have failed, or
+        None (nothing written) if `owner` lost the lease: the record is another worker's."""
         with self.session() as session:
-            row = session.get(OutboxRow, outbox_id)
+            row = session.exec(
+                select(OutboxRow)
+                .where(
+                    OutboxRow.id == outbox_id,
+                    OutboxRow.lease_owner == owner,
+                    OutboxRow.status == "pending",
+                )
+                .with_for_update()
+            ).first()
             if row is None:
-                return 0
+                return None
             row.status, row.last_error = "failed", error
             # Free the period: the papers go back to the subscriber, whose next digest
             # (maybe the very same papers, the same digest id) must be able to queue.

@@ -6,7 +6,7 @@ import asyncio
 import hashlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email import message_from_bytes, policy
@@ -115,6 +115,9 @@ class SinkHandler:
         self.transient: dict[str, int] = {}  # recipient -> how many times to answer 451 first
         self.drop_data = 0  # how many DATA commands to answer by dropping the connection
         self.delay = 0.0  # seconds to wait before accepting a message (a slow server)
+        # Called with each message just before the server answers "250 accepted" (from the
+        # server's thread): a test makes something happen at that moment.
+        self.on_accept: Callable[[EmailMessage], None] | None = None
 
     async def handle_RCPT(
         self, server: Any, session: Any, envelope: Any, address: str, options: Any
@@ -138,8 +141,11 @@ class SinkHandler:
             await asyncio.sleep(self.stall)
             return "451 4.3.0 too slow, try again"
         raw = envelope.original_content or envelope.content
-        self.messages.append(message_from_bytes(raw, policy=policy.default))  # type: ignore[arg-type]
+        received = message_from_bytes(raw, policy=policy.default)
+        self.messages.append(received)  # type: ignore[arg-type]
         self.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
+        if self.on_accept is not None:
+            self.on_accept(received)  # type: ignore[arg-type]
         return "250 Message accepted for delivery"
 
 

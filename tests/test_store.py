@@ -123,13 +123,13 @@ def test_deliveries_are_unique_and_recorded_once(
 
     d1 = queue("d1", [first, second], [third])
     assert d1 is not None
-    store.mark_sent(d1, now=NOW)
+    store.mark_sent(d1, owner="worker", now=NOW)
     # A paper already queued or sent is never queued again, not even in another digest.
     assert queue("d1b", [first], []) is None
     v2 = replace(first, version=first.version + 1)
     d2 = queue("d2", [v2, v2], [v2])  # duplicates inside one digest are recorded once
     assert d2 is not None
-    store.mark_sent(d2, now=NOW)
+    store.mark_sent(d2, owner="worker", now=NOW)
     delivered = store.delivered_versions(sub.id, "email")
     assert delivered == {first.id: v2.version, second.id: second.version, third.id: third.version}
     assert store.delivered_versions(sub.id, "slack") == {}

@@ -176,9 +176,12 @@ class FileChannel:
         should_stop: ShouldStop | None = None,
         on_progress: OnProgress | None = None,
     ) -> list[SendOutcome]:
-        """Write each (digest, payload); the digest's `channel` names the file's kind."""
+        """Write each (digest, payload); the digest's `channel` names the file's kind.
+        Before each, stop if `should_stop()`, as every channel does."""
         outcomes = []
         for digest, payload in batch:
+            if should_stop is not None and should_stop():
+                break
             suffix = self.SUFFIXES.get(getattr(digest, "channel", "email"), ".txt")
             path = self.folder / f"{digest.subscriber.name}-{digest.digest_id}{suffix}"
             try:
