@@ -58,7 +58,11 @@ class RetryPolicy:
     def delay(self, attempt: int, rand: Callable[[], float] = random.random) -> timedelta:
         """The wait after the `attempt`-th failure: exponential, capped, "full jitter"
         between half and all of it so that workers retrying together spread out."""
-        ceiling = min(self.max_delay, self.first_delay * (2 ** (attempt - 1)))
+        # Doubling stops once it passes the cap: 2**41 minutes no longer fits a timedelta.
+        doublings = 0
+        while doublings < min(attempt - 1, 64) and self.first_delay * 2**doublings < self.max_delay:
+            doublings += 1
+        ceiling = min(self.max_delay, self.first_delay * 2**doublings)
         return ceiling * (0.5 + rand() / 2)
 
 

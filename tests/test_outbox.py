@@ -204,6 +204,9 @@ def test_backoff_grows_and_is_capped() -> None:
     top = [policy.delay(n, lambda: 1.0) for n in range(1, 8)]
     assert top == [timedelta(minutes=m) for m in (1, 2, 4, 8, 16, 30, 30)]
     assert policy.delay(3, lambda: 0.0) == timedelta(minutes=2)  # jitter: half to all
+    # Far past the cap the doubling stops (2**41 minutes overflowed a timedelta).
+    assert policy.delay(42, lambda: 1.0) == policy.delay(10_000, lambda: 1.0)
+    assert policy.delay(10_000, lambda: 1.0) == timedelta(minutes=30)
 
 
 # -- leases: two workers on one database, a lease lost, a database outage mid-batch --------
