@@ -307,6 +307,11 @@ class HostileServer:
     total: int = 1 << 30  # what /endless sends at most (1 GB), as fast as it is read
     requests: list[str] = field(default_factory=list)
     sent: dict[str, int] = field(default_factory=dict)
+    # What /given serves: its body in these pieces, framed by "length" (Content-Length:
+    # `declared`, the true length if None), "chunked" (one chunk a piece) or "close".
+    pieces: list[bytes] = field(default_factory=list)
+    framing: str = "length"
+    declared: int | None = None
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
@@ -321,6 +326,7 @@ async def hostile_server(**settings: Any) -> AsyncIterator[HostileServer]:
     - `/declared`: a 200 declaring a 10 GB Content-Length, then sending as /endless;
     - `/drip`: a 200 whose body comes one byte every `drip_seconds`, forever;
     - `/redirect-endless`: a 302 to /feed whose own body never ends;
+    - `/given`: the body in `pieces`, framed as `framing` and `declared` say;
     - `/feed`: a small, valid RSS feed with one item."""
     state = HostileServer(**settings)
     chunk = b"<item>" + b"x" * (64 * 1024 - 6)
@@ -360,6 +366,26 @@ async def hostile_server(**settings: Any) -> AsyncIterator[HostileServer]:
                     await asyncio.sleep(state.drip_seconds)
                     writer.write(b"r")
                     state.sent[path] += 1
+            elif path == "/given":
+                body = b"".join(state.pieces)
+                if state.framing == "chunked":
+                    writer.write(ok + b"Transfer-Encoding: chunked\r\n\r\n")
+                    for piece in state.pieces:
+                        if piece:
+                            writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                            await writer.drain()
+                    writer.write(b"0\r\n\r\n")
+                else:
+                    length = len(body) if state.declared is None else state.declared
+                    framing = (
+                        b"Connection: close\r\n"
+                        if state.framing == "close"
+                        else b"Content-Length: %d\r\nConnection: close\r\n" % length
+                    )
+                    writer.write(ok + framing + b"\r\n")
+                    for piece in state.pieces:
+                        writer.write(piece)
+                        await writer.drain()
             elif path == "/redirect-endless":
                 writer.write(b"HTTP/1.1 302 Found\r\nLocation: /feed\r\nConnection: close\r\n\r\n")
                 await endless(writer, path, chunked=False)

@@ -21,6 +21,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from servers import Clock, HostileServer, Route, feed_server, hostile_server
 
 from bot.config import parse_config
@@ -40,6 +42,7 @@ def fetch(
     *,
     limits: FetchLimits | None = None,
     server: dict[str, Any] | None = None,
+    trace: bool = True,
     **options: Any,
 ) -> tuple[HostileServer, SourceError | bytes | None, float]:
     """GET `path` from a fresh hostile server with default retries and backoff; what it
@@ -48,7 +51,8 @@ def fetch(
     async def main() -> tuple[HostileServer, SourceError | bytes | None, float]:
         async with hostile_server(**(server or {})) as hostile, make_client() as client:
             fetcher = PoliteFetcher(client, limits=limits, **options)
-            tracemalloc.start()
+            if trace:
+                tracemalloc.start()
             try:
                 # Bounded here too: before the fix, /drip hangs and /endless reads 1 GB.
                 async with asyncio.timeout(30):
@@ -57,7 +61,7 @@ def fetch(
             except SourceError as exc:
                 outcome = exc
             finally:
-                _, peak = tracemalloc.get_traced_memory()
+                _, peak = tracemalloc.get_traced_memory()  # (0, 0) when not tracing
                 tracemalloc.stop()
             return hostile, outcome, peak / MEGABYTE
 
@@ -113,6 +117,55 @@ def test_a_body_at_the_cap_is_read_whole() -> None:
     assert outcome == FEED_ONE_ITEM
     _, outcome, _ = fetch("/feed", limits=FetchLimits(max_body=size - 1))
     assert isinstance(outcome, SourceError)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pieces=st.lists(st.binary(max_size=1500), max_size=6),
+    cap=st.integers(1, 5000),
+    framing=st.sampled_from(["length", "chunked", "close"]),
+)
+def test_any_framing_gives_the_body_up_to_the_cap_and_an_error_past_it(
+    pieces: list[bytes], cap: int, framing: str
+) -> None:
+    body = b"".join(pieces)
+    _, outcome, _ = fetch(
+        "/given",
+        limits=FetchLimits(max_body=cap),
+        server={"pieces": pieces, "framing": framing},
+        trace=False,
+    )
+    if len(body) <= cap:
+        assert outcome == body
+    else:
+        assert isinstance(outcome, SourceError) and "larger than" in outcome.message
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    pieces=st.lists(st.binary(min_size=1, max_size=1500), min_size=1, max_size=4),
+    declared=st.one_of(st.integers(0, 8000), st.just(10**12)),
+    cap=st.integers(1, 5000),
+)
+def test_a_lying_content_length_is_an_error_or_the_declared_body(
+    pieces: list[bytes], declared: int, cap: int
+) -> None:
+    """Content-Length shorter or longer than what comes: the body it declares (when the
+    declaration is under the cap), else a SourceError; never another exception, never hung."""
+    body = b"".join(pieces)
+    _, outcome, _ = fetch(
+        "/given",
+        limits=FetchLimits(max_body=cap, deadline=10),
+        server={"pieces": pieces, "declared": declared},
+        trace=False,
+        retries=0,
+    )
+    if declared > cap:
+        assert isinstance(outcome, SourceError) and "larger than" in outcome.message
+    elif declared <= len(body):
+        assert outcome == body[:declared]
+    else:  # the connection closed before the declared end
+        assert isinstance(outcome, SourceError) and "gave up" in outcome.message
 
 
 # -- the deadline -------------------------------------------------------------------------
@@ -289,8 +342,9 @@ def test_the_tick_deadline_must_outlast_every_request() -> None:
 # -- a poll beside hostile sources ---------------------------------------------------------
 
 
+@pytest.mark.database
 def test_a_poll_stores_the_good_source_beside_an_endless_and_a_dripping_one(
-    tmp_path: Path, full_feed_bytes: bytes
+    database_url: str, full_feed_bytes: bytes
 ) -> None:
     async def main() -> tuple[list[Any], int, HostileServer]:
         with feed_server() as good:
@@ -312,7 +366,7 @@ def test_a_poll_stores_the_good_source_beside_an_endless_and_a_dripping_one(
                         },
                         {"kind": "arxiv", "categories": ["cs"], "url": good.url("/rss/cs")},
                     ],
-                    database=f"sqlite:///{tmp_path / 'paperbell.sqlite'}",
+                    database=database_url,
                 )
                 store = Store.open(config.database_url())
                 async with make_client() as client:
