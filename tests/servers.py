@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import threading
 import time
+import zlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
@@ -326,6 +327,7 @@ async def hostile_server(**settings: Any) -> AsyncIterator[HostileServer]:
     - `/declared`: a 200 declaring a 10 GB Content-Length, then sending as /endless;
     - `/drip`: a 200 whose body comes one byte every `drip_seconds`, forever;
     - `/redirect-endless`: a 302 to /feed whose own body never ends;
+    - `/gzip-bomb`: a gzip body that unpacks to zeros without end (about 1000:1);
     - `/given`: the body in `pieces`, framed as `framing` and `declared` say;
     - `/feed`: a small, valid RSS feed with one item."""
     state = HostileServer(**settings)
@@ -366,6 +368,15 @@ async def hostile_server(**settings: Any) -> AsyncIterator[HostileServer]:
                     await asyncio.sleep(state.drip_seconds)
                     writer.write(b"r")
                     state.sent[path] += 1
+            elif path == "/gzip-bomb":
+                writer.write(ok + b"Content-Encoding: gzip\r\nConnection: close\r\n\r\n")
+                packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+                zeros = bytes(16 * 1024 * 1024)
+                while state.sent[path] < state.total:
+                    packed = packer.compress(zeros) + packer.flush(zlib.Z_SYNC_FLUSH)
+                    writer.write(packed)
+                    state.sent[path] += len(zeros)  # counted as it unpacks
+                    await writer.drain()
             elif path == "/given":
                 body = b"".join(state.pieces)
                 if state.framing == "chunked":

@@ -93,6 +93,17 @@ def test_with_the_default_cap_an_endless_body_holds_about_50_mb() -> None:
     assert peak < 2 * 50
 
 
+def test_a_gzip_bomb_stops_at_the_cap_counted_unpacked() -> None:
+    """The cap counts the bytes as unpacked; httpx unpacks one read (64 KiB) at a time,
+    so memory stays within the cap plus what one read unpacks to: gzip at most about
+    67 MB, which zlib builds in a growing buffer (measured: about 140 MB in all)."""
+    hostile, outcome, peak = fetch("/gzip-bomb", limits=FetchLimits(max_body=5 * MEGABYTE))
+
+    assert isinstance(outcome, SourceError) and "larger than 5 MB" in outcome.message
+    assert hostile.requests == ["/gzip-bomb"]
+    assert peak < 5 + 250  # MB, the server's own 16 MB of zeros included; not 1 GB
+
+
 def test_a_declared_length_over_the_cap_is_refused_before_reading() -> None:
     _, outcome, _ = fetch("/declared", limits=FetchLimits(max_body=MEGABYTE))
 
