@@ -194,8 +194,9 @@ def check_config(config_path: Path) -> None:
 @handle_errors
 def poll(config_path: Path, only: str | None) -> None:
     """Fetch every configured source once and store the new papers."""
+    from bot.pipeline import build_fetcher
     from bot.pipeline import poll as run_poll
-    from bot.sources.http import PoliteFetcher, make_client
+    from bot.sources.http import make_client
 
     config = load_config(config_path)
     if only is not None and only not in {s.name for s in config.sources}:
@@ -204,7 +205,8 @@ def poll(config_path: Path, only: str | None) -> None:
 
     async def go() -> list[Any]:
         async with make_client() as client:
-            return await run_poll(config, store, PoliteFetcher(client), now=utcnow(), only=only)
+            fetcher = build_fetcher(config, client)
+            return await run_poll(config, store, fetcher, now=utcnow(), only=only)
 
     reports = asyncio.run(go())
     failed = 0
@@ -258,8 +260,8 @@ def backfill(
 
     from bot.backfill import BackfillReport, days_done, plan
     from bot.backfill import backfill as run_backfill
-    from bot.pipeline import build_sources
-    from bot.sources.http import PoliteFetcher, make_client
+    from bot.pipeline import build_fetcher, build_sources
+    from bot.sources.http import make_client
 
     config = load_config(config_path)
     first = since.date()
@@ -302,7 +304,7 @@ def backfill(
     async def go() -> list[BackfillReport]:
         async with make_client() as client:
             return await run_backfill(
-                planned, store, PoliteFetcher(client), now=utcnow, advance=advance
+                planned, store, build_fetcher(config, client), now=utcnow, advance=advance
             )
 
     try:
@@ -693,10 +695,10 @@ async def _run_daemon(
     import signal
 
     from bot.pages import build_pages
-    from bot.pipeline import build_channels
+    from bot.pipeline import build_channels, build_fetcher
     from bot.scheduler import Daemon
     from bot.slack_app import build_slack_app
-    from bot.sources.http import PoliteFetcher, make_client
+    from bot.sources.http import make_client
     from bot.web import create_app, make_server
 
     stop = asyncio.Event()
@@ -726,7 +728,11 @@ async def _run_daemon(
     pages = build_pages(config, store, channels, clock=clock)
     async with make_client() as client:
         daemon = Daemon(
-            config, store, fetcher=PoliteFetcher(client), channels=channels, clock=clock
+            config,
+            store,
+            fetcher=build_fetcher(config, client),
+            channels=channels,
+            clock=clock,
         )
         server = None
         if web is not None:

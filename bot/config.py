@@ -40,7 +40,14 @@ from bot.schedule import (
     parse_time,
     parse_weekday,
 )
-from bot.sources import SOURCE_KINDS, load_builtin_sources
+from bot.sources import (
+    MAX_BODY_MB_LIMIT,
+    MEGABYTE,
+    REQUEST_DEADLINE_LIMIT,
+    SOURCE_KINDS,
+    FetchLimits,
+    load_builtin_sources,
+)
 
 CONFIG_VERSION = 1
 MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a config file larger than this is a mistake
@@ -178,6 +185,12 @@ class PollingConfig(_Section):
     late_retry_minutes: float = Field(60, gt=0, le=1440)
     interval_minutes: float = Field(60, gt=0, le=1440)
     holidays: dict[date, str] = {}
+    # Every request's bounds (a source may set its own): the most body it may bring, and
+    # how long one attempt may take from connecting to the last byte.
+    max_body_mb: float = Field(50, gt=0, le=MAX_BODY_MB_LIMIT, allow_inf_nan=False)
+    request_deadline_seconds: float = Field(
+        60, gt=0, le=REQUEST_DEADLINE_LIMIT, allow_inf_nan=False
+    )
 
     @model_validator(mode="after")
     def _deadline_after_start(self) -> PollingConfig:
@@ -197,12 +210,22 @@ class PollingConfig(_Section):
     def calendar(self) -> ArxivCalendar:
         return ArxivCalendar.default(self.holidays)
 
+    def fetch_limits(self) -> FetchLimits:
+        """The fetch limits of every source that does not set its own."""
+        return FetchLimits(
+            max_body=max(1, int(self.max_body_mb * MEGABYTE)),
+            deadline=self.request_deadline_seconds,
+        )
+
 
 class DaemonConfig(_Section):
     """`[daemon]`: the long-running `paperbell run`."""
 
     tick_seconds: float = Field(30, ge=1, le=600)
     shutdown_grace_seconds: float = Field(20, ge=0, le=600)
+    # A tick (polls, then sending what is due) still running after this long makes
+    # /healthz answer 503 "stuck".
+    tick_deadline_seconds: float = Field(1800, ge=60, le=86400, allow_inf_nan=False)
 
 
 class WebConfig(_Section):
@@ -574,6 +597,7 @@ def parse_config(
     env = os.environ if environ is None else environ
     problems += _destination_problems(config)
     problems += _rule_count_problems(config)
+    problems += _tick_deadline_problems(config)
     slack_problems, webhooks = _slack_secrets(config, env)
     problems += slack_problems
     problems += _web_secret(config, env)
@@ -584,6 +608,21 @@ def parse_config(
     if config.email is not None:
         config.email.password = password
     return config
+
+
+def _tick_deadline_problems(config: Config) -> list[str]:
+    """A tick must outlast any one request, or a slow but working source reads as stuck."""
+    longest = config.polling.request_deadline_seconds
+    for source in config.sources:
+        own = source.options.get("request_deadline_seconds")
+        if isinstance(own, int | float) and own > longest:
+            longest = own
+    if config.daemon.tick_deadline_seconds > longest:
+        return []
+    return [
+        f"daemon.tick_deadline_seconds: {config.daemon.tick_deadline_seconds:g} must be longer "
+        f"than the longest request_deadline_seconds ({longest:g})"
+    ]
 
 
 def _destination_problems(config: Config) -> list[str]:

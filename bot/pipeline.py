@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from bot.channels import Channel
@@ -28,6 +28,9 @@ from bot.render.slack import build_posts
 from bot.rules import Rule, parse_rule
 from bot.sources import SOURCE_KINDS, Source, load_builtin_sources
 from bot.store import RuleCount, Store
+
+if TYPE_CHECKING:
+    from bot.sources.http import PoliteFetcher
 
 log = logging.getLogger(__name__)
 ARXIV_TIMEZONE = ZoneInfo("America/New_York")
@@ -81,6 +84,16 @@ def build_sources(config: Config) -> list[Source]:
     """Instantiate every configured source through the registry."""
     load_builtin_sources()
     return [SOURCE_KINDS[s.kind](s.name, **s.options) for s in config.sources]
+
+
+def build_fetcher(config: Config, client: Any, **options: Any) -> PoliteFetcher:
+    """The run's polite fetcher over `client`: [polling]'s fetch limits, each source's own
+    (`options` go to `PoliteFetcher`: spacing, retries)."""
+    from bot.sources.http import PoliteFetcher
+
+    defaults = config.polling.fetch_limits()
+    own = {source.name: source.fetch_limits(defaults) for source in build_sources(config)}
+    return PoliteFetcher(client, limits=defaults, source_limits=own, **options)
 
 
 async def poll(

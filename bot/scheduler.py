@@ -312,6 +312,7 @@ class Daemon:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # one bad tick must not stop the daemon
+            self.counters.tick_started = None  # not running: /healthz then reads the age
             self.counters.tick_errors += 1
             self.counters.last_tick_error = f"{type(exc).__name__}: {exc}"
             log.exception("tick failed: %s", exc)

@@ -39,9 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# A tick that runs this long (polls, then sending every digest due) is reported stuck.
-LONGEST_TICK = timedelta(hours=1)
-
 
 def _timestamp(moment: datetime | None) -> float:
     return moment.timestamp() if moment is not None else 0.0
@@ -145,7 +142,11 @@ def health(daemon: Daemon) -> tuple[int, dict[str, Any]]:
     started, last = counters.tick_started, counters.last_tick
     if started is not None and (last is None or started > last):  # a tick is running
         body["tick_running_since"] = started.isoformat()
-        if now - started > LONGEST_TICK:  # sending for an hour: something hangs
+        # Every request a poll makes ends within its deadline, so a tick running past
+        # [daemon] tick_deadline_seconds hangs (or sends far more than it should).
+        deadline = timedelta(seconds=daemon.config.daemon.tick_deadline_seconds)
+        body["tick_deadline"] = (started + deadline).isoformat()
+        if now - started > deadline:
             body["status"] = "stuck"
             return 503, body
         if last is None:

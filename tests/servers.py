@@ -6,8 +6,9 @@ import asyncio
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import zlib
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from email import message_from_bytes, policy
 from email.message import EmailMessage
@@ -302,3 +303,138 @@ def web_config(
 
 
 WEB_SECRET = "test-secret-key-that-is-long-enough-0123456789"
+
+
+@dataclass
+class HostileServer:
+    """What `hostile_server` served: the paths asked for and the bytes sent on each."""
+
+    port: int = 0
+    drip_seconds: float = 2.0  # between two bytes of /drip
+    total: int = 1 << 30  # what /endless sends at most (1 GB), as fast as it is read
+    requests: list[str] = field(default_factory=list)
+    sent: dict[str, int] = field(default_factory=dict)
+    # What /given serves: its body in these pieces, framed by "length" (Content-Length:
+    # `declared`, the true length if None), "chunked" (one chunk a piece) or "close".
+    pieces: list[bytes] = field(default_factory=list)
+    framing: str = "length"
+    declared: int | None = None
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+
+@asynccontextmanager
+async def hostile_server(**settings: Any) -> AsyncIterator[HostileServer]:
+    """A raw HTTP server in the test's loop, for what a polite server never does:
+
+    - `/endless`: a 200 whose body goes on (up to `total` bytes) with no Content-Length;
+    - `/endless-chunked`: the same in chunked transfer encoding;
+    - `/declared`: a 200 declaring a 10 GB Content-Length, then sending as /endless;
+    - `/drip`: a 200 whose body comes one byte every `drip_seconds`, forever;
+    - `/redirect-endless`: a 302 to /feed whose own body never ends;
+    - `/gzip-bomb`: a gzip body that unpacks to zeros without end (about 1000:1);
+    - `/given`: the body in `pieces`, framed as `framing` and `declared` say;
+    - `/feed`: a small, valid RSS feed with one item."""
+    state = HostileServer(**settings)
+    chunk = b"<item>" + b"x" * (64 * 1024 - 6)
+
+    async def endless(writer: asyncio.StreamWriter, path: str, *, chunked: bool) -> None:
+        while state.sent[path] < state.total:
+            data = b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk
+            writer.write(data)
+            state.sent[path] += len(chunk)
+            await writer.drain()
+
+    handlers: set[asyncio.Task[Any]] = set()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            handlers.add(task)
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            path = head.split(b" ", 2)[1].decode()
+            state.requests.append(path)
+            state.sent[path] = 0
+            ok = b"HTTP/1.1 200 OK\r\nContent-Type: application/rss+xml\r\n"
+            if path == "/endless":
+                writer.write(ok + b"Connection: close\r\n\r\n")
+                await endless(writer, path, chunked=False)
+            elif path == "/endless-chunked":
+                writer.write(ok + b"Transfer-Encoding: chunked\r\n\r\n")
+                await endless(writer, path, chunked=True)
+            elif path == "/declared":
+                writer.write(ok + b"Content-Length: 10737418240\r\n\r\n")
+                await endless(writer, path, chunked=False)
+            elif path == "/drip":
+                writer.write(ok + b"Connection: close\r\n\r\n<")
+                while True:
+                    await writer.drain()
+                    await asyncio.sleep(state.drip_seconds)
+                    writer.write(b"r")
+                    state.sent[path] += 1
+            elif path == "/gzip-bomb":
+                writer.write(ok + b"Content-Encoding: gzip\r\nConnection: close\r\n\r\n")
+                packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+                zeros = bytes(16 * 1024 * 1024)
+                while state.sent[path] < state.total:
+                    packed = packer.compress(zeros) + packer.flush(zlib.Z_SYNC_FLUSH)
+                    writer.write(packed)
+                    state.sent[path] += len(zeros)  # counted as it unpacks
+                    await writer.drain()
+            elif path == "/given":
+                body = b"".join(state.pieces)
+                if state.framing == "chunked":
+                    writer.write(ok + b"Transfer-Encoding: chunked\r\n\r\n")
+                    for piece in state.pieces:
+                        if piece:
+                            writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                            await writer.drain()
+                    writer.write(b"0\r\n\r\n")
+                else:
+                    length = len(body) if state.declared is None else state.declared
+                    framing = (
+                        b"Connection: close\r\n"
+                        if state.framing == "close"
+                        else b"Content-Length: %d\r\nConnection: close\r\n" % length
+                    )
+                    writer.write(ok + framing + b"\r\n")
+                    for piece in state.pieces:
+                        writer.write(piece)
+                        await writer.drain()
+            elif path == "/redirect-endless":
+                writer.write(b"HTTP/1.1 302 Found\r\nLocation: /feed\r\nConnection: close\r\n\r\n")
+                await endless(writer, path, chunked=False)
+            else:
+                feed = FEED_ONE_ITEM
+                writer.write(
+                    ok + b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(feed), feed)
+                )
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass  # the client stopped reading: what the tests want
+        except asyncio.CancelledError:
+            pass  # the server is closing (below): end quietly
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    state.port = server.sockets[0].getsockname()[1]
+    try:
+        yield state
+    finally:
+        server.close()
+        for task in handlers:  # still dripping or sending: stop them
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
+        await server.wait_closed()
+
+
+FEED_ONE_ITEM = b"""<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0"><channel><title>A small journal</title><link>https://journal.example/</link>
+<item><title>A paper that arrives</title><link>https://journal.example/paper/1</link>
+<guid>https://journal.example/paper/1</guid><description>Its abstract.</description>
+<pubDate>Tue, 24 Nov 2026 08:00:00 GMT</pubDate></item>
+</channel></rss>
+"""

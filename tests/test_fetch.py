@@ -428,7 +428,7 @@ def feed_server() -> Iterator[str]:
 def test_real_server_conditional_get(feed_server: str) -> None:
     async def main() -> tuple[FetchResult, FetchResult]:
         async with make_client(timeout=10) as client:
-            fetcher = PoliteFetcher(client, min_interval=0.05)
+            fetcher = PoliteFetcher(client, min_interval=0.2)
             first = await fetcher.get(feed_server, FetchState(), source="all")
             state = FetchState(etag=first.etag, last_modified=first.last_modified)
             second = await fetcher.get(feed_server, state, source="all")
@@ -442,4 +442,6 @@ def test_real_server_conditional_get(feed_server: str) -> None:
     (t1, agent1, match1), (t2, agent2, match2) = FeedHandler.seen
     assert agent1 == agent2 == USER_AGENT
     assert (match1, match2) == ("", FeedHandler.etag)
-    assert t2 - t1 >= 0.045  # min_interval between request starts (server-side clock)
+    # min_interval between request starts; the server sees the first one late by the time
+    # its new connection takes (5-20 ms, more on a busy machine), the second one at once.
+    assert t2 - t1 >= 0.15

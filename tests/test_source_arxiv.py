@@ -497,6 +497,8 @@ def test_options_model_is_exposed_for_config_validation() -> None:
         "url": None,
         "format": "rss",
         "api_url": "https://export.arxiv.org/api/query",
+        "max_body_mb": None,  # every kind's fetch limits (None: [polling]'s)
+        "request_deadline_seconds": None,
     }
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from bot.errors import ConfigError
 from bot.models import Paper
@@ -24,6 +24,36 @@ class FetchState:
 
     etag: str | None = None
     last_modified: str | None = None
+
+
+MEGABYTE = 1024 * 1024
+# Bounds of the fetch limits ([polling] and every source): sane, finite, and large enough
+# for any real feed (arXiv's largest listing is about 5 MB).
+MAX_BODY_MB_LIMIT = 4096
+REQUEST_DEADLINE_LIMIT = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class FetchLimits:
+    """How much one request may bring and how long one attempt may take, connect to last
+    byte ([polling] max_body_mb and request_deadline_seconds, or a source's own)."""
+
+    max_body: int = 50 * MEGABYTE  # bytes
+    deadline: float = 60.0  # seconds
+
+
+class SourceOptions(BaseModel):
+    """Options every source kind accepts; each kind's options model inherits them."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, allow_inf_nan=False)
+
+    # None: the [polling] defaults.
+    max_body_mb: float | None = Field(None, gt=0, le=MAX_BODY_MB_LIMIT)
+    request_deadline_seconds: float | None = Field(None, gt=0, le=REQUEST_DEADLINE_LIMIT)
+
+
+class _LimitOptions(SourceOptions):
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +116,18 @@ class Source:
     def __init__(self, name: str, **options: Any) -> None:
         self.name = name
         self.options = options
+        # Every kind's fetch limits, read here so a kind's module need not (SourceOptions).
+        self.limit_options = source_options(
+            _LimitOptions, name, options, hint="see max_body_mb and request_deadline_seconds"
+        )
+
+    def fetch_limits(self, defaults: FetchLimits) -> FetchLimits:
+        """This source's fetch limits: its own options, else `defaults` ([polling])."""
+        mb, seconds = self.limit_options.max_body_mb, self.limit_options.request_deadline_seconds
+        return FetchLimits(
+            max_body=defaults.max_body if mb is None else max(1, int(mb * MEGABYTE)),
+            deadline=defaults.deadline if seconds is None else seconds,
+        )
 
     @property
     def tags(self) -> tuple[str, ...]:

@@ -41,6 +41,7 @@ from bot.sources import (
     FetchURL,
     ParsedFeed,
     Source,
+    SourceOptions,
     WebURL,
     each_day,
     register,
@@ -70,7 +71,7 @@ _ROOT_RE = re.compile(rb"<([A-Za-z_][\w.:-]*)")
 _FEEDPARSER_OPTIONS: dict[str, Any] = {"sanitize_html": False, "resolve_relative_uris": False}
 
 
-class ArxivOptions(BaseModel):
+class ArxivOptions(SourceOptions):
     """The options of an `arxiv` source in the config (`[[sources]]` with `kind = "arxiv"`)."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)

@@ -50,6 +50,7 @@ from bot.sources import (
     FetchState,
     Harvest,
     Source,
+    SourceOptions,
     WebURL,
     each_day,
     interval,
@@ -423,7 +424,7 @@ def _sources(*names: str) -> tuple[str, ...]:
 # The source: `kind = "arxiv_query"` (and the arXiv API for backfilling the listing source)
 
 
-class ArxivQueryOptions(BaseModel):
+class ArxivQueryOptions(SourceOptions):
     """The options of an `arxiv_query` source."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)

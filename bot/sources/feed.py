@@ -36,6 +36,7 @@ from bot.sources import (
     FetchURL,
     ParsedFeed,
     Source,
+    SourceOptions,
     interval,
     register,
     source_options,
@@ -58,7 +59,7 @@ _DOI_LINK_RE = re.compile(r"(?:doi\.org/|/doi/(?:full|abs|pdf|epdf)?/?)(10\.\d{4
 _AUTHORS_IN_TEXT_RE = re.compile(r"Author\(s\):\s*(?P<names>.+?)(?:\s{2,}|$)")
 
 
-class FeedOptions(BaseModel):
+class FeedOptions(SourceOptions):
     """The options of a `feed` source: `url` (required) and how often to poll it."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)

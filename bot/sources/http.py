@@ -7,6 +7,13 @@ request every 3 seconds and one connection at a time), and retries with exponent
 on 429/5xx and transport errors, honouring `Retry-After`. `file://` URLs are read from disk
 so a source can be pointed at a saved feed.
 
+Every read is bounded (`FetchLimits`): the body is streamed and reading stops past
+`max_body` bytes (a body that never ends), and each attempt, connect to last byte across
+redirects, must finish within `deadline` seconds (a server that drips a byte at a time
+passes every read timeout). Either ends as a `SourceError` without retrying: another
+attempt would only double the damage, and the next poll tries again. Redirects are
+followed here, not by httpx, which would read a redirect's body without a bound.
+
 It must not parse bodies or judge them: a 4xx other than 429 is returned as is, because
 arXiv serves its error feed (a valid RSS body naming the bad category) with HTTP 400 and
 only the source's parser can explain it. It builds no client at import time; the caller
@@ -18,10 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import os
+import stat
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
@@ -30,7 +40,7 @@ import httpx
 
 from bot import USER_AGENT
 from bot.errors import SourceError
-from bot.sources import FetchResult, FetchState
+from bot.sources import MEGABYTE, FetchLimits, FetchResult, FetchState
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +75,21 @@ class PoliteFetcher:
         retries: int = 3,
         backoff: float = 2.0,
         max_retry_after: float = 300,
+        limits: FetchLimits | None = None,
+        source_limits: Mapping[str, FetchLimits] | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         if min_interval < 0 or retries < 0 or backoff < 0 or max_retry_after < 0:
             raise ValueError("min_interval, retries, backoff and max_retry_after must be >= 0")
+        limits = limits or FetchLimits()
+        for bound in (limits, *(source_limits or {}).values()):
+            if bound.max_body < 1 or not 0 < bound.deadline < math.inf:
+                raise ValueError(f"fetch limits must be positive and finite: {bound}")
         self.client = client
+        # The defaults, and each source's own (by the name it passes to `get`).
+        self.limits = limits
+        self.source_limits = dict(source_limits or {})
         self.min_interval = min_interval
         self.retries = retries
         self.backoff = backoff
@@ -80,11 +99,16 @@ class PoliteFetcher:
         self._locks: dict[str, asyncio.Lock] = {}
         self._last_start: dict[str, float] = {}
 
+    def limits_of(self, source: str) -> FetchLimits:
+        """The limits of a request made for `source`: its own, else the defaults."""
+        return self.source_limits.get(source, self.limits)
+
     async def get(self, url: str, state: FetchState, *, source: str = "") -> FetchResult:
         """Fetch `url` (https, http or file); a 304 gives a result with `body=None`."""
         scheme = urllib.parse.urlsplit(url).scheme.lower()
+        limits = self.limits_of(source)
         if scheme == "file":
-            return await _read_file(url, source=source)
+            return await _read_file(url, limits, source=source)
         if scheme not in ("http", "https"):
             raise SourceError(
                 f"cannot fetch {url!r}: unsupported URL scheme {scheme or '(none)'!r}",
@@ -97,10 +121,10 @@ class PoliteFetcher:
         # Held across retries and their waits: a host that asked us to back off gets no
         # other request from this fetcher in the meantime.
         async with lock:
-            return await self._get_with_retries(url, host, state, source=source)
+            return await self._get_with_retries(url, host, state, limits, source=source)
 
     async def _get_with_retries(
-        self, url: str, host: str, state: FetchState, *, source: str
+        self, url: str, host: str, state: FetchState, limits: FetchLimits, *, source: str
     ) -> FetchResult:
         headers = {"User-Agent": USER_AGENT}
         if state.etag:
@@ -116,7 +140,17 @@ class PoliteFetcher:
             retry_after: float | None = None
             try:
                 log.debug("GET %s (attempt %d of %d)", url, attempt + 1, attempts)
-                response = await self.client.get(url, headers=headers)
+                async with asyncio.timeout(limits.deadline):
+                    response, body = await self._attempt(url, headers, limits, source=source)
+            except TimeoutError as exc:  # the whole attempt, not one read: never retried
+                raise SourceError(
+                    f"could not fetch {url}: no complete answer within {limits.deadline:g} s "
+                    "(the server sends too slowly or never finishes)",
+                    source=source,
+                    url=url,
+                    hint=_raise_hint(source, "request_deadline_seconds")
+                    + "; the next poll will try again",
+                ) from exc
             except httpx.TransportError as exc:
                 last_problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             except httpx.HTTPError as exc:  # redirects loop, bad URL ...: retrying will not help
@@ -128,7 +162,7 @@ class PoliteFetcher:
                 ) from exc
             else:
                 if response.status_code not in RETRY_STATUSES:
-                    return _result(url, response, state)
+                    return _result(url, response, body, state)
                 last_problem = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
                 retry_after = _retry_after(response)
 
@@ -158,6 +192,27 @@ class PoliteFetcher:
             "(check the URL and the network if this persists)",
         )
 
+    async def _attempt(
+        self, url: str, headers: dict[str, str], limits: FetchLimits, *, source: str
+    ) -> tuple[httpx.Response, bytes]:
+        """One request, its redirects followed, and its body read up to `limits.max_body`
+        (no body for a status that is retried: it is not needed)."""
+        request = self.client.build_request("GET", url, headers=headers)
+        redirects = 0
+        while True:
+            response = await self.client.send(request, stream=True, follow_redirects=False)
+            try:
+                if response.next_request is None or not self.client.follow_redirects:
+                    if response.status_code in RETRY_STATUSES or response.status_code == 304:
+                        return response, b""
+                    return response, await _read_body(response, url, limits, source=source)
+            finally:
+                await response.aclose()
+            redirects += 1
+            if redirects > self.client.max_redirects:
+                raise httpx.TooManyRedirects("Exceeded maximum allowed redirects.", request=request)
+            request = response.next_request
+
     async def _wait_turn(self, host: str) -> None:
         """Sleep until `min_interval` has passed since the last request to `host` started."""
         last = self._last_start.get(host)
@@ -168,7 +223,47 @@ class PoliteFetcher:
             await self._sleep(wait)
 
 
-def _result(url: str, response: httpx.Response, state: FetchState) -> FetchResult:
+async def _read_body(
+    response: httpx.Response, url: str, limits: FetchLimits, *, source: str
+) -> bytes:
+    """The (decoded) body, or a SourceError as soon as it passes `limits.max_body` bytes:
+    a body that never ends holds no more than about the limit in memory."""
+    declared = response.headers.get("Content-Length", "").strip()
+    if declared.isdigit() and int(declared) > limits.max_body:
+        raise _too_large(url, limits, source=source, declared=int(declared))
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limits.max_body:
+            raise _too_large(url, limits, source=source)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(
+    url: str, limits: FetchLimits, *, source: str, declared: int | None = None
+) -> SourceError:
+    said = f" (it declares {declared:,} bytes)" if declared is not None else ""
+    return SourceError(
+        f"could not fetch {url}: the answer is larger than {_megabytes(limits.max_body)} MB"
+        f"{said}; stopped reading",
+        source=source,
+        url=url,
+        hint=_raise_hint(source, "max_body_mb") + " if this source is really that large",
+    )
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / MEGABYTE:g}"
+
+
+def _raise_hint(source: str, option: str) -> str:
+    where = f"the source's `{option}`" if not source else f"`{option}` of source {source!r}"
+    return f"raise {where} (or [polling] {option} for every source)"
+
+
+def _result(url: str, response: httpx.Response, body: bytes, state: FetchState) -> FetchResult:
     etag = response.headers.get("ETag")
     last_modified = response.headers.get("Last-Modified")
     if response.status_code == 304:
@@ -183,7 +278,7 @@ def _result(url: str, response: httpx.Response, state: FetchState) -> FetchResul
     return FetchResult(
         url=url,
         status=response.status_code,
-        body=response.content,
+        body=body,
         etag=etag,
         last_modified=last_modified,
     )
@@ -218,7 +313,7 @@ def _retry_after(response: httpx.Response) -> float | None:
     return max(0.0, (when - now).total_seconds())
 
 
-async def _read_file(url: str, *, source: str) -> FetchResult:
+async def _read_file(url: str, limits: FetchLimits, *, source: str) -> FetchResult:
     parts = urllib.parse.urlsplit(url)
     if parts.netloc not in ("", "localhost"):
         raise SourceError(
@@ -229,7 +324,16 @@ async def _read_file(url: str, *, source: str) -> FetchResult:
         )
     path = Path(urllib.request.url2pathname(parts.path))
     try:
-        body = await asyncio.to_thread(path.read_bytes)
+        async with asyncio.timeout(limits.deadline):
+            # A thread cannot be stopped: past the deadline it is left to finish alone.
+            body = await asyncio.to_thread(_read_bounded, path, limits.max_body)
+    except TimeoutError as exc:
+        raise SourceError(
+            f"cannot read feed file {path}: not read within {limits.deadline:g} s",
+            source=source,
+            url=url,
+            hint=_raise_hint(source, "request_deadline_seconds"),
+        ) from exc
     except FileNotFoundError as exc:
         raise SourceError(
             f"feed file not found: {path}",
@@ -244,4 +348,20 @@ async def _read_file(url: str, *, source: str) -> FetchResult:
             url=url,
             hint="check the `url` of the source and the file's permissions",
         ) from exc
+    if body is None:
+        raise _too_large(url, limits, source=source)
     return FetchResult(url=url, status=200, body=body)
+
+
+def _read_bounded(path: Path, limit: int) -> bytes | None:
+    """A regular file's bytes, or None when it holds more than `limit` bytes (sized before
+    reading, and read at most one byte past the limit should it grow meanwhile)."""
+    # Non-blocking open: a FIFO would otherwise block here until someone writes to it.
+    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):  # /dev/zero, a FIFO: endless or blocking
+            raise OSError(0, "not a regular file")
+        if info.st_size > limit:
+            return None
+        body = file.read(limit + 1)
+    return None if len(body) > limit else body

@@ -45,6 +45,7 @@ from bot.sources import (
     Harvest,
     ParsedFeed,
     Source,
+    SourceOptions,
     each_day,
     interval,
     register,
@@ -381,7 +382,7 @@ def _most_common_day(papers: Sequence[Paper]) -> date | None:
 # The source: `kind = "huggingface"`
 
 
-class HuggingFaceOptions(BaseModel):
+class HuggingFaceOptions(SourceOptions):
     """The options of a `huggingface` source."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
