@@ -312,13 +312,14 @@ class SourceConfig(BaseModel):
         if cls is None:
             known = ", ".join(sorted(SOURCE_KINDS))
             raise ValueError(f"unknown source kind {self.kind!r} (known: {known})")
+        options_model = getattr(cls, "Options", None)
+        if options_model is not None:  # each problem at its key (sources[0].max_body_mb)
+            options_model.model_validate(self.options)
+        # A kind whose options model lets one through (a third party's) still gets no inf.
         for key, value in self.options.items():
             values = value if isinstance(value, list) else [value]
             if any(isinstance(v, float) and not math.isfinite(v) for v in values):
                 raise ValueError(f"{key}: {value!r} is not a finite number")
-        options_model = getattr(cls, "Options", None)
-        if options_model is not None:
-            options_model.model_validate(self.options)
         if not self.name:
             self.name = self.kind
         return self

@@ -133,9 +133,14 @@ def test_the_largest_retry_settings_give_every_attempt_a_delay() -> None:
 
 def test_source_options_are_finite_too() -> None:
     data = minimal()
-    data["sources"] = [{"kind": "arxiv", "categories": ["cs.LG"], "interval_minutes": math.inf}]
-    found = problems_of(data)
-    assert any(p.startswith("sources[0]") and "finite" in p for p in found), found
+    for source in (
+        {"kind": "feed", "url": "https://journal.example/rss", "interval_minutes": math.inf},
+        {"kind": "arxiv", "categories": ["cs.LG"], "max_body_mb": math.nan},
+    ):
+        data["sources"] = [source]
+        found = problems_of(data)
+        key = next(k for k, v in source.items() if isinstance(v, float))
+        assert any(p.startswith(f"sources[0].{key}") and "finite" in p for p in found), found
 
 
 # -- rules and time zones -----------------------------------------------------------------------
