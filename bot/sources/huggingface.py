@@ -13,7 +13,9 @@ lives in `paper.title` and at the top level, and the day's date moved from the t
 `publishedAt` to `paper.submittedOnDailyAt`. The parser reads every era, ignores fields it
 does not know, and treats a field of the wrong type as missing. An item that cannot become
 a paper (no id, an id that is not arXiv's, no title) is left out and described in
-`ParsedFeed.problems`; the others are still papers.
+`ParsedFeed.problems`; the others are still papers, and so is an item whose reading
+raises (a date or version out of range: see bot.sources.feedtext). JSON nested deeper than
+Python's decoder goes fails the whole body (a FeedFormatError): the decoder gives no items.
 
 Pure: `parse_daily_papers` and `daily_papers_url` do no I/O, read no clock, open no
 network. Text is kept as published (whitespace collapsed: titles carry hard line breaks);
@@ -26,6 +28,7 @@ upvotes change), any past day for `paperbell backfill`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections import Counter
@@ -38,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.errors import FeedErrorResponse, FeedFormatError
 from bot.merge import HUGGINGFACE
-from bot.models import Paper, split_arxiv_id
+from bot.models import MAX_VERSION, ArxivVersionError, Paper, split_arxiv_id
 from bot.sources import (
     FetchState,
     FetchURL,
@@ -51,6 +54,7 @@ from bot.sources import (
     source_options,
 )
 from bot.sources.arxiv import _HTML_RE, _collapse, _html_gist
+from bot.sources.feedtext import checked, clean_text, left_out, plausible_year, web_url
 
 if TYPE_CHECKING:
     from bot.sources.http import PoliteFetcher
@@ -122,7 +126,14 @@ def parse_daily_papers(
     problems: list[str] = []
     seen: dict[str, int] = {}
     for index, item in enumerate(data, start=1):
-        paper, problem = _paper(item, day=day, source=source)
+        try:  # one bad item never stops the others
+            paper, problem = _paper(item, day=day, source=source)
+            if paper is not None:
+                paper = checked(paper, where=where)
+        except Exception as exc:  # any failure of one item: it is left out
+            paper, problem = None, left_out(exc)
+            label = _item_label(item)
+            problem = f"{label}: {problem}" if label else problem
         if paper is None:
             problems.append(f"item {index}: {problem}")
             continue
@@ -169,7 +180,14 @@ def _load_json(body: bytes, *, where: str, http: str, source: str, url: str) -> 
             ),
         )
     try:
-        return json.loads(body)
+        return json.loads(body, parse_int=_json_int)
+    except RecursionError:
+        raise FeedFormatError(
+            f"{where}: {http}the JSON is nested too deeply to read",
+            source=source,
+            url=url,
+            hint="this is not what Hugging Face sends; check the source's `url`",
+        ) from None
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
         head = body[:8192].lstrip(b"\xef\xbb\xbf \t\r\n")
         if _HTML_RE.search(head):
@@ -182,6 +200,12 @@ def _load_json(body: bytes, *, where: str, http: str, source: str, url: str) -> 
             url=url,
             hint="the service may be down or the `url` wrong; the next poll will try again",
         ) from None
+
+
+def _json_int(text: str) -> int | str:
+    """A JSON integer; one too long to be a count stays text (Python refuses to convert
+    more than 4300 digits, which would fail the whole body for one item)."""
+    return int(text) if len(text) <= 18 else text
 
 
 def _error_message(data: Mapping[str, Any]) -> str | None:
@@ -265,11 +289,23 @@ def _paper(item: Any, *, day: date | None, source: str) -> tuple[Paper | None, s
     )
 
 
+def _item_label(item: Any) -> str:
+    """The item's paper id, for a problem's description ("" when it has none)."""
+    try:
+        inner = item.get("paper") if isinstance(item, Mapping) else None
+        raw = inner.get("id") if isinstance(inner, Mapping) else None
+    except Exception:  # an item odd enough to fail here is described without its id
+        return ""
+    return clean_text(_collapse(raw))[:60] if isinstance(raw, str) else ""
+
+
 def _arxiv_id(text: str) -> str | None:
     """The version-less arXiv id if `text` is exactly one (with or without a version)."""
     text = text.strip()
     try:
         found, version = split_arxiv_id(text)
+    except ArxivVersionError:
+        raise  # the item is left out: its version is absurd
     except ValueError:
         return None
     exact = found if version is None else f"{found}v{version}"
@@ -291,18 +327,20 @@ def _count(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return value if 0 <= value <= MAX_VERSION else None
+    if isinstance(value, float) and value.is_integer() and 0 <= value <= MAX_VERSION:
         return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+    text = value.strip() if isinstance(value, str) else ""
+    if text.isascii() and text.isdigit() and len(text) <= 10 and int(text) <= MAX_VERSION:
+        return int(text)
     return None
 
 
 def _url(value: Any) -> str | None:
-    if isinstance(value, str) and value.strip().startswith(("https://", "http://")):
-        return value.strip()
-    return None
+    url = web_url(value)
+    if value and url is None:
+        log.warning("dropped the link %r: not an http(s) URL", str(value)[:80])
+    return url
 
 
 def _authors(value: Any) -> tuple[str, ...]:
@@ -349,6 +387,8 @@ def _utc_date(value: Any) -> date | None:
     try:
         moment = datetime.fromisoformat(value.strip())
     except ValueError:
+        return None
+    if not plausible_year(moment.year):  # year 1 overflows the conversion to UTC
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
@@ -424,8 +464,14 @@ class HuggingFaceSource(Source):
     async def fetch_day(self, http: PoliteFetcher, day: date | None) -> ParsedFeed:
         url = self.url if day is None else self.day_url(day)
         fetched = await http.get(url, FetchState(), source=self.name)
-        return parse_daily_papers(
-            fetched.body or b"", day=day, source=self.name, url=url, status=fetched.status
+        # In a thread: a large body parses for a while, and the web app keeps answering.
+        return await asyncio.to_thread(
+            parse_daily_papers,
+            fetched.body or b"",
+            day=day,
+            source=self.name,
+            url=url,
+            status=fetched.status,
         )
 
     async def harvest(self, http: Any, state: FetchState, *, now: datetime) -> Harvest:
