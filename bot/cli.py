@@ -856,6 +856,7 @@ def status(config_path: Path) -> None:
     sources = build_sources(config)
     plans = source_plans(sources, store, calendar, policy, now=now)
     states = {s.name: s for s in store.source_states()}
+    left_out = store.left_out()
     rows = [
         [
             "source",
@@ -863,6 +864,7 @@ def status(config_path: Path) -> None:
             "result",
             "items",
             "new",
+            "left out",
             "announced",
             "next poll (UTC)",
             "problem",
@@ -875,9 +877,12 @@ def status(config_path: Path) -> None:
             problem = f"late: no new listing for {plan.feed_day} by {config.polling.deadline} ET"
         if st is not None and st.last_error:
             problem = f"{problem}; {st.last_error}" if problem else st.last_error
+        skipped = left_out.get(source.name)
+        if skipped is not None and skipped.first and not problem:
+            problem = f"left out {skipped.first}"
         when = "now" if plan.at <= now else f"{plan.at.astimezone(UTC):%Y-%m-%d %H:%M}"
         if st is None or st.last_poll is None:
-            rows.append([source.name, "never", "", "", "", "", when, problem[:70]])
+            rows.append([source.name, "never", "", "", "", "", "", when, problem[:70]])
             continue
         rows.append(
             [
@@ -886,6 +891,7 @@ def status(config_path: Path) -> None:
                 st.last_result,
                 str(st.items),
                 str(st.new),
+                str(skipped.count if skipped is not None else 0),
                 str(st.announced or ""),
                 when,
                 problem[:70],

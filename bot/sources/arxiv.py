@@ -365,7 +365,9 @@ def _feed_date(channel: Mapping[str, Any], entries: Sequence[Mapping[str, Any]])
     )
     if days:
         return days.most_common(1)[0][0]
-    return _eastern_date(channel.get("updated_parsed"))
+    # As stored (feedparser's own lookup maps a missing one to `published_parsed`, warning).
+    updated = dict.get(channel, "updated_parsed") if isinstance(channel, dict) else None
+    return _eastern_date(updated)
 
 
 def _counts(papers: Sequence[Paper]) -> dict[str, int]:

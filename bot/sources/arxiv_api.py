@@ -398,7 +398,8 @@ def _dois(text: str) -> tuple[str, ...]:
 
 def _timestamp(entry: Mapping[str, Any], key: str) -> datetime | None:
     """An entry's `published`/`updated` as an aware UTC datetime."""
-    text = entry.get(key)
+    # As stored: feedparser's own lookup maps a missing `updated` to `published`, warning.
+    text = dict.get(entry, key) if isinstance(entry, dict) else entry.get(key)
     if isinstance(text, str) and text.strip():
         try:
             moment = datetime.fromisoformat(text.strip())
@@ -411,7 +412,9 @@ def _timestamp(entry: Mapping[str, Any], key: str) -> datetime | None:
                 return moment.astimezone(UTC)
             except OverflowError:
                 return None
-    parsed = entry.get(f"{key}_parsed")
+    parsed = (
+        dict.get(entry, f"{key}_parsed") if isinstance(entry, dict) else entry.get(f"{key}_parsed")
+    )
     if parsed:
         try:
             year, month, day, hour, minute, second = (int(part) for part in parsed[:6])

@@ -250,7 +250,9 @@ def _categories(entry: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _entry_date(entry: Mapping[str, Any]) -> date | None:
     for key in ("published_parsed", "updated_parsed", "created_parsed"):
-        parsed = entry.get(key)
+        # As stored: feedparser's own lookup maps a missing `updated_parsed` to
+        # `published_parsed` with a DeprecationWarning.
+        parsed = dict.get(entry, key) if isinstance(entry, dict) else entry.get(key)
         if parsed:
             try:
                 year, month, day, hour, minute, second = (int(part) for part in parsed[:6])
