@@ -20,9 +20,11 @@ from typing import Any
 
 import httpx
 import pytest
+from click.testing import CliRunner
 from servers import Route, feed_server
 
 from bot import pipeline
+from bot.cli import main
 from bot.config import load_config
 from bot.errors import FeedFormatError, SourceError
 from bot.models import ARXIV_ID_RE, Paper, split_arxiv_id
@@ -446,6 +448,16 @@ def test_a_poll_of_a_real_day_with_hostile_items_stores_every_good_paper(
             states = {s.name: s for s in store.source_states()}
             assert states["broken"].last_result == "error"
             assert "received HTML" in (states["broken"].last_error or "")
+
+        status = CliRunner().invoke(main, ["status", "-c", str(path)])
+        assert status.exit_code == 0, status.output
+        lines = status.output.splitlines()
+        header = lines[0]
+        column = header.index("left out")
+        rows = {line.split()[0]: line for line in lines[1:4]}
+        assert rows["arxiv-all"][column:].split()[0] == str(len(ARXIV_LEFT_OUT))
+        assert rows["hf"][column:].split()[0] == str(HF_LEFT_OUT)
+        assert "left out item 1507 (oai:arXiv.org:2411.90003v9999" in rows["arxiv-all"]
 
 
 async def _poll(config: Any, store: Store) -> list[pipeline.PollReport]:
