@@ -59,8 +59,9 @@ ERROR_TITLE = "Feed error for query"
 _DESCRIPTION_RE = re.compile(r"^\s*arXiv:(?P<id>\S+)\s+Announce Type:\s*(?P<type>[\w-]+)")
 _RDF_ROOT_RE = re.compile(rb"<rdf:RDF\b")
 _HTML_RE = re.compile(rb"<!doctype\s+html|<html[\s>]|<body[\s>]|<head[\s>]", re.IGNORECASE)
-_HTML_TITLE_RE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
-_TAG_RE = re.compile(rb"<[^>]*>")
+# Linear on any body: a tag ends at the next `<` too, and only the first <title> is read.
+_HTML_TITLE_RE = re.compile(rb"<title[^<>]*>", re.IGNORECASE)
+_TAG_RE = re.compile(rb"<[^<>]*>")
 _ROOT_RE = re.compile(rb"<([A-Za-z_][\w.:-]*)")
 
 
@@ -424,7 +425,12 @@ def _describe(body: bytes, doc: Mapping[str, Any]) -> str:
 
 def _html_gist(body: bytes) -> str:
     """The page's title or first text, to show what the server said (e.g. 'Service unavailable')."""
-    found = _HTML_TITLE_RE.search(body[:65536])
-    raw = found.group(1) if found else _TAG_RE.sub(b" ", body[:65536])
+    head = body[:65536]
+    found = _HTML_TITLE_RE.search(head)
+    if found:
+        end = head.lower().find(b"</title>", found.end())
+        raw = head[found.end() : end if end >= 0 else found.end() + 200]
+    else:
+        raw = _TAG_RE.sub(b" ", head)
     gist = _collapse(raw.decode("utf-8", "replace"))[:80]
     return f": {gist!r}" if gist else ""
