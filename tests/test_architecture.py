@@ -45,6 +45,7 @@ PURE = [
     "sources/arxiv_api",
     "sources/huggingface",
     "sources/feed",
+    "sources/feedtext",
     "merge",
     "calendar",
     "schedule",

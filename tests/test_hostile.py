@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import threading
 import time
 from datetime import UTC, date, datetime
@@ -31,7 +32,7 @@ from bot.models import ARXIV_ID_RE, Paper, split_arxiv_id
 from bot.sources import FetchState, Harvest, Source
 from bot.sources import huggingface as hf_module
 from bot.sources.arxiv import ArxivListingSource, parse_listing
-from bot.sources.arxiv_api import parse_api
+from bot.sources.arxiv_api import ArxivQuerySource, parse_api
 from bot.sources.feed import parse_feed
 from bot.sources.feedtext import clean_body, web_url
 from bot.sources.http import PoliteFetcher
@@ -185,6 +186,55 @@ def test_arxiv_api_entries_dated_year_one_are_left_out_and_the_page_kept() -> No
     assert parsed.papers == good.papers
     (problem,) = parsed.problems
     assert "2606.90001" in problem and "no published or updated date" in problem
+
+
+def test_an_arxiv_query_poll_counts_the_entries_it_left_out(store: Store) -> None:
+    body = API_PAGE.read_bytes()
+    start = body.index(b"<entry>")
+    end = body.index(b"</entry>", start) + len(b"</entry>")
+    absurd = re.sub(
+        rb"<id>[^<]*</id>",
+        b"<id>http://arxiv.org/abs/2606.90002v" + b"9" * 400 + b"</id>",
+        body[start:end],
+    )
+    with feed_server() as server:
+        server.answer = lambda path, headers: Route(
+            body[:end] + absurd + body[end:], content_type="application/atom+xml"
+        )
+        source = ArxivQuerySource(
+            "nt", query="cat:math.NT", url=server.url("/api/query"), days=7, max_papers=5
+        )
+        report = asyncio.run(_poll_one(source, store, now=datetime(2026, 6, 30, tzinfo=UTC)))
+    assert (report.result, report.items, report.problems) == ("ok", 5, 1)
+    assert store.left_out()["nt"].count == 1
+    assert "version 999999999999… is out of range" in (store.left_out()["nt"].first or "")
+
+
+async def _poll_one(source: Source, store: Store, *, now: datetime) -> pipeline.PollReport:
+    async with httpx.AsyncClient() as client:
+        fetcher = PoliteFetcher(client, min_interval=0)
+        return await pipeline.poll_source(source, store, fetcher, now=now)
+
+
+def test_100000_character_arxiv_api_fields_parse_in_under_a_second() -> None:
+    run = "a" * 100_000
+    entry = (
+        f"<entry><id>http://arxiv.org/abs/{run}</id><title>{run}</title><summary>{run}</summary>"
+        f"<author><name>{run}</name></author><link href='{run}'/><category term='{run}'/>"
+        f"<published>{run}</published></entry>"
+    )
+    good = (
+        "<entry><id>http://arxiv.org/abs/2411.00002v1</id><title>Good</title>"
+        "<published>2024-11-27T10:00:00Z</published></entry>"
+    )
+    body = (
+        '<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>q</title>'
+        f"{entry}{good}</feed>"
+    ).encode()
+    started = time.perf_counter()
+    page = parse_api(body)
+    assert time.perf_counter() - started < 1.0
+    assert [p.id for p in page.papers] == ["2411.00002"] and len(page.problems) == 1
 
 
 def test_anything_feedparser_raises_is_a_source_error() -> None:

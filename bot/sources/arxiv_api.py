@@ -44,7 +44,7 @@ from bot.calendar import ArxivCalendar, announcement_day
 from bot.checks import canonical_category
 from bot.errors import FeedErrorResponse, FeedFormatError
 from bot.merge import ARXIV_API
-from bot.models import Paper, normalize_doi, split_arxiv_id
+from bot.models import ArxivVersionError, Paper, normalize_doi, split_arxiv_id
 from bot.sources import (
     FetchState,
     Harvest,
@@ -351,6 +351,8 @@ def _entry_id(text: str) -> tuple[str, int | None] | None:
         text = text.split("/abs/", 1)[1]
     try:
         found, version = split_arxiv_id(text)
+    except ArxivVersionError:
+        raise  # the entry is left out: its version is absurd
     except ValueError:
         return None
     exact = found if version is None else f"{found}v{version}"
@@ -473,10 +475,12 @@ async def search(
     sort_order: str,
     stop: Callable[[ApiEntry], bool] = lambda entry: False,
     limit: int | None = None,
+    problems: list[str] | None = None,
 ) -> list[ApiEntry]:
     """Every result of `query`, page by page (`page_size` a request, the fetcher spacing
     the requests), until the results end, `stop(entry)` says an entry is past the range
-    wanted (results are sorted), or `limit` results were read."""
+    wanted (results are sorted), or `limit` results were read. The entries left out as
+    unreadable are described in `problems`, when given."""
     found: list[ApiEntry] = []
     start = 0
     while True:
@@ -501,6 +505,8 @@ async def search(
                 url=url,
                 hint="arXiv's API does this now and then under load; the next run asks again",
             )
+        if problems is not None:
+            problems.extend(page.problems)
         for entry in page.entries:
             if stop(entry):
                 return found
@@ -571,6 +577,7 @@ class ArxivQuerySource(Source):
     async def harvest(self, http: Any, state: FetchState, *, now: datetime) -> Harvest:
         """The results updated since `days` ago, newest first, page by page."""
         oldest = now.astimezone(UTC) - timedelta(days=self.days)
+        problems: list[str] = []
         entries = await search(
             http,
             base_url=self.url,
@@ -581,12 +588,14 @@ class ArxivQuerySource(Source):
             sort_order="descending",
             stop=lambda entry: entry.updated < oldest,
             limit=self.max_papers,
+            problems=problems,
         )
         papers = dated(entries, self.calendar)
         return Harvest(
             tuple(papers),
             announced=max((p.announced for p in papers if p.announced), default=None),
             empty_reason=None if papers else f"nothing updated in the last {self.days} days",
+            problems=tuple(problems),
         )
 
     def backfill_days(self, since: date, until: date) -> list[date] | None:

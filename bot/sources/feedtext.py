@@ -13,7 +13,10 @@ Pure: no network, no clock, no files.
   their text with a regex that is quadratic in such a run (0.3 s at 10,000 characters,
   about 30 s at 100,000), and no option turns it off. No real name holds such a run.
 - `read_feed(body, ...)`: feedparser's reading of the cleaned body; whatever feedparser
-  raises becomes a FeedFormatError (a refusal with a message, never a crash).
+  raises becomes a FeedFormatError (a refusal with a message, never a crash). A body that is
+  not well-formed XML comes back as feedparser reports it (bozo, the SAX error, no version)
+  without feedparser's second, loose reading, which is superlinear on unclosed tags and
+  whose result every parser here refuses.
 - `clean_text(text)`: NUL removed (PostgreSQL refuses it in text) and lone surrogates
   replaced by U+FFFD (no database encodes them).
 - `web_url(value)`: the value if it is an http(s) URL, else None: only those become links.
