@@ -864,9 +864,9 @@ def status(config_path: Path) -> None:
             "result",
             "items",
             "new",
-            "left out",
             "announced",
             "next poll (UTC)",
+            "left out",
             "problem",
         ]
     ]
@@ -882,7 +882,7 @@ def status(config_path: Path) -> None:
             problem = f"left out {skipped.first}"
         when = "now" if plan.at <= now else f"{plan.at.astimezone(UTC):%Y-%m-%d %H:%M}"
         if st is None or st.last_poll is None:
-            rows.append([source.name, "never", "", "", "", "", "", when, problem[:70]])
+            rows.append([source.name, "never", "", "", "", "", when, "", problem[:70]])
             continue
         rows.append(
             [
@@ -891,9 +891,9 @@ def status(config_path: Path) -> None:
                 st.last_result,
                 str(st.items),
                 str(st.new),
-                str(skipped.count if skipped is not None else 0),
                 str(st.announced or ""),
                 when,
+                str(skipped.count if skipped is not None else 0),
                 problem[:70],
             ]
         )
