@@ -114,7 +114,7 @@ async def poll_source(source: Source, store: Store, fetcher: Any, *, now: dateti
         log.exception("source %s: failed unexpectedly: %s", source.name, message)
     try:
         store.record_poll(source.name, url=url, now=now, result="error", error=message)
-    except PaperbellError as exc:  # the database is down: the poll's outcome is only logged
+    except Exception as exc:  # the database is down: the poll's outcome is only logged
         log.error("source %s: could not record the failed poll: %s", source.name, exc)
     return PollReport(source.name, url, "error", error=message)
 

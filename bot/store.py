@@ -43,7 +43,7 @@ from bot.models import (
 )
 from bot.schedule import Defaults
 from bot.sources import FetchState
-from bot.sources.feedtext import checked
+from bot.sources.feedtext import checked, clean_text
 
 log = logging.getLogger(__name__)
 
@@ -573,7 +573,7 @@ class Store:
             row.url = url
             row.last_poll = now
             row.last_result = result
-            row.last_error = error
+            row.last_error = clean_text(error) if error is not None else None  # a feed's words
             if result != "error":
                 row.items, row.new, row.updated = items, new, updated
             if batch is not None and batch != row.batch:
@@ -586,7 +586,7 @@ class Store:
             if result != "error":
                 skipped = session.get(SourceLeftOutRow, name) or SourceLeftOutRow(name=name)
                 skipped.count, skipped.at = len(left_out), now
-                skipped.first = left_out[0][:500] if left_out else None
+                skipped.first = clean_text(left_out[0][:500]) if left_out else None
                 session.add(skipped)
             session.commit()
 

@@ -571,6 +571,20 @@ def test_a_source_that_raises_anything_is_an_error_recorded_for_status(
 
 
 @pytest.mark.database
+def test_an_error_answer_holding_nul_is_recorded(store: Store) -> None:
+    """The service's own words reach `status`: PostgreSQL refused the NUL in them."""
+    with feed_server() as server:
+        server.routes["/day.json"] = Route(
+            b'{"error": "bad\\u0000 date"}', status=400, content_type="application/json"
+        )
+        source = HuggingFaceSource("hf", url=server.url("/day.json"))
+        report = asyncio.run(_poll_one(_OneDay(source), store, now=NOW))
+    assert report.result == "error" and "bad\x00 date" in (report.error or "")
+    (state,) = store.source_states()
+    assert state.last_error is not None and "bad date" in state.last_error
+
+
+@pytest.mark.database
 def test_the_store_strips_nul_and_refuses_no_paper(store: Store) -> None:
     """PostgreSQL refuses NUL in text: the store cleans what a parser let through."""
     paper = Paper(
