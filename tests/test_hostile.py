@@ -163,11 +163,33 @@ def test_hugging_face_hostile_items_are_left_out_or_cleaned() -> None:
     assert {p.id: p.hf_day for p in dated.papers}["2411.90102"] is None
 
 
-def test_hugging_face_json_nested_too_deep_is_a_clear_error() -> None:
-    """json.loads raises RecursionError for the whole body: no item can be kept."""
-    deep = b'[{"paper": {"id": "2411.00001", "title": ' + b"[" * 100_000 + b"]" * 100_000
+def test_hugging_face_items_nested_too_deep_are_left_out_and_the_others_kept() -> None:
+    """json.loads raised RecursionError for the whole body: the array is read again item by
+    item, the deep one skipped by counting its brackets."""
+    items = json.loads(HF_DAY.read_bytes())
+    deep = b'{"paper": {"id": "2411.90050", "title": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
+    head = json.dumps(items[:3]).encode()[:-1]
+    tail = json.dumps(items[3:]).encode()[1:]
+    parsed = parse_daily_papers(head + b", " + deep + b", " + tail, source="hf")
+    assert [p.id for p in parsed.papers] == [
+        p.id for p in parse_daily_papers(HF_DAY.read_bytes()).papers
+    ]
+    assert parsed.problems == ("item 4: nested too deeply to read",)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"a": ' * 50_000 + b"1" + b"}" * 50_000,
+        b'[{"paper": {}}, ' + b"[" * 100_000 + b"}" * 100_000 + b"]",
+        b'[{"paper": {}}, ' + b"[" * 100_000,
+        b'[{"paper": {}}, ' + b"[" * 100_000 + b"]" * 100_000 + b"] trailing",
+    ],
+    ids=["a deep object", "brackets that do not match", "truncated", "trailing data"],
+)
+def test_hugging_face_json_too_deep_and_not_an_array_is_a_clear_error(body: bytes) -> None:
     with pytest.raises(FeedFormatError, match="the JSON is nested too deeply to read"):
-        parse_daily_papers(deep + b"}}]", source="hf")
+        parse_daily_papers(body, source="hf")
 
 
 def test_arxiv_api_entries_dated_year_one_are_left_out_and_the_page_kept() -> None:

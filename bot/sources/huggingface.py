@@ -14,8 +14,10 @@ lives in `paper.title` and at the top level, and the day's date moved from the t
 does not know, and treats a field of the wrong type as missing. An item that cannot become
 a paper (no id, an id that is not arXiv's, no title) is left out and described in
 `ParsedFeed.problems`; the others are still papers, and so is an item whose reading
-raises (a date or version out of range: see bot.sources.feedtext). JSON nested deeper than
-Python's decoder goes fails the whole body (a FeedFormatError): the decoder gives no items.
+raises (a date or version out of range: see bot.sources.feedtext). An item nested deeper
+than Python's JSON decoder goes is left out too: the array is then read item by item (the
+end of the deep one found by counting brackets, without recursion); a body that is not a
+well-formed array that way is a FeedFormatError.
 
 Pure: `parse_daily_papers` and `daily_papers_url` do no I/O, read no clock, open no
 network. Text is kept as published (whitespace collapsed: titles carry hard line breaks);
@@ -31,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -182,12 +185,7 @@ def _load_json(body: bytes, *, where: str, http: str, source: str, url: str) -> 
     try:
         return json.loads(body, parse_int=_json_int)
     except RecursionError:
-        raise FeedFormatError(
-            f"{where}: {http}the JSON is nested too deeply to read",
-            source=source,
-            url=url,
-            hint="this is not what Hugging Face sends; check the source's `url`",
-        ) from None
+        pass  # an item nested too deep: the others are read one by one below
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
         head = body[:8192].lstrip(b"\xef\xbb\xbf \t\r\n")
         if _HTML_RE.search(head):
@@ -200,6 +198,75 @@ def _load_json(body: bytes, *, where: str, http: str, source: str, url: str) -> 
             url=url,
             hint="the service may be down or the `url` wrong; the next poll will try again",
         ) from None
+    try:
+        return _items_one_by_one(body.decode(json.detect_encoding(body), "surrogatepass"))
+    except (ValueError, RecursionError):
+        raise FeedFormatError(
+            f"{where}: {http}the JSON is nested too deeply to read, and is not an array of "
+            "items that could be read one by one",
+            source=source,
+            url=url,
+            hint="this is not what Hugging Face sends; check the source's `url`",
+        ) from None
+
+
+class _TooDeep:
+    """An item of the array nested deeper than the JSON decoder goes (left out)."""
+
+
+_JSON_SPACE_RE = re.compile(r"[ \t\n\r]*")
+# A JSON string (skipped whole: brackets inside it do not count), or a bracket.
+_JSON_BRACKET_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def _items_one_by_one(text: str) -> list[Any]:
+    """The top-level JSON array in `text`, each item decoded alone; an item too deep to
+    decode becomes `_TooDeep`. ValueError if `text` is not one array of JSON values."""
+    decoder = json.JSONDecoder(parse_int=_json_int)
+    position = _JSON_SPACE_RE.match(text, 0).end()  # type: ignore[union-attr]
+    if not text.startswith("[", position):
+        raise ValueError("not an array")
+    items: list[Any] = []
+    position = _JSON_SPACE_RE.match(text, position + 1).end()  # type: ignore[union-attr]
+    if text.startswith("]", position):
+        position += 1
+    else:
+        while True:
+            try:
+                item, position = decoder.raw_decode(text, position)
+            except RecursionError:
+                item, position = _TooDeep(), _end_of_value(text, position)
+            items.append(item)
+            position = _JSON_SPACE_RE.match(text, position).end()  # type: ignore[union-attr]
+            if text.startswith(",", position):
+                position = _JSON_SPACE_RE.match(text, position + 1).end()  # type: ignore[union-attr]
+                continue
+            if text.startswith("]", position):
+                position += 1
+                break
+            raise ValueError(f"expected ',' or ']' at {position}")
+    if text[position:].strip(" \t\n\r"):
+        raise ValueError(f"extra data at {position}")
+    return items
+
+
+def _end_of_value(text: str, start: int) -> int:
+    """Where the array or object at `start` ends, its brackets matched with a list (no
+    recursion). ValueError if they do not match."""
+    if not text.startswith(("[", "{"), start):
+        raise ValueError(f"expected an array or object at {start}")
+    closing = {"[": "]", "{": "}"}
+    expected: list[str] = []
+    for token in _JSON_BRACKET_RE.finditer(text, start):
+        bracket = token.group()
+        if bracket in closing:
+            expected.append(closing[bracket])
+        elif bracket in "]}":
+            if not expected or expected.pop() != bracket:
+                raise ValueError(f"unbalanced {bracket!r} at {token.start()}")
+            if not expected:
+                return token.end()
+    raise ValueError("the JSON ends inside an array or object")
 
 
 def _json_int(text: str) -> int | str:
@@ -239,6 +306,8 @@ def _error_answer(
 
 def _paper(item: Any, *, day: date | None, source: str) -> tuple[Paper | None, str]:
     """One item as a `Paper`, or None and why it cannot be one."""
+    if isinstance(item, _TooDeep):
+        return None, "nested too deeply to read"
     if not isinstance(item, Mapping):
         return None, f"not an object but {type(item).__name__}"
     inner = item.get("paper")
