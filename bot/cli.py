@@ -896,6 +896,7 @@ def status(config_path: Path) -> None:
     sources = build_sources(config)
     plans = source_plans(sources, store, calendar, policy, now=now)
     states = {s.name: s for s in store.source_states()}
+    left_out = store.left_out()
     rows = [
         [
             "source",
@@ -905,6 +906,7 @@ def status(config_path: Path) -> None:
             "new",
             "announced",
             "next poll (UTC)",
+            "left out",
             "problem",
         ]
     ]
@@ -915,9 +917,12 @@ def status(config_path: Path) -> None:
             problem = f"late: no new listing for {plan.feed_day} by {config.polling.deadline} ET"
         if st is not None and st.last_error:
             problem = f"{problem}; {st.last_error}" if problem else st.last_error
+        skipped = left_out.get(source.name)
+        if skipped is not None and skipped.first and not problem:
+            problem = f"left out {skipped.first}"
         when = "now" if plan.at <= now else f"{plan.at.astimezone(UTC):%Y-%m-%d %H:%M}"
         if st is None or st.last_poll is None:
-            rows.append([source.name, "never", "", "", "", "", when, problem[:70]])
+            rows.append([source.name, "never", "", "", "", "", when, "", problem[:70]])
             continue
         rows.append(
             [
@@ -928,6 +933,7 @@ def status(config_path: Path) -> None:
                 str(st.new),
                 str(st.announced or ""),
                 when,
+                str(skipped.count if skipped is not None else 0),
                 problem[:70],
             ]
         )

@@ -32,9 +32,16 @@ DEFAULT_INCLUDE: frozenset[str] = frozenset({"new", "cross"})
 
 # New-style ids (0704.0001 ... 2411.17700, 5 digits since 2015) and old-style
 # archive/YYMMNNN ids (quant-ph/0201082, math.GT/0309136), each with an optional version.
+# Linear on any text: an old-style archive name starts only where a run of letters starts
+# (the lookbehind), so a long run of letters is scanned once, not once per letter.
 ARXIV_ID_RE = re.compile(
-    r"(?P<id>\d{4}\.\d{4,5}|[a-z][a-z\-]*(?:\.[A-Z]{2})?/\d{7})(?:v(?P<version>\d+))?"
+    r"(?P<id>\d{4}\.\d{4,5}|(?<![a-z\-])[a-z][a-z\-]{0,15}(?:\.[A-Z]{2})?/\d{7})"
+    r"(?:v(?P<version>\d+))?"
 )
+# The longest text an arXiv id is looked for in (a guid, a link): longer is none.
+MAX_ID_TEXT = 2048
+# The highest version (and count) a database integer holds.
+MAX_VERSION = 2**31 - 1
 
 
 # The `id` of a paper that has no arXiv id: "doi:10.1101/2024.05.01.592030" (the DOI in
@@ -81,11 +88,20 @@ def paper_id(*, arxiv: str | None, dois: Sequence[str] = (), link: str | None = 
 
 def split_arxiv_id(text: str) -> tuple[str, int | None]:
     """Split `2411.17700v2` (or `oai:arXiv.org:2411.17700v2`, a URL) into id and version."""
-    match = ARXIV_ID_RE.search(text)
+    match = ARXIV_ID_RE.search(text) if len(text) <= MAX_ID_TEXT else None
     if match is None:
-        raise ValueError(f"no arXiv identifier in {text!r}")
+        raise ValueError(f"no arXiv identifier in {text[:80]!r}")
     version = match.group("version")
+    if version and (len(version) > 10 or int(version) > MAX_VERSION):
+        raise ArxivVersionError(
+            f"{match.group('id')}: version {version[:12]}{'…' if len(version) > 12 else ''} "
+            f"is out of range (1..{MAX_VERSION})"
+        )
     return match.group("id"), int(version) if version else None
+
+
+class ArxivVersionError(ValueError):
+    """An arXiv id whose version no database integer holds (`2411.17700v99999999999`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,7 +104,8 @@ async def poll(
     now: datetime,
     only: str | None = None,
 ) -> list[PollReport]:
-    """Fetch every source once, store new papers, and say per source what happened."""
+    """Fetch every source once, store new papers, and say per source what happened. A
+    source that fails (whatever the exception) is reported as an error; the others go on."""
     reports = []
     for source in build_sources(config):
         if only is not None and source.name != only:
@@ -114,16 +115,31 @@ async def poll(
 
 
 async def poll_source(source: Source, store: Store, fetcher: Any, *, now: datetime) -> PollReport:
-    """Poll one source (one request or several), store its papers, say what happened."""
+    """Poll one source (one request or several), store its papers, say what happened.
+    Never raises for the source's own failure (a SourceError, or any bug reading it: that
+    one is logged with its traceback): it is recorded for `status` and reported as an error,
+    so the other sources and the digests of papers already stored go on."""
     url = str(getattr(source, "url", ""))
-    state = store.fetch_state(source.name, url)
     try:
-        harvest = await source.harvest(fetcher, state, now=now)
+        return await _poll_source(source, store, fetcher, url=url, now=now)
     except SourceError as exc:
         message = str(exc)
         log.error("source %s: %s", source.name, message)
+    except Exception as exc:  # a bug reading this source must not stop the others
+        message = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        log.exception("source %s: failed unexpectedly: %s", source.name, message)
+    try:
         store.record_poll(source.name, url=url, now=now, result="error", error=message)
-        return PollReport(source.name, url, "error", error=message)
+    except Exception as exc:  # the database is down: the poll's outcome is only logged
+        log.error("source %s: could not record the failed poll: %s", source.name, exc)
+    return PollReport(source.name, url, "error", error=message)
+
+
+async def _poll_source(
+    source: Source, store: Store, fetcher: Any, *, url: str, now: datetime
+) -> PollReport:
+    state = store.fetch_state(source.name, url)
+    harvest = await source.harvest(fetcher, state, now=now)
     if harvest.not_modified:
         store.record_poll(source.name, url=url, now=now, result="not_modified", state=state)
         return PollReport(source.name, url, "not_modified")
@@ -143,6 +159,7 @@ async def poll_source(source: Source, store: Store, fetcher: Any, *, now: dateti
         updated=counts.updated,
         announced=harvest.announced,
         batch=batch_id(papers),
+        left_out=harvest.problems,
     )
     return PollReport(
         source.name,

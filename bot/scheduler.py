@@ -123,6 +123,7 @@ class Counters:
     polls: dict[str, int] = field(default_factory=dict)  # by result
     digests: dict[str, int] = field(default_factory=dict)  # by report status
     sends: dict[str, int] = field(default_factory=dict)  # by attempt status
+    left_out: dict[str, int] = field(default_factory=dict)  # items polls left out, by source
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +193,8 @@ class Daemon:
                 continue
             report = await poll_source(source, self.store, self.fetcher, now=self.clock())
             _count(self.counters.polls, report.result)
+            if report.problems:
+                _count(self.counters.left_out, source.name, report.problems)
             log.info(
                 "polled %s: %s, %d items, %d new",
                 source.name,
@@ -381,5 +384,5 @@ class Daemon:
                 await asyncio.gather(web_task, return_exceptions=True)
 
 
-def _count(counter: dict[str, int], key: str) -> None:
-    counter[key] = counter.get(key, 0) + 1
+def _count(counter: dict[str, int], key: str, by: int = 1) -> None:
+    counter[key] = counter.get(key, 0) + by

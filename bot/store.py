@@ -3,9 +3,11 @@
 Tables (created on first use): papers (one row per version-less arXiv id, holding the latest
 version), subscribers and their rules, deliveries (unique per subscriber, paper, version and
 channel, so a re-run can never send a paper twice), the outbox of built digests, and
-per-source fetch state for conditional GET, and the signatures of recent Slack requests
-(replays are refused across restarts). SQLite by default, PostgreSQL through the same
-code.
+per-source fetch state for conditional GET, what each source's last poll left out (items
+it could not read), and the signatures of recent Slack requests (replays are refused
+across restarts). Papers are checked once more before they are written (NUL and lone
+surrogates stripped, http(s) links only: bot.sources.feedtext). SQLite by default,
+PostgreSQL through the same code.
 
 A digest's papers are written with its outbox record in one transaction (`enqueue`, status
 "queued") and marked "sent" only after the channel accepted the message (`mark_sent`, called
@@ -42,6 +44,7 @@ from bot.models import (
 )
 from bot.schedule import Defaults
 from bot.sources import FetchState
+from bot.sources.feedtext import checked, clean_text
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +200,19 @@ class SourceStateRow(SQLModel, table=True):
     batch: str | None = Field(default=None, max_length=64)
     last_new: datetime | None = None
     last_new_day: date | None = None
+
+
+class SourceLeftOutRow(SQLModel, table=True):
+    """What a source's last poll left out: how many items it could not read, and the first
+    of them with why (`paperbell status`, /metrics). A table of its own, so that databases
+    made before it still open (it is created on first use)."""
+
+    __tablename__ = "source_left_out"
+
+    name: str = Field(primary_key=True, max_length=128)
+    count: int = 0
+    first: str | None = None  # "item 7 (oai:arXiv.org:2411.00002v9…): version … out of range"
+    at: datetime | None = None  # the poll
 
 
 class BackfillRow(SQLModel, table=True):
@@ -416,7 +432,13 @@ class Store:
         stored, under its id or a DOI it shares, is merged with the new one; count what
         was new, updated (a newer version), merged (facts added) and unchanged."""
         latest: dict[str, Paper] = {}
-        for paper in papers:  # a feed may list an id twice; keep its highest version
+        storable: list[Paper] = []
+        for paper in papers:  # whatever a source's parser let through: never NUL, say
+            try:
+                storable.append(checked(paper))
+            except ValueError as exc:
+                log.warning("not stored: %s", exc)
+        for paper in storable:  # a feed may list an id twice; keep its highest version
             kept = latest.get(paper.id)
             if kept is None or paper.version > kept.version:
                 latest[paper.id] = paper
@@ -466,7 +488,7 @@ class Store:
         return UpsertCounts(
             new=counts["new"],
             updated=counts["updated"],
-            unchanged=counts["unchanged"] + len(papers) - len(latest),
+            unchanged=counts["unchanged"] + len(storable) - len(latest),
             merged=counts["merged"],
         )
 
@@ -581,17 +603,19 @@ class Store:
         updated: int = 0,
         announced: date | None = None,
         batch: str | None = None,
+        left_out: Sequence[str] = (),
     ) -> None:
         """Remember a poll's outcome; the validators only when the body was stored.
         `batch` names the ids the feed held: a different one than last time is a new listing
-        (counted per source: another source may already have stored the same papers)."""
+        (counted per source: another source may already have stored the same papers).
+        `left_out` describes the items the poll could not read (kept unless it failed)."""
 
         with self.session() as session:
             row = session.get(SourceStateRow, name) or SourceStateRow(name=name)
             row.url = url
             row.last_poll = now
             row.last_result = result
-            row.last_error = error
+            row.last_error = clean_text(error) if error is not None else None  # a feed's words
             if result != "error":
                 row.items, row.new, row.updated = items, new, updated
             if batch is not None and batch != row.batch:
@@ -601,6 +625,11 @@ class Store:
             if state is not None:
                 row.etag, row.last_modified = state.etag, state.last_modified
             session.add(row)
+            if result != "error":
+                skipped = session.get(SourceLeftOutRow, name) or SourceLeftOutRow(name=name)
+                skipped.count, skipped.at = len(left_out), now
+                skipped.first = clean_text(left_out[0][:500]) if left_out else None
+                session.add(skipped)
             session.commit()
 
     def backfilled(self, source: str) -> set[str]:
@@ -617,6 +646,11 @@ class Store:
             row.papers, row.done_at = papers, now
             session.add(row)
             session.commit()
+
+    def left_out(self) -> dict[str, SourceLeftOutRow]:
+        """Per source, what its last poll left out (sources never polled are absent)."""
+        with self.session() as session:
+            return {row.name: row for row in session.exec(select(SourceLeftOutRow)).all()}
 
     def source_states(self) -> list[SourceStateRow]:
         with self.session() as session:

@@ -90,15 +90,29 @@ class DaemonCollector:
         failing = GaugeMetricFamily(
             "paperbell_source_failing", "1 when the last poll failed", labels=["source"]
         )
+        left_out = GaugeMetricFamily(
+            "paperbell_source_left_out",
+            "Items the last poll could not read and left out",
+            labels=["source"],
+        )
+        left_out_total = CounterMetricFamily(
+            "paperbell_source_left_out_items",
+            "Items polls left out since the daemon started",
+            labels=["source"],
+        )
         plans = daemon.plans(now)
         states = {row.name: row for row in daemon.store.source_states()}
+        skipped = daemon.store.left_out()
         for source in daemon.sources:
             row = states.get(source.name)
             last_poll.add_metric([source.name], _timestamp(row.last_poll if row else None))
             last_new.add_metric([source.name], _timestamp(row.last_new if row else None))
             late.add_metric([source.name], int(plans[source.name].late))
             failing.add_metric([source.name], int(row is not None and row.last_result == "error"))
-        yield from (last_poll, last_new, late, failing)
+            left = skipped.get(source.name)
+            left_out.add_metric([source.name], left.count if left is not None else 0)
+            left_out_total.add_metric([source.name], counters.left_out.get(source.name, 0))
+        yield from (last_poll, last_new, late, failing, left_out, left_out_total)
 
         yield CounterMetricFamily("paperbell_ticks", "Daemon ticks", value=counters.ticks)
         yield CounterMetricFamily(

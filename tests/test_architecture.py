@@ -46,6 +46,7 @@ PURE = [
     "sources/arxiv_api",
     "sources/huggingface",
     "sources/feed",
+    "sources/feedtext",
     "merge",
     "calendar",
     "schedule",

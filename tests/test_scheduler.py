@@ -26,6 +26,7 @@ from bot.config import parse_config
 from bot.pipeline import smtp_settings
 from bot.schedule import Schedule, latest_slot, next_slot, parse_time
 from bot.scheduler import Daemon
+from bot.sources import FetchState, Harvest, Source
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store
 
@@ -591,6 +592,53 @@ def test_health_and_metrics(world: Any) -> None:
             w.clock.now += timedelta(minutes=10)  # no tick for 10 minutes
             stalled = await client.get("/healthz")
             assert stalled.status_code == 503 and stalled.json()["status"] == "stalled"
+
+    asyncio.run(go())
+
+
+class _ExplodingSource(Source):
+    """A source with a bug: its harvest raises something no parser would call a SourceError."""
+
+    kind = "exploding"
+
+    async def harvest(self, http: Any, state: FetchState, *, now: datetime) -> Harvest:
+        raise OverflowError("Python int too large to convert to C int")
+
+
+def test_a_failing_source_and_hostile_items_stop_no_digest(world: Any) -> None:
+    """A tick beside a source that raises (not a SourceError) and a listing with hostile
+    items: the listing's good papers are stored and the digest goes out; the failure and the
+    items left out are counted in /metrics."""
+    import httpx
+
+    from bot.web import create_app
+
+    hostile = (Path(__file__).parent / "fixtures" / "hostile" / "arxiv_items.xml").read_bytes()
+
+    async def go() -> None:
+        w = await world(at("2026-11-24T07:00"))  # 08:00 in Berlin: polls and sends
+        body = w.days.body(w.clock.now)
+        end = body.rindex(b"</channel>")
+        w.feed.routes["/rss/all"] = Route(body[:end] + hostile + body[end:])
+        w.daemon.sources.insert(0, _ExplodingSource("exploding"))
+        w.daemon.counters.started = w.clock.now
+        report = await w.daemon.tick()
+        assert [(p.source, p.result, p.problems) for p in report.polls] == [
+            ("exploding", "error", 0),
+            ("arxiv", "ok", 2),  # the 400-digit version and the long announce type
+        ]
+        assert [(d.subscriber, d.status) for d in report.digests if d.status == "sent"] == [
+            ("berlin", "sent")
+        ]
+        transport = httpx.ASGITransport(app=create_app(w.daemon))
+        async with httpx.AsyncClient(transport=transport, base_url="http://paperbell") as client:
+            metrics = (await client.get("/metrics")).text
+        assert 'paperbell_source_failing{source="exploding"} 1.0' in metrics
+        assert 'paperbell_source_left_out{source="arxiv"} 2.0' in metrics
+        assert 'paperbell_source_left_out_items_total{source="arxiv"} 2.0' in metrics
+        assert 'paperbell_polls_total{outcome="error"} 1.0' in metrics
+        (state,) = [s for s in w.store.source_states() if s.name == "exploding"]
+        assert state.last_error == "OverflowError: Python int too large to convert to C int"
 
     asyncio.run(go())
 

@@ -122,7 +122,8 @@ def test_entries_without_title_or_identifier_are_left_out_and_said() -> None:
     body = body[:item] + body[item:].replace(title, b"", 2)
     parsed = parse_feed(body, source="journal")
     assert len(parsed.papers) == 12
-    assert parsed.problems == ("entry 1: no title",)
+    link = "https://www.tandfonline.com/doi/full/10.1080/09397140.2021.1992835?af=R"
+    assert parsed.problems == (f"entry 1 ({link}): no title",)
 
 
 def test_empty_feeds_are_a_normal_outcome() -> None:

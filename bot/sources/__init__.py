@@ -7,6 +7,7 @@ the same way a third-party kind would: `@register("kind")` on a `Source` subclas
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -150,13 +151,16 @@ class Source:
         raise NotImplementedError
 
     async def harvest(self, http: Any, state: FetchState, *, now: datetime) -> Harvest:
-        """One poll: fetch, then parse. Sources that need several requests (pages, days)
-        override this; `parse` stays pure and `fetch`/`harvest` do the only I/O."""
+        """One poll: fetch, then parse (off the event loop). Sources that need several
+        requests (pages, days) override this; `parse` stays pure and `fetch`/`harvest` do
+        the only I/O."""
         fetched = await self.fetch(http, state)
         if fetched.not_modified:
             return Harvest((), state, not_modified=True)
         assert fetched.body is not None
-        parsed = self.parse(fetched.body, status=fetched.status)
+        # In a thread: a large feed parses for seconds, and /healthz, Slack and the pages
+        # keep answering meanwhile (parse is pure, so it is safe there).
+        parsed = await asyncio.to_thread(self.parse, fetched.body, status=fetched.status)
         return Harvest(
             parsed.papers,
             FetchState(etag=fetched.etag, last_modified=fetched.last_modified),

@@ -14,7 +14,6 @@ escaping for HTML is the renderers' job, never this module's.
 from __future__ import annotations
 
 import functools
-import io
 import logging
 import re
 import xml.sax
@@ -24,7 +23,6 @@ from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from zoneinfo import ZoneInfo
 
-import feedparser
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from bot.checks import canonical_category
@@ -34,7 +32,7 @@ from bot.errors import (
     ObsoleteFeedFormat,
 )
 from bot.merge import ARXIV_LISTING
-from bot.models import ANNOUNCE_TYPES, Paper, split_arxiv_id
+from bot.models import ANNOUNCE_TYPES, ArxivVersionError, Paper, split_arxiv_id
 from bot.sources import (
     FetchResult,
     FetchState,
@@ -47,6 +45,7 @@ from bot.sources import (
     register,
     source_options,
 )
+from bot.sources.feedtext import checked, clean_text, left_out, plausible_year, read_feed
 
 if TYPE_CHECKING:
     from bot.sources.http import PoliteFetcher
@@ -61,14 +60,10 @@ ERROR_TITLE = "Feed error for query"
 _DESCRIPTION_RE = re.compile(r"^\s*arXiv:(?P<id>\S+)\s+Announce Type:\s*(?P<type>[\w-]+)")
 _RDF_ROOT_RE = re.compile(rb"<rdf:RDF\b")
 _HTML_RE = re.compile(rb"<!doctype\s+html|<html[\s>]|<body[\s>]|<head[\s>]", re.IGNORECASE)
-_HTML_TITLE_RE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
-_TAG_RE = re.compile(rb"<[^>]*>")
+# Linear on any body: a tag ends at the next `<` too, and only the first <title> is read.
+_HTML_TITLE_RE = re.compile(rb"<title[^<>]*>", re.IGNORECASE)
+_TAG_RE = re.compile(rb"<[^<>]*>")
 _ROOT_RE = re.compile(rb"<([A-Za-z_][\w.:-]*)")
-
-# arXiv text is ASCII with TeX: feedparser's HTML sanitizer reads `$1<p<2$` as a tag and
-# rewrites it to `$1<p><2$`, and URI resolution would touch the text too. Off, the fields
-# come out as the XML text with entities decoded once (`&amp;` -> `&`, `&lt;` -> `<`).
-_FEEDPARSER_OPTIONS: dict[str, Any] = {"sanitize_html": False, "resolve_relative_uris": False}
 
 
 class ArxivOptions(SourceOptions):
@@ -144,9 +139,7 @@ def parse_listing(body: bytes, *, source: str = "", url: str = "", status: int =
             hint="the download may have been cut off; the next poll will try again",
         )
 
-    # A stream, never the bytes themselves: feedparser treats a bytes/str argument that
-    # names an existing file (or a URL) as something to open.
-    doc = feedparser.parse(io.BytesIO(body), **_FEEDPARSER_OPTIONS)
+    doc = read_feed(body, where=where, source=source, url=url)
     version = doc.get("version") or ""
     channel = doc.get("feed") or {}
     title = _collapse(channel.get("title", ""))
@@ -199,21 +192,25 @@ def parse_listing(body: bytes, *, source: str = "", url: str = "", status: int =
     announced = _feed_date(channel, doc.get("entries") or ())
     entries = doc.get("entries") or []
     papers: list[Paper] = []
-    for index, entry in enumerate(entries):
-        paper = _paper(entry, announced=announced, source=source)
-        if paper is None:
-            log.warning(
-                "%s: skipped item %d (%r): no arXiv identifier in its guid, description or link",
-                where,
-                index + 1,
-                _collapse(entry.get("title", ""))[:80],
-            )
-            continue
-        papers.append(paper)
+    problems: list[str] = []
+    for index, entry in enumerate(entries, start=1):
+        try:  # one bad item never stops the others
+            paper = _paper(entry, announced=announced, source=source)
+            why = "no arXiv identifier in its guid, description or link"
+            if paper is not None:
+                papers.append(checked(paper, where=where))
+                continue
+        except Exception as exc:  # any failure of one item: it is left out
+            why = left_out(exc)
+        label = clean_text(_collapse(str(entry.get("id") or entry.get("title") or "")))[:80]
+        problem = f"item {index}{f' ({label})' if label else ''}: {why}"
+        log.warning("%s: skipped %s", where, problem)
+        problems.append(problem)
 
     if entries and not papers:
         raise FeedFormatError(
-            f"{where}: none of the {len(entries)} items carries an arXiv identifier",
+            f"{where}: none of the {len(entries)} items could be read as a paper "
+            f"({'; '.join(problems[:3])})",
             source=source,
             url=url,
             hint="this does not look like an rss.arxiv.org feed; check the source's `url`",
@@ -224,6 +221,7 @@ def parse_listing(body: bytes, *, source: str = "", url: str = "", status: int =
         title=title,
         empty_reason=None if entries else EMPTY_REASON,
         counts=_counts(papers),
+        problems=tuple(problems),
     )
 
 
@@ -239,6 +237,8 @@ def _paper(entry: Mapping[str, Any], *, announced: date | None, source: str) -> 
             continue
         try:
             found_id, found_version = split_arxiv_id(text)
+        except ArxivVersionError:
+            raise  # the item is left out: its version is absurd
         except ValueError:
             continue
         if paper_id is None:
@@ -349,8 +349,10 @@ def _eastern_date(parsed: Any) -> date | None:
         return None
     try:
         year, month, day, hour, minute, second = (int(part) for part in parsed[:6])
+        if not plausible_year(year):  # year 1 overflows the conversion to US Eastern
+            return None
         moment = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return moment.astimezone(_eastern()).date()
 
@@ -365,7 +367,9 @@ def _feed_date(channel: Mapping[str, Any], entries: Sequence[Mapping[str, Any]])
     )
     if days:
         return days.most_common(1)[0][0]
-    return _eastern_date(channel.get("updated_parsed"))
+    # As stored (feedparser's own lookup maps a missing one to `published_parsed`, warning).
+    updated = dict.get(channel, "updated_parsed") if isinstance(channel, dict) else None
+    return _eastern_date(updated)
 
 
 def _counts(papers: Sequence[Paper]) -> dict[str, int]:
@@ -422,7 +426,12 @@ def _describe(body: bytes, doc: Mapping[str, Any]) -> str:
 
 def _html_gist(body: bytes) -> str:
     """The page's title or first text, to show what the server said (e.g. 'Service unavailable')."""
-    found = _HTML_TITLE_RE.search(body[:65536])
-    raw = found.group(1) if found else _TAG_RE.sub(b" ", body[:65536])
+    head = body[:65536]
+    found = _HTML_TITLE_RE.search(head)
+    if found:
+        end = head.lower().find(b"</title>", found.end())
+        raw = head[found.end() : end if end >= 0 else found.end() + 200]
+    else:
+        raw = _TAG_RE.sub(b" ", head)
     gist = _collapse(raw.decode("utf-8", "replace"))[:80]
     return f": {gist!r}" if gist else ""

@@ -28,7 +28,7 @@ query's results through the shared polite fetcher (one request every 3 seconds t
 
 from __future__ import annotations
 
-import io
+import asyncio
 import logging
 import re
 import xml.sax
@@ -38,14 +38,13 @@ from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote, urlencode
 
-import feedparser
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.calendar import ArxivCalendar, announcement_day
 from bot.checks import canonical_category
 from bot.errors import FeedErrorResponse, FeedFormatError
 from bot.merge import ARXIV_API
-from bot.models import Paper, normalize_doi, split_arxiv_id
+from bot.models import ArxivVersionError, Paper, normalize_doi, split_arxiv_id
 from bot.sources import (
     FetchState,
     Harvest,
@@ -57,7 +56,8 @@ from bot.sources import (
     register,
     source_options,
 )
-from bot.sources.arxiv import _FEEDPARSER_OPTIONS, _collapse, _describe
+from bot.sources.arxiv import _collapse, _describe
+from bot.sources.feedtext import checked, clean_text, left_out, plausible_year, read_feed
 
 if TYPE_CHECKING:
     from bot.sources.http import PoliteFetcher
@@ -186,8 +186,7 @@ def parse_api(body: bytes, *, status: int = 200, source: str = "", url: str = ""
             ),
         )
 
-    # A stream, never the bytes themselves: feedparser would open a body naming a file.
-    doc = feedparser.parse(io.BytesIO(body), **_FEEDPARSER_OPTIONS)
+    doc = read_feed(body, where=where, source=source, url=url)
     version = doc.get("version") or ""
     channel = doc.get("feed") or {}
     entries = doc.get("entries") or []
@@ -200,7 +199,7 @@ def parse_api(body: bytes, *, status: int = 200, source: str = "", url: str = ""
             hint="the API may be down, or the source's `url` wrong; the next poll will try again",
         )
     for entry in entries:
-        if _is_error_entry(entry):
+        if _is_error_entry_safely(entry):
             raise _error_answer(entry, where=where, status=status, source=source, url=url)
     if http:
         raise FeedFormatError(
@@ -233,10 +232,17 @@ def parse_api(body: bytes, *, status: int = 200, source: str = "", url: str = ""
     parsed: list[ApiEntry] = []
     problems: list[str] = []
     for index, entry in enumerate(entries, start=1):
-        found, why = _entry(entry, source=source)
+        try:  # one bad entry never stops the others
+            found, why = _entry(entry, source=source)
+            if found is not None:
+                found = replace(found, paper=checked(found.paper, where=where))
+        except Exception as exc:  # any failure of one entry: it is left out
+            label = clean_text(_collapse(str(entry.get("id") or "")))[:80]
+            found, why = None, f"{label}: {left_out(exc)}" if label else left_out(exc)
         if found is None:
-            problems.append(f"entry {index}: {why}")
-            log.warning("%s: skipped entry %d: %s", where, index, why)
+            problem = f"entry {index}: {why}"
+            problems.append(problem)
+            log.warning("%s: skipped %s", where, problem)
             continue
         parsed.append(found)
     if entries and not parsed:
@@ -262,6 +268,15 @@ def parse_api(body: bytes, *, status: int = 200, source: str = "", url: str = ""
         per_page=_int(channel.get("opensearch_itemsperpage")),
         problems=tuple(problems),
     )
+
+
+def _is_error_entry_safely(entry: Mapping[str, Any]) -> bool:
+    """`_is_error_entry`, False when the entry cannot even be looked at (it is then left
+    out as an entry, not taken for the whole answer)."""
+    try:
+        return _is_error_entry(entry)
+    except Exception:  # an entry that raises is no error answer
+        return False
 
 
 def _is_error_entry(entry: Mapping[str, Any]) -> bool:
@@ -337,6 +352,8 @@ def _entry_id(text: str) -> tuple[str, int | None] | None:
         text = text.split("/abs/", 1)[1]
     try:
         found, version = split_arxiv_id(text)
+    except ArxivVersionError:
+        raise  # the entry is left out: its version is absurd
     except ValueError:
         return None
     exact = found if version is None else f"{found}v{version}"
@@ -384,29 +401,40 @@ def _dois(text: str) -> tuple[str, ...]:
 
 def _timestamp(entry: Mapping[str, Any], key: str) -> datetime | None:
     """An entry's `published`/`updated` as an aware UTC datetime."""
-    text = entry.get(key)
+    # As stored: feedparser's own lookup maps a missing `updated` to `published`, warning.
+    text = dict.get(entry, key) if isinstance(entry, dict) else entry.get(key)
     if isinstance(text, str) and text.strip():
         try:
             moment = datetime.fromisoformat(text.strip())
         except ValueError:
             moment = None
-        if moment is not None:
+        if moment is not None and plausible_year(moment.year):
             if moment.tzinfo is None:
                 moment = moment.replace(tzinfo=UTC)
-            return moment.astimezone(UTC)
-    parsed = entry.get(f"{key}_parsed")
+            try:
+                return moment.astimezone(UTC)
+            except OverflowError:
+                return None
+    parsed = (
+        dict.get(entry, f"{key}_parsed") if isinstance(entry, dict) else entry.get(f"{key}_parsed")
+    )
     if parsed:
         try:
             year, month, day, hour, minute, second = (int(part) for part in parsed[:6])
+            if not plausible_year(year):  # a time at year 1 overflows the arXiv calendar
+                return None
             return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return None
     return None
 
 
 def _int(value: Any) -> int | None:
+    text = str(value).strip()
+    if len(text) > 18:  # no paging number is that long
+        return None
     try:
-        return int(str(value).strip())
+        return int(text)
     except (TypeError, ValueError):
         return None
 
@@ -448,10 +476,12 @@ async def search(
     sort_order: str,
     stop: Callable[[ApiEntry], bool] = lambda entry: False,
     limit: int | None = None,
+    problems: list[str] | None = None,
 ) -> list[ApiEntry]:
     """Every result of `query`, page by page (`page_size` a request, the fetcher spacing
     the requests), until the results end, `stop(entry)` says an entry is past the range
-    wanted (results are sorted), or `limit` results were read."""
+    wanted (results are sorted), or `limit` results were read. The entries left out as
+    unreadable are described in `problems`, when given."""
     found: list[ApiEntry] = []
     start = 0
     while True:
@@ -464,7 +494,10 @@ async def search(
             sort_order=sort_order,
         )
         fetched = await http.get(url, FetchState(), source=source)
-        page = parse_api(fetched.body or b"", status=fetched.status, source=source, url=url)
+        # In a thread: a large page parses for seconds, and the web app keeps answering.
+        page = await asyncio.to_thread(
+            parse_api, fetched.body or b"", status=fetched.status, source=source, url=url
+        )
         if page.unexpectedly_empty:
             raise FeedFormatError(
                 f"{url}: the arXiv API returned an empty page although "
@@ -473,6 +506,8 @@ async def search(
                 url=url,
                 hint="arXiv's API does this now and then under load; the next run asks again",
             )
+        if problems is not None:
+            problems.extend(page.problems)
         for entry in page.entries:
             if stop(entry):
                 return found
@@ -543,6 +578,7 @@ class ArxivQuerySource(Source):
     async def harvest(self, http: Any, state: FetchState, *, now: datetime) -> Harvest:
         """The results updated since `days` ago, newest first, page by page."""
         oldest = now.astimezone(UTC) - timedelta(days=self.days)
+        problems: list[str] = []
         entries = await search(
             http,
             base_url=self.url,
@@ -553,12 +589,14 @@ class ArxivQuerySource(Source):
             sort_order="descending",
             stop=lambda entry: entry.updated < oldest,
             limit=self.max_papers,
+            problems=problems,
         )
         papers = dated(entries, self.calendar)
         return Harvest(
             tuple(papers),
             announced=max((p.announced for p in papers if p.announced), default=None),
             empty_reason=None if papers else f"nothing updated in the last {self.days} days",
+            problems=tuple(problems),
         )
 
     def backfill_days(self, since: date, until: date) -> list[date] | None:

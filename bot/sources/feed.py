@@ -9,27 +9,35 @@ store then joins a journal's entry to the arXiv paper with the same DOI.
 Publishers write entries very differently: HTML in titles and descriptions (turned into
 plain text here), authors as `dc:creator`, `author` or only inside the description
 ("Author(s): …"), dates or none. An entry without a title or without any identifier is
-left out and described in `ParsedFeed.problems`; the rest are still papers.
+left out and described in `ParsedFeed.problems`; the rest are still papers, and so is an
+entry whose reading raises (a date out of range, an absurd version: bot.sources.feedtext).
+Only http(s) links are kept.
 `FeedSource.fetch` is a conditional GET through the shared polite fetcher.
 """
 
 from __future__ import annotations
 
-import io
+import html
+import logging
 import re
 import xml.sax
 from collections.abc import Mapping
 from datetime import UTC, date, datetime
-from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import feedparser
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.checks import canonical_category
 from bot.errors import FeedFormatError
 from bot.merge import FEED
-from bot.models import ARXIV_ID_RE, Paper, normalize_doi, paper_id
+from bot.models import (
+    ARXIV_ID_RE,
+    ArxivVersionError,
+    Paper,
+    normalize_doi,
+    paper_id,
+    split_arxiv_id,
+)
 from bot.sources import (
     FetchResult,
     FetchState,
@@ -42,12 +50,22 @@ from bot.sources import (
     source_options,
 )
 from bot.sources.arxiv import _DESCRIPTION_RE as _ANNOUNCE_RE
-from bot.sources.arxiv import _FEEDPARSER_OPTIONS, _describe, _status_prefix, split_authors
 from bot.sources.arxiv import _abstract as arxiv_abstract
+from bot.sources.arxiv import _describe, _status_prefix, split_authors
+from bot.sources.feedtext import (
+    MAX_URL_LENGTH,
+    checked,
+    clean_text,
+    left_out,
+    plausible_year,
+    read_feed,
+    web_url,
+)
 
 if TYPE_CHECKING:
     from bot.sources.http import PoliteFetcher
 
+log = logging.getLogger(__name__)
 _ARXIV_LINK_RE = re.compile(
     rf"arxiv\.org/(?:abs|pdf|html)/(?:{ARXIV_ID_RE.pattern})|^oai:arXiv\.org:", re.IGNORECASE
 )
@@ -94,7 +112,7 @@ def parse_feed(
 ) -> ParsedFeed:
     """Parse any RSS (0.9x, 1.0, 2.0) or Atom body into papers. Pure."""
     where = url or source or "the feed"
-    doc = feedparser.parse(io.BytesIO(body), **_FEEDPARSER_OPTIONS)
+    doc = read_feed(body, where=where, source=source, url=url)
     version = doc.get("version") or ""
     if not body.strip() or not version or not 200 <= status < 300:
         detail = _describe(body, doc) if not version else f"the body is a feed ({version})"
@@ -117,9 +135,17 @@ def parse_feed(
     papers: list[Paper] = []
     problems: list[str] = []
     for index, entry in enumerate(doc.get("entries") or [], start=1):
-        paper = _paper(entry, source=source, journal=journal)
+        try:  # one bad entry never stops the others
+            paper = _paper(entry, source=source, journal=journal)
+            if not isinstance(paper, str):
+                paper = checked(paper, where=where)
+        except Exception as exc:  # any failure of one entry: it is left out
+            paper = left_out(exc)
         if isinstance(paper, str):
-            problems.append(f"entry {index}: {paper}")
+            label = clean_text(str(entry.get("id") or entry.get("link") or ""))[:80]
+            problem = f"entry {index}{f' ({label})' if label else ''}: {paper}"
+            log.warning("%s: left out %s", where, problem)
+            problems.append(problem)
         else:
             papers.append(paper)
     return ParsedFeed(
@@ -135,14 +161,18 @@ def _paper(entry: Mapping[str, Any], *, source: str, journal: str | None) -> Pap
     title = " ".join(_text(entry.get("title", "")).split())
     if not title:
         return "no title"
-    link = entry.get("link") or None
+    raw_link = entry.get("link") or None
+    link = web_url(raw_link)
+    if raw_link and link is None:
+        log.warning("%s: dropped the link %r: not an http(s) URL", source, str(raw_link)[:80])
     candidates = [str(entry.get(key) or "") for key in ("link", "id")]
     candidates += [str(other.get("href") or "") for other in entry.get("links") or []]
+    candidates = [text for text in candidates if len(text) <= MAX_URL_LENGTH]
     arxiv, version = _arxiv_id(candidates)
     dois, doi_version = _dois(entry, candidates)
     # A permalink guid names the entry more stably than a link with tracking parameters.
-    guid = str(entry.get("id") or "")
-    key = paper_id(arxiv=arxiv, dois=dois, link=guid if guid.startswith("http") else link)
+    guid = web_url(entry.get("id"))
+    key = paper_id(arxiv=arxiv, dois=dois, link=guid or link)
     if not key:
         return f"{title[:60]!r} has no link, id or DOI"
     summary = entry.get("summary") or ""
@@ -172,10 +202,12 @@ def _paper(entry: Mapping[str, Any], *, source: str, journal: str | None) -> Pap
 def _arxiv_id(candidates: list[str]) -> tuple[str | None, int | None]:
     for text in candidates:
         if _ARXIV_LINK_RE.search(text):
-            match = ARXIV_ID_RE.search(text.rsplit("/abs/", 1)[-1].rsplit(":", 1)[-1])
-            if match:
-                version = match.group("version")
-                return match.group("id"), int(version) if version else None
+            try:
+                return split_arxiv_id(text.rsplit("/abs/", 1)[-1].rsplit(":", 1)[-1])
+            except ArxivVersionError:
+                raise  # the entry is left out: its version is absurd
+            except ValueError:
+                continue
     return None, None
 
 
@@ -219,38 +251,48 @@ def _categories(entry: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _entry_date(entry: Mapping[str, Any]) -> date | None:
     for key in ("published_parsed", "updated_parsed", "created_parsed"):
-        parsed = entry.get(key)
+        # As stored: feedparser's own lookup maps a missing `updated_parsed` to
+        # `published_parsed` with a DeprecationWarning.
+        parsed = dict.get(entry, key) if isinstance(entry, dict) else entry.get(key)
         if parsed:
             try:
                 year, month, day, hour, minute, second = (int(part) for part in parsed[:6])
-                return datetime(year, month, day, hour, minute, second, tzinfo=UTC).date()
-            except (TypeError, ValueError):
+                if plausible_year(year):
+                    return datetime(year, month, day, hour, minute, second, tzinfo=UTC).date()
+            except (TypeError, ValueError, OverflowError):
                 continue
     return None
 
 
-class _TextOf(HTMLParser):
-    """The text of an HTML fragment, tags dropped, entities decoded once."""
+# A tag (start, end, declaration, processing instruction): it ends at the next `>` or `<`,
+# so stripping tags is linear. The standard library's HTMLParser is quadratic on unclosed
+# tags (81 s for 90,000 characters of `<a `), which a feed's escaped text can hold.
+_TAG_RE = re.compile(r"<(?:(/?)([A-Za-z][A-Za-z0-9]*)(?![A-Za-z0-9])[^<>]*|[!?][^<>]*)>")
+_BREAK_TAGS = frozenset({"p", "br", "div", "li", "tr"})
 
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
 
-    def handle_data(self, data: str) -> None:
-        self.parts.append(data)
+def _tag(match: re.Match[str]) -> str:
+    closing, name = match.group(1), match.group(2)
+    return "  " if name and not closing and name.lower() in _BREAK_TAGS else ""
 
-    def handle_starttag(self, tag: str, attrs: Any) -> None:
-        if tag in ("p", "br", "div", "li", "tr"):
-            self.parts.append("  ")
+
+def _without_comments(text: str) -> str:
+    """`text` without `<!-- ... -->` comments (an unclosed one runs to the end)."""
+    parts: list[str] = []
+    position = 0
+    while (start := text.find("<!--", position)) >= 0:
+        parts.append(text[position:start])
+        end = text.find("-->", start + 4)
+        position = len(text) if end < 0 else end + 3
+    parts.append(text[position:])
+    return "".join(parts)
 
 
 def _text(fragment: str) -> str:
-    """Plain text from a title or description that may hold HTML; spaces collapsed, but a
-    paragraph break kept as two spaces for `Author(s):` to end at."""
+    """Plain text from a title or description that may hold HTML: tags dropped, entities
+    decoded once, spaces collapsed, but a paragraph break kept as two spaces for
+    `Author(s):` to end at. Linear in the fragment's length."""
     if "<" not in fragment and "&" not in fragment:
         return " ".join(fragment.split())
-    parser = _TextOf()
-    parser.feed(fragment)
-    parser.close()
-    text = "".join(parser.parts)
+    text = html.unescape(_TAG_RE.sub(_tag, _without_comments(fragment)))
     return "  ".join(" ".join(part.split()) for part in text.split("  ") if part.strip())

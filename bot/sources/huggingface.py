@@ -13,7 +13,11 @@ lives in `paper.title` and at the top level, and the day's date moved from the t
 `publishedAt` to `paper.submittedOnDailyAt`. The parser reads every era, ignores fields it
 does not know, and treats a field of the wrong type as missing. An item that cannot become
 a paper (no id, an id that is not arXiv's, no title) is left out and described in
-`ParsedFeed.problems`; the others are still papers.
+`ParsedFeed.problems`; the others are still papers, and so is an item whose reading
+raises (a date or version out of range: see bot.sources.feedtext). An item nested deeper
+than Python's JSON decoder goes is left out too: the array is then read item by item (the
+end of the deep one found by counting brackets, without recursion); a body that is not a
+well-formed array that way is a FeedFormatError.
 
 Pure: `parse_daily_papers` and `daily_papers_url` do no I/O, read no clock, open no
 network. Text is kept as published (whitespace collapsed: titles carry hard line breaks);
@@ -26,8 +30,10 @@ upvotes change), any past day for `paperbell backfill`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -38,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.errors import FeedErrorResponse, FeedFormatError
 from bot.merge import HUGGINGFACE
-from bot.models import Paper, split_arxiv_id
+from bot.models import MAX_VERSION, ArxivVersionError, Paper, split_arxiv_id
 from bot.sources import (
     FetchState,
     FetchURL,
@@ -52,6 +58,7 @@ from bot.sources import (
     source_options,
 )
 from bot.sources.arxiv import _HTML_RE, _collapse, _html_gist
+from bot.sources.feedtext import checked, clean_text, left_out, plausible_year, web_url
 
 if TYPE_CHECKING:
     from bot.sources.http import PoliteFetcher
@@ -123,7 +130,14 @@ def parse_daily_papers(
     problems: list[str] = []
     seen: dict[str, int] = {}
     for index, item in enumerate(data, start=1):
-        paper, problem = _paper(item, day=day, source=source)
+        try:  # one bad item never stops the others
+            paper, problem = _paper(item, day=day, source=source)
+            if paper is not None:
+                paper = checked(paper, where=where)
+        except Exception as exc:  # any failure of one item: it is left out
+            paper, problem = None, left_out(exc)
+            label = _item_label(item)
+            problem = f"{label}: {problem}" if label else problem
         if paper is None:
             problems.append(f"item {index}: {problem}")
             continue
@@ -170,7 +184,9 @@ def _load_json(body: bytes, *, where: str, http: str, source: str, url: str) -> 
             ),
         )
     try:
-        return json.loads(body)
+        return json.loads(body, parse_int=_json_int)
+    except RecursionError:
+        pass  # an item nested too deep: the others are read one by one below
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
         head = body[:8192].lstrip(b"\xef\xbb\xbf \t\r\n")
         if _HTML_RE.search(head):
@@ -183,6 +199,81 @@ def _load_json(body: bytes, *, where: str, http: str, source: str, url: str) -> 
             url=url,
             hint="the service may be down or the `url` wrong; the next poll will try again",
         ) from None
+    try:
+        return _items_one_by_one(body.decode(json.detect_encoding(body), "surrogatepass"))
+    except (ValueError, RecursionError):
+        raise FeedFormatError(
+            f"{where}: {http}the JSON is nested too deeply to read, and is not an array of "
+            "items that could be read one by one",
+            source=source,
+            url=url,
+            hint="this is not what Hugging Face sends; check the source's `url`",
+        ) from None
+
+
+class _TooDeep:
+    """An item of the array nested deeper than the JSON decoder goes (left out)."""
+
+
+_JSON_SPACE_RE = re.compile(r"[ \t\n\r]*")
+# A JSON string (skipped whole: brackets inside it do not count), or a bracket.
+_JSON_BRACKET_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def _items_one_by_one(text: str) -> list[Any]:
+    """The top-level JSON array in `text`, each item decoded alone; an item too deep to
+    decode becomes `_TooDeep`. ValueError if `text` is not one array of JSON values."""
+    decoder = json.JSONDecoder(parse_int=_json_int)
+    position = _JSON_SPACE_RE.match(text, 0).end()  # type: ignore[union-attr]
+    if not text.startswith("[", position):
+        raise ValueError("not an array")
+    items: list[Any] = []
+    position = _JSON_SPACE_RE.match(text, position + 1).end()  # type: ignore[union-attr]
+    if text.startswith("]", position):
+        position += 1
+    else:
+        while True:
+            try:
+                item, position = decoder.raw_decode(text, position)
+            except RecursionError:
+                item, position = _TooDeep(), _end_of_value(text, position)
+            items.append(item)
+            position = _JSON_SPACE_RE.match(text, position).end()  # type: ignore[union-attr]
+            if text.startswith(",", position):
+                position = _JSON_SPACE_RE.match(text, position + 1).end()  # type: ignore[union-attr]
+                continue
+            if text.startswith("]", position):
+                position += 1
+                break
+            raise ValueError(f"expected ',' or ']' at {position}")
+    if text[position:].strip(" \t\n\r"):
+        raise ValueError(f"extra data at {position}")
+    return items
+
+
+def _end_of_value(text: str, start: int) -> int:
+    """Where the array or object at `start` ends, its brackets matched with a list (no
+    recursion). ValueError if they do not match."""
+    if not text.startswith(("[", "{"), start):
+        raise ValueError(f"expected an array or object at {start}")
+    closing = {"[": "]", "{": "}"}
+    expected: list[str] = []
+    for token in _JSON_BRACKET_RE.finditer(text, start):
+        bracket = token.group()
+        if bracket in closing:
+            expected.append(closing[bracket])
+        elif bracket in "]}":
+            if not expected or expected.pop() != bracket:
+                raise ValueError(f"unbalanced {bracket!r} at {token.start()}")
+            if not expected:
+                return token.end()
+    raise ValueError("the JSON ends inside an array or object")
+
+
+def _json_int(text: str) -> int | str:
+    """A JSON integer; one too long to be a count stays text (Python refuses to convert
+    more than 4300 digits, which would fail the whole body for one item)."""
+    return int(text) if len(text) <= 18 else text
 
 
 def _error_message(data: Mapping[str, Any]) -> str | None:
@@ -216,6 +307,8 @@ def _error_answer(
 
 def _paper(item: Any, *, day: date | None, source: str) -> tuple[Paper | None, str]:
     """One item as a `Paper`, or None and why it cannot be one."""
+    if isinstance(item, _TooDeep):
+        return None, "nested too deeply to read"
     if not isinstance(item, Mapping):
         return None, f"not an object but {type(item).__name__}"
     inner = item.get("paper")
@@ -266,11 +359,23 @@ def _paper(item: Any, *, day: date | None, source: str) -> tuple[Paper | None, s
     )
 
 
+def _item_label(item: Any) -> str:
+    """The item's paper id, for a problem's description ("" when it has none)."""
+    try:
+        inner = item.get("paper") if isinstance(item, Mapping) else None
+        raw = inner.get("id") if isinstance(inner, Mapping) else None
+    except Exception:  # an item odd enough to fail here is described without its id
+        return ""
+    return clean_text(_collapse(raw))[:60] if isinstance(raw, str) else ""
+
+
 def _arxiv_id(text: str) -> str | None:
     """The version-less arXiv id if `text` is exactly one (with or without a version)."""
     text = text.strip()
     try:
         found, version = split_arxiv_id(text)
+    except ArxivVersionError:
+        raise  # the item is left out: its version is absurd
     except ValueError:
         return None
     exact = found if version is None else f"{found}v{version}"
@@ -292,18 +397,20 @@ def _count(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return value if 0 <= value <= MAX_VERSION else None
+    if isinstance(value, float) and value.is_integer() and 0 <= value <= MAX_VERSION:
         return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+    text = value.strip() if isinstance(value, str) else ""
+    if text.isascii() and text.isdigit() and len(text) <= 10 and int(text) <= MAX_VERSION:
+        return int(text)
     return None
 
 
 def _url(value: Any) -> str | None:
-    if isinstance(value, str) and value.strip().startswith(("https://", "http://")):
-        return value.strip()
-    return None
+    url = web_url(value)
+    if value and url is None:
+        log.warning("dropped the link %r: not an http(s) URL", str(value)[:80])
+    return url
 
 
 def _authors(value: Any) -> tuple[str, ...]:
@@ -350,6 +457,8 @@ def _utc_date(value: Any) -> date | None:
     try:
         moment = datetime.fromisoformat(value.strip())
     except ValueError:
+        return None
+    if not plausible_year(moment.year):  # year 1 overflows the conversion to UTC
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
@@ -425,8 +534,14 @@ class HuggingFaceSource(Source):
     async def fetch_day(self, http: PoliteFetcher, day: date | None) -> ParsedFeed:
         url = self.url if day is None else self.day_url(day)
         fetched = await http.get(url, FetchState(), source=self.name)
-        return parse_daily_papers(
-            fetched.body or b"", day=day, source=self.name, url=url, status=fetched.status
+        # In a thread: a large body parses for a while, and the web app keeps answering.
+        return await asyncio.to_thread(
+            parse_daily_papers,
+            fetched.body or b"",
+            day=day,
+            source=self.name,
+            url=url,
+            status=fetched.status,
         )
 
     async def harvest(self, http: Any, state: FetchState, *, now: datetime) -> Harvest:

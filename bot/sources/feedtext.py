@@ -1,0 +1,288 @@
+"""What every source's parser shares to survive hostile input: one bad item never stops a poll.
+
+Pure: no network, no clock, no files.
+
+- `clean_body(body)`: an XML body made safe to hand to feedparser. A numeric character
+  reference that names no XML character (`&#0;`, `&#99999999999;`, a surrogate) and a raw
+  control byte XML forbids (NUL ...) make the whole document ill-formed: feedparser then
+  falls back to its loose parser, which raises OverflowError for the document (so every
+  item was lost for one item's title). Such references become U+FFFD, such bytes are
+  dropped, and the other items survive. It also cuts runs of more than `MAX_EMAIL_RUN`
+  e-mail-like characters inside author-type elements (`author`, `dc:creator`,
+  `managingEditor`, `webMaster`, `dc:publisher`): feedparser looks for an e-mail address in
+  their text with a regex that is quadratic in such a run (0.3 s at 10,000 characters,
+  about 30 s at 100,000), and no option turns it off. No real name holds such a run.
+- `read_feed(body, ...)`: feedparser's reading of the cleaned body; whatever feedparser
+  raises becomes a FeedFormatError (a refusal with a message, never a crash). A body that is
+  not well-formed XML comes back as feedparser reports it (bozo, the SAX error, no version)
+  without feedparser's second, loose reading, which is superlinear on unclosed tags and
+  whose result every parser here refuses.
+- `clean_text(text)`: NUL removed (PostgreSQL refuses it in text) and lone surrogates
+  replaced by U+FFFD (no database encodes them).
+- `web_url(value)`: the value if it is an http(s) URL, else None: only those become links.
+- `checked(paper)`: a parsed paper ready to store: every text field cleaned, links http(s)
+  only, counts and dates in range, or ValueError (a version no database integer holds,
+  an id or announce type too long to store): the item is then left out.
+- `left_out(exc)`: how an unexpected exception from one item is described in
+  `ParsedFeed.problems`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import re
+import xml.sax
+import xml.sax.handler
+import xml.sax.xmlreader
+from dataclasses import replace
+from datetime import date
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+import feedparser
+from feedparser.encodings import convert_to_utf8
+from feedparser.sanitizer import replace_doctype
+
+from bot.errors import FeedFormatError
+from bot.models import MAX_ID_LENGTH, MAX_VERSION, Paper
+
+log = logging.getLogger(__name__)
+
+MAX_URL_LENGTH = 2048  # longer "links" are never kept (and never searched for ids)
+MAX_EMAIL_RUN = 256
+MAX_ANNOUNCE_TYPE = 16  # the database column's length
+MAX_COUNT = MAX_VERSION  # upvotes, comments, stars: what the database integer holds
+# Dates outside these years are read as missing (year 1 overflows a time-zone conversion).
+MIN_YEAR, MAX_YEAR = 1900, 2999
+
+_CONTROL_BYTES = bytes(c for c in range(32) if c not in (9, 10, 13))
+_CHAR_REF_RE = re.compile(rb"&#(?:x([0-9A-Fa-f]+)|([0-9]+));")
+_REPLACEMENT_REF = b"&#xFFFD;"
+# An author-type element's start tag and its text (up to the next tag; CDATA opened).
+_AUTHOR_TEXT_RE = re.compile(
+    rb"<(?:[A-Za-z_][\w.-]{0,40}:)?(?:author|creator|managingeditor|webmaster|publisher)"
+    rb"(?:\s[^<>]*)?>(?:<!\[CDATA\[)?([^<\]]*)",
+    re.IGNORECASE,
+)
+# A run of what feedparser's author e-mail regex scans: characters and entity references
+# (which the XML parser decodes into characters), started only where a run starts.
+_RUN_TOKEN = rb"(?:[A-Za-z0-9_.+\-]|&#?[0-9A-Za-z]{1,8};)"
+_RUN_RE = re.compile(rb"(?<![A-Za-z0-9_.+\-])" + _RUN_TOKEN + rb"{%d,}" % (MAX_EMAIL_RUN + 1))
+_RUN_HEAD_RE = re.compile(_RUN_TOKEN + rb"{%d}" % MAX_EMAIL_RUN)
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def clean_body(body: bytes) -> bytes:
+    """The body with what would make feedparser lose the whole document neutralised (see
+    the module's docstring). A UTF-16 or UTF-32 body is left as it is."""
+    head = body[:4]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head:
+        return body
+    cleaned = body.translate(None, _CONTROL_BYTES)
+    if b"&#" in cleaned:
+        cleaned = _CHAR_REF_RE.sub(_char_ref, cleaned)
+    return _AUTHOR_TEXT_RE.sub(_cut_runs, cleaned)
+
+
+def _char_ref(match: re.Match[bytes]) -> bytes:
+    hex_digits, digits = match.group(1), match.group(2)
+    text = (hex_digits or digits).lstrip(b"0") or b"0"
+    if len(text) > 8:
+        return _REPLACEMENT_REF
+    value = int(text, 16 if hex_digits else 10)
+    valid = (
+        value in (0x9, 0xA, 0xD)
+        or 0x20 <= value <= 0xD7FF
+        or 0xE000 <= value <= 0xFFFD
+        or 0x10000 <= value <= 0x10FFFF
+    )
+    return match.group(0) if valid else _REPLACEMENT_REF
+
+
+def _cut_runs(match: re.Match[bytes]) -> bytes:
+    whole, text = match.group(0), match.group(1)
+    if len(text) <= MAX_EMAIL_RUN:
+        return whole
+    cut = _RUN_RE.sub(lambda run: _RUN_HEAD_RE.match(run.group(0)).group(0), text)  # type: ignore[union-attr]
+    return whole[: match.start(1) - match.start(0)] + cut
+
+
+# arXiv text is ASCII with TeX: feedparser's HTML sanitizer reads `$1<p<2$` as a tag and
+# rewrites it to `$1<p><2$`, and URI resolution would touch the text too. Off, the fields
+# come out as the XML text with entities decoded once (`&amp;` -> `&`, `&lt;` -> `<`).
+FEEDPARSER_OPTIONS: dict[str, Any] = {"sanitize_html": False, "resolve_relative_uris": False}
+
+
+def read_feed(body: bytes, *, where: str, source: str = "", url: str = "") -> Any:
+    """feedparser's reading of `clean_body(body)` (a stream, never the bytes themselves:
+    feedparser treats a bytes/str argument that names an existing file or a URL as
+    something to open). Whatever feedparser raises is a FeedFormatError."""
+    cleaned = clean_body(body)
+    try:
+        problem = _not_well_formed(cleaned)
+        if problem is not None:
+            # feedparser would now read it again with its loose parser, superlinear in how
+            # deep unclosed tags nest (1.2 s for 160 KB of `<a`), for a result every parser
+            # here refuses: ill-formed XML is a truncated download or not a feed.
+            return feedparser.FeedParserDict(
+                bozo=1,
+                bozo_exception=problem,
+                entries=[],
+                feed=feedparser.FeedParserDict(),
+                headers={},
+                version="",
+            )
+        return feedparser.parse(io.BytesIO(cleaned), **FEEDPARSER_OPTIONS)
+    except Exception as exc:  # feedparser's own failures, whatever their type
+        log.warning("%s: feedparser failed", where, exc_info=True)
+        raise FeedFormatError(
+            f"{where}: the feed could not be read ({left_out(exc)})",
+            source=source,
+            url=url,
+            hint="the next poll will download it again; if this persists, the feed is broken",
+        ) from None
+
+
+class _FatalOnly:
+    """Like feedparser's strict parser: only a fatal error stops the reading (typeshed says
+    `error` must raise; feedparser's does not, so neither does this one)."""
+
+    def error(self, exception: BaseException) -> None:
+        pass
+
+    def warning(self, exception: BaseException) -> None:
+        pass
+
+    def fatalError(self, exception: BaseException) -> None:  # SAX names it so
+        raise exception
+
+
+def _not_well_formed(body: bytes) -> xml.sax.SAXException | None:
+    """Why feedparser's strict parser would refuse `body` (None: it would not), read as it
+    reads it: converted to UTF-8, the DOCTYPE replaced, namespaces on, no external entity."""
+    result: dict[str, Any] = {"headers": {}}
+    data = convert_to_utf8({}, body, result)
+    if not result.get("encoding"):
+        return None  # feedparser goes straight to its loose parser: let it
+    _, data, _ = replace_doctype(data)
+    parser = xml.sax.make_parser()
+    parser.setFeature(xml.sax.handler.feature_namespaces, 1)
+    with contextlib.suppress(xml.sax.SAXNotSupportedException):
+        parser.setFeature(xml.sax.handler.feature_external_ges, 0)
+    parser.setContentHandler(xml.sax.handler.ContentHandler())
+    parser.setErrorHandler(cast(Any, _FatalOnly()))
+    source = xml.sax.xmlreader.InputSource()
+    source.setByteStream(io.BytesIO(data))
+    try:
+        parser.parse(source)
+    except xml.sax.SAXException as exc:
+        return exc
+    return None
+
+
+def clean_text(text: str) -> str:
+    """`text` without NUL and with lone surrogates replaced: storable in any database."""
+    if text.isascii():
+        return text.replace("\x00", "") if "\x00" in text else text
+    return _SURROGATE_RE.sub("\ufffd", text.replace("\x00", ""))
+
+
+def web_url(value: object) -> str | None:
+    """`value` if it is an http:// or https:// URL with a host (and no spaces or control
+    characters), else None."""
+    if not isinstance(value, str):
+        return None
+    url = value.strip()
+    if not url or len(url) > MAX_URL_LENGTH or not url.isprintable() or " " in url:
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return None
+    return url
+
+
+def checked(paper: Paper, *, where: str = "") -> Paper:
+    """`paper` ready to store (see the module's docstring); ValueError if it cannot be."""
+    if not 1 <= paper.version <= MAX_VERSION:
+        shown = str(paper.version) if paper.version < 10**12 else f"{str(paper.version)[:12]}…"
+        raise ValueError(f"{paper.id[:60]}: version {shown} is out of range (1..{MAX_VERSION})")
+    key = clean_text(paper.id).strip()
+    if not key or len(key) > MAX_ID_LENGTH:
+        raise ValueError(f"the id {key[:60]!r}… is too long to store")
+    announce_type = clean_text(paper.announce_type)
+    if len(announce_type) > MAX_ANNOUNCE_TYPE:
+        raise ValueError(f"{key}: announce type {announce_type[:20]!r}… is not one arXiv uses")
+    links: dict[str, str | None] = {}
+    for name in ("link", "github"):
+        value = getattr(paper, name)
+        kept = web_url(value)
+        if value is not None and kept is None:
+            log.warning(
+                "%s: %s: dropped the %s %r: not an http(s) URL",
+                where or paper.source or "source",
+                key,
+                name,
+                str(value)[:80],
+            )
+        links[name] = kept
+    return replace(
+        paper,
+        id=key,
+        title=clean_text(paper.title),
+        abstract=clean_text(paper.abstract),
+        authors=_texts(paper.authors),
+        categories=_texts(paper.categories),
+        announce_type=announce_type,
+        announced=_plausible(paper.announced),
+        first_announced=_plausible(paper.first_announced),
+        hf_day=_plausible(paper.hf_day),
+        dois=tuple(doi for doi in _texts(paper.dois) if len(doi) <= MAX_ID_LENGTH - 4),
+        journal_ref=_optional(paper.journal_ref),
+        license=_optional(paper.license),
+        source=clean_text(paper.source),
+        first_type=_optional(paper.first_type),
+        sources=_texts(paper.sources),
+        upvotes=_in_range(paper.upvotes),
+        hf_rank=_in_range(paper.hf_rank),
+        comments=_in_range(paper.comments),
+        keywords=_texts(paper.keywords),
+        ai_summary=_optional(paper.ai_summary),
+        github_stars=_in_range(paper.github_stars),
+        organization=_optional(paper.organization),
+        link=links["link"],
+        github=links["github"],
+    )
+
+
+def plausible_year(year: int) -> bool:
+    return MIN_YEAR <= year <= MAX_YEAR
+
+
+def left_out(exc: BaseException) -> str:
+    """One item's unexpected failure, for `ParsedFeed.problems` (one line, bounded)."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, ValueError) and text:  # our own checks say what is wrong
+        return text[:200]
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
+
+
+def _texts(values: tuple[str, ...]) -> tuple[str, ...]:
+    cleaned = (clean_text(value) for value in values)
+    return tuple(value for value in cleaned if value)
+
+
+def _optional(value: str | None) -> str | None:
+    return clean_text(value) or None if value is not None else None
+
+
+def _in_range(value: int | None) -> int | None:
+    return value if value is not None and 0 <= value <= MAX_COUNT else None
+
+
+def _plausible(day: date | None) -> date | None:
+    return day if day is not None and plausible_year(day.year) else None
