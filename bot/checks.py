@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
+from urllib.parse import urlsplit
 
 CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 # A plausible single addr-spec: dot-atom local part, dotted ASCII domain. Deliberately
@@ -95,3 +97,27 @@ def redact_url(url: str) -> str:
         user = creds.split(":", 1)[0]
         return f"{scheme}://{user}:***@{host}" if ":" in creds else url
     return url
+
+
+MAX_URL_LENGTH = 2048  # longer is no link anyone follows (and no browser shares it)
+# Characters no plain URL holds raw; a backslash is a slash to browsers (`https:\\evil`).
+_NOT_IN_URLS = frozenset('\\"<>`')
+
+
+def is_web_url(url: str) -> bool:
+    """Whether `url` may become a link anywhere (a stored paper, an email, Slack, a page):
+    http or https, a host, no credentials, no space or control or invisible character, at
+    most MAX_URL_LENGTH characters. `javascript:`, `data:` and the rest never may."""
+    if not url or len(url) > MAX_URL_LENGTH or not url.isprintable():
+        return False  # isprintable: no control, format (bidi), separator or unassigned char
+    if any(c in _NOT_IN_URLS or unicodedata.category(c)[0] in "CZ" for c in url):
+        return False
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises on a port that is not a number
+    except ValueError:
+        return False
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not url.lower().startswith(scheme + "://"):
+        return False
+    return bool(parts.hostname) and "@" not in parts.netloc

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -25,6 +24,7 @@ from urllib.parse import urlsplit
 
 from itsdangerous import BadSignature, SignatureExpired, TimestampSigner, URLSafeTimedSerializer
 
+from bot.checks import is_web_url
 from bot.models import Subscriber
 
 __all__ = [
@@ -49,39 +49,17 @@ MIN_SECRET = 32
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
-MAX_URL = 2048  # longer is no link anyone follows (and no browser shares it)
-# Characters no plain URL holds raw; a backslash is a slash to browsers (`https:\\evil`).
-_NOT_IN_URLS = frozenset('\\"<>`')
-
-
 def web_url(url: str | None, *, what: str = "a link") -> str | None:
     """`url` if it may become a link: http or https, a host, no credentials, no space or
-    control or invisible character, at most MAX_URL characters. Otherwise None (logged:
+    control or invisible character, at most MAX_URL_LENGTH characters. Otherwise None (logged:
     `what` says whose link it was); an empty `url` is None without a word."""
     if not url:
         return None
     candidate = url.strip(" \t\r\n")
-    if _plain_web_url(candidate):
+    if is_web_url(candidate):
         return candidate
     log.warning("%s is left out: not a plain http(s) URL: %r", what, url[:200])
     return None
-
-
-def _plain_web_url(url: str) -> bool:
-    if not url or len(url) > MAX_URL or not url.isprintable():
-        return False  # isprintable: no control, format (bidi), separator or unassigned char
-    if any(c in _NOT_IN_URLS or unicodedata.category(c)[0] in "CZ" for c in url):
-        return False
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 -- raises on a port that is not a number
-    except ValueError:
-        return False
-    if parts.scheme.lower() not in ("http", "https") or not url.lower().startswith(
-        parts.scheme.lower() + "://"
-    ):
-        return False
-    return bool(parts.hostname) and "@" not in parts.netloc
 
 
 def check_public_url(url: str) -> str:

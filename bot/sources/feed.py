@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.checks import canonical_category
+from bot.checks import MAX_URL_LENGTH, canonical_category
 from bot.errors import FeedFormatError
 from bot.merge import FEED
 from bot.models import (
@@ -53,7 +53,6 @@ from bot.sources.arxiv import _DESCRIPTION_RE as _ANNOUNCE_RE
 from bot.sources.arxiv import _abstract as arxiv_abstract
 from bot.sources.arxiv import _describe, _status_prefix, split_authors
 from bot.sources.feedtext import (
-    MAX_URL_LENGTH,
     checked,
     clean_text,
     left_out,

@@ -39,18 +39,17 @@ import xml.sax.xmlreader
 from dataclasses import replace
 from datetime import date
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 import feedparser
 from feedparser.encodings import convert_to_utf8
 from feedparser.sanitizer import replace_doctype
 
+from bot.checks import is_web_url
 from bot.errors import FeedFormatError
 from bot.models import MAX_ID_LENGTH, MAX_VERSION, Paper
 
 log = logging.getLogger(__name__)
 
-MAX_URL_LENGTH = 2048  # longer "links" are never kept (and never searched for ids)
 MAX_EMAIL_RUN = 256
 MAX_ANNOUNCE_TYPE = 16  # the database column's length
 MAX_COUNT = MAX_VERSION  # upvotes, comments, stars: what the database integer holds
@@ -190,20 +189,11 @@ def clean_text(text: str) -> str:
 
 
 def web_url(value: object) -> str | None:
-    """`value` if it is an http:// or https:// URL with a host (and no spaces or control
-    characters), else None."""
+    """`value` if it may be a paper's link (`bot.checks.is_web_url`), else None."""
     if not isinstance(value, str):
         return None
     url = value.strip()
-    if not url or len(url) > MAX_URL_LENGTH or not url.isprintable() or " " in url:
-        return None
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        return None
-    return url
+    return url if is_web_url(url) else None
 
 
 def checked(paper: Paper, *, where: str = "") -> Paper:
