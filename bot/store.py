@@ -1222,25 +1222,26 @@ class Store:
         """Part of a digest was accepted (a Slack summary and some of its thread): remember
         how far, at once, so a retry does not post those messages again, and extend the
         lease of `owner`. False if the lease was lost (another worker took the record)."""
-        try:
-            with self.session() as session:
-                result = session.execute(
-                    update(OutboxRow)
-                    .where(
-                        col(OutboxRow.id) == outbox_id,
-                        col(OutboxRow.lease_owner) == owner,
-                        col(OutboxRow.status) == "pending",
-                    )
-                    .values(progress=progress, lease_until=lease_until)
-                )
-                session.commit()
-                return bool(result.rowcount)  # type: ignore[attr-defined]
-        except SQLAlchemyError as exc:
-            raise StoreError(f"cannot record the delivery: {_first_line(exc)}") from None
+        return self._update_held(
+            outbox_id, owner, "delivery", progress=progress, lease_until=lease_until
+        )
 
     def mark_retry(self, outbox_id: int, *, owner: str, error: str, next_attempt: datetime) -> bool:
         """A transient failure: count it, release the lease, try again at `next_attempt`.
         False (nothing written) if `owner` lost the lease: the record is another worker's."""
+        return self._update_held(
+            outbox_id,
+            owner,
+            "failure",
+            attempts=OutboxRow.attempts + 1,
+            last_error=error,
+            next_attempt=next_attempt,
+            lease_owner=None,
+            lease_until=None,
+        )
+
+    def _update_held(self, outbox_id: int, owner: str, what: str, **values: Any) -> bool:
+        """Write `values` to a pending record `owner` holds; False if it holds it no more."""
         try:
             with self.session() as session:
                 result = session.execute(
@@ -1250,18 +1251,12 @@ class Store:
                         col(OutboxRow.lease_owner) == owner,
                         col(OutboxRow.status) == "pending",
                     )
-                    .values(
-                        attempts=OutboxRow.attempts + 1,
-                        last_error=error,
-                        next_attempt=next_attempt,
-                        lease_owner=None,
-                        lease_until=None,
-                    )
+                    .values(**values)
                 )
                 session.commit()
                 return bool(result.rowcount)  # type: ignore[attr-defined]
         except SQLAlchemyError as exc:
-            raise StoreError(f"cannot record the failure: {_first_line(exc)}") from None
+            raise StoreError(f"cannot record the {what}: {_first_line(exc)}") from None
 
     def mark_failed(
         self, outbox_id: int, *, owner: str, error: str, sent: Iterable[str] = ()
