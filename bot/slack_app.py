@@ -190,21 +190,24 @@ class RequestChecker:
         )
         if not hmac.compare_digest(expected.encode(), signature.encode("utf-8", "replace")):
             return "bad signature"
-        if not self._first_time(signature, now):
+        # Remembered until its timestamp goes stale, not until 5 minutes after it came: a
+        # timestamp ahead of our clock would otherwise be accepted again in between.
+        if not self._first_time(signature, now, max(now, float(int(stamp)))):
             return "replayed request"
         return None
 
-    def _first_time(self, signature: str, now: float) -> bool:
+    def _first_time(self, signature: str, now: float, until: float) -> bool:
         if self.store is not None:
             return self.store.first_slack_request(
                 signature,
                 now=datetime.fromtimestamp(now, UTC),
+                stamp=datetime.fromtimestamp(until, UTC),
                 window=timedelta(seconds=REQUEST_WINDOW),
             )
         self._seen = {s: t for s, t in self._seen.items() if now - t <= REQUEST_WINDOW}
         if signature in self._seen:
             return False
-        self._seen[signature] = now
+        self._seen[signature] = until
         return True
 
 

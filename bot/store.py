@@ -234,7 +234,7 @@ class SlackRequestRow(SQLModel, table=True):
     __tablename__ = "slack_request"
 
     signature: str = Field(primary_key=True, max_length=128)
-    seen: datetime = Field(index=True)
+    seen: datetime = Field(index=True)  # the later of when it came and its timestamp
 
 
 class RuleCountRow(SQLModel, table=True):
@@ -658,13 +658,16 @@ class Store:
 
     # -- Slack requests ---------------------------------------------------------------------
 
-    def first_slack_request(self, signature: str, *, now: datetime, window: timedelta) -> bool:
+    def first_slack_request(
+        self, signature: str, *, now: datetime, window: timedelta, stamp: datetime | None = None
+    ) -> bool:
         """Record a signed Slack request as seen: True the first time, False for a replay
-        (also one seen by another process). Entries older than `window` are pruned."""
+        (also one seen by another process). It is kept while it could still be accepted:
+        until `window` after the later of `now` and its timestamp `stamp`."""
         with self.session() as session:
             session.execute(delete(SlackRequestRow).where(col(SlackRequestRow.seen) < now - window))
             session.commit()
-            session.add(SlackRequestRow(signature=signature, seen=now))
+            session.add(SlackRequestRow(signature=signature, seen=max(now, stamp or now)))
             try:
                 session.commit()
             except IntegrityError:  # the primary key: seen before, here or elsewhere

@@ -321,6 +321,31 @@ def test_the_replay_cache_is_shared_and_pruned(store: Store, database_url: str) 
         assert store.first_slack_request("v0=aa", now=later, window=window)
 
 
+@pytest.mark.parametrize("with_store", [False, True], ids=["in memory", "database"])
+def test_a_timestamp_ahead_of_our_clock_is_remembered_until_it_goes_stale(
+    with_store: bool, database_url: str
+) -> None:
+    """Kept 5 minutes after it came, a request stamped 250 s ahead was accepted again at
+    301 s while its timestamp was still within the window (found in review)."""
+    start = 1_732_795_200.0
+    clock = [start]
+    store = Store.open(database_url) if with_store else None
+    try:
+        checker = RequestChecker(SECRET, now=lambda: clock[0], store=store)
+        ahead = signed(b"text=help", at=start + 250)
+        assert checker.check(b"text=help", ahead) is None
+        for later in (1, 301, 549):
+            clock[0] = start + later
+            assert checker.check(b"text=help", ahead) == "replayed request", later
+        clock[0] = start + 551
+        assert checker.check(b"text=help", ahead) == (
+            "stale request (timestamp more than 5 minutes away)"
+        )
+    finally:
+        if store is not None:
+            store.close()
+
+
 def test_the_checker_refuses_without_raising() -> None:
     checker = RequestChecker(SECRET, now=lambda: 1_732_795_200.0)
     good = signed(b"text=help", at=1_732_795_200)

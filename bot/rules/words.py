@@ -72,7 +72,7 @@ _IRREGULAR = {
 _NOT_PLURAL = frozenset({"does", "lens", "news", "plus", "series", "species", "thus"})
 _SINGULAR_ENDINGS = ("ss", "sis", "xis")  # loss, class, analysis, basis, axis
 # corpus, status, virus, famous: a vowel before "us"; but GPUs, CPUs, GRUs are plurals.
-_SINGULAR_US = re.compile(r".*[aeiouy].*us")
+_VOWELS = frozenset("aeiouy")
 # (pattern, replacement, shortest word it applies to); the first that applies wins.
 _PLURAL_RULES: tuple[tuple[re.Pattern[str], str, int], ...] = tuple(
     (re.compile(pattern), replacement, shortest)
@@ -115,10 +115,16 @@ def _tex_letter(match: re.Match[str]) -> str:
     return _TEX_LETTER_NAMES.get(name.lower(), name)
 
 
+def _singular_us(word: str) -> bool:
+    """Whether `word` ends in "us" after a vowel (status, not GPUs). Not a regex: a
+    backtracking `.*[aeiouy].*us` is quadratic on a long word from a feed."""
+    return word.endswith("us") and not _VOWELS.isdisjoint(word[:-2])
+
+
 def _singular(word: str) -> str:
     if len(word) < 4 or word[-1] != "s" or word in _NOT_PLURAL:
         return word
-    if word.endswith(_SINGULAR_ENDINGS) or _SINGULAR_US.fullmatch(word):
+    if word.endswith(_SINGULAR_ENDINGS) or _singular_us(word):
         return word
     for pattern, replacement, shortest in _PLURAL_RULES:
         if len(word) >= shortest:

@@ -216,8 +216,10 @@ class _TooDeep:
 
 
 _JSON_SPACE_RE = re.compile(r"[ \t\n\r]*")
-# A JSON string (skipped whole: brackets inside it do not count), or a bracket.
-_JSON_BRACKET_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+# A JSON string (skipped whole: brackets inside it do not count), or a bracket. A string
+# never closed matches to the end (`closed` unset) instead of failing: a failed match would
+# be retried from every later quote, quadratic on `"\\"\\"\\"…`.
+_JSON_BRACKET_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?P<closed>")?|[\[\]{}]')
 
 
 def _items_one_by_one(text: str) -> list[Any]:
@@ -260,6 +262,10 @@ def _end_of_value(text: str, start: int) -> int:
     expected: list[str] = []
     for token in _JSON_BRACKET_RE.finditer(text, start):
         bracket = token.group()
+        if bracket.startswith('"'):
+            if token.group("closed") is None:
+                raise ValueError(f"a string that never ends at {token.start()}")
+            continue
         if bracket in closing:
             expected.append(closing[bracket])
         elif bracket in "]}":
