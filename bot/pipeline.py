@@ -23,6 +23,7 @@ from bot.digest import RuleMatches, build_digest, count_matches, match_rules, no
 from bot.errors import ConfigError, PaperbellError, RuleError, SourceError
 from bot.models import Digest, Paper, Subscriber, target_label, version_key
 from bot.outbox import Channels, RetryPolicy, drain
+from bot.redact import redact_shapes
 from bot.render.email import DigestLinks, EmailSettings, build_message
 from bot.render.slack import build_posts
 from bot.rules import Rule, parse_rule
@@ -128,6 +129,7 @@ async def poll_source(source: Source, store: Store, fetcher: Any, *, now: dateti
     except Exception as exc:  # a bug reading this source must not stop the others
         message = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
         log.exception("source %s: failed unexpectedly: %s", source.name, message)
+    message = redact_shapes(message)  # `status` shows it: no password from a source's url
     try:
         store.record_poll(source.name, url=url, now=now, result="error", error=message)
     except Exception as exc:  # the database is down: the poll's outcome is only logged
@@ -519,6 +521,9 @@ def refresh_rule_counts(
         return len(stale)
     except PaperbellError as exc:
         log.warning("rule counts not refreshed: %s", exc)
+        return 0
+    except Exception:  # the manage page's figures must never cost anyone their digest
+        log.exception("rule counts not refreshed")
         return 0
 
 

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     from bot.config import Config
 
-__all__ = ["MASK", "SecretFilter", "config_secrets"]
+__all__ = ["MASK", "SecretFilter", "config_secrets", "redact_shapes"]
 
 MASK = "***"
 MIN_SECRET = 4  # shorter values would mask ordinary words (and are no secret anyway)
@@ -70,6 +70,12 @@ class SecretFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = self.redact(record.stack_info)
         return True
+
+
+def redact_shapes(text: str) -> str:
+    """`text` with the well-known shapes of secrets masked (a URL's password, a Slack
+    webhook or token): for what is stored and shown later, such as a poll's error."""
+    return SecretFilter().redact(text)
 
 
 def config_secrets(config: Config) -> list[str]:

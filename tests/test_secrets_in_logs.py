@@ -140,3 +140,26 @@ def test_the_configs_secrets_are_masked_in_messages_arguments_and_tracebacks() -
     formatted = logging.Formatter().format(record)
     assert "s3cr3t" not in formatted and SMTP_PASSWORD not in formatted
     assert "posting to *** failed" in formatted
+
+
+def test_a_failed_poll_stores_and_shows_no_password_from_the_source_url(tmp_path: Path) -> None:
+    """`status` printed `could not fetch http://user:PASSWORD@…` from the stored error (found
+    in review); the logs were already masked."""
+    from commands import run
+    from servers import feed_server
+
+    with feed_server() as server:  # no route: every answer is a 404 naming the url
+        url = server.url("/feed.xml").replace("http://", "http://reader:hunter2secret@")
+        config = tmp_path / "config.toml"
+        config.write_text(
+            'version = 1\n[database]\nurl = "sqlite:///{db}"\n'
+            '[[sources]]\nkind = "feed"\nname = "journal"\nurl = "{url}"\n'.format(
+                db=tmp_path / "paperbell.sqlite", url=url
+            )
+        )
+        polled = run("-vv", "poll", "-c", str(config), cwd=tmp_path)
+    status = run("status", "-c", str(config), cwd=tmp_path)
+    assert polled.returncode == 1 and "HTTP 404" in polled.stdout + polled.stderr
+    assert "HTTP 404" in status.stdout, status.stdout
+    for output in (polled.stdout, polled.stderr, status.stdout, status.stderr):
+        assert "hunter2secret" not in output

@@ -20,7 +20,6 @@ __all__ = ["Segment", "tex_math", "unicode_math"]
 
 _WHITESPACE = re.compile(r"\s+")
 _LEADING_WS = re.compile(r"^\s*")
-_TRAILING_WS = re.compile(r"\s*$")
 
 
 def tidy(text: str) -> str:
@@ -67,8 +66,8 @@ def tidy_segments(segments: Iterable[Segment]) -> list[Segment]:
             continue
         lead = _LEADING_WS.match(text)
         core_start = lead.end() if lead else 0
-        trail = _TRAILING_WS.search(text, core_start)
-        core_end = trail.start() if trail else len(text)
+        # rstrip, not `\s*$`: that search is quadratic on a long run of spaces.
+        core_end = max(core_start, len(text.rstrip()))
         pieces.append((text[:core_start], False))
         pieces.append((text[core_start:core_end], True))
         pieces.append((text[core_end:], False))
