@@ -10,6 +10,14 @@ from pathlib import Path
 from typing import Any
 
 PAPERBELL = [sys.executable, "-c", "from bot.cli import main; main()"]
+# The same, with Python's own Ctrl-C handler put back first (an inherited "ignore SIGINT"
+# would otherwise stay: Python keeps it, and so would the command).
+INTERRUPTIBLE = [
+    sys.executable,
+    "-c",
+    "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from bot.cli import main; main()",
+]
 
 
 def clean_env() -> dict[str, str]:
@@ -25,9 +33,11 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def start(*args: str, **kwargs: Any) -> subprocess.Popen[str]:
-    """Start `paperbell ARGS` in the background, its output captured."""
+    """Start `paperbell ARGS` in the background, its output captured. Ctrl-C reaches it
+    even when the tests themselves were started with SIGINT ignored (a background job of a
+    shell without job control), as a user's terminal would deliver it."""
     return subprocess.Popen(
-        [*PAPERBELL, *args],
+        [*INTERRUPTIBLE, *args],
         env=clean_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
