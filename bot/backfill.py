@@ -73,9 +73,14 @@ async def backfill(
                 continue
             try:
                 papers = await source.backfill_day(fetcher, date.fromisoformat(part))
-            except SourceError as exc:
-                log.error("backfill %s %s: %s", source.name, part, exc)
-                report.errors.append(f"{part}: {exc}")
+            except Exception as exc:  # a SourceError, or a bug reading that day: not the rest
+                if isinstance(exc, SourceError):
+                    problem = str(exc)
+                    log.error("backfill %s %s: %s", source.name, part, problem)
+                else:
+                    problem = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+                    log.exception("backfill %s %s failed unexpectedly", source.name, part)
+                report.errors.append(f"{part}: {problem}")
                 advance(report, part, 0)
                 continue
             stored = tagged(papers, source)

@@ -228,3 +228,44 @@ def test_a_source_that_cannot_look_back_is_said_clearly(config_path: Path, tmp_p
     assert result.returncode == 1
     assert "none of the sources can look back" in result.stderr
     assert "a feed only holds its latest entries" in result.stderr
+
+
+def test_a_day_that_fails_in_any_way_is_reported_and_the_others_go_on(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A bug reading one day (not a SourceError) stopped the whole backfill."""
+    from bot.errors import SourceError
+    from bot.models import Paper
+    from bot.sources import Source
+
+    class Flaky(Source):
+        kind = "flaky"
+
+        async def backfill_day(self, http: object, day: date) -> list[Paper]:
+            if day.day == 2:
+                raise OverflowError("date value out of range")
+            if day.day == 3:
+                raise SourceError("HTTP 503")
+            return [
+                Paper(
+                    id=f"2601.0000{day.day}",
+                    version=1,
+                    title="A paper",
+                    abstract="",
+                    authors=(),
+                    categories=("cs.RO",),
+                    announced=day,
+                )
+            ]
+
+    parts = ["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"]
+    with Store.open(database_url) as store:
+        (report,) = asyncio.run(
+            backfill([(Flaky("flaky"), parts)], store, None, now=lambda: datetime.now(UTC))
+        )
+        assert report.done == 2 and report.papers == 2
+        assert report.errors == [
+            "2026-01-02: OverflowError: date value out of range",
+            "2026-01-03: HTTP 503",
+        ]
+        assert set(store.backfilled("flaky")) == {"2026-01-01", "2026-01-04"}
