@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from bot.errors import SourceError
+from bot.errors import SourceError, unexpected
 from bot.pipeline import tagged
 from bot.sources import Source
 from bot.store import Store
@@ -73,14 +73,14 @@ async def backfill(
                 continue
             try:
                 papers = await source.backfill_day(fetcher, date.fromisoformat(part))
-            except Exception as exc:  # a SourceError, or a bug reading that day: not the rest
-                if isinstance(exc, SourceError):
-                    problem = str(exc)
-                    log.error("backfill %s %s: %s", source.name, part, problem)
-                else:
-                    problem = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
-                    log.exception("backfill %s %s failed unexpectedly", source.name, part)
-                report.errors.append(f"{part}: {problem}")
+            except SourceError as exc:
+                log.error("backfill %s %s: %s", source.name, part, exc)
+                report.errors.append(f"{part}: {exc}")
+                advance(report, part, 0)
+                continue
+            except Exception as exc:  # a bug reading that day must not stop the others
+                log.exception("backfill %s %s failed unexpectedly", source.name, part)
+                report.errors.append(f"{part}: {unexpected(exc)}")
                 advance(report, part, 0)
                 continue
             stored = tagged(papers, source)

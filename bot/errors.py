@@ -99,3 +99,9 @@ def _unprintable(char: str) -> bool:
 
 
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def unexpected(exc: BaseException) -> str:
+    """An exception paperbell did not raise on purpose (a bug), as one line for `status`
+    and reports: its type and the start of its message, whitespace collapsed."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"

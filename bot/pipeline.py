@@ -20,7 +20,7 @@ from bot.channels.email import EmailChannel, FileChannel, SmtpSettings
 from bot.channels.slack import WEBHOOK_PREFIX, SlackChannel, SlackSettings, slack_delivery
 from bot.config import Config, EmailConfig
 from bot.digest import RuleMatches, build_digest, count_matches, match_rules, note_digest
-from bot.errors import ConfigError, PaperbellError, RuleError, SourceError
+from bot.errors import ConfigError, PaperbellError, RuleError, SourceError, unexpected
 from bot.models import Digest, Paper, Subscriber, target_label, version_key
 from bot.outbox import Channels, RetryPolicy, drain
 from bot.redact import redact_shapes
@@ -127,7 +127,7 @@ async def poll_source(source: Source, store: Store, fetcher: Any, *, now: dateti
         message = str(exc)
         log.error("source %s: %s", source.name, message)
     except Exception as exc:  # a bug reading this source must not stop the others
-        message = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        message = unexpected(exc)
         log.exception("source %s: failed unexpectedly: %s", source.name, message)
     message = redact_shapes(message)  # `status` shows it: no password from a source's url
     try:
