@@ -1,6 +1,6 @@
 """Benchmark: many subscribers' rules against one (or five) days of all of arXiv.
 
-Owns the figures behind `bot.matcher`'s targets. It builds N rules (default 100,000) from
+Owns the figures behind `bot.match.matcher`'s targets. It builds N rules (default 100,000) from
 the real vocabulary of the fixture feed (words and 2-3 word phrases of titles and abstracts,
 authors' surnames, categories), drawn from a Zipf-like distribution so popular rules repeat
 as they do among real subscribers; matches them against the real 1,504-paper listing of
@@ -9,7 +9,7 @@ same work done naively (every rule x every paper through `bot.rules.match`) on a
 checks that both agree; and prints PASS/MISS against the targets. Not part of the test suite.
 
     .venv/bin/python bench/match.py [--rules N] [--days D] [--naive-sample K] [--seed S]
-    .venv/bin/python bench/match.py --frequencies     # print bot.matcher's frequency table
+    .venv/bin/python bench/match.py --frequencies     # print bot.match.matcher's frequency table
 
 Deterministic: the same arguments build the same rules.
 """
@@ -37,10 +37,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import bot.matcher  # noqa: E402
-from bot.errors import RuleError  # noqa: E402
-from bot.matcher import Matcher, key_frequencies  # noqa: E402
-from bot.models import Paper  # noqa: E402
+import bot.match.matcher  # noqa: E402
+from bot.core.errors import RuleError  # noqa: E402
+from bot.core.models import Paper  # noqa: E402
+from bot.match.matcher import Matcher, key_frequencies  # noqa: E402
 from bot.rules import PaperText, Rule, analyze, match, parse_rule, tokenize  # noqa: E402
 from bot.sources.arxiv import parse_listing  # noqa: E402
 
@@ -322,7 +322,7 @@ def leaf_time(
     matcher: Matcher, papers: Sequence[Paper], texts: dict[str, PaperText]
 ) -> tuple[float, int, int]:
     """Time spent in bot.rules.leaf_hits during a match (a wrapped copy of the function)."""
-    original = bot.matcher.leaf_hits
+    original = bot.match.matcher.leaf_hits
     spent = [0.0, 0, 0]
 
     def timed_leaf_hits(leaf: Any, text: PaperText) -> Any:
@@ -333,11 +333,11 @@ def leaf_time(
         spent[2] += len(hits) if hits else 0
         return hits
 
-    bot.matcher.leaf_hits = timed_leaf_hits  # type: ignore[assignment]
+    bot.match.matcher.leaf_hits = timed_leaf_hits  # type: ignore[assignment]
     try:
         matcher.match(papers, texts=texts)
     finally:
-        bot.matcher.leaf_hits = original
+        bot.match.matcher.leaf_hits = original
     return spent[0], int(spent[1]), int(spent[2])
 
 
@@ -346,7 +346,7 @@ def verdict(ok: bool) -> str:
 
 
 def print_frequencies(papers: Sequence[Paper]) -> None:
-    """The `_COMMON_PERCENT` table of bot.matcher: keys in at least 5% of the papers."""
+    """The `_COMMON_PERCENT` table of bot.match.matcher: keys in at least 5% of the papers."""
     shares = key_frequencies(analyze(paper) for paper in papers)
     buckets: dict[int, list[str]] = {}
     for key, share in sorted(shares.items()):

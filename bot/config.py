@@ -7,6 +7,7 @@ database, the network or SMTP: it only checks and describes.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -16,6 +17,7 @@ from datetime import date, timedelta
 from email.utils import parseaddr
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -27,19 +29,19 @@ from pydantic import (
     model_validator,
 )
 
-from bot.calendar import ArxivCalendar, PollPolicy
-from bot.checks import canonical_category, check_address, check_header_text
-from bot.errors import ConfigError, RuleError
-from bot.links import MIN_SECRET, LinkSigner, check_public_url, max_ages
-from bot.models import INCLUDE_CHOICES, Subscriber
-from bot.rules import format_rule, parse_rule
-from bot.schedule import (
+from bot.core.calendar import ArxivCalendar, PollPolicy
+from bot.core.checks import canonical_category, check_address, check_header_text
+from bot.core.errors import ConfigError, RuleError
+from bot.core.links import MIN_SECRET, LinkSigner, check_public_url, max_ages
+from bot.core.models import INCLUDE_CHOICES, Subscriber
+from bot.core.schedule import (
     WEEKDAYS,
     Defaults,
     check_timezone,
     parse_time,
     parse_weekday,
 )
+from bot.rules import format_rule, parse_rule
 from bot.sources import (
     MAX_BODY_MB_LIMIT,
     MEGABYTE,
@@ -833,3 +835,16 @@ __all__ = [
     "subscriber_problems",
     "too_many_rules",
 ]
+
+
+def config_secrets(config: Config) -> list[str]:
+    """The secret values of a loaded config: the Slack tokens and signing secret, the SMTP
+    password, the web secret key, webhook URLs, the database URL's password."""
+    found: list[str | None] = [config.web.secret_key, *config.webhooks.values()]
+    if config.slack is not None:
+        found += [config.slack.bot_token, config.slack.app_token, config.slack.signing_secret]
+    if config.email is not None:
+        found.append(config.email.password)
+    with contextlib.suppress(ValueError):  # not a URL urlsplit reads: no password in it
+        found.append(urlsplit(config.database.url).password)
+    return [s for s in found if s]

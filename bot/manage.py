@@ -1,9 +1,10 @@
 """What the pages reached from every email do, as plain logic: who a signed link names, and
 unsubscribe, resume, rules, settings, address confirmation, sign-up, fresh links.
 
-No HTTP here (that is `bot.pages`); like `bot.slash` for Slack, a request comes in as plain
-values and an outcome goes out. Mail this module asks for (a confirmation, a fresh link) is
-queued in the outbox, so it is sent once and never lost; the caller drains the outbox.
+No HTTP here (that is `bot.web.pages`); like `bot.slack.commands` for Slack, a request
+comes in as plain values and an outcome goes out. Mail this module asks for (a
+confirmation, a fresh link) is queued in the outbox, so it is sent once and never lost; the
+caller drains the outbox.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from bot.channels import Channel
+from bot.channels.outbox import drain
 from bot.config import Config, subscriber_problems, too_many_rules
-from bot.errors import RuleError, StoreError
-from bot.links import LinkSigner, Purpose, TokenProblem, Visitor, address_tag
-from bot.models import Paper, Subscriber
-from bot.outbox import drain
+from bot.core.errors import RuleError, StoreError
+from bot.core.links import LinkSigner, Purpose, TokenProblem, Visitor, address_tag
+from bot.core.models import Paper, Subscriber
 from bot.pipeline import NOTICE_CHANNEL, email_settings, retry_policy
 from bot.render.notice import NoticeKind, build_notice
 from bot.rules import parse_rule

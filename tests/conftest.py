@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from bot.models import Paper
+from bot.core.models import Paper
 from bot.store import Store
 
 # No deadline in either: the machines are small and shared, and a slow example is a

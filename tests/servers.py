@@ -193,7 +193,7 @@ class ArxivDays:
     def body(self, at: Any) -> bytes:
         from datetime import time, timedelta
 
-        from bot.calendar import eastern, eastern_date
+        from bot.core.calendar import eastern, eastern_date
 
         day = eastern_date(at)
         if not self.calendar.day(day).announces:
@@ -239,7 +239,7 @@ def web_server(app: Any) -> Iterator[str]:
     """Serve an ASGI app with uvicorn on loopback, in a thread; yields its base URL."""
     import time
 
-    from bot.web import make_server
+    from bot.web.app import make_server
 
     port = free_port()
     server = make_server(app, host="127.0.0.1", port=port)

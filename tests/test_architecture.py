@@ -29,17 +29,17 @@ IO_LIBRARIES = {
 }
 # Modules that must stay pure: no I/O library, no environment, no clock.
 PURE = [
-    "models",
-    "errors",
+    "core/models",
+    "core/errors",
     "rules",
-    "matcher",
-    "digest",
+    "match/matcher",
+    "match/digest",
     "render/email",
     "render/text",
     "render/tex",
     "render/notice",
-    "links",
-    "redact",
+    "core/links",
+    "core/redact",
     "render/terminal",
     "render/slack",
     "sources/arxiv",
@@ -47,25 +47,25 @@ PURE = [
     "sources/huggingface",
     "sources/feed",
     "sources/feedtext",
-    "merge",
-    "calendar",
-    "schedule",
+    "core/merge",
+    "core/calendar",
+    "core/schedule",
 ]
 # Where each I/O library may be imported.
 ALLOWED = {
     "httpx": {"sources/http"},
     "aiosmtplib": {"channels/email"},
-    "aiosmtpd": {"demo"},
+    "aiosmtpd": {"demo", "demo/slack_standin"},
     "sqlmodel": {"store"},
     "sqlalchemy": {"store"},
     "psycopg": set(),
-    "socket": {"demo"},
-    "apscheduler": {"scheduler"},
-    "starlette": {"web", "pages"},
-    "uvicorn": {"web"},
-    "prometheus_client": {"web"},
+    "socket": {"demo", "demo/slack_standin"},
+    "apscheduler": {"pipeline/scheduler"},
+    "starlette": {"web/app", "web/pages"},
+    "uvicorn": {"web/app"},
+    "prometheus_client": {"web/app"},
     # render/slack: only the Block Kit models (see PURE_EXCEPTIONS).
-    "slack_sdk": {"channels/slack", "slack_app", "slack_standin", "render/slack"},
+    "slack_sdk": {"channels/slack", "slack/app", "demo/slack_standin", "render/slack"},
     "aiohttp": set(),  # slack-sdk's async clients use it; paperbell does not
 }
 

@@ -21,9 +21,9 @@ import pytest
 from commands import run, start
 from servers import FeedServer, Route, feed_server
 
-from bot.backfill import BackfillReport, backfill, plan
 from bot.config import load_config
 from bot.pipeline import build_sources
+from bot.pipeline.backfill import BackfillReport, backfill, plan
 from bot.sources.http import PoliteFetcher
 from bot.store import Store
 
@@ -234,8 +234,8 @@ def test_a_day_that_fails_in_any_way_is_reported_and_the_others_go_on(
     tmp_path: Path, database_url: str
 ) -> None:
     """A bug reading one day (not a SourceError) stopped the whole backfill."""
-    from bot.errors import SourceError
-    from bot.models import Paper
+    from bot.core.errors import SourceError
+    from bot.core.models import Paper
     from bot.sources import Source
 
     class Flaky(Source):

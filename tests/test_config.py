@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import example_config_text, load_config, parse_config
-from bot.errors import ConfigError
+from bot.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 

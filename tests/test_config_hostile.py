@@ -33,7 +33,7 @@ from bot.config import (
     load_config,
     parse_config,
 )
-from bot.errors import ConfigError
+from bot.core.errors import ConfigError
 from bot.pipeline import retry_policy
 
 BASE = """version = 1

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, date, datetime
 
-from bot.digest import build_digest, digest_id, is_pending, is_phrase, match_rules, score
-from bot.models import Hit, Paper, Subscriber
+from bot.core.models import Hit, Paper, Subscriber
+from bot.match.digest import build_digest, digest_id, is_pending, is_phrase, match_rules, score
 from bot.rules import parse_rule
 
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)

@@ -5,8 +5,8 @@ What is compared
     build for them from the real arXiv listing and Hugging Face day bundled with the package
     (`bot.demo.bundled_papers()`, announced on `bot.demo.DEMO_DAY`, 28 November 2024, and
     `bot.demo.bundled_hf_papers()`, 21 August 2026, with their upvotes):
-    the rules matched once for everyone (`bot.digest.match_rules`), then
-    `bot.digest.build_digest` per subscriber, as `bot.pipeline.deliver` does. Each digest
+    the rules matched once for everyone (`bot.match.digest.match_rules`), then
+    `bot.match.digest.build_digest` per subscriber, as `bot.pipeline.deliver` does. Each digest
     goes through `bot.render.email.build_message` with a fixed clock (2024-11-28 12:00
     UTC) and fixed signed links, and the result must equal the files in `tests/golden/`:
 
@@ -43,9 +43,9 @@ from typing import Any
 
 import pytest
 
+from bot.core.models import Digest, Paper, Subscriber
 from bot.demo import DEMO_DAY, DEMO_HF_DAY, DEMO_SUBSCRIBERS, bundled_hf_papers, bundled_papers
-from bot.digest import build_digest, match_rules
-from bot.models import Digest, Paper, Subscriber
+from bot.match.digest import build_digest, match_rules
 from bot.render.email import DigestLinks, EmailSettings, build_message
 from bot.rules import parse_rule
 

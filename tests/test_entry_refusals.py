@@ -27,13 +27,13 @@ from servers import slack_config
 from test_pages import Site, site  # noqa: F401  (the pages on loopback, a fixture)
 
 from bot.cli import main
-from bot.errors import RuleError
-from bot.matcher import Matcher
+from bot.core.errors import RuleError
+from bot.demo.slack_standin import SlackStandIn
+from bot.match.matcher import Matcher
 from bot.pipeline import build_channels, refresh_rule_counts
 from bot.rules import parse_rule
-from bot.slack_app import build_slack_app
-from bot.slack_standin import SlackStandIn
-from bot.slash import CommandRequest, SlashCommands
+from bot.slack.app import build_slack_app
+from bot.slack.commands import CommandRequest, SlashCommands
 from bot.store import Store
 
 pytestmark = pytest.mark.database
@@ -339,7 +339,7 @@ def test_counts_reuse_the_digests_matches_when_they_cover_the_week(site: Site) -
     assert latest is not None
     first = latest - timedelta(days=20)
     papers = site.store.papers_announced_since(first)
-    from bot.digest import match_rules
+    from bot.match.digest import match_rules
 
     matches = match_rules(parsed[0][1], papers)
     later = site.clock() + timedelta(days=1)

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from bot import USER_AGENT
-from bot.errors import SourceError
+from bot.core.errors import SourceError
 from bot.sources import FetchResult, FetchState
 from bot.sources.http import PoliteFetcher, make_client
 

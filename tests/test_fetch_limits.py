@@ -26,13 +26,13 @@ from hypothesis import strategies as st
 from servers import Clock, HostileServer, Route, feed_server, hostile_server
 
 from bot.config import parse_config
-from bot.errors import ConfigError, SourceError
+from bot.core.errors import ConfigError, SourceError
 from bot.pipeline import build_fetcher, poll
-from bot.scheduler import Daemon
+from bot.pipeline.scheduler import Daemon
 from bot.sources import MEGABYTE, FetchLimits, FetchState
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store
-from bot.web import create_app
+from bot.web.app import create_app
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 

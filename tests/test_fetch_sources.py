@@ -24,7 +24,7 @@ import pytest
 from servers import FeedServer, Route, feed_server
 
 from bot import USER_AGENT
-from bot.errors import FeedErrorResponse, FeedFormatError, SourceError
+from bot.core.errors import FeedErrorResponse, FeedFormatError, SourceError
 from bot.sources import FetchState, Harvest
 from bot.sources.arxiv_api import ArxivQuerySource, search
 from bot.sources.feed import FeedSource

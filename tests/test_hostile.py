@@ -27,8 +27,8 @@ from servers import Route, feed_server
 from bot import pipeline
 from bot.cli import main
 from bot.config import load_config
-from bot.errors import FeedFormatError, SourceError
-from bot.models import ARXIV_ID_RE, Paper, split_arxiv_id
+from bot.core.errors import FeedFormatError, SourceError
+from bot.core.models import ARXIV_ID_RE, Paper, split_arxiv_id
 from bot.sources import FetchState, Harvest, Source
 from bot.sources import huggingface as hf_module
 from bot.sources.arxiv import ArxivListingSource, parse_listing

@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bot.errors import SourceError
-from bot.models import MAX_VERSION, Paper
+from bot.core.errors import SourceError
+from bot.core.models import MAX_VERSION, Paper
 from bot.sources.arxiv import parse_listing
 from bot.sources.arxiv_api import parse_api
 from bot.sources.feed import parse_feed

@@ -25,14 +25,14 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from test_pages import START, Site, site  # noqa: F401 -- `site` is a fixture
 
-from bot.digest import Trial
-from bot.links import web_url
-from bot.models import Digest, DigestGroup, DigestItem, Paper, Subscriber
+from bot.core.links import web_url
+from bot.core.models import Digest, DigestGroup, DigestItem, Paper, Subscriber
+from bot.match.digest import Trial
 from bot.render.email import DigestLinks, EmailSettings, build_message, render_digest
 from bot.render.slack import build_posts
 from bot.render.terminal import render_trial
 from bot.rules import parse_rule
-from bot.web import create_app
+from bot.web.app import create_app
 
 NOW = datetime(2024, 11, 28, 15, 0, tzinfo=UTC)
 HOSTILE_LINKS = [
@@ -65,7 +65,7 @@ PLAIN_LINKS = [
 
 @pytest.mark.parametrize("url", HOSTILE_LINKS)
 def test_web_url_refuses_what_is_not_plain_http(url: str, caplog: Any) -> None:
-    with caplog.at_level(logging.WARNING, logger="bot.links"):
+    with caplog.at_level(logging.WARNING, logger="bot.core.links"):
         assert web_url(url, what="paper x: a link") is None
     assert "paper x: a link is left out" in caplog.text
 
@@ -148,7 +148,7 @@ def assert_only_plain_links(found: list[str]) -> None:
 
 def test_an_email_links_only_plain_http_urls(caplog: Any) -> None:
     digest = hostile_digest()
-    with caplog.at_level(logging.WARNING, logger="bot.links"):
+    with caplog.at_level(logging.WARNING, logger="bot.core.links"):
         message = build_message(
             digest,
             EmailSettings(from_addr="digest@papers.lab.example"),
@@ -220,7 +220,7 @@ def test_the_manage_page_links_no_script_from_a_feed(site: Site, caplog: Any) ->
     site.store.upsert_papers([hostile], now=START)
     site.store.add_rule("ada", "ti:dances", now=START)  # the paper is this rule's example
     site.deliver()  # the page shows what each rule matched, counted when digests are built
-    with caplog.at_level(logging.WARNING, logger="bot.links"):
+    with caplog.at_level(logging.WARNING, logger="bot.core.links"):
         page = site.http.get(site.link("manage", "ada"))
     assert page.status_code == 200
     assert_only_plain_links(
@@ -228,7 +228,7 @@ def test_the_manage_page_links_no_script_from_a_feed(site: Site, caplog: Any) ->
     )
     assert "javascript:" not in page.text
     assert "A robot that dances" in page.text, "the paper should be among the examples"
-    # Dropped before it was stored (bot.sources.feedtext), or else by the page (bot.links).
+    # Dropped before it was stored (bot.sources.feedtext), or else by the page (bot.core.links).
     assert "dropped the link" in caplog.text or "left out" in caplog.text
 
 

@@ -1,4 +1,4 @@
-"""The rule index (bot.matcher): it must give exactly the reference evaluator's answer.
+"""The rule index (bot.match.matcher): it must give exactly the reference evaluator's answer.
 
 Unit cases for the triggers (the keys a rule is indexed under), the property that the
 matcher equals `bot.rules.match` on every rule x every paper (random rules written from the
@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.errors import RuleError
-from bot.matcher import Matcher, key_frequencies, paper_keys, trigger_keys
-from bot.models import Hit, Paper
+from bot.core.errors import RuleError
+from bot.core.models import Hit, Paper
+from bot.match.matcher import Matcher, key_frequencies, paper_keys, trigger_keys
 from bot.rules import (
     And,
     Not,

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.merge import ARXIV_API, ARXIV_LISTING, FEED, HUGGINGFACE, merge_paper
-from bot.models import Paper
+from bot.core.merge import ARXIV_API, ARXIV_LISTING, FEED, HUGGINGFACE, merge_paper
+from bot.core.models import Paper
 from bot.sources.feed import parse_feed
 from bot.sources.huggingface import parse_daily_papers
 from bot.store import Store
@@ -122,7 +122,7 @@ def test_a_journal_entry_with_an_arxiv_papers_doi_is_that_paper(
 def test_an_arxiv_paper_takes_over_a_journal_paper_with_its_doi_and_its_deliveries(
     store: Store, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    from bot.models import Subscriber
+    from bot.core.models import Subscriber
 
     arxiv = next(p for p in full_feed_papers if p.dois and p.version == 1)
     entry = replace(

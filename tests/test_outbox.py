@@ -26,11 +26,11 @@ from sqlalchemy import Engine, create_engine, make_url
 
 from bot.channels import Channel
 from bot.channels.email import EmailChannel, SmtpSettings
+from bot.channels.outbox import Attempt, RetryPolicy, drain
 from bot.channels.slack import SlackChannel, SlackSettings
+from bot.core.models import Paper, Subscriber
 from bot.demo import free_port
-from bot.models import Paper, Subscriber
-from bot.outbox import Attempt, RetryPolicy, drain
-from bot.slack_standin import SlackStandIn
+from bot.demo.slack_standin import SlackStandIn
 from bot.store import Store, normalize_url, utcnow
 
 pytestmark = pytest.mark.database

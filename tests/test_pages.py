@@ -19,10 +19,10 @@ from servers import Clock, SinkHandler, smtp_sink, web_config, web_server
 
 from bot.config import Config
 from bot.demo import bundled_papers
-from bot.pages import build_pages
 from bot.pipeline import build_channels, deliver
 from bot.store import Store
-from bot.web import create_app
+from bot.web.app import create_app
+from bot.web.pages import build_pages
 
 pytestmark = pytest.mark.database
 
@@ -175,7 +175,7 @@ def test_forged_tokens_fail_and_show_no_ones_data(
     elif change == "purpose":  # a manage link used as an unsubscribe link
         token = site.link("manage", "ada").rsplit("/", 1)[1]
     else:
-        from bot.links import LinkSigner
+        from bot.core.links import LinkSigner
 
         other = LinkSigner("another-secret-key-of-forty-characters!!", SITE, max_age={})
         token = other.token("unsubscribe", site.subscriber("ada"), now=site.clock())

@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from bot.models import Digest, DigestGroup, DigestItem, Hit, Paper, Subscriber
+from bot.core.models import Digest, DigestGroup, DigestItem, Hit, Paper, Subscriber
 from bot.render import template_env, templates_dir
 from bot.render.email import (
     ACKNOWLEDGEMENT,

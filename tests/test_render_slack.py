@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from slack_sdk.models.blocks import Block
 
+from bot.core.models import Digest, DigestGroup, DigestItem, Paper, Subscriber
 from bot.demo import bundled_papers
-from bot.digest import RuleMatches, build_digest, match_rules, note_digest
-from bot.models import Digest, DigestGroup, DigestItem, Paper, Subscriber
+from bot.match.digest import RuleMatches, build_digest, match_rules, note_digest
 from bot.render.slack import (
     ABSTRACT_CHARS,
     SLACK_LIMITS,
@@ -396,7 +396,7 @@ def test_escape_mrkdwn(text: str, escaped: str) -> None:
             "<https://x.example/a|\u2217b\u2217 \u02cdi\u02cd \u223cs\u223c \u02cbc\u02cb>",
         ),
         ("https://x.example/a|c}d", "x", "<https://x.example/a%7Cc%7Dd|x>"),
-        # Not a plain http(s) URL (bot.links.web_url): the label alone, no link.
+        # Not a plain http(s) URL (bot.core.links.web_url): the label alone, no link.
         ("https://x.example/a b>d", "x", "x"),
         ("javascript:alert(1)", "Title", "Title"),
         ("data:text/html,<script>alert(1)</script>", "a|b", "a\u2223b"),

@@ -21,8 +21,8 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from bot import rules
-from bot.errors import RuleError
-from bot.models import Hit, Paper
+from bot.core.errors import RuleError
+from bot.core.models import Hit, Paper
 from bot.rules import (
     LEAVES,
     MAX_DEPTH,
@@ -1702,8 +1702,8 @@ PURE_IMPORTS = {
     "dataclasses",
     "functools",
     "typing",
-    "bot.errors",
-    "bot.models",
+    "bot.core.errors",
+    "bot.core.models",
 }
 
 

@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 from commands import run, start
 from servers import ArxivDays, Route, feed_server, smtp_sink
 
-from bot.calendar import ArxivCalendar
+from bot.core.calendar import ArxivCalendar
 from bot.demo import free_port
 
 START = datetime(2026, 11, 24, 3, 30, tzinfo=UTC)  # Monday 22:30 in New York

@@ -20,12 +20,12 @@ from zoneinfo import ZoneInfo
 import pytest
 from servers import ArxivDays, FeedServer, Route, SinkHandler, feed_server, smtp_sink
 
-from bot.calendar import ArxivCalendar, PollPolicy, eastern_date, plan_poll
 from bot.channels.email import EmailChannel
 from bot.config import parse_config
+from bot.core.calendar import ArxivCalendar, PollPolicy, eastern_date, plan_poll
+from bot.core.schedule import Schedule, latest_slot, next_slot, parse_time
 from bot.pipeline import smtp_settings
-from bot.schedule import Schedule, latest_slot, next_slot, parse_time
-from bot.scheduler import Daemon
+from bot.pipeline.scheduler import Daemon
 from bot.sources import FetchState, Harvest, Source
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store
@@ -215,7 +215,7 @@ def test_other_sources_poll_at_their_interval() -> None:
 
 
 def test_a_source_with_its_own_interval_is_polled_at_it(tmp_path: Path) -> None:
-    from bot.scheduler import source_plans
+    from bot.pipeline.scheduler import source_plans
     from bot.sources.feed import FeedSource
     from bot.sources.huggingface import HuggingFaceSource
 
@@ -300,7 +300,7 @@ def test_time_and_zone_errors() -> None:
 
 
 def parse_errors(data: dict[str, Any]) -> list[str]:
-    from bot.errors import ConfigError
+    from bot.core.errors import ConfigError
 
     try:
         parse_config({"version": 1, **data}, environ={})
@@ -569,7 +569,7 @@ def test_thanksgiving_and_late_listings(world: Any) -> None:
 def test_health_and_metrics(world: Any) -> None:
     import httpx
 
-    from bot.web import create_app
+    from bot.web.app import create_app
 
     async def go() -> None:
         w = await world(at("2026-11-24T07:00"))  # 08:00 in Berlin: polls and sends
@@ -611,7 +611,7 @@ def test_a_failing_source_and_hostile_items_stop_no_digest(world: Any) -> None:
     items left out are counted in /metrics."""
     import httpx
 
-    from bot.web import create_app
+    from bot.web.app import create_app
 
     hostile = (Path(__file__).parent / "fixtures" / "hostile" / "arxiv_items.xml").read_bytes()
 

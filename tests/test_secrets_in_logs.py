@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from commands import PAPERBELL, clean_env
 
-from bot.config import parse_config
+from bot.config import config_secrets, parse_config
+from bot.core.redact import MASK, SecretFilter
 from bot.demo import bundled_papers
-from bot.redact import MASK, SecretFilter, config_secrets
-from bot.slack_standin import SlackStandIn
+from bot.demo.slack_standin import SlackStandIn
 from bot.store import Store
 
 pytestmark = pytest.mark.database

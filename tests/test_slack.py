@@ -16,9 +16,9 @@ from servers import slack_config
 
 from bot.channels.slack import SlackChannel
 from bot.config import Config, parse_config
-from bot.models import Paper
+from bot.core.models import Paper
+from bot.demo.slack_standin import SlackStandIn
 from bot.pipeline import DeliveryReport, build_channels, deliver, slack_settings
-from bot.slack_standin import SlackStandIn
 from bot.store import Store
 
 pytestmark = pytest.mark.database

@@ -25,11 +25,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from servers import slack_config, web_server
 
+from bot.demo.slack_standin import SlackStandIn
 from bot.pipeline import build_channels
-from bot.slack_app import RequestChecker, SlackApp, build_slack_app
-from bot.slack_standin import SlackStandIn
+from bot.slack.app import RequestChecker, SlackApp, build_slack_app
 from bot.store import Store
-from bot.web import create_app
+from bot.web.app import create_app
 
 pytestmark = pytest.mark.database
 
@@ -258,7 +258,7 @@ FIELD_TEXT = st.one_of(
 def test_signed_requests_with_hostile_contents_get_a_clear_reply(
     slack: SlackStandIn, store: Store, database_url: str
 ) -> None:
-    """Correctly signed, so they reach bot.slash: the answer is a reply, never a 500."""
+    """Correctly signed, so they reach bot.slack.commands: the answer is a reply, never a 500."""
     app = create_app(slack=slack_app(slack, store, database_url).http)
 
     with AsgiClient(app) as client:

@@ -24,13 +24,13 @@ from aiohttp import WSMsgType, web
 from servers import slack_config
 
 from bot.config import Config
+from bot.core.models import Paper
 from bot.demo import free_port
-from bot.models import Paper
+from bot.demo.slack_standin import SlackStandIn
 from bot.pipeline import build_channels
-from bot.slack_app import SlackApp, SlackResponder, build_slack_app, run_socket_mode
-from bot.slack_standin import SlackStandIn
+from bot.slack.app import SlackApp, SlackResponder, build_slack_app, run_socket_mode
 from bot.store import Store
-from bot.web import create_app, make_server
+from bot.web.app import create_app, make_server
 
 pytestmark = pytest.mark.database
 
@@ -415,8 +415,8 @@ def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
     from servers import WEB_SECRET, smtp_sink
 
     from bot.config import parse_config
-    from bot.pages import build_pages
     from bot.pipeline import deliver
+    from bot.web.pages import build_pages
 
     with smtp_sink() as (sink, port):
         config = parse_config(

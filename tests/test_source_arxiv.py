@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import (
+from bot.core.errors import (
     ConfigError,
     FeedErrorResponse,
     FeedFormatError,
     ObsoleteFeedFormat,
     SourceError,
 )
-from bot.models import Paper
+from bot.core.models import Paper
 from bot.sources import SOURCE_KINDS, FetchResult, FetchState, ParsedFeed, load_builtin_sources
 from bot.sources.arxiv import EMPTY_REASON, ArxivListingSource, parse_listing, split_authors
 

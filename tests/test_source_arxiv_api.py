@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import FeedErrorResponse, FeedFormatError, SourceError
-from bot.models import Paper
+from bot.core.errors import FeedErrorResponse, FeedFormatError, SourceError
+from bot.core.models import Paper
 from bot.sources.arxiv_api import (
     API_BASE,
     ApiEntry,

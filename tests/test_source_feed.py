@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import FeedFormatError
+from bot.core.errors import FeedFormatError
 from bot.sources.feed import parse_feed
 
 FIXTURES = Path(__file__).parent / "fixtures"

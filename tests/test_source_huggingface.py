@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from bot.errors import FeedErrorResponse, FeedFormatError, SourceError
-from bot.models import Paper
+from bot.core.errors import FeedErrorResponse, FeedFormatError, SourceError
+from bot.core.models import Paper
 from bot.sources import ParsedFeed
 from bot.sources.huggingface import EMPTY_REASON, daily_papers_url, parse_daily_papers
 

@@ -25,7 +25,7 @@ from servers import FeedServer, Route, SinkHandler, feed_server, smtp_sink
 
 from bot import pipeline
 from bot.config import load_config
-from bot.models import Paper
+from bot.core.models import Paper
 from bot.sources.http import PoliteFetcher
 from bot.store import Store
 

@@ -7,8 +7,8 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from bot.errors import StoreError
-from bot.models import Paper, Subscriber
+from bot.core.errors import StoreError
+from bot.core.models import Paper, Subscriber
 from bot.sources import FetchState
 from bot.store import Store
 

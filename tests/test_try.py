@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from commands import run
 
 from bot.cli import main
+from bot.core.models import Hit, Paper
 from bot.demo import bundled_papers
-from bot.digest import try_rule
-from bot.models import Hit, Paper
+from bot.match.digest import try_rule
 from bot.render.terminal import abstract_snippet, render_trial
 from bot.rules import analyze, match, parse_rule
 

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal, cast
 import aiosmtplib
 
 from bot.channels import OnProgress, OnSent, SendOutcome, ShouldStop, describe, failed, notify
-from bot.errors import DeliveryError
+from bot.core.errors import DeliveryError
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import jinja2
 
-from bot.links import web_url
+from bot.core.links import web_url
 from bot.render.text import FILTERS
 
 __all__ = ["template_env", "templates_dir"]

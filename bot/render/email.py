@@ -4,7 +4,7 @@ This module owns what a digest email says and its headers (List-Id, List-Unsubsc
 Message-ID ...). It is pure: it reads templates and nothing else; it never sends (that is
 `bot.channels`), never reads the clock (`now` is passed in) and never trusts its input:
 paper text is escaped in HTML, header values are checked for CR/LF and shape, and a
-paper's URLs become links only through `bot.links.web_url` (http and https only: a feed's
+paper's URLs become links only through `bot.core.links.web_url` (http and https only: a feed's
 `javascript:` or `data:` link is shown as plain text, never as a link).
 
 The HTML part's CSS lives in a <style> block in the template and is inlined onto each
@@ -28,9 +28,9 @@ from urllib.parse import quote, urlsplit
 
 import css_inline
 
-from bot.checks import check_address, check_header_text
-from bot.links import LOOPBACK_HOSTS, web_url
-from bot.models import Digest, DigestItem, Paper
+from bot.core.checks import check_address, check_header_text
+from bot.core.links import LOOPBACK_HOSTS, web_url
+from bot.core.models import Digest, DigestItem, Paper
 from bot.render import template_env
 from bot.render.text import Excerpt, Segment, excerpt, highlight, plural, tidy, unicode_math
 
@@ -79,7 +79,7 @@ class EmailSettings:
 
 @dataclass(frozen=True)
 class DigestLinks:
-    """The subscriber's signed links, made by the caller (`bot.links`): the RFC 8058
+    """The subscriber's signed links, made by the caller (`bot.core.links`): the RFC 8058
     one-click unsubscribe URL (https) and the manage page (https, or http on loopback)."""
 
     unsubscribe: str | None = None
@@ -115,7 +115,7 @@ class _ItemView:
     upvotes: str | None  # Hugging Face: "12 upvotes" (None: not there)
     hf_rank: str | None = None  # "#1 of the day"
     code: str | None = None  # "Code (1,204 stars)", linking to code_url
-    # The paper's links, each checked by bot.links.web_url (None: no link): only these
+    # The paper's links, each checked by bot.core.links.web_url (None: no link): only these
     # become links, never a paper's raw fields.
     url: str | None = None  # its page: arXiv's abstract page, else its link or DOI's
     pdf_url: str | None = None

@@ -13,7 +13,7 @@ from datetime import datetime
 from email.message import EmailMessage
 from typing import Literal
 
-from bot.checks import check_address, check_header_text
+from bot.core.checks import check_address, check_header_text
 from bot.render import template_env
 from bot.render.email import EmailSettings
 from bot.render.text import tidy

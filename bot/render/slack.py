@@ -6,7 +6,7 @@ posts (that is `bot.channels`), never reads the clock or the environment, and ne
 its input: paper text is escaped wherever it goes into mrkdwn, every text is cut to its
 block's limit, and the thread is split so each message stays within every limit.
 
-A paper's URLs become links only through `bot.links.web_url` (http and https: a feed's
+A paper's URLs become links only through `bot.core.links.web_url` (http and https: a feed's
 `javascript:` or `data:` link stays out), and `|`, `<`, `>` in them are percent-encoded.
 
 Where paper text goes:
@@ -37,8 +37,8 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
-from bot.links import web_url
-from bot.models import Digest, DigestItem
+from bot.core.links import web_url
+from bot.core.models import Digest, DigestItem
 from bot.render.email import _item_view, quote_rule
 from bot.render.text import plural, shorten_authors, tidy
 
@@ -139,7 +139,7 @@ def _safe_url(url: str) -> str:
 
 def link(url: str | None, label: str) -> str:
     """`<url|label>`: the label escaped, its `|` and formatting marks swapped for look-alikes.
-    Only a URL that `bot.links.web_url` passes becomes a link; otherwise the label alone."""
+    Only a URL that `bot.core.links.web_url` passes becomes a link; otherwise the label alone."""
     shown = escape_mrkdwn(tidy(label).translate(_LOOKALIKES))
     checked = web_url(url)
     if checked is None:
@@ -308,7 +308,7 @@ def _paper_blocks(number: int, item: DigestItem) -> list[dict[str, Any]]:
 
 
 def _page(item: DigestItem) -> str | None:
-    """The paper's page, checked (bot.links.web_url): None, no link."""
+    """The paper's page, checked (bot.core.links.web_url): None, no link."""
     return web_url(item.paper.abs_url, what=f"paper {item.paper.id[:80]}: a link")
 
 

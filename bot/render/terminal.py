@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from bot.digest import Trial
-from bot.models import DigestItem, Hit
+from bot.core.models import DigestItem, Hit
+from bot.match.digest import Trial
 from bot.render.text import highlight, merge_spans, plural, shorten_authors, tidy, wrap
 
 Mark = Callable[[str], str]

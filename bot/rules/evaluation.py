@@ -3,7 +3,7 @@
 Pure. `analyze` reads a paper once into a `PaperText` (its words, folded and indexed, its
 authors' names, categories and id, its sources and Hugging Face upvotes and rank);
 `evaluate` walks a tree over it and returns the hits of the positive leaves (None: no
-match). An index over many rules (`bot.matcher`) must agree with `match`, which is this
+match). An index over many rules (`bot.match.matcher`) must agree with `match`, which is this
 evaluator.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from bot.models import Hit, Paper
+from bot.core.models import Hit, Paper
 from bot.rules.parser import arxiv_id
 from bot.rules.tree import (
     And,

@@ -11,8 +11,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bot.errors import RuleError
-from bot.models import ARXIV_ID_RE
+from bot.core.errors import RuleError
+from bot.core.models import ARXIV_ID_RE
 from bot.rules.tree import (
     COMPARISONS,
     MAX_TOP,

@@ -15,8 +15,8 @@ from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from bot.errors import ConfigError
-from bot.models import Paper
+from bot.core.errors import ConfigError
+from bot.core.models import Paper
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +108,7 @@ class Source:
     # come, and waits for it before sending digests. Other sources are polled at an interval.
     follows_arxiv_calendar: ClassVar[bool] = False
     # How far its bibliographic fields are trusted over another source's for the same
-    # paper (bot.merge: arXiv's listing 3, the arXiv API 2, a feed 1, Hugging Face 0).
+    # paper (bot.core.merge: arXiv's listing 3, the arXiv API 2, a feed 1, Hugging Face 0).
     authority: ClassVar[int] = 1
     # How often a source that does not follow arXiv's calendar is polled (None: the
     # [polling] interval_minutes); set from its `interval_minutes` option.

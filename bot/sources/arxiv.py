@@ -25,14 +25,14 @@ from zoneinfo import ZoneInfo
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from bot.checks import canonical_category
-from bot.errors import (
+from bot.core.checks import canonical_category
+from bot.core.errors import (
     FeedErrorResponse,
     FeedFormatError,
     ObsoleteFeedFormat,
 )
-from bot.merge import ARXIV_LISTING
-from bot.models import ANNOUNCE_TYPES, ArxivVersionError, Paper, split_arxiv_id
+from bot.core.merge import ARXIV_LISTING
+from bot.core.models import ANNOUNCE_TYPES, ArxivVersionError, Paper, split_arxiv_id
 from bot.sources import (
     FetchResult,
     FetchState,

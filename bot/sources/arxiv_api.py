@@ -40,11 +40,11 @@ from urllib.parse import quote, urlencode
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.calendar import ArxivCalendar, announcement_day
-from bot.checks import canonical_category
-from bot.errors import FeedErrorResponse, FeedFormatError
-from bot.merge import ARXIV_API
-from bot.models import ArxivVersionError, Paper, normalize_doi, split_arxiv_id
+from bot.core.calendar import ArxivCalendar, announcement_day
+from bot.core.checks import canonical_category
+from bot.core.errors import FeedErrorResponse, FeedFormatError
+from bot.core.merge import ARXIV_API
+from bot.core.models import ArxivVersionError, Paper, normalize_doi, split_arxiv_id
 from bot.sources import (
     FetchState,
     Harvest,

@@ -1,7 +1,7 @@
 """Any RSS or Atom feed (bioRxiv, medRxiv, a journal's table of contents): `kind = "feed"`.
 
 `parse_feed` is pure: bytes in, `ParsedFeed` out. Each entry becomes a `Paper` named by
-what identifies it best (`bot.models.paper_id`): an arXiv id found in its link or id
+what identifies it best (`bot.core.models.paper_id`): an arXiv id found in its link or id
 (an arXiv feed read as a plain feed), else its DOI (`prism:doi`, `dc:identifier`, a
 doi.org link, or the DOI in a bioRxiv/medRxiv or publisher link), else its link. The
 store then joins a journal's entry to the arXiv paper with the same DOI.
@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.checks import MAX_URL_LENGTH, canonical_category
-from bot.errors import FeedFormatError
-from bot.merge import FEED
-from bot.models import (
+from bot.core.checks import MAX_URL_LENGTH, canonical_category
+from bot.core.errors import FeedFormatError
+from bot.core.merge import FEED
+from bot.core.models import (
     ARXIV_ID_RE,
     ArxivVersionError,
     Paper,

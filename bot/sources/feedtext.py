@@ -44,9 +44,9 @@ import feedparser
 from feedparser.encodings import convert_to_utf8
 from feedparser.sanitizer import replace_doctype
 
-from bot.checks import is_web_url
-from bot.errors import FeedFormatError
-from bot.models import MAX_ID_LENGTH, MAX_VERSION, Paper
+from bot.core.checks import is_web_url
+from bot.core.errors import FeedFormatError
+from bot.core.models import MAX_ID_LENGTH, MAX_VERSION, Paper
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ def clean_text(text: str) -> str:
 
 
 def web_url(value: object) -> str | None:
-    """`value` if it may be a paper's link (`bot.checks.is_web_url`), else None."""
+    """`value` if it may be a paper's link (`bot.core.checks.is_web_url`), else None."""
     if not isinstance(value, str):
         return None
     url = value.strip()

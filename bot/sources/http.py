@@ -39,7 +39,7 @@ from pathlib import Path
 import httpx
 
 from bot import USER_AGENT
-from bot.errors import SourceError
+from bot.core.errors import SourceError
 from bot.sources import MEGABYTE, FetchLimits, FetchResult, FetchState
 
 log = logging.getLogger(__name__)

@@ -42,9 +42,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.errors import FeedErrorResponse, FeedFormatError
-from bot.merge import HUGGINGFACE
-from bot.models import MAX_VERSION, ArxivVersionError, Paper, split_arxiv_id
+from bot.core.errors import FeedErrorResponse, FeedFormatError
+from bot.core.merge import HUGGINGFACE
+from bot.core.models import MAX_VERSION, ArxivVersionError, Paper, split_arxiv_id
 from bot.sources import (
     FetchState,
     FetchURL,
@@ -511,7 +511,7 @@ class HuggingFaceOptions(SourceOptions):
 class HuggingFaceSource(Source):
     """Hugging Face Daily Papers: each poll reads the last `days` weekdays again, because
     papers are added through the day and upvotes keep growing; a paper already stored only
-    gets its new upvotes (bot.merge), and is never delivered twice."""
+    gets its new upvotes (bot.core.merge), and is never delivered twice."""
 
     authority = HUGGINGFACE
     Options: ClassVar[type[BaseModel]] = HuggingFaceOptions

@@ -2,12 +2,12 @@
 
 Every `tick` does three things in order, each decided elsewhere and each safe to repeat:
 
-1. poll the sources whose time has come (`bot.calendar.plan_poll`: arXiv listings from
+1. poll the sources whose time has come (`bot.core.calendar.plan_poll`: arXiv listings from
    about midnight US Eastern on feed days until new ids appear, other sources at an interval);
-2. build and queue the digests whose slot has come (`bot.schedule`), once the listing they
+2. build and queue the digests whose slot has come (`bot.core.schedule`), once the listing they
    should hold is in (or late past the deadline); a slot is remembered as handled, and the
    outbox is unique per slot, so neither a restart nor a second process queues one twice;
-3. send what the outbox holds and is due (`bot.outbox.drain`).
+3. send what the outbox holds and is due (`bot.channels.outbox.drain`).
 
 APScheduler (3.x, in the asyncio loop) fires the ticks; the clock is injected, so the tests
 drive `tick` through weeks, time zones and DST changes without waiting, and `paperbell run
@@ -23,12 +23,20 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from bot.calendar import ArxivCalendar, PollPlan, PollPolicy, eastern_date, listing_day, plan_poll
 from bot.channels import Channel
+from bot.channels.outbox import Attempt, drain, worker_name
 from bot.config import Config
-from bot.digest import empty_note
-from bot.models import Subscriber
-from bot.outbox import Attempt, drain, worker_name
+from bot.core.calendar import (
+    ArxivCalendar,
+    PollPlan,
+    PollPolicy,
+    eastern_date,
+    listing_day,
+    plan_poll,
+)
+from bot.core.models import Subscriber
+from bot.core.schedule import Slot, latest_slot, next_slot
+from bot.match.digest import empty_note
 from bot.pipeline import (
     DeliveryReport,
     PollReport,
@@ -37,7 +45,6 @@ from bot.pipeline import (
     poll_source,
     retry_policy,
 )
-from bot.schedule import Slot, latest_slot, next_slot
 from bot.sources import Source
 from bot.store import Store
 

@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 
 from itsdangerous import BadSignature, SignatureExpired, TimestampSigner, URLSafeTimedSerializer
 
-from bot.checks import is_web_url
-from bot.models import Subscriber
+from bot.core.checks import is_web_url
+from bot.core.models import Subscriber
 
 __all__ = [
     "PURPOSES",

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from itertools import chain, pairwise
 from typing import Any, TypeAlias
 
-from bot.models import Hit, Paper
+from bot.core.models import Hit, Paper
 from bot.rules import (
     LEAVES,
     And,

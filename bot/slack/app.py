@@ -1,7 +1,7 @@
 """The Slack app's edges: the directory (users.info, conversations.info), acknowledge-first
 answers with slow results sent to `response_url`, request signatures, and Socket Mode.
 
-Wiring only: the command logic is `bot.slash`; the web app mounts `POST /slack/commands`
+Wiring only: the command logic is `bot.slack.commands`; the web app mounts `POST /slack/commands`
 over `SlackResponder.answer` and `RequestChecker`; `run_socket_mode` is the second way in
 for deployments without a public URL. Slack wants an answer within 3 seconds: a command
 that takes longer is answered "working on it" and its reply goes to `response_url`.
@@ -28,10 +28,10 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from bot.channels import Channel
 from bot.channels.slack import make_client
 from bot.config import Config
-from bot.errors import PaperbellError
+from bot.core.errors import PaperbellError
 from bot.manage import Manager, notice_sender
 from bot.pipeline import deliver, slack_settings
-from bot.slash import CommandRequest, Reply, SlackChannelInfo, SlackUser, SlashCommands
+from bot.slack.commands import CommandRequest, Reply, SlackChannelInfo, SlackUser, SlashCommands
 from bot.store import Store
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ PostgreSQL through the same code.
 
 A digest's papers are written with its outbox record in one transaction (`enqueue`, status
 "queued") and marked "sent" only after the channel accepted the message (`mark_sent`, called
-by bot.outbox).
+by bot.channels.outbox).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from sqlalchemy import Engine, LargeBinary, UniqueConstraint, delete, func, insp
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
-from bot.checks import redact_url
-from bot.errors import StoreError
-from bot.merge import ARXIV_LISTING, merge_paper
-from bot.models import (
+from bot.core.checks import redact_url
+from bot.core.errors import StoreError
+from bot.core.merge import ARXIV_LISTING, merge_paper
+from bot.core.models import (
     DEFAULT_INCLUDE,
     MAX_ID_LENGTH,
     AbstractLength,
@@ -42,7 +42,7 @@ from bot.models import (
     is_arxiv_id,
     version_key,
 )
-from bot.schedule import Defaults
+from bot.core.schedule import Defaults
 from bot.sources import FetchState
 from bot.sources.feedtext import checked, clean_text
 
@@ -73,7 +73,7 @@ class PaperRow(SQLModel, table=True):
     first_type: str = Field(default="new", max_length=16)
     updated_at: datetime
     sources: str = "[]"  # JSON list: every source name and kind that brought it
-    authority: int = 3  # of the source that wrote the bibliographic fields (bot.merge)
+    authority: int = 3  # of the source that wrote the bibliographic fields (bot.core.merge)
     link: str | None = None
     upvotes: int | None = None
     hf_rank: int | None = None
@@ -428,7 +428,7 @@ class Store:
     def upsert_papers(
         self, papers: Sequence[Paper], *, now: datetime, authority: int = ARXIV_LISTING
     ) -> UpsertCounts:
-        """Store papers from a source of this `authority` (bot.merge): a paper already
+        """Store papers from a source of this `authority` (bot.core.merge): a paper already
         stored, under its id or a DOI it shares, is merged with the new one; count what
         was new, updated (a newer version), merged (facts added) and unchanged."""
         latest: dict[str, Paper] = {}

@@ -19,13 +19,13 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from bot.config import Config, subscriber_problems, too_many_rules
-from bot.digest import try_rule
-from bot.errors import PaperbellError, RuleError
+from bot.core.errors import PaperbellError, RuleError
+from bot.core.models import Subscriber
+from bot.core.schedule import check_timezone
 from bot.manage import Manager, free_name
-from bot.models import Subscriber
+from bot.match.digest import try_rule
 from bot.render.slack import escape_mrkdwn, link
 from bot.rules import format_rule, parse_rule
-from bot.schedule import check_timezone
 from bot.store import Store, SubscriberRow
 
 log = logging.getLogger(__name__)

@@ -30,15 +30,15 @@ from starlette.routing import Route
 
 from bot.channels import Channel
 from bot.config import Config
-from bot.errors import PaperbellError
-from bot.links import PURPOSES
+from bot.core.errors import PaperbellError
+from bot.core.links import PURPOSES
+from bot.core.models import Subscriber
+from bot.core.schedule import WEEKDAYS
 from bot.manage import Manager, Refused, RuleProblem, mask, notice_sender
-from bot.models import Subscriber
 from bot.render import template_env, templates_dir
 from bot.render.notice import NoticeKind
-from bot.schedule import WEEKDAYS
 from bot.store import Store
-from bot.web import read_body
+from bot.web.app import read_body
 
 __all__ = ["CSRF_COOKIE", "Csrf", "build_pages", "page_routes"]
 
@@ -137,7 +137,7 @@ def page_routes(
     *,
     mail_queued: Callable[[], Awaitable[None]] | None = None,
 ) -> list[Route]:
-    """The routes of the pages, for `bot.web.create_app`. `mail_queued()` is awaited after a
+    """The routes of the pages, for `bot.web.app.create_app`. `mail_queued()` is awaited after a
     page queued mail (a confirmation, a fresh link): it sends what the outbox holds."""
     signer = manager.signer
     csrf = Csrf(signer.derived_key("csrf"), public_url=signer.public_url)
@@ -168,7 +168,7 @@ def page_routes(
         )
         response = HTMLResponse(html, status_code=status)
         # The security headers (a script policy with no inline script, no referrer: the
-        # URL is a capability) are set on every response by bot.web.SecurityHeaders.
+        # URL is a capability) are set on every response by bot.web.app.SecurityHeaders.
         response.headers["Cache-Control"] = "no-store"
         if fresh is not None:
             response.set_cookie(

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Literal
 
-from bot.models import Paper
+from bot.core.models import Paper
 
 Outcome = Literal["new", "updated", "merged", "unchanged"]
 

@@ -22,11 +22,11 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 
-from bot.checks import ARCHIVES
 from bot.config import Config, parse_config
-from bot.models import Paper
+from bot.core.checks import ARCHIVES
+from bot.core.models import Paper
+from bot.demo.slack_standin import SlackStandIn
 from bot.pipeline import build_channels, deliver, poll
-from bot.slack_standin import SlackStandIn
 from bot.sources.arxiv import parse_listing
 from bot.sources.http import PoliteFetcher, make_client
 from bot.sources.huggingface import parse_daily_papers
@@ -280,8 +280,8 @@ async def _serve_pages(
     echo: Callable[[str], None],
 ) -> None:
     """Serve the pages the demo emails link to, until `stop` is set."""
-    from bot.pages import build_pages
-    from bot.web import create_app, make_server
+    from bot.web.app import create_app, make_server
+    from bot.web.pages import build_pages
 
     pages = build_pages(config, store, channels, clock=utcnow)
     server = make_server(create_app(pages=pages), host="127.0.0.1", port=port)

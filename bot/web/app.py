@@ -1,8 +1,8 @@
 """The web app: `GET /healthz`, `GET /metrics` (Prometheus text format), `POST /slack/commands`,
-and the pages of `bot.pages` (unsubscribe, manage, confirm, sign-up).
+and the pages of `bot.web.pages` (unsubscribe, manage, confirm, sign-up).
 
 Wiring only: the figures come from the daemon's counters and the store, read when asked;
-slash commands are checked (signature, age, replay, size) and handed to `bot.slack_app`;
+slash commands are checked (signature, age, replay, size) and handed to `bot.slack.app`;
 every response carries the security headers (`SecurityHeaders`: a script policy with no
 inline script, nosniff, no referrer, HSTS on an https site), set here and nowhere else.
 Endpoints that read the
@@ -30,12 +30,12 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bot.errors import PaperbellError
-from bot.slack_app import FAILED, MAX_BODY, RequestChecker, SlackResponder
-from bot.slash import CommandRequest
+from bot.core.errors import PaperbellError
+from bot.slack.app import FAILED, MAX_BODY, RequestChecker, SlackResponder
+from bot.slack.commands import CommandRequest
 
 if TYPE_CHECKING:
-    from bot.scheduler import Daemon
+    from bot.pipeline.scheduler import Daemon
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +225,7 @@ def create_app(
     public_url: str | None = None,
 ) -> Starlette:
     """The ASGI app: health and metrics of `daemon`, Slack's slash commands (`slack`), and
-    the pages reached from emails (`pages`, from `bot.pages.build_pages`). Every response
+    the pages reached from emails (`pages`, from `bot.web.pages.build_pages`). Every response
     carries the security headers; Strict-Transport-Security too when `public_url` (the
     address people reach the site at) is https."""
     routes: list[Route] = list(pages or [])

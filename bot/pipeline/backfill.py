@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from bot.errors import SourceError, unexpected
+from bot.core.errors import SourceError, unexpected
 from bot.pipeline import tagged
 from bot.sources import Source
 from bot.store import Store

@@ -38,7 +38,7 @@ from datetime import datetime, timedelta
 from typing import cast
 
 from bot.channels import Channel, SendOutcome
-from bot.errors import StoreError
+from bot.core.errors import StoreError
 from bot.store import OutboxItem, Store
 
 log = logging.getLogger(__name__)

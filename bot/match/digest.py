@@ -11,9 +11,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from bot.calendar import ArxivCalendar
-from bot.matcher import Hits, Matcher
-from bot.models import Digest, DigestGroup, DigestItem, Hit, Paper, Subscriber, announce_kind
+from bot.core.calendar import ArxivCalendar
+from bot.core.models import Digest, DigestGroup, DigestItem, Hit, Paper, Subscriber, announce_kind
+from bot.match.matcher import Hits, Matcher
 from bot.rules import Node, PaperText, Rule
 
 # Ranking weights. Each distinct term that matched counts once per field it matched in: a

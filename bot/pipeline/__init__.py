@@ -17,13 +17,13 @@ from zoneinfo import ZoneInfo
 
 from bot.channels import Channel
 from bot.channels.email import EmailChannel, FileChannel, SmtpSettings
+from bot.channels.outbox import Channels, RetryPolicy, drain
 from bot.channels.slack import WEBHOOK_PREFIX, SlackChannel, SlackSettings, slack_delivery
 from bot.config import Config, EmailConfig
-from bot.digest import RuleMatches, build_digest, count_matches, match_rules, note_digest
-from bot.errors import ConfigError, PaperbellError, RuleError, SourceError, unexpected
-from bot.models import Digest, Paper, Subscriber, target_label, version_key
-from bot.outbox import Channels, RetryPolicy, drain
-from bot.redact import redact_shapes
+from bot.core.errors import ConfigError, PaperbellError, RuleError, SourceError, unexpected
+from bot.core.models import Digest, Paper, Subscriber, target_label, version_key
+from bot.core.redact import redact_shapes
+from bot.match.digest import RuleMatches, build_digest, count_matches, match_rules, note_digest
 from bot.render.email import DigestLinks, EmailSettings, build_message
 from bot.render.slack import build_posts
 from bot.rules import Rule, parse_rule

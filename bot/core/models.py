@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Literal, NamedTuple
 
-from bot.schedule import Schedule
+from bot.core.schedule import Schedule
 
 EmailFormat = Literal["html", "text"]
 AbstractLength = Literal["short", "full"]

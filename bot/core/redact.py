@@ -2,24 +2,19 @@
 the well-known shapes of secrets (Slack webhook URLs and tokens, a URL's password).
 
 The CLI installs it on the log handlers when it configures logging and hands it each
-config's secrets when it loads one; every record that passes a handler is masked, whoever
+config's secrets (`bot.config.config_secrets`) when it loads one; every record that
+passes a handler is masked, whoever
 logged it (paperbell, slack_sdk's request log at -vv, httpx, uvicorn). Pure: no I/O, no
 environment; it only rewrites log records.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
-if TYPE_CHECKING:
-    from bot.config import Config
-
-__all__ = ["MASK", "SecretFilter", "config_secrets", "redact_shapes"]
+__all__ = ["MASK", "SecretFilter", "redact_shapes"]
 
 MASK = "***"
 MIN_SECRET = 4  # shorter values would mask ordinary words (and are no secret anyway)
@@ -76,16 +71,3 @@ def redact_shapes(text: str) -> str:
     """`text` with the well-known shapes of secrets masked (a URL's password, a Slack
     webhook or token): for what is stored and shown later, such as a poll's error."""
     return SecretFilter().redact(text)
-
-
-def config_secrets(config: Config) -> list[str]:
-    """The secret values of a loaded config: the Slack tokens and signing secret, the SMTP
-    password, the web secret key, webhook URLs, the database URL's password."""
-    found: list[str | None] = [config.web.secret_key, *config.webhooks.values()]
-    if config.slack is not None:
-        found += [config.slack.bot_token, config.slack.app_token, config.slack.signing_secret]
-    if config.email is not None:
-        found.append(config.email.password)
-    with contextlib.suppress(ValueError):  # not a URL urlsplit reads: no password in it
-        found.append(urlsplit(config.database.url).password)
-    return [s for s in found if s]

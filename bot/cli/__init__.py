@@ -3,7 +3,7 @@
 Exit codes: 0 success; 1 a source, delivery or database failed (the others went on);
 2 bad usage or an invalid config (nothing was done). The only module (with `config`) that
 reads the environment, and the only one that configures logging (secrets masked in every
-log line: `bot.redact`).
+log line: `bot.core.redact`).
 """
 
 from __future__ import annotations
@@ -22,16 +22,17 @@ from typing import Any, TypeVar
 import click
 
 from bot import __version__
-from bot.checks import redact_url
 from bot.config import (
     Config,
+    config_secrets,
     example_config_text,
     subscriber_problems,
     too_many_rules,
 )
 from bot.config import load_config as read_config
-from bot.errors import ConfigError, PaperbellError, RuleError
-from bot.redact import SecretFilter, config_secrets
+from bot.core.checks import redact_url
+from bot.core.errors import ConfigError, PaperbellError, RuleError
+from bot.core.redact import SecretFilter
 from bot.store import Store, utcnow
 
 log = logging.getLogger("bot")
@@ -258,9 +259,9 @@ def backfill(
     """
     from tqdm import tqdm
 
-    from bot.backfill import BackfillReport, days_done, plan
-    from bot.backfill import backfill as run_backfill
     from bot.pipeline import build_fetcher, build_sources
+    from bot.pipeline.backfill import BackfillReport, days_done, plan
+    from bot.pipeline.backfill import backfill as run_backfill
     from bot.sources.http import make_client
 
     config = load_config(config_path)
@@ -594,7 +595,7 @@ def try_(
     Examples: paperbell try '"diffusion policy" cat:cs.RO' --demo;
     paperbell try 'au:"Yann LeCun" OR ti:jepa' -c config.toml --since 2026-10-01
     """
-    from bot.digest import try_rule
+    from bot.match.digest import try_rule
     from bot.render.terminal import render_trial, stars
     from bot.rules import parse_rule
 
@@ -694,12 +695,12 @@ async def _run_daemon(
 ) -> int:
     import signal
 
-    from bot.pages import build_pages
     from bot.pipeline import build_channels, build_fetcher
-    from bot.scheduler import Daemon
-    from bot.slack_app import build_slack_app
+    from bot.pipeline.scheduler import Daemon
+    from bot.slack.app import build_slack_app
     from bot.sources.http import make_client
-    from bot.web import create_app, make_server
+    from bot.web.app import create_app, make_server
+    from bot.web.pages import build_pages
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -769,7 +770,7 @@ async def _run_daemon(
 def _where(sub: Any) -> str:
     """Where a subscriber's digests go: `<ada@lab.example>`, `slack #robots`, both; an
     address that waits for its owner's confirmation is shown, marked."""
-    from bot.models import target_label
+    from bot.core.models import target_label
 
     places = [target_label(kind, recipient) for kind, recipient in sub.targets()]
     if sub.email and not sub.email_confirmed:
@@ -790,7 +791,7 @@ def _socket_mode(slack: Any, stop: asyncio.Event) -> asyncio.Task[None] | None:
     """Receive slash commands over Socket Mode, if [slack] app_token_env is set."""
     if slack is None or not slack.app_token:
         return None
-    from bot.slack_app import run_socket_mode
+    from bot.slack.app import run_socket_mode
 
     async def connect() -> None:
         try:
@@ -853,10 +854,10 @@ def serve(config_path: Path, host: str | None, port: int | None) -> None:
 async def _serve(config: Config, store: Store, where: tuple[str, int]) -> int:
     import signal
 
-    from bot.pages import build_pages
     from bot.pipeline import build_channels
-    from bot.slack_app import build_slack_app
-    from bot.web import create_app, make_server
+    from bot.slack.app import build_slack_app
+    from bot.web.app import create_app, make_server
+    from bot.web.pages import build_pages
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -887,7 +888,7 @@ async def _serve(config: Config, store: Store, where: tuple[str, int]) -> int:
 def status(config_path: Path) -> None:
     """Show the sources' polls, each subscriber's next digest and deliveries, the outbox."""
     from bot.pipeline import build_sources
-    from bot.scheduler import digest_plans, source_plans
+    from bot.pipeline.scheduler import digest_plans, source_plans
 
     config = load_config(config_path)
     store = open_store(config)

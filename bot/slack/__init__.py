@@ -1,0 +1,2 @@
+"""Slack as a front end: `commands` is the slash command as plain logic (text in, reply
+out, no HTTP); `app` adapts it to Slack's signed HTTP requests and to Socket Mode."""
