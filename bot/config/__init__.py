@@ -1,0 +1,53 @@
+"""The configuration: TOML in, one validated `Config` out, every problem reported at once.
+
+Owns the schema (pydantic), the defaults, and reading secrets from the environment (by the
+variable *name* given in the file; secrets never live in the file). Must not open the
+database, the network or SMTP: it only checks and describes. May use core, rules and
+sources; nothing above them.
+
+- fields: the base of every section and the checked field types;
+- sections: [database], [digest], [polling], [daemon], [web], [delivery], [[sources]],
+  [email], [slack];
+- subscribers: [[subscribers]], and checking a subscriber given elsewhere;
+- schema: `Config`, the sections together, and the checks across them;
+- problems: how a validation failure reads, one line per problem;
+- environment: the secrets, read from the variables the file names;
+- load: reading the file, and the example config.
+"""
+
+from bot.config.environment import config_secrets
+from bot.config.load import MAX_CONFIG_BYTES, example_config_text, load_config, parse_config
+from bot.config.schema import Config
+from bot.config.sections import (
+    DaemonConfig,
+    DatabaseConfig,
+    DeliveryConfig,
+    DigestConfig,
+    EmailConfig,
+    PollingConfig,
+    SlackConfig,
+    SourceConfig,
+    WebConfig,
+)
+from bot.config.subscribers import SubscriberConfig, subscriber_problems, too_many_rules
+
+__all__ = [
+    "MAX_CONFIG_BYTES",
+    "Config",
+    "DaemonConfig",
+    "DatabaseConfig",
+    "DeliveryConfig",
+    "DigestConfig",
+    "EmailConfig",
+    "PollingConfig",
+    "SlackConfig",
+    "SourceConfig",
+    "SubscriberConfig",
+    "WebConfig",
+    "config_secrets",
+    "example_config_text",
+    "load_config",
+    "parse_config",
+    "subscriber_problems",
+    "too_many_rules",
+]

@@ -1,0 +1,103 @@
+"""Loading the config: a TOML file (or a mapping) in, one validated `Config` out, every
+problem reported at once as a ConfigError; and the commented example config shipped with
+the package.
+
+Whatever the file holds (too large, not UTF-8, a folder, TOML nested too deep), the outcome
+is a Config or a ConfigError. Must not open the database, the network or SMTP: it only
+checks and describes.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from bot.config.environment import read_password, read_secrets, strip_written_secrets
+from bot.config.problems import validation_problems
+from bot.config.schema import Config, cross_section_problems, duplicate_name_problems
+from bot.core.errors import ConfigError
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a config file larger than this is a mistake
+
+
+def parse_config(
+    data: Mapping[str, Any],
+    *,
+    source: str = "config",
+    path: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Validate a config mapping; raise ConfigError listing every problem at once."""
+    raw, problems = strip_written_secrets(data)
+    # These checks read the raw data, so they are reported even when the schema fails too.
+    problems += duplicate_name_problems(raw)
+    password, password_problems = read_password(raw.get("email"), environ)
+    problems += password_problems
+    try:
+        config = Config.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(validation_problems(exc) + problems, source=source) from None
+    problems += cross_section_problems(config)
+    secret_problems, webhooks = read_secrets(config, environ)
+    problems += secret_problems
+    if problems:
+        raise ConfigError(problems, source=source)
+    config.path = path
+    config.webhooks = webhooks
+    if config.email is not None:
+        config.email.password = password
+    return config
+
+
+def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> Config:
+    """Read and validate a TOML config file: whatever the file holds (too large, not UTF-8,
+    a folder, TOML nested too deep), the outcome is a Config or a ConfigError."""
+    file = Path(path)
+    try:
+        with file.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(
+            [f"no such file: {file}"], source=str(file), hint="create one with `paperbell init`"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            [f"cannot read the file: {exc.strerror or exc}"], source=str(file)
+        ) from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        limit = MAX_CONFIG_BYTES // (1024 * 1024)
+        raise ConfigError([f"the file is larger than {limit} MB: not a config"], source=str(file))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            [f"not UTF-8 text (byte {exc.start + 1}): save the file as UTF-8"], source=str(file)
+        ) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([f"not valid TOML: {exc}"], source=str(file)) from None
+    except RecursionError:
+        raise ConfigError(
+            ["not valid TOML: arrays or tables nested too deep"], source=str(file)
+        ) from None
+    except ValueError:  # a number too long for Python (over 4,300 digits)
+        raise ConfigError(
+            ["not valid TOML: a number with too many digits"], source=str(file)
+        ) from None
+    return parse_config(data, source=str(file), path=file.resolve(), environ=environ)
+
+
+def example_config_text() -> str:
+    """The commented example config shipped with the package (same text as config.example.toml)."""
+    from importlib.resources import files
+
+    packaged = files("bot") / "config.example.toml"
+    if packaged.is_file():
+        return packaged.read_text(encoding="utf-8")
+    # A source checkout: the file at the top of the repository (bot/config/load.py, up 3).
+    return (Path(__file__).resolve().parents[2] / "config.example.toml").read_text("utf-8")

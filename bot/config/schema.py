@@ -1,0 +1,147 @@
+"""The whole file's schema: `Config`, its sections put together, and the checks that read
+more than one section (a subscriber's channel needs its section; a tick outlasts any
+request; names are not used twice).
+
+Must not read the environment (bot.config.environment fills the secrets) nor the file
+(bot.config.load does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from bot.config.fields import Section
+from bot.config.sections import (
+    DaemonConfig,
+    DatabaseConfig,
+    DeliveryConfig,
+    DigestConfig,
+    EmailConfig,
+    PollingConfig,
+    SlackConfig,
+    SourceConfig,
+    WebConfig,
+)
+from bot.config.subscribers import SubscriberConfig, too_many_rules
+from bot.core.models import Subscriber
+
+CONFIG_VERSION = 1
+
+
+class Config(Section):
+    version: int
+    database: DatabaseConfig = Field(default_factory=DatabaseConfig)
+    digest: DigestConfig = Field(default_factory=DigestConfig)
+    delivery: DeliveryConfig = Field(default_factory=DeliveryConfig)
+    polling: PollingConfig = Field(default_factory=PollingConfig)
+    daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
+    sources: list[SourceConfig] = Field(default_factory=list)
+    email: EmailConfig | None = None
+    slack: SlackConfig | None = None
+    subscribers: list[SubscriberConfig] = Field(default_factory=list)
+    # Incoming webhook URLs by the environment variable that holds them (filled at load).
+    webhooks: dict[str, str] = Field(default_factory=dict, exclude=True)
+    path: Path | None = Field(None, exclude=True)
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: int) -> int:
+        if value != CONFIG_VERSION:
+            raise ValueError(f"this paperbell reads config version {CONFIG_VERSION}, not {value}")
+        return value
+
+    def declared_subscribers(self) -> list[Subscriber]:
+        """The subscribers the config file declares, as the pipeline sees them."""
+        return [s.to_subscriber(self.digest) for s in self.subscribers]
+
+    def database_url(self) -> str:
+        """The database URL, a relative SQLite path taken from the config file's folder."""
+        url = self.database.url
+        prefix = "sqlite:///"
+        if url.startswith(prefix) and self.path is not None:
+            rest = url[len(prefix) :]
+            if rest and not rest.startswith("/") and rest != ":memory:":
+                return prefix + str((self.path.parent / rest).resolve())
+        return url
+
+
+def cross_section_problems(config: Config) -> list[str]:
+    """The problems no one section sees: where subscribers' digests go, how many rules they
+    have ([digest] max_rules), and the tick deadline against the request deadlines."""
+    return (
+        _destination_problems(config)
+        + _rule_count_problems(config)
+        + _tick_deadline_problems(config)
+    )
+
+
+def _tick_deadline_problems(config: Config) -> list[str]:
+    """A tick must outlast any one request, or a slow but working source reads as stuck."""
+    longest = config.polling.request_deadline_seconds
+    for source in config.sources:
+        own = source.options.get("request_deadline_seconds")
+        if isinstance(own, int | float) and own > longest:
+            longest = own
+    if config.daemon.tick_deadline_seconds > longest:
+        return []
+    return [
+        f"daemon.tick_deadline_seconds: {config.daemon.tick_deadline_seconds:g} must be longer "
+        f"than the longest request_deadline_seconds ({longest:g})"
+    ]
+
+
+def _destination_problems(config: Config) -> list[str]:
+    """Each subscriber's channels need their section: [email] for mail, [slack] for posts."""
+    problems = []
+    for index, sub in enumerate(config.subscribers):
+        if sub.email and config.email is None:
+            problems.append(
+                f"subscribers[{index}].email: an [email] section is needed to send "
+                f"{sub.name}'s digests by email"
+            )
+        if sub.slack_channel or sub.slack_user:
+            if sub.webhook_url_env:
+                continue  # the webhook posts; slack_channel only names it
+            if config.slack is None or not config.slack.bot_token_env:
+                key = "slack_channel" if sub.slack_channel else "slack_user"
+                problems.append(
+                    f"subscribers[{index}].{key}: posting to Slack needs [slack] bot_token_env "
+                    "(or, for a channel, the subscriber's webhook_url_env)"
+                )
+    return problems
+
+
+def _rule_count_problems(config: Config) -> list[str]:
+    problems = []
+    for index, sub in enumerate(config.subscribers):
+        if problem := too_many_rules(len(sub.rules), config.digest.max_rules):
+            problems.append(f"subscribers[{index}].rules: {problem}")
+    return problems
+
+
+def duplicate_name_problems(raw: Mapping[str, Any]) -> list[str]:
+    """Two [[sources]] or two [[subscribers]] of one name, read from the raw data (so they
+    are reported even when the schema fails too)."""
+    problems = []
+    for label in ("sources", "subscribers"):
+        items = raw.get(label)
+        if not isinstance(items, list):
+            continue
+        first: dict[str, int] = {}
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                continue
+            name = item.get("name") or (item.get("kind") if label == "sources" else None)
+            if not isinstance(name, str):
+                continue
+            if name in first:
+                problems.append(
+                    f"{label}[{index}].name: {name!r} is already used by {label}[{first[name]}]"
+                )
+            first.setdefault(name, index)
+    return problems

@@ -1,0 +1,294 @@
+"""The sections of the config file, one pydantic model each: [database], [digest],
+[polling], [daemon], [web], [delivery], [[sources]], [email] and [slack].
+
+Each model owns its keys, their defaults and bounds, and what the section hands on (the
+poll policy, the fetch limits, the link signer...). Must not read the environment (the
+secret fields are filled by bot.config.environment), nor open the database, the network or
+SMTP.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import date, timedelta
+from email.utils import parseaddr
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from bot.config.fields import (
+    EmailAddress,
+    EnvName,
+    Every,
+    HeaderText,
+    Section,
+    SlackUser,
+    TimeOfDay,
+    TimeZoneName,
+    Weekday,
+    check_email,
+)
+from bot.core.calendar import ArxivCalendar, PollPolicy
+from bot.core.links import LinkSigner, check_public_url, max_ages
+from bot.core.schedule import Defaults, parse_time
+from bot.sources import (
+    MAX_BODY_MB_LIMIT,
+    MEGABYTE,
+    REQUEST_DEADLINE_LIMIT,
+    SOURCE_KINDS,
+    FetchLimits,
+    load_builtin_sources,
+)
+
+DEFAULT_MAX_RULES = 50  # rules per subscriber ([digest] max_rules)
+MAX_RULES = 1000  # the most [digest] max_rules may allow
+DEFAULT_DATABASE_URL = "sqlite:///paperbell.sqlite"
+SLACK_API_URL = "https://slack.com/api/"
+DOMAIN_RE = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+")
+
+
+class DatabaseConfig(Section):
+    url: str = DEFAULT_DATABASE_URL
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, value: str) -> str:
+        if not value.startswith(("sqlite:", "postgresql:", "postgresql+", "postgres:")):
+            raise ValueError("use a sqlite:///path or postgresql://user@host/db URL")
+        return value
+
+
+class DigestConfig(Section):
+    """`[digest]`: what a digest takes, and when digests are due unless a subscriber says."""
+
+    window_days: int = Field(7, ge=1, le=60)
+    schedule: Every = "daily"
+    day: Weekday = "monday"  # weekly digests
+    time: TimeOfDay = "08:00"
+    timezone: TimeZoneName = "UTC"
+    notify_empty: bool = False
+    max_rules: int = Field(DEFAULT_MAX_RULES, ge=1, le=MAX_RULES)  # per subscriber
+
+    def defaults(self) -> Defaults:
+        """The schedule of subscribers who do not set their own."""
+        schedule = Defaults().resolve(self.schedule, self.day, self.time, self.timezone)
+        return Defaults(schedule, self.notify_empty)
+
+
+class PollingConfig(Section):
+    """`[polling]`: when sources are polled (times for arXiv are US Eastern)."""
+
+    start: TimeOfDay = "00:05"
+    deadline: TimeOfDay = "06:00"
+    retry_minutes: float = Field(10, gt=0, le=720)
+    late_retry_minutes: float = Field(60, gt=0, le=1440)
+    interval_minutes: float = Field(60, gt=0, le=1440)
+    holidays: dict[date, str] = Field(default_factory=dict)
+    # Every request's bounds (a source may set its own): the most body it may bring, and
+    # how long one attempt may take from connecting to the last byte.
+    max_body_mb: float = Field(50, gt=0, le=MAX_BODY_MB_LIMIT, allow_inf_nan=False)
+    request_deadline_seconds: float = Field(
+        60, gt=0, le=REQUEST_DEADLINE_LIMIT, allow_inf_nan=False
+    )
+
+    @model_validator(mode="after")
+    def _deadline_after_start(self) -> PollingConfig:
+        if parse_time(self.deadline) <= parse_time(self.start):
+            raise ValueError(f"deadline {self.deadline} must come after start {self.start}")
+        return self
+
+    def policy(self) -> PollPolicy:
+        return PollPolicy(
+            start=parse_time(self.start),
+            deadline=parse_time(self.deadline),
+            retry=timedelta(minutes=self.retry_minutes),
+            late_retry=timedelta(minutes=self.late_retry_minutes),
+            interval=timedelta(minutes=self.interval_minutes),
+        )
+
+    def calendar(self) -> ArxivCalendar:
+        return ArxivCalendar.default(self.holidays)
+
+    def fetch_limits(self) -> FetchLimits:
+        """The fetch limits of every source that does not set its own."""
+        return FetchLimits(
+            max_body=max(1, int(self.max_body_mb * MEGABYTE)),
+            deadline=self.request_deadline_seconds,
+        )
+
+
+class DaemonConfig(Section):
+    """`[daemon]`: the long-running `paperbell run`."""
+
+    tick_seconds: float = Field(30, ge=1, le=600)
+    shutdown_grace_seconds: float = Field(20, ge=0, le=600)
+    # A tick (polls, then sending what is due) still running after this long makes
+    # /healthz answer 503 "stuck".
+    tick_deadline_seconds: float = Field(1800, ge=60, le=86400, allow_inf_nan=False)
+
+
+class WebConfig(Section):
+    """`[web]`: the web app the daemon serves (health, metrics, Slack commands, and the
+    pages reached from every email: one-click unsubscribe, manage, confirm, sign-up)."""
+
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(8025, ge=0, le=65535)
+    # Where people reach the web app (a reverse proxy in front of host:port). With
+    # secret_key_env, every email links to its manage and one-click unsubscribe pages.
+    public_url: str | None = None
+    secret_key_env: EnvName | None = None
+    manage_link_days: float = Field(60, gt=0, le=3650)
+    unsubscribe_link_days: float = Field(365, gt=0, le=3650)
+    confirm_link_days: float = Field(7, gt=0, le=365)
+    # A public sign-up page (/subscribe): anyone may ask for digests by email, after
+    # confirming the address; `signup_domains` limits it to addresses at those domains.
+    signup: bool = False
+    signup_domains: list[str] = Field(default_factory=list)
+    secret_key: str | None = Field(None, exclude=True)  # filled from the environment only
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        return check_public_url(value) if value else None
+
+    @field_validator("signup_domains")
+    @classmethod
+    def _domains(cls, value: list[str]) -> list[str]:
+        domains = [d.strip().lower().lstrip("@") for d in value]
+        for domain in domains:
+            if not DOMAIN_RE.fullmatch(domain):
+                raise ValueError(f"{domain!r} is not a domain name")
+        return domains
+
+    @model_validator(mode="after")
+    def _links(self) -> WebConfig:
+        if self.secret_key_env and not self.public_url:
+            raise ValueError("secret_key_env needs public_url: the address links point to")
+        if self.signup and not self.secret_key_env:
+            raise ValueError("signup needs public_url and secret_key_env (it mails a link)")
+        return self
+
+    def link_signer(self) -> LinkSigner | None:
+        """The signer of the links in emails, when the site is set up for them."""
+        if not (self.public_url and self.secret_key):
+            return None
+        ages = max_ages(
+            manage_days=self.manage_link_days,
+            unsubscribe_days=self.unsubscribe_link_days,
+            confirm_days=self.confirm_link_days,
+        )
+        return LinkSigner(self.secret_key, self.public_url, max_age=ages)
+
+
+class DeliveryConfig(Section):
+    """`[delivery]`: how the outbox sends, retries and gives up."""
+
+    lease_seconds: float = Field(300, gt=0, le=86400)
+    batch: int = Field(20, ge=1, le=1000)
+    # At most 30: the retry delay doubles each time (86400 s * 2**29 still fits a timedelta;
+    # 60 s * 2**41 did not, and the outbox crashed with OverflowError on the 42nd attempt).
+    max_attempts: int = Field(8, ge=1, le=30)
+    retry_first_seconds: float = Field(60, gt=0, le=86400)
+    retry_max_seconds: float = Field(3 * 3600, gt=0, le=30 * 86400)
+    bounce_limit: int = Field(3, ge=1, le=100)
+
+
+class SourceConfig(BaseModel):
+    """One `[[sources]]` table: `kind`, `name`, and the options of that kind."""
+
+    model_config = ConfigDict(extra="allow", str_strip_whitespace=True, allow_inf_nan=False)
+
+    kind: str
+    name: str = ""
+
+    @model_validator(mode="after")
+    def _known_kind(self) -> SourceConfig:
+        load_builtin_sources()
+        cls = SOURCE_KINDS.get(self.kind)
+        if cls is None:
+            known = ", ".join(sorted(SOURCE_KINDS))
+            raise ValueError(f"unknown source kind {self.kind!r} (known: {known})")
+        options_model = getattr(cls, "Options", None)
+        if options_model is not None:  # each problem at its key (sources[0].max_body_mb)
+            options_model.model_validate(self.options)
+        # A kind whose options model lets one through (a third party's) still gets no inf.
+        for key, value in self.options.items():
+            values = value if isinstance(value, list) else [value]
+            if any(isinstance(v, float) and not math.isfinite(v) for v in values):
+                raise ValueError(f"{key}: {value!r} is not a finite number")
+        if not self.name:
+            self.name = self.kind
+        return self
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class EmailConfig(Section):
+    from_: HeaderText = Field(alias="from")
+    host: str = "localhost"
+    port: int | None = Field(None, ge=1, le=65535)
+    security: Literal["starttls", "tls", "none"] = "starttls"
+    username: str | None = None
+    password_env: EnvName | None = None
+    timeout: float = Field(30.0, gt=0, le=600)
+    list_id: HeaderText = "paperbell digest"
+    unsubscribe_mailto: EmailAddress | None = None
+    password: str | None = Field(None, exclude=True)  # filled from the environment only
+
+    @field_validator("from_")
+    @classmethod
+    def _from_address(cls, value: str) -> str:
+        _, address = parseaddr(value)
+        check_email(address)
+        return value
+
+    @property
+    def from_address(self) -> str:
+        return parseaddr(self.from_)[1]
+
+    @property
+    def from_name(self) -> str:
+        return parseaddr(self.from_)[0] or "paperbell"
+
+    @property
+    def effective_port(self) -> int:
+        return self.port or {"starttls": 587, "tls": 465, "none": 25}[self.security]
+
+
+class SlackConfig(Section):
+    """`[slack]`: the Slack app (bot token, slash command) and how posts are paced."""
+
+    bot_token_env: EnvName | None = None
+    signing_secret_env: EnvName | None = None
+    app_token_env: EnvName | None = None
+    api_url: str = SLACK_API_URL
+    command: str = "/papers"
+    post_interval_seconds: float = Field(1.0, ge=0, le=60)
+    timeout: float = Field(30.0, gt=0, le=600)
+    channel_managers: list[SlackUser] = Field(default_factory=list)
+    # Filled from the environment only.
+    bot_token: str | None = Field(None, exclude=True)
+    signing_secret: str | None = Field(None, exclude=True)
+    app_token: str | None = Field(None, exclude=True)
+
+    @field_validator("api_url")
+    @classmethod
+    def _api_url(cls, value: str) -> str:
+        loopback = ("http://127.0.0.1", "http://localhost", "http://[::1]")
+        if not value.startswith(("https://", *loopback)):
+            raise ValueError(
+                "use an https:// URL, e.g. https://slack.com/api/ (http:// only on loopback: "
+                "the bot token goes with every request)"
+            )
+        return value if value.endswith("/") else value + "/"
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, value: str) -> str:
+        if not re.match(r"^/[a-z0-9_\-]{1,31}$", value):
+            raise ValueError("a slash command is '/' and up to 31 lower-case letters or digits")
+        return value

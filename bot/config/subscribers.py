@@ -1,0 +1,137 @@
+"""A subscriber as the config declares one (`[[subscribers]]`), and the checks of a
+subscriber given anywhere else (the command line, Slack, the web) by the same schema.
+
+Owns where the digests go, the rules (each must parse; none twice), the subscriber's own
+schedule, and how many rules a subscriber may have. Must not read the environment nor the
+store: a subscriber is checked here, kept elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from bot.config.fields import (
+    NAME_RE,
+    CategoryName,
+    EmailAddress,
+    EnvName,
+    Every,
+    RuleText,
+    Section,
+    SlackChannel,
+    SlackUser,
+    TimeOfDay,
+    TimeZoneName,
+    Weekday,
+)
+from bot.config.problems import validation_problems
+from bot.config.sections import MAX_RULES, DigestConfig
+from bot.core.models import Subscriber
+from bot.rules import format_rule, parse_rule
+
+
+class SubscriberConfig(Section):
+    name: str
+    email: EmailAddress | None = None
+    slack_channel: SlackChannel | None = None
+    slack_user: SlackUser | None = None
+    webhook_url_env: EnvName | None = None
+    rules: list[RuleText] = Field(min_length=1, max_length=MAX_RULES)
+    categories: list[CategoryName] = Field(default_factory=list)
+    max_papers: int = Field(50, ge=1, le=1000)
+    include: list[Literal["new", "cross", "replace"]] = Field(["new", "cross"], min_length=1)
+    # Unset: the [digest] defaults.
+    schedule: Every | None = None
+    day: Weekday | None = None
+    time: TimeOfDay | None = None
+    timezone: TimeZoneName | None = None
+    notify_empty: bool | None = None
+    email_format: Literal["html", "text"] = "html"
+    abstracts: Literal["short", "full"] = "short"
+
+    @model_validator(mode="after")
+    def _somewhere(self) -> SubscriberConfig:
+        if not (self.email or self.slack_channel or self.slack_user or self.webhook_url_env):
+            raise ValueError(
+                "say where the digests go: email, slack_channel, slack_user or webhook_url_env"
+            )
+        if self.slack_user and (self.slack_channel or self.webhook_url_env):
+            raise ValueError(
+                "slack_user (a direct message) and a channel (slack_channel, webhook_url_env) "
+                "are two subscribers: declare the channel on its own"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _distinct_rules(self) -> SubscriberConfig:
+        seen: dict[str, int] = {}
+        for index, text in enumerate(self.rules):
+            key = format_rule(parse_rule(text))
+            if key in seen:
+                raise ValueError(f"rules[{index}] repeats rules[{seen[key]}] ({text!r})")
+            seen[key] = index
+        return self
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not NAME_RE.match(value):
+            raise ValueError("use letters, digits, '.', '_', '-' or '@' (at most 64)")
+        return value
+
+    def to_subscriber(self, defaults: DigestConfig | None = None) -> Subscriber:
+        base = (defaults or DigestConfig()).defaults()
+        notify = self.notify_empty
+        return Subscriber(
+            name=self.name,
+            email=self.email,
+            rules=tuple(self.rules),
+            categories=tuple(self.categories),
+            max_papers=self.max_papers,
+            include=frozenset(self.include),
+            origin="config",
+            schedule=base.resolve(self.schedule, self.day, self.time, self.timezone),
+            notify_empty=base.notify_empty if notify is None else notify,
+            slack_channel=self.slack_channel,
+            slack_user=self.slack_user,
+            slack_webhook=self.webhook_url_env,
+            email_format=self.email_format,
+            abstracts=self.abstracts,
+        )
+
+
+def subscriber_problems(
+    *,
+    name: str,
+    email: str | None,
+    rules: Sequence[str],
+    categories: Sequence[str] = (),
+    settings: Mapping[str, Any] | None = None,
+    max_rules: int | None = None,
+) -> list[str]:
+    """The problems with a subscriber given on the command line (or, later, Slack and web),
+    checked by the same schema as the config file's `[[subscribers]]`; with `max_rules`,
+    more rules than that is one ([digest] max_rules: count the ones it has already)."""
+    data: dict[str, Any] = {"name": name, "rules": list(rules), "categories": list(categories)}
+    data.update(settings or {})
+    data["email"] = email if email is not None else "unknown@example.org"
+    try:
+        SubscriberConfig.model_validate(data)
+    except ValidationError as exc:
+        return validation_problems(exc)
+    if max_rules is not None and (problem := too_many_rules(len(rules), max_rules)):
+        return [f"rules: {problem}"]
+    return []
+
+
+def too_many_rules(count: int, max_rules: int) -> str | None:
+    """The problem with a subscriber having `count` rules, or None."""
+    if count <= max_rules:
+        return None
+    return (
+        f"{count} rules, more than the {max_rules} a subscriber may have ([digest] max_rules): "
+        "remove some, or join them with OR"
+    )
