@@ -9,7 +9,7 @@ same work done naively (every rule x every paper through `bot.rules.match`) on a
 checks that both agree; and prints PASS/MISS against the targets. Not part of the test suite.
 
     .venv/bin/python bench/match.py [--rules N] [--days D] [--naive-sample K] [--seed S]
-    .venv/bin/python bench/match.py --frequencies     # print bot.match.matcher's frequency table
+    .venv/bin/python bench/match.py --frequencies     # print bot.match.keys's frequency table
 
 Deterministic: the same arguments build the same rules.
 """
@@ -40,7 +40,8 @@ if str(ROOT) not in sys.path:
 import bot.match.matcher  # noqa: E402
 from bot.core.errors import RuleError  # noqa: E402
 from bot.core.models import Paper  # noqa: E402
-from bot.match.matcher import Matcher, key_frequencies  # noqa: E402
+from bot.match.keys import key_frequencies  # noqa: E402
+from bot.match.matcher import Matcher  # noqa: E402
 from bot.rules import PaperText, Rule, analyze, match, parse_rule, tokenize  # noqa: E402
 from bot.sources.arxiv import parse_listing  # noqa: E402
 
@@ -346,7 +347,7 @@ def verdict(ok: bool) -> str:
 
 
 def print_frequencies(papers: Sequence[Paper]) -> None:
-    """The `_COMMON_PERCENT` table of bot.match.matcher: keys in at least 5% of the papers."""
+    """The `_COMMON_PERCENT` table of bot.match.keys: keys in at least 5% of the papers."""
     shares = key_frequencies(analyze(paper) for paper in papers)
     buckets: dict[int, list[str]] = {}
     for key, share in sorted(shares.items()):

@@ -26,7 +26,7 @@ from servers import FeedServer, Route, feed_server
 from bot import USER_AGENT
 from bot.core.errors import FeedErrorResponse, FeedFormatError, SourceError
 from bot.sources import FetchState, Harvest
-from bot.sources.arxiv_api import ArxivQuerySource, search
+from bot.sources.arxiv_query import ArxivQuerySource, search
 from bot.sources.feed import FeedSource
 from bot.sources.http import PoliteFetcher, make_client
 from bot.sources.huggingface import HuggingFaceSource

@@ -32,7 +32,8 @@ from bot.core.models import ARXIV_ID_RE, Paper, split_arxiv_id
 from bot.sources import FetchState, Harvest, Source
 from bot.sources import huggingface as hf_module
 from bot.sources.arxiv import ArxivListingSource, parse_listing
-from bot.sources.arxiv_api import ArxivQuerySource, parse_api
+from bot.sources.arxiv_api import parse_api
+from bot.sources.arxiv_query import ArxivQuerySource
 from bot.sources.feed import parse_feed
 from bot.sources.feedtext import clean_body, web_url
 from bot.sources.http import PoliteFetcher

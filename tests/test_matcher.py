@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from bot.core.errors import RuleError
 from bot.core.models import Hit, Paper
-from bot.match.matcher import Matcher, key_frequencies, paper_keys, trigger_keys
+from bot.match.keys import key_frequencies, paper_keys, trigger_keys
+from bot.match.matcher import Matcher
 from bot.rules import (
     And,
     Not,

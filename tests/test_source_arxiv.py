@@ -26,7 +26,8 @@ from bot.core.errors import (
 )
 from bot.core.models import Paper
 from bot.sources import SOURCE_KINDS, FetchResult, FetchState, ParsedFeed, load_builtin_sources
-from bot.sources.arxiv import EMPTY_REASON, ArxivListingSource, parse_listing, split_authors
+from bot.sources.arxiv import EMPTY_REASON, ArxivListingSource, parse_listing
+from bot.sources.feedtext import split_authors
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RSS = FIXTURES / "arxiv_rss"

@@ -19,14 +19,8 @@ import pytest
 
 from bot.core.errors import FeedErrorResponse, FeedFormatError, SourceError
 from bot.core.models import Paper
-from bot.sources.arxiv_api import (
-    API_BASE,
-    ApiEntry,
-    ApiPage,
-    api_query_url,
-    parse_api,
-    submitted_range,
-)
+from bot.sources.arxiv_api import API_BASE, ApiEntry, ApiPage, parse_api
+from bot.sources.arxiv_query import api_query_url, submitted_range
 
 API = Path(__file__).parent / "fixtures" / "arxiv_api"
 ALL_FILES = sorted(API.glob("*.xml"))

@@ -6,17 +6,11 @@ paper (Elasticsearch's percolator and Lucene's Monitor do the same for stored qu
 
 * identical rule trees are evaluated once per paper and their result shared by every rule
   id that has them (many subscribers write the same rules);
-* each distinct tree gets a *trigger set*: keys of which every paper it matches has at
-  least one. A word needs its folded word; a phrase one pair of its adjacent words (the
-  rarest, by `frequencies`: "reinforcement learning"); `au:` the surname; `cat:` the
-  category (a paper has its categories and their archives); `id:` the id; `src:` the
-  source name or kind; `upvotes>=20` and `hf:top10` the key `hf:`, which every paper on
-  Hugging Face has; a lone wildcard its prefix (looked up with every prefix of the paper's
-  word forms). `And` takes the trigger of its cheapest positive part, `Or` the union of
-  its alternatives'. A tree without one (only a rule the parser refuses: all negative) is
-  evaluated on every paper;
-* a paper's keys (`paper_keys`) pull its candidate trees out of the index; a set test
-  drops those that lack the keys every match has, or hold a key that rules them out;
+* each distinct tree is indexed under its *trigger*, keys of which every paper it matches
+  has at least one (`bot.match.keys`); a tree without one is evaluated on every paper;
+* a paper's keys (`bot.match.keys.paper_keys`) pull its candidate trees out of the index;
+  a set test (`bot.match.keys.key_filter`) drops those that lack the keys every match
+  has, or hold a key that rules them out;
 * the rest are evaluated on a compiled copy of the tree, each leaf's hits computed by
   `bot.rules.leaf_hits` at most once per paper and shared by every tree that has it.
 
@@ -30,148 +24,29 @@ decides which rules are worth asking.
 from __future__ import annotations
 
 import gc
-from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain, pairwise
+from itertools import chain
 from typing import Any, TypeAlias
 
 from bot.core.models import Hit, Paper
-from bot.rules import (
-    LEAVES,
-    And,
-    Author,
-    Category,
-    Id,
-    Leaf,
-    Node,
-    Not,
-    Or,
-    PaperText,
-    Rule,
-    Source,
-    Term,
-    Trending,
-    Upvotes,
-    analyze,
-    leaf_hits,
+from bot.match.keys import (
+    DEFAULT_FREQUENCIES,
+    KeyFilter,
+    cheapest_trigger,
+    exact_keys,
+    key_filter,
+    needed_keys,
+    paper_keys,
 )
+from bot.rules import LEAVES, And, Leaf, Node, Or, PaperText, Rule, analyze, leaf_hits
 
-__all__ = [
-    "Hits",
-    "MatchStats",
-    "Matcher",
-    "RuleId",
-    "key_frequencies",
-    "paper_keys",
-    "trigger_keys",
-]
+__all__ = ["Hits", "MatchStats", "Matcher", "RuleId"]
 
 RuleId: TypeAlias = Hashable
 Hits: TypeAlias = tuple[Hit, ...]
 
-_COMMON_PERCENT: dict[int, str] = {
-    98: "of the",
-    96: "and",
-    95: "a",
-    93: "in",
-    91: "to",
-    86: "we",
-    84: "for",
-    75: "that thi",
-    74: "with",
-    71: "is",
-    70: "on",
-    61: "by",
-    55: "as",
-    51: "an",
-    49: "model",
-    48: "are cat:cs",
-    47: "from",
-    43: "our",
-    38: "which",
-    37: "these",
-    35: "can method result",
-    34: "be",
-    32: "based using",
-    29: "at",
-    28: "approach paper study",
-    27: "data it",
-    26: "show such",
-    25: "two",
-    24: "also system their time",
-    23: "or state",
-    22: "between cat:math demonstrate have however large present while",
-    21: "2 has its propose",
-    20: "1 both high introduce performance work",
-    19: "into provide",
-    18: "learning more not novel",
-    17: "analysis first framework new one",
-    16: "application dataset field task through",
-    15: "cat:cs.cv due experiment problem use where",
-    14: "but cat:cs.lg challenge different function non only parameter potential proposed well",
-    13: "3 all existing information network real significant space various when",
-    12: (
-        "across address been cat:cs.ai image low over process scale solution structure "
-        "technique than used within"
-    ),
-    11: (
-        "0 achieve au:wang case compared dynamic feature further language number often order "
-        "other set training"
-    ),
-    10: (
-        "accuracy algorithm art complex e each effect efficient energy find improve including "
-        "investigate multi property recent significantly single specific then theory they under "
-        "without"
-    ),
-    9: (
-        "additionally au:li cat:astro-ph cat:cond-mat current distribution effective enhance "
-        "experimental finding interaction level like most multiple prediction quantum range "
-        "rate remain research simulation term three type up via"
-    ),
-    8: (
-        "au:zhang benchmark capability cat:eess cat:physics condition critical design domain "
-        "efficiency enable evaluation furthermore how key many may neural open point scenario "
-        "source understanding value"
-    ),
-    7: (
-        "4 5 allow au:chen available behavior code computational context deep density detection "
-        "dimensional effectively effectiveness equation even explore extensive finally g "
-        "general generation given here higher i impact improvement issue linear mass mechanism "
-        "n optimization phase quality representation require robust several size small some "
-        "specifically standard strategy them trained world"
-    ),
-    6: (
-        "about accurate any associated au:liu capture cat:cs.cl challenging class component "
-        "comprehensive consider cost driven during environment error example finite focus form "
-        "future generate generated human if important input insight knowledge lead leverage "
-        "limit limited llm local long machine metric moreover need observation observed offer "
-        "outperform particular power previous prove region sample second self setting strong "
-        "thus tool way"
-    ),
-    5: (
-        "10 ability aim applied apply architecture become beyond cat:quant-ph constraint "
-        "control correlation crucial d designed develop development diffusion diverse enabling "
-        "evaluate evolution exhibit factor fine found gap github global graph group http "
-        "identify increase inference known leading limitation loss lower m make making measure "
-        "measurement modeling natural no noise numerical object obtain obtained particularly "
-        "possible prior processing reduce related reveal s same shown signal simple spatial "
-        "spin surface test theoretical there toward traditional transition user was will x"
-    ),
-}
-_DEFAULT_FREQUENCIES: dict[str, float] = {
-    key: percent / 100 for percent, keys in _COMMON_PERCENT.items() for key in keys.split()
-}
-# Guesses for keys no table lists: rarer than the table's floor, except `src:` (a source
-# may bring most papers: any other trigger is better) and `hf:` (the papers on Hugging
-# Face: a few dozen a day).
-_UNLISTED = {"cat": 0.003, "au": 0.001, "id": 0.0001, "src": 0.5, "hf": 0.05}
-_HF_KEY = "hf:"  # the key of every paper on Hugging Face (with upvotes or a rank)
-# The leaves that are not terms: each has one key (`_key`).
-_KEYED = (Author, Category, Id, Source, Upvotes, Trending)
-_UNLISTED_WORD = 0.01
-_PREFIX_SHARE = {3: 0.2, 4: 0.08}  # by length (the parser wants 3 letters); longer: 0.03
 _PREFIX_MEMO_SIZE = 200_000  # words whose prefix triggers are remembered between papers
 
 # A distinct rule tree compiled for evaluation: (kind, argument). Leaves are numbered so
@@ -184,37 +59,6 @@ _NO_HITS: Hits = ()
 _UNSET: Any = object()
 
 
-def paper_keys(text: PaperText) -> set[str]:
-    """The index keys of an analyzed paper: its folded words, its pairs of adjacent words
-    ("reinforcement learning", within the title or the abstract), `cat:` for its
-    categories and their archives, `au:` for its authors' surnames, `id:` for its id,
-    `src:` for its sources, and `hf:` if it is on Hugging Face."""
-    keys = set(text.title_index)
-    keys.update(text.abstract_index)
-    for tokens in (text.title, text.abstract):
-        words = [token.norm for token in tokens]
-        keys.update([first + " " + second for first, second in pairwise(words)])
-    keys.update(["cat:" + category for category in text.category_keys])
-    keys.update(["au:" + name[-1] for name in text.authors if name])
-    if text.id:
-        keys.add("id:" + text.id)
-    if text.sources:
-        keys.update(["src:" + source for source in text.sources])
-    if text.upvotes is not None or text.hf_rank is not None:
-        keys.add(_HF_KEY)
-    return keys
-
-
-def key_frequencies(texts: Iterable[PaperText]) -> dict[str, float]:
-    """The share of the papers that have each key: a `frequencies` table for `Matcher`."""
-    counts: Counter[str] = Counter()
-    total = 0
-    for text in texts:
-        counts.update(paper_keys(text))
-        total += 1
-    return {key: count / total for key, count in counts.items()} if total else {}
-
-
 @dataclass(slots=True)
 class MatchStats:
     """What a `Matcher` did since it was built, counted in (distinct rule, paper) pairs."""
@@ -225,26 +69,12 @@ class MatchStats:
     matches: int = 0  # pairs that matched
 
 
-@dataclass(frozen=True, slots=True)
-class _Trigger:
-    """Keys of which any paper a node matches has one: exact keys and word prefixes."""
-
-    cost: float  # expected share of papers with one of them (a sum: an upper bound)
-    keys: frozenset[str]
-    prefixes: frozenset[str]
-
-
-# Per slot, the key test a candidate must pass before it is evaluated, or None:
-# (keys it must have all of, or None when `alternatives` is given; sets of keys of which it
-# must have all of one; keys it must have none of).
-_Filter: TypeAlias = tuple[frozenset[str] | None, tuple[frozenset[str], ...], frozenset[str]]
-
-
 class Matcher:
     """Many rules against many papers: the rules indexed once, each paper looked up once.
 
-    `frequencies` (key -> share of papers that have it, see `key_frequencies`) guides the
-    choice of triggers; the default is a table of one day of arXiv. It changes only speed.
+    `frequencies` (key -> share of papers that have it, see `bot.match.keys.key_frequencies`)
+    guides the choice of triggers; the default is a table of one day of arXiv. It changes
+    only speed.
     """
 
     def __init__(
@@ -253,7 +83,7 @@ class Matcher:
         *,
         frequencies: Mapping[str, float] | None = None,
     ) -> None:
-        self._frequencies = _DEFAULT_FREQUENCIES if frequencies is None else frequencies
+        self._frequencies = DEFAULT_FREQUENCIES if frequencies is None else frequencies
         # Rule id -> slot, in the order given; a slot is one distinct rule tree.
         self._slot_of: dict[RuleId, int] = {}
         slot_of_node: dict[Node, int] = {}
@@ -275,13 +105,13 @@ class Matcher:
         self._leaf_needs: list[frozenset[str]] = []  # keys a paper a leaf matches has
         self._leaf_numbers: dict[Leaf, int] = {}
         self._codes: list[_Code] = []
-        self._filters: list[_Filter | None] = []
+        self._filters: list[KeyFilter | None] = []
         index: dict[str, list[int]] = {}
         prefixes: dict[str, list[int]] = {}
         always: list[int] = []
         for slot, node in enumerate(nodes):
             self._codes.append(self._compile(node, top=True))
-            trigger = _trigger(node, self._frequencies)
+            trigger = cheapest_trigger(node, self._frequencies)
             if trigger is None:
                 always.append(slot)
             else:
@@ -289,7 +119,7 @@ class Matcher:
                     index.setdefault(key, []).append(slot)
                 for prefix in trigger.prefixes:
                     prefixes.setdefault(prefix, []).append(slot)
-            self._filters.append(_filter(node, trigger))
+            self._filters.append(key_filter(node, trigger))
         del self._leaf_numbers
         self._index = {key: tuple(slots) for key, slots in index.items()}
         self._keyset = frozenset(self._index)
@@ -486,7 +316,7 @@ class Matcher:
             number = self._leaf_numbers.setdefault(node, len(self._leaves))
             if number == len(self._leaves):
                 self._leaves.append(node)
-                self._leaf_needs.append(_needs(node)[0])
+                self._leaf_needs.append(needed_keys(node)[0])
             return (_LEAF, number)
         if isinstance(node, And):
             children = [self._compile(child, top=top) for child in node.nodes]
@@ -506,60 +336,9 @@ class Matcher:
             if all(child[0] == _LEAF for child in children):
                 return (_ANY, tuple(child[1] for child in children))
             return (_OR, tuple(children))
-        if top and _exact(node.node) is not None:
+        if top and exact_keys(node.node) is not None:
             return (_TRUE, None)
         return (_NOT, self._compile(node.node, top=False))
-
-
-def trigger_keys(
-    node: Node, *, frequencies: Mapping[str, float] | None = None
-) -> frozenset[str] | None:
-    """The keys a rule tree is indexed under (a wildcard prefix written `transform*`): every
-    paper it matches has one of them. None: it is evaluated on every paper."""
-    trigger = _trigger(node, _DEFAULT_FREQUENCIES if frequencies is None else frequencies)
-    if trigger is None:
-        return None
-    return trigger.keys | {prefix + "*" for prefix in trigger.prefixes}
-
-
-def _share(key: str, frequencies: Mapping[str, float]) -> float:
-    """The expected share of papers that have `key` (a guess when the table lacks it)."""
-    share = frequencies.get(key)
-    if share is not None:
-        return share
-    if " " in key:  # a pair of words: rarer than either
-        first, _, second = key.partition(" ")
-        return min(_share(first, frequencies), _share(second, frequencies)) / 4
-    kind, colon, _ = key.partition(":")
-    return _UNLISTED.get(kind, _UNLISTED_WORD) if colon else _UNLISTED_WORD
-
-
-def _trigger(node: Node, frequencies: Mapping[str, float]) -> _Trigger | None:
-    """The cheapest trigger of a node; None if a match may have none of its keys."""
-    if isinstance(node, Term):
-        keys = _term_keys(node)
-        if not keys:  # a lone wildcard
-            share = _PREFIX_SHARE.get(len(node.words[0]), 0.03)
-            return _Trigger(share, frozenset(), frozenset(node.words))
-        cost, key = min((_share(key, frequencies), key) for key in keys)
-        return _Trigger(cost, frozenset({key}), frozenset())
-    if isinstance(node, _KEYED):
-        key = _key(node)
-        return _Trigger(_share(key, frequencies), frozenset({key}), frozenset())
-    if isinstance(node, And):
-        triggers = [t for child in node.nodes if (t := _trigger(child, frequencies)) is not None]
-        return min(triggers, key=lambda t: t.cost, default=None)
-    if isinstance(node, Or):
-        alternatives = [_trigger(child, frequencies) for child in node.nodes]
-        found = [t for t in alternatives if t is not None]
-        if len(found) < len(alternatives):
-            return None
-        return _Trigger(
-            sum(t.cost for t in found),
-            frozenset().union(*(t.keys for t in found)),
-            frozenset().union(*(t.prefixes for t in found)),
-        )
-    return None  # a Not
 
 
 @contextmanager
@@ -575,103 +354,3 @@ def _collector_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
-
-
-def _term_keys(term: Term) -> frozenset[str]:
-    """The keys a term's matches all have: its words and pairs of adjacent words (not its
-    wildcard prefix)."""
-    words = term.words[:-1] if term.prefix else term.words
-    return frozenset(words).union([a + " " + b for a, b in pairwise(words)])
-
-
-def _key(node: Author | Category | Id | Source | Upvotes | Trending) -> str:
-    """The index key of a leaf that is not a term (for `upvotes` and `hf:`, a key every
-    paper they match has, and others too)."""
-    if isinstance(node, Category):
-        return "cat:" + node.value.casefold()
-    if isinstance(node, Author):
-        return "au:" + node.words[-1]
-    if isinstance(node, Id):
-        return "id:" + node.value
-    if isinstance(node, Source):
-        return "src:" + node.value
-    return _HF_KEY
-
-
-_MAX_ALTERNATIVES = 16
-
-
-def _needs(node: Node) -> list[frozenset[str]]:
-    """Sets of keys such that every paper the node matches has all keys of one of them (a
-    loose disjunctive normal form: an empty set means no requirement)."""
-    if isinstance(node, Term):
-        return [_term_keys(node)]
-    if isinstance(node, _KEYED):
-        return [frozenset({_key(node)})]
-    if isinstance(node, Or):
-        found = [needed for child in node.nodes for needed in _needs(child)]
-        if len(found) > _MAX_ALTERNATIVES:
-            return [frozenset.intersection(*found)]
-        return found
-    if isinstance(node, And):
-        product = [frozenset[str]()]
-        for child in node.nodes:
-            child_needs = _needs(child)
-            if len(product) * len(child_needs) > _MAX_ALTERNATIVES:
-                child_needs = [frozenset.intersection(*child_needs)]
-            product = [a | b for a in product for b in child_needs]
-        return product
-    return [frozenset()]  # a Not
-
-
-def _excluded(node: Node) -> frozenset[str]:
-    """Keys that no paper the node matches has: those of its exact negated parts."""
-    if isinstance(node, Not):
-        return _exact(node.node) or frozenset()
-    if isinstance(node, And):
-        return frozenset().union(*(_excluded(child) for child in node.nodes))
-    return frozenset()
-
-
-def _exact(node: Node) -> frozenset[str] | None:
-    """Keys such that the node matches exactly the papers with one of them, if there are:
-    a word or a two-word phrase in title or abstract, a category, an id, a source, an OR of
-    those."""
-    if isinstance(node, Term):
-        plain = len(node.words) <= 2 and not node.prefix and node.field == "any"
-        return frozenset({" ".join(node.words)}) if plain else None
-    if isinstance(node, Category | Id | Source):
-        return frozenset({_key(node)})
-    if isinstance(node, Or):
-        found = [exact for child in node.nodes if (exact := _exact(child)) is not None]
-        return frozenset().union(*found) if len(found) == len(node.nodes) else None
-    return None
-
-
-def _filter(node: Node, trigger: _Trigger | None) -> _Filter | None:
-    """The key test of a rule tree, for candidates found through `trigger`'s keys."""
-    # An alternative that holds another is implied by it: keep the smallest ones.
-    needs = set(_needs(node))
-    alternatives = sorted(
-        (a for a in needs if not any(b < a for b in needs)), key=lambda a: (len(a), sorted(a))
-    )
-    excluded = _excluded(node)
-    if trigger is not None and not trigger.prefixes:
-        if len(trigger.keys) == 1:
-            # Every candidate has the key (and, for a pair of words, both words).
-            known = _implied(trigger.keys)
-            alternatives = [needed - known for needed in alternatives]
-        elif all(any(a <= _implied({key}) for a in alternatives) for key in trigger.keys):
-            alternatives = []  # whichever key found the candidate meets an alternative
-    if not alternatives or frozenset() in alternatives:
-        if not excluded:
-            return None
-        alternatives = []
-    if len(alternatives) <= 1:
-        return (alternatives[0] if alternatives else frozenset(), (), excluded)
-    return (None, tuple(alternatives), excluded)
-
-
-def _implied(keys: Iterable[str]) -> frozenset[str]:
-    """The keys a paper with `keys` has for sure: a pair of words implies both words."""
-    return frozenset(keys).union(*(key.split(" ") for key in keys if " " in key))

@@ -5,7 +5,8 @@ Message-ID ...). It is pure: it reads templates and nothing else; it never sends
 `bot.channels`), never reads the clock (`now` is passed in) and never trusts its input:
 paper text is escaped in HTML, header values are checked for CR/LF and shape, and a
 paper's URLs become links only through `bot.core.links.web_url` (http and https only: a feed's
-`javascript:` or `data:` link is shown as plain text, never as a link).
+`javascript:` or `data:` link is shown as plain text, never as a link). What it shows of
+each paper and rule is the view model it shares with Slack (`bot.render.view`).
 
 The HTML part's CSS lives in a <style> block in the template and is inlined onto each
 element here (css_inline, never fetching anything): most clients drop <style>. The same
@@ -21,7 +22,7 @@ import functools
 import hashlib
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime
 from email.message import EmailMessage
 from urllib.parse import quote, urlsplit
@@ -29,10 +30,11 @@ from urllib.parse import quote, urlsplit
 import css_inline
 
 from bot.core.checks import check_address, check_header_text
-from bot.core.links import LOOPBACK_HOSTS, web_url
-from bot.core.models import Digest, DigestItem, Paper
+from bot.core.links import LOOPBACK_HOSTS
+from bot.core.models import Digest, Paper
 from bot.render import template_env
-from bot.render.text import Excerpt, Segment, excerpt, highlight, plural, tidy, unicode_math
+from bot.render.text import plural, tidy
+from bot.render.view import GroupView, group_views, quote_rule
 
 __all__ = [
     "ACKNOWLEDGEMENT",
@@ -42,7 +44,6 @@ __all__ = [
     "build_message",
     "check_address",
     "inline_css",
-    "quote_rule",
     "render_digest",
     "subject_line",
 ]
@@ -95,60 +96,6 @@ class RenderedEmail:
     html: str
 
 
-@dataclass(frozen=True)
-class _CategoryView:
-    name: str
-    primary: bool
-
-
-@dataclass(frozen=True)
-class _ItemView:
-    number: int
-    paper: Paper
-    rules: tuple[str, ...]  # as shown: quoted
-    title: tuple[Segment, ...]  # highlighted, simple math as Unicode
-    abstract: Excerpt  # the whole abstract, or its first lines and a snippet
-    categories: tuple[_CategoryView, ...]
-    markers: tuple[str, ...]
-    dois: tuple[tuple[str, str], ...]  # (doi, https://doi.org/... link)
-    day: str | None  # the announcement day: "Thu 28 Nov 2024"
-    upvotes: str | None  # Hugging Face: "12 upvotes" (None: not there)
-    hf_rank: str | None = None  # "#1 of the day"
-    code: str | None = None  # "Code (1,204 stars)", linking to code_url
-    # The paper's links, each checked by bot.core.links.web_url (None: no link): only these
-    # become links, never a paper's raw fields.
-    url: str | None = None  # its page: arXiv's abstract page, else its link or DOI's
-    pdf_url: str | None = None
-    html_url: str | None = None
-    code_url: str | None = None
-    hf_url: str | None = None
-
-    @property
-    def anchor(self) -> str:
-        return f"paper-{self.number}"
-
-    @property
-    def title_text(self) -> str:
-        return "".join(text for text, _ in self.title)
-
-
-@dataclass(frozen=True)
-class _GroupView:
-    rule: str  # as shown: quoted
-    heading: str
-    items: tuple[_ItemView, ...] = field(default=())
-
-    @property
-    def count(self) -> str:
-        return plural(len(self.items), "paper")
-
-
-def quote_rule(rule: str) -> str:
-    """A rule as shown to people: in double quotes, unless it already carries its own."""
-    rule = tidy(rule)
-    return rule if '"' in rule else f'"{rule}"'
-
-
 def subject_line(digest: Digest, *, limit: int = SUBJECT_LIMIT) -> str:
     """`3 new papers: "diffusion policy", "multi-agent" (+2 rules)`, at most `limit` chars."""
     count = digest.count
@@ -176,80 +123,7 @@ def subject_line(digest: Digest, *, limit: int = SUBJECT_LIMIT) -> str:
     return tidy(subject)
 
 
-def _item_view(number: int, item: DigestItem, *, abstracts: str = "short") -> _ItemView:
-    paper = item.paper
-    primary = paper.primary_category
-    markers: list[str] = []
-    if paper.is_cross and primary:
-        markers.append(f"cross-list from {primary}")
-    if paper.is_update:
-        markers.append(f"updated: v{paper.version}")
-    title_spans = [(h.start, h.end) for h in item.hits if h.field == "title"]
-    abstract_spans = [(h.start, h.end) for h in item.hits if h.field == "abstract"]
-    title = unicode_math(highlight(paper.title, title_spans))
-    abstract = unicode_math(highlight(paper.abstract, abstract_spans))
-    whose = f"paper {paper.id[:80]}: a link"
-    code_url = web_url(paper.github, what=whose)
-    return _ItemView(
-        number=number,
-        paper=paper,
-        rules=tuple(quote_rule(rule) for rule in item.rules),
-        title=tuple(title),
-        abstract=(
-            excerpt(abstract, seen=(text for text, marked in title if marked))
-            if abstracts == "short"
-            else Excerpt(head=tuple(abstract))
-        ),
-        categories=tuple(
-            _CategoryView(name, index == 0) for index, name in enumerate(paper.categories)
-        ),
-        markers=tuple(markers),
-        dois=tuple(
-            (doi, url)
-            for doi in paper.dois
-            if (url := web_url("https://doi.org/" + quote(doi, safe="/:;()._-"), what=whose))
-        ),
-        day=_short_day(paper.announced) if paper.announced else None,
-        upvotes=plural(paper.upvotes, "upvote") if paper.upvotes is not None else None,
-        hf_rank=f"#{paper.hf_rank} of the day" if paper.hf_rank else None,
-        code=_code(paper) if code_url else None,
-        url=web_url(paper.abs_url, what=whose),
-        pdf_url=web_url(paper.pdf_url, what=whose),
-        html_url=web_url(paper.html_url, what=whose),
-        code_url=code_url,
-        # Hugging Face lists arXiv papers only: its page of any other id is no page.
-        hf_url=web_url(paper.hf_url, what=whose) if paper.on_arxiv else None,
-    )
-
-
-def _code(paper: Paper) -> str | None:
-    """The code link's text: `Code (1,204 stars)`; None without a repository."""
-    if not paper.github:
-        return None
-    stars = f" ({plural(paper.github_stars, 'star')})" if paper.github_stars else ""
-    return f"Code{stars}"
-
-
-def _groups(digest: Digest) -> tuple[_GroupView, ...]:
-    groups: list[_GroupView] = []
-    number = 0
-    abstracts = digest.subscriber.abstracts
-    for group in digest.groups:
-        items = []
-        for item in group.items:
-            number += 1
-            items.append(_item_view(number, item, abstracts=abstracts))
-        rule = quote_rule(group.rule)
-        heading = f"{rule} · {plural(len(items), 'paper')}"
-        groups.append(_GroupView(rule=rule, heading=heading, items=tuple(items)))
-    return tuple(groups)
-
-
 ARXIV_KINDS = frozenset({"arxiv", "arxiv_query"})
-
-
-def _short_day(day: date) -> str:
-    return f"{day:%a} {day.day} {day:%b %Y}"
 
 
 def _day(day: date) -> str:
@@ -296,7 +170,7 @@ def _intro(digest: Digest) -> str:
     return f"{_headline(digest)}{joint + when if when else ''}."
 
 
-def _preheader(digest: Digest, groups: tuple[_GroupView, ...]) -> str:
+def _preheader(digest: Digest, groups: tuple[GroupView, ...]) -> str:
     """The line inboxes show beside the subject: the counts per rule, then the top paper."""
     if not groups:
         return _intro(digest)
@@ -358,7 +232,7 @@ def render_digest(
     if settings is not None:
         unsubscribe_address = check_address(settings.unsubscribe_address, what="unsubscribe_mailto")
     subject = subject_line(digest)
-    groups = _groups(digest)
+    groups = group_views(digest)
     context = {
         "subject": subject,
         "site_name": site_name,

@@ -39,8 +39,8 @@ from slack_sdk.models.blocks import (
 
 from bot.core.links import web_url
 from bot.core.models import Digest, DigestItem
-from bot.render.email import _item_view, quote_rule
 from bot.render.text import plural, shorten_authors, tidy
+from bot.render.view import item_view, quote_rule
 
 __all__ = [
     "SLACK_LIMITS",
@@ -269,7 +269,7 @@ def _title(item: DigestItem, limit: int) -> str:
 def _paper_blocks(number: int, item: DigestItem) -> list[dict[str, Any]]:
     """A paper: linked title; authors, categories and rules; the abstract's start; links."""
     paper = item.paper
-    view = _item_view(number, item)
+    view = item_view(number, item)
     blocks = [_section(f"*{number}. {link(view.url, _title(item, TITLE_CHARS))}*")]
 
     meta: list[MarkdownTextObject | PlainTextObject] = []

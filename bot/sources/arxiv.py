@@ -33,7 +33,8 @@ from bot.core.errors import (
 )
 from bot.core.merge import ARXIV_LISTING
 from bot.core.models import ANNOUNCE_TYPES, ArxivVersionError, Paper, split_arxiv_id
-from bot.sources import (
+from bot.sources.arxiv_query import backfill_from_api, category_query
+from bot.sources.base import (
     FetchResult,
     FetchState,
     FetchURL,
@@ -42,10 +43,21 @@ from bot.sources import (
     SourceOptions,
     WebURL,
     each_day,
-    register,
     source_options,
 )
-from bot.sources.feedtext import checked, clean_text, left_out, plausible_year, read_feed
+from bot.sources.diagnosis import describe_body, status_prefix
+from bot.sources.feedtext import (
+    ARXIV_DESCRIPTION_RE,
+    arxiv_abstract,
+    checked,
+    clean_text,
+    collapse,
+    left_out,
+    plausible_year,
+    read_feed,
+    split_authors,
+)
+from bot.sources.registry import register
 
 if TYPE_CHECKING:
     from bot.sources.http import PoliteFetcher
@@ -56,14 +68,7 @@ FEED_BASE = "https://rss.arxiv.org"
 EMPTY_REASON = "no announcement in this feed (weekend or arXiv holiday)"
 ERROR_TITLE = "Feed error for query"
 
-# `arXiv:2411.17700v1 Announce Type: new \nAbstract: ...`
-_DESCRIPTION_RE = re.compile(r"^\s*arXiv:(?P<id>\S+)\s+Announce Type:\s*(?P<type>[\w-]+)")
 _RDF_ROOT_RE = re.compile(rb"<rdf:RDF\b")
-_HTML_RE = re.compile(rb"<!doctype\s+html|<html[\s>]|<body[\s>]|<head[\s>]", re.IGNORECASE)
-# Linear on any body: a tag ends at the next `<` too, and only the first <title> is read.
-_HTML_TITLE_RE = re.compile(rb"<title[^<>]*>", re.IGNORECASE)
-_TAG_RE = re.compile(rb"<[^<>]*>")
-_ROOT_RE = re.compile(rb"<([A-Za-z_][\w.:-]*)")
 
 
 class ArxivOptions(SourceOptions):
@@ -112,8 +117,6 @@ class ArxivListingSource(Source):
 
     async def backfill_day(self, http: PoliteFetcher, day: date) -> list[Paper]:
         """The papers of the source's categories submitted on `day`, from the arXiv API."""
-        from bot.sources.arxiv_api import backfill_from_api, category_query
-
         return await backfill_from_api(
             http,
             base_url=self.api_url,
@@ -133,7 +136,7 @@ def parse_listing(body: bytes, *, source: str = "", url: str = "", status: int =
     where = url or source or "the arXiv feed"
     if not body.strip():
         raise FeedFormatError(
-            f"{where}: {_status_prefix(status)}received an empty body, not a feed",
+            f"{where}: {status_prefix(status)}received an empty body, not a feed",
             source=source,
             url=url,
             hint="the download may have been cut off; the next poll will try again",
@@ -142,15 +145,15 @@ def parse_listing(body: bytes, *, source: str = "", url: str = "", status: int =
     doc = read_feed(body, where=where, source=source, url=url)
     version = doc.get("version") or ""
     channel = doc.get("feed") or {}
-    title = _collapse(channel.get("title", ""))
+    title = collapse(channel.get("title", ""))
 
     if title.startswith(ERROR_TITLE):
-        raise _error_feed(title, _collapse(channel.get("subtitle", "")), source=source, url=url)
+        raise _error_feed(title, collapse(channel.get("subtitle", "")), source=source, url=url)
     if not 200 <= status < 300:
         detail = (
             f"the body is a feed ({version}) but not arXiv's error feed"
             if version
-            else _describe(body, doc)
+            else describe_body(body, doc)
         )
         raise FeedFormatError(
             f"{where}: HTTP {status}: {detail}",
@@ -170,7 +173,7 @@ def parse_listing(body: bytes, *, source: str = "", url: str = "", status: int =
         )
     if not version:
         raise FeedFormatError(
-            f"{where}: {_describe(body, doc)}",
+            f"{where}: {describe_body(body, doc)}",
             source=source,
             url=url,
             hint="check the source's `url`; the service may be down (the next poll will try again)",
@@ -202,7 +205,7 @@ def parse_listing(body: bytes, *, source: str = "", url: str = "", status: int =
                 continue
         except Exception as exc:  # any failure of one item: it is left out
             why = left_out(exc)
-        label = clean_text(_collapse(str(entry.get("id") or entry.get("title") or "")))[:80]
+        label = clean_text(collapse(str(entry.get("id") or entry.get("title") or "")))[:80]
         problem = f"item {index}{f' ({label})' if label else ''}: {why}"
         log.warning("%s: skipped %s", where, problem)
         problems.append(problem)
@@ -228,7 +231,7 @@ def parse_listing(body: bytes, *, source: str = "", url: str = "", status: int =
 def _paper(entry: Mapping[str, Any], *, announced: date | None, source: str) -> Paper | None:
     """One feed item as a `Paper`, or None when it carries no arXiv id."""
     description = entry.get("summary") or ""
-    described = _DESCRIPTION_RE.match(description)
+    described = ARXIV_DESCRIPTION_RE.match(description)
     candidates = [entry.get("id") or "", described.group("id") if described else "", _link(entry)]
     paper_id: str | None = None
     version: int | None = None
@@ -252,7 +255,7 @@ def _paper(entry: Mapping[str, Any], *, announced: date | None, source: str) -> 
         log.warning("%s: no version for %s; assuming v1", source or "arxiv", paper_id)
         version = 1
 
-    announce_type = _collapse(entry.get("arxiv_announce_type", ""))
+    announce_type = collapse(entry.get("arxiv_announce_type", ""))
     if not announce_type and described:
         announce_type = described.group("type")
 
@@ -270,72 +273,21 @@ def _paper(entry: Mapping[str, Any], *, announced: date | None, source: str) -> 
     return Paper(
         id=paper_id,
         version=version,
-        title=_collapse(entry.get("title", "")),
-        abstract=_abstract(description),
+        title=collapse(entry.get("title", "")),
+        abstract=arxiv_abstract(description),
         authors=split_authors(entry.get("author") or ""),
         categories=tuple(categories),
         announce_type=announce_type or "new",
         announced=announced,
         dois=tuple(dois),
-        journal_ref=_collapse(entry.get("arxiv_journal_reference", "")) or None,
-        license=_collapse(entry.get("rights", "")) or None,
+        journal_ref=collapse(entry.get("arxiv_journal_reference", "")) or None,
+        license=collapse(entry.get("rights", "")) or None,
         source=source,
     )
 
 
-def split_authors(text: str) -> tuple[str, ...]:
-    """Split arXiv's one-string author list on commas outside parentheses (affiliations)."""
-    parts: list[str] = []
-    depth = 0
-    start = 0
-    for index, char in enumerate(text):
-        if char in "([":
-            depth += 1
-        elif char in ")]":
-            depth = max(0, depth - 1)
-        elif char == "," and depth == 0:
-            parts.append(text[start:index])
-            start = index + 1
-    parts.append(text[start:])
-    if depth:  # an unclosed parenthesis would swallow everyone after it
-        parts = text.split(",")
-    names = [_collapse(part) for part in parts]
-    names = [name for name in names if name]
-    if names:
-        # "A, B and C" / "A, B, and C": the last two joined by " and " outside parentheses.
-        last = names.pop()
-        if last.startswith("and ") and names:
-            last = last[4:]
-        names.extend(_split_and(last))
-    return tuple(name for name in names if name)
-
-
-def _split_and(name: str) -> list[str]:
-    depth = 0
-    for index, char in enumerate(name):
-        if char in "([":
-            depth += 1
-        elif char in ")]":
-            depth = max(0, depth - 1)
-        elif depth == 0 and name.startswith(" and ", index):
-            return [name[:index].strip(), name[index + 5 :].strip()]
-    return [name]
-
-
-def _abstract(description: str) -> str:
-    marker = description.find("Abstract:")
-    if marker >= 0:
-        return _collapse(description[marker + len("Abstract:") :])
-    described = _DESCRIPTION_RE.match(description)
-    return _collapse(description[described.end() :] if described else description)
-
-
 def _link(entry: Mapping[str, Any]) -> str:
     return entry.get("link") or ""
-
-
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
 
 
 @functools.cache
@@ -393,45 +345,3 @@ def _error_feed(title: str, explanation: str, *, source: str, url: str) -> FeedE
         "(archive or category names such as 'astro-ph' or 'cs.LG'; see "
         "https://arxiv.org/category_taxonomy)",
     )
-
-
-def _status_prefix(status: int) -> str:
-    return "" if 200 <= status < 300 else f"HTTP {status}: "
-
-
-def _describe(body: bytes, doc: Mapping[str, Any]) -> str:
-    """Say what a body that is not a feed looks like, for the error message."""
-    head = body[:8192].lstrip(b"\xef\xbb\xbf \t\r\n")
-    if not head:
-        return "received an empty body, not a feed"
-    if _HTML_RE.search(head):
-        return f"received HTML, not a feed{_html_gist(body)}"
-    try:
-        text = head.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    if text is None or any(ord(c) < 32 and c not in "\t\r\n" for c in text):
-        return "received binary data, not a feed"
-    if text.startswith(("{", "[")):
-        return "received JSON, not a feed"
-    if text.startswith("<"):
-        problem = doc.get("bozo_exception")
-        if doc.get("bozo") and isinstance(problem, xml.sax.SAXException):
-            return f"the feed is not well-formed XML: {problem}; the download may be truncated"
-        root = _ROOT_RE.search(head.split(b"?>", 1)[-1] if head.startswith(b"<?") else head)
-        name = root.group(1).decode("ascii", "replace") if root else "?"
-        return f"received XML that is not an RSS or Atom feed (root element <{name}>)"
-    return f"received text, not a feed: {_collapse(text)[:80]!r}"
-
-
-def _html_gist(body: bytes) -> str:
-    """The page's title or first text, to show what the server said (e.g. 'Service unavailable')."""
-    head = body[:65536]
-    found = _HTML_TITLE_RE.search(head)
-    if found:
-        end = head.lower().find(b"</title>", found.end())
-        raw = head[found.end() : end if end >= 0 else found.end() + 200]
-    else:
-        raw = _TAG_RE.sub(b" ", head)
-    gist = _collapse(raw.decode("utf-8", "replace"))[:80]
-    return f": {gist!r}" if gist else ""

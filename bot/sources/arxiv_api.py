@@ -1,4 +1,4 @@
-"""The arXiv API (`export.arxiv.org/api/query`): search results as Atom pages.
+"""The arXiv API's answers (`export.arxiv.org/api/query`): search results as Atom pages.
 
 Owns turning one API response into an `ApiPage` (its entries as `Paper`s with their
 submission and version dates, and the opensearch paging numbers), and telling apart the
@@ -14,61 +14,34 @@ new-style (`http://arxiv.org/abs/2104.12255v1`) or old-style (`.../abs/quant-ph/
 `<category term>`s that are not arXiv categories (MSC or ACM class codes such as
 `53C25, 53A30 (Primary)`) are left out of `Paper.categories`.
 
-`api_query_url` and `submitted_range` build requests; they are pure too. Paper.announced is
-left None: the API does not say which announcement a result belonged to (its index lags
-the daily listing), so the caller decides.
+Paper.announced is left None: the API does not say which announcement a result belonged
+to (its index lags the daily listing), so the caller decides (`bot.sources.arxiv_query`).
 
 Pure: no network, no clock, no files. Text is kept as published (TeX and all, entities
-decoded once, whitespace collapsed); escaping for HTML is the renderers' job.
-
-`ArxivQuerySource` (`kind = "arxiv_query"`) and `search` do the I/O: they page through a
-query's results through the shared polite fetcher (one request every 3 seconds to arXiv),
-`page_size` (at most 2000) a request, until the results end or pass a date.
+decoded once, whitespace collapsed); escaping for HTML is the renderers' job. Asking the
+API (request URLs, paging, the `arxiv_query` source) is `bot.sources.arxiv_query`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import xml.sax
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import quote, urlencode
+from datetime import UTC, datetime
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from bot.core.calendar import ArxivCalendar, announcement_day
 from bot.core.checks import canonical_category
 from bot.core.errors import FeedErrorResponse, FeedFormatError
-from bot.core.merge import ARXIV_API
 from bot.core.models import ArxivVersionError, Paper, normalize_doi, split_arxiv_id
-from bot.sources import (
-    FetchState,
-    Harvest,
-    Source,
-    SourceOptions,
-    WebURL,
-    each_day,
-    interval,
-    register,
-    source_options,
-)
-from bot.sources.arxiv import _collapse, _describe
-from bot.sources.feedtext import checked, clean_text, left_out, plausible_year, read_feed
-
-if TYPE_CHECKING:
-    from bot.sources.http import PoliteFetcher
+from bot.sources.diagnosis import describe_body, status_prefix
+from bot.sources.feedtext import checked, clean_text, collapse, left_out, plausible_year, read_feed
 
 log = logging.getLogger(__name__)
 
-KIND = "arxiv_query"
+KIND = "arxiv_query"  # the source kind whose papers these are (bot.sources.arxiv_query)
 API_BASE = "https://export.arxiv.org/api/query"
-MAX_RESULTS = 2000  # arXiv's limit per request
-SORT_BY: tuple[str, ...] = ("relevance", "lastUpdatedDate", "submittedDate")
-SORT_ORDER: tuple[str, ...] = ("ascending", "descending")
 API_HELP = "https://info.arxiv.org/help/api/user-manual.html"
 
 _ERROR_ID_MARK = "/api/errors"
@@ -109,62 +82,6 @@ class ApiPage:
         return not self.entries and self.total is not None and self.total > (self.start or 0)
 
 
-def api_query_url(
-    base_url: str,
-    *,
-    search_query: str,
-    start: int,
-    max_results: int,
-    sort_by: str = "submittedDate",
-    sort_order: str = "descending",
-) -> str:
-    """The URL of one API request (an empty `base_url` means export.arxiv.org).
-
-    Raises ValueError for an empty query, a negative `start`, `max_results` outside
-    1..2000, or a sort arXiv does not know.
-    """
-    if not search_query.strip():
-        raise ValueError("search_query is empty")
-    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
-        raise ValueError(f"start must be a whole number >= 0, not {start!r}")
-    if (
-        isinstance(max_results, bool)
-        or not isinstance(max_results, int)
-        or not 1 <= max_results <= MAX_RESULTS
-    ):
-        raise ValueError(f"max_results must be 1..{MAX_RESULTS}, not {max_results!r}")
-    if sort_by not in SORT_BY:
-        raise ValueError(f"sort_by must be one of {', '.join(SORT_BY)}, not {sort_by!r}")
-    if sort_order not in SORT_ORDER:
-        raise ValueError(f"sort_order must be one of {', '.join(SORT_ORDER)}, not {sort_order!r}")
-    query = urlencode(
-        {
-            "search_query": search_query.strip(),
-            "start": start,
-            "max_results": max_results,
-            "sortBy": sort_by,
-            "sortOrder": sort_order,
-        },
-        quote_via=quote,
-        safe=":",
-    )
-    base = (base_url or API_BASE).strip()
-    if "?" in base:
-        return f"{base.rstrip('&')}&{query}"
-    return f"{base.rstrip('/')}?{query}"
-
-
-def submitted_range(query: str, start: date, end: date) -> str:
-    """`(<query>) AND submittedDate:[YYYYMMDD0000 TO YYYYMMDD2359]`: papers submitted from
-    `start` to `end`, both included (arXiv reads the times as UTC). A blank query gives the
-    range alone. Raises ValueError if `end` is before `start`."""
-    if end < start:
-        raise ValueError(f"the range ends ({end}) before it starts ({start})")
-    dates = f"submittedDate:[{start:%Y%m%d}0000 TO {end:%Y%m%d}2359]"
-    query = query.strip()
-    return f"({query}) AND {dates}" if query else dates
-
-
 def parse_api(body: bytes, *, status: int = 200, source: str = "", url: str = "") -> ApiPage:
     """Parse one `export.arxiv.org/api/query` response into an `ApiPage`. Pure.
 
@@ -173,7 +90,7 @@ def parse_api(body: bytes, *, status: int = 200, source: str = "", url: str = ""
     truncated download), for another error status, or when no entry is readable.
     """
     where = url or source or "the arXiv API"
-    http = "" if 200 <= status < 300 else f"HTTP {status}: "
+    http = status_prefix(status)
     if not body.strip():
         raise FeedFormatError(
             f"{where}: {http}received an empty body, not an arXiv API response",
@@ -193,7 +110,7 @@ def parse_api(body: bytes, *, status: int = 200, source: str = "", url: str = ""
 
     if not version:
         raise FeedFormatError(
-            f"{where}: {http}{_describe(body, doc)}",
+            f"{where}: {http}{describe_body(body, doc)}",
             source=source,
             url=url,
             hint="the API may be down, or the source's `url` wrong; the next poll will try again",
@@ -237,7 +154,7 @@ def parse_api(body: bytes, *, status: int = 200, source: str = "", url: str = ""
             if found is not None:
                 found = replace(found, paper=checked(found.paper, where=where))
         except Exception as exc:  # any failure of one entry: it is left out
-            label = clean_text(_collapse(str(entry.get("id") or "")))[:80]
+            label = clean_text(collapse(str(entry.get("id") or "")))[:80]
             found, why = None, f"{label}: {left_out(exc)}" if label else left_out(exc)
         if found is None:
             problem = f"entry {index}: {why}"
@@ -285,13 +202,13 @@ def _is_error_entry(entry: Mapping[str, Any]) -> bool:
     entry_id = entry.get("id") or ""
     if _ERROR_ID_MARK in entry_id:
         return True
-    return _collapse(entry.get("title") or "") == "Error" and _entry_id(entry_id) is None
+    return collapse(entry.get("title") or "") == "Error" and _entry_id(entry_id) is None
 
 
 def _error_answer(
     entry: Mapping[str, Any], *, where: str, status: int, source: str, url: str
 ) -> FeedErrorResponse:
-    message = _collapse(entry.get("summary") or "")
+    message = collapse(entry.get("summary") or "")
     if not message:
         fragment = (entry.get("id") or "").partition("#")[2]
         message = fragment.replace("_", " ") or "no message given"
@@ -307,7 +224,7 @@ def _error_answer(
 
 def _entry(entry: Mapping[str, Any], *, source: str) -> tuple[ApiEntry | None, str]:
     """One Atom entry as an `ApiEntry`, or None and why it cannot be one."""
-    raw_id = _collapse(entry.get("id") or "")
+    raw_id = collapse(entry.get("id") or "")
     found = _entry_id(raw_id) or _entry_id(entry.get("link") or "")
     if found is None:
         return None, f"no arXiv identifier in its id {raw_id[:80]!r}"
@@ -317,7 +234,7 @@ def _entry(entry: Mapping[str, Any], *, source: str) -> tuple[ApiEntry | None, s
         log.warning("%s: no version for %s; assuming v1", source or KIND, paper_id)
         version = 1
 
-    title = _collapse(entry.get("title") or "")
+    title = collapse(entry.get("title") or "")
     if title == "":  # a title can be "0": only an empty one is missing
         return None, f"{label}: no title"
     published = _timestamp(entry, "published")
@@ -330,13 +247,13 @@ def _entry(entry: Mapping[str, Any], *, source: str) -> tuple[ApiEntry | None, s
         id=paper_id,
         version=version,
         title=title,
-        abstract=_collapse(entry.get("summary") or ""),
+        abstract=collapse(entry.get("summary") or ""),
         authors=_authors(entry),
         categories=_categories(entry),
         announce_type="new" if version == 1 else "replace",
         announced=None,
         dois=_dois(entry.get("arxiv_doi") or ""),
-        journal_ref=_collapse(entry.get("arxiv_journal_ref") or "") or None,
+        journal_ref=collapse(entry.get("arxiv_journal_ref") or "") or None,
         source=source,
         sources=_sources(source, KIND),
         link=None,
@@ -361,7 +278,7 @@ def _entry_id(text: str) -> tuple[str, int | None] | None:
 
 
 def _authors(entry: Mapping[str, Any]) -> tuple[str, ...]:
-    names = (_collapse(author.get("name") or "") for author in entry.get("authors") or ())
+    names = (collapse(author.get("name") or "") for author in entry.get("authors") or ())
     return tuple(name for name in names if name)
 
 
@@ -446,168 +363,3 @@ def _sources(*names: str) -> tuple[str, ...]:
         if lowered and lowered not in found:
             found.append(lowered)
     return tuple(found)
-
-
-# ---------------------------------------------------------------------------------------------
-# The source: `kind = "arxiv_query"` (and the arXiv API for backfilling the listing source)
-
-
-class ArxivQueryOptions(SourceOptions):
-    """The options of an `arxiv_query` source."""
-
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
-
-    query: str = Field(min_length=1, max_length=1000)  # arXiv's search_query syntax
-    url: WebURL = API_BASE  # the API endpoint: https://, or http:// for a local stand-in
-    page_size: int = Field(500, ge=1, le=MAX_RESULTS)
-    days: int = Field(3, ge=1, le=60)  # a poll looks back this many days of updates
-    max_papers: int = Field(2000, ge=1, le=50000)  # a poll stops after this many results
-    interval_minutes: float | None = Field(None, gt=0, le=1440)
-
-
-async def search(
-    http: PoliteFetcher,
-    *,
-    base_url: str,
-    query: str,
-    page_size: int,
-    source: str,
-    sort_by: str,
-    sort_order: str,
-    stop: Callable[[ApiEntry], bool] = lambda entry: False,
-    limit: int | None = None,
-    problems: list[str] | None = None,
-) -> list[ApiEntry]:
-    """Every result of `query`, page by page (`page_size` a request, the fetcher spacing
-    the requests), until the results end, `stop(entry)` says an entry is past the range
-    wanted (results are sorted), or `limit` results were read. The entries left out as
-    unreadable are described in `problems`, when given."""
-    found: list[ApiEntry] = []
-    start = 0
-    while True:
-        url = api_query_url(
-            base_url,
-            search_query=query,
-            start=start,
-            max_results=page_size,
-            sort_by=sort_by,
-            sort_order=sort_order,
-        )
-        fetched = await http.get(url, FetchState(), source=source)
-        # In a thread: a large page parses for seconds, and the web app keeps answering.
-        page = await asyncio.to_thread(
-            parse_api, fetched.body or b"", status=fetched.status, source=source, url=url
-        )
-        if page.unexpectedly_empty:
-            raise FeedFormatError(
-                f"{url}: the arXiv API returned an empty page although "
-                f"{page.total} results were announced",
-                source=source,
-                url=url,
-                hint="arXiv's API does this now and then under load; the next run asks again",
-            )
-        if problems is not None:
-            problems.extend(page.problems)
-        for entry in page.entries:
-            if stop(entry):
-                return found
-            found.append(entry)
-            if limit is not None and len(found) >= limit:
-                return found
-        start += len(page.entries)
-        if not page.entries or (page.total is not None and start >= page.total):
-            return found
-
-
-def dated(entries: Sequence[ApiEntry], calendar: ArxivCalendar) -> list[Paper]:
-    """The entries' papers with the listing days arXiv's schedule gives them: this
-    version's from when it was submitted, the first announcement from v1's submission."""
-    return [
-        replace(
-            entry.paper,
-            announced=announcement_day(calendar, entry.updated),
-            first_announced=announcement_day(calendar, entry.published),
-            first_type="new",
-        )
-        for entry in entries
-    ]
-
-
-def category_query(categories: Sequence[str]) -> str:
-    """`cat:cs.RO OR cat:cs.LG`; an archive (`cs`) as `cat:cs.*`."""
-    return " OR ".join(f"cat:{c}" if "." in c else f"cat:{c}.*" for c in categories)
-
-
-async def backfill_from_api(
-    http: PoliteFetcher, *, base_url: str, query: str, page_size: int, source: str, day: date
-) -> list[Paper]:
-    """The papers matching `query` that were submitted on `day` (UTC), oldest first."""
-    entries = await search(
-        http,
-        base_url=base_url,
-        query=submitted_range(query, day, day),
-        page_size=page_size,
-        source=source,
-        sort_by="submittedDate",
-        sort_order="ascending",
-    )
-    return dated(entries, ArxivCalendar.default())
-
-
-@register(KIND)
-class ArxivQuerySource(Source):
-    """The papers an arXiv API query finds: updated in the last `days` on each poll, any
-    past period with `paperbell backfill`."""
-
-    authority = ARXIV_API
-    Options: ClassVar[type[BaseModel]] = ArxivQueryOptions
-
-    def __init__(self, name: str, **options: Any) -> None:
-        super().__init__(name, **options)
-        checked = source_options(
-            ArxivQueryOptions, name, options, hint="see the arxiv_query source"
-        )
-        self.query: str = checked.query
-        self.url: str = checked.url
-        self.page_size: int = checked.page_size
-        self.days: int = checked.days
-        self.max_papers: int = checked.max_papers
-        self.interval = interval(checked.interval_minutes)
-        self.calendar = ArxivCalendar.default()
-
-    async def harvest(self, http: Any, state: FetchState, *, now: datetime) -> Harvest:
-        """The results updated since `days` ago, newest first, page by page."""
-        oldest = now.astimezone(UTC) - timedelta(days=self.days)
-        problems: list[str] = []
-        entries = await search(
-            http,
-            base_url=self.url,
-            query=self.query,
-            page_size=self.page_size,
-            source=self.name,
-            sort_by="lastUpdatedDate",
-            sort_order="descending",
-            stop=lambda entry: entry.updated < oldest,
-            limit=self.max_papers,
-            problems=problems,
-        )
-        papers = dated(entries, self.calendar)
-        return Harvest(
-            tuple(papers),
-            announced=max((p.announced for p in papers if p.announced), default=None),
-            empty_reason=None if papers else f"nothing updated in the last {self.days} days",
-            problems=tuple(problems),
-        )
-
-    def backfill_days(self, since: date, until: date) -> list[date] | None:
-        return each_day(since, until)
-
-    async def backfill_day(self, http: Any, day: date) -> list[Paper]:
-        return await backfill_from_api(
-            http,
-            base_url=self.url,
-            query=self.query,
-            page_size=self.page_size,
-            source=self.name,
-            day=day,
-        )

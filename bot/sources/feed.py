@@ -38,7 +38,7 @@ from bot.core.models import (
     paper_id,
     split_arxiv_id,
 )
-from bot.sources import (
+from bot.sources.base import (
     FetchResult,
     FetchState,
     FetchURL,
@@ -46,20 +46,21 @@ from bot.sources import (
     Source,
     SourceOptions,
     interval,
-    register,
     source_options,
 )
-from bot.sources.arxiv import _DESCRIPTION_RE as _ANNOUNCE_RE
-from bot.sources.arxiv import _abstract as arxiv_abstract
-from bot.sources.arxiv import _describe, _status_prefix, split_authors
+from bot.sources.diagnosis import describe_body, status_prefix
 from bot.sources.feedtext import (
+    ARXIV_DESCRIPTION_RE,
+    arxiv_abstract,
     checked,
     clean_text,
     left_out,
     plausible_year,
     read_feed,
+    split_authors,
     web_url,
 )
+from bot.sources.registry import register
 
 if TYPE_CHECKING:
     from bot.sources.http import PoliteFetcher
@@ -114,9 +115,9 @@ def parse_feed(
     doc = read_feed(body, where=where, source=source, url=url)
     version = doc.get("version") or ""
     if not body.strip() or not version or not 200 <= status < 300:
-        detail = _describe(body, doc) if not version else f"the body is a feed ({version})"
+        detail = describe_body(body, doc) if not version else f"the body is a feed ({version})"
         raise FeedFormatError(
-            f"{where}: {_status_prefix(status)}{detail}",
+            f"{where}: {status_prefix(status)}{detail}",
             source=source,
             url=url,
             hint="check the source's `url`; the service may be down (the next poll will try again)",
@@ -180,7 +181,7 @@ def _paper(entry: Mapping[str, Any], *, source: str, journal: str | None) -> Pap
         summary = contents[0].get("value") or ""
     text = _text(summary)
     abstract = " ".join(text.split())
-    if arxiv and _ANNOUNCE_RE.match(abstract):  # an arXiv listing read as a plain feed
+    if arxiv and ARXIV_DESCRIPTION_RE.match(abstract):  # an arXiv listing read as a plain feed
         abstract = arxiv_abstract(abstract)
     return Paper(
         id=key,

@@ -1,6 +1,8 @@
-"""What every source's parser shares to survive hostile input: one bad item never stops a poll.
+"""What every source's parser shares to survive hostile input (one bad item never stops a
+poll) and to read text as feeds write it.
 
-Pure: no network, no clock, no files.
+Pure: no network, no clock, no files. What a refused body looks like, for the error
+message, is bot.sources.diagnosis.
 
 - `clean_body(body)`: an XML body made safe to hand to feedparser. A numeric character
   reference that names no XML character (`&#0;`, `&#99999999999;`, a surrogate) and a raw
@@ -25,6 +27,12 @@ Pure: no network, no clock, no files.
   an id or announce type too long to store): the item is then left out.
 - `left_out(exc)`: how an unexpected exception from one item is described in
   `ParsedFeed.problems`.
+- `collapse(text)`: whitespace collapsed to single spaces (titles carry hard line breaks).
+- `split_authors(text)`: arXiv's one-string author list (`A, B (Univ. X, Y) and C`) as
+  names; a journal's `dc:creator` is written the same way.
+- `ARXIV_DESCRIPTION_RE` and `arxiv_abstract(description)`: an arXiv listing item's
+  description (`arXiv:2411.17700v1 Announce Type: new Abstract: ...`), whether the arXiv
+  parser or the plain feed parser reads it.
 """
 
 from __future__ import annotations
@@ -71,6 +79,8 @@ _RUN_TOKEN = rb"(?:[A-Za-z0-9_.+\-]|&#?[0-9A-Za-z]{1,8};)"
 _RUN_RE = re.compile(rb"(?<![A-Za-z0-9_.+\-])" + _RUN_TOKEN + rb"{%d,}" % (MAX_EMAIL_RUN + 1))
 _RUN_HEAD_RE = re.compile(_RUN_TOKEN + rb"{%d}" % MAX_EMAIL_RUN)
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
+# `arXiv:2411.17700v1 Announce Type: new \nAbstract: ...`
+ARXIV_DESCRIPTION_RE = re.compile(r"^\s*arXiv:(?P<id>\S+)\s+Announce Type:\s*(?P<type>[\w-]+)")
 
 
 def clean_body(body: bytes) -> bytes:
@@ -259,6 +269,60 @@ def left_out(exc: BaseException) -> str:
     if isinstance(exc, ValueError) and text:  # our own checks say what is wrong
         return text[:200]
     return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
+
+
+def collapse(text: str) -> str:
+    """`text` with every run of whitespace one space, and none at either end."""
+    return " ".join(text.split())
+
+
+def split_authors(text: str) -> tuple[str, ...]:
+    """Split arXiv's one-string author list on commas outside parentheses (affiliations)."""
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    for index, char in enumerate(text):
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth = max(0, depth - 1)
+        elif char == "," and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    if depth:  # an unclosed parenthesis would swallow everyone after it
+        parts = text.split(",")
+    names = [collapse(part) for part in parts]
+    names = [name for name in names if name]
+    if names:
+        # "A, B and C" / "A, B, and C": the last two joined by " and " outside parentheses.
+        last = names.pop()
+        if last.startswith("and ") and names:
+            last = last[4:]
+        names.extend(_split_and(last))
+    return tuple(name for name in names if name)
+
+
+def _split_and(name: str) -> list[str]:
+    depth = 0
+    for index, char in enumerate(name):
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth = max(0, depth - 1)
+        elif depth == 0 and name.startswith(" and ", index):
+            return [name[:index].strip(), name[index + 5 :].strip()]
+    return [name]
+
+
+def arxiv_abstract(description: str) -> str:
+    """The abstract in an arXiv listing item's description: after `Abstract:`, else after
+    the `arXiv:<id> Announce Type: <type>` opening, else the whole description."""
+    marker = description.find("Abstract:")
+    if marker >= 0:
+        return collapse(description[marker + len("Abstract:") :])
+    described = ARXIV_DESCRIPTION_RE.match(description)
+    return collapse(description[described.end() :] if described else description)
 
 
 def _texts(values: tuple[str, ...]) -> tuple[str, ...]:

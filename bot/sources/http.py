@@ -40,7 +40,7 @@ import httpx
 
 from bot import USER_AGENT
 from bot.core.errors import SourceError
-from bot.sources import MEGABYTE, FetchLimits, FetchResult, FetchState
+from bot.sources.base import MEGABYTE, FetchLimits, FetchResult, FetchState
 
 log = logging.getLogger(__name__)
 

@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bot.core.errors import FeedErrorResponse, FeedFormatError
 from bot.core.merge import HUGGINGFACE
 from bot.core.models import MAX_VERSION, ArxivVersionError, Paper, split_arxiv_id
-from bot.sources import (
+from bot.sources.base import (
     FetchState,
     FetchURL,
     Harvest,
@@ -54,11 +54,11 @@ from bot.sources import (
     SourceOptions,
     each_day,
     interval,
-    register,
     source_options,
 )
-from bot.sources.arxiv import _HTML_RE, _collapse, _html_gist
-from bot.sources.feedtext import checked, clean_text, left_out, plausible_year, web_url
+from bot.sources.diagnosis import HTML_RE, html_gist, status_prefix
+from bot.sources.feedtext import checked, clean_text, collapse, left_out, plausible_year, web_url
+from bot.sources.registry import register
 
 if TYPE_CHECKING:
     from bot.sources.http import PoliteFetcher
@@ -95,7 +95,7 @@ def parse_daily_papers(
     body that is not a JSON array of items (or whose items are all unreadable).
     """
     where = url or source or "Hugging Face daily papers"
-    http = "" if 200 <= status < 300 else f"HTTP {status}: "
+    http = status_prefix(status)
     data = _load_json(body, where=where, http=http, source=source, url=url)
 
     if isinstance(data, Mapping):
@@ -189,8 +189,8 @@ def _load_json(body: bytes, *, where: str, http: str, source: str, url: str) -> 
         pass  # an item nested too deep: the others are read one by one below
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
         head = body[:8192].lstrip(b"\xef\xbb\xbf \t\r\n")
-        if _HTML_RE.search(head):
-            what = f"received HTML, not JSON{_html_gist(body)}"
+        if HTML_RE.search(head):
+            what = f"received HTML, not JSON{html_gist(body)}"
         else:
             what = f"the body is not JSON ({exc}); the download may be truncated"
         raise FeedFormatError(
@@ -289,7 +289,7 @@ def _error_message(data: Mapping[str, Any]) -> str | None:
         return None
     if isinstance(error, Mapping):
         error = error.get("message") or json.dumps(error)
-    return _collapse(str(error)) or "no message given"
+    return collapse(str(error)) or "no message given"
 
 
 def _error_answer(
@@ -372,7 +372,7 @@ def _item_label(item: Any) -> str:
         raw = inner.get("id") if isinstance(inner, Mapping) else None
     except Exception:  # an item odd enough to fail here is described without its id
         return ""
-    return clean_text(_collapse(raw))[:60] if isinstance(raw, str) else ""
+    return clean_text(collapse(raw))[:60] if isinstance(raw, str) else ""
 
 
 def _arxiv_id(text: str) -> str | None:
@@ -395,7 +395,7 @@ def _text(value: Any) -> str:
         return ""
     if isinstance(value, int | float):
         return str(value)
-    return _collapse(value) if isinstance(value, str) else ""
+    return collapse(value) if isinstance(value, str) else ""
 
 
 def _count(value: Any) -> int | None:
