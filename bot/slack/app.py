@@ -36,7 +36,8 @@ from bot.config import Config
 from bot.core.errors import PaperbellError
 from bot.manage import Manager, notice_sender
 from bot.pipeline import deliver, slack_settings
-from bot.slack.commands import CommandRequest, Reply, SlackChannelInfo, SlackUser, SlashCommands
+from bot.slack.commands import SlashCommands
+from bot.slack.messages import CommandRequest, Reply, SlackChannelInfo, SlackUser
 from bot.store import Store
 from bot.web.guards import parse_form, read_body
 
