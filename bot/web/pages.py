@@ -40,7 +40,7 @@ from bot.web.site import MAX_FORM, Site
 __all__ = ["LinkPages", "build_pages", "page_routes"]
 
 ONE_CLICK = "List-Unsubscribe=One-Click"
-SETTINGS = ("schedule", "day", "time", "timezone", "email_format", "abstracts")
+SETTING_FIELDS = ("schedule", "day", "time", "timezone", "email_format", "abstracts")
 
 # What a finished change says at the top of the manage page (?done=KEY).
 DONE = {
@@ -237,7 +237,7 @@ class LinkPages:
     async def _settings(
         self, request: Request, sub: Subscriber, form: Form, token: str
     ) -> Response:
-        values = {k: form[k] for k in SETTINGS if form.get(k)}
+        values = {k: form[k] for k in SETTING_FIELDS if form.get(k)}
         problems = await run_in_threadpool(self.manager.change_settings, sub, values)
         if problems:
             return await self.manage_view(request, sub, token, status=400, problems=problems)
