@@ -1,11 +1,12 @@
 """The Slack app's edges: the directory (users.info, conversations.info), acknowledge-first
-answers with slow results sent to `response_url`, request signatures, and Socket Mode.
+answers with slow results sent to `response_url`, request signatures, the HTTP endpoint,
+and Socket Mode.
 
 Wiring only: the command logic is `bot.slack.commands`; `slack_routes` builds `POST
 /slack/commands` (checked by `RequestChecker`, answered by `SlackResponder.answer`) for the
 web app to mount; `run_socket_mode` is the second way in for deployments without a public
-URL. Slack wants an answer within 3 seconds: a command
-that takes longer is answered "working on it" and its reply goes to `response_url`.
+URL. Slack wants an answer within 3 seconds: a command that takes longer is answered
+"working on it" and its reply goes to `response_url`.
 """
 
 from __future__ import annotations
