@@ -65,7 +65,7 @@ ALLOWED = {
     "psycopg": set(),
     "socket": {"demo", "demo/slack_standin"},
     "apscheduler": {"pipeline/scheduler"},
-    "starlette": {"web/app", "web/pages"},
+    "starlette": {"web/app", "web/guards", "web/site", "web/pages", "web/signup", "slack/app"},
     "uvicorn": {"web/app"},
     "prometheus_client": {"web/app"},
     # render/slack: only the Block Kit models (see PURE_EXCEPTIONS).

@@ -33,7 +33,8 @@ from bot.match.matcher import Matcher
 from bot.pipeline import build_channels, refresh_rule_counts
 from bot.rules import parse_rule
 from bot.slack.app import build_slack_app
-from bot.slack.commands import CommandRequest, SlashCommands
+from bot.slack.commands import SlashCommands
+from bot.slack.messages import CommandRequest
 from bot.store import Store
 
 pytestmark = pytest.mark.database

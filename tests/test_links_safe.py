@@ -263,7 +263,7 @@ def test_hsts_only_when_the_public_url_is_https() -> None:
         ("http://localhost:8025", None),
         (None, None),
     ):
-        with web_server(create_app(pages=routes, public_url=public_url)) as base:
+        with web_server(create_app(routes=routes, public_url=public_url)) as base:
             response = httpx.get(base + "/ok")
         assert response.headers.get("strict-transport-security") == expected, public_url
 

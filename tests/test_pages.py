@@ -98,7 +98,7 @@ def site(database_url: str) -> Iterator[Site]:
         )
         channels = build_channels(config)
         pages = build_pages(config, store, channels, clock=clock)
-        with web_server(create_app(pages=pages)) as base:
+        with web_server(create_app(routes=pages or [])) as base:
             site = Site(config, store, clock, base, sink)
             yield site
             site.http.close()

@@ -27,7 +27,7 @@ from servers import slack_config, web_server
 
 from bot.demo.slack_standin import SlackStandIn
 from bot.pipeline import build_channels
-from bot.slack.app import RequestChecker, SlackApp, build_slack_app
+from bot.slack.app import RequestChecker, SlackApp, build_slack_app, slack_routes
 from bot.store import Store
 from bot.web.app import create_app
 
@@ -121,7 +121,7 @@ def test_malformed_requests_get_a_4xx_never_a_500(
 ) -> None:
     """The two 500s of the issue (a superscript-digit timestamp: `"¹²³".isdigit()` is True
     but int() refuses it; a body that is not UTF-8), and their neighbours, over uvicorn."""
-    app = create_app(slack=slack_app(slack, store, database_url).http)
+    app = create_app(routes=slack_routes(slack_app(slack, store, database_url)))
     latin1 = "caf\xe9".encode("latin-1")
     stamp = str(int(time.time()))
     bogus = {"X-Slack-Signature": "v0=" + "0" * 64}
@@ -167,7 +167,7 @@ def test_a_content_length_in_superscript_digits_is_not_a_500(
 ) -> None:
     """uvicorn refuses such a header itself; an ASGI server that passes it on must not
     make the app fail."""
-    app = create_app(slack=slack_app(slack, store, database_url).http)
+    app = create_app(routes=slack_routes(slack_app(slack, store, database_url)))
     with AsgiClient(app) as client:
         response = client.post(
             "/slack/commands",
@@ -195,7 +195,7 @@ BODIES = st.one_of(
 def test_hostile_headers_and_bodies_never_get_a_5xx(
     slack: SlackStandIn, store: Store, database_url: str
 ) -> None:
-    app = create_app(slack=slack_app(slack, store, database_url).http)
+    app = create_app(routes=slack_routes(slack_app(slack, store, database_url)))
 
     with AsgiClient(app) as client:
 
@@ -259,7 +259,7 @@ def test_signed_requests_with_hostile_contents_get_a_clear_reply(
     slack: SlackStandIn, store: Store, database_url: str
 ) -> None:
     """Correctly signed, so they reach bot.slack.commands: the answer is a reply, never a 500."""
-    app = create_app(slack=slack_app(slack, store, database_url).http)
+    app = create_app(routes=slack_routes(slack_app(slack, store, database_url)))
 
     with AsgiClient(app) as client:
 
@@ -291,13 +291,13 @@ def test_a_replay_is_refused_after_a_restart(
     """Accepted once; the app rebuilt on the same database (a restart): refused as a replay."""
     body = command("help")
     headers = signed(body)
-    app = create_app(slack=slack_app(slack, store, database_url).http)
+    app = create_app(routes=slack_routes(slack_app(slack, store, database_url)))
     with AsgiClient(app) as client:
         first = client.post("/slack/commands", content=body, headers=headers)
     store.close()
 
     with Store.open(database_url) as restarted:
-        app = create_app(slack=slack_app(slack, restarted, database_url).http)
+        app = create_app(routes=slack_routes(slack_app(slack, restarted, database_url)))
         with AsgiClient(app) as client:
             again = client.post("/slack/commands", content=body, headers=headers)
             fresh = command("help", trigger_id="another")

@@ -13,6 +13,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,13 @@ from bot.core.models import Paper
 from bot.demo import free_port
 from bot.demo.slack_standin import SlackStandIn
 from bot.pipeline import build_channels
-from bot.slack.app import SlackApp, SlackResponder, build_slack_app, run_socket_mode
+from bot.slack.app import (
+    SlackApp,
+    SlackResponder,
+    build_slack_app,
+    run_socket_mode,
+    slack_routes,
+)
 from bot.store import Store
 from bot.web.app import create_app, make_server
 
@@ -142,7 +149,7 @@ def test_every_subcommand_through_the_signed_http_endpoint(
     built = app_for(slack, store, database_url)
 
     async def scenario() -> list[dict[str, Any]]:
-        async with serving(create_app(slack=built.http)) as client:
+        async with serving(create_app(routes=slack_routes(built))) as client:
             s = Session(client, slack, built.responder)
             replies = [
                 await s.say(""),
@@ -197,7 +204,7 @@ def test_a_channel_subscription_needs_an_admin_and_is_announced_in_the_channel(
     channel = f"<#{ROBOTS}|robot-learning>"
 
     async def scenario() -> list[dict[str, Any]]:
-        async with serving(create_app(slack=built.http)) as client:
+        async with serving(create_app(routes=slack_routes(built))) as client:
             s = Session(client, slack, built.responder)
             return [
                 await s.say(f"subscribe {channel} robot"),
@@ -225,7 +232,7 @@ def test_forged_unsigned_stale_replayed_and_oversized_requests_are_refused(
     body = form("subscribe robot").replace("RESPONSE", slack.root_url + "/response")
 
     async def scenario() -> list[tuple[int, str]]:
-        async with serving(create_app(slack=built.http)) as client:
+        async with serving(create_app(routes=slack_routes(built))) as client:
             s = Session(client, slack, built.responder)
             good = sign(body)
             tries = [
@@ -262,7 +269,9 @@ def test_a_slow_command_is_acknowledged_at_once_and_answered_at_response_url(
     assert built.checker is not None
 
     async def ask(responder: SlackResponder, text: str, response: str) -> dict[str, Any]:
-        async with serving(create_app(slack=(responder, built.checker))) as client:
+        async with serving(
+            create_app(routes=slack_routes(replace(built, responder=responder)))
+        ) as client:
             body = form(text, response=response)
             body = body.replace("RESPONSE", slack.root_url + "/response")
             answer = await client.post("/slack/commands", content=body, headers=sign(body))
@@ -280,7 +289,7 @@ def test_a_slow_command_is_acknowledged_at_once_and_answered_at_response_url(
 
 def test_the_endpoint_says_when_slack_is_not_set_up(slack: SlackStandIn) -> None:
     async def scenario() -> httpx.Response:
-        async with serving(create_app()) as client:
+        async with serving(create_app(routes=slack_routes(None))) as client:
             return await client.post("/slack/commands", content="text=help")
 
     response = asyncio.run(scenario())
@@ -383,7 +392,7 @@ def test_config_subscribers_are_found_and_the_last_rule_can_go(
     assert built is not None
 
     async def scenario() -> list[str]:
-        async with serving(create_app(slack=built.http)) as client:
+        async with serving(create_app(routes=slack_routes(built))) as client:
             s = Session(client, slack, built.responder)
             return [
                 (await s.say(text, user=user))["text"]
@@ -449,7 +458,7 @@ def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
         built = build_slack_app(config, store, channels, clock=lambda: NOW)
         assert built is not None and built.http is not None
         pages = build_pages(config, store, channels, clock=lambda: NOW)
-        app = create_app(slack=built.http, pages=pages)
+        app = create_app(routes=[*(pages or []), *slack_routes(built)])
 
         def emails() -> list[str]:
             reports = asyncio.run(deliver(config, store, channels, now=NOW, clock=lambda: NOW))

@@ -697,7 +697,7 @@ async def _run_daemon(
 
     from bot.pipeline import build_channels, build_fetcher
     from bot.pipeline.scheduler import Daemon
-    from bot.slack.app import build_slack_app
+    from bot.slack.app import build_slack_app, slack_routes
     from bot.sources.http import make_client
     from bot.web.app import create_app, make_server
     from bot.web.pages import build_pages
@@ -739,8 +739,7 @@ async def _run_daemon(
         if web is not None:
             app = create_app(
                 daemon,
-                slack=slack.http if slack else None,
-                pages=pages,
+                routes=[*(pages or []), *slack_routes(slack)],
                 public_url=config.web.public_url,
             )
             server = make_server(app, host=web[0], port=web[1])
@@ -855,7 +854,7 @@ async def _serve(config: Config, store: Store, where: tuple[str, int]) -> int:
     import signal
 
     from bot.pipeline import build_channels
-    from bot.slack.app import build_slack_app
+    from bot.slack.app import build_slack_app, slack_routes
     from bot.web.app import create_app, make_server
     from bot.web.pages import build_pages
 
@@ -867,7 +866,7 @@ async def _serve(config: Config, store: Store, where: tuple[str, int]) -> int:
     slack = build_slack_app(config, store, channels, clock=utcnow)
     pages = build_pages(config, store, channels, clock=utcnow)
     app = create_app(
-        slack=slack.http if slack else None, pages=pages, public_url=config.web.public_url
+        routes=[*(pages or []), *slack_routes(slack)], public_url=config.web.public_url
     )
     server = make_server(app, host=where[0], port=where[1])
     log.info(

@@ -280,11 +280,13 @@ async def _serve_pages(
     echo: Callable[[str], None],
 ) -> None:
     """Serve the pages the demo emails link to, until `stop` is set."""
+    from bot.slack.app import slack_routes
     from bot.web.app import create_app, make_server
     from bot.web.pages import build_pages
 
     pages = build_pages(config, store, channels, clock=utcnow)
-    server = make_server(create_app(pages=pages), host="127.0.0.1", port=port)
+    routes = [*(pages or []), *slack_routes(None)]
+    server = make_server(create_app(routes=routes), host="127.0.0.1", port=port)
     task = asyncio.create_task(server.serve())
     while not server.started and not task.done():
         await asyncio.sleep(0.02)

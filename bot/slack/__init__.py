@@ -1,2 +1,3 @@
 """Slack as a front end: `commands` is the slash command as plain logic (text in, reply
-out, no HTTP); `app` adapts it to Slack's signed HTTP requests and to Socket Mode."""
+out, no HTTP), with its `syntax`, the `messages` it takes and gives, and the `subscriptions`
+a command reaches; `app` adapts it to Slack's signed HTTP requests and to Socket Mode."""

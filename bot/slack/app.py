@@ -1,10 +1,12 @@
 """The Slack app's edges: the directory (users.info, conversations.info), acknowledge-first
-answers with slow results sent to `response_url`, request signatures, and Socket Mode.
+answers with slow results sent to `response_url`, request signatures, the HTTP endpoint,
+and Socket Mode.
 
-Wiring only: the command logic is `bot.slack.commands`; the web app mounts `POST /slack/commands`
-over `SlackResponder.answer` and `RequestChecker`; `run_socket_mode` is the second way in
-for deployments without a public URL. Slack wants an answer within 3 seconds: a command
-that takes longer is answered "working on it" and its reply goes to `response_url`.
+Wiring only: the command logic is `bot.slack.commands`; `slack_routes` builds `POST
+/slack/commands` (checked by `RequestChecker`, answered by `SlackResponder.answer`) for the
+web app to mount; `run_socket_mode` is the second way in for deployments without a public
+URL. Slack wants an answer within 3 seconds: a command that takes longer is answered
+"working on it" and its reply goes to `response_url`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
 
 from bot.channels import Channel
 from bot.channels.slack import make_client
@@ -31,14 +37,17 @@ from bot.config import Config
 from bot.core.errors import PaperbellError
 from bot.manage import Manager, notice_sender
 from bot.pipeline import deliver, slack_settings
-from bot.slack.commands import CommandRequest, Reply, SlackChannelInfo, SlackUser, SlashCommands
+from bot.slack.commands import SlashCommands
+from bot.slack.messages import CommandRequest, Reply, SlackChannelInfo, SlackUser
 from bot.store import Store
+from bot.web.guards import parse_form, read_body
 
 log = logging.getLogger(__name__)
 
 REQUEST_WINDOW = 300  # seconds: Slack's timestamps are valid this long either side of now
 MAX_STAMP_DIGITS = 12  # a Unix time in seconds has 10 digits until the year 2286
 ACK_WITHIN = 2.5  # seconds: Slack gives up on an answer after 3
+COMMANDS_PATH = "/slack/commands"
 MAX_BODY = 16 * 1024  # a slash command's form is a few hundred bytes; text is at most 4k
 WORKING = Reply(":hourglass_flowing_sand: Working on it…")
 FAILED = Reply(":warning: Something went wrong; paperbell's log says what.")
@@ -211,6 +220,44 @@ class RequestChecker:
         return True
 
 
+class CommandEndpoint:
+    """`POST /slack/commands`: a request checked (size, signature, age, replay), then answered
+    by `responder`. Whatever a stranger sends gets a 4xx, never a 500."""
+
+    def __init__(self, responder: SlackResponder, checker: RequestChecker) -> None:
+        self.responder = responder
+        self.checker = checker
+
+    async def post(self, request: Request) -> Response:
+        body = await read_body(request, MAX_BODY)
+        if body is None:
+            return PlainTextResponse("request too large", status_code=413)
+        try:  # the replay check reads the database: in a thread
+            problem = await run_in_threadpool(self.checker.check, body, request.headers)
+        except PaperbellError as exc:
+            log.error("cannot check a Slack command request: %s", exc)
+            return PlainTextResponse("cannot check the request now", status_code=503)
+        if problem is not None:
+            log.warning("refused a Slack command request: %s", problem)
+            return PlainTextResponse(problem, status_code=401)
+        form = parse_form(body)
+        if form.get("ssl_check"):
+            return PlainTextResponse("ok")
+        try:
+            answer = await self.responder.answer(CommandRequest.from_form(form))
+        except Exception:  # the handler turns errors into replies; this is a bug
+            log.exception("slash command failed")
+            answer = FAILED.to_slack()
+        return JSONResponse(answer)
+
+
+async def _not_set_up(request: Request) -> Response:
+    """`POST /slack/commands` when paperbell takes no signed requests: what to set."""
+    return PlainTextResponse(
+        "Slack commands are not set up: set [slack] signing_secret_env", status_code=404
+    )
+
+
 async def run_socket_mode(
     responder: SlackResponder,
     *,
@@ -294,3 +341,12 @@ def build_slack_app(
     )
     checker = RequestChecker(slack.signing_secret, store=store) if slack.signing_secret else None
     return SlackApp(SlackResponder(commands), checker, slack.app_token, slack.api_url)
+
+
+def slack_routes(slack: SlackApp | None) -> list[Route]:
+    """`POST /slack/commands`, for `bot.web.app.create_app`: the slash command when `slack`
+    takes signed requests ([slack] signing_secret_env is set), else a 404 that says so."""
+    if slack is None or slack.checker is None:
+        return [Route(COMMANDS_PATH, _not_set_up, methods=["POST"])]
+    endpoint = CommandEndpoint(slack.responder, slack.checker)
+    return [Route(COMMANDS_PATH, endpoint.post, methods=["POST"])]

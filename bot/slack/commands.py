@@ -1,7 +1,8 @@
 """The `/papers` slash command: plain logic, the text and the user in, a reply out.
 
-Owns the subcommands (subscribe, list, remove, pause, resume, try, digest, help), who may
-change a channel's subscription, and the words of every reply. Must not speak HTTP or
+Owns the subcommands (subscribe, list, remove, pause, resume, try, digest, email, manage,
+help) and the words of every reply; its syntax is `bot.slack.syntax`, whose subscription a
+command reaches and who may change it `bot.slack.subscriptions`. Must not speak HTTP or
 WebSocket: the web app (`POST /slack/commands`) and the Socket Mode adapter are thin shells
 over `SlashCommands.handle`. Slack is reached only through the injected `Directory` (who a
 user is, what a channel is) and `send_now` (deliver one subscriber's digest).
@@ -11,12 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol
 
 from bot.config import Config, subscriber_problems, too_many_rules
 from bot.core.errors import PaperbellError, RuleError
@@ -26,6 +25,9 @@ from bot.manage import Manager, free_name
 from bot.match.digest import try_rule
 from bot.render.slack import escape_mrkdwn, link
 from bot.rules import format_rule, parse_rule
+from bot.slack.messages import CommandRequest, Directory, Reply, SendNow, SlackUser
+from bot.slack.subscriptions import Subscriptions, Target
+from bot.slack.syntax import rule_error, rule_text, split_words, usage
 from bot.store import Store, SubscriberRow
 
 log = logging.getLogger(__name__)
@@ -38,86 +40,6 @@ FAILED = ("failed", "retry", "skipped", "unrecorded")
 # Subcommands that may take longer than Slack's 3 seconds: answered at once, then at
 # response_url.
 SLOW = frozenset({"digest", "try", "email"})
-# `<#C0123|name>` (Slack escapes channels so when the manifest says should_escape), or #name.
-CHANNEL_RE = re.compile(
-    r"^(?:<#(?P<id>[CG][A-Z0-9]+)(?:\|(?P<label>[^>]*))?>|#(?P<name>[a-z0-9_\-]+))$"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class CommandRequest:
-    """What Slack sends with a slash command (the fields paperbell reads)."""
-
-    text: str
-    user_id: str
-    user_name: str = ""
-    channel_id: str = ""
-    channel_name: str = ""
-    team_id: str = ""
-    command: str = "/papers"
-    response_url: str | None = None
-
-    @classmethod
-    def from_form(cls, form: dict[str, str]) -> CommandRequest:
-        """From the fields of Slack's form post (or a Socket Mode payload)."""
-        return cls(
-            text=form.get("text", ""),
-            user_id=form.get("user_id", ""),
-            user_name=form.get("user_name", ""),
-            channel_id=form.get("channel_id", ""),
-            channel_name=form.get("channel_name", ""),
-            team_id=form.get("team_id", ""),
-            command=form.get("command", "/papers"),
-            response_url=form.get("response_url") or None,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """The answer: ephemeral (only the user sees it) unless it concerns a channel."""
-
-    text: str
-    public: bool = False
-
-    def to_slack(self) -> dict[str, Any]:
-        return {
-            "response_type": "in_channel" if self.public else "ephemeral",
-            "text": self.text,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class SlackUser:
-    id: str
-    name: str  # the handle
-    real_name: str = ""
-    email: str | None = None  # only with the users:read.email scope
-    is_admin: bool = False  # a workspace admin or owner
-    tz: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SlackChannelInfo:
-    id: str
-    name: str
-    is_member: bool = True  # whether the bot is in it
-    is_private: bool = False
-
-    @property
-    def keys(self) -> tuple[str, str]:
-        """How a subscriber may name this channel: its id, or "#name" (in the config)."""
-        return (self.id, f"#{self.name}")
-
-
-class Directory(Protocol):
-    """Who a Slack user is, what a channel is (users.info, conversations.info)."""
-
-    async def user(self, user_id: str) -> SlackUser | None: ...
-
-    async def channel(self, channel_id: str) -> SlackChannelInfo | None: ...
-
-
-SendNow = Callable[[str], Awaitable[list[Any]]]  # subscriber name -> delivery reports
 
 
 @dataclass
@@ -129,17 +51,20 @@ class SlashCommands:
     directory: Directory
     send_now: SendNow
     clock: Callable[[], datetime]
-    managers: frozenset[str] = field(default_factory=frozenset)
     # The pages behind the signed links (email confirmation, manage), when [web] has them;
     # `mail_queued()` sends the mail they queue.
     manager: Manager | None = None
     mail_queued: Callable[[], Awaitable[None]] | None = None
     # user id -> when their recent `try`s came (the last minute's).
     _tries: dict[str, deque[datetime]] = field(default_factory=dict, repr=False)
+    subscriptions: Subscriptions = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.config.slack is not None and not self.managers:
-            self.managers = frozenset(self.config.slack.channel_managers)
+        slack = self.config.slack
+        managers = frozenset(slack.channel_managers) if slack is not None else frozenset()
+        self.subscriptions = Subscriptions(
+            self.config, self.store, self.directory, self.command, managers
+        )
 
     @property
     def command(self) -> str:
@@ -152,7 +77,7 @@ class SlashCommands:
 
     async def handle(self, request: CommandRequest) -> Reply:
         """Answer one command. Every error becomes a reply that says what to do."""
-        words = _split(request.text)
+        words = split_words(request.text)
         verb, rest = (words[0].lower(), words[1:]) if words else ("help", [])
         handler = {
             "subscribe": self._subscribe,
@@ -171,7 +96,7 @@ class SlashCommands:
             "help": self._help,
         }.get(verb)
         if handler is None:
-            return Reply(f":warning: I do not know `{escape_mrkdwn(verb)}`.\n{self._usage()}")
+            return Reply(f":warning: I do not know `{escape_mrkdwn(verb)}`.\n{usage(self.command)}")
         try:
             return await handler(request, rest)
         except PaperbellError as exc:
@@ -181,27 +106,21 @@ class SlashCommands:
     # -- subcommands ------------------------------------------------------------------------
 
     async def _help(self, request: CommandRequest, args: list[str]) -> Reply:
-        return Reply(self._usage(full=True))
+        return Reply(usage(self.command, full=True))
 
     async def _subscribe(self, request: CommandRequest, args: list[str]) -> Reply:
-        target, args = await self._target(request, args, manage=True)
+        target, args = await self.subscriptions.target(request, args, manage=True)
         if not args:
             return Reply(f':warning: Give a rule: `{self.command} subscribe "diffusion policy"`')
-        text = _rule_text(args)
+        text = rule_text(args)
         try:
             rule = parse_rule(text)
         except RuleError as exc:
-            return Reply(_rule_error(exc))
+            return Reply(rule_error(exc))
         now = self.clock()
         if target.channel is not None:
             row = self.store.slack_subscriber(channel=target.channel.keys)
-            name = (
-                row.name
-                if row
-                else free_name(
-                    self.store, self.config, f"channel.{target.channel.name}", fallback="slack"
-                )
-            )
+            name = self._name(row, f"channel.{target.channel.name}")
             self._check_new(name, row, [rule.text])
             sub, created = self.store.add_subscriber(
                 name,
@@ -224,13 +143,7 @@ class SlashCommands:
             )
         row = self.store.slack_subscriber(user=request.user_id)
         user = await self.directory.user(request.user_id) if row is None else None
-        name = (
-            row.name
-            if row
-            else free_name(
-                self.store, self.config, f"slack.{_handle(request, user)}", fallback="slack"
-            )
-        )
+        name = self._name(row, f"slack.{_handle(request, user)}")
         self._check_new(name, row, [rule.text])
         sub, created = self.store.add_subscriber(
             name,
@@ -243,7 +156,7 @@ class SlashCommands:
         )
         if created and user is not None and user.tz and _known_zone(user.tz):
             self.store.set_schedule(name, timezone=user.tz)
-            sub = self._subscriber(name) or sub
+            sub = self.subscriptions.subscriber(name) or sub
         first = "Welcome! " if created else ""
         return Reply(
             f"{first}Subscribed to `{escape_mrkdwn(rule.text)}` "
@@ -253,8 +166,8 @@ class SlashCommands:
         )
 
     async def _list(self, request: CommandRequest, args: list[str]) -> Reply:
-        target, _ = await self._target(request, args, manage=False)
-        sub = self._find(request, target)
+        target, _ = await self.subscriptions.target(request, args, manage=False)
+        sub = self.subscriptions.find(request, target)
         whose = f"<#{target.channel.id}>" if target.channel else "You"
         if sub is None or not sub.rules:
             return Reply(
@@ -272,8 +185,8 @@ class SlashCommands:
         )
 
     async def _remove(self, request: CommandRequest, args: list[str]) -> Reply:
-        target, args = await self._target(request, args, manage=True)
-        sub = self._owned(request, target)
+        target, args = await self.subscriptions.target(request, args, manage=True)
+        sub = self.subscriptions.owned(request, target)
         if len(args) != 1 or not args[0].isdigit():
             return Reply(
                 f":warning: Say which rule: `{self.command} remove 2` "
@@ -299,8 +212,8 @@ class SlashCommands:
         return await self._set_active(request, args, active=True)
 
     async def _set_active(self, request: CommandRequest, args: list[str], *, active: bool) -> Reply:
-        target, _ = await self._target(request, args, manage=True)
-        sub = self._owned(request, target, allow_config=True)
+        target, _ = await self.subscriptions.target(request, args, manage=True)
+        sub = self.subscriptions.owned(request, target, allow_config=True)
         self.store.set_active(sub.name, active, now=self.clock())
         whose = f"<#{target.channel.id}>'s" if target.channel else "Your"
         if active:
@@ -316,9 +229,9 @@ class SlashCommands:
         if not args:
             return Reply(f':warning: Give a rule: `{self.command} try "diffusion policy"`')
         try:
-            rule = parse_rule(_rule_text(args))
+            rule = parse_rule(rule_text(args))
         except RuleError as exc:
-            return Reply(_rule_error(exc))
+            return Reply(rule_error(exc))
         if not self._may_try(request.user_id):
             return Reply(
                 f":hourglass: You tried {TRIES_PER_MINUTE} rules in the last minute; each one "
@@ -350,8 +263,8 @@ class SlashCommands:
         )
 
     async def _digest(self, request: CommandRequest, args: list[str]) -> Reply:
-        target, _ = await self._target(request, args, manage=True)
-        sub = self._owned(request, target, allow_config=True)
+        target, _ = await self.subscriptions.target(request, args, manage=True)
+        sub = self.subscriptions.owned(request, target, allow_config=True)
         whose = f"<#{target.channel.id}>'s" if target.channel else "Your"
         if not sub.active:
             return Reply(
@@ -372,7 +285,7 @@ class SlashCommands:
 
     async def _email(self, request: CommandRequest, args: list[str]) -> Reply:
         """`email [ADDRESS|off]`: digests by email too, once the address is confirmed."""
-        sub = self._owned(request, _Target())
+        sub = self.subscriptions.owned(request, Target())
         if self.manager is None:
             return Reply(
                 ":warning: Email digests from Slack need paperbell's web pages (the address "
@@ -408,8 +321,8 @@ class SlashCommands:
 
     async def _manage(self, request: CommandRequest, args: list[str]) -> Reply:
         """`manage`: a private link to the web page for rules, schedule and format."""
-        target, _ = await self._target(request, args, manage=True)
-        sub = self._owned(request, target, allow_config=True)
+        target, _ = await self.subscriptions.target(request, args, manage=True)
+        sub = self.subscriptions.owned(request, target, allow_config=True)
         if self.manager is None:
             return Reply(
                 "The web pages are not set up here; use "
@@ -422,63 +335,6 @@ class SlashCommands:
         )
 
     # -- helpers ----------------------------------------------------------------------------
-
-    async def _target(
-        self, request: CommandRequest, args: list[str], *, manage: bool
-    ) -> tuple[_Target, list[str]]:
-        """Whether the command is about a channel (its first word is one), and the rest."""
-        match = CHANNEL_RE.match(args[0]) if args else None
-        if match is None:
-            return _Target(), args
-        channel_id = match.group("id")
-        if channel_id is None:
-            name = match.group("name")
-            if name != request.channel_name or not request.channel_id:
-                raise PaperbellError(
-                    f"I cannot tell which channel #{name} is: pick it from the list Slack "
-                    "offers as you type #, or run the command in that channel"
-                )
-            channel_id = request.channel_id
-        info = await self.directory.channel(channel_id)
-        if info is None:
-            raise PaperbellError(
-                "I cannot see that channel: for a private channel, invite me first "
-                "(/invite @paperbell)"
-            )
-        if manage and not await self._may_manage(request.user_id):
-            raise PaperbellError(
-                f"Only workspace admins and the channel managers paperbell's admin named may "
-                f"change #{info.name}'s subscription; you can subscribe yourself with "
-                f"`{self.command} subscribe RULE`"
-            )
-        return _Target(info, args[0]), args[1:]
-
-    async def _may_manage(self, user_id: str) -> bool:
-        if user_id in self.managers:
-            return True
-        user = await self.directory.user(user_id)
-        return user is not None and user.is_admin
-
-    def _find(self, request: CommandRequest, target: _Target) -> Subscriber | None:
-        if target.channel is not None:
-            row = self.store.slack_subscriber(channel=target.channel.keys)
-        else:
-            row = self.store.slack_subscriber(user=request.user_id)
-        return self._subscriber(row.name) if row else None
-
-    def _owned(
-        self, request: CommandRequest, target: _Target, *, allow_config: bool = False
-    ) -> Subscriber:
-        sub = self._find(request, target)
-        if sub is None:
-            whose = f"<#{target.channel.id}> has" if target.channel else "You have"
-            raise PaperbellError(f"{whose} no subscription: `{self.command} subscribe RULE`")
-        if sub.origin == "config" and not allow_config:
-            raise PaperbellError(
-                "this subscription is set in paperbell's config file: ask your paperbell "
-                "admin to change it"
-            )
-        return sub
 
     def _may_try(self, user_id: str) -> bool:
         """Whether `user_id` may run `try` now (at most TRIES_PER_MINUTE a minute)."""
@@ -493,13 +349,9 @@ class SlashCommands:
         times.append(now)
         return True
 
-    def _subscriber(self, name: str) -> Subscriber | None:
-        everyone = self.store.subscribers(
-            self.config.declared_subscribers(),
-            include_inactive=True,
-            defaults=self.config.digest.defaults(),
-        )
-        return next((s for s in everyone if s.name == name), None)
+    def _name(self, row: SubscriberRow | None, wanted: str) -> str:
+        """The subscriber's name: the one it has, or a free one like `wanted`."""
+        return row.name if row else free_name(self.store, self.config, wanted, fallback="slack")
 
     def _check_new(self, name: str, row: SubscriberRow | None, rules: Sequence[str]) -> None:
         if row is not None and row.origin == "config":
@@ -510,7 +362,7 @@ class SlashCommands:
         problems = subscriber_problems(name=name, email=None, rules=rules)
         if problems:
             raise PaperbellError("; ".join(problems))
-        known = self._subscriber(name)
+        known = self.subscriptions.subscriber(name)
         if known is not None:
             new = {format_rule(parse_rule(r)) for r in rules}
             have = {format_rule(parse_rule(r)) for r in known.rules}
@@ -527,61 +379,6 @@ class SlashCommands:
 
     def _when(self, sub: Subscriber) -> str:
         return f"Digests come {sub.schedule.describe()}."
-
-    def _usage(self, *, full: bool = False) -> str:
-        c = self.command
-        lines = [
-            f"*{c}* keeps you posted on new papers:",
-            f'• `{c} subscribe "diffusion policy" cat:cs.RO` (a rule for you)',
-            f"• `{c} subscribe #channel RULE` (for a channel: admins and channel managers)",
-            f"• `{c} list`, `{c} remove N`, `{c} pause`, `{c} resume`",
-            f"• `{c} try RULE` (what it would have found lately)",
-            f"• `{c} digest` (your digest now)",
-            f"• `{c} email [ADDRESS|off]` (digests by email too, once you confirm the address)",
-            f"• `{c} manage` (a private link to your settings page)",
-        ]
-        if full:
-            lines.append(
-                'Rules: words and "phrases", AND/OR/NOT (or -word), fields `ti:` `abs:` '
-                "`au:` `cat:` `id:` `src:`, Hugging Face `upvotes>=20` `hf:top10`, "
-                'e.g. `au:"Yann LeCun" OR ti:jepa`'
-            )
-        return "\n".join(lines)
-
-
-@dataclass(frozen=True, slots=True)
-class _Target:
-    channel: SlackChannelInfo | None = None
-    word: str = ""  # how the user named it
-
-    @property
-    def suffix(self) -> str:
-        """The channel as the user wrote it, to repeat in a command line ('' for oneself)."""
-        return f" {self.word}" if self.channel is not None else ""
-
-
-def _split(text: str) -> list[str]:
-    """The command's words; a rule's quotes stay in it (`"diffusion policy" robot`)."""
-    text = text.replace("“", '"').replace("”", '"')  # Slack's smart quotes
-    words = text.split(None, 2)
-    if not words:
-        return []
-    if len(words) >= 2 and CHANNEL_RE.match(words[1]):
-        return words  # verb, channel, rule
-    return [words[0], *(text.split(None, 1)[1:])]
-
-
-def _rule_text(args: list[str]) -> str:
-    return " ".join(args).strip()
-
-
-def _rule_error(exc: RuleError) -> str:
-    """The rule error, with a caret under the column, as Slack shows code."""
-    caret = escape_mrkdwn(exc.caret())
-    reason = escape_mrkdwn(exc.reason)
-    return (
-        f":warning: That rule does not parse: {reason} at column {exc.position + 1}:\n```{caret}```"
-    )
 
 
 def _known_zone(name: str) -> bool:

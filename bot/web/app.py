@@ -1,43 +1,35 @@
-"""The web app: `GET /healthz`, `GET /metrics` (Prometheus text format), `POST /slack/commands`,
-and the pages of `bot.web.pages` (unsubscribe, manage, confirm, sign-up).
+"""The web app: `GET /healthz`, `GET /metrics` (Prometheus text format), and the routes it is
+handed (the pages of `bot.web.pages`; `POST /slack/commands`, which `bot.slack.app` builds).
 
 Wiring only: the figures come from the daemon's counters and the store, read when asked;
-slash commands are checked (signature, age, replay, size) and handed to `bot.slack.app`;
 every response carries the security headers (`SecurityHeaders`: a script policy with no
 inline script, nosniff, no referrer, HSTS on an https site), set here and nowhere else.
-Endpoints that read the
-database are plain functions, which Starlette runs in a thread, so a slow query never
+Must not import `bot.slack`: the entry points hand their routes over. Endpoints that read
+the database are plain functions, which Starlette runs in a thread, so a slow query never
 holds up the daemon's loop.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl
 
 import uvicorn
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bot.core.errors import PaperbellError
-from bot.slack.app import FAILED, MAX_BODY, RequestChecker, SlackResponder
-from bot.slack.commands import CommandRequest
 
 if TYPE_CHECKING:
     from bot.pipeline.scheduler import Daemon
-
-log = logging.getLogger(__name__)
 
 
 def _timestamp(moment: datetime | None) -> float:
@@ -220,75 +212,36 @@ class SecurityHeaders:
 def create_app(
     daemon: Daemon | None = None,
     *,
-    slack: tuple[SlackResponder, RequestChecker] | None = None,
-    pages: list[Route] | None = None,
+    routes: Sequence[BaseRoute] = (),
     public_url: str | None = None,
 ) -> Starlette:
-    """The ASGI app: health and metrics of `daemon`, Slack's slash commands (`slack`), and
-    the pages reached from emails (`pages`, from `bot.web.pages.build_pages`). Every response
-    carries the security headers; Strict-Transport-Security too when `public_url` (the
-    address people reach the site at) is https."""
-    routes: list[Route] = list(pages or [])
+    """The ASGI app: the `routes` it is handed (the pages reached from emails, Slack's slash
+    command: each entry point builds its own), and health and metrics of `daemon`. Every
+    response carries the security headers; Strict-Transport-Security too when `public_url`
+    (the address people reach the site at) is https."""
+    mounted: list[BaseRoute] = list(routes)
     if daemon is not None:
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(DaemonCollector(daemon))  # type: ignore[arg-type]
-
-        def healthz(request: Request) -> Response:
-            status, body = health(daemon)
-            return JSONResponse(body, status_code=status)
-
-        def metrics(request: Request) -> Response:
-            try:
-                return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
-            except PaperbellError as exc:
-                return Response(f"# error: {exc}\n", status_code=503, media_type="text/plain")
-
-        routes += [Route("/healthz", healthz), Route("/metrics", metrics)]
-
-    async def slack_commands(request: Request) -> Response:
-        if slack is None:
-            return PlainTextResponse(
-                "Slack commands are not set up: set [slack] signing_secret_env", status_code=404
-            )
-        responder, checker = slack
-        body = await read_body(request, MAX_BODY)
-        if body is None:
-            return PlainTextResponse("request too large", status_code=413)
-        try:  # the replay check reads the database: in a thread
-            problem = await run_in_threadpool(checker.check, body, request.headers)
-        except PaperbellError as exc:
-            log.error("cannot check a Slack command request: %s", exc)
-            return PlainTextResponse("cannot check the request now", status_code=503)
-        if problem is not None:
-            log.warning("refused a Slack command request: %s", problem)
-            return PlainTextResponse(problem, status_code=401)
-        form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
-        if form.get("ssl_check"):
-            return PlainTextResponse("ok")
-        try:
-            answer = await responder.answer(CommandRequest.from_form(form))
-        except Exception:  # the handler turns errors into replies; this is a bug
-            log.exception("slash command failed")
-            answer = FAILED.to_slack()
-        return JSONResponse(answer)
-
-    routes.append(Route("/slack/commands", slack_commands, methods=["POST"]))
+        mounted += daemon_routes(daemon)
     https = public_url is not None and public_url.lower().startswith("https://")
-    return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders, https=https)])
+    return Starlette(routes=mounted, middleware=[Middleware(SecurityHeaders, https=https)])
 
 
-async def read_body(request: Request, limit: int) -> bytes | None:
-    """The raw body (the signature covers its exact bytes), or None past `limit` bytes."""
-    declared = request.headers.get("content-length", "")
-    # ASCII digits only: "¹²".isdigit() is True, but int() refuses it.
-    if declared.isascii() and declared.isdigit() and int(declared) > limit:
-        return None
-    body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            return None
-    return body
+def daemon_routes(daemon: Daemon) -> list[BaseRoute]:
+    """`GET /healthz` (JSON, 503 when unhealthy) and `GET /metrics` (Prometheus)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(DaemonCollector(daemon))  # type: ignore[arg-type]
+
+    def healthz(request: Request) -> Response:
+        status, body = health(daemon)
+        return JSONResponse(body, status_code=status)
+
+    def metrics(request: Request) -> Response:
+        try:
+            return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+        except PaperbellError as exc:
+            return Response(f"# error: {exc}\n", status_code=503, media_type="text/plain")
+
+    return [Route("/healthz", healthz), Route("/metrics", metrics)]
 
 
 class _Server(uvicorn.Server):
