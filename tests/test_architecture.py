@@ -55,17 +55,17 @@ PURE = [
 ALLOWED = {
     "httpx": {"sources/http"},
     "aiosmtplib": {"channels/email"},
-    "aiosmtpd": {"demo", "demo/slack_standin"},
+    "aiosmtpd": {"demo/smtp"},
     "sqlmodel": {"store"},
     "sqlalchemy": {"store"},
     "psycopg": set(),
-    "socket": {"demo", "demo/slack_standin"},
+    "socket": {"demo/smtp"},
     "apscheduler": {"pipeline/scheduler"},
     "starlette": {"web/app", "web/pages"},
     "uvicorn": {"web/app"},
     "prometheus_client": {"web/app"},
     # render/slack: only the Block Kit models (see PURE_EXCEPTIONS).
-    "slack_sdk": {"channels/slack", "slack/app", "demo/slack_standin", "render/slack"},
+    "slack_sdk": {"channels/slack", "slack/app", "demo/slack_limits", "render/slack"},
     "aiohttp": set(),  # slack-sdk's async clients use it; paperbell does not
 }
 
