@@ -310,7 +310,7 @@ def try_(
     """
     rule = parse_rule(rule_text)  # a bad rule: the error with a caret, exit 2
     if use_demo:
-        from bot.demo import bundled_papers
+        from bot.demo import bundled_papers  # the demo package: only `try --demo` needs it
 
         papers = bundled_papers()
         if since is not None:

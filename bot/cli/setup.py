@@ -48,7 +48,7 @@ def demo(out_dir: Path, serve: bool, port: int) -> None:
     Run it twice: the second run sends nothing, because everything was delivered.
     With --serve, the links in the emails work: manage a subscription, unsubscribe.
     """
-    from bot.demo import run_demo
+    from bot.demo import run_demo  # an SMTP server, the Slack stand-in: `demo` only
 
     async def main() -> int:
         stop = stop_on_signals() if serve else None
