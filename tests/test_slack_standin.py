@@ -15,7 +15,8 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from bot.demo.slack_standin import SlackStandIn, mrkdwn_problems
+from bot.demo.slack_limits import mrkdwn_problems
+from bot.demo.slack_standin import SlackStandIn
 
 
 @pytest.fixture

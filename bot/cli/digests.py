@@ -1,0 +1,339 @@
+"""The paper commands: `poll` and `backfill` fill the store, `digest` sends what it holds,
+`try` shows what a rule would match in it.
+
+Each command runs one stage of `bot.pipeline` once and prints its reports. The pipeline
+(slack_sdk, aiosmtplib, httpx) is imported inside the commands that run it: the other
+commands start without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from tqdm import tqdm
+
+from bot.cli.shell import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    config_option,
+    handle_errors,
+    load_config,
+    open_store,
+)
+from bot.core.errors import ConfigError, PaperbellError
+from bot.match.digest import try_rule
+from bot.render.terminal import render_trial, stars
+from bot.rules import parse_rule
+from bot.store import utcnow
+
+if TYPE_CHECKING:
+    from bot.pipeline import DeliveryReport, PollReport
+    from bot.pipeline.backfill import BackfillReport
+
+
+@click.command()
+@config_option
+@click.option("--source", "only", metavar="NAME", help="Poll only this source.")
+@handle_errors
+def poll(config_path: Path, only: str | None) -> None:
+    """Fetch every configured source once and store the new papers."""
+    from bot.pipeline import build_fetcher
+    from bot.pipeline import poll as run_poll
+    from bot.sources.http import make_client
+
+    config = load_config(config_path)
+    if only is not None and only not in {s.name for s in config.sources}:
+        raise ConfigError([f"no source named {only!r}"], source=str(config_path))
+    store = open_store(config)
+
+    async def go() -> list[PollReport]:
+        async with make_client() as client:
+            fetcher = build_fetcher(config, client)
+            return await run_poll(config, store, fetcher, now=utcnow(), only=only)
+
+    reports = asyncio.run(go())
+    failed = 0
+    for r in reports:
+        if r.result == "error":
+            failed += 1
+            click.echo(f"{r.source}: ERROR {r.error}")
+        elif r.result == "not_modified":
+            click.echo(f"{r.source}: unchanged (HTTP 304)")
+        elif r.result == "empty":
+            click.echo(f"{r.source}: 0 items ({r.note or 'empty feed'})")
+        else:
+            merged = f"{r.merged} merged with stored papers, " if r.merged else ""
+            left_out = f"; {r.problems} entries left out (see the log)" if r.problems else ""
+            click.echo(
+                f"{r.source}: {r.items} items read, {r.new} new, {r.updated} updated, "
+                f"{merged}{r.unchanged} already stored (announced {r.announced}){left_out}"
+            )
+    if not reports:
+        click.echo("no sources configured")
+    sys.exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+@click.command()
+@config_option
+@click.option(
+    "--since",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    required=True,
+    help="The first day to fetch (YYYY-MM-DD).",
+)
+@click.option(
+    "--until",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    help="The last day to fetch (YYYY-MM-DD). [default: today, UTC]",
+)
+@click.option("--source", "only", metavar="NAME", help="Backfill only this source.")
+@click.option("--no-progress", is_flag=True, help="No progress bar (one line per day instead).")
+@handle_errors
+def backfill(
+    config_path: Path, since: datetime, until: datetime | None, only: str | None, no_progress: bool
+) -> None:
+    """Fill the store with the papers of a past period, so that `paperbell try` can test a
+    rule on them: the arXiv sources through the arXiv API (one request every 3 seconds,
+    day by day), Hugging Face day by day. Interrupted (Ctrl-C), it goes on where it stopped
+    when run again; days already done are skipped.
+
+    Example: paperbell backfill -c config.toml --since 2026-10-01
+    """
+    from bot.pipeline import build_fetcher, build_sources
+    from bot.pipeline.backfill import backfill as run_backfill
+    from bot.pipeline.backfill import days_done, plan
+    from bot.sources.http import make_client
+
+    config = load_config(config_path)
+    first = since.date()
+    last = until.date() if until else utcnow().date()
+    if last < first:
+        raise PaperbellError(f"--until {last} is before --since {first}")
+    sources = build_sources(config)
+    if only is not None:
+        sources = [s for s in sources if s.name == only]
+        if not sources:
+            raise ConfigError([f"no source named {only!r}"], source=str(config_path))
+    planned = plan(sources, first, last)
+    if not planned:
+        raise PaperbellError(
+            "none of the sources can look back",
+            hint="backfill works for sources of kind arxiv, arxiv_query and huggingface; "
+            "a feed only holds its latest entries",
+        )
+    store = open_store(config)
+    total = sum(len(parts) for _, parts in planned)
+    done_before = days_done(planned, store)
+    if done_before:
+        click.echo(f"resuming: {done_before} of {total} days already done, skipped")
+    bar = tqdm(
+        total=total,
+        initial=done_before,
+        unit="day",
+        disable=no_progress,
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
+
+    def advance(report: BackfillReport, part: str, count: int) -> None:
+        bar.set_description(f"{report.source} {part}")
+        bar.set_postfix(papers=report.papers, refresh=False)
+        bar.update(1)
+        if no_progress:
+            click.echo(f"{report.source} {part}: {count} papers")
+
+    async def go() -> list[BackfillReport]:
+        async with make_client() as client:
+            return await run_backfill(
+                planned, store, build_fetcher(config, client), now=utcnow, advance=advance
+            )
+
+    try:
+        reports = asyncio.run(go())
+    except KeyboardInterrupt:
+        bar.close()
+        done = days_done(planned, store)
+        click.echo(
+            f"interrupted: {done} of {total} days done; run the same command again to go on",
+            err=True,
+        )
+        sys.exit(EXIT_INTERRUPTED)
+    bar.close()
+    for r in reports:
+        click.echo(
+            f"{r.source}: {r.done} days fetched, {r.done_before} already done, "
+            f"{r.papers} papers ({r.new} new)"
+        )
+        for error in r.errors:
+            click.echo(f"{r.source}: ERROR {error}")
+    failed = any(r.errors for r in reports)
+    if failed:
+        click.echo("some days failed; run the same command again to retry them", err=True)
+    sys.exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+@click.command()
+@config_option
+@click.option("--dry-run", is_flag=True, help="Print who would get which papers; change nothing.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write each digest as an .eml file into DIR instead of sending; record nothing.",
+)
+@click.option("--subscriber", "only", metavar="NAME", help="Only this subscriber.")
+@click.option(
+    "--since",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    help="Take papers announced on or after this date (YYYY-MM-DD) instead of the "
+    "default window ([digest] window_days).",
+)
+@handle_errors
+def digest(
+    config_path: Path,
+    dry_run: bool,
+    out_dir: Path | None,
+    only: str | None,
+    since: datetime | None,
+) -> None:
+    """Build and send every subscriber's digest of papers they have not received yet."""
+    from bot.pipeline import build_channels, deliver
+
+    config = load_config(config_path)
+    store = open_store(config)
+    reports = asyncio.run(
+        deliver(
+            config,
+            store,
+            build_channels(config, out_dir=out_dir),
+            now=utcnow(),
+            since=since.date() if since else None,
+            only=only,
+            dry_run=dry_run,
+            record=out_dir is None,
+            clock=utcnow,
+        )
+    )
+    sys.exit(print_delivery(reports, dry_run=dry_run))
+
+
+def print_delivery(reports: Sequence[DeliveryReport], *, dry_run: bool = False) -> int:
+    """Print one line per subscriber (and the papers, in a dry run); return the exit code."""
+    failed = 0
+    for r in reports:
+        n = r.count
+        papers = f"{n} paper{'s' if n != 1 else ''}"
+        more = f" (+{r.omitted} over max_papers)" if r.omitted else ""
+        if r.status == "sent":
+            click.echo(f"{r.subscriber} {r.target}: sent {papers}{more}")
+        elif r.status == "written":
+            click.echo(f"{r.subscriber} {r.target}: {papers}{more} -> {r.where}")
+        elif r.status == "would-send":
+            click.echo(f"{r.subscriber} {r.target}: would get {papers}{more}")
+            for item in r.digest.items if r.digest else ():
+                rules = ", ".join(item.rules)
+                click.echo(f"    {item.paper.id:<18} {item.paper.title[:70]}  [{rules}]")
+        elif r.status == "nothing":
+            click.echo(f"{r.subscriber} {r.target}: no new matching papers")
+        elif r.status == "queued-elsewhere":
+            click.echo(f"{r.subscriber} {r.target}: already queued by another run")
+        elif r.status == "unrecorded":
+            failed += 1
+            click.echo(f"{r.subscriber} {r.target}: {papers} {r.error}", err=True)
+        elif r.status == "skipped":
+            click.echo(f"{r.subscriber}: skipped ({r.error})")
+        else:
+            failed += 1
+            click.echo(f"{r.subscriber} {r.target}: FAILED {r.error}", err=True)
+    if not reports:
+        click.echo("no subscribers")
+    if dry_run:
+        click.echo("dry run: nothing was sent or recorded")
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+TRY_DAYS = 30  # `try` without --since: this many announcement days up to the newest stored
+
+
+@click.command("try")
+@click.argument("rule_text", metavar="RULE")
+@config_option
+@click.option(
+    "--since",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    help=f"Papers announced on or after this date (YYYY-MM-DD); default: the {TRY_DAYS} days "
+    "up to the newest stored paper.",
+)
+@click.option(
+    "--demo",
+    "use_demo",
+    is_flag=True,
+    help="Try the rule on the real listing bundled with paperbell (28 Nov 2024, all of "
+    "arXiv) instead of the stored papers; needs no config file.",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Show at most this many papers (0: all); the counts cover every match.",
+)
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="Highlight hits with terminal colours (default: when writing to a terminal and "
+    "NO_COLOR is not set); without colour, hits are shown as *word*.",
+)
+@handle_errors
+def try_(
+    rule_text: str,
+    config_path: Path,
+    since: datetime | None,
+    use_demo: bool,
+    limit: int,
+    color: bool | None,
+) -> None:
+    """Show which papers RULE matches, best first, with the hits highlighted, and how many
+    per announcement day: tune a rule before subscribing with it.
+
+    Examples: paperbell try '"diffusion policy" cat:cs.RO' --demo;
+    paperbell try 'au:"Yann LeCun" OR ti:jepa' -c config.toml --since 2026-10-01
+    """
+    rule = parse_rule(rule_text)  # a bad rule: the error with a caret, exit 2
+    if use_demo:
+        from bot.demo import bundled_papers  # the demo package: only `try --demo` needs it
+
+        papers = bundled_papers()
+        if since is not None:
+            papers = [p for p in papers if p.announced and p.announced >= since.date()]
+        where = "the bundled listing of 2024-11-28"
+    else:
+        config = load_config(config_path)
+        store = open_store(config)
+        latest = store.latest_announcement()
+        if latest is None:
+            raise PaperbellError(
+                "no papers are stored yet",
+                hint="run `paperbell poll` first, or try the rule on the bundled listing "
+                "with --demo",
+            )
+        first = since.date() if since else latest - timedelta(days=TRY_DAYS - 1)
+        papers = store.papers_announced_since(first)
+        where = f"stored papers announced {first} to {latest}"
+    if color is None:
+        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    mark = (lambda text: click.style(text, fg="yellow", bold=True)) if color else stars
+    trial = try_rule(rule, papers)
+    click.echo(f"rule: {rule.text}\ntried on {where}\n", color=color)
+    width = shutil.get_terminal_size((100, 24)).columns
+    for line in render_trial(trial, mark=mark, limit=limit, width=min(width, 120)):
+        click.echo(line, color=color)

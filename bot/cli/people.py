@@ -1,0 +1,223 @@
+"""The people commands: `subscribe`, `unsubscribe`, `resume` and `list`, over the subscribers
+stored in the database and those declared in the config file.
+
+Shared: `subscriber_state` (also shown by `status`). Argument checks only; what a change
+means for the outbox and the schedule is the store's business.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from bot.cli.shell import config_option, handle_errors, load_config, open_store
+from bot.config import subscriber_problems, too_many_rules
+from bot.core.errors import ConfigError, PaperbellError
+from bot.core.models import Subscriber, target_label
+from bot.store import Store, utcnow
+
+
+@click.command()
+@config_option
+@click.argument("name")
+@click.argument("rules", nargs=-1)
+@click.option("--email", help="The subscriber's email address.")
+@click.option(
+    "--slack-channel", metavar="CHANNEL", help="Post to this Slack channel (#name or id)."
+)
+@click.option("--slack-user", metavar="ID", help="Send as a Slack direct message (member id).")
+@click.option("--category", "categories", multiple=True, help="Only papers in this category.")
+@click.option("--max-papers", type=click.IntRange(1, 1000), help="At most this many per digest.")
+@click.option(
+    "--include",
+    type=click.Choice(["new", "cross", "replace"]),
+    multiple=True,
+    help="Announcement types to take (default new and cross; replace = updated versions).",
+)
+@click.option(
+    "--schedule", type=click.Choice(["daily", "weekly"]), help="How often. [default: [digest]]"
+)
+@click.option("--day", help="Weekly digests: the day (monday ... sunday).")
+@click.option("--time", "at", metavar="HH:MM", help="When, on the subscriber's clock.")
+@click.option("--timezone", metavar="ZONE", help="An IANA time zone, e.g. Europe/Berlin.")
+@click.option(
+    "--notify-empty/--no-notify-empty",
+    default=None,
+    help="On a digest day with nothing to send, send a short note that says why.",
+)
+@handle_errors
+def subscribe(
+    config_path: Path,
+    name: str,
+    rules: tuple[str, ...],
+    email: str | None,
+    slack_channel: str | None,
+    slack_user: str | None,
+    categories: tuple[str, ...],
+    max_papers: int | None,
+    include: tuple[str, ...],
+    schedule: str | None,
+    day: str | None,
+    at: str | None,
+    timezone: str | None,
+    notify_empty: bool | None,
+) -> None:
+    """Subscribe NAME with one or more RULES (stored in the database).
+
+    Adds the rules to NAME if it exists; the options change its settings. Examples:
+
+    \b
+    paperbell subscribe ada --email ada@example.org '"diffusion policy"' 'multi-agent cat:cs.RO'
+    paperbell subscribe robot-lab --slack-channel '#robot-learning' 'manipulation cat:cs.RO'
+    paperbell subscribe ada --schedule weekly --day friday --time 16:00 --timezone Europe/Paris
+    """
+    config = load_config(config_path)
+    settings = {"schedule": schedule, "day": day, "time": at, "timezone": timezone}
+    settings_given = {k: v for k, v in settings.items() if v is not None}
+    slack = {"slack_channel": slack_channel, "slack_user": slack_user}
+    slack_given = {k: v for k, v in slack.items() if v is not None}
+    problems = subscriber_problems(
+        name=name,
+        email=email,
+        rules=rules or ["placeholder"],
+        categories=categories,
+        settings={**settings_given, **slack_given},
+    )
+    if slack_given and (config.slack is None or not config.slack.bot_token):
+        problems.append("posting to Slack needs [slack] bot_token_env in the config")
+    if name in {s.name for s in config.subscribers}:
+        problems.append(f"{name!r} is declared in the config file: change it there")
+    store = open_store(config)
+    row = store.subscriber_row(name)
+    if row is None and not (email or slack_given):
+        problems.append("say where its digests go: --email, --slack-channel or --slack-user")
+    if row is None and not rules:
+        problems.append("give at least one RULE for a new subscriber")
+    have = store.rule_texts(name)
+    count = len(set(have) | set(rules))
+    if count > len(have) and (too_many := too_many_rules(count, config.digest.max_rules)):
+        problems.append(f"rules: {name} would have {too_many}")
+    if problems:
+        raise ConfigError(problems, source="subscribe")
+    sub, created = store.add_subscriber(
+        name,
+        email=email,
+        rules=rules,
+        now=utcnow(),
+        categories=categories,
+        max_papers=max_papers,
+        include=include or None,
+        slack_channel=slack_channel,
+        slack_user=slack_user,
+        max_rules=config.digest.max_rules,
+    )
+    if settings_given or notify_empty is not None:
+        extra = {} if notify_empty is None else {"notify_empty": notify_empty}
+        store.set_schedule(name, **settings_given, **extra)
+    sub = next(
+        s
+        for s in store.subscribers(include_inactive=True, defaults=config.digest.defaults())
+        if s.name == name
+    )
+    # The slot already handled stays as it is: marking the new schedule's latest slot
+    # handled would move the next digest's window past papers not sent yet. A new time or
+    # day whose latest slot has passed sends at the next tick (only papers not sent yet).
+    verb = "subscribed" if created else "updated"
+    notes = ", with a note on empty days" if sub.notify_empty else ""
+    click.echo(f"{verb} {sub.name} {_where(sub)}: {sub.schedule.describe()}{notes}")
+    click.echo(f"{len(sub.rules)} rule(s):")
+    for number, text in enumerate(sub.rules, 1):
+        click.echo(f"  {number}. {text}")
+
+
+@click.command()
+@config_option
+@click.argument("name")
+@click.option("--rule", "rule_number", type=int, metavar="N", help="Remove only rule N.")
+@click.option("--delete", is_flag=True, help="Delete the subscriber and its history.")
+@handle_errors
+def unsubscribe(config_path: Path, name: str, rule_number: int | None, delete: bool) -> None:
+    """Stop sending digests to NAME (or remove one of its rules with --rule N).
+
+    Works for subscribers from the config file too: they stay unsubscribed until
+    `paperbell subscribe`-d again (database) or renamed in the file."""
+    config = load_config(config_path)
+    store = open_store(config)
+    if rule_number is not None:
+        text = store.remove_rule(name, rule_number)
+        click.echo(f"removed rule {rule_number} of {name}: {text}")
+    elif delete:
+        store.delete_subscriber(name)
+        click.echo(f"deleted {name} and its delivery history")
+    else:
+        if name in {s.name for s in config.subscribers}:
+            store.sync_config_subscribers(config.declared_subscribers(), now=utcnow())
+        if not store.set_active(name, False, now=utcnow()):
+            raise PaperbellError(f"no subscriber named {name!r}", hint="see `paperbell list`")
+        click.echo(f"unsubscribed {name}: no more digests")
+
+
+@click.command()
+@config_option
+@click.argument("name")
+@handle_errors
+def resume(config_path: Path, name: str) -> None:
+    """Send digests to NAME again, after `unsubscribe` or a pause for a bouncing address."""
+    config = load_config(config_path)
+    store = open_store(config)
+    if name in {s.name for s in config.subscribers}:
+        store.sync_config_subscribers(config.declared_subscribers(), now=utcnow())
+    if not store.set_active(name, True, now=utcnow()):
+        raise PaperbellError(f"no subscriber named {name!r}", hint="see `paperbell list`")
+    click.echo(f"resumed {name}: digests will be sent again")
+
+
+@click.command("list")
+@config_option
+@handle_errors
+def list_(config_path: Path) -> None:
+    """List subscribers (config file and database) with their numbered rules."""
+    config = load_config(config_path)
+    store = open_store(config)
+    subscribers = store.subscribers(
+        config.declared_subscribers(), include_inactive=True, defaults=config.digest.defaults()
+    )
+    counts = store.delivery_counts()
+    if not subscribers:
+        click.echo("no subscribers")
+    for sub in subscribers:
+        got, last = counts.get(sub.id or -1, (0, None))
+        status = subscriber_state(store, sub)
+        when = f", last {last:%Y-%m-%d %H:%M} UTC" if last else ""
+        click.echo(f"{sub.name} {_where(sub)} [{sub.origin}, {status}] {got} papers sent{when}")
+        extra = []
+        if sub.categories:
+            extra.append("categories " + ", ".join(sub.categories))
+        extra.append("include " + ", ".join(sorted(sub.include)))
+        extra.append(f"max {sub.max_papers}")
+        extra.append(
+            sub.schedule.describe() + (", notes on empty days" if sub.notify_empty else "")
+        )
+        click.echo("    " + "; ".join(extra))
+        for number, text in enumerate(sub.rules, 1):
+            click.echo(f"    {number}. {text}")
+
+
+def _where(sub: Subscriber) -> str:
+    """Where a subscriber's digests go: `<ada@lab.example>`, `slack #robots`, both; an
+    address that waits for its owner's confirmation is shown, marked."""
+    places = [target_label(kind, recipient) for kind, recipient in sub.targets()]
+    if sub.email and not sub.email_confirmed:
+        places.insert(0, f"{target_label('email', sub.email)} (unconfirmed)")
+    return " + ".join(places) or "(nowhere)"
+
+
+def subscriber_state(store: Store, sub: Subscriber) -> str:
+    """ "active", "paused: <why>" (a bouncing address, ...) or "unsubscribed"."""
+    if sub.active:
+        return "active"
+    row = store.subscriber_row(sub.name)
+    if row is not None and row.paused_reason:
+        return f"paused: {row.paused_reason}"
+    return "unsubscribed"

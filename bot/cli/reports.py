@@ -1,0 +1,225 @@
+"""The commands that report and change nothing: `check-config` (is the file right?) and
+`status` (the sources' polls, each subscriber's next digest and deliveries, the outbox).
+
+`status` gathers everything first (`gather_status`: the store and the schedule's plans),
+then prints it as tables; the tables only format what was gathered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from bot.cli.people import subscriber_state
+from bot.cli.shell import config_option, handle_errors, load_config, open_store
+from bot.config import Config
+from bot.core.checks import redact_url
+from bot.core.models import Subscriber
+from bot.store import Store, utcnow
+
+if TYPE_CHECKING:
+    from bot.core.calendar import PollPlan
+    from bot.pipeline.scheduler import DigestPlan
+    from bot.store import OutboxStatus, SourceLeftOutRow, SourceStateRow
+
+
+@click.command("check-config")
+@config_option
+@handle_errors
+def check_config(config_path: Path) -> None:
+    """Validate the config file and report every problem at once."""
+    config = load_config(config_path)
+    rules = sum(len(s.rules) for s in config.subscribers)
+    click.echo(
+        f"{config_path}: OK ({len(config.sources)} sources, {len(config.subscribers)} "
+        f"subscribers, {rules} rules; database {redact_url(config.database.url)})"
+    )
+
+
+@click.command()
+@config_option
+@handle_errors
+def status(config_path: Path) -> None:
+    """Show the sources' polls, each subscriber's next digest and deliveries, the outbox."""
+    config = load_config(config_path)
+    store = open_store(config)
+    found = gather_status(config, store, now=utcnow())
+    _table(_source_rows(found, deadline=config.polling.deadline))
+    click.echo("")
+    _table(_subscriber_rows(found))
+    totals = ", ".join(f"{n} {state}" for state, n in found.outbox.items())
+    click.echo(f"\noutbox: {totals} (digests)")
+
+
+@dataclass(frozen=True)
+class SourceStatus:
+    """A source: what the store remembers of its last poll, and its next one."""
+
+    name: str
+    state: SourceStateRow | None  # None: never polled
+    plan: PollPlan
+    left_out: SourceLeftOutRow | None
+
+
+@dataclass(frozen=True)
+class SubscriberStatus:
+    """A subscriber: active or not, its next digest, what it was sent, its outbox."""
+
+    subscriber: Subscriber
+    state: str  # `subscriber_state`
+    plan: DigestPlan
+    papers_sent: int
+    outbox: OutboxStatus | None
+
+
+@dataclass(frozen=True)
+class Status:
+    """Everything `paperbell status` shows, read at `now`."""
+
+    now: datetime
+    sources: list[SourceStatus]
+    subscribers: list[SubscriberStatus]
+    outbox: dict[str, int]  # digests by outbox status
+
+
+def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
+    """Read the store and plan the next polls and digests, as the daemon would at `now`."""
+    from bot.pipeline import build_sources  # the pipeline: only `status` needs it here
+    from bot.pipeline.scheduler import digest_plans, source_plans
+
+    calendar, policy = config.polling.calendar(), config.polling.policy()
+    sources = build_sources(config)
+    plans = source_plans(sources, store, calendar, policy, now=now)
+    states = {s.name: s for s in store.source_states()}
+    left_out = store.left_out()
+    outbox = store.outbox_status()
+    counts = store.delivery_counts()
+    everyone = store.subscribers(
+        config.declared_subscribers(), include_inactive=True, defaults=config.digest.defaults()
+    )
+    upcoming = {
+        p.subscriber.name: p for p in digest_plans(everyone, plans, calendar, policy, now=now)
+    }
+    return Status(
+        now=now,
+        sources=[
+            SourceStatus(s.name, states.get(s.name), plans[s.name], left_out.get(s.name))
+            for s in sources
+        ],
+        subscribers=[
+            SubscriberStatus(
+                sub,
+                subscriber_state(store, sub),
+                upcoming[sub.name],
+                counts.get(sub.id or -1, (0, None))[0],
+                outbox.get(sub.id or -1),
+            )
+            for sub in everyone
+        ],
+        outbox=store.outbox_totals(now=now),
+    )
+
+
+def _source_rows(found: Status, *, deadline: str) -> list[list[str]]:
+    """The sources' table: a header, then a row per source."""
+    rows = [
+        [
+            "source",
+            "last poll (UTC)",
+            "result",
+            "items",
+            "new",
+            "announced",
+            "next poll (UTC)",
+            "left out",
+            "problem",
+        ]
+    ]
+    for source in found.sources:
+        st, plan, skipped = source.state, source.plan, source.left_out
+        problem = ""
+        if plan.late:
+            problem = f"late: no new listing for {plan.feed_day} by {deadline} ET"
+        if st is not None and st.last_error:
+            problem = f"{problem}; {st.last_error}" if problem else st.last_error
+        if skipped is not None and skipped.first and not problem:
+            problem = f"left out {skipped.first}"
+        when = "now" if plan.at <= found.now else f"{plan.at.astimezone(UTC):%Y-%m-%d %H:%M}"
+        if st is None or st.last_poll is None:
+            rows.append([source.name, "never", "", "", "", "", when, "", problem[:70]])
+            continue
+        rows.append(
+            [
+                source.name,
+                f"{st.last_poll.astimezone(UTC):%Y-%m-%d %H:%M}",
+                st.last_result,
+                str(st.items),
+                str(st.new),
+                str(st.announced or ""),
+                when,
+                str(skipped.count if skipped is not None else 0),
+                problem[:70],
+            ]
+        )
+    return rows
+
+
+def _subscriber_rows(found: Status) -> list[list[str]]:
+    """The subscribers' table: a header, then a row per subscriber."""
+    rows = [
+        [
+            "subscriber",
+            "state",
+            "schedule",
+            "next digest (`run`)",
+            "papers sent",
+            "last sent (UTC)",
+            "pending",
+            "failed",
+            "problem",
+        ]
+    ]
+    for each in found.subscribers:
+        sub, box, due = each.subscriber, each.outbox, each.plan
+        problem = ""
+        if box and box.pending and box.last_error and box.next_attempt:
+            problem = f"retry {box.next_attempt:%m-%d %H:%M}: {box.last_error}"
+        elif box and box.last_error:
+            problem = box.last_error
+        if not sub.active:
+            next_digest = ""
+        elif due.due is not None and due.waiting_for:
+            next_digest = "due, waiting for " + ", ".join(due.waiting_for)
+        elif due.due is not None:
+            next_digest = "due now"
+        else:
+            next_digest = f"{due.next.local:%a %d %b %H:%M %Z}"
+        rows.append(
+            [
+                sub.name,
+                each.state[:50],
+                sub.schedule.describe(),
+                next_digest,
+                str(each.papers_sent),
+                f"{box.last_sent.astimezone(UTC):%Y-%m-%d %H:%M}"
+                if box and box.last_sent
+                else "never",
+                str(box.pending if box else 0),
+                str(box.failed if box else 0),
+                problem[:70],
+            ]
+        )
+    return rows
+
+
+def _table(rows: list[list[str]]) -> None:
+    """Print rows as aligned columns, the first row as the header."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )

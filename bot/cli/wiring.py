@@ -1,0 +1,189 @@
+"""What `run` and `serve` start, wired from the config: the daemon with the web app beside
+(`run_daemon`), or the web app alone (`serve_web`); both with the same ways in (`Front`):
+Slack's slash command (POST /slack/commands, Socket Mode) and the pages reached from emails.
+
+Wiring only: what each part does is its own module's business (`bot.pipeline.scheduler`,
+`bot.web`, `bot.slack.app`). Imported by those two commands when they run, so that the other
+commands start without the web stack, the Slack SDK and the pipeline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from bot import __version__
+from bot.channels import Channel
+from bot.cli.shell import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, stop_on_signals
+from bot.config import Config
+from bot.pipeline import build_channels, build_fetcher
+from bot.pipeline.scheduler import Daemon
+from bot.slack.app import SlackApp, build_slack_app, run_socket_mode, slack_routes
+from bot.sources.http import make_client
+from bot.store import Store, utcnow
+from bot.web.app import create_app, make_server
+from bot.web.pages import build_pages
+
+if TYPE_CHECKING:  # the web stack's own types: only `bot.web` imports it
+    import uvicorn
+    from starlette.routing import Route
+
+log = logging.getLogger("bot")
+
+
+class Front:
+    """The ways in beside the daemon, as the config sets them up: Slack's slash command
+    (its HTTP route, Socket Mode) and the pages reached from emails. `stop` ends Socket
+    Mode."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        channels: Mapping[str, Channel],
+        *,
+        clock: Callable[[], datetime],
+        stop: asyncio.Event,
+    ) -> None:
+        self.config = config
+        self.stop = stop
+        self.slack: SlackApp | None = build_slack_app(config, store, channels, clock=clock)
+        self.pages: list[Route] | None = build_pages(config, store, channels, clock=clock)
+        self._socket: asyncio.Task[None] | None = None
+
+    def server(self, where: tuple[str, int], daemon: Daemon | None = None) -> uvicorn.Server:
+        """The web app on `where` (host, port): the Slack route, the pages, and `daemon`'s
+        health and metrics when there is one."""
+        app = create_app(
+            daemon,
+            routes=[*(self.pages or []), *slack_routes(self.slack)],
+            public_url=self.config.web.public_url,
+        )
+        server = make_server(app, host=where[0], port=where[1])
+        log.info(
+            "web app on http://%s:%d (%s)", where[0], where[1], self.routes(daemon is not None)
+        )
+        return server
+
+    def routes(self, daemon: bool) -> str:
+        """What the web app serves, for the log."""
+        routes = ["/healthz", "/metrics"] if daemon else []
+        if self.slack is not None and self.slack.http:
+            routes.append("POST /slack/commands")
+        if self.pages:
+            routes.append("/manage, /unsubscribe, /confirm pages")
+        return ", ".join(routes) or "no routes: Socket Mode only"
+
+    def start_socket_mode(self) -> None:
+        """Receive slash commands over Socket Mode, if [slack] app_token_env is set."""
+        slack = self.slack
+        if slack is None or not slack.app_token:
+            return
+        app_token = slack.app_token
+
+        async def connect() -> None:
+            try:
+                await run_socket_mode(
+                    slack.responder, app_token=app_token, api_url=slack.api_url, stop=self.stop
+                )
+            except Exception as exc:  # the daemon goes on; the commands are off
+                log.error("Socket Mode failed: %s; slash commands are unavailable", exc)
+
+        self._socket = asyncio.create_task(connect())
+
+    async def close(self) -> None:
+        """Stop Socket Mode and wait for the slash commands' late replies."""
+        self.stop.set()
+        if self._socket is not None:
+            await asyncio.gather(self._socket, return_exceptions=True)
+        if self.slack is not None:
+            await self.slack.responder.wait()
+
+
+async def run_daemon(
+    config: Config,
+    store: Store,
+    *,
+    clock: Callable[[], datetime],
+    web: tuple[str, int] | None,
+    speed: float,
+) -> int:
+    """Run the daemon until SIGINT or SIGTERM, the web app on `web` (host, port) beside;
+    the exit code."""
+    stop = asyncio.Event()
+    _stop_on_signals_twice(stop)
+    channels = build_channels(config)
+    if not channels:
+        log.warning("no [email] or [slack] section: polling only, no digests are sent")
+    front = Front(config, store, channels, clock=clock, stop=stop)
+    async with make_client() as client:
+        daemon = Daemon(
+            config,
+            store,
+            fetcher=build_fetcher(config, client),
+            channels=channels,
+            clock=clock,
+        )
+        server = front.server(web, daemon) if web is not None else None
+        front.start_socket_mode()
+        subscribers = daemon.subscribers()
+        log.info(
+            "paperbell %s running: %d sources, %d subscribers; tick every %gs",
+            __version__,
+            len(daemon.sources),
+            len(subscribers),
+            config.daemon.tick_seconds,
+        )
+        try:
+            await daemon.serve(stop, web=server, interval=config.daemon.tick_seconds / speed)
+        except asyncio.CancelledError:
+            return EXIT_INTERRUPTED
+        finally:
+            await front.close()
+    if server is not None and not stop.is_set():
+        log.error("the web app stopped (is port %d free?)", web[1] if web else 0)
+        return EXIT_FAILED
+    log.info("stopped")
+    return EXIT_OK
+
+
+def _stop_on_signals_twice(stop: asyncio.Event) -> None:
+    """SIGINT or SIGTERM sets `stop` (the running tick finishes). A second signal a moment
+    later (Ctrl-C pressed again) cancels the running task at once; one that comes with the
+    first (sent to the process and its group) does not."""
+    loop = asyncio.get_running_loop()
+    main_task = asyncio.current_task()
+    first_signal: list[float] = []
+
+    def on_signal(number: int) -> None:
+        if first_signal and loop.time() - first_signal[0] > 1:
+            log.warning("second %s: stopping now", signal.Signals(number).name)
+            if main_task is not None:
+                main_task.cancel()
+            return
+        if not first_signal:
+            first_signal.append(loop.time())
+            log.info("%s: stopping (again to stop at once)", signal.Signals(number).name)
+        stop.set()
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(number, on_signal, number)
+
+
+async def serve_web(config: Config, store: Store, where: tuple[str, int]) -> int:
+    """Serve the web app alone on `where` (host, port) until SIGINT or SIGTERM; the exit
+    code."""
+    stop = stop_on_signals()
+    front = Front(config, store, build_channels(config), clock=utcnow, stop=stop)
+    server = front.server(where)
+    front.start_socket_mode()
+    web = asyncio.create_task(server.serve())
+    await asyncio.wait([web, asyncio.create_task(stop.wait())], return_when="FIRST_COMPLETED")
+    server.should_exit = True
+    await asyncio.gather(web, return_exceptions=True)
+    await front.close()
+    return EXIT_OK

@@ -1,0 +1,81 @@
+"""The demo's data: a real arXiv listing and a real Hugging Face Daily Papers day, shipped
+with the package and parsed as their sources parse them, and the example subscribers the
+demo delivers to.
+
+Reads the package's own files only: no network, no clock, no database.
+"""
+
+from __future__ import annotations
+
+import gzip
+from datetime import date
+from importlib.resources import files
+from typing import Any
+
+from bot.core.checks import ARCHIVES
+from bot.core.models import Paper
+from bot.sources.arxiv import parse_listing
+from bot.sources.huggingface import parse_daily_papers
+
+DEMO_FEED = "rss_all-archives-combined_2024-11-28.xml.gz"
+DEMO_DAY = date(2024, 11, 28)
+# A real Hugging Face Daily Papers day: a second source, merged into the same store and
+# digests (bot/data/demo/SOURCES.md says where both files come from).
+DEMO_HF_DAY_FILE = "hf_daily_papers_2026-08-21.json.gz"
+DEMO_HF_DAY = date(2026, 8, 21)
+ALL_ARCHIVES = sorted(ARCHIVES)  # the bundled feed is the whole of arXiv
+
+DEMO_CHANNEL = "#robot-learning"
+# The lab's subscription is in the config file (read-only on its manage page); Ada, Grace
+# and Lin (who follows what is trending on Hugging Face) subscribed themselves (stored in
+# the database, as `paperbell subscribe` or Slack would), so their manage pages can change
+# everything.
+IN_CONFIG = ("robotics-lab",)
+
+DEMO_SUBSCRIBERS: list[dict[str, Any]] = [
+    {
+        "name": "ada",
+        "email": "ada@lab.example",
+        "rules": ['"large language models" reasoning', '"reinforcement learning" -survey'],
+        "max_papers": 15,
+    },
+    {
+        "name": "grace",
+        "email": "grace@lab.example",
+        "rules": ['"quantum error correction"', "qubit cat:quant-ph"],
+        "max_papers": 10,
+    },
+    {
+        # "Trending": the five most upvoted papers of each Hugging Face day.
+        "name": "lin",
+        "email": "lin@lab.example",
+        "rules": ["hf:top5"],
+    },
+    {
+        "name": "robotics-lab",
+        "email": "robotics@lab.example",
+        "rules": ["robot cat:cs.RO", '"diffusion policy"', "multi-agent"],
+        "categories": ["cs"],
+        "slack_channel": DEMO_CHANNEL,  # beside the email: the lab's channel
+    },
+]
+
+
+def bundled_feed_bytes() -> bytes:
+    """The real arXiv listing shipped with the package, decompressed."""
+    return gzip.decompress((files("bot") / "data" / "demo" / DEMO_FEED).read_bytes())
+
+
+def bundled_papers() -> list[Paper]:
+    """The papers of the bundled listing, parsed as the arXiv source parses them."""
+    return list(parse_listing(bundled_feed_bytes(), source="demo").papers)
+
+
+def bundled_hf_bytes() -> bytes:
+    """The real Hugging Face Daily Papers day shipped with the package, decompressed."""
+    return gzip.decompress((files("bot") / "data" / "demo" / DEMO_HF_DAY_FILE).read_bytes())
+
+
+def bundled_hf_papers() -> list[Paper]:
+    """The papers of the bundled Hugging Face day, as the huggingface source reads them."""
+    return list(parse_daily_papers(bundled_hf_bytes(), source="hf-daily").papers)
