@@ -26,7 +26,7 @@ from bot.config import Config, parse_config
 from bot.core.checks import ARCHIVES
 from bot.core.models import Paper
 from bot.demo.slack_standin import SlackStandIn
-from bot.pipeline import build_channels, deliver, poll
+from bot.pipeline import DeliveryRequest, build_channels, deliver, poll
 from bot.sources.arxiv import parse_listing
 from bot.sources.http import PoliteFetcher, make_client
 from bot.sources.huggingface import parse_daily_papers
@@ -236,7 +236,7 @@ async def run_demo(
                 f"{r.new} new, {r.unchanged} already stored{merged}"
             )
         channels = build_channels(config)
-        results = await deliver(config, store, channels, now=now, since=DEMO_DAY)
+        results = await deliver(config, store, channels, DeliveryRequest(since=DEMO_DAY), now=now)
         if slack.messages():
             slack_file.parent.mkdir(parents=True, exist_ok=True)
             slack.save_json(slack_file)
