@@ -19,7 +19,7 @@ from servers import Clock, SinkHandler, smtp_sink, web_config, web_server
 
 from bot.config import Config
 from bot.demo import bundled_papers
-from bot.pipeline import build_channels, deliver
+from bot.pipeline import DeliveryRequest, build_channels, deliver
 from bot.store import Store
 from bot.web.app import create_app
 from bot.web.pages import build_pages
@@ -69,8 +69,8 @@ class Site:
                 self.config,
                 self.store,
                 build_channels(self.config),
+                DeliveryRequest(since=START.date()),
                 now=self.clock(),
-                since=START.date(),
                 clock=self.clock,
             )
         )

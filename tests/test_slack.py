@@ -18,7 +18,7 @@ from bot.channels.slack import SlackChannel
 from bot.config import Config, parse_config
 from bot.core.models import Paper
 from bot.demo.slack_standin import SlackStandIn
-from bot.pipeline import DeliveryReport, build_channels, deliver, slack_settings
+from bot.pipeline import DeliveryReport, DeliveryRequest, build_channels, deliver, slack_settings
 from bot.store import Store
 
 pytestmark = pytest.mark.database
@@ -54,7 +54,8 @@ ADA = {"name": "ada", "slack_user": "U07ADA123", "rules": ['"large language mode
 
 def run(config: Config, store: Store, **kwargs: Any) -> list[DeliveryReport]:
     channels = kwargs.pop("channels", None) or build_channels(config)
-    return asyncio.run(deliver(config, store, channels, now=NOW, since=DAY, **kwargs))
+    request = DeliveryRequest(since=DAY, **kwargs)
+    return asyncio.run(deliver(config, store, channels, request, now=NOW))
 
 
 def thread_papers(slack: SlackStandIn, channel: str) -> list[str]:
@@ -245,7 +246,7 @@ def test_digest_out_writes_the_slack_messages_as_json(
 ) -> None:
     store.upsert_papers(full_feed_papers, now=NOW)
     config = make_config(slack, database_url, [ROBOTS])
-    [report] = run(config, store, channels=build_channels(config, out_dir=tmp_path), record=False)
+    [report] = run(config, store, channels=build_channels(config, out_dir=tmp_path), mode="files")
     assert report.status == "written" and report.where and report.where.endswith(".json")
     data = json.loads(Path(report.where).read_text())
     assert data["target"] == "#robot-learning" and len(data["messages"]) >= 2

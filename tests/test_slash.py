@@ -424,7 +424,7 @@ def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
     from servers import WEB_SECRET, smtp_sink
 
     from bot.config import parse_config
-    from bot.pipeline import deliver
+    from bot.pipeline import DeliveryRequest, deliver
     from bot.web.pages import build_pages
 
     with smtp_sink() as (sink, port):
@@ -461,7 +461,9 @@ def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
         app = create_app(routes=[*(pages or []), *slack_routes(built)])
 
         def emails() -> list[str]:
-            reports = asyncio.run(deliver(config, store, channels, now=NOW, clock=lambda: NOW))
+            reports = asyncio.run(
+                deliver(config, store, channels, DeliveryRequest(), now=NOW, clock=lambda: NOW)
+            )
             return [r.status for r in reports if r.channel == "email"]
 
         async def scenario() -> list[str]:

@@ -73,7 +73,7 @@ def test_authors_written_only_in_the_description_are_found_and_html_becomes_text
     assert "<em>" not in salamandra and salamandra.endswith("viviparous genus Salamandra")
     assert by_title[salamandra].authors[:2] == ("Kevin P. Mulder", "Lucía Alarcón-Ríos")
     assert all("<" not in p.abstract for p in parsed.papers)
-    # ScienceDirect gives no date per entry: the poll's day is used (bot.pipeline._dated).
+    # ScienceDirect gives no date per entry: the poll's day is used (bot.pipeline.poll._dated).
     assert all(p.announced is None for p in parsed.papers)
 
 

@@ -151,7 +151,8 @@ async def _poll(world: World, store: Store) -> list[pipeline.PollReport]:
 async def _deliver(world: World, store: Store) -> list[pipeline.DeliveryReport]:
     config = load_config(world.config_path)
     channels = pipeline.build_channels(config)
-    return await pipeline.deliver(config, store, channels, now=NOW, since=date(2021, 1, 1))
+    request = pipeline.DeliveryRequest(since=date(2021, 1, 1))
+    return await pipeline.deliver(config, store, channels, request, now=NOW)
 
 
 def test_four_kinds_poll_in_one_run_and_a_hugging_face_paper_is_merged_and_sent_once(

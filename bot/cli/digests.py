@@ -206,20 +206,22 @@ def digest(
     since: datetime | None,
 ) -> None:
     """Build and send every subscriber's digest of papers they have not received yet."""
-    from bot.pipeline import build_channels, deliver
+    from bot.pipeline import DeliveryRequest, build_channels, deliver
 
     config = load_config(config_path)
     store = open_store(config)
+    request = DeliveryRequest(
+        mode="dry-run" if dry_run else "send" if out_dir is None else "files",
+        only=only,
+        since=since.date() if since else None,
+    )
     reports = asyncio.run(
         deliver(
             config,
             store,
             build_channels(config, out_dir=out_dir),
+            request,
             now=utcnow(),
-            since=since.date() if since else None,
-            only=only,
-            dry_run=dry_run,
-            record=out_dir is None,
             clock=utcnow,
         )
     )

@@ -29,7 +29,7 @@ from bot.demo.data import (
 )
 from bot.demo.slack_standin import SlackStandIn
 from bot.demo.smtp import SavingHandler, mail_server
-from bot.pipeline import DeliveryReport, build_channels, deliver, poll
+from bot.pipeline import DeliveryReport, DeliveryRequest, build_channels, deliver, poll
 from bot.slack.app import slack_routes
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store, utcnow
@@ -145,7 +145,7 @@ async def run_demo(
                 f"{r.new} new, {r.unchanged} already stored{merged}"
             )
         channels = build_channels(config)
-        results = await deliver(config, store, channels, now=now, since=DEMO_DAY)
+        results = await deliver(config, store, channels, DeliveryRequest(since=DEMO_DAY), now=now)
         if slack.messages():
             slack_file.parent.mkdir(parents=True, exist_ok=True)
             slack.save_json(slack_file)

@@ -17,7 +17,7 @@ from datetime import date, datetime
 from typing import Any
 
 from bot.core.errors import SourceError, unexpected
-from bot.pipeline import tagged
+from bot.pipeline.poll import tagged
 from bot.sources import Source
 from bot.store import Store
 

@@ -37,14 +37,9 @@ from bot.core.calendar import (
 from bot.core.models import Subscriber
 from bot.core.schedule import Slot, latest_slot, next_slot
 from bot.match.digest import empty_note
-from bot.pipeline import (
-    DeliveryReport,
-    PollReport,
-    build_sources,
-    deliver,
-    poll_source,
-    retry_policy,
-)
+from bot.pipeline.deliver import DeliveryReport, DeliveryRequest, deliver
+from bot.pipeline.poll import PollReport, poll_source
+from bot.pipeline.wiring import build_sources, retry_policy
 from bot.sources import Source
 from bot.store import Store
 
@@ -256,18 +251,20 @@ class Daemon:
                 deadline=self.config.polling.deadline,
             )
 
-        reports = await deliver(
-            self.config,
-            self.store,
-            self.channels,
-            now=now,
+        request = DeliveryRequest(
             subscribers=[sub for sub, _ in due.values()],
             since=since,
             period=lambda sub: due[sub.id or 0][1].key,
             note=note,
-            clock=self.clock,
-            retry=self.retry,
             catch_up=False,
+        )
+        reports = await deliver(
+            self.config,
+            self.store,
+            self.channels,
+            request,
+            now=now,
+            clock=self.clock,
             should_stop=lambda: self.stopping,
         )
         # Handled, whatever came of it: a failure is in the outbox (and status); a slot

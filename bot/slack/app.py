@@ -36,7 +36,7 @@ from bot.channels.slack import make_client
 from bot.config import Config
 from bot.core.errors import PaperbellError
 from bot.manage import Manager, notice_sender
-from bot.pipeline import deliver, slack_settings
+from bot.pipeline import DeliveryRequest, deliver, slack_settings
 from bot.slack.commands import SlashCommands
 from bot.slack.messages import CommandRequest, Reply, SlackChannelInfo, SlackUser
 from bot.store import Store
@@ -325,7 +325,8 @@ def build_slack_app(
     store.sync_config_subscribers(config.declared_subscribers(), now=clock())
 
     async def send_now(name: str) -> list[Any]:
-        return await deliver(config, store, channels, now=clock(), only=name, clock=clock)
+        request = DeliveryRequest(only=name)
+        return await deliver(config, store, channels, request, now=clock(), clock=clock)
 
     signer = config.web.link_signer()
     manager = Manager(config, store, signer, clock=clock) if signer is not None else None

@@ -13,7 +13,6 @@ escaping for HTML is the renderers' job, never this module's.
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 import xml.sax
@@ -21,10 +20,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
-from zoneinfo import ZoneInfo
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from bot.core.calendar import eastern_date
 from bot.core.checks import canonical_category
 from bot.core.errors import (
     FeedErrorResponse,
@@ -290,11 +289,6 @@ def _link(entry: Mapping[str, Any]) -> str:
     return entry.get("link") or ""
 
 
-@functools.cache
-def _eastern() -> ZoneInfo:
-    return ZoneInfo("America/New_York")
-
-
 def _eastern_date(parsed: Any) -> date | None:
     """A feedparser UTC time tuple as the US Eastern calendar date (arXiv's day)."""
     if not parsed:
@@ -306,7 +300,7 @@ def _eastern_date(parsed: Any) -> date | None:
         moment = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
     except (TypeError, ValueError, OverflowError):
         return None
-    return moment.astimezone(_eastern()).date()
+    return eastern_date(moment)
 
 
 def _feed_date(channel: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> date | None:

@@ -1,0 +1,76 @@
+"""What each rule matched lately: the counts the manage page shows, refreshed by delivery.
+
+Owns when the counts are refreshed (at most once a day per subscriber, as a delivery that
+records runs) and over which papers (the last `ACTIVITY_DAYS` announcement days stored),
+reusing the delivery's matches when they cover those days. The counting is
+`bot.match.digest.count_matches`'; the manage page only reads what is stored. Whatever goes
+wrong here is logged and never costs anyone their digest.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import date, datetime, timedelta
+
+from bot.core.errors import PaperbellError
+from bot.core.models import Paper, Subscriber
+from bot.match.digest import RuleMatches, count_matches, match_rules
+from bot.rules import Rule
+from bot.store import RuleCount, Store
+
+log = logging.getLogger("bot.pipeline")  # the pipeline's log lines, under one name
+# The manage page's "what each rule matched lately": how many days, how many examples.
+ACTIVITY_DAYS = 7
+ACTIVITY_EXAMPLES = 3
+
+
+def refresh_rule_counts(
+    store: Store,
+    parsed: Sequence[tuple[Subscriber, Sequence[Rule]]],
+    *,
+    now: datetime,
+    days: int = ACTIVITY_DAYS,
+    shared: tuple[date, Sequence[Paper], RuleMatches] | None = None,
+) -> int:
+    """Count what each rule matched among the papers of the last `days` announcement days
+    stored (up to the latest), for the subscribers not counted yet today (UTC), and store
+    it for the manage page, which only reads it. `shared` is a run's (first day, papers,
+    matches) of these subscribers' rules: used when it covers those days, so that nothing
+    is matched twice. Returns how many subscribers were counted; a database error is
+    logged, never stops a delivery."""
+    try:
+        counted = store.rule_counts_times()
+        stale = [
+            (sub, rules)
+            for sub, rules in parsed
+            if sub.id is not None
+            and not (sub.id in counted and counted[sub.id].date() == now.date())
+        ]
+        latest = store.latest_announcement() if stale else None
+        if latest is None:
+            return 0
+        first = latest - timedelta(days=days - 1)
+        if shared is not None and shared[0] <= first:
+            papers, matches = shared[1], shared[2]
+        else:
+            papers = store.papers_announced_since(first)
+            matches = match_rules((rule for _, rules in stale for rule in rules), papers)
+        recent = [p for p in papers if p.announced is not None and first <= p.announced <= latest]
+        for sub, rules in stale:
+            assert sub.id is not None
+            found = count_matches(rules, recent, matches, examples=ACTIVITY_EXAMPLES)
+            store.save_rule_counts(
+                sub.id,
+                [
+                    RuleCount(text, matched, len(recent), first, latest, examples, now)
+                    for text, (matched, examples) in found.items()
+                ],
+            )
+        return len(stale)
+    except PaperbellError as exc:
+        log.warning("rule counts not refreshed: %s", exc)
+        return 0
+    except Exception:  # the manage page's figures must never cost anyone their digest
+        log.exception("rule counts not refreshed")
+        return 0

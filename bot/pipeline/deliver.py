@@ -1,0 +1,390 @@
+"""Delivery: stored papers -> each subscriber's digest -> the outbox -> the channels.
+
+Owns the order of a delivery run, as visible steps, and what a caller may ask of one (a
+`DeliveryRequest`); every decision inside a step belongs to a stage (`bot.match`,
+`bot.render`, `bot.channels.outbox`). The clock, the store and the channels are passed in.
+
+    plan_delivery   who is due, their rules parsed; the papers of their windows, each
+                    distinct rule matched once (and, when recording, the rules' counts
+                    for the manage page: `bot.pipeline.activity`)
+    build_payloads  per subscriber and channel kind they take: the digest built (or the
+                    empty day's note) and rendered (`bot.pipeline.payloads`)
+    queue           each payload into the outbox with its papers, once per period
+    send            the outbox drained through the channels, each message recorded once
+                    the far end accepted it
+    (report)        one `DeliveryReport` per digest, or per reason there is none, in the
+                    subscribers' order
+
+A dry run stops after `build_payloads`; a run to files sends the payloads through the
+channels given and queues and records nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Literal
+
+from bot.channels import Channel
+from bot.channels.outbox import Channels, drain
+from bot.config import Config
+from bot.core.calendar import eastern_date
+from bot.core.errors import PaperbellError, RuleError
+from bot.core.models import Digest, Paper, Subscriber, target_label
+from bot.match.digest import RuleMatches, build_digest, match_rules, note_digest
+from bot.pipeline.activity import refresh_rule_counts
+from bot.pipeline.payloads import PAYLOADS
+from bot.pipeline.wiring import DIGEST_CHANNELS, retry_policy
+from bot.rules import Rule, parse_rule
+from bot.store import Store
+
+# "send": queue each digest in the outbox, then send what it holds, recording each message
+# (the config's subscribers are synced and the rules' counts refreshed first); "dry-run":
+# build and report, send and record nothing; "files": send through the channels given
+# (`digest --out`: files), queue and record nothing.
+Mode = Literal["send", "dry-run", "files"]
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryRequest:
+    """What a delivery run is asked for, in one value: its mode, whose digests, which days.
+
+    `subscribers` are the daemon's (those whose digest is due); by default every active
+    subscriber (the config's synced into the store first, when sending). `since` is the
+    first announcement day a digest takes, one for all or per subscriber (the window of
+    their schedule); by default the [digest] window. `period(subscriber)` names the
+    schedule slot a digest is for (two runs cannot queue one slot twice); by default the
+    digest's own id. `note(subscriber)` is the text of a short note sent when their digest
+    holds nothing (None: send nothing). `catch_up` also sends queued digests still waiting
+    for their retry time (a run from the command line); the daemon leaves them to their
+    time."""
+
+    mode: Mode = "send"
+    only: str | None = None  # this subscriber alone, by name
+    subscribers: Sequence[Subscriber] | None = None
+    since: date | Callable[[Subscriber], date] | None = None
+    period: Callable[[Subscriber], str] | None = None
+    note: Callable[[Subscriber], str | None] | None = None
+    catch_up: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryReport:
+    """One subscriber's digest run."""
+
+    subscriber: str
+    address: str | None
+    # "sent", "failed", "retry" (failed, queued for another attempt), "nothing",
+    # "queued-elsewhere" (another run queued it first), "would-send", "written", "skipped",
+    # "unrecorded" (sent, but the record failed)
+    status: str
+    count: int = 0  # papers in the digest
+    omitted: int = 0
+    error: str | None = None
+    where: str | None = None
+    digest: Digest | None = field(default=None, repr=False)
+    channel: str = "email"
+
+    @property
+    def target(self) -> str:
+        """Where it went, for people: `<ada@lab.example>`, `slack #robot-learning`."""
+        return "(nowhere)" if self.address is None else target_label(self.channel, self.address)
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryPlan:
+    """Who is due and what their rules match: the first step's result."""
+
+    subscribers: list[Subscriber]  # the run's, in the order of its reports
+    parsed: list[tuple[Subscriber, list[Rule]]]  # those with somewhere to go and good rules
+    left_out: list[DeliveryReport]  # the others, and why
+    since: Callable[[Subscriber], date]  # each one's first announcement day
+    first: date  # the earliest of those
+    papers: Sequence[Paper]  # announced since `first`
+    matches: RuleMatches
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """A digest rendered for its channel: the bytes queued (or written) for `recipient`."""
+
+    digest: Digest
+    recipient: str
+    payload: bytes
+
+
+async def deliver(
+    config: Config,
+    store: Store,
+    channels: Channels,
+    request: DeliveryRequest,
+    *,
+    now: datetime,
+    clock: Callable[[], datetime] | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> list[DeliveryReport]:
+    """Build every subscriber's digest, per channel they take (email, Slack), from stored
+    papers they have not received there, queue it in the outbox (with its papers, in one
+    transaction), then send what the outbox holds through `channels` (kind -> channel; one
+    channel serves every kind), recording each message right after it was accepted: as
+    `request` says (see `DeliveryRequest`). `clock` times the sending (default: `now`);
+    `should_stop()` is checked before each message (the daemon shutting down)."""
+    plan = plan_delivery(config, store, request, now=now)
+    if request.mode == "send":
+        shared = (plan.first, plan.papers, plan.matches)
+        refresh_rule_counts(store, plan.parsed, now=now, shared=shared)
+    if not isinstance(channels, Mapping):
+        channels = {kind: channels for kind in DIGEST_CHANNELS}
+    outgoing, reports = build_payloads(config, store, plan, channels, request, now=now)
+    reports = [*plan.left_out, *reports]
+    if request.mode == "dry-run":
+        reports += [_report(o.digest, o.recipient, "would-send") for o in outgoing]
+    elif request.mode == "files":
+        reports += await write_files(channels, outgoing)
+    else:
+        queued, elsewhere = queue(store, outgoing, period=request.period, now=now)
+        reports += elsewhere
+        reports += await send(
+            config,
+            store,
+            channels,
+            queued,
+            clock=clock or (lambda: now),
+            catch_up=request.catch_up,
+            should_stop=should_stop,
+        )
+    return _in_order(reports, plan.subscribers)
+
+
+def plan_delivery(
+    config: Config, store: Store, request: DeliveryRequest, *, now: datetime
+) -> DeliveryPlan:
+    """Who is due (their rules parsed), the papers of their windows, and what each distinct
+    rule matches among them. Raises when `request.only` names no active subscriber."""
+    subscribers = request.subscribers
+    if subscribers is None:
+        config_subscribers = config.declared_subscribers()
+        if request.mode == "send":
+            store.sync_config_subscribers(config_subscribers, now=now)
+        subscribers = store.subscribers(config_subscribers, defaults=config.digest.defaults())
+    subscribers = list(subscribers)
+    if request.only is not None:
+        subscribers = [s for s in subscribers if s.name == request.only]
+        if not subscribers:
+            raise PaperbellError(
+                f"no active subscriber named {request.only!r}", hint="see `paperbell list`"
+            )
+    default_since = window_start(config, now)
+    since = request.since
+    if callable(since):
+        since_of = since
+    else:
+        fixed = since or default_since
+        since_of = lambda _: fixed  # noqa: E731
+    first = min((since_of(sub) for sub in subscribers), default=default_since)
+    papers = store.papers_announced_since(first)
+
+    left_out: list[DeliveryReport] = []
+    parsed: list[tuple[Subscriber, list[Rule]]] = []
+    for sub in subscribers:
+        if not sub.targets():
+            why = "no confirmed email address" if sub.email else "nowhere to deliver"
+            left_out.append(DeliveryReport(sub.name, None, "skipped", error=why))
+            continue
+        try:
+            parsed.append((sub, [parse_rule(text) for text in sub.rules]))
+        except RuleError as exc:
+            left_out.append(
+                DeliveryReport(sub.name, sub.address, "failed", error=f"bad rule: {exc}")
+            )
+    # One matcher for everyone: each distinct rule once, each paper analyzed once.
+    matches = match_rules((rule for _, rules in parsed for rule in rules), papers)
+    return DeliveryPlan(subscribers, parsed, left_out, since_of, first, papers, matches)
+
+
+def build_payloads(
+    config: Config,
+    store: Store,
+    plan: DeliveryPlan,
+    channels: Mapping[str, Channel],
+    request: DeliveryRequest,
+    *,
+    now: datetime,
+) -> tuple[list[Outgoing], list[DeliveryReport]]:
+    """Each planned subscriber's digest per channel kind they take, of the papers not
+    delivered to them there yet, rendered for that channel; and a report for each kind
+    without a channel, each digest that holds nothing, each that could not be rendered."""
+    outgoing: list[Outgoing] = []
+    reports: list[DeliveryReport] = []
+    for sub, rules in plan.parsed:
+        for kind, recipient in sub.targets():
+            if kind not in channels:
+                reports.append(
+                    DeliveryReport(
+                        sub.name,
+                        recipient,
+                        "skipped",
+                        error=f"no {kind} channel is configured ([{kind}])",
+                        channel=kind,
+                    )
+                )
+                continue
+            delivered = store.delivered_versions(sub.id, kind) if sub.id else {}
+            digest = build_digest(
+                sub,
+                rules,
+                plan.papers,
+                delivered=delivered,
+                now=now,
+                channel=kind,
+                since=plan.since(sub),
+                matches=plan.matches,
+            )
+            note = request.note
+            text = note(sub) if note is not None and digest is None else None
+            if digest is None and text is not None:
+                slot = request.period(sub) if request.period else f"note:{now:%Y-%m-%d}"
+                digest = note_digest(sub, text, period=slot, now=now, channel=kind)
+            if digest is None:
+                reports.append(DeliveryReport(sub.name, recipient, "nothing", channel=kind))
+                continue
+            try:
+                payload = PAYLOADS[kind](config, digest, recipient, now)
+            except ValueError as exc:
+                reports.append(
+                    DeliveryReport(sub.name, recipient, "failed", error=str(exc), channel=kind)
+                )
+                continue
+            outgoing.append(Outgoing(digest, recipient, payload))
+    return outgoing, reports
+
+
+def queue(
+    store: Store,
+    outgoing: Sequence[Outgoing],
+    *,
+    period: Callable[[Subscriber], str] | None,
+    now: datetime,
+) -> tuple[dict[int, Digest], list[DeliveryReport]]:
+    """Queue each payload in the outbox with its papers, once per (subscriber, channel,
+    period): the digests queued, by outbox id, and a report for each that another run had
+    queued first."""
+    queued: dict[int, Digest] = {}
+    elsewhere: list[DeliveryReport] = []
+    for o in outgoing:
+        digest = o.digest
+        sub = digest.subscriber
+        assert sub.id is not None
+        outbox_id = store.enqueue(
+            sub.id,
+            channel=digest.channel,
+            period=period(sub) if period else digest.digest_id,
+            digest_id=digest.digest_id,
+            recipient=o.recipient,
+            payload=o.payload,
+            sent=[item.paper for item in digest.items],
+            omitted=digest.omitted,
+            now=now,
+        )
+        if outbox_id is None:
+            elsewhere.append(_report(digest, o.recipient, "queued-elsewhere"))
+        else:
+            queued[outbox_id] = digest
+    return queued, elsewhere
+
+
+async def send(
+    config: Config,
+    store: Store,
+    channels: Mapping[str, Channel],
+    queued: Mapping[int, Digest],
+    *,
+    clock: Callable[[], datetime],
+    catch_up: bool,
+    should_stop: Callable[[], bool],
+) -> list[DeliveryReport]:
+    """Send what the outbox holds (and is due, unless `catch_up`), this run's `queued`
+    digests among it; a report per attempt."""
+    reports = []
+    for attempt in await drain(
+        store,
+        channels,
+        clock=clock,
+        retry=retry_policy(config),
+        due_only=not catch_up,
+        should_stop=should_stop,
+    ):
+        item = attempt.item
+        error = attempt.error
+        if attempt.status == "retry" and attempt.next_attempt is not None:
+            error = f"{error} (queued: next attempt {attempt.next_attempt:%Y-%m-%d %H:%M} UTC)"
+        if attempt.paused:
+            error = f"{error}; {item.subscriber} is paused (`paperbell resume {item.subscriber}`)"
+        reports.append(
+            DeliveryReport(
+                item.subscriber,
+                item.recipient,
+                attempt.status,
+                count=item.papers,
+                omitted=item.omitted,
+                error=error,
+                digest=queued.get(item.id),
+                channel=item.channel,
+            )
+        )
+    return reports
+
+
+async def write_files(
+    channels: Mapping[str, Channel], outgoing: Sequence[Outgoing]
+) -> list[DeliveryReport]:
+    """Send each payload through its kind's channel (files), queueing and recording
+    nothing: "written", or "failed" with why."""
+    recipients = {id(o.digest): o.recipient for o in outgoing}
+    reports = []
+    for kind in dict.fromkeys(o.digest.channel for o in outgoing):
+        files = [(o.digest, o.payload) for o in outgoing if o.digest.channel == kind]
+        for outcome in await channels[kind].send_all(files, lambda _: None):
+            reports.append(
+                _report(
+                    outcome.item,
+                    recipients[id(outcome.item)],
+                    "written" if outcome.ok else "failed",
+                    error=outcome.error,
+                    where=outcome.where,
+                )
+            )
+    return reports
+
+
+def window_start(config: Config, now: datetime) -> date:
+    """The first announcement day the default digest window takes: `window_days` days,
+    today (US Eastern, arXiv's calendar) included."""
+    return eastern_date(now) - timedelta(days=config.digest.window_days - 1)
+
+
+def _report(
+    digest: Digest,
+    recipient: str,
+    status: str,
+    *,
+    error: str | None = None,
+    where: str | None = None,
+) -> DeliveryReport:
+    return DeliveryReport(
+        digest.subscriber.name,
+        recipient,
+        status,
+        count=digest.count,
+        omitted=len(digest.omitted),
+        error=error,
+        where=where,
+        digest=digest,
+        channel=digest.channel,
+    )
+
+
+def _in_order(reports: list[DeliveryReport], subscribers: list[Subscriber]) -> list[DeliveryReport]:
+    order = {s.name: i for i, s in enumerate(subscribers)}
+    return sorted(reports, key=lambda r: order.get(r.subscriber, len(order)))

@@ -1,0 +1,57 @@
+"""How a digest becomes the bytes queued for each kind of channel (delivery's second step).
+
+Owns the choice of renderer per channel kind and what it is given from the config: the
+email settings and the subscriber's signed links, Slack's threading. The rendering itself
+is `bot.render`'s, the sending the channels'; nothing here queues or sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from bot.channels.slack import WEBHOOK_PREFIX, slack_delivery
+from bot.config import Config
+from bot.core.models import Digest, Subscriber, version_key
+from bot.pipeline.wiring import email_settings
+from bot.render.email import DigestLinks, build_message
+from bot.render.slack import build_posts
+
+PayloadBuilder = Callable[[Config, Digest, str, datetime], bytes]
+
+
+def digest_links(config: Config, subscriber: Subscriber, now: datetime) -> DigestLinks | None:
+    """The subscriber's signed manage and one-click unsubscribe links, when [web] is set up
+    for them (public_url, secret_key_env) and the subscriber is stored (has an id)."""
+    signer = config.web.link_signer()
+    if signer is None or subscriber.id is None:
+        return None
+    unsubscribe = signer.url("unsubscribe", subscriber, now=now)
+    return DigestLinks(
+        unsubscribe=unsubscribe if unsubscribe.startswith("https://") else None,
+        manage=signer.url("manage", subscriber, now=now),
+    )
+
+
+def email_payload(config: Config, digest: Digest, recipient: str, now: datetime) -> bytes:
+    """The digest as the email message it is sent as."""
+    links = digest_links(config, digest.subscriber, now)
+    return bytes(build_message(digest, email_settings(config), now=now, links=links))
+
+
+def slack_payload(config: Config, digest: Digest, recipient: str, now: datetime) -> bytes:
+    """The digest as the Slack messages it is posted as (a summary, then its thread)."""
+    threaded = not recipient.startswith(WEBHOOK_PREFIX)
+    posts = build_posts(digest, threaded=threaded)
+    items = [item.paper for item in digest.items]
+    papers = [
+        [version_key(items[n - 1].id, items[n - 1].version) for n in p.numbers] for p in posts
+    ]
+    return slack_delivery(recipient, posts, papers)
+
+
+# The builder for each of `wiring.DIGEST_CHANNELS`.
+PAYLOADS: dict[str, PayloadBuilder] = {
+    "email": email_payload,
+    "slack": slack_payload,
+}
