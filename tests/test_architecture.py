@@ -51,13 +51,27 @@ PURE = [
     "core/calendar",
     "core/schedule",
 ]
+# The store's modules: the only ones that speak to the database.
+STORE = {
+    f"store/{name}"
+    for name in (
+        "database",
+        "tables",
+        "papers",
+        "sources",
+        "subscribers",
+        "rule_counts",
+        "outbox",
+        "slack_requests",
+    )
+}
 # Where each I/O library may be imported.
 ALLOWED = {
     "httpx": {"sources/http"},
     "aiosmtplib": {"channels/email"},
     "aiosmtpd": {"demo", "demo/slack_standin"},
-    "sqlmodel": {"store"},
-    "sqlalchemy": {"store"},
+    "sqlmodel": STORE,
+    "sqlalchemy": STORE,
     "psycopg": set(),
     "socket": {"demo", "demo/slack_standin"},
     "apscheduler": {"pipeline/scheduler"},
