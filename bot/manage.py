@@ -73,7 +73,7 @@ def free_name(store: Store, config: Config, wanted: str, *, fallback: str) -> st
     base = re.sub(r"[^A-Za-z0-9_.@\-]", "-", wanted)[:56].strip("-") or fallback
     taken = {s.name for s in config.subscribers}
     name, number = base, 1
-    while name in taken or store.subscriber_row(name) is not None:
+    while name in taken or store.subscribers.get(name) is not None:
         number += 1
         name = f"{base}-{number}"
     return name
@@ -163,10 +163,10 @@ class Manager:
         an email); otherwise the subscriber stops. Returns what stopped: "email" or "all"."""
         others = any(kind != "email" for kind, _ in sub.targets())
         if sub.origin == "database" and sub.email and sub.email_confirmed and others:
-            self.store.stop_email(sub.name)
+            self.store.subscribers.stop_email(sub.name)
             log.info("%s stopped their email digests from a link", sub.name)
             return "email"
-        self.store.set_active(sub.name, False, now=self.clock())
+        self.store.subscribers.set_active(sub.name, False, now=self.clock())
         log.info("%s unsubscribed from a link", sub.name)
         return "all"
 
@@ -175,7 +175,7 @@ class Manager:
         (at once, if one passed meanwhile): papers are never sent twice, and none is
         skipped. Email digests stopped alone come back only through a new confirmation
         (`send_notice("confirm")`): a link is no proof that its bearer owns the address."""
-        self.store.set_active(sub.name, True, now=self.clock())
+        self.store.subscribers.set_active(sub.name, True, now=self.clock())
 
     # -- rules -------------------------------------------------------------------------------
 
@@ -211,7 +211,9 @@ class Manager:
             too_many := too_many_rules(len(sub.rules) + 1, limit)
         ):
             return RuleProblem(f"that would make {too_many}", text.strip())
-        if not self.store.add_rule(sub.name, text.strip(), now=self.clock(), max_rules=limit):
+        if not self.store.subscribers.add_rule(
+            sub.name, text.strip(), now=self.clock(), max_rules=limit
+        ):
             return RuleProblem("you have this rule already", text.strip())
         return None
 
@@ -221,7 +223,7 @@ class Manager:
             return problem
         self._editable(sub)
         try:
-            self.store.replace_rule(sub.name, number, text.strip())
+            self.store.subscribers.replace_rule(sub.name, number, text.strip())
         except StoreError as exc:
             return RuleProblem(exc.message, text.strip())
         return None
@@ -232,7 +234,7 @@ class Manager:
         if len(sub.rules) <= 1:
             return "This is your last rule: to stop the digests, unsubscribe instead."
         try:
-            self.store.remove_rule(sub.name, number)
+            self.store.subscribers.remove_rule(sub.name, number)
         except StoreError as exc:
             return exc.message
         return None
@@ -242,10 +244,10 @@ class Manager:
         built (`bot.pipeline.refresh_rule_counts`, at most once a day): read, never matched
         here, so a page costs a few small queries however many rules and papers there are.
         A rule not counted yet (added since) says so."""
-        stored = self.store.rule_counts(sub.id) if sub.id is not None else {}
+        stored = self.store.rule_counts.get(sub.id) if sub.id is not None else {}
         counts = [stored.get(text) for text in sub.rules]
         wanted = [paper_id for count in counts if count for paper_id in count.examples]
-        papers = self.store.papers_by_id(wanted) if wanted else {}
+        papers = self.store.papers.by_id(wanted) if wanted else {}
         found = []
         for number, (text, count) in enumerate(zip(sub.rules, counts, strict=True), 1):
             if count is None:
@@ -280,7 +282,7 @@ class Manager:
             return problems
         # The slot already handled stays as it is: a new time or day whose latest slot has
         # passed sends at the next tick (only papers not sent yet), and none is skipped.
-        self.store.set_schedule(sub.name, **wanted)
+        self.store.subscribers.set_schedule(sub.name, **wanted)
         return []
 
     # -- mail on request ---------------------------------------------------------------------
@@ -306,7 +308,7 @@ class Manager:
             notice_id=notice_id,
             now=now,
         )
-        queued = self.store.enqueue(
+        queued = self.store.outbox.enqueue(
             sub.id,
             channel=NOTICE_CHANNEL,
             period=f"{kind}:{mailbox_tag(sub.email)}:{now:%Y-%m-%d}",
@@ -322,12 +324,12 @@ class Manager:
         """The address's owner opened the confirmation link: mail may go to it now."""
         if not sub.email:
             return False
-        return self.store.confirm_email(sub.id or 0, sub.email)
+        return self.store.subscribers.confirm_email(sub.id or 0, sub.email)
 
     def ask_email(self, sub: Subscriber, email: str, *, origin: str) -> bool:
         """Give a (Slack) subscriber an address, unconfirmed, and mail it the confirmation."""
         self._editable(sub)
-        self.store.set_email(sub.name, email, confirmed=False)
+        self.store.subscribers.set_email(sub.name, email, confirmed=False)
         fresh = self.subscriber(sub.id or 0)
         return fresh is not None and self.send_notice("confirm", fresh, origin=origin)
 
@@ -358,7 +360,7 @@ class Manager:
         # Named after the address's local part: a name shows on pages a forwarded link may
         # open, the address does not.
         name = free_name(self.store, self.config, email.partition("@")[0], fallback="subscriber")
-        self.store.add_subscriber(
+        self.store.subscribers.add(
             name, email=email, rules=[rule.strip()], now=now, email_confirmed=False
         )
         created = self._by_email(email)
@@ -366,7 +368,7 @@ class Manager:
             self.send_notice("confirm", created, origin="from the sign-up page")
 
     def _everyone(self) -> Sequence[Subscriber]:
-        return self.store.subscribers(
+        return self.store.subscribers.all(
             self.config.declared_subscribers(),
             include_inactive=True,
             defaults=self.config.digest.defaults(),

@@ -170,8 +170,8 @@ def test_backfill_fetches_each_day_politely_and_goes_on_after_an_interruption(
 
     config = load_config(config_path)
     with Store.open(config.database.url) as store:
-        papers = {p.id: p for p in store.papers_announced_since(date(2000, 1, 1))}
-        assert store.backfilled("number-theory") == {f"2026-06-{d}" for d in range(25, 30)}
+        papers = {p.id: p for p in store.papers.announced_since(date(2000, 1, 1))}
+        assert store.papers.backfilled("number-theory") == {f"2026-06-{d}" for d in range(25, 30)}
     from_api = [p for p in papers.values() if "number-theory" in p.sources]
     assert len(from_api) == 5
     # Submitted Friday 26 June (before 14:00 Eastern or after): listed Monday or Tuesday.
@@ -268,4 +268,4 @@ def test_a_day_that_fails_in_any_way_is_reported_and_the_others_go_on(
             "2026-01-02: OverflowError: date value out of range",
             "2026-01-03: HTTP 503",
         ]
-        assert set(store.backfilled("flaky")) == {"2026-01-01", "2026-01-04"}
+        assert set(store.papers.backfilled("flaky")) == {"2026-01-01", "2026-01-04"}

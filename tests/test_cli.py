@@ -107,7 +107,7 @@ def test_subscribe_list_unsubscribe(tmp_path: Path, database_url: str) -> None:
     from bot.store import Store
 
     with Store.open(database_url) as store:
-        row = store.subscriber_row("bob")
+        row = store.subscribers.get("bob")
         assert row is not None and row.last_slot is None
     code, out = cli("subscribe", "bob", "--time", "25:00", "--timezone", "Mars/Olympus")
     assert code == 2 and "time: '25:00' is not a time of day" in out and "Mars/Olympus" in out

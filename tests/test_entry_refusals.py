@@ -132,7 +132,7 @@ def test_subscribe_refuses_control_characters_odd_time_zones_and_too_many_rules(
     assert code == 2 and "ada would have 4 rules" in err
     assert subscribe("ada", "a", "c")[0] == 0  # "a" again, and one new: 3 rules
     with Store.open(database_url) as store:
-        assert store.rule_texts("ada") == ["a", "b", "c"]
+        assert store.subscribers.rule_texts("ada") == ["a", "b", "c"]
 
 
 NAMES = itertools.count()
@@ -195,7 +195,7 @@ def test_slack_refuses_a_nul_in_a_rule_and_a_sixth_rule_politely(commands: Slash
     said = _say(commands, "subscribe topic6")
     assert said.startswith(":warning: that would make 6 rules, more than the 5")
     assert "remove N" in said
-    assert len(commands.store.rule_texts("slack.ada")) == 5
+    assert len(commands.store.subscribers.rule_texts("slack.ada")) == 5
 
 
 @settings(
@@ -222,7 +222,7 @@ def test_slack_answers_any_rule_with_a_reply_and_refuses_bad_ones_clearly(
                 if problem is not None and rule.strip() and not rule.lstrip().startswith("#"):
                     assert said.startswith(":warning:"), said
                     assert "\x00" not in said
-            store.engine.dispose()
+            store.database.engine.dispose()
 
 
 def test_slack_try_is_limited_per_user(commands: SlashCommands) -> None:
@@ -273,7 +273,7 @@ def test_the_manage_page_caps_the_rules(site: Site) -> None:  # noqa: F811
     assert "that would make 4 rules, more than the 3 a subscriber may have" in fourth.text
     assert len(site.subscriber("ada").rules) == 3
     with pytest.raises(Exception, match="more than the 3"):
-        site.store.add_rule("ada", "fourth", now=site.clock(), max_rules=3)
+        site.store.subscribers.add_rule("ada", "fourth", now=site.clock(), max_rules=3)
 
 
 def test_the_sign_up_page_refuses_control_characters_with_400(site: Site) -> None:  # noqa: F811
@@ -303,7 +303,7 @@ def test_a_manage_page_view_reads_counts_made_at_digest_time_and_matches_nothing
     no_matching: list[int],
 ) -> None:
     rules = [f"topic{n} OR robot{n}" for n in range(48)]
-    site.store.add_subscriber("ada", email=None, rules=rules, now=site.clock())
+    site.store.subscribers.add("ada", email=None, rules=rules, now=site.clock())
     path = site.link("manage", "ada")
     page = site.http.get(path)
     assert page.status_code == 200 and page.text.count("Not counted yet") == 50
@@ -334,18 +334,18 @@ def test_counts_reuse_the_digests_matches_when_they_cover_the_week(site: Site) -
     ada = site.subscriber("ada")
     parsed = [(ada, [parse_rule(text) for text in ada.rules])]
     assert refresh_rule_counts(site.store, parsed, now=site.clock()) == 1
-    alone = site.store.rule_counts(ada.id)
+    alone = site.store.rule_counts.get(ada.id)
     assert refresh_rule_counts(site.store, parsed, now=site.clock()) == 0  # counted today
-    latest = site.store.latest_announcement()
+    latest = site.store.papers.latest_announcement()
     assert latest is not None
     first = latest - timedelta(days=20)
-    papers = site.store.papers_announced_since(first)
+    papers = site.store.papers.announced_since(first)
     from bot.match.digest import match_rules
 
     matches = match_rules(parsed[0][1], papers)
     later = site.clock() + timedelta(days=1)
     assert refresh_rule_counts(site.store, parsed, now=later, shared=(first, papers, matches)) == 1
-    shared = site.store.rule_counts(ada.id)
+    shared = site.store.rule_counts.get(ada.id)
     assert {k: (v.matched, v.papers, v.examples, v.first) for k, v in shared.items()} == {
         k: (v.matched, v.papers, v.examples, v.first) for k, v in alone.items()
     }

@@ -49,6 +49,6 @@ def test_503_then_html_then_the_feed(database_url: str, full_feed_bytes: bytes) 
             assert [r.result for r in reports] == ["error", "error", "ok"]
             assert "503" in (reports[0].error or "")
             assert "HTML" in (reports[1].error or "") or "not a feed" in (reports[1].error or "")
-            assert reports[2].new == 1504 and store.paper_count() == 1504
-            state = {s.name: s for s in store.source_states()}["arxiv"]
+            assert reports[2].new == 1504 and store.papers.count() == 1504
+            state = {s.name: s for s in store.sources.states()}["arxiv"]
             assert state.last_result == "ok" and state.items == 1504

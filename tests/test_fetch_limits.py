@@ -384,7 +384,7 @@ def test_a_poll_stores_the_good_source_beside_an_endless_and_a_dripping_one(
                     fetcher = build_fetcher(config, client, min_interval=0)
                     async with asyncio.timeout(60):
                         reports = await poll(config, store, fetcher, now=NOW)
-                count = store.paper_count()
+                count = store.papers.count()
                 store.close()
                 return reports, count, hostile
 

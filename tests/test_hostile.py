@@ -239,8 +239,8 @@ def test_an_arxiv_query_poll_counts_the_entries_it_left_out(store: Store) -> Non
         )
         report = asyncio.run(_poll_one(source, store, now=datetime(2026, 6, 30, tzinfo=UTC)))
     assert (report.result, report.items, report.problems) == ("ok", 5, 1)
-    assert store.left_out()["nt"].count == 1
-    assert "version 999999999999… is out of range" in (store.left_out()["nt"].first or "")
+    assert store.sources.left_out()["nt"].count == 1
+    assert "version 999999999999… is out of range" in (store.sources.left_out()["nt"].first or "")
 
 
 async def _poll_one(source: Source, store: Store, *, now: datetime) -> pipeline.PollReport:
@@ -548,7 +548,7 @@ def test_a_poll_of_a_real_day_with_hostile_items_stores_every_good_paper(
             assert reports["arxiv-all"].problems == len(ARXIV_LEFT_OUT)
             assert reports["hf"].problems == HF_LEFT_OUT
 
-            stored = {p.id: p for p in store.papers_announced_since(date(2000, 1, 1))}
+            stored = {p.id: p for p in store.papers.announced_since(date(2000, 1, 1))}
             assert set(good_papers) | ARXIV_KEPT | HF_KEPT <= set(stored)
             assert not ARXIV_LEFT_OUT & set(stored)
             for paper in stored.values():  # nothing a database refuses, no script link
@@ -557,12 +557,12 @@ def test_a_poll_of_a_real_day_with_hostile_items_stores_every_good_paper(
                 assert paper.link is None or paper.link.startswith(("https://", "http://"))
                 assert paper.github is None or paper.github.startswith(("https://", "http://"))
 
-            left_out = store.left_out()
+            left_out = store.sources.left_out()
             assert left_out["arxiv-all"].count == len(ARXIV_LEFT_OUT)
             assert (left_out["arxiv-all"].first or "").startswith("item 1507 (oai:arXiv.org:")
             assert left_out["hf"].count == HF_LEFT_OUT
             assert "broken" not in left_out  # it failed as a whole: an error, not items
-            states = {s.name: s for s in store.source_states()}
+            states = {s.name: s for s in store.sources.states()}
             assert states["broken"].last_result == "error"
             assert "received HTML" in (states["broken"].last_error or "")
 
@@ -597,7 +597,7 @@ def test_a_source_that_raises_anything_is_an_error_recorded_for_status(
     with caplog.at_level(logging.ERROR):
         report = asyncio.run(pipeline.poll_source(_Exploding("boom"), store, None, now=NOW))
     assert (report.result, report.error) == ("error", "RuntimeError: a bug in a source")
-    (state,) = store.source_states()
+    (state,) = store.sources.states()
     assert (state.name, state.last_result) == ("boom", "error")
     assert state.last_error == "RuntimeError: a bug in a source"
     assert "Traceback" in caplog.text  # a bug: logged with where it happened
@@ -613,7 +613,7 @@ def test_an_error_answer_holding_nul_is_recorded(store: Store) -> None:
         source = HuggingFaceSource("hf", url=server.url("/day.json"))
         report = asyncio.run(_poll_one(_OneDay(source), store, now=NOW))
     assert report.result == "error" and "bad\x00 date" in (report.error or "")
-    (state,) = store.source_states()
+    (state,) = store.sources.states()
     assert state.last_error is not None and "bad date" in state.last_error
 
 
@@ -634,8 +634,8 @@ def test_the_store_strips_nul_and_refuses_no_paper(store: Store) -> None:
     absurd = Paper(
         id="2411.90041", version=10**400, title="t", abstract="", authors=(), categories=()
     )
-    counts = store.upsert_papers([paper, absurd], now=NOW)
+    counts = store.papers.upsert([paper, absurd], now=NOW)
     assert counts.new == 1
-    (stored,) = store.papers_announced_since(date(2024, 11, 1))
+    (stored,) = store.papers.announced_since(date(2024, 11, 1))
     assert (stored.title, stored.abstract, stored.authors) == ("A title \ufffd", "", ("Ada",))
     assert stored.link is None and stored.github is None

@@ -178,9 +178,9 @@ def test_a_hostile_day_with_default_settings(tmp_path: Path, database_url: str) 
         assert "endless" in polled.stdout and "drip" in polled.stdout
 
         with Store.open(database_url) as store:
-            stored = {p.id: p for p in store.papers_announced_since(date(2000, 1, 1))}
-            states = {s.name: s for s in store.source_states()}
-            left_out = store.left_out()
+            stored = {p.id: p for p in store.papers.announced_since(date(2000, 1, 1))}
+            states = {s.name: s for s in store.sources.states()}
+            left_out = store.sources.left_out()
         assert good | ARXIV_KEPT | HF_KEPT <= set(stored)
         assert not ARXIV_LEFT_OUT & set(stored)
         assert "2411.90030" in stored and "\x00" not in stored["2411.90030"].title

@@ -217,8 +217,9 @@ def test_the_manage_page_links_no_script_from_a_feed(site: Site, caplog: Any) ->
         announced=START.date(),
         link="javascript:alert(document.cookie)",
     )
-    site.store.upsert_papers([hostile], now=START)
-    site.store.add_rule("ada", "ti:dances", now=START)  # the paper is this rule's example
+    site.store.papers.upsert([hostile], now=START)
+    # the paper is this rule's example
+    site.store.subscribers.add_rule("ada", "ti:dances", now=START)
     site.deliver()  # the page shows what each rule matched, counted when digests are built
     with caplog.at_level(logging.WARNING, logger="bot.core.links"):
         page = site.http.get(site.link("manage", "ada"))

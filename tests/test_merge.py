@@ -52,12 +52,12 @@ def test_hugging_face_after_the_listing_adds_upvotes_and_keeps_arxivs_facts(
     store: Store, full_feed_papers: tuple[Paper, ...]
 ) -> None:
     listing = next(p for p in full_feed_papers if p.announce_type == "cross")
-    store.upsert_papers([listing], now=NOW, authority=ARXIV_LISTING)
+    store.papers.upsert([listing], now=NOW, authority=ARXIV_LISTING)
     hf = hf_papers_as(listing)
-    counts = store.upsert_papers(hf, now=NOW, authority=HUGGINGFACE)
+    counts = store.papers.upsert(hf, now=NOW, authority=HUGGINGFACE)
     assert (counts.new, counts.merged, counts.updated) == (len(hf) - 1, 1, 0)
 
-    stored = {p.id: p for p in store.papers_announced_since(date(2024, 1, 1))}
+    stored = {p.id: p for p in store.papers.announced_since(date(2024, 1, 1))}
     paper = stored[listing.id]
     assert paper.title == listing.title  # arXiv's, not Hugging Face's copy
     assert paper.categories == listing.categories  # only arXiv has them
@@ -73,15 +73,15 @@ def test_the_listing_after_hugging_face_takes_over_the_bibliographic_fields(
 ) -> None:
     listing = next(p for p in full_feed_papers if p.announce_type == "cross" and p.version == 1)
     hf = hf_papers_as(listing)
-    store.upsert_papers(hf, now=NOW, authority=HUGGINGFACE)
-    first = {p.id: p for p in store.papers_announced_since(date(2024, 1, 1))}[listing.id]
+    store.papers.upsert(hf, now=NOW, authority=HUGGINGFACE)
+    first = {p.id: p for p in store.papers.announced_since(date(2024, 1, 1))}[listing.id]
     assert first.categories == () and first.first_type == "new"
 
-    counts = store.upsert_papers(
+    counts = store.papers.upsert(
         [replace(listing, sources=("arxiv-all", "arxiv"))], now=NOW, authority=ARXIV_LISTING
     )
     assert (counts.new, counts.merged, counts.updated) == (0, 1, 0)  # not an update
-    paper = {p.id: p for p in store.papers_announced_since(date(2024, 1, 1))}[listing.id]
+    paper = {p.id: p for p in store.papers.announced_since(date(2024, 1, 1))}[listing.id]
     assert paper.title == listing.title and paper.categories == listing.categories
     assert paper.announced == listing.announced  # 28 Nov, the listing's day
     assert paper.first_announced == listing.announced  # the earlier of the two days
@@ -94,12 +94,12 @@ def test_a_later_hugging_face_poll_updates_the_upvotes_only(
     store: Store, full_feed_papers: tuple[Paper, ...]
 ) -> None:
     listing = full_feed_papers[0]
-    store.upsert_papers([listing], now=NOW)
-    store.upsert_papers(hf_papers_as(listing, upvotes=20), now=NOW, authority=HUGGINGFACE)
-    counts = store.upsert_papers(hf_papers_as(listing, upvotes=210), now=NOW, authority=HUGGINGFACE)
+    store.papers.upsert([listing], now=NOW)
+    store.papers.upsert(hf_papers_as(listing, upvotes=20), now=NOW, authority=HUGGINGFACE)
+    counts = store.papers.upsert(hf_papers_as(listing, upvotes=210), now=NOW, authority=HUGGINGFACE)
     # The paper, and the papers whose rank its new upvotes moved, got new facts.
     assert counts.new == 0 and counts.merged >= 1 and counts.updated == 0
-    paper = {p.id: p for p in store.papers_announced_since(date(2024, 1, 1))}[listing.id]
+    paper = {p.id: p for p in store.papers.announced_since(date(2024, 1, 1))}[listing.id]
     assert (paper.upvotes, paper.version, paper.title) == (210, listing.version, listing.title)
     assert paper.hf_rank == 1
 
@@ -108,15 +108,15 @@ def test_a_journal_entry_with_an_arxiv_papers_doi_is_that_paper(
     store: Store, full_feed_papers: tuple[Paper, ...]
 ) -> None:
     arxiv = next(p for p in full_feed_papers if p.dois)
-    store.upsert_papers([arxiv], now=NOW)
+    store.papers.upsert([arxiv], now=NOW)
     entries = parse_feed(TANDF.read_bytes(), source="tzme").papers
     entry = replace(entries[0], id=f"doi:{arxiv.dois[0]}", dois=arxiv.dois)
-    counts = store.upsert_papers([entry], now=NOW, authority=FEED)
+    counts = store.papers.upsert([entry], now=NOW, authority=FEED)
     assert (counts.new, counts.merged) == (0, 1)
-    (paper,) = store.papers_announced_since(date(2000, 1, 1))
+    (paper,) = store.papers.announced_since(date(2000, 1, 1))
     assert paper.id == arxiv.id and paper.title == arxiv.title  # arXiv's fields kept
     assert paper.link == entry.link  # the journal's page added
-    assert store.paper_count() == 1
+    assert store.papers.count() == 1
 
 
 def test_an_arxiv_paper_takes_over_a_journal_paper_with_its_doi_and_its_deliveries(
@@ -130,12 +130,12 @@ def test_an_arxiv_paper_takes_over_a_journal_paper_with_its_doi_and_its_deliveri
         id=f"doi:{arxiv.dois[0]}",
         dois=arxiv.dois,
     )
-    store.upsert_papers([entry], now=NOW, authority=FEED)
+    store.papers.upsert([entry], now=NOW, authority=FEED)
     ada = Subscriber(name="ada", email="ada@lab.example", rules=("x",))
-    store.sync_config_subscribers([ada], now=NOW)
-    (stored_ada,) = store.subscribers([ada])
+    store.subscribers.sync_config([ada], now=NOW)
+    (stored_ada,) = store.subscribers.all([ada])
     assert stored_ada.id is not None
-    store.enqueue(
+    store.outbox.enqueue(
         stored_ada.id,
         channel="email",
         period="p1",
@@ -145,14 +145,14 @@ def test_an_arxiv_paper_takes_over_a_journal_paper_with_its_doi_and_its_deliveri
         sent=[entry],
         now=NOW,
     )
-    assert store.delivered_versions(stored_ada.id, "email") == {entry.id: 1}
+    assert store.outbox.delivered_versions(stored_ada.id, "email") == {entry.id: 1}
 
-    store.upsert_papers([arxiv], now=NOW)  # the arXiv listing names the same DOI
-    (paper,) = store.papers_announced_since(date(2000, 1, 1))
+    store.papers.upsert([arxiv], now=NOW)  # the arXiv listing names the same DOI
+    (paper,) = store.papers.announced_since(date(2000, 1, 1))
     assert paper.id == arxiv.id and paper.title == arxiv.title
     assert paper.link == entry.link
     # Ada got it from the journal: under its arXiv id it counts as delivered.
-    assert store.delivered_versions(stored_ada.id, "email") == {arxiv.id: 1}
+    assert store.outbox.delivered_versions(stored_ada.id, "email") == {arxiv.id: 1}
 
 
 def test_the_api_does_not_override_the_listing_but_a_newer_version_does(
@@ -174,8 +174,8 @@ def test_two_arxiv_papers_naming_one_doi_stay_two_papers(
 ) -> None:
     first = next(p for p in full_feed_papers if p.dois)
     second = replace(next(p for p in full_feed_papers if not p.dois), dois=first.dois)
-    store.upsert_papers([first], now=NOW)
-    counts = store.upsert_papers([second], now=NOW)
-    assert counts.new == 1 and store.paper_count() == 2
-    store.upsert_papers([replace(first, title="again")], now=NOW)  # no second key row
-    assert store.paper_count() == 2
+    store.papers.upsert([first], now=NOW)
+    counts = store.papers.upsert([second], now=NOW)
+    assert counts.new == 1 and store.papers.count() == 2
+    store.papers.upsert([replace(first, title="again")], now=NOW)  # no second key row
+    assert store.papers.count() == 2

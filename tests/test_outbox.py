@@ -57,7 +57,7 @@ def message(to: str, subject: str) -> bytes:
 
 
 def subscribe(store: Store, name: str) -> Subscriber:
-    sub, _ = store.add_subscriber(name, email=f"{name}@lab.example", rules=["robot"], now=T0)
+    sub, _ = store.subscribers.add(name, email=f"{name}@lab.example", rules=["robot"], now=T0)
     return sub
 
 
@@ -65,7 +65,7 @@ def queue(
     store: Store, sub: Subscriber, papers: tuple[Paper, ...], *, period: str, now: datetime = T0
 ) -> int | None:
     assert sub.id is not None and sub.email is not None
-    return store.enqueue(
+    return store.outbox.enqueue(
         sub.id,
         channel="email",
         period=period,
@@ -91,8 +91,8 @@ def test_a_period_and_a_paper_are_queued_once(
     assert queue(store, ada, full_feed_papers[3:5], period="daily:2026-11-23") is None
     # Nor can another slot take a paper already queued: all or nothing.
     assert queue(store, ada, full_feed_papers[2:4], period="daily:2026-11-24") is None
-    assert store.delivered_versions(ada.id, "email") == {p.id: p.version for p in papers}
-    assert store.outbox_status()[ada.id or 0].pending == 1  # type: ignore[index]
+    assert store.outbox.delivered_versions(ada.id, "email") == {p.id: p.version for p in papers}
+    assert store.outbox.status()[ada.id or 0].pending == 1  # type: ignore[index]
 
 
 def test_a_lease_keeps_others_out_until_it_expires(
@@ -101,11 +101,11 @@ def test_a_lease_keeps_others_out_until_it_expires(
     ada = subscribe(store, "ada")
     queue(store, ada, full_feed_papers[:2], period="p1")
     lease = timedelta(minutes=5)
-    first = store.claim("worker-a", now=T0, lease=lease)
+    first = store.outbox.claim("worker-a", now=T0, lease=lease)
     assert [item.subscriber for item in first] == ["ada"]
-    assert store.claim("worker-b", now=T0 + timedelta(minutes=4), lease=lease) == []
+    assert store.outbox.claim("worker-b", now=T0 + timedelta(minutes=4), lease=lease) == []
     # worker-a died: once its lease is over, the record is someone else's to send.
-    again = store.claim("worker-b", now=T0 + timedelta(minutes=6), lease=lease)
+    again = store.outbox.claim("worker-b", now=T0 + timedelta(minutes=6), lease=lease)
     assert [item.id for item in again] == [first[0].id]
 
 
@@ -122,7 +122,7 @@ def test_greylisting_451_is_retried_later_and_delivered_once(
         assert [a.status for a in first] == ["retry"] and "451" in (first[0].error or "")
         wait = first[0].next_attempt
         assert wait is not None and T0 + timedelta(minutes=1) <= wait <= T0 + timedelta(minutes=2)
-        assert store.outbox_status()[ada.id].next_attempt == wait  # type: ignore[index]
+        assert store.outbox.status()[ada.id].next_attempt == wait  # type: ignore[index]
         # Not due yet: the daemon's worker leaves it alone.
         assert asyncio.run(drain(store, channel(port), clock=clock, retry=policy)) == []
         clock.now = wait + timedelta(seconds=1)
@@ -130,7 +130,7 @@ def test_greylisting_451_is_retried_later_and_delivered_once(
         assert [a.status for a in second] == ["sent"]
         assert asyncio.run(drain(store, channel(port), clock=clock, retry=policy)) == []
     assert [m["Subject"] for m in sink.messages] == ["ada-p1"]
-    status = store.outbox_status()[ada.id]  # type: ignore[index]
+    status = store.outbox.status()[ada.id]  # type: ignore[index]
     assert status.pending == 0 and status.last_sent == clock.now
 
 
@@ -163,19 +163,19 @@ def test_550_fails_gives_the_papers_back_and_pauses_a_bouncing_address(
             assert done["bob"].status == "sent"  # the others are not held up
             assert done["ada"].status == "failed" and "550" in (done["ada"].error or "")
             # The papers went back: the next digest may hold them again.
-            assert store.delivered_versions(ada.id, "email") == {}
+            assert store.outbox.delivered_versions(ada.id, "email") == {}
             assert done["ada"].paused == (day == 2)
             clock.now += timedelta(days=1)
     assert len(sink.messages) == 3
-    row = store.subscriber_row("ada")
+    row = store.subscribers.get("ada")
     assert (
         row is not None
         and not row.active
         and "3 digests in a row refused" in (row.paused_reason or "")
     )
-    status = store.outbox_status()[ada.id]  # type: ignore[index]
+    status = store.outbox.status()[ada.id]  # type: ignore[index]
     assert status.failed == 3 and "550" in (status.last_error or "")
-    assert "ada" not in {s.name for s in store.subscribers()}  # no digest is built for her
+    assert "ada" not in {s.name for s in store.subscribers.all()}  # no digest is built for her
 
 
 def test_transient_failures_give_up_after_the_limit(
@@ -195,8 +195,8 @@ def test_transient_failures_give_up_after_the_limit(
             ]
             clock.now += timedelta(hours=4)
     assert statuses == ["retry", "retry", "failed"]
-    assert "gave up after 3 attempts" in (store.outbox_status()[ada.id].last_error or "")  # type: ignore[index]
-    assert store.delivered_versions(ada.id, "email") == {}
+    assert "gave up after 3 attempts" in (store.outbox.status()[ada.id].last_error or "")  # type: ignore[index]
+    assert store.outbox.delivered_versions(ada.id, "email") == {}
 
 
 def test_backoff_grows_and_is_capped() -> None:
@@ -243,7 +243,7 @@ def race(database_url: str, make_channel: Callable[[], Channel], *, digests: int
         attempts: list[Attempt] = []
         with Store.open(database_url) as store:
             policy = RetryPolicy(lease=lease, batch=4)
-            while store.outbox_totals(now=utcnow())["pending"] and time.monotonic() < deadline:
+            while store.outbox.totals(now=utcnow())["pending"] and time.monotonic() < deadline:
                 attempts += asyncio.run(
                     drain(store, make_channel(), clock=utcnow, owner="daemon", retry=policy)
                 )
@@ -256,7 +256,7 @@ def race(database_url: str, make_channel: Callable[[], Channel], *, digests: int
         second = workers.submit(daemon)
         attempts = first.result(timeout=90) + second.result(timeout=90)
     with Store.open(database_url) as check:
-        assert check.outbox_totals(now=utcnow())["sent"] == digests
+        assert check.outbox.totals(now=utcnow())["sent"] == digests
     return attempts
 
 
@@ -291,7 +291,7 @@ def test_two_workers_send_each_slack_digest_once_when_a_batch_outlives_the_lease
                 {"text": f"s{i:02d} part {n}"} for n in (1, 2)
             ]
             payload = {"target": "C0ROBOTS", "messages": posts, "papers": [[], [], []]}
-            setup.enqueue(
+            setup.outbox.enqueue(
                 sub.id,
                 channel="slack",
                 period="p1",
@@ -327,7 +327,9 @@ def test_a_worker_that_lost_its_lease_stops_its_batch(
         if len(sink.messages) == 2:
             with Store.open(database_url) as other:
                 later = T0 + timedelta(minutes=10)
-                taken.extend(i.id for i in other.claim("other", now=later, lease=policy.lease))
+                taken.extend(
+                    i.id for i in other.outbox.claim("other", now=later, lease=policy.lease)
+                )
 
     with smtp_sink() as (sink, port):
         sink.on_accept = take_over
@@ -342,7 +344,7 @@ def test_a_worker_that_lost_its_lease_stops_its_batch(
         second = asyncio.run(drain(store, channel(port), clock=clock, owner="b", retry=policy))
     assert [a.item.subscriber for a in second] == ["s02", "s03", "s04"]
     assert [m["Subject"] for m in sink.messages] == [f"s{i:02d}-p1" for i in range(5)]
-    assert store.outbox_totals(now=clock.now)["sent"] == 5
+    assert store.outbox.totals(now=clock.now)["sent"] == 5
 
 
 def test_a_database_outage_mid_batch_sends_at_most_one_digest_twice(
@@ -353,11 +355,11 @@ def test_a_database_outage_mid_batch_sends_at_most_one_digest_twice(
     out and only the third arrives twice."""
     queue_many(store, full_feed_papers, 6, now=T0)
     clock = Clock()
-    alive, dead = store.engine, dead_database(database_url, tmp_path)
+    alive, dead = store.database.engine, dead_database(database_url, tmp_path)
 
     def outage(_: EmailMessage) -> None:
         if len(sink.messages) == 3:
-            store.engine = dead
+            store.database.engine = dead
 
     with smtp_sink() as (sink, port):
         sink.on_accept = outage
@@ -365,7 +367,7 @@ def test_a_database_outage_mid_batch_sends_at_most_one_digest_twice(
         assert [a.status for a in first] == ["sent", "sent", "unrecorded"]
         assert "not recorded" in (first[2].error or "")
         assert len(sink.messages) == 3  # nothing sent after the send that was not recorded
-        store.engine = alive  # the database is back; the first worker's leases run out
+        store.database.engine = alive  # the database is back; the first worker's leases run out
         clock.now = T0 + timedelta(minutes=10)
         second = asyncio.run(drain(store, channel(port), clock=clock, owner="b"))
     dead.dispose()
@@ -410,7 +412,7 @@ def test_paperbell_digest_beside_the_daemons_worker_sends_each_digest_once(
     subscribers = 16
     words = ["quantum", "learning", "model", "network"]
     with Store.open(database_url) as setup:
-        setup.upsert_papers(full_feed_papers, now=utcnow())
+        setup.papers.upsert(full_feed_papers, now=utcnow())
     with smtp_sink() as (sink, port):
         config = tmp_path / "config.toml"
         config.write_text(
@@ -436,7 +438,7 @@ def test_paperbell_digest_beside_the_daemons_worker_sends_each_digest_once(
                 time.sleep(0.05)
             out, err = cron.communicate()
             assert cron.returncode == 0, out + err
-            assert store.outbox_totals(now=utcnow())["sent"] == subscribers
+            assert store.outbox.totals(now=utcnow())["sent"] == subscribers
     received = Counter(str(m["Message-ID"]) for m in sink.messages)
     twice = sorted(mid for mid, n in received.items() if n > 1)
     assert twice == [], f"{len(twice)} of {subscribers} digests arrived twice"

@@ -49,7 +49,9 @@ class Site:
         return self.local(signer.url(purpose, sub, now=self.clock()))  # type: ignore[arg-type]
 
     def subscriber(self, name: str) -> Any:
-        everyone = self.store.subscribers(self.config.declared_subscribers(), include_inactive=True)
+        everyone = self.store.subscribers.all(
+            self.config.declared_subscribers(), include_inactive=True
+        )
         return next(s for s in everyone if s.name == name)
 
     def csrf(self, path: str) -> str:
@@ -89,8 +91,8 @@ def site(database_url: str) -> Iterator[Site]:
         )
         store = Store.open(config.database_url())
         clock = Clock(START)
-        store.upsert_papers(bundled_papers(), now=START)
-        store.add_subscriber(
+        store.papers.upsert(bundled_papers(), now=START)
+        store.subscribers.add(
             "ada",
             email="ada@lab.example",
             rules=['"large language models" reasoning', "robot cat:cs.RO"],
@@ -271,7 +273,7 @@ def test_settings_pause_and_resume(site: Site) -> None:
     assert bad.status_code == 400 and "unknown time zone" in bad.text
     assert site.subscriber("ada").schedule.timezone == "Europe/Paris"
     # The slot already handled is left alone: a schedule change skips no papers.
-    row = site.store.subscriber_row("ada")
+    row = site.store.subscribers.get("ada")
     assert row is not None and row.last_slot is None
 
     assert site.post(path + "/pause", {}, page=path).status_code == 303
@@ -354,7 +356,7 @@ def test_sign_up_needs_the_address_confirmed_before_any_digest(site: Site) -> No
 
 def test_a_link_stops_working_when_the_address_changes(site: Site) -> None:
     path = site.link("manage", "ada")
-    site.store.set_email("ada", "ada@newlab.example", confirmed=True)
+    site.store.subscribers.set_email("ada", "ada@newlab.example", confirmed=True)
     gone = site.http.get(path)
     assert gone.status_code == 404 and "no longer works" in gone.text
 
@@ -374,13 +376,13 @@ def test_one_click_in_a_multipart_body_as_rfc_8058_recommends(site: Site) -> Non
     path = site.link("unsubscribe", "ada")
     answer = httpx.post(site.base + path, files={"List-Unsubscribe": (None, "One-Click")})
     assert answer.status_code == 200 and not site.subscriber("ada").active
-    site.store.set_active("ada", True, now=START)
+    site.store.subscribers.set_active("ada", True, now=START)
     wrong = httpx.post(site.base + path, files={"List-Unsubscribe": (None, "Maybe")})
     assert wrong.status_code == 400 and site.subscriber("ada").active
 
 
 def test_one_click_from_an_email_stops_only_the_email_of_a_slack_subscriber(site: Site) -> None:
-    site.store.add_subscriber(
+    site.store.subscribers.add(
         "bob", email="bob@lab.example", rules=["robot"], now=START, slack_user="U0BOB"
     )
     path = site.link("unsubscribe", "bob")
@@ -399,12 +401,12 @@ def test_one_click_from_an_email_stops_only_the_email_of_a_slack_subscriber(site
 
 
 def test_a_link_dies_with_its_subscriber_even_if_the_id_comes_back(site: Site) -> None:
-    site.store.add_subscriber("tmp", email=None, rules=["robot"], now=START, slack_user="U0TMP")
+    site.store.subscribers.add("tmp", email=None, rules=["robot"], now=START, slack_user="U0TMP")
     old = site.link("manage", "tmp")
     old_id = site.subscriber("tmp").id
-    site.store.delete_subscriber("tmp")
+    site.store.subscribers.delete("tmp")
     site.clock.advance(seconds=5)
-    site.store.add_subscriber(
+    site.store.subscribers.add(
         "next", email=None, rules=["qubit"], now=site.clock(), slack_user="U0NEXT"
     )
     if site.subscriber("next").id == old_id:  # SQLite gives the id again; PostgreSQL does not

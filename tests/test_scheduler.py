@@ -223,7 +223,7 @@ def test_a_source_with_its_own_interval_is_polled_at_it(tmp_path: Path) -> None:
     journal = FeedSource("journal", url="https://journal.example/rss")  # the [polling] one
     with Store.open(f"sqlite:///{tmp_path / 'plans.sqlite'}") as store:
         for name in ("hf", "journal"):
-            store.record_poll(name, url="", now=at("2026-11-27T11:00"), result="ok")
+            store.sources.record_poll(name, url="", now=at("2026-11-27T11:00"), result="ok")
         plans = source_plans([hf, journal], store, CALENDAR, POLICY, now=at("2026-11-27T11:05"))
     assert plans["hf"].at == at("2026-11-27T11:20")
     assert plans["journal"].at == at("2026-11-27T11:00") + POLICY.interval
@@ -416,7 +416,7 @@ def world(tmp_path: Path, full_feed_bytes: bytes, fixtures_dir: Path) -> Iterato
                 environ={},
             )
             store = Store.open(config.database_url())
-            store.sync_config_subscribers(config.declared_subscribers(), now=start)
+            store.subscribers.sync_config(config.declared_subscribers(), now=start)
             clock = Clock(start)
             daemon = Daemon(
                 config,
@@ -562,7 +562,7 @@ def test_thanksgiving_and_late_listings(world: Any) -> None:
     assert per_day[date(2026, 11, 24)] == 11  # 00:15, 00:30 ... 02:45
     assert per_day[date(2026, 11, 26)] == 6  # the holiday, confirmed hourly to the deadline
     assert per_day[date(2026, 11, 27)] == 24 + 1  # 00:15 ... 06:00, then 07:00
-    state = {s.name: s for s in w.store.source_states()}["arxiv"]
+    state = {s.name: s for s in w.store.sources.states()}["arxiv"]
     assert state.last_new is not None and eastern_date(state.last_new) == date(2026, 11, 27)
 
 
@@ -637,7 +637,7 @@ def test_a_failing_source_and_hostile_items_stop_no_digest(world: Any) -> None:
         assert 'paperbell_source_left_out{source="arxiv"} 2.0' in metrics
         assert 'paperbell_source_left_out_items_total{source="arxiv"} 2.0' in metrics
         assert 'paperbell_polls_total{outcome="error"} 1.0' in metrics
-        (state,) = [s for s in w.store.source_states() if s.name == "exploding"]
+        (state,) = [s for s in w.store.sources.states() if s.name == "exploding"]
         assert state.last_error == "OverflowError: Python int too large to convert to C int"
 
     asyncio.run(go())

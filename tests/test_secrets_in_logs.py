@@ -31,7 +31,7 @@ SMTP_PASSWORD = "smtp-pass-Zq8u1"
 def test_a_digest_at_debug_level_logs_no_secret(tmp_path: Path) -> None:
     database = f"sqlite:///{tmp_path / 'paperbell.sqlite'}"
     with Store.open(database) as store:
-        store.upsert_papers(bundled_papers(), now=datetime(2024, 11, 28, 15, tzinfo=UTC))
+        store.papers.upsert(bundled_papers(), now=datetime(2024, 11, 28, 15, tzinfo=UTC))
     with SlackStandIn(token=BOT_TOKEN) as slack:
         slack.add_user("U07ADA123", "ada")
         slack.add_channel("C0ROBOTS", "robots")

@@ -73,7 +73,7 @@ def thread_papers(slack: SlackStandIn, channel: str) -> list[str]:
 def test_channel_and_dm_digests_thread_within_limits_and_never_twice(
     slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    store.upsert_papers(full_feed_papers, now=NOW)
+    store.papers.upsert(full_feed_papers, now=NOW)
     config = make_config(slack, database_url, [ROBOTS, ADA])
     reports = run(config, store)
     assert {(r.subscriber, r.channel, r.status) for r in reports} == {
@@ -107,7 +107,7 @@ def test_channel_and_dm_digests_thread_within_limits_and_never_twice(
 def test_a_long_digest_splits_its_thread_into_several_messages(
     slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    store.upsert_papers(full_feed_papers, now=NOW)
+    store.papers.upsert(full_feed_papers, now=NOW)
     many = {"name": "many", "slack_channel": "C0ROBOTS", "rules": ["learning OR model"]}
     many["max_papers"] = 300
     [report] = run(make_config(slack, database_url, [many]), store)
@@ -122,7 +122,7 @@ def test_a_long_digest_splits_its_thread_into_several_messages(
 def test_a_429_is_waited_out_and_posts_are_paced_per_channel(
     slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    store.upsert_papers(full_feed_papers, now=NOW)
+    store.papers.upsert(full_feed_papers, now=NOW)
     config = make_config(slack, database_url, [ROBOTS], interval=0.3)
     slack.fail_next("chat.postMessage", retry_after=1)
     [report] = run(config, store)
@@ -140,7 +140,7 @@ def test_a_digest_cut_off_mid_thread_goes_on_where_it_stopped(
 ) -> None:
     """Slack fails (HTTP 500) on the third message: the retry neither posts the summary
     again nor the thread messages already in; it finishes the same thread."""
-    store.upsert_papers(full_feed_papers, now=NOW)
+    store.papers.upsert(full_feed_papers, now=NOW)
     many = {"name": "many", "slack_channel": "C0ROBOTS", "rules": ["learning"], "max_papers": 200}
     config = make_config(slack, database_url, [many])
     sleeps = []
@@ -189,7 +189,7 @@ def test_slack_errors_say_what_to_do_and_others_still_get_theirs(
     status: str,
     words: str,
 ) -> None:
-    store.upsert_papers(full_feed_papers, now=NOW)
+    store.papers.upsert(full_feed_papers, now=NOW)
     config = make_config(slack, database_url, [ROBOTS, ADA])
     slack.fail_next("chat.postMessage", error=error)
     reports = {r.subscriber: r for r in run(config, store)}
@@ -206,7 +206,7 @@ def test_slack_errors_say_what_to_do_and_others_still_get_theirs(
 def test_the_bot_not_in_a_channel_is_reported(
     slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    store.upsert_papers(full_feed_papers, now=NOW)
+    store.papers.upsert(full_feed_papers, now=NOW)
     quantum = {"name": "quantum", "slack_channel": "C0QUANTUM", "rules": ["qubit"]}
     [report] = run(make_config(slack, database_url, [quantum]), store)
     assert report.status == "failed"
@@ -216,7 +216,7 @@ def test_the_bot_not_in_a_channel_is_reported(
 def test_an_incoming_webhook_posts_the_digest_without_a_bot_token(
     slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    store.upsert_papers(full_feed_papers, now=NOW)
+    store.papers.upsert(full_feed_papers, now=NOW)
     url = slack.add_webhook("robots", "C0ROBOTS")
     config = parse_config(
         {
@@ -244,7 +244,7 @@ def test_digest_out_writes_the_slack_messages_as_json(
     full_feed_papers: tuple[Paper, ...],
     tmp_path: Path,
 ) -> None:
-    store.upsert_papers(full_feed_papers, now=NOW)
+    store.papers.upsert(full_feed_papers, now=NOW)
     config = make_config(slack, database_url, [ROBOTS])
     [report] = run(config, store, channels=build_channels(config, out_dir=tmp_path), mode="files")
     assert report.status == "written" and report.where and report.where.endswith(".json")
@@ -274,7 +274,7 @@ def test_a_thread_refused_half_way_keeps_what_was_posted_and_gives_back_the_rest
 ) -> None:
     """Slack refuses the third message for good: the papers of the messages it took are
     delivered; the others come in the next digest. No paper twice, none lost."""
-    store.upsert_papers(full_feed_papers, now=NOW)
+    store.papers.upsert(full_feed_papers, now=NOW)
     many = {"name": "many", "slack_channel": "C0ROBOTS", "rules": ["learning"], "max_papers": 200}
     config = make_config(slack, database_url, [many])
     channel = SlackChannel(slack_settings(config))

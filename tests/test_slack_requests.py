@@ -312,13 +312,13 @@ def test_the_replay_cache_is_shared_and_pruned(store: Store, database_url: str) 
     the five-minute window are dropped."""
     window = timedelta(minutes=5)
     with Store.open(database_url) as other:
-        assert store.first_slack_request("v0=aa", now=NOW, window=window)
-        assert not other.first_slack_request("v0=aa", now=NOW, window=window)
-        assert other.first_slack_request("v0=bb", now=NOW, window=window)
+        assert store.slack_requests.first("v0=aa", now=NOW, window=window)
+        assert not other.slack_requests.first("v0=aa", now=NOW, window=window)
+        assert other.slack_requests.first("v0=bb", now=NOW, window=window)
         later = NOW + timedelta(minutes=6)
         # Pruned: gone from the table (a timestamp that old is refused as stale anyway).
-        assert store.first_slack_request("v0=cc", now=later, window=window)
-        assert store.first_slack_request("v0=aa", now=later, window=window)
+        assert store.slack_requests.first("v0=cc", now=later, window=window)
+        assert store.slack_requests.first("v0=aa", now=later, window=window)
 
 
 @pytest.mark.parametrize("with_store", [False, True], ids=["in memory", "database"])

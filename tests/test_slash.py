@@ -145,7 +145,7 @@ def app_for(slack: SlackStandIn, store: Store, database_url: str) -> SlackApp:
 def test_every_subcommand_through_the_signed_http_endpoint(
     slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    store.upsert_papers(full_feed_papers, now=NOW)
+    store.papers.upsert(full_feed_papers, now=NOW)
     built = app_for(slack, store, database_url)
 
     async def scenario() -> list[dict[str, Any]]:
@@ -189,7 +189,7 @@ def test_every_subcommand_through_the_signed_http_endpoint(
     assert "I do not know `frobnicate`" in unknown
 
     # The subscriber Slack made: the user's id, and their address, unconfirmed.
-    row = store.slack_subscriber(user=ADA)
+    row = store.subscribers.by_slack(user=ADA)
     assert row is not None and row.name == "slack.ada"
     assert row.email == "ada@lab.example" and row.email_confirmed is False
     # The digest went to Ada's direct messages, a summary and its thread.
@@ -221,7 +221,7 @@ def test_a_channel_subscription_needs_an_admin_and_is_announced_in_the_channel(
     assert listed["response_type"] == "ephemeral" and "1. `robot`" in listed["text"]
     assert "Invite me" in quiet["text"]
     assert paused["response_type"] == "in_channel" and "paused" in paused["text"]
-    row = store.slack_subscriber(channel=ROBOTS)
+    row = store.subscribers.by_slack(channel=ROBOTS)
     assert row is not None and row.name == "channel.robot-learning" and row.active is False
 
 
@@ -254,7 +254,7 @@ def test_forged_unsigned_stale_replayed_and_oversized_requests_are_refused(
     assert genuine[0] == 200 and "Welcome" in genuine[1]
     assert replayed == (401, "replayed request")
     assert big[0] == 413
-    [sub] = [s for s in store.subscribers() if s.slack_user == ADA]  # only the genuine one
+    [sub] = [s for s in store.subscribers.all() if s.slack_user == ADA]  # only the genuine one
     assert sub.rules == ("robot",)
 
 
@@ -263,7 +263,7 @@ def test_a_slow_command_is_acknowledged_at_once_and_answered_at_response_url(
 ) -> None:
     """`try` and `digest` are always answered "working on it" first; any other command that
     outlasts the acknowledgement time (here 0 s) too."""
-    store.upsert_papers(full_feed_papers, now=NOW)
+    store.papers.upsert(full_feed_papers, now=NOW)
     built = app_for(slack, store, database_url)
     impatient = SlackResponder(built.responder.commands, ack_within=0)
     assert built.checker is not None
@@ -412,7 +412,7 @@ def test_config_subscribers_are_found_and_the_last_rule_can_go(
     assert "1. `qubit`" in mine and "config file" in mine
     assert "config file" in refused
     assert "1. `robot`" in lab and "config file" in lab
-    assert {s.name for s in store.subscribers(include_inactive=True)} == {"slack.boss"}
+    assert {s.name for s in store.subscribers.all(include_inactive=True)} == {"slack.boss"}
     assert "Welcome" in boss and "the digests stop" in removed
     assert "no subscription" in empty or "(paused)" in empty
     assert "1. `manipulation`" in listed and "diffusion" not in listed and "Welcome" not in again
@@ -453,7 +453,7 @@ def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
             },
         )
         store = Store.open(config.database_url())
-        store.upsert_papers(full_feed_papers, now=NOW)
+        store.papers.upsert(full_feed_papers, now=NOW)
         channels = build_channels(config)
         built = build_slack_app(config, store, channels, clock=lambda: NOW)
         assert built is not None and built.http is not None

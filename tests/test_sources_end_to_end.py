@@ -182,7 +182,7 @@ def test_four_kinds_poll_in_one_run_and_a_hugging_face_paper_is_merged_and_sent_
         assert queries[0]["search_query"] == ["cat:math.NT OR cat:math.AG"]
         assert queries[0]["sortBy"] == ["lastUpdatedDate"] and queries[0]["max_results"] == ["5"]
 
-        stored = {p.id: p for p in store.papers_announced_since(date(2000, 1, 1))}
+        stored = {p.id: p for p in store.papers.announced_since(date(2000, 1, 1))}
         merged = stored[world.target.id]
         assert merged.upvotes == 163 and merged.hf_rank == 1
         assert merged.categories == world.target.categories  # from arXiv's listing
@@ -207,7 +207,7 @@ def test_four_kinds_poll_in_one_run_and_a_hugging_face_paper_is_merged_and_sent_
         world.upvotes[0] = 240
         again = {r.source: r for r in asyncio.run(_poll(world, store))}
         assert again["hf"].new == 0 and again["hf"].merged >= 1
-        updated = {p.id: p for p in store.papers_announced_since(date(2000, 1, 1))}
+        updated = {p.id: p for p in store.papers.announced_since(date(2000, 1, 1))}
         assert updated[world.target.id].upvotes == 240
         rerun = asyncio.run(_deliver(world, store))
         assert [(r.subscriber, r.status) for r in rerun] == [("ada", "nothing")]

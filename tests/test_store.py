@@ -19,97 +19,98 @@ NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
 def test_upsert_counts_and_keeps_the_latest_version(
     store: Store, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    counts = store.upsert_papers(full_feed_papers, now=NOW)
+    counts = store.papers.upsert(full_feed_papers, now=NOW)
     assert (counts.new, counts.updated, counts.unchanged) == (1504, 0, 0)
-    again = store.upsert_papers(full_feed_papers, now=NOW)
+    again = store.papers.upsert(full_feed_papers, now=NOW)
     assert (again.new, again.updated, again.unchanged) == (0, 0, 1504)
-    assert store.paper_count() == 1504
+    assert store.papers.count() == 1504
 
     paper = full_feed_papers[0]
     v2 = replace(paper, version=paper.version + 1, title="Second version", announce_type="replace")
-    assert store.upsert_papers([v2], now=NOW).updated == 1
+    assert store.papers.upsert([v2], now=NOW).updated == 1
     older = replace(paper, title="stale copy")
-    assert store.upsert_papers([older], now=NOW).unchanged == 1
-    stored = {p.id: p for p in store.papers_announced_since(date(2024, 11, 28))}
+    assert store.papers.upsert([older], now=NOW).unchanged == 1
+    stored = {p.id: p for p in store.papers.announced_since(date(2024, 11, 28))}
     assert stored[paper.id].version == paper.version + 1
     assert stored[paper.id].title == "Second version"
     assert stored[paper.id].authors == paper.authors
-    assert store.latest_announcement() == date(2024, 11, 28)
-    assert store.papers_announced_since(date(2024, 11, 29)) == []
+    assert store.papers.latest_announcement() == date(2024, 11, 28)
+    assert store.papers.announced_since(date(2024, 11, 29)) == []
 
 
 def test_round_trip_of_every_field(store: Store, full_feed_papers: tuple[Paper, ...]) -> None:
     with_doi = next(p for p in full_feed_papers if p.dois and p.journal_ref)
-    store.upsert_papers([with_doi], now=NOW)
+    store.papers.upsert([with_doi], now=NOW)
     expected = replace(with_doi, first_announced=with_doi.announced, first_type="new")
-    assert store.papers_announced_since(date(2000, 1, 1)) == [expected]
+    assert store.papers.announced_since(date(2000, 1, 1)) == [expected]
 
 
 def test_the_first_announcement_survives_an_update(
     store: Store, full_feed_papers: tuple[Paper, ...]
 ) -> None:
     v1 = next(p for p in full_feed_papers if p.announce_type == "new")
-    store.upsert_papers([v1], now=NOW)
+    store.papers.upsert([v1], now=NOW)
     v2 = replace(v1, version=2, announce_type="replace", announced=date(2024, 11, 29))
-    store.upsert_papers([v2], now=NOW)
-    (stored,) = store.papers_announced_since(date(2024, 11, 1))
+    store.papers.upsert([v2], now=NOW)
+    (stored,) = store.papers.announced_since(date(2024, 11, 1))
     assert (stored.version, stored.announce_type, stored.announced) == (2, "replace", v2.announced)
     assert (stored.first_type, stored.first_announced) == ("new", v1.announced)
 
 
 def test_fetch_state_is_kept_per_source(store: Store) -> None:
-    assert store.fetch_state("arxiv") == FetchState()
-    store.record_poll(
+    assert store.sources.fetch_state("arxiv") == FetchState()
+    store.sources.record_poll(
         "arxiv", url="u", now=NOW, result="ok", state=FetchState('"abc"', "Thu"), items=3, new=3
     )
-    assert store.fetch_state("arxiv") == FetchState('"abc"', "Thu")
-    store.record_poll("arxiv", url="u", now=NOW, result="error", error="boom")
-    assert store.fetch_state("arxiv") == FetchState('"abc"', "Thu")  # errors keep validators
-    assert store.fetch_state("arxiv", "u") == FetchState('"abc"', "Thu")
-    assert store.fetch_state("arxiv", "https://new-url") == FetchState()  # URL changed
-    (row,) = store.source_states()
+    assert store.sources.fetch_state("arxiv") == FetchState('"abc"', "Thu")
+    store.sources.record_poll("arxiv", url="u", now=NOW, result="error", error="boom")
+    # errors keep validators
+    assert store.sources.fetch_state("arxiv") == FetchState('"abc"', "Thu")
+    assert store.sources.fetch_state("arxiv", "u") == FetchState('"abc"', "Thu")
+    assert store.sources.fetch_state("arxiv", "https://new-url") == FetchState()  # URL changed
+    (row,) = store.sources.states()
     assert (row.last_result, row.last_error, row.items) == ("error", "boom", 3)
 
 
 def test_subscribers_from_config_and_database(store: Store) -> None:
     ada = Subscriber(name="ada", email="ada@example.org", rules=("robot",))
-    store.sync_config_subscribers([ada], now=NOW)
-    bob, created = store.add_subscriber(
+    store.subscribers.sync_config([ada], now=NOW)
+    bob, created = store.subscribers.add(
         "bob", email="bob@example.org", rules=["a", "b", "a"], now=NOW, categories=["cs"]
     )
     assert created and bob.rules == ("a", "b") and bob.categories == ("cs",)
-    bob, created = store.add_subscriber("bob", email=None, rules=["c"], now=NOW)
+    bob, created = store.subscribers.add("bob", email=None, rules=["c"], now=NOW)
     assert not created and bob.rules == ("a", "b", "c") and bob.email == "bob@example.org"
-    names = [(s.name, s.origin, s.id is not None) for s in store.subscribers([ada])]
+    names = [(s.name, s.origin, s.id is not None) for s in store.subscribers.all([ada])]
     assert names == [("ada", "config", True), ("bob", "database", True)]
 
-    assert store.remove_rule("bob", 2) == "b"
+    assert store.subscribers.remove_rule("bob", 2) == "b"
     with pytest.raises(StoreError, match="has no rule 5"):
-        store.remove_rule("bob", 5)
-    assert store.remove_rule("bob", 2) == "c"
+        store.subscribers.remove_rule("bob", 5)
+    assert store.subscribers.remove_rule("bob", 2) == "c"
     with pytest.raises(StoreError, match="is the last rule of 'bob'"):
-        store.remove_rule("bob", 1)
+        store.subscribers.remove_rule("bob", 1)
     with pytest.raises(StoreError, match="declared in the config file"):
-        store.add_subscriber("ada", email=None, rules=["x"], now=NOW)
+        store.subscribers.add("ada", email=None, rules=["x"], now=NOW)
 
-    assert store.set_active("ada", False, now=NOW)
-    store.sync_config_subscribers([ada], now=NOW)  # the file does not undo an unsubscribe
-    assert [s.name for s in store.subscribers([ada])] == ["bob"]
-    assert [s.active for s in store.subscribers([ada], include_inactive=True)] == [False, True]
-    store.delete_subscriber("bob")
-    assert store.subscribers([]) == []
+    assert store.subscribers.set_active("ada", False, now=NOW)
+    store.subscribers.sync_config([ada], now=NOW)  # the file does not undo an unsubscribe
+    assert [s.name for s in store.subscribers.all([ada])] == ["bob"]
+    assert [s.active for s in store.subscribers.all([ada], include_inactive=True)] == [False, True]
+    store.subscribers.delete("bob")
+    assert store.subscribers.all([]) == []
 
 
 def test_deliveries_are_unique_and_recorded_once(
     store: Store, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    sub, _ = store.add_subscriber("ada", email="ada@example.org", rules=["x"], now=NOW)
+    sub, _ = store.subscribers.add("ada", email="ada@example.org", rules=["x"], now=NOW)
     assert sub.id is not None
     first, second, third = full_feed_papers[:3]
 
     def queue(digest_id: str, sent: list[Paper], omitted: list[Paper]) -> int | None:
         assert sub.id is not None
-        return store.enqueue(
+        return store.outbox.enqueue(
             sub.id,
             channel="email",
             period=digest_id,
@@ -123,17 +124,17 @@ def test_deliveries_are_unique_and_recorded_once(
 
     d1 = queue("d1", [first, second], [third])
     assert d1 is not None
-    store.mark_sent(d1, owner="worker", now=NOW)
+    store.outbox.mark_sent(d1, owner="worker", now=NOW)
     # A paper already queued or sent is never queued again, not even in another digest.
     assert queue("d1b", [first], []) is None
     v2 = replace(first, version=first.version + 1)
     d2 = queue("d2", [v2, v2], [v2])  # duplicates inside one digest are recorded once
     assert d2 is not None
-    store.mark_sent(d2, owner="worker", now=NOW)
-    delivered = store.delivered_versions(sub.id, "email")
+    store.outbox.mark_sent(d2, owner="worker", now=NOW)
+    delivered = store.outbox.delivered_versions(sub.id, "email")
     assert delivered == {first.id: v2.version, second.id: second.version, third.id: third.version}
-    assert store.delivered_versions(sub.id, "slack") == {}
-    assert store.delivery_counts()[sub.id][0] == 3  # omitted papers are not counted as sent
+    assert store.outbox.delivered_versions(sub.id, "slack") == {}
+    assert store.outbox.delivery_counts()[sub.id][0] == 3  # omitted papers are not counted as sent
 
 
 def test_bad_database_url_is_a_clear_error(tmp_path: object) -> None:

@@ -17,7 +17,7 @@ on once a send could not be recorded (the database is down): the records not tri
 handed back, untouched.
 
 The window in which a digest can be sent twice: the channel accepted it and its
-`Store.mark_sent` did not commit, because the process died in between (one small UPDATE
+`store.outbox.mark_sent` did not commit, because the process died in between (one small UPDATE
 later), or the database failed that write (the batch stops there: at most one digest per
 worker per outage), or the worker was frozen longer than the lease while sending it and
 another took it over (the late send is still recorded, so the other one does not repeat it
@@ -110,7 +110,7 @@ async def drain(
     tried: set[int] = set()
     handed_back: set[int] = set()  # records of a batch cut short, claimable once more
     while not should_stop():
-        items = store.claim(
+        items = store.outbox.claim(
             owner,
             now=clock(),
             lease=retry.lease,
@@ -184,7 +184,7 @@ class Held:
         if not self.open:
             return True
         try:
-            held = self.store.renew(
+            held = self.store.outbox.renew(
                 self.open, owner=self.owner, lease_until=self.clock() + self.lease
             )
         except StoreError as exc:
@@ -209,7 +209,7 @@ class Held:
         untried = set(self.open)
         if untried:
             try:
-                self.store.release(self.owner, untried)
+                self.store.outbox.release(self.owner, untried)
             except StoreError as exc:
                 log.error("cannot hand back %d claimed digests: %s", len(untried), exc)
         self.open.clear()
@@ -252,7 +252,7 @@ async def _send_batch(
     def on_sent(item: OutboxItem) -> None:
         held.done(item)
         try:
-            mine = store.mark_sent(item.id, owner=owner, now=clock())
+            mine = store.outbox.mark_sent(item.id, owner=owner, now=clock())
         except StoreError as exc:
             # Sent but not recorded: when the lease expires it is sent again (same
             # Message-ID, so mail clients fold the two). Nothing more is sent: each
@@ -268,7 +268,7 @@ async def _send_batch(
         # Each message of a long digest also renews the lease: a Slack thread paced at a
         # message a second can outlast it.
         try:
-            mine = store.mark_progress(
+            mine = store.outbox.mark_progress(
                 item.id, progress, owner=owner, lease_until=clock() + retry.lease
             )
         except StoreError as exc:  # a retry may repeat the messages sent so far
@@ -354,7 +354,9 @@ def _record_failure(
     attempt = item.attempts + 1
     if outcome.permanent or attempt >= retry.max_attempts:
         why = error if outcome.permanent else f"gave up after {attempt} attempts: {error}"
-        failed_in_row = store.mark_failed(item.id, owner=owner, error=why, sent=outcome.sent_papers)
+        failed_in_row = store.outbox.mark_failed(
+            item.id, owner=owner, error=why, sent=outcome.sent_papers
+        )
         if failed_in_row is None:
             return None
         # Only mail bounces pause a subscriber: a Slack channel the bot left should not
@@ -363,7 +365,7 @@ def _record_failure(
             item.channel == "email" and outcome.permanent and failed_in_row >= retry.bounce_limit
         )
         if paused:
-            store.pause(
+            store.subscribers.pause(
                 item.subscriber_id,
                 f"{failed_in_row} digests in a row refused: {error}",
             )
@@ -371,7 +373,7 @@ def _record_failure(
         log.error("digest for %s failed: %s", item.subscriber, why)
         return Attempt(item, "failed", error=why, paused=paused)
     when = clock() + retry.delay(attempt, rand)
-    if not store.mark_retry(item.id, owner=owner, error=error, next_attempt=when):
+    if not store.outbox.mark_retry(item.id, owner=owner, error=error, next_attempt=when):
         return None
     log.warning("digest for %s: %s; retry at %s", item.subscriber, error, when)
     return Attempt(item, "retry", error=error, next_attempt=when)

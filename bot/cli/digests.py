@@ -321,7 +321,7 @@ def try_(
     else:
         config = load_config(config_path)
         store = open_store(config)
-        latest = store.latest_announcement()
+        latest = store.papers.latest_announcement()
         if latest is None:
             raise PaperbellError(
                 "no papers are stored yet",
@@ -329,7 +329,7 @@ def try_(
                 "with --demo",
             )
         first = since.date() if since else latest - timedelta(days=TRY_DAYS - 1)
-        papers = store.papers_announced_since(first)
+        papers = store.papers.announced_since(first)
         where = f"stored papers announced {first} to {latest}"
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")

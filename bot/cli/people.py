@@ -89,18 +89,18 @@ def subscribe(
     if name in {s.name for s in config.subscribers}:
         problems.append(f"{name!r} is declared in the config file: change it there")
     store = open_store(config)
-    row = store.subscriber_row(name)
+    row = store.subscribers.get(name)
     if row is None and not (email or slack_given):
         problems.append("say where its digests go: --email, --slack-channel or --slack-user")
     if row is None and not rules:
         problems.append("give at least one RULE for a new subscriber")
-    have = store.rule_texts(name)
+    have = store.subscribers.rule_texts(name)
     count = len(set(have) | set(rules))
     if count > len(have) and (too_many := too_many_rules(count, config.digest.max_rules)):
         problems.append(f"rules: {name} would have {too_many}")
     if problems:
         raise ConfigError(problems, source="subscribe")
-    sub, created = store.add_subscriber(
+    sub, created = store.subscribers.add(
         name,
         email=email,
         rules=rules,
@@ -114,10 +114,10 @@ def subscribe(
     )
     if settings_given or notify_empty is not None:
         extra = {} if notify_empty is None else {"notify_empty": notify_empty}
-        store.set_schedule(name, **settings_given, **extra)
+        store.subscribers.set_schedule(name, **settings_given, **extra)
     sub = next(
         s
-        for s in store.subscribers(include_inactive=True, defaults=config.digest.defaults())
+        for s in store.subscribers.all(include_inactive=True, defaults=config.digest.defaults())
         if s.name == name
     )
     # The slot already handled stays as it is: marking the new schedule's latest slot
@@ -145,15 +145,15 @@ def unsubscribe(config_path: Path, name: str, rule_number: int | None, delete: b
     config = load_config(config_path)
     store = open_store(config)
     if rule_number is not None:
-        text = store.remove_rule(name, rule_number)
+        text = store.subscribers.remove_rule(name, rule_number)
         click.echo(f"removed rule {rule_number} of {name}: {text}")
     elif delete:
-        store.delete_subscriber(name)
+        store.subscribers.delete(name)
         click.echo(f"deleted {name} and its delivery history")
     else:
         if name in {s.name for s in config.subscribers}:
-            store.sync_config_subscribers(config.declared_subscribers(), now=utcnow())
-        if not store.set_active(name, False, now=utcnow()):
+            store.subscribers.sync_config(config.declared_subscribers(), now=utcnow())
+        if not store.subscribers.set_active(name, False, now=utcnow()):
             raise PaperbellError(f"no subscriber named {name!r}", hint="see `paperbell list`")
         click.echo(f"unsubscribed {name}: no more digests")
 
@@ -167,8 +167,8 @@ def resume(config_path: Path, name: str) -> None:
     config = load_config(config_path)
     store = open_store(config)
     if name in {s.name for s in config.subscribers}:
-        store.sync_config_subscribers(config.declared_subscribers(), now=utcnow())
-    if not store.set_active(name, True, now=utcnow()):
+        store.subscribers.sync_config(config.declared_subscribers(), now=utcnow())
+    if not store.subscribers.set_active(name, True, now=utcnow()):
         raise PaperbellError(f"no subscriber named {name!r}", hint="see `paperbell list`")
     click.echo(f"resumed {name}: digests will be sent again")
 
@@ -180,10 +180,10 @@ def list_(config_path: Path) -> None:
     """List subscribers (config file and database) with their numbered rules."""
     config = load_config(config_path)
     store = open_store(config)
-    subscribers = store.subscribers(
+    subscribers = store.subscribers.all(
         config.declared_subscribers(), include_inactive=True, defaults=config.digest.defaults()
     )
-    counts = store.delivery_counts()
+    counts = store.outbox.delivery_counts()
     if not subscribers:
         click.echo("no subscribers")
     for sub in subscribers:
@@ -217,7 +217,7 @@ def subscriber_state(store: Store, sub: Subscriber) -> str:
     """ "active", "paused: <why>" (a bouncing address, ...) or "unsubscribed"."""
     if sub.active:
         return "active"
-    row = store.subscriber_row(sub.name)
+    row = store.subscribers.get(sub.name)
     if row is not None and row.paused_reason:
         return f"paused: {row.paused_reason}"
     return "unsubscribed"

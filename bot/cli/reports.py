@@ -24,7 +24,7 @@ from bot.store import Store, utcnow
 if TYPE_CHECKING:
     from bot.core.calendar import PollPlan
     from bot.pipeline.scheduler import DigestPlan
-    from bot.store import OutboxStatus, SourceLeftOutRow, SourceStateRow
+    from bot.store import LeftOut, OutboxStatus, SourceState
 
 
 @click.command("check-config")
@@ -60,9 +60,9 @@ class SourceStatus:
     """A source: what the store remembers of its last poll, and its next one."""
 
     name: str
-    state: SourceStateRow | None  # None: never polled
+    state: SourceState | None  # None: never polled
     plan: PollPlan
-    left_out: SourceLeftOutRow | None
+    left_out: LeftOut | None
 
 
 @dataclass(frozen=True)
@@ -94,11 +94,11 @@ def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
     calendar, policy = config.polling.calendar(), config.polling.policy()
     sources = build_sources(config)
     plans = source_plans(sources, store, calendar, policy, now=now)
-    states = {s.name: s for s in store.source_states()}
-    left_out = store.left_out()
-    outbox = store.outbox_status()
-    counts = store.delivery_counts()
-    everyone = store.subscribers(
+    states = {s.name: s for s in store.sources.states()}
+    left_out = store.sources.left_out()
+    outbox = store.outbox.status()
+    counts = store.outbox.delivery_counts()
+    everyone = store.subscribers.all(
         config.declared_subscribers(), include_inactive=True, defaults=config.digest.defaults()
     )
     upcoming = {
@@ -120,7 +120,7 @@ def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
             )
             for sub in everyone
         ],
-        outbox=store.outbox_totals(now=now),
+        outbox=store.outbox.totals(now=now),
     )
 
 

@@ -30,7 +30,6 @@ from bot.demo.data import (
 from bot.demo.slack_standin import SlackStandIn
 from bot.demo.smtp import SavingHandler, mail_server
 from bot.pipeline import DeliveryReport, DeliveryRequest, build_channels, deliver, poll
-from bot.slack.app import slack_routes
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store, utcnow
 from bot.web.app import create_app, make_server
@@ -168,9 +167,9 @@ def _add_demo_people(store: Store) -> None:
     """Store the demo's self-subscribed people, on the first run only (later runs keep what
     their manage pages changed)."""
     for sub in DEMO_SUBSCRIBERS:
-        if sub["name"] in IN_CONFIG or store.subscriber_row(sub["name"]) is not None:
+        if sub["name"] in IN_CONFIG or store.subscribers.get(sub["name"]) is not None:
             continue
-        store.add_subscriber(
+        store.subscribers.add(
             sub["name"],
             email=sub["email"],
             rules=sub["rules"],
@@ -190,8 +189,7 @@ async def _serve_pages(
 ) -> None:
     """Serve the pages the demo emails link to, until `stop` is set."""
     pages = build_pages(config, store, channels, clock=utcnow)
-    routes = [*(pages or []), *slack_routes(None)]  # the slash command: not set up here
-    server = make_server(create_app(routes=routes), host="127.0.0.1", port=port)
+    server = make_server(create_app(routes=pages or []), host="127.0.0.1", port=port)
     task = asyncio.create_task(server.serve())
     while not server.started and not task.done():
         await asyncio.sleep(0.02)

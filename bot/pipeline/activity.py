@@ -40,27 +40,27 @@ def refresh_rule_counts(
     is matched twice. Returns how many subscribers were counted; a database error is
     logged, never stops a delivery."""
     try:
-        counted = store.rule_counts_times()
+        counted = store.rule_counts.times()
         stale = [
             (sub, rules)
             for sub, rules in parsed
             if sub.id is not None
             and not (sub.id in counted and counted[sub.id].date() == now.date())
         ]
-        latest = store.latest_announcement() if stale else None
+        latest = store.papers.latest_announcement() if stale else None
         if latest is None:
             return 0
         first = latest - timedelta(days=days - 1)
         if shared is not None and shared[0] <= first:
             papers, matches = shared[1], shared[2]
         else:
-            papers = store.papers_announced_since(first)
+            papers = store.papers.announced_since(first)
             matches = match_rules((rule for _, rules in stale for rule in rules), papers)
         recent = [p for p in papers if p.announced is not None and first <= p.announced <= latest]
         for sub, rules in stale:
             assert sub.id is not None
             found = count_matches(rules, recent, matches, examples=ACTIVITY_EXAMPLES)
-            store.save_rule_counts(
+            store.rule_counts.save(
                 sub.id,
                 [
                     RuleCount(text, matched, len(recent), first, latest, examples, now)

@@ -49,7 +49,7 @@ def plan(sources: Sequence[Source], since: date, until: date) -> list[tuple[Sour
 
 def days_done(planned: Sequence[tuple[Source, list[str]]], store: Store) -> int:
     """How many of the planned parts earlier runs have done."""
-    return sum(len(store.backfilled(source.name) & set(parts)) for source, parts in planned)
+    return sum(len(store.papers.backfilled(source.name) & set(parts)) for source, parts in planned)
 
 
 async def backfill(
@@ -64,7 +64,7 @@ async def backfill(
     (a progress bar). A failing part is reported and left for the next run."""
     reports = []
     for source, parts in planned:
-        done = store.backfilled(source.name)
+        done = store.papers.backfilled(source.name)
         report = BackfillReport(source.name, parts=len(parts))
         report.done_before = sum(1 for part in parts if part in done)
         reports.append(report)
@@ -84,8 +84,8 @@ async def backfill(
                 advance(report, part, 0)
                 continue
             stored = tagged(papers, source)
-            counts = store.upsert_papers(stored, now=now(), authority=source.authority)
-            store.mark_backfilled(source.name, part, papers=len(stored), now=now())
+            counts = store.papers.upsert(stored, now=now(), authority=source.authority)
+            store.papers.mark_backfilled(source.name, part, papers=len(stored), now=now())
             report.done += 1
             report.papers += len(stored)
             report.new += counts.new

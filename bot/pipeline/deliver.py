@@ -166,8 +166,8 @@ def plan_delivery(
     if subscribers is None:
         config_subscribers = config.declared_subscribers()
         if request.mode == "send":
-            store.sync_config_subscribers(config_subscribers, now=now)
-        subscribers = store.subscribers(config_subscribers, defaults=config.digest.defaults())
+            store.subscribers.sync_config(config_subscribers, now=now)
+        subscribers = store.subscribers.all(config_subscribers, defaults=config.digest.defaults())
     subscribers = list(subscribers)
     if request.only is not None:
         subscribers = [s for s in subscribers if s.name == request.only]
@@ -183,7 +183,7 @@ def plan_delivery(
         fixed = since or default_since
         since_of = lambda _: fixed  # noqa: E731
     first = min((since_of(sub) for sub in subscribers), default=default_since)
-    papers = store.papers_announced_since(first)
+    papers = store.papers.announced_since(first)
 
     left_out: list[DeliveryReport] = []
     parsed: list[tuple[Subscriber, list[Rule]]] = []
@@ -230,7 +230,7 @@ def build_payloads(
                     )
                 )
                 continue
-            delivered = store.delivered_versions(sub.id, kind) if sub.id else {}
+            delivered = store.outbox.delivered_versions(sub.id, kind) if sub.id else {}
             digest = build_digest(
                 sub,
                 rules,
@@ -276,7 +276,7 @@ def queue(
         digest = o.digest
         sub = digest.subscriber
         assert sub.id is not None
-        outbox_id = store.enqueue(
+        outbox_id = store.outbox.enqueue(
             sub.id,
             channel=digest.channel,
             period=period(sub) if period else digest.digest_id,

@@ -84,7 +84,7 @@ async def poll_source(
         log.exception("source %s: failed unexpectedly: %s", source.name, message)
     message = redact_shapes(message)  # `status` shows it: no password from a source's url
     try:
-        store.record_poll(source.name, url=url, now=now, result="error", error=message)
+        store.sources.record_poll(source.name, url=url, now=now, result="error", error=message)
     except Exception as exc:  # the database is down: the poll's outcome is only logged
         log.error("source %s: could not record the failed poll: %s", source.name, exc)
     return PollReport(source.name, url, "error", error=message)
@@ -93,17 +93,17 @@ async def poll_source(
 async def _poll_source(
     source: Source, store: Store, fetcher: PoliteFetcher, *, url: str, now: datetime
 ) -> PollReport:
-    state = store.fetch_state(source.name, url)
+    state = store.sources.fetch_state(source.name, url)
     harvest = await source.harvest(fetcher, state, now=now)
     if harvest.not_modified:
-        store.record_poll(source.name, url=url, now=now, result="not_modified", state=state)
+        store.sources.record_poll(source.name, url=url, now=now, result="not_modified", state=state)
         return PollReport(source.name, url, "not_modified")
     for problem in harvest.problems:
         log.warning("source %s: left out %s", source.name, problem)
     papers = tagged(_dated(harvest.papers, now), source)
-    counts = store.upsert_papers(papers, now=now, authority=source.authority)
+    counts = store.papers.upsert(papers, now=now, authority=source.authority)
     result = "ok" if papers else "empty"
-    store.record_poll(
+    store.sources.record_poll(
         source.name,
         url=url,
         now=now,

@@ -55,7 +55,7 @@ def source_plans(
     now: datetime,
 ) -> dict[str, PollPlan]:
     """Each source's next poll, from what the store remembers of its polls."""
-    states = {row.name: row for row in store.source_states()}
+    states = {row.name: row for row in store.sources.states()}
     plans = {}
     for source in sources:
         row = states.get(source.name)
@@ -168,7 +168,7 @@ class Daemon:
     def subscribers(self) -> list[Subscriber]:
         """The active subscribers, with the config's defaults for unset schedules."""
         declared = self.config.declared_subscribers()
-        return self.store.subscribers(declared, defaults=self.config.digest.defaults())
+        return self.store.subscribers.all(declared, defaults=self.config.digest.defaults())
 
     def plans(self, now: datetime) -> dict[str, PollPlan]:
         return source_plans(self.sources, self.store, self.calendar, self.policy, now=now)
@@ -241,7 +241,7 @@ class Daemon:
             day = listing_day(self.policy, slot.at)
             first = day - timedelta(days=sub.schedule.days - 1)
             late = any(p.late and p.feed_day == day for p in plans.values())
-            counts = self.store.papers_per_day(first, day)
+            counts = self.store.papers.per_day(first, day)
             return empty_note(
                 self.calendar,
                 feed_day=day,
@@ -269,7 +269,7 @@ class Daemon:
         )
         # Handled, whatever came of it: a failure is in the outbox (and status); a slot
         # with nothing to send is not tried again every tick.
-        self.store.mark_slots({sid: slot.key for sid, (_, slot) in due.items()})
+        self.store.subscribers.mark_slots({sid: slot.key for sid, (_, slot) in due.items()})
         for report in reports:
             _count(self.counters.digests, report.status)
             log.info(
@@ -334,7 +334,7 @@ class Daemon:
 
         now = self.clock()
         self.counters.started = now
-        self.store.sync_config_subscribers(self.config.declared_subscribers(), now=now)
+        self.store.subscribers.sync_config(self.config.declared_subscribers(), now=now)
         scheduler = AsyncIOScheduler(timezone=UTC)
         scheduler.add_job(
             self._on_timer,
@@ -379,7 +379,7 @@ class Daemon:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
                 log.warning("abandoned the running tick")
-        released = self.store.release(self.owner)
+        released = self.store.outbox.release(self.owner)
         if released:
             log.info("handed back %d claimed digests", released)
         if web is not None:

@@ -207,7 +207,7 @@ class RequestChecker:
 
     def _first_time(self, signature: str, now: float, until: float) -> bool:
         if self.store is not None:
-            return self.store.first_slack_request(
+            return self.store.slack_requests.first(
                 signature,
                 now=datetime.fromtimestamp(now, UTC),
                 stamp=datetime.fromtimestamp(until, UTC),
@@ -322,7 +322,7 @@ def build_slack_app(
     directory = SlackDirectory(make_client(slack_settings(config)))
     # The config's subscribers are in the database, so a config `slack_user` or
     # `slack_channel` is found when its person or channel uses /papers.
-    store.sync_config_subscribers(config.declared_subscribers(), now=clock())
+    store.subscribers.sync_config(config.declared_subscribers(), now=clock())
 
     async def send_now(name: str) -> list[Any]:
         request = DeliveryRequest(only=name)

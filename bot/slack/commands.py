@@ -28,7 +28,7 @@ from bot.rules import format_rule, parse_rule
 from bot.slack.messages import CommandRequest, Directory, Reply, SendNow, SlackUser
 from bot.slack.subscriptions import Subscriptions, Target
 from bot.slack.syntax import rule_error, rule_text, split_words, usage
-from bot.store import Store, SubscriberRow
+from bot.store import Store, SubscriberRecord
 
 log = logging.getLogger(__name__)
 _MINUTE = timedelta(minutes=1)
@@ -119,10 +119,10 @@ class SlashCommands:
             return Reply(rule_error(exc))
         now = self.clock()
         if target.channel is not None:
-            row = self.store.slack_subscriber(channel=target.channel.keys)
+            row = self.store.subscribers.by_slack(channel=target.channel.keys)
             name = self._name(row, f"channel.{target.channel.name}")
             self._check_new(name, row, [rule.text])
-            sub, created = self.store.add_subscriber(
+            sub, created = self.store.subscribers.add(
                 name,
                 email=None,
                 rules=[rule.text],
@@ -141,11 +141,11 @@ class SlashCommands:
                 f"{self._when(sub)}{heads_up}",
                 public=True,
             )
-        row = self.store.slack_subscriber(user=request.user_id)
+        row = self.store.subscribers.by_slack(user=request.user_id)
         user = await self.directory.user(request.user_id) if row is None else None
         name = self._name(row, f"slack.{_handle(request, user)}")
         self._check_new(name, row, [rule.text])
-        sub, created = self.store.add_subscriber(
+        sub, created = self.store.subscribers.add(
             name,
             email=user.email if user else None,
             rules=[rule.text],
@@ -155,7 +155,7 @@ class SlashCommands:
             max_rules=self.config.digest.max_rules,
         )
         if created and user is not None and user.tz and _known_zone(user.tz):
-            self.store.set_schedule(name, timezone=user.tz)
+            self.store.subscribers.set_schedule(name, timezone=user.tz)
             sub = self.subscriptions.subscriber(name) or sub
         first = "Welcome! " if created else ""
         return Reply(
@@ -193,7 +193,7 @@ class SlashCommands:
                 f"(`{self.command} list` numbers them)"
             )
         number = int(args[0])
-        text = self.store.remove_rule(sub.name, number, last_pauses=True)
+        text = self.store.subscribers.remove_rule(sub.name, number, last_pauses=True)
         stopped = (
             f" That was the last rule: the digests stop until you `{self.command} subscribe"
             f"{target.suffix}` again."
@@ -214,7 +214,7 @@ class SlashCommands:
     async def _set_active(self, request: CommandRequest, args: list[str], *, active: bool) -> Reply:
         target, _ = await self.subscriptions.target(request, args, manage=True)
         sub = self.subscriptions.owned(request, target, allow_config=True)
-        self.store.set_active(sub.name, active, now=self.clock())
+        self.store.subscribers.set_active(sub.name, active, now=self.clock())
         whose = f"<#{target.channel.id}>'s" if target.channel else "Your"
         if active:
             return Reply(
@@ -237,11 +237,11 @@ class SlashCommands:
                 f":hourglass: You tried {TRIES_PER_MINUTE} rules in the last minute; each one "
                 "reads a week of papers. Try again in a minute."
             )
-        latest = self.store.latest_announcement()
+        latest = self.store.papers.latest_announcement()
         if latest is None:
             return Reply("No papers are stored yet: try again after the first poll.")
         first = latest - timedelta(days=TRY_DAYS - 1)
-        papers = await asyncio.to_thread(self.store.papers_announced_since, first)
+        papers = await asyncio.to_thread(self.store.papers.announced_since, first)
         trial = await asyncio.to_thread(try_rule, rule, papers)
         found = len(trial.items)
         head = (
@@ -293,7 +293,7 @@ class SlashCommands:
                 "secret_key_env."
             )
         if args and args[0].lower() == "off":
-            self.store.set_email(sub.name, None, confirmed=False)
+            self.store.subscribers.set_email(sub.name, None, confirmed=False)
             return Reply("No more email digests; your Slack digests go on.")
         email = args[0].strip("<>").removeprefix("mailto:").split("|")[0] if args else None
         if email is None:
@@ -349,11 +349,11 @@ class SlashCommands:
         times.append(now)
         return True
 
-    def _name(self, row: SubscriberRow | None, wanted: str) -> str:
+    def _name(self, row: SubscriberRecord | None, wanted: str) -> str:
         """The subscriber's name: the one it has, or a free one like `wanted`."""
         return row.name if row else free_name(self.store, self.config, wanted, fallback="slack")
 
-    def _check_new(self, name: str, row: SubscriberRow | None, rules: Sequence[str]) -> None:
+    def _check_new(self, name: str, row: SubscriberRecord | None, rules: Sequence[str]) -> None:
         if row is not None and row.origin == "config":
             raise PaperbellError(
                 "this subscription is set in paperbell's config file: ask your paperbell "

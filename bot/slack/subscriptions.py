@@ -82,9 +82,9 @@ class Subscriptions:
 
     def find(self, request: CommandRequest, target: Target) -> Subscriber | None:
         if target.channel is not None:
-            row = self.store.slack_subscriber(channel=target.channel.keys)
+            row = self.store.subscribers.by_slack(channel=target.channel.keys)
         else:
-            row = self.store.slack_subscriber(user=request.user_id)
+            row = self.store.subscribers.by_slack(user=request.user_id)
         return self.subscriber(row.name) if row else None
 
     def owned(
@@ -103,7 +103,7 @@ class Subscriptions:
         return sub
 
     def subscriber(self, name: str) -> Subscriber | None:
-        everyone = self.store.subscribers(
+        everyone = self.store.subscribers.all(
             self.config.declared_subscribers(),
             include_inactive=True,
             defaults=self.config.digest.defaults(),

@@ -48,14 +48,14 @@ class DaemonCollector:
         outbox = GaugeMetricFamily(
             "paperbell_outbox_digests", "Digests in the outbox, by state", labels=["state"]
         )
-        for state, count in daemon.store.outbox_totals(now=now).items():
+        for state, count in daemon.store.outbox.totals(now=now).items():
             outbox.add_metric([state.replace(" ", "_")], count)
         yield outbox
 
         subscribers = GaugeMetricFamily(
             "paperbell_subscribers", "Subscribers, by state", labels=["state"]
         )
-        everyone = daemon.store.subscribers(
+        everyone = daemon.store.subscribers.all(
             daemon.config.declared_subscribers(), include_inactive=True
         )
         active = sum(1 for s in everyone if s.active)
@@ -63,7 +63,7 @@ class DaemonCollector:
         subscribers.add_metric(["paused"], len(everyone) - active)
         yield subscribers
         yield GaugeMetricFamily(
-            "paperbell_papers", "Papers in the store", value=daemon.store.paper_count()
+            "paperbell_papers", "Papers in the store", value=daemon.store.papers.count()
         )
 
         last_poll = GaugeMetricFamily(
@@ -93,8 +93,8 @@ class DaemonCollector:
             labels=["source"],
         )
         plans = daemon.plans(now)
-        states = {row.name: row for row in daemon.store.source_states()}
-        skipped = daemon.store.left_out()
+        states = {row.name: row for row in daemon.store.sources.states()}
+        skipped = daemon.store.sources.left_out()
         for source in daemon.sources:
             row = states.get(source.name)
             last_poll.add_metric([source.name], _timestamp(row.last_poll if row else None))
@@ -140,7 +140,7 @@ def health(daemon: Daemon) -> tuple[int, dict[str, Any]]:
     if counters.last_tick_error:
         body["last_tick_error"] = counters.last_tick_error
     try:
-        body["outbox"] = daemon.store.outbox_totals(now=now)
+        body["outbox"] = daemon.store.outbox.totals(now=now)
         body["late_sources"] = sorted(name for name, p in daemon.plans(now).items() if p.late)
     except PaperbellError as exc:
         body.update(status="database unreachable", error=str(exc))

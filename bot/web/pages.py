@@ -310,7 +310,7 @@ def build_pages(
     if signer is None:
         return None
     # Config-file subscribers get links too: they need their database ids.
-    store.sync_config_subscribers(config.declared_subscribers(), now=clock())
+    store.subscribers.sync_config(config.declared_subscribers(), now=clock())
     manager = Manager(config, store, signer, clock=clock)
     return page_routes(manager, mail_queued=notice_sender(config, store, channels, clock=clock))
 

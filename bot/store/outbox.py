@@ -1,0 +1,398 @@
+"""The outbox: built digests waiting to be sent, being sent, sent or failed, and the
+deliveries (which paper versions went, or will go, to whom on which channel).
+
+A digest's papers are written with its outbox record in one transaction (`enqueue`,
+delivery status "queued"), so a re-run can never send a paper twice; a worker leases
+records (`claim`, `renew`, `release`) and marks each "sent" only after the channel accepted
+the message (`mark_sent`, called by bot.channels.outbox). A lease held by another worker
+is never written over: every write after a claim says which `owner` it comes from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+
+from bot.core.models import Paper, version_key
+from bot.store.database import Repository, failing_as
+from bot.store.tables import DeliveryRow, OutboxRow, SubscriberRow
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxItem:
+    """A claimed outbox record: what a worker needs to send it and report on it."""
+
+    id: int
+    subscriber_id: int
+    subscriber: str
+    channel: str
+    recipient: str
+    digest_id: str
+    payload: bytes
+    papers: int
+    omitted: int
+    attempts: int  # failed attempts before this one
+    progress: str | None = None  # how far a multi-message digest got (the channel's JSON)
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxStatus:
+    """One subscriber's outbox, for `paperbell status`."""
+
+    pending: int
+    failed: int
+    last_sent: datetime | None
+    last_error: str | None
+    next_attempt: datetime | None
+
+
+class Outbox(Repository):
+    """The outbox and the deliveries (`store.outbox`)."""
+
+    def enqueue(
+        self,
+        subscriber_id: int,
+        *,
+        channel: str,
+        period: str,
+        digest_id: str,
+        recipient: str,
+        payload: bytes,
+        sent: Sequence[Paper],
+        omitted: Sequence[Paper] = (),
+        now: datetime,
+    ) -> int | None:
+        """Queue a built digest and claim its papers for it, in one transaction.
+
+        None when another run queued this period's digest, or one of these papers, first:
+        nothing is written then (the unique keys decide; no lock is needed)."""
+        with failing_as("queue the digest"):
+            try:
+                with self.database.session() as session:
+                    row = OutboxRow(
+                        subscriber_id=subscriber_id,
+                        channel=channel,
+                        period=period,
+                        digest_id=digest_id,
+                        recipient=recipient,
+                        payload=payload,
+                        papers=len(sent),
+                        omitted=len(omitted),
+                        next_attempt=now,
+                        created_at=now,
+                    )
+                    session.add(row)
+                    session.flush()
+                    seen: set[tuple[str, int]] = set()
+                    for papers, status in ((sent, "queued"), (omitted, "omitted")):
+                        for paper in papers:
+                            if (paper.id, paper.version) in seen:
+                                continue
+                            seen.add((paper.id, paper.version))
+                            session.add(
+                                DeliveryRow(
+                                    subscriber_id=subscriber_id,
+                                    paper_id=paper.id,
+                                    paper_version=paper.version,
+                                    channel=channel,
+                                    status=status,
+                                    digest_id=digest_id,
+                                    outbox_id=row.id,
+                                    created_at=now,
+                                )
+                            )
+                    session.commit()
+                    return row.id
+            except IntegrityError:
+                return None
+
+    def claim(
+        self,
+        owner: str,
+        *,
+        now: datetime,
+        lease: timedelta,
+        limit: int = 20,
+        due_only: bool = True,
+        exclude: Iterable[int] = (),
+    ) -> list[OutboxItem]:
+        """Lease up to `limit` pending records to `owner` until now + lease: records due
+        (`due_only`: their retry time has come), not leased, or whose lease expired (a
+        worker that died). Each claim is a conditional UPDATE: two workers never hold one
+        record."""
+        skip = set(exclude)
+        claimable = (col(OutboxRow.lease_until).is_(None)) | (col(OutboxRow.lease_until) < now)
+        query = select(OutboxRow.id).where(OutboxRow.status == "pending", claimable)
+        if due_only:
+            query = query.where(col(OutboxRow.next_attempt) <= now)
+        claimed: list[OutboxItem] = []
+        with self.database.session() as session:
+            ids = [
+                i for i in session.exec(query.order_by(col(OutboxRow.id))).all() if i not in skip
+            ]
+            for outbox_id in ids:
+                result = session.execute(
+                    update(OutboxRow)
+                    .where(
+                        col(OutboxRow.id) == outbox_id,
+                        col(OutboxRow.status) == "pending",
+                        claimable,
+                    )
+                    .values(lease_owner=owner, lease_until=now + lease)
+                )
+                session.commit()
+                if result.rowcount != 1:  # type: ignore[attr-defined]
+                    continue  # another worker took it first
+                row = session.get(OutboxRow, outbox_id)
+                sub = session.get(SubscriberRow, row.subscriber_id) if row else None
+                if row is None or row.id is None:
+                    continue
+                claimed.append(
+                    OutboxItem(
+                        id=row.id,
+                        subscriber_id=row.subscriber_id,
+                        subscriber=sub.name if sub else str(row.subscriber_id),
+                        channel=row.channel,
+                        recipient=row.recipient,
+                        digest_id=row.digest_id,
+                        payload=row.payload,
+                        papers=row.papers,
+                        omitted=row.omitted,
+                        attempts=row.attempts,
+                        progress=row.progress,
+                    )
+                )
+                if len(claimed) == limit:
+                    break
+        return claimed
+
+    def release(self, owner: str, ids: Iterable[int] | None = None) -> int:
+        """Give up `owner`'s leases on records it has not sent (a worker stopping; with
+        `ids`, only those: a batch cut short), so the next worker takes them at once instead
+        of when the leases expire."""
+        query = update(OutboxRow).where(
+            col(OutboxRow.lease_owner) == owner, col(OutboxRow.status) == "pending"
+        )
+        if ids is not None:
+            query = query.where(col(OutboxRow.id).in_(list(ids)))
+        with failing_as("release the claimed digests"), self.database.session() as session:
+            result = session.execute(query.values(lease_owner=None, lease_until=None))
+            session.commit()
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
+    def renew(self, ids: Iterable[int], *, owner: str, lease_until: datetime) -> set[int]:
+        """Extend `owner`'s lease on these pending records to `lease_until` (a worker about
+        to send the next message of its batch); the ids it still holds. A record missing
+        from the answer was taken over by another worker (its lease ran out) or is no
+        longer pending: the worker must not send it."""
+        wanted = list(ids)
+        if not wanted:
+            return set()
+        mine = (
+            col(OutboxRow.id).in_(wanted),
+            col(OutboxRow.lease_owner) == owner,
+            col(OutboxRow.status) == "pending",
+        )
+        with failing_as("renew the lease"), self.database.session() as session:
+            result = session.execute(update(OutboxRow).where(*mine).values(lease_until=lease_until))
+            if result.rowcount == len(wanted):  # type: ignore[attr-defined]
+                session.commit()
+                return set(wanted)
+            held = set(session.exec(select(OutboxRow.id).where(*mine)).all())
+            session.commit()
+            return {i for i in held if i is not None}
+
+    def mark_sent(self, outbox_id: int, *, owner: str, now: datetime) -> bool:
+        """The channel accepted the message: record it, at once, in one transaction.
+
+        False if `owner` no longer held the lease (it ran out and another worker took the
+        record, which may be sending it too): the send is recorded all the same while the
+        record is still pending, since the message did go out, so that the other worker
+        does not send it again; a record already sent or given up is left as it is."""
+        with failing_as("record the delivery"), self.database.session() as session:
+            pending = (col(OutboxRow.id) == outbox_id, col(OutboxRow.status) == "pending")
+            sent = dict(status="sent", sent_at=now, lease_owner=None, lease_until=None)
+            mine = update(OutboxRow).where(*pending, col(OutboxRow.lease_owner) == owner)
+            held = session.execute(mine.values(**sent)).rowcount  # type: ignore[attr-defined]
+            if not held:
+                anyone = update(OutboxRow).where(*pending)
+                written = session.execute(anyone.values(**sent)).rowcount  # type: ignore[attr-defined]
+            else:
+                written = held
+            if written:
+                session.execute(
+                    update(DeliveryRow)
+                    .where(
+                        col(DeliveryRow.outbox_id) == outbox_id,
+                        col(DeliveryRow.status) == "queued",
+                    )
+                    .values(status="sent")
+                )
+            session.commit()
+            return bool(held)
+
+    def mark_progress(
+        self, outbox_id: int, progress: str, *, owner: str, lease_until: datetime
+    ) -> bool:
+        """Part of a digest was accepted (a Slack summary and some of its thread): remember
+        how far, at once, so a retry does not post those messages again, and extend the
+        lease of `owner`. False if the lease was lost (another worker took the record)."""
+        return self._update_held(
+            outbox_id, owner, "delivery", progress=progress, lease_until=lease_until
+        )
+
+    def mark_retry(self, outbox_id: int, *, owner: str, error: str, next_attempt: datetime) -> bool:
+        """A transient failure: count it, release the lease, try again at `next_attempt`.
+        False (nothing written) if `owner` lost the lease: the record is another worker's."""
+        return self._update_held(
+            outbox_id,
+            owner,
+            "failure",
+            attempts=OutboxRow.attempts + 1,
+            last_error=error,
+            next_attempt=next_attempt,
+            lease_owner=None,
+            lease_until=None,
+        )
+
+    def _update_held(self, outbox_id: int, owner: str, what: str, **values: Any) -> bool:
+        """Write `values` to a pending record `owner` holds; False if it holds it no more."""
+        with failing_as(f"record the {what}"), self.database.session() as session:
+            result = session.execute(
+                update(OutboxRow)
+                .where(
+                    col(OutboxRow.id) == outbox_id,
+                    col(OutboxRow.lease_owner) == owner,
+                    col(OutboxRow.status) == "pending",
+                )
+                .values(**values)
+            )
+            session.commit()
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def mark_failed(
+        self, outbox_id: int, *, owner: str, error: str, sent: Iterable[str] = ()
+    ) -> int | None:
+        """Give up on a record (a permanent failure, or too many attempts) and release its
+        papers, so the subscriber's next digest holds them: nothing is lost. The papers in
+        `sent` ("id@version") reached the far end before it failed (a Slack thread cut off
+        half-way): they are recorded as delivered, never sent again. Returns how
+        many of the subscriber's latest records on this channel in a row have failed, or
+        None (nothing written) if `owner` lost the lease: the record is another worker's."""
+        with self.database.session() as session:
+            row = session.exec(
+                select(OutboxRow)
+                .where(
+                    OutboxRow.id == outbox_id,
+                    OutboxRow.lease_owner == owner,
+                    OutboxRow.status == "pending",
+                )
+                .with_for_update()
+            ).first()
+            if row is None:
+                return None
+            row.status, row.last_error = "failed", error
+            # Free the period: the papers go back to the subscriber, whose next digest
+            # (maybe the very same papers, the same digest id) must be able to queue.
+            row.period = f"{row.period}#failed-{row.id}"[:128]
+            row.attempts += 1
+            row.lease_owner = row.lease_until = None
+            session.add(row)
+            reached = set(sent)
+            for delivery in session.exec(
+                select(DeliveryRow).where(DeliveryRow.outbox_id == outbox_id)
+            ):
+                if version_key(delivery.paper_id, delivery.paper_version) in reached:
+                    delivery.status = "sent"
+                    session.add(delivery)
+                else:
+                    session.delete(delivery)
+            session.commit()
+            statuses = session.exec(
+                select(OutboxRow.status)
+                .where(
+                    OutboxRow.subscriber_id == row.subscriber_id,
+                    OutboxRow.channel == row.channel,
+                    OutboxRow.status != "pending",
+                )
+                .order_by(col(OutboxRow.id).desc())
+                .limit(20)
+            ).all()
+        failed = 0
+        for status in statuses:
+            if status != "failed":
+                break
+            failed += 1
+        return failed
+
+    def status(self) -> dict[int, OutboxStatus]:
+        """subscriber id -> its outbox: pending and failed records, last sent, last error."""
+        found: dict[int, OutboxStatus] = {}
+        with self.database.session() as session:
+            rows = session.exec(select(OutboxRow).order_by(col(OutboxRow.id))).all()
+        by_sub: dict[int, list[OutboxRow]] = {}
+        for row in rows:
+            by_sub.setdefault(row.subscriber_id, []).append(row)
+        for sid, items in by_sub.items():
+            pending = [r for r in items if r.status == "pending"]
+            sent = [r.sent_at for r in items if r.sent_at is not None]
+            errors = [r for r in items if r.last_error]
+            found[sid] = OutboxStatus(
+                pending=len(pending),
+                failed=sum(1 for r in items if r.status == "failed"),
+                last_sent=max(sent) if sent else None,
+                last_error=errors[-1].last_error if errors else None,
+                next_attempt=min((r.next_attempt for r in pending), default=None),
+            )
+        return found
+
+    def totals(self, *, now: datetime) -> dict[str, int]:
+        """How many outbox records are pending, in flight (leased now), sent and failed."""
+        with self.database.session() as session:
+            counts = dict(
+                session.exec(
+                    select(OutboxRow.status, func.count()).group_by(col(OutboxRow.status))
+                ).all()
+            )
+            leased = session.exec(
+                select(func.count())
+                .select_from(OutboxRow)
+                .where(OutboxRow.status == "pending", col(OutboxRow.lease_until) > now)
+            ).one()
+        totals = {status: int(counts.get(status, 0)) for status in ("pending", "sent", "failed")}
+        totals["in flight"] = int(leased)
+        return totals
+
+    # -- deliveries -------------------------------------------------------------------------
+
+    def delivered_versions(self, subscriber_id: int | None, channel: str) -> dict[str, int]:
+        """paper id -> highest version already delivered (or omitted) to this subscriber."""
+        if subscriber_id is None:
+            return {}
+        with self.database.session() as session:
+            rows = session.exec(
+                select(DeliveryRow.paper_id, func.max(DeliveryRow.paper_version))
+                .where(DeliveryRow.subscriber_id == subscriber_id, DeliveryRow.channel == channel)
+                .group_by(col(DeliveryRow.paper_id))
+            ).all()
+            return {paper_id: int(version) for paper_id, version in rows}
+
+    def delivery_counts(self) -> dict[int, tuple[int, datetime | None]]:
+        """subscriber id -> (papers delivered, last delivery time)."""
+        with self.database.session() as session:
+            rows = session.exec(
+                select(
+                    DeliveryRow.subscriber_id,
+                    func.count(),
+                    func.max(DeliveryRow.created_at),
+                )
+                .where(DeliveryRow.status == "sent")
+                .group_by(col(DeliveryRow.subscriber_id))
+            ).all()
+            return {sid: (int(count), last) for sid, count, last in rows}

@@ -1,0 +1,405 @@
+"""Subscribers: the config file's (mirrored, so deliveries can refer to them) and the
+database's, with their rules, schedule settings, addresses and Slack places.
+
+Read as `bot.core.models.Subscriber`; what callers need beyond it (whether a name is taken,
+why a subscriber was paused) as a `SubscriberRecord`, never as a table row. The config
+file's subscribers are changed in the file: the database's only here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import cast
+
+from sqlmodel import Session, col, select
+
+from bot.core.errors import StoreError
+from bot.core.models import DEFAULT_INCLUDE, AbstractLength, EmailFormat, Subscriber
+from bot.core.schedule import Defaults
+from bot.store.database import Repository, aware
+from bot.store.tables import (
+    DeliveryRow,
+    RuleCountRow,
+    RuleRow,
+    SubscriberRow,
+    as_record,
+    dump_list,
+    load_list,
+)
+
+SCHEDULE_SETTINGS = ("schedule", "day", "time", "timezone", "notify_empty")
+# What a database subscriber may change about their digests (the manage page, the CLI).
+SETTINGS = (*SCHEDULE_SETTINGS, "email_format", "abstracts")
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriberRecord:
+    """A stored subscriber as the database has it, for what `Subscriber` does not say:
+    where it came from, whether and why it is paused, its address as stored (a config
+    file's subscriber: as last mirrored)."""
+
+    id: int
+    name: str
+    origin: str  # "config" or "database"
+    email: str | None
+    email_confirmed: bool  # False: learnt from Slack, not confirmed by its owner
+    active: bool
+    paused_reason: str | None  # why paperbell paused it (an address that bounces)
+    last_slot: str | None  # the last schedule slot the daemon handled
+
+
+class Subscribers(Repository):
+    """The subscribers and their rules (`store.subscribers`)."""
+
+    def sync_config(self, subscribers: Sequence[Subscriber], *, now: datetime) -> None:
+        """Mirror the config file's subscribers into the database so deliveries can refer to
+        them. The file stays the truth for their settings; an unsubscribe stays in force."""
+
+        with self.database.session() as session:
+            for sub in subscribers:
+                row = session.exec(select(SubscriberRow).where(SubscriberRow.name == sub.name))
+                found = row.first()
+                if found is not None and found.origin != "config":
+                    raise StoreError(
+                        f"subscriber {sub.name!r} is in the config file and in the database",
+                        hint=f"rename one of them, or `paperbell unsubscribe {sub.name} --delete`",
+                    )
+                found = found or SubscriberRow(name=sub.name, origin="config", created_at=now)
+                found.email = sub.email
+                found.slack_channel = sub.slack_channel
+                found.slack_user = sub.slack_user
+                found.slack_webhook = sub.slack_webhook
+                found.categories = dump_list(sub.categories)
+                found.max_papers = sub.max_papers
+                found.include = dump_list(sorted(sub.include))
+                session.add(found)
+            session.commit()
+
+    def all(
+        self,
+        config_subscribers: Sequence[Subscriber] = (),
+        *,
+        include_inactive: bool = False,
+        defaults: Defaults | None = None,
+    ) -> list[Subscriber]:
+        """Every subscriber: the config file's (with their ids, if stored) and the database's,
+        whose unset schedule settings take `defaults` (the config's [digest])."""
+        defaults = defaults or Defaults()
+        with self.database.session() as session:
+            rows = {r.name: r for r in session.exec(select(SubscriberRow)).all()}
+            rules: dict[int, list[str]] = {}
+            for rule in session.exec(select(RuleRow).order_by(col(RuleRow.id))).all():
+                rules.setdefault(rule.subscriber_id, []).append(rule.text)
+        result: list[Subscriber] = []
+        for sub in config_subscribers:
+            row = rows.get(sub.name)
+            active = row.active if row is not None else True
+            stored = replace(
+                sub,
+                id=row.id if row else None,
+                active=active,
+                created=aware(row.created_at) if row else None,
+                last_slot=row.last_slot if row else None,
+            )
+            if active or include_inactive:
+                result.append(stored)
+        for row in sorted(rows.values(), key=lambda r: r.name):
+            if row.origin != "database" or not (row.active or include_inactive):
+                continue
+            assert row.id is not None
+            result.append(
+                Subscriber(
+                    id=row.id,
+                    name=row.name,
+                    email=row.email,
+                    rules=tuple(rules.get(row.id, ())),
+                    categories=load_list(row.categories),
+                    max_papers=row.max_papers,
+                    include=frozenset(load_list(row.include)) or DEFAULT_INCLUDE,
+                    origin="database",
+                    active=row.active,
+                    schedule=defaults.resolve(row.schedule, row.day, row.time, row.timezone),
+                    notify_empty=(
+                        defaults.notify_empty if row.notify_empty is None else row.notify_empty
+                    ),
+                    created=aware(row.created_at),
+                    last_slot=row.last_slot,
+                    slack_channel=row.slack_channel,
+                    slack_user=row.slack_user,
+                    slack_webhook=row.slack_webhook,
+                    email_confirmed=row.email_confirmed,
+                    email_format=cast(EmailFormat, row.email_format),
+                    abstracts=cast(AbstractLength, row.abstracts),
+                )
+            )
+        return result
+
+    def set_schedule(self, name: str, **settings: str | bool | None) -> None:
+        """Change a database subscriber's settings (schedule, day, time, timezone,
+        notify_empty, email_format, abstracts); None sets a schedule setting back to the
+        config's default."""
+        with self.database.session() as session:
+            row = self._database_subscriber(session, name)
+            for key, value in settings.items():
+                if key not in SETTINGS:
+                    raise ValueError(f"not a subscriber setting: {key}")
+                setattr(row, key, value)
+            session.add(row)
+            session.commit()
+
+    def mark_slots(self, slots: Mapping[int, str]) -> None:
+        """Remember, per subscriber id, the last schedule slot the daemon handled."""
+        if not slots:
+            return
+        with self.database.session() as session:
+            for subscriber_id, key in slots.items():
+                row = session.get(SubscriberRow, subscriber_id)
+                if row is not None:
+                    row.last_slot = key
+                    session.add(row)
+            session.commit()
+
+    def add(
+        self,
+        name: str,
+        *,
+        email: str | None,
+        rules: Sequence[str],
+        now: datetime,
+        categories: Sequence[str] = (),
+        max_papers: int | None = None,
+        include: Iterable[str] | None = None,
+        slack_channel: str | None = None,
+        slack_user: str | None = None,
+        email_confirmed: bool = True,
+        max_rules: int | None = None,
+    ) -> tuple[Subscriber, bool]:
+        """Create a subscriber, or add rules to an existing one (and reactivate it).
+        Returns the subscriber and whether it was created. An address learnt from Slack
+        (`email_confirmed=False`) receives nothing until its owner confirms it. More than
+        `max_rules` rules in all is refused (a StoreError), and nothing changes."""
+
+        with self.database.session() as session:
+            row = session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
+            created = row is None
+            if row is None:
+                row = SubscriberRow(
+                    name=name,
+                    email=email,
+                    email_confirmed=email_confirmed,
+                    origin="database",
+                    created_at=now,
+                )
+            elif row.origin == "config":
+                raise StoreError(
+                    f"subscriber {name!r} is declared in the config file",
+                    hint="change its rules in the config file",
+                )
+            if email is not None:
+                # An address given again by someone who may (an admin's --email) confirms it;
+                # a new one learnt from Slack waits for its owner.
+                same = email == row.email
+                row.email = email
+                row.email_confirmed = email_confirmed or (same and row.email_confirmed)
+            if slack_channel is not None:
+                row.slack_channel = slack_channel
+            if slack_user is not None:
+                row.slack_user = slack_user
+            if categories:
+                row.categories = dump_list(categories)
+            if max_papers is not None:
+                row.max_papers = max_papers
+            if include is not None:
+                row.include = dump_list(sorted(set(include)))
+            row.active, row.paused_reason = True, None
+            session.add(row)
+            session.flush()
+            assert row.id is not None
+            known = set(
+                session.exec(select(RuleRow.text).where(RuleRow.subscriber_id == row.id)).all()
+            )
+            count = len(known | set(rules))
+            if max_rules is not None and count > max(max_rules, len(known)):
+                raise _too_many_rules(name, count, max_rules)
+            for text in rules:
+                if text not in known:
+                    session.add(RuleRow(subscriber_id=row.id, text=text, created_at=now))
+                    known.add(text)
+            session.commit()
+        subscriber = next(s for s in self.all(include_inactive=True) if s.name == name)
+        return subscriber, created
+
+    def remove_rule(self, name: str, number: int, *, last_pauses: bool = False) -> str:
+        """Delete the subscriber's rule number `number` (1-based, as `list` shows it). The
+        last rule is refused, unless `last_pauses`: then the subscriber stops too."""
+        with self.database.session() as session:
+            row = self._database_subscriber(session, name)
+            rules = self._rules(session, row)
+            if not 1 <= number <= len(rules):
+                raise StoreError(f"{name!r} has no rule {number} (it has {len(rules)})")
+            if len(rules) == 1 and last_pauses:
+                row.active = False
+                session.add(row)
+            elif len(rules) == 1:
+                raise StoreError(
+                    f"rule {number} is the last rule of {name!r}",
+                    hint=f"to stop the digests, `paperbell unsubscribe {name}`",
+                )
+            text = rules[number - 1].text
+            session.delete(rules[number - 1])
+            session.commit()
+            return text
+
+    def rule_texts(self, name: str) -> list[str]:
+        """The rules of the subscriber `name` (none if there is no such subscriber)."""
+        with self.database.session() as session:
+            row = session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
+            return [] if row is None else [r.text for r in self._rules(session, row)]
+
+    def add_rule(
+        self, name: str, text: str, *, now: datetime, max_rules: int | None = None
+    ) -> bool:
+        """Add a rule to a database subscriber; False when it has that rule already. A rule
+        past `max_rules` is refused (a StoreError)."""
+        with self.database.session() as session:
+            row = self._database_subscriber(session, name)
+            known = session.exec(
+                select(RuleRow.text).where(RuleRow.subscriber_id == row.id, RuleRow.text == text)
+            ).first()
+            if known is not None:
+                return False
+            count = len(self._rules(session, row)) + 1
+            if max_rules is not None and count > max_rules:
+                raise _too_many_rules(name, count, max_rules)
+            assert row.id is not None
+            session.add(RuleRow(subscriber_id=row.id, text=text, created_at=now))
+            session.commit()
+            return True
+
+    def replace_rule(self, name: str, number: int, text: str) -> str:
+        """Change the text of rule `number` (1-based); returns the text it had."""
+        with self.database.session() as session:
+            row = self._database_subscriber(session, name)
+            rules = self._rules(session, row)
+            if not 1 <= number <= len(rules):
+                raise StoreError(f"{name!r} has no rule {number} (it has {len(rules)})")
+            if any(r.text == text for i, r in enumerate(rules) if i != number - 1):
+                raise StoreError(f"{name!r} has that rule already")
+            rule = rules[number - 1]
+            old, rule.text = rule.text, text
+            session.add(rule)
+            session.commit()
+            return old
+
+    def set_email(self, name: str, email: str | None, *, confirmed: bool) -> None:
+        """Set a database subscriber's address; an unconfirmed one gets no mail until its
+        owner opens the confirmation link (`confirm_email`)."""
+        with self.database.session() as session:
+            row = self._database_subscriber(session, name)
+            if email != row.email or confirmed:
+                row.email, row.email_confirmed = email, confirmed
+            session.add(row)
+            session.commit()
+
+    def stop_email(self, name: str) -> None:
+        """Stop a database subscriber's email digests, keeping the address (unconfirmed:
+        only a new confirmation by its owner starts them again)."""
+        with self.database.session() as session:
+            row = self._database_subscriber(session, name)
+            row.email_confirmed = False
+            session.add(row)
+            session.commit()
+
+    def confirm_email(self, subscriber_id: int, email: str) -> bool:
+        """Mark the subscriber's address confirmed, if it is still `email`; False if not."""
+        with self.database.session() as session:
+            row = session.get(SubscriberRow, subscriber_id)
+            if row is None or row.email is None or row.email.lower() != email.lower():
+                return False
+            row.email_confirmed = True
+            session.add(row)
+            session.commit()
+            return True
+
+    def set_active(self, name: str, active: bool, *, now: datetime) -> bool:
+        """Pause or resume a subscriber (config or database). False if unknown."""
+        with self.database.session() as session:
+            row = session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
+            if row is None:
+                return False
+            row.active = active
+            if active:
+                row.paused_reason = None
+            session.add(row)
+            session.commit()
+            return True
+
+    def pause(self, subscriber_id: int, reason: str) -> None:
+        """Stop building digests for a subscriber, saying why (`status` shows it)."""
+        with self.database.session() as session:
+            row = session.get(SubscriberRow, subscriber_id)
+            if row is not None:
+                row.active, row.paused_reason = False, reason
+                session.add(row)
+                session.commit()
+
+    def delete(self, name: str) -> None:
+        """Remove a database subscriber with its rules and delivery history."""
+        with self.database.session() as session:
+            row = self._database_subscriber(session, name)
+            for model in (RuleRow, DeliveryRow, RuleCountRow):
+                for item in session.exec(select(model).where(model.subscriber_id == row.id)):
+                    session.delete(item)
+            session.delete(row)
+            session.commit()
+
+    def by_slack(
+        self, *, user: str | None = None, channel: str | Sequence[str] | None = None
+    ) -> SubscriberRecord | None:
+        """The subscriber a Slack user (their direct messages) or a channel is, if any; a
+        channel may be given by its id and its "#name" (the config may use either)."""
+        if (user is None) == (channel is None):
+            raise ValueError("give one of user, channel")
+        names = [channel] if isinstance(channel, str) else list(channel or ())
+        with self.database.session() as session:
+            if user is not None:
+                query = select(SubscriberRow).where(
+                    SubscriberRow.slack_user == user, col(SubscriberRow.slack_channel).is_(None)
+                )
+            else:
+                query = select(SubscriberRow).where(col(SubscriberRow.slack_channel).in_(names))
+            row = session.exec(query.order_by(col(SubscriberRow.id))).first()
+            return None if row is None else as_record(SubscriberRecord, row)
+
+    def get(self, name: str) -> SubscriberRecord | None:
+        """The subscriber named `name`, config or database, if it is stored."""
+        with self.database.session() as session:
+            row = session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
+            return None if row is None else as_record(SubscriberRecord, row)
+
+    @staticmethod
+    def _rules(session: Session, row: SubscriberRow) -> list[RuleRow]:
+        """A subscriber's rules, in the order `list` numbers them."""
+        query = select(RuleRow).where(RuleRow.subscriber_id == row.id).order_by(col(RuleRow.id))
+        return list(session.exec(query).all())
+
+    @staticmethod
+    def _database_subscriber(session: Session, name: str) -> SubscriberRow:
+        row = session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
+        if row is None:
+            raise StoreError(f"no subscriber named {name!r}", hint="see `paperbell list`")
+        if row.origin == "config":
+            raise StoreError(
+                f"subscriber {name!r} is declared in the config file",
+                hint="change it in the config file",
+            )
+        return row
+
+
+def _too_many_rules(name: str, count: int, max_rules: int) -> StoreError:
+    return StoreError(
+        f"{name!r} would have {count} rules, more than the {max_rules} a subscriber may have",
+        hint="remove a rule first, or join rules with OR ([digest] max_rules sets the limit)",
+    )

@@ -1,0 +1,244 @@
+"""The database's tables, as SQLModel classes (the schema), and how their values are kept.
+
+Table and column names are the database's: changing one is a schema change (a migration),
+never a refactor. Columns holding lists keep them as JSON (`dump_list`, `load_list`); a row
+leaves bot.store as a frozen record (`as_record`), never as itself. No queries here: the
+repositories of bot.store (papers, subscribers, outbox, ...) ask the tables.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import fields
+from datetime import date, datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import LargeBinary, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from bot.core.models import MAX_ID_LENGTH
+
+Record = TypeVar("Record")
+
+
+def dump_list(values: Iterable[str]) -> str:
+    """A list column's stored text (a JSON list)."""
+    return json.dumps(list(values))
+
+
+def load_list(text: str) -> tuple[str, ...]:
+    """A list column's values, from its stored text."""
+    return tuple(json.loads(text))
+
+
+def as_record(kind: type[Record], row: SQLModel) -> Record:
+    """`row` as the frozen dataclass `kind` (what bot.store hands out instead of rows): its
+    fields are the row's columns of the same names, values as stored."""
+    values: dict[str, Any] = {f.name: getattr(row, f.name) for f in fields(kind)}  # type: ignore[arg-type]
+    return kind(**values)
+
+
+class PaperRow(SQLModel, table=True):
+    __tablename__ = "papers"
+
+    id: str = Field(primary_key=True, max_length=MAX_ID_LENGTH)
+    version: int
+    title: str
+    abstract: str
+    authors: str  # JSON list
+    categories: str  # JSON list, primary first
+    announce_type: str = Field(max_length=16)
+    announced: date | None = Field(default=None, index=True)
+    dois: str = "[]"  # JSON list
+    journal_ref: str | None = None
+    license: str | None = None
+    source: str = Field(default="", max_length=128)
+    first_seen: datetime
+    first_announced: date | None = None  # the first version's announcement: never overwritten
+    first_type: str = Field(default="new", max_length=16)
+    updated_at: datetime
+    sources: str = "[]"  # JSON list: every source name and kind that brought it
+    authority: int = 3  # of the source that wrote the bibliographic fields (bot.core.merge)
+    link: str | None = None
+    upvotes: int | None = None
+    hf_rank: int | None = None
+    hf_day: date | None = None
+    comments: int | None = None
+    keywords: str = "[]"  # JSON list
+    ai_summary: str | None = None
+    github: str | None = None
+    github_stars: int | None = None
+    organization: str | None = None
+
+
+class PaperKeyRow(SQLModel, table=True):
+    """Another name of a stored paper ("doi:10.1101/..."): a journal feed's entry with the
+    DOI of a paper stored under its arXiv id is that paper."""
+
+    __tablename__ = "paper_keys"
+
+    key: str = Field(primary_key=True, max_length=MAX_ID_LENGTH)
+    paper_id: str = Field(index=True, max_length=MAX_ID_LENGTH)
+
+
+class SubscriberRow(SQLModel, table=True):
+    __tablename__ = "subscribers"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True, max_length=64)
+    email: str | None = Field(default=None, max_length=320)
+    origin: str = Field(default="database", max_length=16)  # "config" or "database"
+    active: bool = True
+    categories: str = "[]"  # JSON list
+    max_papers: int = 50
+    include: str = '["cross", "new"]'  # JSON list
+    created_at: datetime
+    paused_reason: str | None = None  # why paperbell paused it (an address that bounces)
+    # The subscriber's own schedule; None: the config's [digest] default.
+    schedule: str | None = Field(default=None, max_length=8)  # daily, weekly
+    day: str | None = Field(default=None, max_length=9)
+    time: str | None = Field(default=None, max_length=5)  # "08:00"
+    timezone: str | None = Field(default=None, max_length=64)
+    notify_empty: bool | None = None
+    last_slot: str | None = Field(default=None, max_length=32)  # handled by the daemon
+    slack_channel: str | None = Field(default=None, max_length=82)  # "#name" or an id
+    slack_user: str | None = Field(default=None, max_length=32, index=True)  # a user id
+    slack_webhook: str | None = Field(default=None, max_length=128)  # the URL's variable
+    email_confirmed: bool = True  # False: learnt from Slack, not confirmed by its owner
+    email_format: str = Field(default="html", max_length=8)  # html, text
+    abstracts: str = Field(default="short", max_length=8)  # short, full
+
+
+class RuleRow(SQLModel, table=True):
+    __tablename__ = "rules"
+
+    id: int | None = Field(default=None, primary_key=True)
+    subscriber_id: int = Field(foreign_key="subscribers.id", index=True)
+    text: str = Field(max_length=1000)
+    created_at: datetime
+
+
+class DeliveryRow(SQLModel, table=True):
+    __tablename__ = "deliveries"
+    __table_args__ = (UniqueConstraint("subscriber_id", "paper_id", "paper_version", "channel"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    subscriber_id: int = Field(foreign_key="subscribers.id", index=True)
+    paper_id: str = Field(max_length=MAX_ID_LENGTH)
+    paper_version: int
+    channel: str = Field(max_length=16)
+    # "queued" (in a digest waiting in the outbox), "sent", or "omitted" (over the
+    # subscriber's max_papers, in a digest that was queued or sent)
+    status: str = Field(max_length=16)
+    digest_id: str = Field(max_length=128)
+    outbox_id: int | None = Field(default=None, foreign_key="outbox.id", index=True)
+    created_at: datetime
+
+
+class OutboxRow(SQLModel, table=True):
+    """A built digest waiting to be sent, being sent, sent, or failed (the outbox).
+
+    Written with its papers' delivery rows in one transaction; unique per subscriber,
+    channel and period, so two builders cannot queue the same digest twice."""
+
+    __tablename__ = "outbox"
+    __table_args__ = (UniqueConstraint("subscriber_id", "channel", "period"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    subscriber_id: int = Field(foreign_key="subscribers.id", index=True)
+    channel: str = Field(max_length=16)
+    period: str = Field(max_length=128)  # the schedule slot ("daily:2026-11-23"), or the digest id
+    digest_id: str = Field(max_length=128)
+    recipient: str = Field(max_length=320)
+    payload: bytes = Field(sa_type=LargeBinary)  # the finished message, sent as it is
+    papers: int = 0
+    omitted: int = 0
+    status: str = Field(default="pending", max_length=16, index=True)  # pending, sent, failed
+    attempts: int = 0
+    next_attempt: datetime
+    lease_owner: str | None = Field(default=None, max_length=128)
+    lease_until: datetime | None = None
+    last_error: str | None = None
+    created_at: datetime
+    sent_at: datetime | None = None
+    # A digest sent as several messages (Slack: a summary and its thread) records each
+    # message as it is accepted, so a retry goes on after the last one (JSON).
+    progress: str | None = None
+
+
+class SourceStateRow(SQLModel, table=True):
+    __tablename__ = "source_state"
+
+    name: str = Field(primary_key=True, max_length=128)
+    url: str = ""
+    etag: str | None = None
+    last_modified: str | None = None
+    last_poll: datetime | None = None
+    last_result: str = ""  # ok, not_modified, empty, error
+    last_error: str | None = None
+    items: int = 0
+    new: int = 0
+    updated: int = 0
+    announced: date | None = None
+    # The batch of ids the source last gave (a digest of them), and when a poll last
+    # brought a different one (a new listing), with the date that poll's feed gave.
+    batch: str | None = Field(default=None, max_length=64)
+    last_new: datetime | None = None
+    last_new_day: date | None = None
+
+
+class SourceLeftOutRow(SQLModel, table=True):
+    """What a source's last poll left out: how many items it could not read, and the first
+    of them with why (`paperbell status`, /metrics). A table of its own, so that databases
+    made before it still open (it is created on first use)."""
+
+    __tablename__ = "source_left_out"
+
+    name: str = Field(primary_key=True, max_length=128)
+    count: int = 0
+    first: str | None = None  # "item 7 (oai:arXiv.org:2411.00002v9…): version … out of range"
+    at: datetime | None = None  # the poll
+
+
+class BackfillRow(SQLModel, table=True):
+    """A part of a backfill that is done (a source's day): a rerun skips it."""
+
+    __tablename__ = "backfill"
+
+    source: str = Field(primary_key=True, max_length=128)
+    chunk: str = Field(primary_key=True, max_length=64)
+    papers: int = 0
+    done_at: datetime
+
+
+class SlackRequestRow(SQLModel, table=True):
+    """A signed Slack request already accepted (its signature), kept for the five minutes
+    Slack's timestamps are valid: a replay is refused even after a restart, and by every
+    process sharing the database."""
+
+    __tablename__ = "slack_request"
+
+    signature: str = Field(primary_key=True, max_length=128)
+    seen: datetime = Field(index=True)  # the later of when it came and its timestamp
+
+
+class RuleCountRow(SQLModel, table=True):
+    """What one rule of a subscriber matched among the papers of some recent days, counted
+    when digests are built (at most once a day each), so that the manage page only reads."""
+
+    __tablename__ = "rule_counts"
+
+    id: int | None = Field(default=None, primary_key=True)
+    subscriber_id: int = Field(foreign_key="subscribers.id", index=True)
+    rule: str = Field(max_length=1000)
+    matched: int = 0
+    papers: int = 0  # the papers of those days
+    first: date | None = None  # the days: first .. last announcement day
+    last: date | None = None
+    examples: str = "[]"  # JSON list of the best-ranked matched papers' ids
+    counted_at: datetime
+
+
+# Every table above: what `bot.store.database` creates, and checks an older database against.
+SCHEMA = SQLModel.metadata
