@@ -1,5 +1,7 @@
-"""Shared test fixtures: paths to the real payloads in tests/fixtures/; the
-`--regenerate-golden` option (tests/test_email_golden.py); the Hypothesis profiles.
+"""Shared test fixtures: paths to the real payloads in tests/fixtures/, a fresh database and
+its store, the web pages on loopback (`site`); the `--regenerate-golden` option
+(tests/test_email_golden.py); the Hypothesis profiles. The helpers the tests share are in
+tests/support/.
 
 Hypothesis runs derandomized in CI (`CI` set, as .ci/run is run): the same examples every
 run, so a red CI is the code's fault, not the dice's. Locally it explores afresh each run
@@ -12,12 +14,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
+from support.paths import FIXTURES, FULL_FEED
 
 from bot.core.models import Paper
 from bot.store import Store
+
+if TYPE_CHECKING:
+    from support.pages import Site
 
 # No deadline in either: the machines are small and shared, and a slow example is a
 # benchmark's business (bench/), not a reason for a red suite.
@@ -26,9 +33,6 @@ settings.register_profile("dev", deadline=None, print_blob=True)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
-
-FIXTURES = Path(__file__).parent / "fixtures"
-FULL_FEED = FIXTURES / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -79,3 +83,12 @@ def full_feed_papers(full_feed_bytes: bytes) -> tuple[Paper, ...]:
     from bot.sources.arxiv import parse_listing
 
     return parse_listing(full_feed_bytes, source="arxiv").papers
+
+
+@pytest.fixture
+def site(database_url: str) -> Iterator[Site]:
+    """The web pages on loopback with their store, clock and SMTP sink (support.pages)."""
+    from support.pages import open_site
+
+    with open_site(database_url) as opened:
+        yield opened

@@ -18,8 +18,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from commands import run, start
-from servers import FeedServer, Route, feed_server
+from support.cli import run, start
+from support.clock import FakeTime
+from support.paths import FIXTURES
+from support.servers import FeedServer, Route, feed_server
 
 from bot.config import load_config
 from bot.pipeline import build_sources
@@ -29,7 +31,6 @@ from bot.store import Store
 
 pytestmark = pytest.mark.database
 
-FIXTURES = Path(__file__).parent / "fixtures"
 API_PAGE = FIXTURES / "arxiv_api" / "api2026_search_cat-math.NT-OR-math.AG_max5_2026-06-29.xml"
 API_EMPTY = FIXTURES / "arxiv_api" / "edge_api2026_empty-result_idlist_0000.0000.xml"
 HF_DAY = FIXTURES / "hf_daily_papers" / "hf_daily_papers_2026-06-03.json"
@@ -60,19 +61,6 @@ url = "{base}/journal.rss"
 """
 
 
-class FakeClock:
-    """Monotonic time that only moves when the fetcher waits."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
 def answer(path: str, headers: dict[str, str]) -> Route | None:
     parts = urlsplit(path)
     query = parse_qs(parts.query)
@@ -101,7 +89,7 @@ def config_path(tmp_path: Path, database_url: str, server: FeedServer) -> Path:
 
 
 async def _backfill(
-    config_path: Path, clock: FakeClock, *, stop_after: int | None = None
+    config_path: Path, fake: FakeTime, *, stop_after: int | None = None
 ) -> list[BackfillReport]:
     config = load_config(config_path)
     planned = plan(build_sources(config), date(2026, 6, 25), date(2026, 6, 29))
@@ -114,21 +102,21 @@ async def _backfill(
 
     with Store.open(config.database.url) as store:
         async with httpx.AsyncClient() as client:
-            fetcher = PoliteFetcher(client, min_interval=3.0, clock=clock, sleep=clock.sleep)
+            fetcher = PoliteFetcher(client, min_interval=3.0, clock=fake.clock, sleep=fake.sleep)
             return await backfill(planned, store, fetcher, now=lambda: NOW, advance=advance)
 
 
 def test_backfill_fetches_each_day_politely_and_goes_on_after_an_interruption(
     config_path: Path, server: FeedServer
 ) -> None:
-    clock = FakeClock()
-    server.clock = clock
+    fake = FakeTime()
+    server.clock = fake.clock
     with pytest.raises(KeyboardInterrupt):
-        asyncio.run(_backfill(config_path, clock, stop_after=3))
+        asyncio.run(_backfill(config_path, fake, stop_after=3))
     first_run = len(server.requests)
     assert first_run == 4  # 25, 26 (a page of 5, then the end), 27; then interrupted
 
-    reports = {r.source: r for r in asyncio.run(_backfill(config_path, clock))}
+    reports = {r.source: r for r in asyncio.run(_backfill(config_path, fake))}
     # The arXiv query: 25..29 June, every day (papers are submitted at weekends too);
     # Hugging Face: the weekdays only; the journal feed cannot look back.
     assert set(reports) == {"number-theory", "hf"}

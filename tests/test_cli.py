@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from commands import run
+from support.cli import invoke, outcome, run
+from support.config import local_feed_config
 
-from bot.cli import main
 from bot.config import example_config_text
 
 
@@ -38,7 +38,7 @@ def test_demo_twice_sends_nothing_the_second_time(tmp_path: Path) -> None:
 
 
 def test_help_lists_every_command() -> None:
-    out = CliRunner().invoke(main, ["--help"]).output
+    out = invoke("--help").output
     listed = re.findall(r"^  ([a-z-]+) ", out.split("Commands:", 1)[1], re.M)
     assert listed == [
         "backfill",
@@ -60,12 +60,11 @@ def test_help_lists_every_command() -> None:
 
 def test_init_writes_the_example_and_refuses_to_overwrite(tmp_path: Path) -> None:
     target = tmp_path / "config.toml"
-    runner = CliRunner()
-    assert runner.invoke(main, ["init", str(target)]).exit_code == 0
+    assert invoke("init", str(target)).exit_code == 0
     assert target.read_text() == example_config_text()
-    again = runner.invoke(main, ["init", str(target)])
+    again = invoke("init", str(target))
     assert again.exit_code == 2 and "exists" in again.output
-    check = runner.invoke(main, ["check-config", "-c", str(target)])
+    check = invoke("check-config", config=target)
     assert check.exit_code == 0 and "OK (2 sources, 1 subscribers, 3 rules" in check.output
 
 
@@ -77,11 +76,7 @@ def test_subscribe_list_unsubscribe(tmp_path: Path, database_url: str) -> None:
             'url = "sqlite:///paperbell.sqlite"', f'url = "{database_url}"'
         )
     )
-    runner = CliRunner()
-
-    def cli(*args: str) -> tuple[int, str]:
-        result = runner.invoke(main, [args[0], "-c", str(config), *args[1:]])
-        return result.exit_code, result.output
+    cli = functools.partial(outcome, config=config)
 
     code, out = cli("subscribe", "bob", "--email", "bob@example.org", '"graph neural"', "robot")
     assert code == 0 and "subscribed bob <bob@example.org>: daily at 08:00 (UTC)" in out
@@ -150,22 +145,10 @@ def test_subscribe_list_unsubscribe(tmp_path: Path, database_url: str) -> None:
 
 @pytest.mark.database
 def test_digest_out_writes_eml_and_records_nothing(tmp_path: Path, database_url: str) -> None:
-    feed = (
-        Path(__file__).parent
-        / "fixtures"
-        / "arxiv_rss"
-        / "rss_all-archives-combined_2024-11-28.xml"
-    )
     config = tmp_path / "config.toml"
     config.write_text(
-        f"""version = 1
-[database]
-url = "{database_url}"
-[[sources]]
-kind = "arxiv"
-categories = ["cs"]
-url = "{feed.as_uri()}"
-[email]
+        local_feed_config(database_url)
+        + """[email]
 from = "papers@example.org"
 host = "127.0.0.1"
 port = 9
@@ -176,31 +159,28 @@ rules = ['"language model"']
 max_papers = 3
 """
     )
-    runner = CliRunner()
-    assert runner.invoke(main, ["poll", "-c", str(config)]).exit_code == 0
+    assert invoke("poll", config=config).exit_code == 0
     out_dir = tmp_path / "out"
     for _ in range(2):  # nothing is recorded, so the same digest is written again
-        result = runner.invoke(
-            main, ["digest", "-c", str(config), "--since", "2024-11-28", "--out", str(out_dir)]
-        )
+        result = invoke("digest", "--since", "2024-11-28", "--out", str(out_dir), config=config)
         assert result.exit_code == 0, result.output
         assert re.search(
             r"ada <ada@example.org>: 3 papers \(\+\d+ over max_papers\) -> ", result.output
         )
     assert len(list(out_dir.glob("*.eml"))) == 1
-    dry = runner.invoke(main, ["digest", "-c", str(config), "--since", "2024-11-28", "--dry-run"])
+    dry = invoke("digest", "--since", "2024-11-28", "--dry-run", config=config)
     assert "would get 3 papers" in dry.output
-    only = runner.invoke(main, ["digest", "-c", str(config), "--dry-run", "--subscriber", "nobody"])
+    only = invoke("digest", "--dry-run", "--subscriber", "nobody", config=config)
     assert only.exit_code == 1 and "no active subscriber named 'nobody'" in only.output
     # Default window: the 2024 feed is outside the last 7 days, so nothing is due.
-    window = runner.invoke(main, ["digest", "-c", str(config), "--dry-run"])
+    window = invoke("digest", "--dry-run", config=config)
     assert "no new matching papers" in window.output
 
 
 def test_filesystem_errors_are_messages_not_tracebacks(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
-    result = CliRunner().invoke(main, ["init", str(blocker / "config.toml")])
+    result = invoke("init", str(blocker / "config.toml"))
     assert result.exit_code == 1
     assert "error: cannot write" in result.output and "Traceback" not in result.output
 
@@ -212,6 +192,6 @@ def test_check_config_hides_the_database_password(tmp_path: Path) -> None:
             'url = "sqlite:///paperbell.sqlite"', 'url = "postgresql://pb:S3cretPass@db/pb"'
         )
     )
-    result = CliRunner().invoke(main, ["check-config", "-c", str(config)])
+    result = invoke("check-config", config=config)
     assert result.exit_code == 0 and "S3cretPass" not in result.output
     assert "postgresql://pb:***@db/pb" in result.output

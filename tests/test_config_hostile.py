@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from commands import run
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support.cli import run
 
 from bot.config import (
     MAX_CONFIG_BYTES,

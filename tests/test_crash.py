@@ -16,11 +16,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from commands import run, start
-from servers import Route, feed_server, smtp_sink
-
-from bot.cli import main
+from support.cli import invoke, run, start
+from support.config import sink_email, toml_table
+from support.servers import Route, feed_server, smtp_sink
 
 pytestmark = pytest.mark.database
 
@@ -40,13 +38,10 @@ batch = 10
 kind = "arxiv"
 categories = ["cs", "physics", "quant-ph", "math"]
 url = "{feed_url}"
-[email]
-from = "papers@paperbell.example"
-host = "127.0.0.1"
-port = {smtp_port}
-security = "none"
-timeout = 10
 """
+    head += toml_table(
+        "email", sink_email(smtp_port, sender="papers@paperbell.example", timeout=10)
+    )
     subs = [
         f'[[subscribers]]\nname = "s{i:03d}"\nemail = "s{i:03d}@lab.example"\n'
         f'rules = ["{WORDS[i % len(WORDS)]}"]\nmax_papers = 5\n'
@@ -66,7 +61,7 @@ def test_sigkill_at_several_points_loses_no_digest(
         feed.routes["/rss/all"] = Route(full_feed_bytes)
         config = tmp_path / "config.toml"
         config.write_text(config_text(database_url, feed.url("/rss/all"), port))
-        assert CliRunner().invoke(main, ["poll", "-c", str(config)]).exit_code == 0
+        assert invoke("poll", config=config).exit_code == 0
         sink.delay = 0.01  # a slow server: each message takes a while to be accepted
 
         kills = 0

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from support.cli import invoke
 
 from bot.cli import main
 
@@ -33,7 +33,7 @@ def test_every_command_and_option_is_documented() -> None:
             for opt in param.opts:
                 if opt.startswith("--") and opt not in ("--help",):
                     assert opt in readme, f"{name} {opt}"
-    assert CliRunner().invoke(main, ["--help"]).exit_code == 0
+    assert invoke("--help").exit_code == 0
 
 
 def test_readme_rule_examples_parse() -> None:

@@ -16,6 +16,7 @@ What is compared
 
     Cases: `ada`, `grace`, `robotics-lab` (HTML, short abstracts: the defaults), `ada-full`
     (`abstracts = "full"`) and `grace-text` (`email_format = "text"`: one text part).
+    The messages are built by tests/support/demo_mail.py.
 
 When a change is intended
     Regenerate, then read the diff before committing it:
@@ -33,103 +34,21 @@ from __future__ import annotations
 import difflib
 import email
 import email.policy
-import functools
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
 
 import pytest
+from support.demo_mail import CASES, DemoCase, demo_digests, demo_message
 
-from bot.core.models import Digest, Paper, Subscriber
-from bot.demo import DEMO_DAY, DEMO_HF_DAY, DEMO_SUBSCRIBERS, bundled_hf_papers, bundled_papers
-from bot.match.digest import build_digest, match_rules
-from bot.render.email import DigestLinks, EmailSettings, build_message
-from bot.rules import parse_rule
+from bot.demo import DEMO_SUBSCRIBERS
 
 GOLDEN = Path(__file__).parent / "golden"
-NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
-WINDOW_DAYS = 7  # the demo's [digest] window_days
-SETTINGS = EmailSettings(from_addr="digest@papers.lab.example", from_name="paperbell")
 REGENERATE = "--regenerate-golden"
 HOW_TO_REGENERATE = (
     f"If the change is intended, regenerate the golden files and review the diff:\n"
     f"    .venv/bin/pytest tests/test_email_golden.py {REGENERATE}\n"
     f"    git diff tests/golden/"
 )
-
-
-@dataclass(frozen=True)
-class DemoCase:
-    """One golden message: a demo subscriber, maybe with other email preferences."""
-
-    name: str
-    subscriber: Subscriber
-
-
-def demo_subscriber(entry: Mapping[str, Any]) -> Subscriber:
-    """A demo subscriber from its config entry (the email-related keys)."""
-    return Subscriber(
-        name=entry["name"],
-        email=entry["email"],
-        rules=tuple(entry["rules"]),
-        categories=tuple(entry.get("categories", ())),
-        max_papers=entry.get("max_papers", 50),
-        email_format=entry.get("email_format", "html"),
-        abstracts=entry.get("abstracts", "short"),
-    )
-
-
-def demo_cases() -> list[DemoCase]:
-    """Each demo subscriber as configured, then a full-abstracts and a text-only variant."""
-    subscribers = {entry["name"]: demo_subscriber(entry) for entry in DEMO_SUBSCRIBERS}
-    cases = [DemoCase(name, subscriber) for name, subscriber in subscribers.items()]
-    cases.append(DemoCase("ada-full", replace(subscribers["ada"], abstracts="full")))
-    cases.append(DemoCase("grace-text", replace(subscribers["grace"], email_format="text")))
-    return cases
-
-
-@functools.cache
-def demo_papers() -> tuple[Paper, ...]:
-    listing = tuple(bundled_papers())
-    assert {paper.announced for paper in listing} == {DEMO_DAY}
-    hf = tuple(bundled_hf_papers())
-    assert {paper.announced for paper in hf} == {DEMO_HF_DAY}
-    return hf + listing  # as the store gives them: the newest announcement first
-
-
-@functools.cache
-def demo_digests() -> dict[str, Digest]:
-    """Every demo subscriber's digest, built as `bot.pipeline.deliver` builds them."""
-    subscribers = [demo_subscriber(entry) for entry in DEMO_SUBSCRIBERS]
-    parsed = {sub.name: [parse_rule(text) for text in sub.rules] for sub in subscribers}
-    papers = demo_papers()
-    matches = match_rules((rule for rules in parsed.values() for rule in rules), papers)
-    since = DEMO_DAY - timedelta(days=WINDOW_DAYS - 1)
-    digests: dict[str, Digest] = {}
-    for sub in subscribers:
-        digest = build_digest(
-            sub, parsed[sub.name], papers, delivered={}, now=NOW, since=since, matches=matches
-        )
-        assert digest is not None, f"the demo subscriber {sub.name} gets no digest"
-        digests[sub.name] = digest
-    return digests
-
-
-def demo_links(name: str) -> DigestLinks:
-    return DigestLinks(
-        unsubscribe=f"https://papers.lab.example/unsubscribe/TOKEN-{name}",
-        manage=f"https://papers.lab.example/manage/TOKEN-{name}",
-    )
-
-
-def demo_message(case: DemoCase) -> EmailMessage:
-    """The case's digest as the message it is sent as."""
-    base = demo_digests()[case.subscriber.name]
-    digest = replace(base, subscriber=case.subscriber)
-    return build_message(digest, SETTINGS, now=NOW, links=demo_links(case.subscriber.name))
 
 
 def golden_files(message: EmailMessage) -> dict[str, str]:
@@ -168,9 +87,6 @@ def _difference(path: Path, expected: str, actual: str) -> str:
     shown = "\n".join(line[:200] for line in diff[:40])
     more = f"\n... {len(diff) - 40} more diff lines" if len(diff) > 40 else ""
     return f"tests/golden/{path.name} differs from what the code renders now:\n{shown}{more}"
-
-
-CASES = demo_cases()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])

@@ -10,10 +10,12 @@ from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
-from servers import FeedServer, Route, SinkHandler, feed_server, free_port, smtp_sink
+from click.testing import Result
+from support.cli import invoke
+from support.config import sink_email, toml_table
+from support.servers import FeedServer, Route, SinkHandler, feed_server, smtp_sink
 
-from bot.cli import main
+from bot.demo import free_port
 
 pytestmark = pytest.mark.database
 
@@ -33,13 +35,7 @@ name = "arxiv-all"
 categories = {archives}
 url = "{feed_url}"
 
-[email]
-from = "paperbell <papers@paperbell.example>"
-host = "127.0.0.1"
-port = {smtp_port}
-security = "none"
-timeout = 5
-
+{email}
 [[subscribers]]
 name = "ada"
 email = "ada@lab.example"
@@ -58,10 +54,9 @@ class World:
     config: Path
     feed: FeedServer
     sink: SinkHandler
-    runner: CliRunner
 
     def run(self, *args: str) -> Result:
-        return self.runner.invoke(main, [*args, "-c", str(self.config)])
+        return invoke(*args, config=self.config)
 
 
 @pytest.fixture
@@ -74,10 +69,10 @@ def world(tmp_path: Path, database_url: str, full_feed_bytes: bytes) -> Iterator
                 database_url=database_url,
                 archives=ARCHIVES,
                 feed_url=feed.url("/rss/all"),
-                smtp_port=port,
+                email=toml_table("email", sink_email(port, timeout=5)),
             )
         )
-        yield World(config, feed, sink, CliRunner())
+        yield World(config, feed, sink)
 
 
 def by_recipient(sink: SinkHandler) -> dict[str, list[EmailMessage]]:
@@ -262,7 +257,7 @@ def test_bad_config_lists_problems_and_exits_2(tmp_path: Path) -> None:
     bad.write_text(
         'version = 1\n[[subscribers]]\nname = "x"\nemail = "nope"\nrules = ["ok", "\\"open"]\n'
     )
-    result = CliRunner().invoke(main, ["check-config", "-c", str(bad)])
+    result = invoke("check-config", config=bad)
     assert result.exit_code == 2
     assert "subscribers[0].email:" in result.output
     assert "subscribers[0].rules[1]:" in result.output

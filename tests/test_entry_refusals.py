@@ -19,14 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
-from commands import run
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from servers import slack_config
-from test_pages import Site, site  # noqa: F401  (the pages on loopback, a fixture)
+from support.cli import invoke, run
+from support.config import slack_config
+from support.pages import Site
 
-from bot.cli import main
 from bot.core.errors import RuleError
 from bot.demo.slack_standin import SlackStandIn
 from bot.match.matcher import Matcher
@@ -154,7 +152,7 @@ def test_subscribe_answers_any_rule_with_success_or_a_clear_refusal(
     zone_args = ["--timezone", zone] if zone else []
     email = f"{name}@example.org"
     args = ["subscribe", "-c", str(config), *zone_args, "--email", email, name, "--", rule]
-    result = CliRunner().invoke(main, args)
+    result = invoke(*args)
     assert result.exit_code in (0, 2), (result.output, result.exception)
     assert "Traceback" not in result.output
     if result.exit_code == 2:
@@ -248,7 +246,7 @@ def test_an_unknown_time_zone_from_slack_is_ignored(database_url: str) -> None:
 
 
 def test_the_manage_page_refuses_a_nul_rule_and_an_absurd_time_zone_with_400(
-    site: Site,  # noqa: F811
+    site: Site,
 ) -> None:
     path = site.link("manage", "ada")
     for rule in ("robot\x00arm", "robot\x1b[2J"):
@@ -264,7 +262,7 @@ def test_the_manage_page_refuses_a_nul_rule_and_an_absurd_time_zone_with_400(
     assert site.subscriber("ada").schedule.timezone == "UTC"
 
 
-def test_the_manage_page_caps_the_rules(site: Site) -> None:  # noqa: F811
+def test_the_manage_page_caps_the_rules(site: Site) -> None:
     site.config.digest.max_rules = 3
     path = site.link("manage", "ada")
     assert site.post(path + "/add", {"rule": "third"}, page=path).status_code == 303
@@ -276,7 +274,7 @@ def test_the_manage_page_caps_the_rules(site: Site) -> None:  # noqa: F811
         site.store.subscribers.add_rule("ada", "fourth", now=site.clock(), max_rules=3)
 
 
-def test_the_sign_up_page_refuses_control_characters_with_400(site: Site) -> None:  # noqa: F811
+def test_the_sign_up_page_refuses_control_characters_with_400(site: Site) -> None:
     for email, rule in (("new@lab.example", "robot\x00arm"), ("n\x00w@lab.example", "robot")):
         answer = site.post("/subscribe", {"email": email, "rule": rule})
         assert answer.status_code == 400, answer.text
@@ -299,7 +297,7 @@ def no_matching(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_a_manage_page_view_reads_counts_made_at_digest_time_and_matches_nothing(
-    site: Site,  # noqa: F811
+    site: Site,
     no_matching: list[int],
 ) -> None:
     rules = [f"topic{n} OR robot{n}" for n in range(48)]
@@ -330,7 +328,7 @@ def test_a_manage_page_view_reads_counts_made_at_digest_time_and_matches_nothing
     assert "Not counted yet" not in page.text and "(counted on 29 Nov 2024)" in page.text
 
 
-def test_counts_reuse_the_digests_matches_when_they_cover_the_week(site: Site) -> None:  # noqa: F811
+def test_counts_reuse_the_digests_matches_when_they_cover_the_week(site: Site) -> None:
     ada = site.subscriber("ada")
     parsed = [(ada, [parse_rule(text) for text in ada.rules])]
     assert refresh_rule_counts(site.store, parsed, now=site.clock()) == 1
@@ -352,7 +350,7 @@ def test_counts_reuse_the_digests_matches_when_they_cover_the_week(site: Site) -
     assert all(c.counted_at == later for c in shared.values())
 
 
-def test_a_burst_of_rule_checks_is_throttled_with_429(site: Site) -> None:  # noqa: F811
+def test_a_burst_of_rule_checks_is_throttled_with_429(site: Site) -> None:
     answers = [
         site.http.post("/rules/check", data={"rule": f"robot{n}"}).status_code for n in range(40)
     ]

@@ -10,7 +10,7 @@ import asyncio
 from datetime import UTC, datetime
 
 import pytest
-from servers import Route, feed_server
+from support.servers import Route, feed_server
 
 from bot.config import parse_config
 from bot.pipeline import poll

@@ -8,46 +8,27 @@ test goes through a real `make_client()` to a real HTTP server on loopback.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import http.server
-import threading
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import httpx
 import pytest
+from support.clock import FakeTime
+from support.paths import FIXTURES, FULL_FEED
+from support.servers import Route, etag_of, feed_server, header
 
 from bot import USER_AGENT
 from bot.core.errors import SourceError
 from bot.sources import FetchResult, FetchState
 from bot.sources.http import PoliteFetcher, make_client
 
-FIXTURES = Path(__file__).parent / "fixtures"
-FULL = FIXTURES / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
 ERROR_FEED = FIXTURES / "arxiv_rss" / "edge_error-feed_bad-archive-astroph_2024-11-28.xml"
 URL = "https://rss.arxiv.org/rss/cs.LG"
 
 Handler = Callable[[httpx.Request], Awaitable[httpx.Response]]
-
-
-class FakeTime:
-    """A monotonic clock whose sleep moves time forward at once and records the delay."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0)
 
 
 class Recorder:
@@ -378,70 +359,30 @@ def test_make_client_defaults() -> None:
 # -- a real server on loopback ------------------------------------------------------------
 
 
-class FeedHandler(http.server.BaseHTTPRequestHandler):
-    """Serves the real full feed with an ETag; answers 304 to a matching If-None-Match."""
+def test_real_server_conditional_get() -> None:
+    body = FULL_FEED.read_bytes()
+    with feed_server() as server:
+        server.routes["/rss/astro-ph+cs"] = Route(body)
+        url = server.url("/rss/astro-ph+cs")
 
-    body = FULL.read_bytes()
-    etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
-    seen: ClassVar[list[tuple[float, str, str]]] = []  # (monotonic time, User-Agent, If-None-Match)
+        async def main() -> tuple[FetchResult, FetchResult]:
+            async with make_client(timeout=10) as client:
+                fetcher = PoliteFetcher(client, min_interval=0.2)
+                first = await fetcher.get(url, FetchState(), source="all")
+                state = FetchState(etag=first.etag, last_modified=first.last_modified)
+                second = await fetcher.get(url, state, source="all")
+                return first, second
 
-    def do_GET(self) -> None:
-        self.seen.append(
-            (
-                time.monotonic(),
-                self.headers.get("User-Agent", ""),
-                self.headers.get("If-None-Match", ""),
-            )
-        )
-        if self.headers.get("If-None-Match") == self.etag:
-            self.send_response(304)
-            self.send_header("ETag", self.etag)
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "application/rss+xml; charset=utf-8")
-        self.send_header("Content-Length", str(len(self.body)))
-        self.send_header("ETag", self.etag)
-        self.end_headers()
-        self.wfile.write(self.body)
+        first, second = asyncio.run(main())
+    assert first.status == 200 and first.body == body
+    assert first.etag == etag_of(body)
+    assert second.not_modified and second.body is None and second.etag == etag_of(body)
 
-    def log_message(self, format: str, *args: object) -> None:  # keep test output clean
-        pass
-
-
-@pytest.fixture
-def feed_server() -> Iterator[str]:
-    FeedHandler.seen = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FeedHandler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        host, port = server.server_address[:2]
-        yield f"http://{host!s}:{port}/rss/astro-ph+cs"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-
-
-def test_real_server_conditional_get(feed_server: str) -> None:
-    async def main() -> tuple[FetchResult, FetchResult]:
-        async with make_client(timeout=10) as client:
-            fetcher = PoliteFetcher(client, min_interval=0.2)
-            first = await fetcher.get(feed_server, FetchState(), source="all")
-            state = FetchState(etag=first.etag, last_modified=first.last_modified)
-            second = await fetcher.get(feed_server, state, source="all")
-            return first, second
-
-    first, second = asyncio.run(main())
-    assert first.status == 200 and first.body == FeedHandler.body
-    assert first.etag == FeedHandler.etag
-    assert second.not_modified and second.body is None and second.etag == FeedHandler.etag
-
-    (t1, agent1, match1), (t2, agent2, match2) = FeedHandler.seen
-    assert agent1 == agent2 == USER_AGENT
-    assert (match1, match2) == ("", FeedHandler.etag)
+    (_, headers1), (_, headers2) = server.requests
+    assert header(headers1, "User-Agent") == header(headers2, "User-Agent") == USER_AGENT
+    assert header(headers1, "If-None-Match") is None
+    assert header(headers2, "If-None-Match") == etag_of(body)
     # min_interval between request starts; the server sees the first one late by the time
     # its new connection takes (5-20 ms, more on a busy machine), the second one at once.
+    t1, t2 = server.times
     assert t2 - t1 >= 0.15

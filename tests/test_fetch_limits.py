@@ -2,7 +2,7 @@
 stops at the request's deadline, neither is retried, and neither stops the other sources.
 A daemon tick that outlives its deadline makes /healthz answer 503.
 
-Real parts: `hostile_server` (tests/servers.py) is a raw HTTP server on loopback in the
+Real parts: `hostile_server` (tests/support/servers.py) is a raw HTTP server on loopback in the
 test's loop, sending what a polite server never sends; the good source is the loopback
 FeedServer with a real arXiv listing; the store is a real SQLite file; the fetcher goes
 through a real `make_client()`.
@@ -23,7 +23,8 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from servers import Clock, HostileServer, Route, feed_server, hostile_server
+from support.clock import Clock
+from support.servers import HostileServer, Route, feed_server, hostile_server
 
 from bot.config import parse_config
 from bot.core.errors import ConfigError, SourceError
@@ -121,7 +122,7 @@ def test_a_redirect_whose_body_never_ends_is_not_read() -> None:
 
 
 def test_a_body_at_the_cap_is_read_whole() -> None:
-    from servers import FEED_ONE_ITEM
+    from support.servers import FEED_ONE_ITEM
 
     size = len(FEED_ONE_ITEM)
     _, outcome, _ = fetch("/feed", limits=FetchLimits(max_body=size))

@@ -1,17 +1,17 @@
 """Fetching the huggingface, arxiv_query and feed sources from a real HTTP server on loopback.
 
-Each test runs a real `PoliteFetcher` over a real `make_client()` against `servers.feed_server()`
-serving the real payloads in tests/fixtures/, and checks what each request asked for (path,
-query string, headers) and when it came. Time is controlled: the fetcher's clock and sleep are
-a `FakeTime` whose sleep moves the clock at once, and the server records arrivals by that same
-clock, so spacing, Retry-After and backoff are asserted exactly and no test waits.
+Each test runs a real `PoliteFetcher` over a real `make_client()` against
+`support.servers.feed_server()` serving the real payloads in tests/fixtures/, and checks what
+each request asked for (path, query string, headers) and when it came. Time is controlled:
+the fetcher's clock and sleep are a `FakeTime` whose sleep moves the clock at once, and the
+server records arrivals by that same clock, so spacing, Retry-After and backoff are asserted
+exactly and no test waits.
 No mock of httpx, no network beyond 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -21,7 +21,9 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from servers import FeedServer, Route, feed_server
+from support.clock import FakeTime
+from support.paths import FIXTURES
+from support.servers import FeedServer, Route, etag_of, feed_server, header
 
 from bot import USER_AGENT
 from bot.core.errors import FeedErrorResponse, FeedFormatError, SourceError
@@ -31,7 +33,6 @@ from bot.sources.feed import FeedSource
 from bot.sources.http import PoliteFetcher, make_client
 from bot.sources.huggingface import HuggingFaceSource
 
-FIXTURES = Path(__file__).parent / "fixtures"
 HF_DIR = FIXTURES / "hf_daily_papers"
 API_DIR = FIXTURES / "arxiv_api"
 FEEDS_DIR = FIXTURES / "feeds"
@@ -40,22 +41,6 @@ T = TypeVar("T")
 
 
 # -- a controlled clock shared by the fetcher and the server ---------------------------------
-
-
-class FakeTime:
-    """A monotonic clock whose sleep moves time forward at once and records the delay."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0)
 
 
 def controlled(server: FeedServer) -> FakeTime:
@@ -78,11 +63,6 @@ def fetch_with(fake: FakeTime, calls: Callable[[PoliteFetcher], Awaitable[T]], *
     return asyncio.run(main())
 
 
-def header(headers: dict[str, str], name: str) -> str | None:
-    """A request header by name, whatever its case on the wire."""
-    return {key.lower(): value for key, value in headers.items()}.get(name.lower())
-
-
 def paths(server: FeedServer) -> list[str]:
     return [path for path, _ in server.requests]
 
@@ -90,11 +70,6 @@ def paths(server: FeedServer) -> list[str]:
 def gaps(server: FeedServer) -> list[float]:
     """Seconds between the arrivals of consecutive requests, by the controlled clock."""
     return [later - earlier for earlier, later in zip(server.times, server.times[1:], strict=False)]
-
-
-def etag_of(body: bytes) -> str:
-    """The ETag `servers.feed_server` gives a body."""
-    return '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
 
 
 # -- Hugging Face Daily Papers ------------------------------------------------------------------

@@ -21,11 +21,22 @@ from typing import Any
 
 import httpx
 import pytest
-from click.testing import CliRunner
-from servers import Route, feed_server
+from support.cli import invoke
+from support.hostile import (
+    ARXIV_KEPT,
+    ARXIV_LEFT_OUT,
+    HF_DAY,
+    HF_KEPT,
+    HF_LEFT_OUT,
+    hostile_day,
+    hostile_hf_day,
+    long_fields_item,
+    with_items,
+)
+from support.paths import FIXTURES, FULL_FEED
+from support.servers import Route, feed_server
 
 from bot import pipeline
-from bot.cli import main
 from bot.config import load_config
 from bot.core.errors import FeedFormatError, SourceError
 from bot.core.models import ARXIV_ID_RE, Paper, split_arxiv_id
@@ -40,24 +51,8 @@ from bot.sources.http import PoliteFetcher
 from bot.sources.huggingface import HuggingFaceSource, parse_daily_papers
 from bot.store import Store
 
-FIXTURES = Path(__file__).parent / "fixtures"
-HOSTILE = FIXTURES / "hostile"
-DAY = FIXTURES / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
-HF_DAY = FIXTURES / "hf_daily_papers" / "hf_daily_papers_2026-08-21.json"
 API_PAGE = FIXTURES / "arxiv_api" / "api2026_search_cat-math.NT-OR-math.AG_max5_2026-06-29.xml"
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
-
-# What the hostile files hold: kept (cleaned) and left out.
-ARXIV_KEPT = {"2411.90001", "2411.90002", "2411.90004", "2411.90006"}
-ARXIV_LEFT_OUT = {"2411.90003", "2411.90005"}
-HF_KEPT = {"2411.90101", "2411.90102", "2411.90104", "2411.90105"}
-HF_LEFT_OUT = 5
-
-
-def with_items(body: bytes, items: bytes) -> bytes:
-    """A real feed with `items` inserted before its `</channel>` (or `</feed>`)."""
-    end = body.rindex(b"</channel>") if b"</channel>" in body else body.rindex(b"</feed>")
-    return body[:end] + items + body[end:]
 
 
 def first_item(body: bytes) -> bytes:
@@ -65,19 +60,11 @@ def first_item(body: bytes) -> bytes:
     return body[start : body.index(b"</item>", start) + len(b"</item>")]
 
 
-def hostile_day() -> bytes:
-    return with_items(DAY.read_bytes(), (HOSTILE / "arxiv_items.xml").read_bytes())
-
-
-def hostile_hf_day() -> bytes:
-    items = json.loads(HF_DAY.read_bytes())
-    hostile = (HOSTILE / "hf_items.json").read_bytes()
-    return json.dumps(items)[:-1].encode() + b", " + hostile.strip()[1:]
-
-
 @pytest.fixture(scope="module")
 def good_papers() -> dict[str, Paper]:
-    return {paper.id: paper for paper in parse_listing(DAY.read_bytes(), source="arxiv").papers}
+    return {
+        paper.id: paper for paper in parse_listing(FULL_FEED.read_bytes(), source="arxiv").papers
+    }
 
 
 @pytest.fixture(scope="module")
@@ -116,16 +103,16 @@ def test_a_character_reference_to_no_character_becomes_a_replacement_character(
 
 
 def test_a_raw_nul_in_one_item_is_stripped_and_the_feed_still_parses() -> None:
-    item = first_item(DAY.read_bytes()).replace(b"2411.17700", b"2411.90010")
+    item = first_item(FULL_FEED.read_bytes()).replace(b"2411.17700", b"2411.90010")
     item = item.replace(b"<title>Exploring", b"<title>Exp\x00loring\x0b")
-    parsed = parse_listing(with_items(DAY.read_bytes(), item))
+    parsed = parse_listing(with_items(FULL_FEED.read_bytes(), item))
     (paper,) = [p for p in parsed.papers if p.id == "2411.90010"]
     assert paper.title.startswith("Exploring the Impact")
     assert len(parsed.papers) == 1505
 
 
 def test_a_year_one_channel_date_is_no_date() -> None:
-    body = DAY.read_bytes().replace(
+    body = FULL_FEED.read_bytes().replace(
         b"<pubDate>Thu, 28 Nov 2024 00:00:00 -0500</pubDate>\n    <skipDays>",
         b"<pubDate>Mon, 01 Jan 0001 00:00:00 +0000</pubDate>\n    <skipDays>",
     )
@@ -292,26 +279,12 @@ def test_arxiv_id_regex_is_linear() -> None:
     assert split_arxiv_id("https://arxiv.org/abs/math.GT/0309136") == ("math.GT/0309136", None)
 
 
-def long_fields_item(size: int) -> bytes:
-    """The day's first item with a new id and each field `size` characters long."""
-    run = "a" * size
-    return (
-        "<item>"
-        f"<title>{run}</title><link>https://arxiv.org/abs/{run}</link>"
-        f"<description>arXiv:2411.90020v1 Announce Type: new \nAbstract: {run}</description>"
-        f'<guid isPermaLink="false">oai:arXiv.org:{run}</guid>'
-        f"<category>{run}</category><dc:creator>{run}</dc:creator>"
-        f"<author>{run}</author><arxiv:announce_type>new</arxiv:announce_type>"
-        "</item>"
-    ).encode()
-
-
 @pytest.mark.parametrize("parse", [parse_listing, parse_feed])
 def test_100000_character_fields_parse_in_under_a_second(parse: Any) -> None:
     """feedparser's author e-mail regex took 0.3 s on a 10,000-character author (~30 s at
     100,000) and ARXIV_ID_RE 14.7 s on a 40,000-character guid."""
     empty = (FIXTURES / "arxiv_rss" / "edge_empty-feed_test-archive_2024-11-28.xml").read_bytes()
-    body = with_items(empty, long_fields_item(100_000) + first_item(DAY.read_bytes()))
+    body = with_items(empty, long_fields_item(100_000) + first_item(FULL_FEED.read_bytes()))
     started = time.perf_counter()
     parsed = parse(body)
     assert time.perf_counter() - started < 1.0
@@ -463,7 +436,7 @@ def test_a_large_feed_parses_while_the_event_loop_keeps_ticking() -> None:
             return super().parse(body, status=status)
 
     with feed_server() as server:
-        server.routes["/rss/cs"] = Route(DAY.read_bytes())
+        server.routes["/rss/cs"] = Route(FULL_FEED.read_bytes())
         source = SlowListing("arxiv", categories=["cs"], url=server.url("/rss/cs"))
         harvest = asyncio.run(_harvest_beside_ticker(source, blocking, server.url("/rss/cs")))
     assert len(harvest.papers) == 1504
@@ -566,7 +539,7 @@ def test_a_poll_of_a_real_day_with_hostile_items_stores_every_good_paper(
             assert states["broken"].last_result == "error"
             assert "received HTML" in (states["broken"].last_error or "")
 
-        status = CliRunner().invoke(main, ["status", "-c", str(path)])
+        status = invoke("status", config=path)
         assert status.exit_code == 0, status.output
         lines = status.output.splitlines()
         header = lines[0]

@@ -25,9 +25,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from commands import run
-from servers import HostileServer, Route, feed_server, hostile_server, smtp_sink
-from test_hostile import (
+from support.cli import run
+from support.config import sink_email, toml_table
+from support.hostile import (
     ARXIV_KEPT,
     ARXIV_LEFT_OUT,
     HF_KEPT,
@@ -36,14 +36,14 @@ from test_hostile import (
     long_fields_item,
     with_items,
 )
+from support.paths import FIXTURES, FULL_FEED
+from support.servers import HostileServer, Route, feed_server, hostile_server, smtp_sink
 
 from bot.sources.arxiv import parse_listing
 from bot.store import Store
 
 pytestmark = pytest.mark.database
 
-FIXTURES = Path(__file__).parent / "fixtures"
-DAY = FIXTURES / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
 JOURNAL = FIXTURES / "feeds" / "tandf_zoology-middle-east_tzme20_2021-12-21.xml"
 JOURNAL_LINK = (
     b"<link>https://www.tandfonline.com/doi/full/10.1080/09397140.2021.1992835?af=R</link>"
@@ -82,13 +82,7 @@ kind = "feed"
 name = "drip"
 url = "{hostile}/drip"
 
-[email]
-from = "paperbell <papers@paperbell.example>"
-host = "127.0.0.1"
-port = {smtp_port}
-security = "none"
-timeout = 10
-
+{email}
 [[subscribers]]
 name = "ada"
 email = "ada@lab.example"
@@ -121,7 +115,7 @@ def hostile_hf() -> bytes:
 
 @contextmanager
 def hostile_in_a_thread() -> Iterator[HostileServer]:
-    """tests/servers.py's hostile server, in a loop of its own (the poll is another process)."""
+    """support.servers' hostile server, in a loop of its own (the poll is another process)."""
     ready = threading.Event()
     stop: list[Any] = []
     box: list[HostileServer] = []
@@ -146,7 +140,7 @@ def hostile_in_a_thread() -> Iterator[HostileServer]:
 
 
 def test_a_hostile_day_with_default_settings(tmp_path: Path, database_url: str) -> None:
-    good = {p.id for p in parse_listing(DAY.read_bytes(), source="arxiv").papers}
+    good = {p.id for p in parse_listing(FULL_FEED.read_bytes(), source="arxiv").papers}
     journal = JOURNAL.read_bytes()
     assert JOURNAL_LINK in journal
     journal = journal.replace(JOURNAL_LINK, b"<link>javascript:alert(document.cookie)</link>")
@@ -165,7 +159,7 @@ def test_a_hostile_day_with_default_settings(tmp_path: Path, database_url: str) 
                 database_url=database_url,
                 base=feeds.url("").rstrip("/"),
                 hostile=hostile.url("").rstrip("/"),
-                smtp_port=port,
+                email=toml_table("email", sink_email(port, timeout=10)),
             )
         )
 

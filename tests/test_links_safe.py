@@ -4,7 +4,7 @@ through feed links).
 The papers are built directly, with a `javascript:` link and a `data:` code repository, as
 if a source had let them through: the renderers are safe on their own. Emails are built and
 parsed back, Slack messages built as posted, the manage page served over HTTP (uvicorn on
-loopback, tests/test_pages.py's site), `paperbell try`'s lines rendered.
+loopback, the `site` fixture), `paperbell try`'s lines rendered.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import httpx
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from servers import web_server
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
-from test_pages import START, Site, site  # noqa: F401 -- `site` is a fixture
+from support.pages import START, Site
+from support.servers import web_server
 
 from bot.core.links import web_url
 from bot.core.models import Digest, DigestGroup, DigestItem, Paper, Subscriber
@@ -206,7 +206,7 @@ def test_paperbell_try_prints_no_terminal_escape_from_a_feed() -> None:
     assert "Robot \ufffd[2J\ufffd[31mlearning\ufffd" in printed
 
 
-def test_the_manage_page_links_no_script_from_a_feed(site: Site, caplog: Any) -> None:  # noqa: F811
+def test_the_manage_page_links_no_script_from_a_feed(site: Site, caplog: Any) -> None:
     hostile = Paper(
         id="url:javascript:alert(1)",
         version=1,
@@ -233,7 +233,7 @@ def test_the_manage_page_links_no_script_from_a_feed(site: Site, caplog: Any) ->
     assert "dropped the link" in caplog.text or "left out" in caplog.text
 
 
-def test_every_response_carries_the_security_headers(site: Site) -> None:  # noqa: F811
+def test_every_response_carries_the_security_headers(site: Site) -> None:
     for response in (
         site.http.get(site.link("manage", "ada")),
         site.http.get("/manage/forged.token"),
@@ -269,7 +269,7 @@ def test_hsts_only_when_the_public_url_is_https() -> None:
         assert response.headers.get("strict-transport-security") == expected, public_url
 
 
-def test_no_page_has_inline_script_or_event_handlers(site: Site) -> None:  # noqa: F811
+def test_no_page_has_inline_script_or_event_handlers(site: Site) -> None:
     """What the policy would block must not be needed: every script is a file."""
     for path in (site.link("manage", "ada"), "/subscribe", site.link("unsubscribe", "ada")):
         page = site.http.get(path).text

@@ -13,11 +13,11 @@ import gc
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cache
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.paths import FULL_FEED
 
 from bot.core.errors import RuleError
 from bot.core.models import Hit, Paper
@@ -38,9 +38,6 @@ from bot.rules import (
 )
 from bot.sources.arxiv import parse_listing
 
-FULL_FEED = (
-    Path(__file__).parent / "fixtures" / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
-)
 SAMPLE = 200  # papers of the real feed the property runs on
 
 

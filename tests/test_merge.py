@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, date, datetime
-from pathlib import Path
 
 import pytest
+from support.paths import FIXTURES
 
 from bot.core.merge import ARXIV_API, ARXIV_LISTING, FEED, HUGGINGFACE, merge_paper
 from bot.core.models import Paper
@@ -25,7 +25,6 @@ from bot.store import Store
 
 pytestmark = pytest.mark.database
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
-FIXTURES = Path(__file__).parent / "fixtures"
 HF_DAY = FIXTURES / "hf_daily_papers" / "hf_daily_papers_2026-08-21.json"
 TANDF = FIXTURES / "feeds" / "tandf_zoology-middle-east_tzme20_2021-12-21.xml"
 

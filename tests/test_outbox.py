@@ -14,15 +14,16 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
-from commands import start
-from servers import smtp_sink
 from sqlalchemy import Engine, create_engine, make_url
+from support.cli import start
+from support.clock import Clock
+from support.config import sink_email, toml_table
+from support.servers import smtp_sink
 
 from bot.channels import Channel
 from bot.channels.email import EmailChannel, SmtpSettings
@@ -36,14 +37,6 @@ from bot.store import Store, normalize_url, utcnow
 pytestmark = pytest.mark.database
 
 T0 = datetime(2026, 11, 23, 7, 0, tzinfo=UTC)
-
-
-@dataclass
-class Clock:
-    now: datetime = T0
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def message(to: str, subject: str) -> bytes:
@@ -114,7 +107,7 @@ def test_greylisting_451_is_retried_later_and_delivered_once(
 ) -> None:
     ada = subscribe(store, "ada")
     queue(store, ada, full_feed_papers[:2], period="p1")
-    clock = Clock()
+    clock = Clock(T0)
     policy = RetryPolicy(first_delay=timedelta(minutes=2))
     with smtp_sink() as (sink, port):
         sink.transient["ada@lab.example"] = 1
@@ -142,7 +135,7 @@ def test_a_connection_dropped_mid_data_is_sent_again(
     queue(store, bob, full_feed_papers[:2], period="p1")
     with smtp_sink() as (sink, port):
         sink.drop_data = 1
-        done = asyncio.run(drain(store, channel(port), clock=Clock()))
+        done = asyncio.run(drain(store, channel(port), clock=Clock(T0)))
     assert sorted(a.status for a in done) == ["sent", "sent"]
     assert sorted(m["Subject"] for m in sink.messages) == ["ada-p1", "bob-p1"]
 
@@ -151,7 +144,7 @@ def test_550_fails_gives_the_papers_back_and_pauses_a_bouncing_address(
     store: Store, full_feed_papers: tuple[Paper, ...]
 ) -> None:
     ada, bob = subscribe(store, "ada"), subscribe(store, "bob")
-    clock = Clock()
+    clock = Clock(T0)
     with smtp_sink() as (sink, port):
         sink.refuse["ada@lab.example"] = "550 5.1.1 no such mailbox"
         for day in range(3):
@@ -183,7 +176,7 @@ def test_transient_failures_give_up_after_the_limit(
 ) -> None:
     ada = subscribe(store, "ada")
     queue(store, ada, full_feed_papers[:1], period="p1")
-    clock = Clock()
+    clock = Clock(T0)
     policy = RetryPolicy(max_attempts=3)
     with smtp_sink() as (sink, port):
         sink.transient["ada@lab.example"] = 10
@@ -317,7 +310,7 @@ def test_a_worker_that_lost_its_lease_stops_its_batch(
     """The worker stalled past its lease and another took its records: it sends none of
     them; the other worker sends each once."""
     queue_many(store, full_feed_papers, 5, now=T0)
-    clock = Clock()
+    clock = Clock(T0)
     policy = RetryPolicy(lease=timedelta(minutes=5))
     taken: list[int] = []
 
@@ -354,7 +347,7 @@ def test_a_database_outage_mid_batch_sends_at_most_one_digest_twice(
     cannot be recorded, so the batch stops there; once the database is back, the rest go
     out and only the third arrives twice."""
     queue_many(store, full_feed_papers, 6, now=T0)
-    clock = Clock()
+    clock = Clock(T0)
     alive, dead = store.database.engine, dead_database(database_url, tmp_path)
 
     def outage(_: EmailMessage) -> None:
@@ -418,8 +411,7 @@ def test_paperbell_digest_beside_the_daemons_worker_sends_each_digest_once(
         config.write_text(
             f'version = 1\n[database]\nurl = "{database_url}"\n'
             f"[delivery]\nlease_seconds = 1\nbatch = {subscribers}\n"
-            '[email]\nfrom = "papers@paperbell.example"\nhost = "127.0.0.1"\n'
-            f'port = {port}\nsecurity = "none"\ntimeout = 10\n'
+            + toml_table("email", sink_email(port, sender="papers@paperbell.example", timeout=10))
             + "".join(
                 f'[[subscribers]]\nname = "s{i:02d}"\nemail = "s{i:02d}@lab.example"\n'
                 f'rules = ["{words[i % len(words)]}"]\nmax_papers = 3\n'

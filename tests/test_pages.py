@@ -6,105 +6,15 @@ sign-up, and refusals: forged, expired, cross-purpose and stale tokens, forged f
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import Iterator
-from datetime import UTC, datetime
 from email.message import EmailMessage
-from typing import Any
 
 import httpx
 import pytest
-from servers import Clock, SinkHandler, smtp_sink, web_config, web_server
-
-from bot.config import Config
-from bot.demo import bundled_papers
-from bot.pipeline import DeliveryRequest, build_channels, deliver
-from bot.store import Store
-from bot.web.app import create_app
-from bot.web.pages import build_pages
+from support.pages import SITE, START, Site
+from support.servers import SinkHandler
 
 pytestmark = pytest.mark.database
-
-START = datetime(2024, 11, 28, 15, 0, tzinfo=UTC)
-SITE = "https://papers.lab.example"
-
-
-class Site:
-    """The app on loopback, its store, its clock, and the mail it sent."""
-
-    def __init__(self, config: Config, store: Store, clock: Clock, base: str, sink: SinkHandler):
-        self.config, self.store, self.clock, self.base, self.sink = config, store, clock, base, sink
-        self.http = httpx.Client(base_url=base, follow_redirects=False, timeout=10)
-
-    def local(self, url: str) -> str:
-        """A link from an email, pointed at the app on loopback."""
-        assert url.startswith(SITE + "/"), url
-        return url[len(SITE) :]
-
-    def link(self, purpose: str, name: str) -> str:
-        sub = self.subscriber(name)
-        signer = self.config.web.link_signer()
-        assert signer is not None and sub.id is not None
-        return self.local(signer.url(purpose, sub, now=self.clock()))  # type: ignore[arg-type]
-
-    def subscriber(self, name: str) -> Any:
-        everyone = self.store.subscribers.all(
-            self.config.declared_subscribers(), include_inactive=True
-        )
-        return next(s for s in everyone if s.name == name)
-
-    def csrf(self, path: str) -> str:
-        """Open a page (which sets the cookie) and read its form's token."""
-        page = self.http.get(path)
-        found = re.search(r'name="csrf" value="([^"]+)"', page.text)
-        assert found, page.text
-        return found.group(1)
-
-    def post(self, path: str, data: dict[str, str], *, page: str | None = None) -> httpx.Response:
-        token = self.csrf(page or path.rsplit("/", 1)[0] or path)
-        return self.http.post(path, data={**data, "csrf": token})
-
-    def deliver(self) -> list[Any]:
-        return asyncio.run(
-            deliver(
-                self.config,
-                self.store,
-                build_channels(self.config),
-                DeliveryRequest(since=START.date()),
-                now=self.clock(),
-                clock=self.clock,
-            )
-        )
-
-
-@pytest.fixture
-def site(database_url: str) -> Iterator[Site]:
-    with smtp_sink() as (sink, port):
-        config = web_config(
-            database_url,
-            port,
-            subscribers=[
-                {"name": "lab", "email": "lab@lab.example", "rules": ['"diffusion policy"']}
-            ],
-            web={"signup": True, "signup_domains": ["lab.example"]},
-        )
-        store = Store.open(config.database_url())
-        clock = Clock(START)
-        store.papers.upsert(bundled_papers(), now=START)
-        store.subscribers.add(
-            "ada",
-            email="ada@lab.example",
-            rules=['"large language models" reasoning', "robot cat:cs.RO"],
-            now=START,
-        )
-        channels = build_channels(config)
-        pages = build_pages(config, store, channels, clock=clock)
-        with web_server(create_app(routes=pages or [])) as base:
-            site = Site(config, store, clock, base, sink)
-            yield site
-            site.http.close()
-        store.close()
 
 
 def mail_to(sink: SinkHandler, address: str) -> list[EmailMessage]:

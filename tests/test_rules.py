@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
+from support.paths import FULL_FEED
 
 from bot import rules
 from bot.core.errors import RuleError
@@ -59,8 +60,6 @@ from bot.rules import (
     tokenize,
 )
 from bot.sources.arxiv import parse_listing
-
-FEED = Path(__file__).parent / "fixtures" / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
 
 
 def make_paper(
@@ -1510,7 +1509,7 @@ def test_evaluate_agrees_with_boolean_logic(node: Node, text: PaperText) -> None
 
 @cache
 def feed() -> tuple[tuple[Paper, PaperText], ...]:
-    papers = parse_listing(FEED.read_bytes()).papers
+    papers = parse_listing(FULL_FEED.read_bytes()).papers
     return tuple((paper, analyze(paper)) for paper in papers)
 
 

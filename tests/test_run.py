@@ -16,8 +16,9 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from commands import run, start
-from servers import ArxivDays, Route, feed_server, smtp_sink
+from support.cli import run, start
+from support.config import sink_email, toml_table
+from support.servers import ArxivDays, Route, feed_server, smtp_sink
 
 from bot.core.calendar import ArxivCalendar
 from bot.demo import free_port
@@ -29,7 +30,7 @@ SPEED = 1800.0
 def config_head(feed_url: str, smtp_port: int, *, grace: int, web_port: int = 0) -> str:
     """A config up to its subscribers: the feed, the SMTP sink, a 60 s tick."""
     web = f"[web]\nport = {web_port}\n" if web_port else ""
-    return f"""
+    head = f"""
 version = 1
 [database]
 url = "sqlite:///paperbell.sqlite"
@@ -40,12 +41,10 @@ shutdown_grace_seconds = {grace}
 kind = "arxiv"
 categories = ["cs"]
 url = "{feed_url}"
-[email]
-from = "paperbell <papers@example.org>"
-host = "127.0.0.1"
-port = {smtp_port}
-security = "none"
 """
+    return head + toml_table(
+        "email", sink_email(smtp_port, sender="paperbell <papers@example.org>")
+    )
 
 
 def test_run_delivers_at_local_times(

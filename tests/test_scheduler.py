@@ -18,7 +18,10 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from servers import ArxivDays, FeedServer, Route, SinkHandler, feed_server, smtp_sink
+from support.clock import Clock
+from support.config import sink_email
+from support.paths import FIXTURES
+from support.servers import ArxivDays, FeedServer, Route, SinkHandler, feed_server, smtp_sink
 
 from bot.channels.email import EmailChannel
 from bot.config import parse_config
@@ -315,14 +318,6 @@ STEP = timedelta(minutes=15)
 
 
 @dataclass
-class Clock:
-    now: datetime
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@dataclass
 class World:
     """A daemon with its servers, its store and the clock that drives it."""
 
@@ -405,12 +400,7 @@ def world(tmp_path: Path, full_feed_bytes: bytes, fixtures_dir: Path) -> Iterato
                         }
                         for n in range(copies)
                     ],
-                    "email": {
-                        "from": "paperbell <papers@example.org>",
-                        "host": "127.0.0.1",
-                        "port": port,
-                        "security": "none",
-                    },
+                    "email": sink_email(port, sender="paperbell <papers@example.org>"),
                     "subscribers": subscribers,
                 },
                 environ={},
@@ -613,7 +603,7 @@ def test_a_failing_source_and_hostile_items_stop_no_digest(world: Any) -> None:
 
     from bot.web.app import create_app
 
-    hostile = (Path(__file__).parent / "fixtures" / "hostile" / "arxiv_items.xml").read_bytes()
+    hostile = (FIXTURES / "hostile" / "arxiv_items.xml").read_bytes()
 
     async def go() -> None:
         w = await world(at("2026-11-24T07:00"))  # 08:00 in Berlin: polls and sends

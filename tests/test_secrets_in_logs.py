@@ -1,6 +1,6 @@
 """No secret in any log line (issue 17, fault 9): at -vv, slack_sdk logs every request with
 its URL, and an incoming webhook's URL is its secret. The real `paperbell` command runs as
-a process (as in tests/commands.py) against the Slack stand-in, with every secret set.
+a process (as in tests/support/cli.py) against the Slack stand-in, with every secret set.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from commands import PAPERBELL, clean_env
+from support.cli import PAPERBELL, clean_env
 
 from bot.config import config_secrets, parse_config
 from bot.core.redact import MASK, SecretFilter
@@ -145,8 +145,8 @@ def test_the_configs_secrets_are_masked_in_messages_arguments_and_tracebacks() -
 def test_a_failed_poll_stores_and_shows_no_password_from_the_source_url(tmp_path: Path) -> None:
     """`status` printed `could not fetch http://user:PASSWORD@…` from the stored error (found
     in review); the logs were already masked."""
-    from commands import run
-    from servers import feed_server
+    from support.cli import run
+    from support.servers import feed_server
 
     with feed_server() as server:  # no route: every answer is a 404 naming the url
         url = server.url("/feed.xml").replace("http://", "http://reader:hunter2secret@")

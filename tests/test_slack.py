@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import slack_config
+from support.config import slack_config
 
 from bot.channels.slack import SlackChannel
 from bot.config import Config, parse_config

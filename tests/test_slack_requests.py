@@ -10,8 +10,6 @@ Slack signs them; commands reach the Slack stand-in.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import itertools
 import time
 from collections.abc import Iterator, Sequence
@@ -23,7 +21,9 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from servers import slack_config, web_server
+from support.config import slack_config
+from support.servers import web_server
+from support.slack import SIGNING_SECRET, signed
 
 from bot.demo.slack_standin import SlackStandIn
 from bot.pipeline import build_channels
@@ -34,7 +34,6 @@ from bot.web.app import create_app
 pytestmark = pytest.mark.database
 
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
-SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 ADA = "U07ADA123"
 TRIGGERS = itertools.count()
 OK = {200, 400, 401, 413}  # what any request may get: never a 5xx
@@ -46,17 +45,6 @@ def slack() -> Iterator[SlackStandIn]:
         standin.add_channel("C07ROBOTS", "robot-learning")
         standin.add_user(ADA, "ada", email="ada@lab.example", tz="Europe/London")
         yield standin
-
-
-def signed(body: bytes, *, secret: str = SECRET, at: float | None = None) -> dict[str, str]:
-    """Slack's v0 signature over the raw body: HMAC-SHA256 of `v0:{timestamp}:{body}`."""
-    stamp = str(int(at if at is not None else time.time()))
-    digest = hmac.new(secret.encode(), b"v0:" + stamp.encode() + b":" + body, hashlib.sha256)
-    return {
-        "X-Slack-Request-Timestamp": stamp,
-        "X-Slack-Signature": f"v0={digest.hexdigest()}",
-        "Content-Type": "application/x-www-form-urlencoded",
-    }
 
 
 def command(text: str, **fields: str) -> bytes:
@@ -110,7 +98,7 @@ def header_bytes(value: str) -> bytes:
 
 
 def slack_app(slack: SlackStandIn, store: Store, database_url: str) -> SlackApp:
-    config = slack_config(slack, database_url, [], signing_secret=SECRET)
+    config = slack_config(slack, database_url, [], signing_secret=SIGNING_SECRET)
     built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
     assert built is not None and built.http is not None
     return built
@@ -331,7 +319,7 @@ def test_a_timestamp_ahead_of_our_clock_is_remembered_until_it_goes_stale(
     clock = [start]
     store = Store.open(database_url) if with_store else None
     try:
-        checker = RequestChecker(SECRET, now=lambda: clock[0], store=store)
+        checker = RequestChecker(SIGNING_SECRET, now=lambda: clock[0], store=store)
         ahead = signed(b"text=help", at=start + 250)
         assert checker.check(b"text=help", ahead) is None
         for later in (1, 301, 549):
@@ -347,7 +335,7 @@ def test_a_timestamp_ahead_of_our_clock_is_remembered_until_it_goes_stale(
 
 
 def test_the_checker_refuses_without_raising() -> None:
-    checker = RequestChecker(SECRET, now=lambda: 1_732_795_200.0)
+    checker = RequestChecker(SIGNING_SECRET, now=lambda: 1_732_795_200.0)
     good = signed(b"text=help", at=1_732_795_200)
     assert checker.check(b"text=help", good) is None
     assert checker.check(b"text=help", good) == "replayed request"  # in memory, no store

@@ -5,8 +5,6 @@ app (uvicorn on loopback), with requests signed exactly as Slack signs them, and
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import itertools
 import json
 import re
@@ -22,7 +20,8 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 from aiohttp import WSMsgType, web
-from servers import slack_config
+from support.config import slack_config
+from support.slack import SIGNING_SECRET, signed
 
 from bot.config import Config
 from bot.core.models import Paper
@@ -42,7 +41,6 @@ from bot.web.app import create_app, make_server
 pytestmark = pytest.mark.database
 
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
-SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 ADA, BOSS, ROBOTS = "U07ADA123", "U07BOSS01", "C07ROBOTS"
 TRIGGERS = itertools.count(0x8088930838D88F008E0)
 
@@ -61,7 +59,7 @@ def slack() -> Iterator[SlackStandIn]:
 def make_config(
     slack: SlackStandIn, database_url: str, subscribers: list[dict[str, Any]] | None = None
 ) -> Config:
-    return slack_config(slack, database_url, subscribers or [], signing_secret=SECRET)
+    return slack_config(slack, database_url, subscribers or [], signing_secret=SIGNING_SECRET)
 
 
 def form(text: str, *, user: str = ADA, channel: str = ROBOTS, response: str = "r1") -> str:
@@ -82,17 +80,6 @@ def form(text: str, *, user: str = ADA, channel: str = ROBOTS, response: str = "
         "trigger_id": f"13345224609.738474920.{next(TRIGGERS):x}",  # unique per command
     }
     return urlencode(fields)
-
-
-def sign(body: str, *, secret: str = SECRET, at: float | None = None) -> dict[str, str]:
-    """Slack's v0 signature: HMAC-SHA256 of `v0:{timestamp}:{body}` with the signing secret."""
-    stamp = str(int(at if at is not None else time.time()))
-    digest = hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256)
-    return {
-        "X-Slack-Request-Timestamp": stamp,
-        "X-Slack-Signature": f"v0={digest.hexdigest()}",
-        "Content-Type": "application/x-www-form-urlencoded",
-    }
 
 
 @asynccontextmanager
@@ -126,7 +113,7 @@ class Session:
     async def say(self, text: str, *, user: str = ADA) -> dict[str, Any]:
         """The reply; for a slow command, the one that followed at response_url."""
         body = form(text, user=user).replace("RESPONSE", self.slack.root_url + "/response")
-        response = await self.client.post("/slack/commands", content=body, headers=sign(body))
+        response = await self.client.post("/slack/commands", content=body, headers=signed(body))
         assert response.status_code == 200, response.text
         reply = dict(response.json())
         if "Working on it" in reply["text"]:
@@ -234,15 +221,15 @@ def test_forged_unsigned_stale_replayed_and_oversized_requests_are_refused(
     async def scenario() -> list[tuple[int, str]]:
         async with serving(create_app(routes=slack_routes(built))) as client:
             s = Session(client, slack, built.responder)
-            good = sign(body)
+            good = signed(body)
             tries = [
-                await s.post(body, sign(body, secret="not-the-secret")),  # forged
+                await s.post(body, signed(body, secret="not-the-secret")),  # forged
                 await s.post(body, {"Content-Type": "application/x-www-form-urlencoded"}),
-                await s.post(body, sign(body, at=time.time() - 301)),  # stale
+                await s.post(body, signed(body, at=time.time() - 301)),  # stale
                 await s.post(body + "&text=pause", good),  # altered after signing
                 await s.post(body, good),  # the genuine request
                 await s.post(body, good),  # replayed
-                await s.post("text=" + "x" * 20_000, sign("text=" + "x" * 20_000)),
+                await s.post("text=" + "x" * 20_000, signed("text=" + "x" * 20_000)),
             ]
             return [(r.status_code, r.text) for r in tries]
 
@@ -274,7 +261,7 @@ def test_a_slow_command_is_acknowledged_at_once_and_answered_at_response_url(
         ) as client:
             body = form(text, response=response)
             body = body.replace("RESPONSE", slack.root_url + "/response")
-            answer = await client.post("/slack/commands", content=body, headers=sign(body))
+            answer = await client.post("/slack/commands", content=body, headers=signed(body))
             await responder.wait()
             return dict(answer.json())
 
@@ -421,7 +408,8 @@ def test_config_subscribers_are_found_and_the_last_rule_can_go(
 def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
     slack: SlackStandIn, database_url: str, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    from servers import WEB_SECRET, smtp_sink
+    from support.config import WEB_SECRET, sink_email
+    from support.servers import smtp_sink
 
     from bot.config import parse_config
     from bot.pipeline import DeliveryRequest, deliver
@@ -438,17 +426,12 @@ def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
                     "api_url": slack.base_url,
                     "post_interval_seconds": 0,
                 },
-                "email": {
-                    "from": "paperbell <digest@papers.lab.example>",
-                    "host": "127.0.0.1",
-                    "port": port,
-                    "security": "none",
-                },
+                "email": sink_email(port, sender="paperbell <digest@papers.lab.example>"),
                 "web": {"public_url": "https://papers.lab.example", "secret_key_env": "KEY"},
             },
             environ={
                 "SLACK_BOT_TOKEN": slack.token,
-                "SLACK_SIGNING_SECRET": SECRET,
+                "SLACK_SIGNING_SECRET": SIGNING_SECRET,
                 "KEY": WEB_SECRET,
             },
         )

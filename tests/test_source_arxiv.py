@@ -16,6 +16,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from support.paths import FIXTURES, FULL_FEED
 
 from bot.core.errors import (
     ConfigError,
@@ -29,10 +30,8 @@ from bot.sources import SOURCE_KINDS, FetchResult, FetchState, ParsedFeed, load_
 from bot.sources.arxiv import EMPTY_REASON, ArxivListingSource, parse_listing
 from bot.sources.feedtext import split_authors
 
-FIXTURES = Path(__file__).parent / "fixtures"
 RSS = FIXTURES / "arxiv_rss"
 ATOM = FIXTURES / "arxiv_rss_atom"
-FULL = RSS / "rss_all-archives-combined_2024-11-28.xml"
 ERROR_FEED = RSS / "edge_error-feed_bad-archive-astroph_2024-11-28.xml"
 EMPTY_RSS = RSS / "edge_empty-feed_test-archive_2024-11-28.xml"
 EMPTY_ATOM = ATOM / "edge_empty-feed_cs_2025-11-23-sunday.xml"
@@ -55,7 +54,7 @@ def closed_atom_sample() -> bytes:
 
 @pytest.fixture(scope="module")
 def full() -> ParsedFeed:
-    return parse_listing(FULL.read_bytes(), source="all", url="file://" + str(FULL))
+    return parse_listing(FULL_FEED.read_bytes(), source="all", url="file://" + str(FULL_FEED))
 
 
 @pytest.fixture(scope="module")
@@ -221,7 +220,7 @@ def test_many_authors_and_a_collaboration(by_id: dict[str, Paper]) -> None:
 
 def test_every_item_matches_an_independent_reading_of_the_xml(full: ParsedFeed) -> None:
     """ElementTree reads the same file: titles, abstracts, ids, categories, authors agree."""
-    items = ET.parse(FULL).getroot().findall("./channel/item")
+    items = ET.parse(FULL_FEED).getroot().findall("./channel/item")
     assert len(items) == len(full.papers)
     for item, paper in zip(items, full.papers, strict=True):
         guid = item.findtext("guid") or ""
@@ -237,7 +236,7 @@ def test_every_item_matches_an_independent_reading_of_the_xml(full: ParsedFeed) 
 
 
 def test_full_feed_parses_quickly() -> None:
-    body = FULL.read_bytes()
+    body = FULL_FEED.read_bytes()
     started = time.perf_counter()
     parse_listing(body)
     # About 0.8 s on a laptop; the bound only catches a pathological slowdown.
@@ -312,7 +311,7 @@ def test_old_rdf_format_is_obsolete() -> None:
 
 
 def _full_feed_cut_in_half() -> bytes:
-    body = FULL.read_bytes()
+    body = FULL_FEED.read_bytes()
     return body[: len(body) // 2]
 
 
@@ -344,7 +343,7 @@ def test_truncated_feed_is_a_format_error_not_a_partial_listing(make_body) -> No
         (b"Service Unavailable", "received text, not a feed: 'Service Unavailable'"),
         (b"<?xml version='1.0'?><error>nope</error>", "not an RSS or Atom feed (root element"),
         # A body naming a file must not make the parser open it (feedparser would).
-        (str(FULL).encode(), "received text, not a feed"),
+        (str(FULL_FEED).encode(), "received text, not a feed"),
     ],
     ids=["html", "html-title", "garbage", "empty", "blank", "json", "text", "xml", "path"],
 )
@@ -387,7 +386,7 @@ def _item(body: bytes, number: int) -> bytes:
 def test_item_without_an_arxiv_id_is_skipped_with_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    full = FULL.read_bytes()
+    full = FULL_FEED.read_bytes()
     kept = _item(full, 1)  # 2411.17700v1
     stripped = (
         _item(full, 2)  # 2411.17701v1 without its guid, link and description id
@@ -403,7 +402,7 @@ def test_item_without_an_arxiv_id_is_skipped_with_a_warning(
 
 
 def test_fallback_to_the_description_for_id_and_type() -> None:
-    full = FULL.read_bytes()
+    full = FULL_FEED.read_bytes()
     item = (
         _item(full, 1)
         .replace(b'<guid isPermaLink="false">oai:arXiv.org:2411.17700v1</guid>', b"")
@@ -415,7 +414,7 @@ def test_fallback_to_the_description_for_id_and_type() -> None:
 
 
 def test_feed_whose_items_all_lack_ids_is_an_error() -> None:
-    item = _item(FULL.read_bytes(), 1)
+    item = _item(FULL_FEED.read_bytes(), 1)
     for old in (b"oai:arXiv.org:2411.17700v1", b"https://arxiv.org/abs/2411.17700"):
         item = item.replace(old, b"")
     item = item.replace(b"arXiv:2411.17700v1 ", b"")

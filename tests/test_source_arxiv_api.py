@@ -16,13 +16,14 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
+from support.paths import FIXTURES
 
 from bot.core.errors import FeedErrorResponse, FeedFormatError, SourceError
 from bot.core.models import Paper
 from bot.sources.arxiv_api import API_BASE, ApiEntry, ApiPage, parse_api
 from bot.sources.arxiv_query import api_query_url, submitted_range
 
-API = Path(__file__).parent / "fixtures" / "arxiv_api"
+API = FIXTURES / "arxiv_api"
 ALL_FILES = sorted(API.glob("*.xml"))
 ERROR_FILE = API / "edge_api2026_http400-error-entry_idlist_abc.xml"
 RESULT_FILES = [path for path in ALL_FILES if path != ERROR_FILE]
@@ -584,12 +585,7 @@ def test_bodies_that_are_not_atom(raw: bytes, words: str) -> None:
 
 
 def test_an_rss_feed_is_not_an_api_response() -> None:
-    rss = (
-        Path(__file__).parent
-        / "fixtures"
-        / "arxiv_rss"
-        / "edge_empty-feed_test-archive_2024-11-28.xml"
-    )
+    rss = FIXTURES / "arxiv_rss" / "edge_empty-feed_test-archive_2024-11-28.xml"
     with pytest.raises(FeedFormatError, match="rss20 feed"):
         parse_api(rss.read_bytes())
 

@@ -8,14 +8,13 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from support.paths import FIXTURES, FULL_FEED
 
 from bot.core.errors import FeedFormatError
 from bot.sources.feed import parse_feed
 
-FIXTURES = Path(__file__).parent / "fixtures"
 TANDF = FIXTURES / "feeds" / "tandf_zoology-middle-east_tzme20_2021-12-21.xml"
 SCIENCEDIRECT = FIXTURES / "feeds" / "sciencedirect_mol-phylogenetics-evolution_2021-12-21.xml"
-ARXIV_RSS = FIXTURES / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
 ARXIV_RDF = FIXTURES / "arxiv_rss_old_rdf" / "rdf_cs_2021-11-02.xml"
 
 
@@ -34,7 +33,7 @@ ARXIV_RDF = FIXTURES / "arxiv_rss_old_rdf" / "rdf_cs_2021-11-02.xml"
             "url:https://www.sciencedirect.com/science/article/pii/S1055790321002906",
             ("David R. Bickel",),
         ),
-        (ARXIV_RSS, 1504, "2411.17700", ("Jun Cui",)),
+        (FULL_FEED, 1504, "2411.17700", ("Jun Cui",)),
         (ARXIV_RDF, 444, "2111.01127", ("Zheng Chen", "Lantao Liu")),
     ],
     ids=["tandf", "sciencedirect", "arxiv-rss", "arxiv-rdf"],
@@ -78,7 +77,7 @@ def test_authors_written_only_in_the_description_are_found_and_html_becomes_text
 
 
 def test_an_arxiv_listing_read_as_a_plain_feed_keeps_arxiv_ids_and_abstracts() -> None:
-    parsed = parse_feed(ARXIV_RSS.read_bytes(), source="any")
+    parsed = parse_feed(FULL_FEED.read_bytes(), source="any")
     paper = parsed.papers[0]
     assert paper.on_arxiv and paper.version == 1
     assert paper.abstract.startswith("This study investigates")

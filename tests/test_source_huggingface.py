@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.paths import FIXTURES
 
 from bot.core.errors import FeedErrorResponse, FeedFormatError, SourceError
 from bot.core.models import Paper
 from bot.sources import ParsedFeed
 from bot.sources.huggingface import EMPTY_REASON, daily_papers_url, parse_daily_papers
 
-HF = Path(__file__).parent / "fixtures" / "hf_daily_papers"
+HF = FIXTURES / "hf_daily_papers"
 ALL_DAYS = sorted(HF.glob("hf_daily_papers_*.json"))
 
 

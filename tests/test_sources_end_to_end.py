@@ -21,7 +21,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from servers import FeedServer, Route, SinkHandler, feed_server, smtp_sink
+from support.config import sink_email, toml_table
+from support.paths import FIXTURES
+from support.servers import FeedServer, Route, SinkHandler, feed_server, smtp_sink
 
 from bot import pipeline
 from bot.config import load_config
@@ -31,7 +33,6 @@ from bot.store import Store
 
 pytestmark = pytest.mark.database
 
-FIXTURES = Path(__file__).parent / "fixtures"
 NOW = datetime(2026, 6, 30, 12, 0, tzinfo=UTC)  # a Tuesday
 API_PAGE = FIXTURES / "arxiv_api" / "api2026_search_cat-math.NT-OR-math.AG_max5_2026-06-29.xml"
 API_EMPTY = FIXTURES / "arxiv_api" / "edge_api2026_empty-result_idlist_0000.0000.xml"
@@ -70,13 +71,7 @@ kind = "feed"
 name = "zoology"
 url = "{base}/journal/tzme20.rss"
 
-[email]
-from = "paperbell <papers@paperbell.example>"
-host = "127.0.0.1"
-port = {smtp_port}
-security = "none"
-timeout = 5
-
+{email}
 [[subscribers]]
 name = "ada"
 email = "ada@lab.example"
@@ -133,7 +128,7 @@ def world(
             CONFIG.format(
                 database_url=database_url,
                 base=feed.url("").rstrip("/"),
-                smtp_port=port,
+                email=toml_table("email", sink_email(port, timeout=5)),
                 target=target.id,
                 category=target.primary_category,
             )

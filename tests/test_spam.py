@@ -1,11 +1,11 @@
 """SpamAssassin's verdict on the demo digests: every one must score below 2.0.
 
-The messages are the golden ones (`tests/test_email_golden.py`): each demo subscriber's
-digest from the bundled arXiv listing, built by `build_message` as it is sent, From
-digest@papers.lab.example To the subscriber. Each goes through `spamassassin -L -t`: local
-tests only (no DNS, no network), with the site rules from the default paths and HOME set
-to a temporary folder, so nothing is read from or written to the user's home. About 1.7 s
-a message; the messages are scored in parallel.
+The messages are the golden ones (tests/support/demo_mail.py, compared in
+tests/test_email_golden.py): each demo subscriber's digest from the bundled arXiv listing,
+built by `build_message` as it is sent, From digest@papers.lab.example To the subscriber.
+Each goes through `spamassassin -L -t`: local tests only (no DNS, no network), with the site
+rules from the default paths and HOME set to a temporary folder, so nothing is read from or
+written to the user's home. About 1.7 s a message; the messages are scored in parallel.
 
 A rule that fires is fixed in the email, not by raising the threshold. See the scores and
 the rules that hit with `pytest tests/test_spam.py -s`.
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_email_golden import CASES, DemoCase, demo_message
+from support.demo_mail import CASES, DemoCase, demo_message
 
 THRESHOLD = 2.0
 SPAMASSASSIN = shutil.which("spamassassin")

@@ -8,22 +8,14 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from commands import run
+from support.cli import invoke, outcome, run
+from support.config import local_feed_config
 
-from bot.cli import main
 from bot.core.models import Hit, Paper
 from bot.demo import bundled_papers
 from bot.match.digest import try_rule
 from bot.render.terminal import abstract_snippet, render_trial
 from bot.rules import analyze, match, parse_rule
-
-FEED = Path(__file__).parent / "fixtures" / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
-
-
-def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["try", *args], env=env)
-    return result.exit_code, result.output
 
 
 def listed_ids(output: str) -> list[str]:
@@ -46,25 +38,25 @@ def test_the_installed_command_tries_a_rule_on_the_bundled_listing(tmp_path: Pat
 
 def test_try_lists_exactly_what_the_reference_evaluator_matches() -> None:
     text = 'cat:cs.RO (robot* OR "reinforcement learning") -survey'
-    code, out = invoke(text, "--demo", "--limit", "0")
+    code, out = outcome("try", text, "--demo", "--limit", "0")
     assert code == 0, out
     rule = parse_rule(text)
     expected = {p.id for p in bundled_papers() if match(rule, analyze(p)) is not None}
     assert len(expected) > 20
     assert sorted(listed_ids(out)) == sorted(expected)
     assert "... and" not in out
-    code, out = invoke(text, "--demo", "--limit", "5")
+    code, out = outcome("try", text, "--demo", "--limit", "5")
     assert len(listed_ids(out)) == 5
     assert f"... and {len(expected) - 5} more (--limit 0 shows them all)" in out
     assert f"{len(expected)} of 1,504 papers matched" in out
 
 
 def test_titles_rank_first_and_authors_and_categories_are_marked() -> None:
-    code, out = invoke("au:wang cat:cs.CV", "--demo", "--limit", "0")
+    code, out = outcome("try", "au:wang cat:cs.CV", "--demo", "--limit", "0")
     assert code == 0
     first = out.split("\n\n")[1]
     assert "*cs.CV*" in first and re.search(r"\*[^*]*Wang\*", first)
-    code, out = invoke("quantum", "--demo", "--limit", "0")
+    code, out = outcome("try", "quantum", "--demo", "--limit", "0")
     blocks = out.split("\n\n")[1:-1]
     title_lines = [b.splitlines()[1] for b in blocks if re.match(r" *\d+\. ", b)]
     with_title = ["*" in line for line in title_lines]
@@ -75,41 +67,32 @@ def test_titles_rank_first_and_authors_and_categories_are_marked() -> None:
 
 
 def test_a_bad_rule_gets_the_error_with_a_caret() -> None:
-    code, out = invoke('ti:(robot OR "language model"', "--demo")
+    code, out = outcome("try", 'ti:(robot OR "language model"', "--demo")
     assert code == 2
     lines = out.splitlines()
     assert lines[0] == 'error: bad rule: expected ")" at column 30'
     assert lines[1] == '  ti:(robot OR "language model"'
     assert lines[2] == "  " + " " * 29 + "^"
-    code, out = invoke("tit:robot", "--demo")
+    code, out = outcome("try", "tit:robot", "--demo")
     assert code == 2 and 'unknown field "tit:" (did you mean ti:?)' in out
 
 
 def test_colour_on_request_and_never_with_no_color() -> None:
-    code, out = invoke("robot", "--demo", "--color", "--limit", "1")
+    code, out = outcome("try", "robot", "--demo", "--color", "--limit", "1")
     assert code == 0 and "\x1b[" in out and "*robot*" not in out.lower()
-    code, out = invoke("robot", "--demo", "--limit", "1", env={"NO_COLOR": "1"})
+    code, out = outcome("try", "robot", "--demo", "--limit", "1", env={"NO_COLOR": "1"})
     assert "\x1b[" not in out and "*robot" in out.lower()
 
 
 @pytest.mark.database
 def test_try_on_the_stored_papers_of_a_config(tmp_path: Path, database_url: str) -> None:
     config = tmp_path / "config.toml"
-    config.write_text(
-        f"""version = 1
-[database]
-url = "{database_url}"
-[[sources]]
-kind = "arxiv"
-categories = ["cs"]
-url = "{FEED.as_uri()}"
-"""
-    )
-    code, out = invoke("robot", "-c", str(config))
+    config.write_text(local_feed_config(database_url))
+    code, out = outcome("try", "robot", config=config)
     assert code == 1 and "no papers are stored yet" in out and "--demo" in out
-    assert CliRunner().invoke(main, ["poll", "-c", str(config)]).exit_code == 0
+    assert invoke("poll", config=config).exit_code == 0
 
-    code, out = invoke("robot", "-c", str(config), "--limit", "0")
+    code, out = outcome("try", "robot", "--limit", "0", config=config)
     assert code == 0, out
     assert "tried on stored papers announced 2024-10-30 to 2024-11-28" in out
     stored = bundled_papers()  # a source's categories choose the feed; its URL is set here
@@ -118,7 +101,7 @@ url = "{FEED.as_uri()}"
     assert sorted(listed_ids(out)) == sorted(expected)
     assert f"{len(expected)} of {len(stored):,} papers matched" in out
 
-    code, out = invoke("robot", "-c", str(config), "--since", "2024-11-29")
+    code, out = outcome("try", "robot", "--since", "2024-11-29", config=config)
     assert code == 0 and "0 of 0 papers matched" in out
 
 

@@ -1,4 +1,5 @@
-"""Real servers on loopback for the tests: an HTTP feed server and an SMTP sink (aiosmtpd)."""
+"""Real servers on loopback for the tests: an HTTP feed server (and what arXiv's feed serves
+day by day), an SMTP sink (aiosmtpd), a web server for the app, and a hostile HTTP server."""
 
 from __future__ import annotations
 
@@ -50,6 +51,16 @@ class FeedServer:
         return f"http://127.0.0.1:{self.port}{path}"
 
 
+def etag_of(body: bytes) -> str:
+    """The ETag `feed_server` gives a body."""
+    return '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+
+
+def header(headers: dict[str, str], name: str) -> str | None:
+    """A request header (of `FeedServer.requests`) by name, whatever its case on the wire."""
+    return {key.lower(): value for key, value in headers.items()}.get(name.lower())
+
+
 @contextmanager
 def feed_server() -> Iterator[FeedServer]:
     state = FeedServer()
@@ -73,7 +84,7 @@ def feed_server() -> Iterator[FeedServer]:
                 self.send_response(404)
                 self.end_headers()
                 return
-            etag = '"' + hashlib.sha256(route.body).hexdigest()[:16] + '"'
+            etag = etag_of(route.body)
             if route.status == 200 and self.headers.get("If-None-Match") == etag:
                 self.send_response(304)
                 self.send_header("ETag", etag)
@@ -204,36 +215,6 @@ class ArxivDays:
         return self._redate(listing, day)
 
 
-def slack_config(
-    slack: Any,
-    database_url: str,
-    subscribers: list[dict[str, Any]],
-    *,
-    interval: float = 0.0,
-    signing_secret: str | None = None,
-) -> Any:
-    """A config whose [slack] points at the stand-in `slack` (bot token from the stand-in;
-    with `signing_secret`, the slash command's endpoint too)."""
-    from bot.config import parse_config
-
-    section: dict[str, Any] = {
-        "bot_token_env": "SLACK_BOT_TOKEN",
-        "api_url": slack.base_url,
-        "post_interval_seconds": interval,
-    }
-    environ = {"SLACK_BOT_TOKEN": slack.token}
-    if signing_secret is not None:
-        section["signing_secret_env"] = "SLACK_SIGNING_SECRET"
-        environ["SLACK_SIGNING_SECRET"] = signing_secret
-    data = {
-        "version": 1,
-        "database": {"url": database_url},
-        "slack": section,
-        "subscribers": subscribers,
-    }
-    return parse_config(data, environ=environ)
-
-
 @contextmanager
 def web_server(app: Any) -> Iterator[str]:
     """Serve an ASGI app with uvicorn on loopback, in a thread; yields its base URL."""
@@ -255,54 +236,6 @@ def web_server(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, start: Any) -> None:
-        self.now = start
-
-    def __call__(self) -> Any:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        from datetime import timedelta
-
-        self.now += timedelta(**delta)
-
-
-def web_config(
-    database_url: str,
-    smtp_port: int,
-    *,
-    subscribers: list[dict[str, Any]] | None = None,
-    web: dict[str, Any] | None = None,
-) -> Any:
-    """A config with [email] to the SMTP sink on `smtp_port` and [web] set up for the pages
-    (public_url https://papers.lab.example, a secret key from the environment)."""
-    from bot.config import parse_config
-
-    data = {
-        "version": 1,
-        "database": {"url": database_url},
-        "email": {
-            "from": "paperbell <digest@papers.lab.example>",
-            "host": "127.0.0.1",
-            "port": smtp_port,
-            "security": "none",
-        },
-        "web": {
-            "public_url": "https://papers.lab.example",
-            "secret_key_env": "PAPERBELL_SECRET_KEY",
-            **(web or {}),
-        },
-        "subscribers": subscribers or [],
-    }
-    return parse_config(data, environ={"PAPERBELL_SECRET_KEY": WEB_SECRET})
-
-
-WEB_SECRET = "test-secret-key-that-is-long-enough-0123456789"
 
 
 @dataclass

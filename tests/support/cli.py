@@ -1,5 +1,6 @@
-"""Running the `paperbell` command as a user does: a separate process, no PAPERBELL_ variables
-from the test environment."""
+"""Running the `paperbell` command: in this process with Click's test runner (`invoke`,
+`outcome`), or as a user does, a separate process with no PAPERBELL_ variables from the test
+environment (`run`, `start`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from click.testing import CliRunner, Result
+
+from bot.cli import main
 
 PAPERBELL = [sys.executable, "-c", "from bot.cli import main; main()"]
 # The same, with Python's own Ctrl-C handler put back first (an inherited "ignore SIGINT"
@@ -18,6 +23,22 @@ INTERRUPTIBLE = [
     "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
     "from bot.cli import main; main()",
 ]
+
+
+def invoke(*args: str, config: Path | None = None, env: dict[str, str] | None = None) -> Result:
+    """Run `paperbell ARGS` in this process; with `config`, `-c CONFIG` follows the
+    command's name (so it stays before a `--`)."""
+    if config is not None:
+        args = (args[0], "-c", str(config), *args[1:])
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+def outcome(
+    *args: str, config: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[int, str]:
+    """`invoke`'s exit code and output."""
+    result = invoke(*args, config=config, env=env)
+    return result.exit_code, result.output
 
 
 def clean_env() -> dict[str, str]:
