@@ -137,6 +137,35 @@ def test_deliveries_are_unique_and_recorded_once(
     assert store.outbox.delivery_counts()[sub.id][0] == 3  # omitted papers are not counted as sent
 
 
+def test_deleting_a_subscriber_takes_its_outbox_and_deliveries_along(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """`unsubscribe --delete` of someone with digests sent and queued: on PostgreSQL the
+    outbox's foreign key refused the delete with a raw IntegrityError."""
+    sub, _ = store.subscribers.add("ada", email="ada@example.org", rules=["x"], now=NOW)
+    assert sub.id is not None
+    for period, papers in (("d1", full_feed_papers[:2]), ("d2", full_feed_papers[2:3])):
+        queued = store.outbox.enqueue(
+            sub.id,
+            channel="email",
+            period=period,
+            digest_id=period,
+            recipient="ada@example.org",
+            payload=b"message",
+            sent=papers,
+            now=NOW,
+        )
+        assert queued is not None
+        if period == "d1":
+            store.outbox.mark_sent(queued, owner="worker", now=NOW)
+    store.subscribers.delete("ada")
+    assert store.subscribers.all([]) == []
+    assert store.outbox.totals(now=NOW) == {"pending": 0, "sent": 0, "failed": 0, "in flight": 0}
+    again, created = store.subscribers.add("ada", email="ada@example.org", rules=["x"], now=NOW)
+    assert created and again.id is not None
+    assert store.outbox.delivered_versions(again.id, "email") == {}
+
+
 def test_bad_database_url_is_a_clear_error(tmp_path: object) -> None:
     with pytest.raises(StoreError, match="cannot open the database"):
         Store.open("sqlite:////nonexistent-dir/sub/x.sqlite")

@@ -21,6 +21,7 @@ from bot.core.schedule import Defaults
 from bot.store.database import Repository, aware
 from bot.store.tables import (
     DeliveryRow,
+    OutboxRow,
     RuleCountRow,
     RuleRow,
     SubscriberRow,
@@ -346,12 +347,16 @@ class Subscribers(Repository):
                 session.commit()
 
     def delete(self, name: str) -> None:
-        """Remove a database subscriber with its rules and delivery history."""
+        """Remove a database subscriber with its rules, delivery history and outbox (digests
+        sent and still queued: they go nowhere once the subscriber is gone)."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
-            for model in (RuleRow, DeliveryRow, RuleCountRow):
+            # Deliveries point at the outbox, and everything at the subscriber: in that order,
+            # one flush each, so that a database that enforces foreign keys accepts it.
+            for model in (RuleRow, DeliveryRow, RuleCountRow, OutboxRow):
                 for item in session.exec(select(model).where(model.subscriber_id == row.id)):
                     session.delete(item)
+                session.flush()
             session.delete(row)
             session.commit()
 
