@@ -138,7 +138,7 @@ def test_a_database_0d0a80b_wrote_upgrades_and_keeps_everyone(tmp_path: Path) ->
         checked = cli("check-config")
         assert checked.exit_code == 0
         assert (
-            f"schema: no revision: made before migrations (0d0a80b's schema); newest "
+            f"schema: none: made before migrations (0d0a80b's schema); newest "
             f"{head()}: needs `paperbell db upgrade -c {config}`" in checked.output
         )
         # Every command that opens the database refuses, with one line, and changes nothing.
@@ -152,7 +152,10 @@ def test_a_database_0d0a80b_wrote_upgrades_and_keeps_everyone(tmp_path: Path) ->
             refused = cli(*args)
             assert refused.exit_code == 1, (args, refused.output)
             assert refused.output.count("\n") == 1 and upgrade_line in refused.output, args
-            assert refused.output.startswith("error: the database sqlite:///")
+            assert refused.output == (
+                f"error: the database sqlite:///{legacy} was made before migrations (0d0a80b's "
+                f"schema), older than this paperbell's {head()}: {upgrade_line}\n"
+            ), args
         daemon = run("run", "-c", str(config), "--no-web", cwd=tmp_path)
         assert daemon.returncode == 1 and upgrade_line in daemon.stderr
         pages = tmp_path / "pages.toml"

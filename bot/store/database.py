@@ -45,7 +45,7 @@ class Database:
                 check_upgradable(url, engine, state)
                 if not upgrade:
                     raise OutdatedSchema(
-                        f"the database {redact_url(url)} has schema {state.describe()}",
+                        f"the database {redact_url(url)} {state.behind()}",
                         current=state.current,
                         head=state.head,
                     )

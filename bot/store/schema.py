@@ -60,16 +60,25 @@ class SchemaState:
         return BASELINE if self.unversioned else self.current
 
     def describe(self) -> str:
-        """The state in a few words: "0002 (newest)", "0001 (older; newest 0002)", ..."""
+        """The revision in a few words: "0002 (newest)", "0001 (older; newest 0002)", ..."""
         if not self.exists:
             return f"no database yet (it is created at {self.head}, the newest, on first use)"
         if self.unversioned:
-            return f"no revision: made before migrations (0d0a80b's schema); newest {self.head}"
+            return f"none: made before migrations (0d0a80b's schema); newest {self.head}"
         if not self.known:
             return f"{self.current}, unknown to this paperbell (a newer one wrote it)"
         if self.up_to_date:
             return f"{self.current} (newest)"
         return f"{self.current} (older; newest {self.head})"
+
+    def behind(self) -> str:
+        """Why a database this far behind is refused, in a few words."""
+        made = (
+            "was made before migrations (0d0a80b's schema)"
+            if self.unversioned
+            else f"is at schema {self.current}"
+        )
+        return f"{made}, older than this paperbell's {self.head}"
 
 
 @dataclass(frozen=True)
