@@ -1,7 +1,19 @@
 """paperbell: tells researchers about the new papers that matter to them.
 
-The package is one pipeline: sources -> store -> matcher -> digest -> render -> channels.
-The CLI, the scheduler and the web app only wire its stages together.
+The package is one pipeline, and its folders are the pipeline's stages:
+
+    sources -> store -> match -> render -> channels
+
+Layers, lowest first; a module imports its own layer or lower ones, never a higher one
+(tests/test_architecture.py holds this order as data):
+
+    core          models, calendar, schedule, links, merge, checks, errors, redact
+    rules         the rule language
+    sources       store       match       render      channels      (the stages, in order)
+    config        the TOML file, validated
+    pipeline      wiring (config -> parts), poll, deliver, backfill, scheduler
+    manage        slack (commands)           (front ends: plain logic, no HTTP)
+    web           slack.app   cli   demo     (entry points: they only wire)
 """
 
 __version__ = "0.1.0"

@@ -146,8 +146,7 @@ def internal_imports(type_checking: bool = True) -> dict[str, set[str]]:
     a type from a higher layer is a dependency on it too)."""
     files = module_files()
     return {
-        name: {m for m in imports(name, path, type_checking=type_checking) if m in files}
-        - {name}
+        name: {m for m in imports(name, path, type_checking=type_checking) if m in files} - {name}
         for name, path in files.items()
     }
 

@@ -1,4 +1,4 @@
-"""Rendering: a Digest into email (HTML + text) and, later, Slack messages.
+"""Rendering: a Digest into email (HTML + text), Slack messages and terminal text.
 
 This package owns the Jinja2 environment over the `templates/` folder and the filters every
 template shares. Rendering is pure: it reads templates and nothing else; it never sends,
