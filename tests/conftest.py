@@ -57,18 +57,25 @@ def full_feed_bytes() -> bytes:
 @pytest.fixture
 def database_url(tmp_path: Path) -> str:
     """A fresh database: a SQLite file, or the PostgreSQL named by PAPERBELL_TEST_DATABASE_URL
-    (emptied first, so every test starts clean)."""
+    (emptied first, every table and the schema's revision, so every test starts clean)."""
     url = os.environ.get("PAPERBELL_TEST_DATABASE_URL")
     if not url:
         return f"sqlite:///{tmp_path / 'paperbell-test.sqlite'}"
-    from sqlmodel import SQLModel, create_engine
+    empty_database(url)
+    return url
+
+
+def empty_database(url: str) -> None:
+    """Drop every table of the database at `url` (paperbell's, `alembic_version`, any other)."""
+    from sqlalchemy import MetaData, create_engine
 
     from bot import store
 
     engine = create_engine(store.normalize_url(url))
-    SQLModel.metadata.drop_all(engine)
+    found = MetaData()
+    found.reflect(engine)
+    found.drop_all(engine)
     engine.dispose()
-    return url
 
 
 @pytest.fixture

@@ -51,6 +51,7 @@ IO_LIBRARIES = {
     "slack_sdk",
     "sqlmodel",
     "sqlalchemy",
+    "alembic",
     "socket",
     "urllib.request",
     "psycopg",
@@ -84,6 +85,7 @@ ALLOWED = {
     "socket": {"bot.demo"},
     "sqlmodel": {"bot.store"},
     "sqlalchemy": {"bot.store"},
+    "alembic": {"bot.store"},  # the migrations (bot/store/migrations/) and bot.store.schema
     "psycopg": set(),  # through SQLAlchemy only
     "apscheduler": {"bot.pipeline.scheduler"},
     "starlette": {"bot.web", "bot.slack.app"},

@@ -43,6 +43,7 @@ def test_help_lists_every_command() -> None:
     assert listed == [
         "backfill",
         "check-config",
+        "db",
         "demo",
         "digest",
         "init",

@@ -2,13 +2,13 @@
 
 `main` is the `paperbell` group (`bot.cli.shell`: logging, errors, exit codes) with every
 command added: `setup` (init, demo), `reports` (check-config, status), `people` (subscribe,
-unsubscribe, resume, list), `digests` (poll, backfill, digest, try) and `daemon` (run,
-serve).
+unsubscribe, resume, list), `digests` (poll, backfill, digest, try), `daemon` (run,
+serve) and `db` (the schema: current, upgrade).
 """
 
 from __future__ import annotations
 
-from bot.cli import daemon, digests, people, reports, setup
+from bot.cli import daemon, db, digests, people, reports, setup
 from bot.cli.shell import main
 
 main.add_command(setup.init)
@@ -25,5 +25,6 @@ main.add_command(digests.digest)
 main.add_command(digests.try_)
 main.add_command(daemon.run)
 main.add_command(daemon.serve)
+main.add_command(db.db)
 
 __all__ = ["main"]

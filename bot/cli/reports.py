@@ -1,5 +1,6 @@
-"""The commands that report and change nothing: `check-config` (is the file right?) and
-`status` (the sources' polls, each subscriber's next digest and deliveries, the outbox).
+"""The commands that report and change nothing: `check-config` (is the file right? is its
+database's schema up to date?) and `status` (the sources' polls, each subscriber's next
+digest and deliveries, the outbox).
 
 `status` gathers everything first (`gather_status`: the store and the schedule's plans),
 then prints it as tables; the tables only format what was gathered.
@@ -15,11 +16,12 @@ from typing import TYPE_CHECKING
 import click
 
 from bot.cli.people import subscriber_state
-from bot.cli.shell import config_option, handle_errors, load_config, open_store
+from bot.cli.shell import config_option, handle_errors, load_config, open_store, upgrade_command
 from bot.config import Config
 from bot.core.checks import redact_url
+from bot.core.errors import StoreError
 from bot.core.models import Subscriber
-from bot.store import Store, utcnow
+from bot.store import Store, schema_state, utcnow
 
 if TYPE_CHECKING:
     from bot.core.calendar import PollPlan
@@ -38,6 +40,26 @@ def check_config(config_path: Path) -> None:
         f"{config_path}: OK ({len(config.sources)} sources, {len(config.subscribers)} "
         f"subscribers, {rules} rules; database {redact_url(config.database.url)})"
     )
+    click.echo(f"schema: {schema_line(config)}")
+
+
+def schema_line(config: Config) -> str:
+    """The database's schema state, for check-config: up to date, needs an upgrade, no
+    database yet, or why it cannot tell (the file is right either way)."""
+    try:
+        state = schema_state(config.database_url())
+    except StoreError as exc:
+        return f"cannot tell: {exc.message}"
+    if not state.exists:
+        return f"no database yet (created at {state.head}, the newest, on first use)"
+    if state.up_to_date:
+        return f"up to date ({state.current})"
+    if not state.known:
+        return f"{state.describe()}: this paperbell cannot use it"
+    line = f"{state.describe()}: needs `{upgrade_command(config)}`"
+    if config.database.auto_upgrade:
+        line += " (or the next command upgrades it: [database] auto_upgrade = true)"
+    return line
 
 
 @click.command()

@@ -14,6 +14,7 @@ import asyncio
 import functools
 import logging
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Callable
@@ -25,7 +26,7 @@ import click
 from bot import __version__
 from bot.config import Config, config_secrets
 from bot.config import load_config as read_config
-from bot.core.errors import ConfigError, PaperbellError, RuleError
+from bot.core.errors import ConfigError, OutdatedSchema, PaperbellError, RuleError, StoreError
 from bot.core.redact import SecretFilter
 from bot.store import Store
 
@@ -86,8 +87,20 @@ def config_option(func: F) -> F:
 
 
 def open_store(config: Config) -> Store:
-    """Open the database for this command; click closes it when the command ends."""
-    return click.get_current_context().with_resource(Store.open(config.database_url()))
+    """Open the database for this command; click closes it when the command ends. A
+    database at an older schema is refused with the command that upgrades it (or upgraded,
+    with `[database] auto_upgrade = true`)."""
+    try:
+        store = Store.open(config.database_url(), upgrade=config.database.auto_upgrade)
+    except OutdatedSchema as exc:
+        raise StoreError(f"{exc.message}: run `{upgrade_command(config)}`") from None
+    return click.get_current_context().with_resource(store)
+
+
+def upgrade_command(config: Config) -> str:
+    """The command line that upgrades this config's database."""
+    where = f" -c {shlex.quote(str(config.path))}" if config.path is not None else ""
+    return f"paperbell db upgrade{where}"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

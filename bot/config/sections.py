@@ -49,7 +49,11 @@ DOMAIN_RE = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z
 
 
 class DatabaseConfig(Section):
+    """`[database]`: where paperbell keeps everything, and whether an older schema is
+    upgraded by the commands themselves (else they refuse it: `paperbell db upgrade`)."""
+
     url: str = DEFAULT_DATABASE_URL
+    auto_upgrade: bool = False
 
     @field_validator("url")
     @classmethod

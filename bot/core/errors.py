@@ -8,6 +8,7 @@
     │   ├── FeedFormatError      the body is not a feed: HTML, garbage, a truncated download
     │   └── ObsoleteFeedFormat   a feed format the service no longer publishes (arXiv RSS 1.0)
     ├── StoreError           the database could not be opened or written
+    │   └── OutdatedSchema       the database's schema is older than this paperbell's
     └── DeliveryError        a digest could not be delivered (SMTP down, address refused ...)
 
 Every error carries an optional `hint`: the remediation a user should try. The CLI prints
@@ -82,6 +83,16 @@ class ObsoleteFeedFormat(SourceError):
 
 class StoreError(PaperbellError):
     """The database could not be opened or written."""
+
+
+class OutdatedSchema(StoreError):
+    """The database's schema is at an older revision (`current`; None: made before
+    migrations) than this paperbell's (`head`): it must be upgraded first."""
+
+    def __init__(self, message: str, *, current: str | None, head: str) -> None:
+        self.current = current
+        self.head = head
+        super().__init__(message)
 
 
 class DeliveryError(PaperbellError):

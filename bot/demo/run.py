@@ -124,7 +124,7 @@ async def run_demo(
     config = demo_config(
         out_dir, feed=feed, hf_day=hf_day, smtp_port=port, slack=slack, web_port=web_port
     )
-    store = Store.open(config.database_url())
+    store = Store.open(config.database_url(), upgrade=True)  # its own: an older demo's too
     _add_demo_people(store)
     controller.start()
     slack_file = out_dir / "slack" / "posted.json"

@@ -1,6 +1,7 @@
 """The store: everything paperbell keeps, and the only package that opens a database session.
 
-`Store.open(url)` opens the database (bot.store.database; tables: bot.store.tables) and
+`Store.open(url)` opens the database (bot.store.database; tables: bot.store.tables; their
+migrations and the schema's version: bot.store.schema, `schema_state`, `upgrade_schema`) and
 hands out one repository per kind of data: `store.papers`, `store.sources` (their polls),
 `store.subscribers` (with their rules), `store.rule_counts`, `store.outbox` (digests to
 send, deliveries) and `store.slack_requests` (replays refused). Callers get plain data
@@ -9,10 +10,18 @@ send, deliveries) and `store.slack_requests` (replays refused). Callers get plai
 
 from __future__ import annotations
 
-from bot.store.database import Database, normalize_url, utcnow
+from bot.store.database import (
+    Database,
+    describe_upgrade,
+    normalize_url,
+    schema_state,
+    upgrade_schema,
+    utcnow,
+)
 from bot.store.outbox import Outbox, OutboxItem, OutboxStatus
 from bot.store.papers import Papers, UpsertCounts
 from bot.store.rule_counts import RuleCount, RuleCounts
+from bot.store.schema import SchemaState, Upgrade
 from bot.store.slack_requests import SlackRequests
 from bot.store.sources import LeftOut, Sources, SourceState
 from bot.store.subscribers import SubscriberRecord, Subscribers
@@ -22,11 +31,16 @@ __all__ = [
     "OutboxItem",
     "OutboxStatus",
     "RuleCount",
+    "SchemaState",
     "SourceState",
     "Store",
     "SubscriberRecord",
+    "Upgrade",
     "UpsertCounts",
+    "describe_upgrade",
     "normalize_url",
+    "schema_state",
+    "upgrade_schema",
     "utcnow",
 ]
 
@@ -44,9 +58,10 @@ class Store:
         self.slack_requests = SlackRequests(database)
 
     @classmethod
-    def open(cls, url: str, *, create: bool = True) -> Store:
-        """Connect, and create missing tables unless `create` is false."""
-        return cls(Database.open(url, create=create))
+    def open(cls, url: str, *, upgrade: bool = False) -> Store:
+        """Connect (a new database is made by the migrations); a database at an older
+        schema is upgraded when `upgrade` is true, else refused (OutdatedSchema)."""
+        return cls(Database.open(url, upgrade=upgrade))
 
     def close(self) -> None:
         self.database.close()

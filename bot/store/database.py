@@ -1,5 +1,6 @@
-"""The database: its engine and sessions, opening and closing it, creating its tables, and
-how a database failure becomes a StoreError (shared by every repository of bot.store).
+"""The database: its engine and sessions, opening and closing it (a new one made, an older
+schema refused or upgraded: bot.store.schema), and how a database failure becomes a
+StoreError (shared by every repository of bot.store).
 
 It knows no table's meaning: the repositories (papers, subscribers, outbox, ...) ask the
 tables through `Database.session`. SQLite by default, PostgreSQL through the same code.
@@ -7,6 +8,7 @@ tables through `Database.session`. SQLite by default, PostgreSQL through the sam
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -17,8 +19,11 @@ from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlmodel import Session, col, create_engine, select
 
 from bot.core.checks import redact_url
-from bot.core.errors import StoreError
+from bot.core.errors import OutdatedSchema, StoreError
+from bot.store.schema import SchemaState, Upgrade, migrate, read_state
 from bot.store.tables import SCHEMA
+
+log = logging.getLogger(__name__)
 
 
 class Database:
@@ -28,26 +33,25 @@ class Database:
         self.engine = engine
 
     @classmethod
-    def open(cls, url: str, *, create: bool = True) -> Database:
-        """Connect, and create missing tables unless `create` is false."""
+    def open(cls, url: str, *, upgrade: bool = False) -> Database:
+        """Connect. A new database is made by running the migrations; one at an older
+        revision is upgraded when `upgrade` is true, else refused (OutdatedSchema)."""
         url = normalize_url(url)
-        try:
-            engine = create_engine(url)
-            prepare(engine, create=create)
-            missing = _missing_columns(engine)
-        except (SQLAlchemyError, ModuleNotFoundError) as exc:
-            raise StoreError(
-                f"cannot open the database {redact_url(url)}: {first_line(exc)}",
-                hint="check [database] url; PostgreSQL needs `pip install 'paperbell[postgres]'`",
-            ) from None
-        if missing:
-            engine.dispose()
-            raise StoreError(
-                f"the database {redact_url(url)} was made by an older paperbell: "
-                + "; ".join(f"table {t} lacks {', '.join(c)}" for t, c in missing.items()),
-                hint="paperbell cannot upgrade a database yet: point [database] url at a new "
-                "one (subscribers in the config file come back on their own)",
-            )
+        with opening(url) as engine:
+            state = read_state(engine)
+            if not state.exists:
+                create(engine, state)
+            elif not state.up_to_date:
+                check_upgradable(url, engine, state)
+                if not upgrade:
+                    raise OutdatedSchema(
+                        f"the database {redact_url(url)} {state.behind()}",
+                        current=state.current,
+                        head=state.head,
+                    )
+                done = migrate(engine, state)
+                copied = f" (the file before it: {done.backup})" if done.backup else ""
+                log.warning("%s: %s%s", redact_url(url), describe_upgrade(done), copied)
         return cls(engine)
 
     def close(self) -> None:
@@ -64,18 +68,87 @@ class Database:
             raise StoreError(f"database error: {first_line(exc)}") from None
 
 
-def prepare(engine: Engine, *, create: bool) -> None:
-    """Make the database ready for this version's tables: create the missing ones (unless
-    `create` is false: then only check that it answers)."""
-    if create:
-        SCHEMA.create_all(engine)
-    else:
-        with engine.connect():
-            pass
+@contextmanager
+def opening(url: str) -> Iterator[Engine]:
+    """An engine for `url`, disposed of if opening it fails; a database failure (or a
+    missing driver) inside becomes "cannot open the database"."""
+    engine = None
+    try:
+        engine = create_engine(url)
+        yield engine
+    except BaseException as exc:
+        if engine is not None:
+            engine.dispose()
+        if isinstance(exc, SQLAlchemyError | ModuleNotFoundError):
+            raise StoreError(
+                f"cannot open the database {redact_url(url)}: {first_line(exc)}",
+                hint="check [database] url; PostgreSQL needs `pip install 'paperbell[postgres]'`",
+            ) from None
+        raise
+
+
+def create(engine: Engine, state: SchemaState) -> None:
+    """Make a new database by running every migration. Another process creating it at the
+    same moment is no failure: it is then up to date."""
+    try:
+        migrate(engine, state)
+    except SQLAlchemyError:
+        if not read_state(engine).up_to_date:
+            raise
+
+
+def check_upgradable(url: str, engine: Engine, state: SchemaState) -> None:
+    """Refuse to upgrade a database at a revision this paperbell does not know (a newer one
+    wrote it), or an unversioned one older than the baseline (columns missing)."""
+    if not state.known:
+        raise StoreError(
+            f"the database {redact_url(url)} has schema {state.describe()}",
+            hint="run the paperbell that upgraded it, or a newer one",
+        )
+    missing = _missing_columns(engine) if state.unversioned else {}
+    if missing:
+        raise StoreError(
+            f"the database {redact_url(url)} was made by a paperbell older than 0d0a80b: "
+            + "; ".join(f"table {t} lacks {', '.join(c)}" for t, c in missing.items()),
+            hint="paperbell upgrades databases made by 0d0a80b or later: point [database] url "
+            "at a new one (subscribers in the config file come back on their own)",
+        )
+
+
+def schema_state(url: str) -> SchemaState:
+    """Where the database at `url` stands (a SQLite file that does not exist is not
+    created)."""
+    url = normalize_url(url)
+    with opening(url) as engine:
+        state = read_state(engine)
+    engine.dispose()
+    return state
+
+
+def upgrade_schema(url: str) -> tuple[SchemaState, Upgrade | None]:
+    """Bring the database at `url` to the newest revision (create it if it does not exist):
+    its state before, and what was done (None: it was up to date)."""
+    url = normalize_url(url)
+    done = None
+    with opening(url) as engine:
+        state = read_state(engine)
+        if not state.up_to_date:
+            check_upgradable(url, engine, state)
+            done = migrate(engine, state)
+    engine.dispose()
+    return state, done
+
+
+def describe_upgrade(done: Upgrade) -> str:
+    """What an upgrade did, in one line."""
+    if done.before is None:
+        return f"created at schema {done.after} (newest)"
+    return f"upgraded schema {done.before} -> {done.after} (newest)"
 
 
 def _missing_columns(engine: Engine) -> dict[str, list[str]]:
-    """Columns this version's tables have that the database's lack (an older schema)."""
+    """Columns this version's tables have that the database's lack (a schema older than
+    the baseline)."""
     inspector = inspect(engine)
     missing = {}
     for table in SCHEMA.sorted_tables:

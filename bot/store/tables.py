@@ -190,8 +190,7 @@ class SourceStateRow(SQLModel, table=True):
 
 class SourceLeftOutRow(SQLModel, table=True):
     """What a source's last poll left out: how many items it could not read, and the first
-    of them with why (`paperbell status`, /metrics). A table of its own, so that databases
-    made before it still open (it is created on first use)."""
+    of them with why (`paperbell status`, /metrics). A table of its own (migration 0002)."""
 
     __tablename__ = "source_left_out"
 
@@ -240,5 +239,6 @@ class RuleCountRow(SQLModel, table=True):
     counted_at: datetime
 
 
-# Every table above: what `bot.store.database` creates, and checks an older database against.
+# Every table above: what the migrations (bot/store/migrations/) must give, and what Alembic
+# compares a database with (tests/test_migrations.py, a new revision's autogenerate).
 SCHEMA = SQLModel.metadata

@@ -1,0 +1,168 @@
+"""The schema's version: which migration a database is at, and bringing it to the newest.
+
+The migrations (Alembic) ship inside the package, in bot/store/migrations/; they run here,
+programmatically, on a connection of the engine handed in (no alembic.ini, no URL of their
+own). A new database is made by running every migration; a database made by paperbell
+before it had migrations (0d0a80b: its tables, no `alembic_version`) is recognised, stamped
+at the baseline, then upgraded. Before an upgrade writes to a SQLite file, the file is
+copied to `NAME.bak-REVISION` (the revision it was at). Knows no table's meaning, and
+opens no database itself: bot.store.database does.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, inspect
+
+from bot.store.tables import SCHEMA
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+BASELINE = "0001"  # the schema of 0d0a80b, the last paperbell without migrations
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    """Where a database stands: its revision (None: no `alembic_version`), the newest this
+    paperbell knows, and whether it holds paperbell's tables at all."""
+
+    current: str | None
+    head: str
+    exists: bool
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.current == self.head
+
+    @property
+    def unversioned(self) -> bool:
+        """Made before paperbell had migrations: its tables, no revision."""
+        return self.exists and self.current is None
+
+    @property
+    def known(self) -> bool:
+        """Whether this paperbell knows the revision (a newer one may have written it)."""
+        return self.current is None or self.current in revisions()
+
+    @property
+    def starting_point(self) -> str | None:
+        """The revision an upgrade starts from (an unversioned database: the baseline)."""
+        return BASELINE if self.unversioned else self.current
+
+    def describe(self) -> str:
+        """The revision in a few words: "0002 (newest)", "0001 (older; newest 0002)", ..."""
+        if not self.exists:
+            return f"no database yet (it is created at {self.head}, the newest, on first use)"
+        if self.unversioned:
+            return f"none: made before migrations (0d0a80b's schema); newest {self.head}"
+        if not self.known:
+            return f"{self.current}, unknown to this paperbell (a newer one wrote it)"
+        if self.up_to_date:
+            return f"{self.current} (newest)"
+        return f"{self.current} (older; newest {self.head})"
+
+    def behind(self) -> str:
+        """Why a database this far behind is refused, in a few words."""
+        made = (
+            "was made before migrations (0d0a80b's schema)"
+            if self.unversioned
+            else f"is at schema {self.current}"
+        )
+        return f"{made}, older than this paperbell's {self.head}"
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    """What an upgrade did: from which revision (None: a new database) to which, and the
+    copy of the SQLite file it made first (None: PostgreSQL, or nothing to copy)."""
+
+    before: str | None
+    after: str
+    backup: Path | None
+
+
+@cache
+def scripts() -> ScriptDirectory:
+    return ScriptDirectory.from_config(alembic_config())
+
+
+@cache
+def revisions() -> frozenset[str]:
+    return frozenset(script.revision for script in scripts().walk_revisions())
+
+
+def head() -> str:
+    """The newest revision this paperbell knows."""
+    found = scripts().get_current_head()
+    assert found is not None, "bot/store/migrations/versions/ holds no revision"
+    return found
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """Alembic's config for the migrations shipped in the package, run on `connection`."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("file_template", "r%%(rev)s_%%(slug)s")  # a module name
+    config.attributes["connection"] = connection
+    return config
+
+
+def read_state(engine: Engine) -> SchemaState:
+    """Where the database stands. A SQLite file that does not exist is not created."""
+    path = sqlite_file(engine)
+    if path is not None and not path.exists():
+        return SchemaState(current=None, head=head(), exists=False)
+    with engine.connect() as connection:
+        current = MigrationContext.configure(connection).get_current_revision()
+        tables = set(inspect(connection).get_table_names())
+    exists = current is not None or bool(tables & set(SCHEMA.tables))
+    return SchemaState(current=current, head=head(), exists=exists)
+
+
+def migrate(engine: Engine, state: SchemaState) -> Upgrade:
+    """Bring the database at `state` to the newest revision: create a new one, stamp an
+    unversioned one at the baseline, copy a SQLite file first. The caller checked that
+    `state` is known and not up to date."""
+    backup = None
+    path = sqlite_file(engine)
+    if state.exists and path is not None:
+        backup = path.with_name(f"{path.name}.bak-{state.starting_point}")
+        copy_sqlite(path, backup)
+    with engine.begin() as connection:
+        config = alembic_config(connection)
+        if state.unversioned:
+            command.stamp(config, BASELINE)
+        command.upgrade(config, "head")
+    before = state.starting_point if state.exists else None
+    return Upgrade(before=before, after=head(), backup=backup)
+
+
+def sqlite_file(engine: Engine) -> Path | None:
+    """The file of a SQLite database (None: another database, or one in memory)."""
+    if engine.url.get_backend_name() != "sqlite" or engine.url.database in (None, "", ":memory:"):
+        return None
+    return Path(engine.url.database)  # type: ignore[arg-type]
+
+
+def copy_sqlite(path: Path, target: Path) -> None:
+    """A consistent copy of a SQLite file, even while another process writes to it
+    (SQLite's online backup)."""
+    source = sqlite3.connect(path)
+    copy = sqlite3.connect(target)
+    try:
+        with copy:
+            source.backup(copy)
+    finally:
+        copy.close()
+        source.close()
+    log.info("copied %s to %s", path, target)

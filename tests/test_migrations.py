@@ -1,0 +1,237 @@
+"""The schema's migrations: every one from the baseline gives exactly the tables (SQLite, and
+PostgreSQL when PAPERBELL_TEST_DATABASE_URL is set); a database written by 0d0a80b, the last
+paperbell without migrations (tests/fixtures/legacy_0d0a80b/), is recognised, upgraded
+with `paperbell db upgrade`, and keeps every subscriber, rule and delivery; an older schema
+is refused by the commands with the line that says what to run."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from click.testing import CliRunner
+from sqlalchemy import MetaData, create_engine, text
+
+import bot
+from bot.cli import main
+from bot.core.errors import OutdatedSchema, StoreError
+from bot.store import Store, normalize_url, schema_state, upgrade_schema
+from bot.store.schema import BASELINE, alembic_config, head, scripts
+from bot.store.tables import SCHEMA
+from tests.commands import run
+from tests.servers import smtp_sink
+
+LEGACY = Path(__file__).parent / "fixtures" / "legacy_0d0a80b"
+LISTING = (
+    Path(__file__).parent / "fixtures" / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
+)
+
+
+def differences(url: str, metadata: MetaData = SCHEMA) -> list[Any]:
+    """What Alembic's autogenerate would change to make the database at `url` `metadata`."""
+    engine = create_engine(normalize_url(url))
+    try:
+        with engine.connect() as connection:
+            context = MigrationContext.configure(connection, opts={"compare_type": True})
+            return list(compare_metadata(context, metadata))
+    finally:
+        engine.dispose()
+
+
+def migrate_to(url: str, revision: str) -> None:
+    engine = create_engine(normalize_url(url))
+    try:
+        with engine.begin() as connection:
+            command.upgrade(alembic_config(connection), revision)
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.database
+def test_every_migration_from_the_baseline_gives_the_tables(database_url: str) -> None:
+    revisions = [script.revision for script in scripts().walk_revisions()][::-1]
+    assert revisions[0] == BASELINE and revisions[-1] == head()
+    for revision in revisions:  # one at a time, as databases of each version would
+        migrate_to(database_url, revision)
+    assert differences(database_url) == []
+    assert schema_state(database_url).up_to_date
+
+
+@pytest.mark.database
+def test_a_new_database_is_made_by_the_migrations(database_url: str) -> None:
+    assert not schema_state(database_url).exists
+    Store.open(database_url).close()
+    state = schema_state(database_url)
+    assert state.current == head() and state.up_to_date
+    assert differences(database_url) == []
+
+
+@pytest.mark.database
+def test_an_unversioned_database_with_the_later_tables_is_stamped_and_upgraded(
+    database_url: str,
+) -> None:
+    # Made by a paperbell between 0d0a80b and migrations: it created source_left_out,
+    # slack_request and rule_counts on first use, and has no revision.
+    engine = create_engine(normalize_url(database_url))
+    SCHEMA.create_all(engine)
+    engine.dispose()
+    state = schema_state(database_url)
+    assert state.unversioned and not state.up_to_date
+    with pytest.raises(OutdatedSchema):
+        Store.open(database_url)
+    before, done = upgrade_schema(database_url)
+    assert before.unversioned and done is not None and done.before == BASELINE
+    assert differences(database_url) == []
+    assert upgrade_schema(database_url)[1] is None  # up to date: nothing to do
+
+
+def legacy_database(folder: Path) -> Path:
+    """A copy of the database 0d0a80b wrote, in `folder`."""
+    path = folder / "paperbell-0d0a80b.sqlite"
+    path.write_bytes(gzip.decompress((LEGACY / "paperbell-0d0a80b.sqlite.gz").read_bytes()))
+    return path
+
+
+def test_the_baseline_is_the_schema_0d0a80b_wrote(tmp_path: Path) -> None:
+    legacy = legacy_database(tmp_path)
+    written = MetaData()
+    engine = create_engine(f"sqlite:///{legacy}")
+    written.reflect(engine)
+    engine.dispose()
+    baseline = f"sqlite:///{tmp_path / 'baseline.sqlite'}"
+    migrate_to(baseline, BASELINE)
+    assert differences(baseline, written) == []
+    assert "alembic_version" not in written.tables
+
+
+def legacy_config(folder: Path, smtp_port: int, **database: str) -> Path:
+    config = folder / "config.toml"
+    text_ = (LEGACY / "config.toml").read_text()
+    text_ = text_.replace("PORT", str(smtp_port)).replace("LISTING", str(LISTING))
+    for key, value in database.items():
+        text_ = text_.replace("[database]\n", f"[database]\n{key} = {value}\n")
+    config.write_text(text_)
+    return config
+
+
+def test_a_database_0d0a80b_wrote_upgrades_and_keeps_everyone(tmp_path: Path) -> None:
+    legacy = legacy_database(tmp_path)
+    original = legacy.read_bytes()
+    runner = CliRunner()
+    with smtp_sink() as (sink, port):
+        config = legacy_config(tmp_path, port)
+
+        def cli(*args: str) -> Any:
+            return runner.invoke(main, [*args, "-c", str(config)])
+
+        upgrade_line = f"run `paperbell db upgrade -c {config}`"
+        current = cli("db", "current")
+        assert current.exit_code == 0, current.output
+        assert "made before migrations (0d0a80b's schema)" in current.output
+        assert upgrade_line in current.output
+        checked = cli("check-config")
+        assert checked.exit_code == 0
+        assert (
+            f"schema: none: made before migrations (0d0a80b's schema); newest "
+            f"{head()}: needs `paperbell db upgrade -c {config}`" in checked.output
+        )
+        # Every command that opens the database refuses, with one line, and changes nothing.
+        for args in (
+            ("list",),
+            ("status",),
+            ("poll",),
+            ("digest", "--since", "2024-11-28"),
+            ("subscribe", "fay", "--email", "fay@example.org", "robot"),
+        ):
+            refused = cli(*args)
+            assert refused.exit_code == 1, (args, refused.output)
+            assert refused.output.count("\n") == 1 and upgrade_line in refused.output, args
+            assert refused.output == (
+                f"error: the database sqlite:///{legacy} was made before migrations (0d0a80b's "
+                f"schema), older than this paperbell's {head()}: {upgrade_line}\n"
+            ), args
+        daemon = run("run", "-c", str(config), "--no-web", cwd=tmp_path)
+        assert daemon.returncode == 1 and upgrade_line in daemon.stderr
+        pages = tmp_path / "pages.toml"
+        pages.write_text(
+            config.read_text()
+            + '[web]\npublic_url = "https://papers.lab.example"\nsecret_key_env = "PB_KEY"\n'
+        )
+        served = runner.invoke(main, ["serve", "-c", str(pages)], env={"PB_KEY": "k" * 40})
+        assert served.exit_code == 1 and f"run `paperbell db upgrade -c {pages}`" in served.output
+        assert legacy.read_bytes() == original and sink.messages == []
+
+        upgraded = cli("db", "upgrade")
+        assert upgraded.exit_code == 0, upgraded.output
+        backup = tmp_path / f"paperbell-0d0a80b.sqlite.bak-{BASELINE}"
+        assert upgraded.output == (
+            f"copied the database, at schema {BASELINE}, to {backup}\n"
+            f"sqlite:///paperbell-0d0a80b.sqlite: upgraded schema {BASELINE} -> {head()} "
+            "(newest)\n"
+        )
+        assert not schema_state(f"sqlite:///{backup}").up_to_date  # the file as it was
+        assert differences(f"sqlite:///{legacy}") == []
+        assert cli("db", "current").output.endswith(f"schema {head()} (newest)\n")
+        assert f"schema: up to date ({head()})" in cli("check-config").output
+        again = cli("db", "upgrade")
+        assert again.exit_code == 0 and "nothing to do" in again.output
+
+        listed = cli("list")
+        assert listed.exit_code == 0, listed.output
+        assert listed.output == (LEGACY / "list-before.txt").read_text()
+        assert sum(int(n) for n in re.findall(r"(\d+) papers sent", listed.output)) == 77
+
+        digest = cli("digest", "--since", "2024-11-28")
+        assert digest.exit_code == 0, digest.output
+        assert sink.messages == []  # the same day again: nothing is sent twice
+        assert digest.output.count("no new matching papers") == 5, digest.output
+
+
+def test_auto_upgrade_lets_the_commands_upgrade_by_themselves(tmp_path: Path) -> None:
+    legacy = legacy_database(tmp_path)
+    config = legacy_config(tmp_path, 25, auto_upgrade="true")
+    checked = CliRunner().invoke(main, ["check-config", "-c", str(config)])
+    assert "or the next command upgrades it: [database] auto_upgrade = true" in checked.output
+    listed = CliRunner().invoke(main, ["list", "-c", str(config)])
+    assert listed.exit_code == 0, listed.output
+    assert listed.output == (LEGACY / "list-before.txt").read_text()
+    assert (tmp_path / f"{legacy.name}.bak-{BASELINE}").exists()
+    assert schema_state(f"sqlite:///{legacy}").up_to_date
+
+
+def test_check_config_and_db_current_say_when_there_is_no_database_yet(tmp_path: Path) -> None:
+    config = legacy_config(tmp_path, 25)
+    checked = CliRunner().invoke(main, ["check-config", "-c", str(config)])
+    assert checked.exit_code == 0
+    assert f"schema: no database yet (created at {head()}" in checked.output
+    current = CliRunner().invoke(main, ["db", "current", "-c", str(config)])
+    assert "no database yet" in current.output
+    assert not (tmp_path / "paperbell-0d0a80b.sqlite").exists()  # asking created nothing
+    created = CliRunner().invoke(main, ["db", "upgrade", "-c", str(config)])
+    assert created.exit_code == 0 and f"created at schema {head()} (newest)" in created.output
+
+
+@pytest.mark.database
+def test_a_revision_this_paperbell_does_not_know_is_refused(database_url: str) -> None:
+    Store.open(database_url).close()
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = 'fff9'"))
+    engine.dispose()
+    with pytest.raises(StoreError, match="fff9, unknown to this paperbell"):
+        Store.open(database_url, upgrade=True)
+    with pytest.raises(StoreError, match="fff9, unknown to this paperbell"):
+        upgrade_schema(database_url)
+
+
+def test_the_migrations_ship_inside_the_package() -> None:
+    # In the wheel with the code (pyproject: packages = ["bot"]); no alembic.ini anywhere.
+    folder = Path(alembic_config().get_main_option("script_location") or "")
+    assert folder == Path(bot.__file__).resolve().parent / "store" / "migrations"
+    assert {"env.py", "script.py.mako", "versions"} <= {p.name for p in folder.iterdir()}
