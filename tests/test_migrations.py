@@ -17,6 +17,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from click.testing import CliRunner
 from sqlalchemy import MetaData, create_engine, text
+from support.cli import run
+from support.servers import smtp_sink
 
 import bot
 from bot.cli import main
@@ -24,8 +26,6 @@ from bot.core.errors import OutdatedSchema, StoreError
 from bot.store import Store, normalize_url, schema_state, upgrade_schema
 from bot.store.schema import BASELINE, alembic_config, head, scripts
 from bot.store.tables import SCHEMA
-from tests.commands import run
-from tests.servers import smtp_sink
 
 LEGACY = Path(__file__).parent / "fixtures" / "legacy_0d0a80b"
 LISTING = (
