@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime
 
@@ -101,6 +102,27 @@ def test_subscribers_from_config_and_database(store: Store) -> None:
     assert store.subscribers.all([]) == []
 
 
+def queue_digest(
+    store: Store,
+    subscriber_id: int,
+    digest_id: str,
+    sent: Sequence[Paper],
+    omitted: Sequence[Paper] = (),
+) -> int | None:
+    """Queue an email digest for ada of these papers (None: already queued)."""
+    return store.outbox.enqueue(
+        subscriber_id,
+        channel="email",
+        period=digest_id,
+        digest_id=digest_id,
+        recipient="ada@example.org",
+        payload=b"message",
+        sent=sent,
+        omitted=omitted,
+        now=NOW,
+    )
+
+
 def test_deliveries_are_unique_and_recorded_once(
     store: Store, full_feed_papers: tuple[Paper, ...]
 ) -> None:
@@ -110,17 +132,7 @@ def test_deliveries_are_unique_and_recorded_once(
 
     def queue(digest_id: str, sent: list[Paper], omitted: list[Paper]) -> int | None:
         assert sub.id is not None
-        return store.outbox.enqueue(
-            sub.id,
-            channel="email",
-            period=digest_id,
-            digest_id=digest_id,
-            recipient="ada@example.org",
-            payload=b"message",
-            sent=sent,
-            omitted=omitted,
-            now=NOW,
-        )
+        return queue_digest(store, sub.id, digest_id, sent, omitted)
 
     d1 = queue("d1", [first, second], [third])
     assert d1 is not None
@@ -145,16 +157,7 @@ def test_deleting_a_subscriber_takes_its_outbox_and_deliveries_along(
     sub, _ = store.subscribers.add("ada", email="ada@example.org", rules=["x"], now=NOW)
     assert sub.id is not None
     for period, papers in (("d1", full_feed_papers[:2]), ("d2", full_feed_papers[2:3])):
-        queued = store.outbox.enqueue(
-            sub.id,
-            channel="email",
-            period=period,
-            digest_id=period,
-            recipient="ada@example.org",
-            payload=b"message",
-            sent=papers,
-            now=NOW,
-        )
+        queued = queue_digest(store, sub.id, period, papers)
         assert queued is not None
         if period == "d1":
             store.outbox.mark_sent(queued, owner="worker", now=NOW)
