@@ -25,6 +25,7 @@ from bot.store import Store, schema_state, utcnow
 
 if TYPE_CHECKING:
     from bot.core.calendar import PollPlan
+    from bot.pipeline.health import SourceHealth
     from bot.pipeline.scheduler import DigestPlan
     from bot.store import LeftOut, OutboxStatus, SourceState
 
@@ -70,9 +71,16 @@ def status(config_path: Path) -> None:
     config = load_config(config_path)
     store = open_store(config)
     found = gather_status(config, store, now=utcnow())
-    _table(_source_rows(found, deadline=config.polling.deadline))
+    _table(_source_rows(found))
+    for source in found.sources:  # in full: the table cuts its problem column
+        for line in (*source.health.problems, *source.health.notes):
+            click.echo(f"  {source.name}: {line}")
     click.echo("")
     _table(_subscriber_rows(found))
+    for each in found.subscribers:  # why a digest day sent nothing, in full
+        if each.nothing is not None and each.subscriber.active:
+            slot, why = each.nothing
+            click.echo(f"  {each.subscriber.name}: nothing on {slot}: {why}")
     totals = ", ".join(f"{n} {state}" for state, n in found.outbox.items())
     click.echo(f"\noutbox: {totals} (digests)")
 
@@ -85,6 +93,7 @@ class SourceStatus:
     state: SourceState | None  # None: never polled
     plan: PollPlan
     left_out: LeftOut | None
+    health: SourceHealth
 
 
 @dataclass(frozen=True)
@@ -96,6 +105,7 @@ class SubscriberStatus:
     plan: DigestPlan
     papers_sent: int
     outbox: OutboxStatus | None
+    nothing: tuple[str, str] | None = None  # its last slot sent nothing: (slot, why)
 
 
 @dataclass(frozen=True)
@@ -110,14 +120,20 @@ class Status:
 
 def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
     """Read the store and plan the next polls and digests, as the daemon would at `now`."""
-    from bot.pipeline import build_sources  # the pipeline: only `status` needs it here
-    from bot.pipeline.scheduler import digest_plans, source_plans
+    from bot.pipeline import build_sources, listing_checks  # only `status` needs them here
+    from bot.pipeline.health import source_health, source_plans
+    from bot.pipeline.scheduler import digest_plans
 
     calendar, policy = config.polling.calendar(), config.polling.policy()
     sources = build_sources(config)
     plans = source_plans(sources, store, calendar, policy, now=now)
     states = {s.name: s for s in store.sources.states()}
     left_out = store.sources.left_out()
+    health = {
+        h.name: h
+        for h in source_health(sources, store, listing_checks(config), now=now, plans=plans)
+    }
+    nothing = store.subscribers.slot_notes()
     outbox = store.outbox.status()
     counts = store.outbox.delivery_counts()
     everyone = store.subscribers.all(
@@ -129,7 +145,9 @@ def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
     return Status(
         now=now,
         sources=[
-            SourceStatus(s.name, states.get(s.name), plans[s.name], left_out.get(s.name))
+            SourceStatus(
+                s.name, states.get(s.name), plans[s.name], left_out.get(s.name), health[s.name]
+            )
             for s in sources
         ],
         subscribers=[
@@ -139,6 +157,7 @@ def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
                 upcoming[sub.name],
                 counts.get(sub.id or -1, (0, None))[0],
                 outbox.get(sub.id or -1),
+                nothing.get(sub.id or -1),
             )
             for sub in everyone
         ],
@@ -146,7 +165,7 @@ def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
     )
 
 
-def _source_rows(found: Status, *, deadline: str) -> list[list[str]]:
+def _source_rows(found: Status) -> list[list[str]]:
     """The sources' table: a header, then a row per source."""
     rows = [
         [
@@ -155,19 +174,15 @@ def _source_rows(found: Status, *, deadline: str) -> list[list[str]]:
             "result",
             "items",
             "new",
-            "announced",
+            "listing",
             "next poll (UTC)",
             "left out",
             "problem",
         ]
     ]
     for source in found.sources:
-        st, plan, skipped = source.state, source.plan, source.left_out
-        problem = ""
-        if plan.late:
-            problem = f"late: no new listing for {plan.feed_day} by {deadline} ET"
-        if st is not None and st.last_error:
-            problem = f"{problem}; {st.last_error}" if problem else st.last_error
+        st, plan, skipped, health = source.state, source.plan, source.left_out, source.health
+        problem = "; ".join(health.problems)
         if skipped is not None and skipped.first and not problem:
             problem = f"left out {skipped.first}"
         when = "now" if plan.at <= found.now else f"{plan.at.astimezone(UTC):%Y-%m-%d %H:%M}"
@@ -181,13 +196,26 @@ def _source_rows(found: Status, *, deadline: str) -> list[list[str]]:
                 st.last_result,
                 str(st.items),
                 str(st.new),
-                str(st.announced or ""),
+                _listing_cell(health),
                 when,
                 str(skipped.count if skipped is not None else 0),
                 problem[:70],
             ]
         )
     return rows
+
+
+def _listing_cell(health: SourceHealth) -> str:
+    """The newest listing: its day, its papers, the usual count, what a repair added."""
+    listing = health.listing
+    if listing is None:
+        return ""
+    text = f"{listing.day:%m-%d}: {listing.items}"
+    if health.usual is not None:
+        text += f" (usual {health.usual.size})"
+    if listing.repaired is not None:
+        text += f" +{listing.repaired_new} API"
+    return text
 
 
 def _subscriber_rows(found: Status) -> list[list[str]]:
@@ -212,6 +240,9 @@ def _subscriber_rows(found: Status) -> list[list[str]]:
             problem = f"retry {box.next_attempt:%m-%d %H:%M}: {box.last_error}"
         elif box and box.last_error:
             problem = box.last_error
+        elif each.nothing is not None and sub.active:
+            slot, why = each.nothing
+            problem = f"nothing {slot.partition(':')[2] or slot}: {why}"
         if not sub.active:
             next_digest = ""
         elif due.due is not None and due.waiting_for:

@@ -95,6 +95,12 @@ class PollingConfig(Section):
     request_deadline_seconds: float = Field(
         60, gt=0, le=REQUEST_DEADLINE_LIMIT, allow_inf_nan=False
     )
+    # An arXiv listing that came short (under a quarter of the same weekday's usual) or not
+    # at all by the deadline is filled in from the arXiv API, within this many seconds.
+    repair: bool = True
+    repair_deadline_seconds: float = Field(
+        120, gt=0, le=REQUEST_DEADLINE_LIMIT, allow_inf_nan=False
+    )
 
     @model_validator(mode="after")
     def _deadline_after_start(self) -> PollingConfig:

@@ -103,6 +103,34 @@ def announcement_day(calendar: ArxivCalendar, submitted: datetime) -> date:
     return day
 
 
+def submission_window(calendar: ArxivCalendar, day: date) -> tuple[datetime, datetime]:
+    """When the submissions listed on feed day `day` were made, by arXiv's schedule (the
+    inverse of `announcement_day`): from 14:00 Eastern on a weekday to 14:00 Eastern on the
+    last weekday before `day`, start included, end excluded. A listing after a weekend or
+    holiday spans the days between."""
+    last = _weekday_before(day)
+    first = last
+    while True:
+        earlier = _weekday_before(first)
+        following = earlier + timedelta(days=1)
+        while not calendar.day(following).announces:
+            following += timedelta(days=1)
+        if following != day:
+            break
+        first = earlier
+    return (
+        eastern(_weekday_before(first), SUBMISSION_DEADLINE),
+        eastern(last, SUBMISSION_DEADLINE),
+    )
+
+
+def _weekday_before(day: date) -> date:
+    day -= timedelta(days=1)
+    while day.weekday() in WEEKEND:
+        day -= timedelta(days=1)
+    return day
+
+
 def eastern_date(at: datetime) -> date:
     """The Eastern date at an instant: the feed day a listing fetched then belongs to."""
     return at.astimezone(ARXIV_TZ).date()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 
 from bot.core.calendar import ArxivCalendar
 from bot.core.models import Digest, DigestGroup, DigestItem, Hit, Paper, Subscriber, announce_kind
@@ -250,20 +250,29 @@ def empty_note(
     papers: int,
     late: bool = False,
     deadline: str = "",
+    failing: Sequence[tuple[str, datetime]] = (),
 ) -> str:
     """Why a digest holds no papers: no announcement (weekend, holiday), a late listing, or
-    nothing matched among the period's papers. `feed_day` is the last day the digest covers,
+    nothing matched among the period's papers; and the sources that fail (`failing`: name,
+    since when), whose papers may be missing. `feed_day` is the last day the digest covers,
     `days` how many days it spans, `papers` how many papers they brought."""
     day = calendar.day(feed_day)
     if days == 1 and not day.announces:
         return f"No arXiv announcement for {day.describe()}."
     if late:
-        return (
+        text = (
             f"arXiv's listing for {day.describe()} is late; it had not come by {deadline} "
             "US Eastern, and its papers will come in your next digest."
         )
-    among = "papers announced this week" if days > 1 else f"papers of {day.describe()}"
-    return f"Nothing matched your rules among the {papers:,} {among}."
+    else:
+        among = "papers announced this week" if days > 1 else f"papers of {day.describe()}"
+        text = f"Nothing matched your rules among the {papers:,} {among}."
+    for name, since in failing:
+        text += (
+            f" paperbell could not read the source {name} since "
+            f"{since.astimezone(UTC):%a %d %b %H:%M} UTC; its papers will come once it can."
+        )
+    return text
 
 
 def count_matches(

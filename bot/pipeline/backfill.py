@@ -17,7 +17,6 @@ from datetime import date, datetime
 from typing import Any
 
 from bot.core.errors import SourceError, unexpected
-from bot.pipeline.poll import tagged
 from bot.sources import Source
 from bot.store import Store
 
@@ -83,7 +82,7 @@ async def backfill(
                 report.errors.append(f"{part}: {unexpected(exc)}")
                 advance(report, part, 0)
                 continue
-            stored = tagged(papers, source)
+            stored = source.tagged(papers)
             counts = store.papers.upsert(stored, now=now(), authority=source.authority)
             store.papers.mark_backfilled(source.name, part, papers=len(stored), now=now())
             report.done += 1

@@ -20,7 +20,9 @@ from bot.core.calendar import eastern_date
 from bot.core.errors import SourceError, unexpected
 from bot.core.models import Paper
 from bot.core.redact import redact_shapes
-from bot.pipeline.wiring import build_sources
+from bot.pipeline.health import ListingChecks
+from bot.pipeline.repair import Repair, remember_listing, repair_listing, repair_wanted
+from bot.pipeline.wiring import build_sources, listing_checks
 from bot.sources import Source
 from bot.store import Store
 
@@ -46,6 +48,7 @@ class PollReport:
     error: str | None = None
     note: str | None = None
     problems: int = 0  # entries left out (each logged with why)
+    repair: Repair | None = None  # the listing was short or stale: what the arXiv API gave
 
 
 async def poll(
@@ -57,22 +60,53 @@ async def poll(
     only: str | None = None,
 ) -> list[PollReport]:
     """Fetch every source once, store new papers, and say per source what happened. A
-    source that fails (whatever the exception) is reported as an error; the others go on."""
+    source that fails (whatever the exception) is reported as an error; the others go on.
+    A listing that came short or not at all is repaired from the arXiv API."""
+    checks = listing_checks(config)
     reports = []
     for source in build_sources(config):
         if only is not None and source.name != only:
             continue
-        reports.append(await poll_source(source, store, fetcher, now=now))
+        reports.append(await poll_source(source, store, fetcher, now=now, checks=checks))
     return reports
 
 
 async def poll_source(
-    source: Source, store: Store, fetcher: PoliteFetcher, *, now: datetime
+    source: Source,
+    store: Store,
+    fetcher: PoliteFetcher,
+    *,
+    now: datetime,
+    checks: ListingChecks | None = None,
 ) -> PollReport:
     """Poll one source (one request or several), store its papers, say what happened.
     Never raises for the source's own failure (a SourceError, or any bug reading it: that
     one is logged with its traceback): it is recorded for `status` and reported as an error,
-    so the other sources and the digests of papers already stored go on."""
+    so the other sources and the digests of papers already stored go on. With `checks`, a
+    calendar source's listing is measured and, short or stale, repaired (`bot.pipeline.repair`)."""
+    report = await _poll_guarded(source, store, fetcher, now=now)
+    if checks is None or not source.follows_arxiv_calendar:
+        return report
+    try:
+        if report.result in ("ok", "empty"):
+            remember_listing(
+                source, store, checks, day=report.announced, items=report.items, now=now
+            )
+        wanted = repair_wanted(source, store, checks, now=now)
+        if wanted is not None:
+            day, reason = wanted
+            repaired = await repair_listing(
+                source, store, fetcher, checks, day=day, reason=reason, now=now
+            )
+            report = replace(report, repair=repaired)
+    except Exception as exc:  # the database is down: the poll stands, the check waits
+        log.error("source %s: could not check the listing: %s", source.name, unexpected(exc))
+    return report
+
+
+async def _poll_guarded(
+    source: Source, store: Store, fetcher: PoliteFetcher, *, now: datetime
+) -> PollReport:
     url = str(getattr(source, "url", ""))
     try:
         return await _poll_source(source, store, fetcher, url=url, now=now)
@@ -100,7 +134,7 @@ async def _poll_source(
         return PollReport(source.name, url, "not_modified")
     for problem in harvest.problems:
         log.warning("source %s: left out %s", source.name, problem)
-    papers = tagged(_dated(harvest.papers, now), source)
+    papers = source.tagged(_dated(harvest.papers, now))
     counts = store.papers.upsert(papers, now=now, authority=source.authority)
     result = "ok" if papers else "empty"
     store.sources.record_poll(
@@ -129,19 +163,6 @@ async def _poll_source(
         note=harvest.empty_reason,
         problems=len(harvest.problems),
     )
-
-
-def tagged(papers: Sequence[Paper], source: Source) -> list[Paper]:
-    """Papers marked with the source's name and kind, for `src:` rules (shared with
-    `bot.pipeline.backfill`)."""
-    return [
-        replace(
-            paper,
-            source=paper.source or source.name,
-            sources=tuple(dict.fromkeys((*paper.sources, *source.tags))),
-        )
-        for paper in papers
-    ]
 
 
 def batch_id(papers: Sequence[Paper]) -> str | None:

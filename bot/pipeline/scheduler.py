@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -32,43 +32,17 @@ from bot.core.calendar import (
     PollPolicy,
     eastern_date,
     listing_day,
-    plan_poll,
 )
 from bot.core.models import Subscriber
 from bot.core.schedule import Slot, latest_slot, next_slot
 from bot.match.digest import empty_note
 from bot.pipeline.deliver import DeliveryReport, DeliveryRequest, deliver
+from bot.pipeline.health import SourceHealth, source_health, source_plans
 from bot.pipeline.poll import PollReport, poll_source
-from bot.pipeline.wiring import build_sources, retry_policy
-from bot.sources import Source
+from bot.pipeline.wiring import build_sources, listing_checks, retry_policy
 from bot.store import Store
 
 log = logging.getLogger(__name__)
-
-
-def source_plans(
-    sources: Sequence[Source],
-    store: Store,
-    calendar: ArxivCalendar,
-    policy: PollPolicy,
-    *,
-    now: datetime,
-) -> dict[str, PollPlan]:
-    """Each source's next poll, from what the store remembers of its polls."""
-    states = {row.name: row for row in store.sources.states()}
-    plans = {}
-    for source in sources:
-        row = states.get(source.name)
-        plans[source.name] = plan_poll(
-            calendar,
-            replace(policy, interval=source.interval) if source.interval else policy,
-            now=now,
-            last_poll=row.last_poll if row else None,
-            last_new=row.last_new if row else None,
-            last_new_day=row.last_new_day if row else None,
-            follows_calendar=source.follows_arxiv_calendar,
-        )
-    return plans
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +132,7 @@ class Daemon:
         self.policy = config.polling.policy()
         self.retry = retry_policy(config)
         self.sources = build_sources(config)
+        self.checks = listing_checks(config)
         self.counters = Counters()
         self.stopping = False
         self._task: asyncio.Task[TickReport | None] | None = None
@@ -172,6 +147,12 @@ class Daemon:
 
     def plans(self, now: datetime) -> dict[str, PollPlan]:
         return source_plans(self.sources, self.store, self.calendar, self.policy, now=now)
+
+    def health(
+        self, now: datetime, *, plans: Mapping[str, PollPlan] | None = None
+    ) -> list[SourceHealth]:
+        """Each source's health at `now` (for /healthz and /metrics)."""
+        return source_health(self.sources, self.store, self.checks, now=now, plans=plans)
 
     async def tick(self) -> TickReport:
         """Poll what is due, queue the digests that are due, send what is queued."""
@@ -193,7 +174,9 @@ class Daemon:
         for source in self.sources:
             if self.stopping or plans[source.name].at > now:
                 continue
-            report = await poll_source(source, self.store, self.fetcher, now=self.clock())
+            report = await poll_source(
+                source, self.store, self.fetcher, now=self.clock(), checks=self.checks
+            )
             _count(self.counters.polls, report.result)
             if report.problems:
                 _count(self.counters.left_out, source.name, report.problems)
@@ -234,22 +217,35 @@ class Daemon:
             first = listing_day(self.policy, slot.at) - timedelta(days=days - 1)
             return min(first, listing_day(self.policy, previous.at))
 
+        states = {s.name: s for s in self.store.sources.states()}
+        failing = [
+            (state.name, failed)
+            for state in states.values()
+            if state.last_result == "error"
+            and (failed := state.failing_since or state.last_poll) is not None
+        ]
+        nothing: dict[int, str] = {}  # why each subscriber's slot sent nothing
+
         def note(sub: Subscriber) -> str | None:
-            if not sub.notify_empty:
-                return None
             slot = due[sub.id or 0][1]
             day = listing_day(self.policy, slot.at)
             first = day - timedelta(days=sub.schedule.days - 1)
-            late = any(p.late and p.feed_day == day for p in plans.values())
+            late = any(
+                p.late and p.feed_day == day and not self._filled_in(name, day)
+                for name, p in plans.items()
+            )
             counts = self.store.papers.per_day(first, day)
-            return empty_note(
+            text = empty_note(
                 self.calendar,
                 feed_day=day,
                 days=sub.schedule.days,
                 papers=sum(counts.values()),
                 late=late,
                 deadline=self.config.polling.deadline,
+                failing=failing,
             )
+            nothing[sub.id or 0] = text
+            return text if sub.notify_empty else None
 
         request = DeliveryRequest(
             subscribers=[sub for sub, _ in due.values()],
@@ -269,13 +265,20 @@ class Daemon:
         )
         # Handled, whatever came of it: a failure is in the outbox (and status); a slot
         # with nothing to send is not tried again every tick.
-        self.store.subscribers.mark_slots({sid: slot.key for sid, (_, slot) in due.items()})
+        self.store.subscribers.mark_slots(
+            {sid: slot.key for sid, (_, slot) in due.items()}, notes=nothing
+        )
         for report in reports:
             _count(self.counters.digests, report.status)
             log.info(
                 "digest for %s: %s (%d papers)", report.subscriber, report.status, report.count
             )
         return reports
+
+    def _filled_in(self, source: str, day: date) -> bool:
+        """Whether a repair from the arXiv API filled in `source`'s listing of `day`."""
+        listing = self.store.sources.listing(source, day)
+        return listing is not None and listing.repaired is not None
 
     async def send_due(self) -> list[Attempt]:
         """Send the queued digests that are due (retries wait for their time)."""

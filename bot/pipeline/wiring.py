@@ -17,6 +17,7 @@ from bot.channels.outbox import RetryPolicy
 from bot.channels.slack import SlackChannel, SlackSettings
 from bot.config import Config, EmailConfig
 from bot.core.errors import ConfigError
+from bot.pipeline.health import ListingChecks
 from bot.render.email import EmailSettings
 from bot.sources import SOURCE_KINDS, Source, load_builtin_sources
 
@@ -38,6 +39,18 @@ def build_sources(config: Config) -> list[Source]:
     """Instantiate every configured source through the registry."""
     load_builtin_sources()
     return [SOURCE_KINDS[s.kind](s.name, **s.options) for s in config.sources]
+
+
+def listing_checks(config: Config) -> ListingChecks:
+    """How listings are judged and repaired ([polling]: the calendar, the deadline, repair)."""
+    polling = config.polling
+    return ListingChecks(
+        calendar=polling.calendar(),
+        policy=polling.policy(),
+        repair=polling.repair,
+        deadline=polling.repair_deadline_seconds,
+        deadline_text=polling.deadline,
+    )
 
 
 class FetcherOptions(TypedDict, total=False):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from bot.core.calendar import eastern_date
+from bot.core.calendar import ArxivCalendar, eastern_date
 from bot.core.checks import canonical_category
 from bot.core.errors import (
     FeedErrorResponse,
@@ -32,7 +32,7 @@ from bot.core.errors import (
 )
 from bot.core.merge import ARXIV_LISTING
 from bot.core.models import ANNOUNCE_TYPES, ArxivVersionError, Paper, split_arxiv_id
-from bot.sources.arxiv_query import backfill_from_api, category_query
+from bot.sources.arxiv_query import backfill_from_api, category_query, listed_from_api
 from bot.sources.base import (
     FetchResult,
     FetchState,
@@ -87,6 +87,7 @@ class ArxivListingSource(Source):
     """New papers of the day in some arXiv archives or categories, from rss.arxiv.org."""
 
     follows_arxiv_calendar = True
+    can_repair = True
     authority = ARXIV_LISTING
 
     Options: ClassVar[type[BaseModel]] = ArxivOptions  # bot.config validates with it
@@ -123,6 +124,21 @@ class ArxivListingSource(Source):
             page_size=500,
             source=self.name,
             day=day,
+        )
+
+    async def repair_day(
+        self, http: PoliteFetcher, day: date, calendar: ArxivCalendar
+    ) -> list[Paper]:
+        """The new papers of the source's categories that arXiv lists on `day`, from the
+        arXiv API: what fills in a listing that came short or not at all."""
+        return await listed_from_api(
+            http,
+            base_url=self.api_url,
+            query=category_query(self.categories),
+            page_size=500,
+            source=self.name,
+            day=day,
+            calendar=calendar,
         )
 
     def parse(self, body: bytes, *, status: int = 200) -> ParsedFeed:

@@ -6,7 +6,8 @@ Owns the request side of the API: `api_query_url` and `submitted_range` build re
 request every 3 seconds to arXiv), `page_size` (at most 2000) a request, until the results
 end or pass a date; `dated` gives the results the listing days arXiv's schedule gives them;
 `backfill_from_api` reads one past day of a query, for this source and for the daily
-listing's (`bot.sources.arxiv`). `ArxivQuerySource` (`kind = "arxiv_query"`) polls a query.
+listing's (`bot.sources.arxiv`), and `listed_from_api` one feed day's new papers (what
+repairs a listing that came short).  `ArxivQuerySource` (`kind = "arxiv_query"`) polls a query.
 
 Reading a response is `bot.sources.arxiv_api` (pure). Nothing here opens a connection:
 the fetcher is injected, and the clock's `now` is passed in.
@@ -23,7 +24,7 @@ from urllib.parse import quote, urlencode
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.core.calendar import ArxivCalendar, announcement_day
+from bot.core.calendar import ArxivCalendar, announcement_day, submission_window
 from bot.core.errors import FeedFormatError
 from bot.core.merge import ARXIV_API
 from bot.core.models import Paper
@@ -100,6 +101,17 @@ def submitted_range(query: str, start: date, end: date) -> str:
     if end < start:
         raise ValueError(f"the range ends ({end}) before it starts ({start})")
     dates = f"submittedDate:[{start:%Y%m%d}0000 TO {end:%Y%m%d}2359]"
+    query = query.strip()
+    return f"({query}) AND {dates}" if query else dates
+
+
+def submitted_between(query: str, start: datetime, end: datetime) -> str:
+    """`(<query>) AND submittedDate:[YYYYMMDDHHMM TO YYYYMMDDHHMM]`: papers submitted from
+    `start` (included) to `end` (excluded), to the minute, in UTC as arXiv reads them."""
+    if end <= start:
+        raise ValueError(f"the range ends ({end}) before it starts ({start})")
+    first, last = start.astimezone(UTC), (end - timedelta(minutes=1)).astimezone(UTC)
+    dates = f"submittedDate:[{first:%Y%m%d%H%M} TO {last:%Y%m%d%H%M}]"
     query = query.strip()
     return f"({query}) AND {dates}" if query else dates
 
@@ -204,6 +216,39 @@ async def backfill_from_api(
         sort_order="ascending",
     )
     return dated(entries, ArxivCalendar.default())
+
+
+REPAIR_LIMIT = 10_000  # papers one repair reads at most (arXiv's largest day is ~2,000)
+
+
+async def listed_from_api(
+    http: PoliteFetcher,
+    *,
+    base_url: str,
+    query: str,
+    page_size: int,
+    source: str,
+    day: date,
+    calendar: ArxivCalendar,
+) -> list[Paper]:
+    """The new papers matching `query` that arXiv lists on feed day `day`: those submitted
+    in that listing's window (`submission_window`), dated `day`. What repairs a listing
+    that came short or not at all (the arXiv API holds the day when the feed does not)."""
+    start, end = submission_window(calendar, day)
+    entries = await search(
+        http,
+        base_url=base_url,
+        query=submitted_between(query, start, end),
+        page_size=page_size,
+        source=source,
+        sort_by="submittedDate",
+        sort_order="ascending",
+        limit=REPAIR_LIMIT,
+    )
+    return [
+        replace(entry.paper, announced=day, first_announced=day, first_type="new")
+        for entry in entries
+    ]
 
 
 @register(KIND)

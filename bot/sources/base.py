@@ -11,8 +11,8 @@ kind (they subclass `Source` in their own modules) nor do I/O itself: `fetch` an
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from typing import Annotated, Any, ClassVar, TypeVar
 
@@ -113,6 +113,8 @@ class Source:
     # How far its bibliographic fields are trusted over another source's for the same
     # paper (bot.core.merge: arXiv's listing 3, the arXiv API 2, a feed 1, Hugging Face 0).
     authority: ClassVar[int] = 1
+    # Whether a short or missing listing can be filled in from elsewhere (`repair_day`).
+    can_repair: ClassVar[bool] = False
     # How often a source that does not follow arXiv's calendar is polled (None: the
     # [polling] interval_minutes); set from its `interval_minutes` option.
     interval: timedelta | None = None
@@ -138,6 +140,18 @@ class Source:
         """What `src:` finds this source's papers by: its name and its kind, lower case."""
         return tuple(dict.fromkeys((self.name.lower(), self.kind)))
 
+    def tagged(self, papers: Sequence[Paper]) -> list[Paper]:
+        """`papers` marked with this source's name and kind, for `src:` rules (what every
+        poll, backfill and repair stores)."""
+        return [
+            replace(
+                paper,
+                source=paper.source or self.name,
+                sources=tuple(dict.fromkeys((*paper.sources, *self.tags))),
+            )
+            for paper in papers
+        ]
+
     def parse(self, body: bytes, *, status: int = 200) -> ParsedFeed:  # pragma: no cover
         raise NotImplementedError
 
@@ -152,6 +166,11 @@ class Source:
     async def backfill_day(self, http: Any, day: date) -> list[Paper]:  # pragma: no cover
         """One day's papers for a backfill (as many requests as it takes)."""
         raise NotImplementedError
+
+    async def repair_day(self, http: Any, day: date, calendar: Any) -> list[Paper] | None:
+        """A feed day's papers from elsewhere (the arXiv API), when this source's listing of
+        `day` came short or not at all; None: this source cannot (the default)."""
+        return None
 
     async def harvest(self, http: Any, state: FetchState, *, now: datetime) -> Harvest:
         """One poll: fetch, then parse (off the event loop). Sources that need several

@@ -20,8 +20,7 @@ from sqlmodel import Session, col, create_engine, select
 
 from bot.core.checks import redact_url
 from bot.core.errors import OutdatedSchema, StoreError
-from bot.store.schema import SchemaState, Upgrade, migrate, read_state
-from bot.store.tables import SCHEMA
+from bot.store.schema import SchemaState, Upgrade, baseline_columns, migrate, read_state
 
 log = logging.getLogger(__name__)
 
@@ -147,17 +146,17 @@ def describe_upgrade(done: Upgrade) -> str:
 
 
 def _missing_columns(engine: Engine) -> dict[str, list[str]]:
-    """Columns this version's tables have that the database's lack (a schema older than
-    the baseline)."""
+    """Columns the baseline's tables have that the database's lack (a schema older than
+    the baseline: the migrations cannot start from it)."""
     inspector = inspect(engine)
     missing = {}
-    for table in SCHEMA.sorted_tables:
-        if not inspector.has_table(table.name):
+    for table, columns in baseline_columns().items():
+        if not inspector.has_table(table):
             continue
-        present = {column["name"] for column in inspector.get_columns(table.name)}
-        lacking = [column.name for column in table.columns if column.name not in present]
+        present = {column["name"] for column in inspector.get_columns(table)}
+        lacking = sorted(columns - present)
         if lacking:
-            missing[table.name] = lacking
+            missing[table] = lacking
     return missing
 
 

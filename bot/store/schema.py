@@ -21,7 +21,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, inspect
+from sqlalchemy import Connection, Engine, create_engine, inspect
 
 from bot.store.tables import SCHEMA
 
@@ -106,6 +106,24 @@ def head() -> str:
     found = scripts().get_current_head()
     assert found is not None, "bot/store/migrations/versions/ holds no revision"
     return found
+
+
+@cache
+def baseline_columns() -> dict[str, frozenset[str]]:
+    """The baseline's tables and their columns (0d0a80b's schema), read off a database in
+    memory migrated to it: what an unversioned database must have to be upgraded."""
+    engine = create_engine("sqlite://")
+    try:
+        with engine.begin() as connection:
+            command.upgrade(alembic_config(connection), BASELINE)
+            inspector = inspect(connection)
+            return {
+                table: frozenset(column["name"] for column in inspector.get_columns(table))
+                for table in inspector.get_table_names()
+                if table != "alembic_version"
+            }
+    finally:
+        engine.dispose()
 
 
 def alembic_config(connection: Connection | None = None) -> Config:

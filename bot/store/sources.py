@@ -16,7 +16,7 @@ from sqlmodel import select
 from bot.sources import FetchState
 from bot.sources.feedtext import clean_text
 from bot.store.database import Repository
-from bot.store.tables import SourceLeftOutRow, SourceStateRow, as_record
+from bot.store.tables import SourceLeftOutRow, SourceListingRow, SourceStateRow, as_record
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,23 @@ class SourceState:
     batch: str | None  # the ids the source last gave (a digest of them)
     last_new: datetime | None  # when a poll last brought a different batch (a new listing)
     last_new_day: date | None  # and the date that poll's feed gave
+    last_success: datetime | None  # the last poll that did not fail
+    failing_since: datetime | None  # the first failure of the current run (None: it works)
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One announcement day's listing of a calendar source (a `source_listing` row)."""
+
+    source: str
+    day: date
+    items: int  # papers the listing held
+    seen: datetime
+    repair_reason: str | None  # "short" or "stale": why the arXiv API was asked
+    repair_tried: datetime | None
+    repaired: int | None  # papers the API gave for the day (None: not repaired)
+    repaired_new: int  # of them, papers the listing lacked
+    repair_error: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +107,9 @@ class Sources(Repository):
             row.last_error = clean_text(error) if error is not None else None  # a feed's words
             if result != "error":
                 row.items, row.new, row.updated = items, new, updated
+                row.last_success, row.failing_since = now, None
+            elif row.failing_since is None:
+                row.failing_since = now
             if batch is not None and batch != row.batch:
                 row.batch, row.last_new, row.last_new_day = batch, now, announced
             if announced is not None:
@@ -115,3 +135,70 @@ class Sources(Repository):
         with self.database.session() as session:
             rows = session.exec(select(SourceStateRow).order_by(SourceStateRow.name)).all()
             return [as_record(SourceState, row) for row in rows]
+
+    # -- listings: each announcement day's size, and repairs ------------------------------
+
+    def record_listing(self, name: str, day: date, *, items: int, now: datetime) -> Listing:
+        """Remember the size of `name`'s listing of `day` (the largest any poll saw)."""
+        with self.database.session() as session:
+            row = session.get(SourceListingRow, (name, day))
+            if row is None:
+                row = SourceListingRow(source=name, day=day, items=items, seen=now)
+            row.items = max(row.items, items)
+            session.add(row)
+            session.commit()
+            session.refresh(row)
+            return as_record(Listing, row)
+
+    def listing(self, name: str, day: date) -> Listing | None:
+        """`name`'s listing of `day`, if a poll brought it (or a repair filled it in)."""
+        with self.database.session() as session:
+            row = session.get(SourceListingRow, (name, day))
+            return as_record(Listing, row) if row is not None else None
+
+    def listings(self, name: str, *, before: date, limit: int = 60) -> list[Listing]:
+        """`name`'s latest listings before `day`, newest first."""
+        with self.database.session() as session:
+            rows = session.exec(
+                select(SourceListingRow)
+                .where(SourceListingRow.source == name, SourceListingRow.day < before)
+                .order_by(SourceListingRow.day.desc())  # type: ignore[attr-defined]
+                .limit(limit)
+            ).all()
+            return [as_record(Listing, row) for row in rows]
+
+    def latest_listings(self) -> dict[str, Listing]:
+        """Per source, its newest listing."""
+        with self.database.session() as session:
+            rows = session.exec(
+                select(SourceListingRow).order_by(SourceListingRow.day)  # type: ignore[arg-type]
+            ).all()
+            return {row.source: as_record(Listing, row) for row in rows}
+
+    def record_repair(
+        self,
+        name: str,
+        day: date,
+        *,
+        reason: str,
+        now: datetime,
+        papers: int | None = None,
+        new: int = 0,
+        error: str | None = None,
+    ) -> Listing:
+        """Remember a repair of `name`'s listing of `day` from the arXiv API: the papers it
+        gave and how many the listing lacked, or why it failed (a stale listing has no row
+        yet: it is made with no items)."""
+        with self.database.session() as session:
+            row = session.get(SourceListingRow, (name, day))
+            if row is None:
+                row = SourceListingRow(source=name, day=day, items=0, seen=now)
+            row.repair_reason, row.repair_tried = reason, now
+            row.repair_error = clean_text(error)[:500] if error is not None else None
+            if papers is not None:
+                row.repaired = papers
+                row.repaired_new = new
+            session.add(row)
+            session.commit()
+            session.refresh(row)
+            return as_record(Listing, row)

@@ -150,8 +150,9 @@ class Subscribers(Repository):
             session.add(row)
             session.commit()
 
-    def mark_slots(self, slots: Mapping[int, str]) -> None:
-        """Remember, per subscriber id, the last schedule slot the daemon handled."""
+    def mark_slots(self, slots: Mapping[int, str], notes: Mapping[int, str] | None = None) -> None:
+        """Remember, per subscriber id, the last schedule slot the daemon handled, and why
+        it sent nothing (`notes`; a subscriber absent from them was sent a digest)."""
         if not slots:
             return
         with self.database.session() as session:
@@ -159,8 +160,18 @@ class Subscribers(Repository):
                 row = session.get(SubscriberRow, subscriber_id)
                 if row is not None:
                     row.last_slot = key
+                    row.last_slot_note = (notes or {}).get(subscriber_id)
                     session.add(row)
             session.commit()
+
+    def slot_notes(self) -> dict[int, tuple[str, str]]:
+        """Per subscriber id, its last handled slot and why it sent nothing (only those
+        whose last slot sent nothing)."""
+        with self.database.session() as session:
+            rows = session.exec(
+                select(SubscriberRow.id, SubscriberRow.last_slot, SubscriberRow.last_slot_note)
+            ).all()
+            return {sid: (slot, note) for sid, slot, note in rows if note and slot and sid}
 
     def add(
         self,

@@ -102,6 +102,9 @@ class SubscriberRow(SQLModel, table=True):
     timezone: str | None = Field(default=None, max_length=64)
     notify_empty: bool | None = None
     last_slot: str | None = Field(default=None, max_length=32)  # handled by the daemon
+    # Why that slot sent nothing ("No arXiv announcement ...", "nothing matched ..."); None
+    # when it sent a digest (migration 0003).
+    last_slot_note: str | None = None
     slack_channel: str | None = Field(default=None, max_length=82)  # "#name" or an id
     slack_user: str | None = Field(default=None, max_length=32, index=True)  # a user id
     slack_webhook: str | None = Field(default=None, max_length=128)  # the URL's variable
@@ -186,6 +189,10 @@ class SourceStateRow(SQLModel, table=True):
     batch: str | None = Field(default=None, max_length=64)
     last_new: datetime | None = None
     last_new_day: date | None = None
+    # The last poll that did not fail, and the first failure of the current run of them
+    # (None while it works): "failing since ..." (migration 0003).
+    last_success: datetime | None = None
+    failing_since: datetime | None = None
 
 
 class SourceLeftOutRow(SQLModel, table=True):
@@ -198,6 +205,24 @@ class SourceLeftOutRow(SQLModel, table=True):
     count: int = 0
     first: str | None = None  # "item 7 (oai:arXiv.org:2411.00002v9…): version … out of range"
     at: datetime | None = None  # the poll
+
+
+class SourceListingRow(SQLModel, table=True):
+    """One announcement day's listing of a source that follows arXiv's calendar: how many
+    papers it held (against the same weekday's usual count it reads as short), and what a
+    repair from the arXiv API filled in (migration 0003)."""
+
+    __tablename__ = "source_listing"
+
+    source: str = Field(primary_key=True, max_length=128)
+    day: date = Field(primary_key=True)
+    items: int = 0  # papers in the listing (the most any poll of that day saw)
+    seen: datetime  # the poll that first brought it
+    repair_reason: str | None = Field(default=None, max_length=16)  # "short" or "stale"
+    repair_tried: datetime | None = None  # the last repair attempt
+    repaired: int | None = None  # papers the arXiv API gave for the day (None: not repaired)
+    repaired_new: int = 0  # of them, papers the listing lacked
+    repair_error: str | None = None  # why the last attempt failed
 
 
 class BackfillRow(SQLModel, table=True):

@@ -92,19 +92,55 @@ class DaemonCollector:
             "Items polls left out since the daemon started",
             labels=["source"],
         )
+        last_success = GaugeMetricFamily(
+            "paperbell_source_last_success_timestamp_seconds",
+            "Last poll that did not fail",
+            labels=["source"],
+        )
+        stale = GaugeMetricFamily(
+            "paperbell_source_stale",
+            "1 when a feed day passed its deadline without its listing",
+            labels=["source"],
+        )
+        short = GaugeMetricFamily(
+            "paperbell_source_short",
+            "1 when the newest listing is under a quarter of the usual and not repaired",
+            labels=["source"],
+        )
+        listing = GaugeMetricFamily(
+            "paperbell_source_listing_papers", "Papers in the newest listing", labels=["source"]
+        )
+        usual = GaugeMetricFamily(
+            "paperbell_source_usual_papers",
+            "Usual papers in a listing of the newest listing's weekday",
+            labels=["source"],
+        )
+        repaired = GaugeMetricFamily(
+            "paperbell_source_repaired_papers",
+            "Papers the arXiv API filled in for the newest listing",
+            labels=["source"],
+        )
         plans = daemon.plans(now)
-        states = {row.name: row for row in daemon.store.sources.states()}
         skipped = daemon.store.sources.left_out()
-        for source in daemon.sources:
-            row = states.get(source.name)
-            last_poll.add_metric([source.name], _timestamp(row.last_poll if row else None))
-            last_new.add_metric([source.name], _timestamp(row.last_new if row else None))
-            late.add_metric([source.name], int(plans[source.name].late))
-            failing.add_metric([source.name], int(row is not None and row.last_result == "error"))
-            left = skipped.get(source.name)
-            left_out.add_metric([source.name], left.count if left is not None else 0)
-            left_out_total.add_metric([source.name], counters.left_out.get(source.name, 0))
-        yield from (last_poll, last_new, late, failing, left_out, left_out_total)
+        for each in daemon.health(now, plans=plans):
+            label, row = [each.name], each.state
+            last_poll.add_metric(label, _timestamp(row.last_poll if row else None))
+            last_new.add_metric(label, _timestamp(row.last_new if row else None))
+            last_success.add_metric(label, _timestamp(row.last_success if row else None))
+            late.add_metric(label, int(plans[each.name].late))
+            failing.add_metric(label, int(each.failing))
+            stale.add_metric(label, int(each.stale))
+            short.add_metric(label, int(each.short))
+            left = skipped.get(each.name)
+            left_out.add_metric(label, left.count if left is not None else 0)
+            left_out_total.add_metric(label, counters.left_out.get(each.name, 0))
+            if each.listing is not None:
+                listing.add_metric(label, each.listing.items)
+                repaired.add_metric(label, each.listing.repaired_new)
+            if each.usual is not None:
+                usual.add_metric(label, each.usual.size)
+        yield from (last_poll, last_new, last_success, late, failing, stale, short)
+        yield from (listing, usual, repaired, left_out, left_out_total)
 
         yield CounterMetricFamily("paperbell_ticks", "Daemon ticks", value=counters.ticks)
         yield CounterMetricFamily(
@@ -126,10 +162,12 @@ class DaemonCollector:
             yield family
 
 
-def health(daemon: Daemon) -> tuple[int, dict[str, Any]]:
-    """The daemon's health: 200 when it ticks and reaches its database, else 503."""
+def health(daemon: Daemon, *, strict: bool = False) -> tuple[int, dict[str, Any]]:
+    """The daemon's health: 200 when it ticks and reaches its database, else 503; each
+    source's health beside (`sources`), and `sources_status` "degraded" when one fails, is
+    stale or short. A source's trouble is arXiv's, not the process's: it answers 503 only
+    when `strict` (`/healthz?strict=1`, for an alert), never for a container's check."""
     counters, now = daemon.counters, daemon.clock()
-    stale_after = timedelta(seconds=max(3 * daemon.config.daemon.tick_seconds, 120))
     body: dict[str, Any] = {
         "status": "ok",
         "started": counters.started.isoformat() if counters.started else None,
@@ -141,10 +179,28 @@ def health(daemon: Daemon) -> tuple[int, dict[str, Any]]:
         body["last_tick_error"] = counters.last_tick_error
     try:
         body["outbox"] = daemon.store.outbox.totals(now=now)
-        body["late_sources"] = sorted(name for name, p in daemon.plans(now).items() if p.late)
+        plans = daemon.plans(now)
+        body["late_sources"] = sorted(name for name, p in plans.items() if p.late)
+        sources = daemon.health(now, plans=plans)
     except PaperbellError as exc:
         body.update(status="database unreachable", error=str(exc))
         return 503, body
+    body["sources"] = {each.name: each.as_json() for each in sources}
+    unhealthy = sorted(each.name for each in sources if not each.healthy)
+    body["sources_status"] = "degraded" if unhealthy else "ok"
+    body["unhealthy_sources"] = unhealthy
+    status, body = _daemon_health(daemon, body, now)
+    if strict and unhealthy and status == 200:
+        return 503, body
+    return status, body
+
+
+def _daemon_health(
+    daemon: Daemon, body: dict[str, Any], now: datetime
+) -> tuple[int, dict[str, Any]]:
+    """Whether the daemon ticks: "stuck", "stalled", "not ticking" answer 503."""
+    counters = daemon.counters
+    stale_after = timedelta(seconds=max(3 * daemon.config.daemon.tick_seconds, 120))
     started, last = counters.tick_started, counters.last_tick
     if started is not None and (last is None or started > last):  # a tick is running
         body["tick_running_since"] = started.isoformat()
@@ -227,12 +283,14 @@ def create_app(
 
 
 def daemon_routes(daemon: Daemon) -> list[BaseRoute]:
-    """`GET /healthz` (JSON, 503 when unhealthy) and `GET /metrics` (Prometheus)."""
+    """`GET /healthz` (JSON, 503 when unhealthy; `?strict=1`: also when a source is) and
+    `GET /metrics` (Prometheus)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(DaemonCollector(daemon))  # type: ignore[arg-type]
 
     def healthz(request: Request) -> Response:
-        status, body = health(daemon)
+        strict = request.query_params.get("strict", "") not in ("", "0", "false", "no")
+        status, body = health(daemon, strict=strict)
         return JSONResponse(body, status_code=status)
 
     def metrics(request: Request) -> Response:

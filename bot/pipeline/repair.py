@@ -1,0 +1,132 @@
+"""Listings repaired, not only reported: after each poll of an arXiv listing, its size is
+remembered, and a listing that came short (under a quarter of the same weekday's usual) or
+not at all by the deadline (stale) is filled in from the arXiv API.
+
+arXiv's RSS has served 16 of a category's 239 new papers on one morning; a tool that trusts
+it loses 200 papers without a word. The repair asks the API for that announcement day's new
+papers of the source's categories (`Source.repair_day`), through the polite fetcher and
+within `ListingChecks.deadline`, and stores them as any poll does (no duplicates: the store
+merges by id). A repair that worked is not repeated; one that failed is tried again after
+the late retry. `paperbell status` and /healthz say what was filled in (`bot.pipeline.health`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from bot.core.errors import SourceError, unexpected
+from bot.core.merge import ARXIV_API
+from bot.core.redact import redact_shapes
+from bot.pipeline.health import (
+    ListingChecks,
+    is_short,
+    listing_size,
+    plan_of,
+    retry_due,
+    usual_size,
+)
+from bot.sources import Source
+from bot.store import Store
+
+log = logging.getLogger("bot.pipeline")
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """A repair of one source's listing of one day: what the API gave, or why not."""
+
+    source: str
+    day: date
+    reason: str  # "short" or "stale"
+    papers: int = 0
+    new: int = 0  # papers not stored before
+    error: str | None = None
+
+
+def remember_listing(
+    source: Source,
+    store: Store,
+    checks: ListingChecks,
+    *,
+    day: date | None,
+    items: int,
+    now: datetime,
+) -> None:
+    """Remember the size of a calendar source's listing of `day` (a feed day by arXiv's
+    calendar; a weekend's or holiday's empty feed is no listing)."""
+    if source.follows_arxiv_calendar and day is not None and checks.calendar.day(day).announces:
+        store.sources.record_listing(source.name, day, items=items, now=now)
+
+
+def repair_wanted(
+    source: Source, store: Store, checks: ListingChecks, *, now: datetime
+) -> tuple[date, str] | None:
+    """The day to repair and why ("short", "stale"), or None. Short: the source's newest
+    listing is under a quarter of the usual; stale: the feed day awaited is past its
+    deadline (or over) without a listing. Each day is repaired once (a failed repair again
+    after the late retry)."""
+    if not (checks.repair and source.follows_arxiv_calendar and source.can_repair):
+        return None
+    states = {s.name: s for s in store.sources.states()}
+    plan = plan_of(source, states.get(source.name), checks.calendar, checks.policy, now=now)
+    day = plan.feed_day
+    if day is not None and plan.expected and (plan.late or plan.missed):
+        listing = store.sources.listing(source.name, day)
+        if (listing is None or listing.items == 0) and retry_due(listing, checks, now):
+            return day, "stale"
+    newest = store.sources.latest_listings().get(source.name)
+    if newest is None or newest.items == 0 or not retry_due(newest, checks, now):
+        return None
+    usual = usual_size(store.sources.listings(source.name, before=newest.day), newest.day.weekday())
+    if is_short(listing_size(newest), usual):
+        return newest.day, "short"
+    return None
+
+
+async def repair_listing(
+    source: Source,
+    store: Store,
+    fetcher: Any,
+    checks: ListingChecks,
+    *,
+    day: date,
+    reason: str,
+    now: datetime,
+) -> Repair:
+    """Fill in `source`'s listing of `day` from the arXiv API and record what came (or why
+    nothing did). Never raises for the API's failure: the poll it follows stands."""
+    error: str | None = None
+    papers: list[Any] = []
+    try:
+        async with asyncio.timeout(checks.deadline):
+            papers = list(await source.repair_day(fetcher, day, checks.calendar) or ())
+    except TimeoutError:
+        error = f"the arXiv API did not answer within {checks.deadline:g}s"
+    except SourceError as exc:
+        error = str(exc)
+    except Exception as exc:  # a bug reading the API must not fail the poll
+        log.exception("source %s: repair of %s failed unexpectedly", source.name, day)
+        error = unexpected(exc)
+    if error is not None:
+        error = redact_shapes(error)
+        log.error("source %s: could not repair the listing of %s: %s", source.name, day, error)
+        store.sources.record_repair(source.name, day, reason=reason, now=now, error=error)
+        return Repair(source.name, day, reason, error=error)
+    stored = source.tagged(papers)
+    counts = store.papers.upsert(stored, now=now, authority=ARXIV_API)
+    store.sources.record_repair(
+        source.name, day, reason=reason, now=now, papers=len(stored), new=counts.new
+    )
+    log.warning(
+        "source %s: the listing of %s was %s; the arXiv API filled in %d papers (%d new)",
+        source.name,
+        day,
+        reason,
+        len(stored),
+        counts.new,
+    )
+    return Repair(source.name, day, reason, papers=len(stored), new=counts.new)
