@@ -26,6 +26,9 @@ from bot.store import Store
 if TYPE_CHECKING:
     from support.pages import Site
 
+# The daemon in a simulated world (`world`), for the scheduler's and the sources' tests.
+pytest_plugins = ["support.world"]
+
 # No deadline in either: the machines are small and shared, and a slow example is a
 # benchmark's business (bench/), not a reason for a red suite.
 settings.register_profile("ci", derandomize=True, deadline=None, database=None, print_blob=True)

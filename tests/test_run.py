@@ -41,6 +41,7 @@ shutdown_grace_seconds = {grace}
 kind = "arxiv"
 categories = ["cs"]
 url = "{feed_url}"
+api_url = "{feed_url}/api"
 """
     return head + toml_table(
         "email", sink_email(smtp_port, sender="paperbell <papers@example.org>")

@@ -10,27 +10,20 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from support.clock import Clock
-from support.config import sink_email
 from support.paths import FIXTURES
-from support.servers import ArxivDays, FeedServer, Route, SinkHandler, feed_server, smtp_sink
+from support.servers import Route
+from support.world import World
 
-from bot.channels.email import EmailChannel
 from bot.config import parse_config
 from bot.core.calendar import ArxivCalendar, PollPolicy, eastern_date, plan_poll
 from bot.core.schedule import Schedule, latest_slot, next_slot, parse_time
-from bot.pipeline import smtp_settings
-from bot.pipeline.scheduler import Daemon
 from bot.sources import FetchState, Harvest, Source
-from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store
 
 CALENDAR = ArxivCalendar.default()
@@ -313,113 +306,6 @@ def parse_errors(data: dict[str, Any]) -> list[str]:
 
 
 # -- the daemon, simulated ----------------------------------------------------------------
-
-STEP = timedelta(minutes=15)
-
-
-@dataclass
-class World:
-    """A daemon with its servers, its store and the clock that drives it."""
-
-    daemon: Daemon
-    clock: Clock
-    feed: FeedServer
-    days: ArxivDays
-    sink: SinkHandler
-    store: Store
-    received: list[tuple[datetime, Any]]
-    polls: list[datetime]
-
-    async def run_until(self, end: datetime) -> None:
-        while self.clock.now < end:
-            self.feed.routes["/rss/all"] = Route(self.days.body(self.clock.now))
-            before_polls, before_mail = len(self.feed.requests), len(self.sink.messages)
-            await self.daemon.tick()
-            self.polls += [self.clock.now] * (len(self.feed.requests) - before_polls)
-            self.received += [(self.clock.now, m) for m in self.sink.messages[before_mail:]]
-            self.clock.now += STEP
-
-    def mail(self, name: str) -> list[tuple[datetime, Any]]:
-        return [(when, m) for when, m in self.received if m["To"].startswith(name)]
-
-
-SUBSCRIBERS = [
-    # Berlin, daily at 08:00, wants a note when there is nothing.
-    {
-        "name": "berlin",
-        "email": "berlin@example.org",
-        "rules": ["learning"],
-        "timezone": "Europe/Berlin",
-        "time": "08:00",
-        "notify_empty": True,
-    },
-    # New York, daily at 01:30 (the hour that happens twice on 1 November), with notes.
-    {
-        "name": "newyork",
-        "email": "newyork@example.org",
-        "rules": ["learning"],
-        "timezone": "America/New_York",
-        "time": "01:30",
-        "notify_empty": True,
-    },
-    # Tokyo, weekly on Monday at 09:00, no notes.
-    {
-        "name": "tokyo",
-        "email": "tokyo@example.org",
-        "rules": ["learning"],
-        "schedule": "weekly",
-        "day": "monday",
-        "time": "09:00",
-        "timezone": "Asia/Tokyo",
-    },
-    # The config's defaults (UTC 08:00 daily), no notes.
-    {"name": "quiet", "email": "quiet@example.org", "rules": ["learning"]},
-]
-
-
-@pytest.fixture
-def world(tmp_path: Path, full_feed_bytes: bytes, fixtures_dir: Path) -> Iterator[Any]:
-    empty = (
-        fixtures_dir / "arxiv_rss" / "edge_empty-feed_test-archive_2024-11-28.xml"
-    ).read_bytes()
-    with feed_server() as feed, smtp_sink() as (sink, port):
-
-        async def make(
-            start: datetime, subscribers: list[dict[str, Any]] = SUBSCRIBERS, copies: int = 1
-        ) -> World:
-            config = parse_config(
-                {
-                    "version": 1,
-                    "database": {"url": f"sqlite:///{tmp_path / 'paperbell.sqlite'}"},
-                    "sources": [  # copies: sources that overlap (the same papers)
-                        {
-                            "kind": "arxiv",
-                            "name": "arxiv" if n == 0 else f"arxiv-{n}",
-                            "categories": ["cs"],
-                            "url": feed.url("/rss/all"),
-                        }
-                        for n in range(copies)
-                    ],
-                    "email": sink_email(port, sender="paperbell <papers@example.org>"),
-                    "subscribers": subscribers,
-                },
-                environ={},
-            )
-            store = Store.open(config.database_url())
-            store.subscribers.sync_config(config.declared_subscribers(), now=start)
-            clock = Clock(start)
-            daemon = Daemon(
-                config,
-                store,
-                fetcher=PoliteFetcher(make_client(), min_interval=0, retries=0),
-                channels={"email": EmailChannel(smtp_settings(config))},
-                clock=clock,
-                owner="test",
-            )
-            days = ArxivDays(full_feed_bytes, empty, CALENDAR)
-            return World(daemon, clock, feed, days, sink, store, [], [])
-
-        yield make
 
 
 def local_times(mail: list[tuple[datetime, Any]], zone: ZoneInfo) -> list[str]:

@@ -174,7 +174,7 @@ def _source_rows(found: Status) -> list[list[str]]:
             "result",
             "items",
             "new",
-            "listing",
+            "announced: papers",
             "next poll (UTC)",
             "left out",
             "problem",
@@ -196,7 +196,7 @@ def _source_rows(found: Status) -> list[list[str]]:
                 st.last_result,
                 str(st.items),
                 str(st.new),
-                _listing_cell(health),
+                _listing_cell(health) or str(st.announced or ""),
                 when,
                 str(skipped.count if skipped is not None else 0),
                 problem[:70],
@@ -210,7 +210,7 @@ def _listing_cell(health: SourceHealth) -> str:
     listing = health.listing
     if listing is None:
         return ""
-    text = f"{listing.day:%m-%d}: {listing.items}"
+    text = f"{listing.day}: {listing.items}"
     if health.usual is not None:
         text += f" (usual {health.usual.size})"
     if listing.repaired is not None:

@@ -87,21 +87,35 @@ async def poll_source(
     report = await _poll_guarded(source, store, fetcher, now=now)
     if checks is None or not source.follows_arxiv_calendar:
         return report
+    repaired = await check_listing(source, store, fetcher, checks, now=now, report=report)
+    return replace(report, repair=repaired) if repaired is not None else report
+
+
+async def check_listing(
+    source: Source,
+    store: Store,
+    fetcher: PoliteFetcher,
+    checks: ListingChecks,
+    *,
+    now: datetime,
+    report: PollReport | None = None,
+) -> Repair | None:
+    """After a poll (`report`), remember its listing's size; with or without one, repair a
+    listing that is short or stale and due a repair (a failed one is tried again later,
+    even when no poll is due). Never raises: the poll stands, the check waits."""
     try:
-        if report.result in ("ok", "empty"):
+        if report is not None and report.result in ("ok", "empty"):
             remember_listing(
                 source, store, checks, day=report.announced, items=report.items, now=now
             )
         wanted = repair_wanted(source, store, checks, now=now)
-        if wanted is not None:
-            day, reason = wanted
-            repaired = await repair_listing(
-                source, store, fetcher, checks, day=day, reason=reason, now=now
-            )
-            report = replace(report, repair=repaired)
-    except Exception as exc:  # the database is down: the poll stands, the check waits
+        if wanted is None:
+            return None
+        day, reason = wanted
+        return await repair_listing(source, store, fetcher, checks, day=day, reason=reason, now=now)
+    except Exception as exc:  # the database is down
         log.error("source %s: could not check the listing: %s", source.name, unexpected(exc))
-    return report
+        return None
 
 
 async def _poll_guarded(

@@ -34,6 +34,8 @@ from bot.store import Store
 
 log = logging.getLogger("bot.pipeline")
 
+LIVE_DAYS = 7  # a stale listing is repaired when the source had a listing this recently
+
 
 @dataclass(frozen=True, slots=True)
 class Repair:
@@ -74,7 +76,12 @@ def repair_wanted(
     states = {s.name: s for s in store.sources.states()}
     plan = plan_of(source, states.get(source.name), checks.calendar, checks.policy, now=now)
     day = plan.feed_day
-    if day is not None and plan.expected and (plan.late or plan.missed):
+    if (
+        day is not None
+        and plan.expected
+        and (plan.late or plan.missed)
+        and _live(store, source, day)
+    ):
         listing = store.sources.listing(source.name, day)
         if (listing is None or listing.items == 0) and retry_due(listing, checks, now):
             return day, "stale"
@@ -85,6 +92,14 @@ def repair_wanted(
     if is_short(listing_size(newest), usual):
         return newest.day, "short"
     return None
+
+
+def _live(store: Store, source: Source, day: date) -> bool:
+    """Whether the source had a listing in the week before `day`: a feed stuck on an old
+    day is repaired; one that never had a recent listing (a saved copy, a wrong address)
+    is only reported, since the arXiv API's papers would not be what its feed gives."""
+    earlier = store.sources.listings(source.name, before=day, limit=5)
+    return any(listing_size(e) > 0 and (day - e.day).days <= LIVE_DAYS for e in earlier)
 
 
 async def repair_listing(

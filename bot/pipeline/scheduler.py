@@ -38,7 +38,7 @@ from bot.core.schedule import Slot, latest_slot, next_slot
 from bot.match.digest import empty_note
 from bot.pipeline.deliver import DeliveryReport, DeliveryRequest, deliver
 from bot.pipeline.health import SourceHealth, source_health, source_plans
-from bot.pipeline.poll import PollReport, poll_source
+from bot.pipeline.poll import PollReport, check_listing, poll_source
 from bot.pipeline.wiring import build_sources, listing_checks, retry_policy
 from bot.store import Store
 
@@ -172,7 +172,11 @@ class Daemon:
         plans = self.plans(now)
         reports = []
         for source in self.sources:
-            if self.stopping or plans[source.name].at > now:
+            if self.stopping:
+                break
+            if plans[source.name].at > now:  # no poll due: a failed repair may be
+                if source.follows_arxiv_calendar and source.can_repair:
+                    await check_listing(source, self.store, self.fetcher, self.checks, now=now)
                 continue
             report = await poll_source(
                 source, self.store, self.fetcher, now=self.clock(), checks=self.checks

@@ -87,7 +87,6 @@ class ArxivListingSource(Source):
     """New papers of the day in some arXiv archives or categories, from rss.arxiv.org."""
 
     follows_arxiv_calendar = True
-    can_repair = True
     authority = ARXIV_LISTING
 
     Options: ClassVar[type[BaseModel]] = ArxivOptions  # bot.config validates with it
@@ -99,6 +98,9 @@ class ArxivListingSource(Source):
         self.format: str = checked.format
         self._url: str | None = checked.url
         self.api_url: str = checked.api_url
+        # A listing read from the web can be filled in from the arXiv API; a saved copy
+        # (file://) is what it is.
+        self.can_repair = not self.url.startswith("file:")
 
     @property
     def url(self) -> str:

@@ -114,7 +114,7 @@ class Source:
     # paper (bot.core.merge: arXiv's listing 3, the arXiv API 2, a feed 1, Hugging Face 0).
     authority: ClassVar[int] = 1
     # Whether a short or missing listing can be filled in from elsewhere (`repair_day`).
-    can_repair: ClassVar[bool] = False
+    can_repair: bool = False
     # How often a source that does not follow arXiv's calendar is polled (None: the
     # [polling] interval_minutes); set from its `interval_minutes` option.
     interval: timedelta | None = None

@@ -179,7 +179,8 @@ class ArxivDays:
     Each feed day gets its own slice of the real papers (distinct ids), re-dated to that day;
     weekends and holidays serve the real empty feed, re-dated. The listing of a day appears
     at its rebuild time (00:00 US Eastern unless `rebuild` says otherwise, to play a late
-    listing); until then the feed still holds the previous day's batch."""
+    listing); until then the feed still holds the previous day's batch. `short` cuts a
+    day's listing to its first items (arXiv's RSS has served 16 of 239)."""
 
     ORIGINAL_DATE = b"Thu, 28 Nov 2024"
 
@@ -191,6 +192,7 @@ class ArxivDays:
         self.calendar = calendar
         self.slices = slices
         self.rebuild: dict[Any, Any] = {}  # feed day -> time of day (Eastern) it appears
+        self.short: dict[Any, int] = {}  # feed day -> the only items its listing serves
 
     @staticmethod
     def _redate(body: bytes, day: Any) -> bytes:
@@ -199,7 +201,7 @@ class ArxivDays:
     def papers_of(self, day: Any) -> list[bytes]:
         """The items (raw XML) of a feed day's listing."""
         index = day.toordinal() % self.slices
-        return self.items[index :: self.slices]
+        return self.items[index :: self.slices][: self.short.get(day)]
 
     def body(self, at: Any) -> bytes:
         from datetime import time, timedelta
