@@ -94,6 +94,33 @@ def test_an_unversioned_database_with_the_later_tables_is_stamped_and_upgraded(
     assert upgrade_schema(database_url)[1] is None  # up to date: nothing to do
 
 
+@pytest.mark.database
+def test_0003_keeps_each_sources_polls_and_dates_its_last_success(database_url: str) -> None:
+    """Revision 0003 adds source health: a source whose last poll worked has that poll as
+    its last success; one whose last poll failed fails since then."""
+    migrate_to(database_url, "0002")
+    engine = create_engine(normalize_url(database_url))
+    polled = "2026-11-24 05:15:00+00:00"
+    with engine.begin() as connection:
+        for name, result in (("arxiv-cs", "ok"), ("hf", "error"), ("feed", "not_modified")):
+            connection.execute(
+                text(
+                    "INSERT INTO source_state (name, url, last_poll, last_result, items, new, "
+                    "updated) VALUES (:name, '', :polled, :result, 3, 1, 0)"
+                ),
+                {"name": name, "polled": polled, "result": result},
+            )
+    engine.dispose()
+    migrate_to(database_url, "0003")
+    with Store.open(database_url) as store:
+        states = {s.name: s for s in store.sources.states()}
+    assert states["arxiv-cs"].last_success == states["arxiv-cs"].last_poll is not None
+    assert states["feed"].last_success == states["feed"].last_poll
+    assert states["hf"].last_success is None
+    assert states["hf"].failing_since == states["hf"].last_poll is not None
+    assert (states["arxiv-cs"].items, states["arxiv-cs"].new) == (3, 1)
+
+
 def legacy_database(folder: Path) -> Path:
     """A copy of the database 0d0a80b wrote, in `folder`."""
     path = folder / "paperbell-0d0a80b.sqlite"

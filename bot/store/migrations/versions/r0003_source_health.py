@@ -2,8 +2,8 @@
 worked and since when it fails (source_state.last_success, failing_since), and why a
 subscriber's last digest slot sent nothing (subscribers.last_slot_note).
 
-A source's last poll that did not fail is its last success: copied from last_poll, so an
-upgraded database says "failing since" correctly from its first poll on.
+A source's last poll that did not fail is its last success, and one that failed is the
+start of its failures (at least): both copied from last_poll.
 
 Revision ID: 0003
 Revises: 0002
@@ -46,9 +46,14 @@ def upgrade() -> None:
         sa.column("last_poll", sa.DateTime(timezone=True)),
         sa.column("last_result", sa.String()),
         sa.column("last_success", sa.DateTime(timezone=True)),
+        sa.column("failing_since", sa.DateTime(timezone=True)),
     )
     op.execute(
         state.update().where(state.c.last_result != "error").values(last_success=state.c.last_poll)
+    )
+    # A source whose last poll failed fails since then at least.
+    op.execute(
+        state.update().where(state.c.last_result == "error").values(failing_since=state.c.last_poll)
     )
 
 
