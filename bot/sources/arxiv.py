@@ -119,29 +119,23 @@ class ArxivListingSource(Source):
 
     async def backfill_day(self, http: PoliteFetcher, day: date) -> list[Paper]:
         """The papers of the source's categories submitted on `day`, from the arXiv API."""
-        return await backfill_from_api(
-            http,
-            base_url=self.api_url,
-            query=category_query(self.categories),
-            page_size=500,
-            source=self.name,
-            day=day,
-        )
+        return await backfill_from_api(http, day=day, **self._api())
 
     async def repair_day(
         self, http: PoliteFetcher, day: date, calendar: ArxivCalendar
     ) -> list[Paper]:
         """The new papers of the source's categories that arXiv lists on `day`, from the
         arXiv API: what fills in a listing that came short or not at all."""
-        return await listed_from_api(
-            http,
-            base_url=self.api_url,
-            query=category_query(self.categories),
-            page_size=500,
-            source=self.name,
-            day=day,
-            calendar=calendar,
-        )
+        return await listed_from_api(http, day=day, calendar=calendar, **self._api())
+
+    def _api(self) -> dict[str, Any]:
+        """How the arXiv API is asked for this source's categories."""
+        return {
+            "base_url": self.api_url,
+            "query": category_query(self.categories),
+            "page_size": 500,
+            "source": self.name,
+        }
 
     def parse(self, body: bytes, *, status: int = 200) -> ParsedFeed:
         """Parse a downloaded feed body; see `parse_listing`."""

@@ -202,18 +202,38 @@ def category_query(categories: Sequence[str]) -> str:
     return " OR ".join(f"cat:{c}" if "." in c else f"cat:{c}.*" for c in categories)
 
 
+async def oldest_first(
+    http: PoliteFetcher,
+    *,
+    base_url: str,
+    query: str,
+    page_size: int,
+    source: str,
+    limit: int | None = None,
+) -> list[ApiEntry]:
+    """Every result of a query over a submission range, oldest first (`search`'s pages)."""
+    return await search(
+        http,
+        base_url=base_url,
+        query=query,
+        page_size=page_size,
+        source=source,
+        sort_by="submittedDate",
+        sort_order="ascending",
+        limit=limit,
+    )
+
+
 async def backfill_from_api(
     http: PoliteFetcher, *, base_url: str, query: str, page_size: int, source: str, day: date
 ) -> list[Paper]:
     """The papers matching `query` that were submitted on `day` (UTC), oldest first."""
-    entries = await search(
+    entries = await oldest_first(
         http,
         base_url=base_url,
         query=submitted_range(query, day, day),
         page_size=page_size,
         source=source,
-        sort_by="submittedDate",
-        sort_order="ascending",
     )
     return dated(entries, ArxivCalendar.default())
 
@@ -235,14 +255,12 @@ async def listed_from_api(
     in that listing's window (`submission_window`), dated `day`. What repairs a listing
     that came short or not at all (the arXiv API holds the day when the feed does not)."""
     start, end = submission_window(calendar, day)
-    entries = await search(
+    entries = await oldest_first(
         http,
         base_url=base_url,
         query=submitted_between(query, start, end),
         page_size=page_size,
         source=source,
-        sort_by="submittedDate",
-        sort_order="ascending",
         limit=REPAIR_LIMIT,
     )
     return [
