@@ -17,7 +17,9 @@ from pathlib import Path
 
 import click
 
+from bot.cli.secrets import require_secrets, secrets_of
 from bot.cli.shell import config_option, handle_errors, load_config, log_progress, open_store
+from bot.config import DATABASE_URL
 from bot.core.errors import ConfigError
 from bot.store import utcnow
 
@@ -50,9 +52,6 @@ def run(
     # Testing aid (hidden): run on a clock that starts at --clock-start (UTC) and runs
     # --clock-speed times faster than real time.
     config = load_config(config_path)
-    log_progress(daemon=True)
-    clock = utcnow if clock_start is None else _fast_clock(clock_start, clock_speed)
-    store = open_store(config)
     web = (
         None
         if no_web or not config.web.enabled
@@ -61,6 +60,10 @@ def run(
             config.web.port if port is None else port,
         )
     )
+    require_secrets(config, DATABASE_URL, *secrets_of(config, "run", web=web is not None))
+    log_progress(daemon=True)
+    clock = utcnow if clock_start is None else _fast_clock(clock_start, clock_speed)
+    store = open_store(config)
     from bot.cli.wiring import run_daemon  # the web stack, Slack, the pipeline: `run` only
 
     code = asyncio.run(run_daemon(config, store, clock=clock, web=web, speed=clock_speed))
@@ -87,6 +90,7 @@ def serve(config_path: Path, host: str | None, port: int | None) -> None:
     beside the daemon.
     """
     config = load_config(config_path)
+    require_secrets(config, DATABASE_URL, *secrets_of(config, "serve"))
     slack = config.slack
     has_slack = slack is not None and bool(slack.bot_token)
     has_pages = config.web.link_signer() is not None
