@@ -47,7 +47,8 @@ def run(
     `timezone`, daily or weekly, and sent through the outbox (retries, leases). The web app
     serves GET /healthz and GET /metrics ([web]). Ctrl-C or SIGTERM stops it cleanly: the
     digest being sent is finished, nothing is lost. `paperbell digest` from cron can share
-    its database without sending anything twice.
+    its database without sending anything twice. Every secret the config names must be set
+    (with --no-web, all but [slack] signing_secret_env's).
     """
     # Testing aid (hidden): run on a clock that starts at --clock-start (UTC) and runs
     # --clock-speed times faster than real time.
@@ -87,7 +88,7 @@ def serve(config_path: Path, host: str | None, port: int | None) -> None:
     POST /slack/commands (when [slack] signing_secret_env is set), Socket Mode (when [slack]
     app_token_env is set), and the manage, one-click unsubscribe and confirmation pages
     (when [web] public_url and secret_key_env are set). `paperbell run` serves the same
-    beside the daemon.
+    beside the daemon. Every secret the config names must be set, but the webhooks'.
     """
     config = load_config(config_path)
     require_secrets(config, DATABASE_URL, *secrets_of(config, "serve"))
