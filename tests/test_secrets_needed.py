@@ -188,6 +188,19 @@ def test_the_commands_that_use_a_secret_ask_for_each_by_name(
     assert "ada <ada@lab.example>: FAILED" in sent.stderr
 
 
+def test_a_dry_run_shows_what_a_webhook_would_get_without_its_variable(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        local_feed_config(f"sqlite:///{tmp_path / 'pb.sqlite'}")
+        + '[[subscribers]]\nname = "lab"\nwebhook_url_env = "PB_LAB_HOOK"\nrules = ["robot"]\n'
+    )
+    assert invoke("poll", config=config).exit_code == 0
+    dry = invoke("digest", "--dry-run", "--since", "2024-11-28", config=config)
+    assert dry.exit_code == 0 and "lab slack webhook:PB_LAB_HOOK: would get" in dry.output
+    sent = invoke("digest", "--since", "2024-11-28", config=config)
+    assert sent.exit_code == 2 and "PB_LAB_HOOK, which is not set" in sent.output
+
+
 def test_a_secret_that_is_set_but_wrong_is_a_mistake_every_command_reports(
     tmp_path: Path,
 ) -> None:
