@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import example_config_text, load_config, parse_config
-from bot.core.errors import ConfigError
+from bot.config import config_secrets, example_config_text, load_config, parse_config
+from bot.core.errors import ConfigError, MissingSecrets
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -101,7 +101,12 @@ def test_missing_version_is_reported() -> None:
 
 def test_password_comes_from_the_environment_and_placeholders_are_rejected() -> None:
     email = {"from": "p@example.org", "username": "p", "password_env": "PB_PASS"}
-    assert any("PB_PASS is not set" in p for p in problems(minimal(email=email)))
+    # Not set: no problem of the file; recorded, for the command that sends to ask for it.
+    unset = parse_config(minimal(email=email), environ={})
+    assert unset.email is not None and unset.email.password is None
+    assert [(m.kind, m.key, m.variable) for m in unset.missing_secrets.values()] == [
+        ("smtp_password", "[email] password_env", "PB_PASS")
+    ]
     assert any("placeholder" in p for p in problems(minimal(email=email), {"PB_PASS": "changeme"}))
     config = parse_config(minimal(email=email), environ={"PB_PASS": "s3cret-Value"})
     assert config.email is not None and config.email.password == "s3cret-Value"
@@ -128,16 +133,16 @@ def test_relative_sqlite_path_is_taken_from_the_config_folder(tmp_path: Path) ->
 
 def test_schema_problems_and_cross_checks_are_reported_together() -> None:
     data = minimal(
-        email={"from": "p@example.org", "port": 0, "password_env": "PB_UNSET"},
+        email={"from": "p@example.org", "port": 0, "password_env": "PB_PASS"},
         subscribers=[
             {"name": "ada", "email": "ada@example.org", "rules": ["x"]},
             {"name": "ada", "email": "ada2@example.org", "rules": ["y"]},
         ],
     )
-    found = "\n".join(problems(data))
+    found = "\n".join(problems(data, {"PB_PASS": "changeme"}))
     assert "email.port:" in found
     assert "subscribers[1].name: 'ada' is already used by subscribers[0]" in found
-    assert "PB_UNSET is not set" in found
+    assert "email.password_env: PB_PASS holds a placeholder" in found
 
 
 @pytest.mark.parametrize(
@@ -197,7 +202,6 @@ def test_slack_secrets_come_from_the_environment() -> None:
     ("slack", "subscriber", "environ", "expected"),
     [
         ({**SLACK, "bot_token": "xoxb-1"}, None, SLACK_ENV, "slack.bot_token: a secret does"),
-        (SLACK, None, {}, "slack.bot_token_env: the environment variable SLACK_BOT_TOKEN is"),
         (SLACK, None, {**SLACK_ENV, "SLACK_BOT_TOKEN": "changeme"}, "holds a placeholder"),
         (SLACK, None, {**SLACK_ENV, "SLACK_BOT_TOKEN": "xapp-1"}, "does not hold a bot token"),
         (None, {"slack_channel": "#lab"}, {}, "posting to Slack needs [slack] bot_token_env"),
@@ -210,7 +214,6 @@ def test_slack_secrets_come_from_the_environment() -> None:
             "are two subscribers",
         ),
         (None, {"webhook_url_env": "HOOK"}, {"HOOK": "hooks.slack.com/x"}, "not hold a webhook"),
-        (None, {"webhook_url_env": "HOOK"}, {}, "the environment variable HOOK is not set"),
         (None, {"email": None}, {}, "say where the digests go"),
         ({**SLACK, "command": "papers"}, None, SLACK_ENV, "a slash command is '/'"),
     ],
@@ -232,6 +235,62 @@ def test_slack_problems(
     assert expected in "\n".join(problems(data, environ))
 
 
+@pytest.mark.parametrize(
+    ("section", "subscriber", "expected"),
+    [
+        (
+            {"slack": {"bot_token_env": "SLACK_BOT_TOKEN"}},
+            {},
+            [("slack_bot_token", "[slack] bot_token_env", "SLACK_BOT_TOKEN")],
+        ),
+        (
+            {"slack": {**SLACK, "app_token_env": "SLACK_APP_TOKEN"}},
+            {},
+            [
+                ("slack_bot_token", "[slack] bot_token_env", "SLACK_BOT_TOKEN"),
+                ("slack_signing_secret", "[slack] signing_secret_env", "SLACK_SIGNING_SECRET"),
+                ("slack_app_token", "[slack] app_token_env", "SLACK_APP_TOKEN"),
+            ],
+        ),
+        (
+            {},
+            {"webhook_url_env": "HOOK", "email": None},
+            [("webhook_url", "[[subscribers]] lab: webhook_url_env", "HOOK")],
+        ),
+        (
+            {"web": {"public_url": "https://papers.example", "secret_key_env": "PB_KEY"}},
+            {},
+            [("secret_key", "[web] secret_key_env", "PB_KEY")],
+        ),
+        ({"database": {"url_env": "PB_DB"}}, {}, [("database_url", "[database] url_env", "PB_DB")]),
+    ],
+)
+def test_secrets_not_set_are_recorded_not_problems(
+    section: dict[str, object], subscriber: dict[str, object], expected: list[tuple[str, ...]]
+) -> None:
+    sub: dict[str, object] = {"name": "lab", "email": "lab@example.org", "rules": ["robot"]}
+    sub.update(subscriber)
+    if sub["email"] is None:
+        del sub["email"]
+    config = parse_config(minimal(subscribers=[sub], **section), environ={})
+    found = [(m.kind, m.key, m.variable) for m in config.missing_secrets.values()]
+    assert found == expected
+    assert config.missing(*(kind for kind, _, _ in expected)) == list(
+        config.missing_secrets.values()
+    )
+    # Each says what to set, and (given the command) why it is needed.
+    for missing in config.missing_secrets.values():
+        line = missing.line("paperbell digest")
+        assert line.startswith(f"{missing.key} names {missing.variable}, which is not set: ")
+        assert "`paperbell digest` " in line and line.endswith(" and needs it")
+
+
+def test_a_database_url_not_set_is_never_the_default_database() -> None:
+    config = parse_config(minimal(database={"url_env": "PB_DB"}), environ={})
+    with pytest.raises(MissingSecrets, match=r"\[database\] url_env names PB_DB, which is not"):
+        config.database_url()
+
+
 def test_a_webhook_subscriber_needs_no_bot_token() -> None:
     config = parse_config(
         minimal(subscribers=[{"name": "lab", "webhook_url_env": "HOOK", "rules": ["robot"]}]),
@@ -240,3 +299,53 @@ def test_a_webhook_subscriber_needs_no_bot_token() -> None:
     assert config.webhooks == {"HOOK": "https://hooks.slack.com/services/T0/B0/x"}
     [sub] = config.declared_subscribers()
     assert sub.targets() == (("slack", "webhook:HOOK"),)
+
+
+def test_the_database_url_may_come_from_the_environment(tmp_path: Path) -> None:
+    data = minimal(database={"url_env": "PB_DB"})
+    url = "postgresql://pb:S3cret%40x@db.lab.example/pb"
+    config = parse_config(data, environ={"PB_DB": f" {url}\n"})
+    assert config.database_url() == url and not config.missing_secrets
+    assert {"S3cret%40x", "S3cret@x"} <= set(config_secrets(config))  # masked in logs
+    # A relative SQLite path is taken from the config file's folder, as in the file.
+    path = tmp_path / "conf" / "paperbell.toml"
+    path.parent.mkdir()
+    path.write_text('version = 1\n[database]\nurl_env = "PB_DB"\n')
+    config = load_config(path, environ={"PB_DB": "sqlite:///data/pb.sqlite"})
+    assert config.database_url() == f"sqlite:///{tmp_path}/conf/data/pb.sqlite"
+
+
+@pytest.mark.parametrize(
+    ("database", "environ", "expected"),
+    [
+        (
+            {"url": "sqlite:///a.sqlite", "url_env": "PB_DB"},
+            {"PB_DB": "sqlite:///b.sqlite"},
+            "database: url and url_env both name the database: keep one",
+        ),
+        ({"url_env": "PB DB"}, {}, "database.url_env: 'PB DB' is not an environment variable"),
+        (
+            {"url_env": "PB_DB"},
+            {"PB_DB": "mysql://pb:Hunter2@db/pb"},
+            "database.url_env: PB_DB does not hold a database URL: use a sqlite:///path",
+        ),
+        (
+            {"url_env": "PB_DB"},
+            {"PB_DB": "postgresql://pb:Hunter2@db/pb\x00"},
+            "PB_DB does not hold a database URL: control or invisible characters",
+        ),
+        (
+            {"url_env": "PB_DB"},
+            {"PB_DB": "sqlite:///" + "Hunter2" * 1000},
+            "PB_DB does not hold a database URL: longer than 4096 characters",
+        ),
+        ({"url_env": "PB_DB"}, {"PB_DB": "changeme"}, "PB_DB holds a placeholder"),
+        ({"url": "sqlite:///a\x00b.sqlite"}, {}, "database.url: control or invisible"),
+    ],
+)
+def test_database_url_problems(
+    database: dict[str, str], environ: dict[str, str], expected: str
+) -> None:
+    found = "\n".join(problems(minimal(database=database), environ))
+    assert expected in found
+    assert "Hunter2" not in found  # a problem never repeats the URL: it may hold a password

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import click
 
+from bot.cli.secrets import require_secrets, secrets_of
 from bot.cli.shell import config_option, handle_errors, load_config, log_progress, open_store
+from bot.config import DATABASE_URL
 from bot.core.errors import ConfigError
 from bot.store import utcnow
 
@@ -45,14 +47,12 @@ def run(
     `timezone`, daily or weekly, and sent through the outbox (retries, leases). The web app
     serves GET /healthz and GET /metrics ([web]). Ctrl-C or SIGTERM stops it cleanly: the
     digest being sent is finished, nothing is lost. `paperbell digest` from cron can share
-    its database without sending anything twice.
+    its database without sending anything twice. Every secret the config names must be set
+    (with --no-web, all but [slack] signing_secret_env's).
     """
     # Testing aid (hidden): run on a clock that starts at --clock-start (UTC) and runs
     # --clock-speed times faster than real time.
     config = load_config(config_path)
-    log_progress(daemon=True)
-    clock = utcnow if clock_start is None else _fast_clock(clock_start, clock_speed)
-    store = open_store(config)
     web = (
         None
         if no_web or not config.web.enabled
@@ -61,6 +61,10 @@ def run(
             config.web.port if port is None else port,
         )
     )
+    require_secrets(config, DATABASE_URL, *secrets_of(config, "run", web=web is not None))
+    log_progress(daemon=True)
+    clock = utcnow if clock_start is None else _fast_clock(clock_start, clock_speed)
+    store = open_store(config)
     from bot.cli.wiring import run_daemon  # the web stack, Slack, the pipeline: `run` only
 
     code = asyncio.run(run_daemon(config, store, clock=clock, web=web, speed=clock_speed))
@@ -84,9 +88,10 @@ def serve(config_path: Path, host: str | None, port: int | None) -> None:
     POST /slack/commands (when [slack] signing_secret_env is set), Socket Mode (when [slack]
     app_token_env is set), and the manage, one-click unsubscribe and confirmation pages
     (when [web] public_url and secret_key_env are set). `paperbell run` serves the same
-    beside the daemon.
+    beside the daemon. Every secret the config names must be set, but the webhooks'.
     """
     config = load_config(config_path)
+    require_secrets(config, DATABASE_URL, *secrets_of(config, "serve"))
     slack = config.slack
     has_slack = slack is not None and bool(slack.bot_token)
     has_pages = config.web.link_signer() is not None

@@ -3,7 +3,7 @@ whether that is the newest); `db upgrade` brings it to the newest, in place (a S
 is copied to `NAME.bak-REVISION` first).
 
 Plain wiring: bot.store knows the migrations and runs them; this module only words what
-it did. The config's secrets are not needed here.
+it did. The config's secrets are not needed here, only the database's URL.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from bot.cli.secrets import database_url
 from bot.cli.shell import config_option, handle_errors, load_config, upgrade_command
 from bot.core.checks import redact_url
 from bot.store import describe_upgrade, schema_state, upgrade_schema
@@ -28,7 +29,7 @@ def db() -> None:
 def current(config_path: Path) -> None:
     """Show the database's schema revision, and whether it is the newest."""
     config = load_config(config_path)
-    state = schema_state(config.database_url())
+    state = schema_state(database_url(config))
     line = f"{redact_url(config.database.url)}: schema {state.describe()}"
     if state.exists and state.known and not state.up_to_date:
         line += f": run `{upgrade_command(config)}`"
@@ -43,7 +44,7 @@ def upgrade(config_path: Path) -> None:
     copied to NAME.bak-REVISION first)."""
     config = load_config(config_path)
     where = redact_url(config.database.url)
-    before, done = upgrade_schema(config.database_url())
+    before, done = upgrade_schema(database_url(config))
     if done is None:
         click.echo(f"{where}: schema {before.describe()}: nothing to do")
         return

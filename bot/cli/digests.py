@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import click
 from tqdm import tqdm
 
+from bot.cli.secrets import require_secrets, secrets_of
 from bot.cli.shell import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -29,7 +30,9 @@ from bot.cli.shell import (
     load_config,
     open_store,
 )
+from bot.config import DATABASE_URL, SECRET_KEY
 from bot.core.errors import ConfigError, PaperbellError
+from bot.core.links import placeholder_url
 from bot.match.digest import try_rule
 from bot.render.terminal import render_trial, stars
 from bot.rules import parse_rule
@@ -38,6 +41,7 @@ from bot.store import utcnow
 if TYPE_CHECKING:
     from bot.pipeline import DeliveryReport, PollReport
     from bot.pipeline.backfill import BackfillReport
+    from bot.pipeline.deliver import Mode
 
 
 @click.command()
@@ -205,16 +209,20 @@ def digest(
     only: str | None,
     since: datetime | None,
 ) -> None:
-    """Build and send every subscriber's digest of papers they have not received yet."""
+    """Build and send every subscriber's digest of papers they have not received yet.
+
+    Sending needs the secrets of the channels ([email] password_env, [slack] bot_token_env,
+    webhooks) and the key that signs the emails' links ([web] secret_key_env); --dry-run
+    and --out need none (without the key, the links in the files are placeholders).
+    """
     from bot.pipeline import DeliveryRequest, build_channels, deliver
 
     config = load_config(config_path)
+    mode: Mode = "dry-run" if dry_run else "send" if out_dir is None else "files"
+    if mode == "send":  # a preview (--dry-run, --out) sends nothing: it needs no secret
+        require_secrets(config, DATABASE_URL, *secrets_of(config, "digest"))
     store = open_store(config)
-    request = DeliveryRequest(
-        mode="dry-run" if dry_run else "send" if out_dir is None else "files",
-        only=only,
-        since=since.date() if since else None,
-    )
+    request = DeliveryRequest(mode=mode, only=only, since=since.date() if since else None)
     reports = asyncio.run(
         deliver(
             config,
@@ -225,7 +233,14 @@ def digest(
             clock=utcnow,
         )
     )
-    sys.exit(print_delivery(reports, dry_run=dry_run))
+    code = print_delivery(reports, dry_run=dry_run)
+    unsigned = config.missing(SECRET_KEY) if config.web.public_url else []
+    if mode == "files" and unsigned and any(r.status == "written" for r in reports):
+        click.echo(
+            f"note: {unsigned[0].line()}: the emails' manage and unsubscribe links are "
+            f"placeholders ({placeholder_url(config.web.public_url or '', 'manage')})"
+        )
+    sys.exit(code)
 
 
 def print_delivery(reports: Sequence[DeliveryReport], *, dry_run: bool = False) -> int:

@@ -84,7 +84,7 @@ def subscribe(
         categories=categories,
         settings={**settings_given, **slack_given},
     )
-    if slack_given and (config.slack is None or not config.slack.bot_token):
+    if slack_given and (config.slack is None or not config.slack.bot_token_env):
         problems.append("posting to Slack needs [slack] bot_token_env in the config")
     if name in {s.name for s in config.subscribers}:
         problems.append(f"{name!r} is declared in the config file: change it there")

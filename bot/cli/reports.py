@@ -1,6 +1,7 @@
 """The commands that report and change nothing: `check-config` (is the file right? is its
-database's schema up to date?) and `status` (the sources' polls, each subscriber's next
-digest and deliveries, the outbox).
+database's schema up to date? which secrets' variables are not set, and who needs them?)
+and `status` (the sources' polls, each subscriber's next digest and deliveries, the
+outbox).
 
 `status` gathers everything first (`gather_status`: the store and the schedule's plans),
 then prints it as tables; the tables only format what was gathered.
@@ -16,8 +17,9 @@ from typing import TYPE_CHECKING
 import click
 
 from bot.cli.people import subscriber_state
+from bot.cli.secrets import who_needs
 from bot.cli.shell import config_option, handle_errors, load_config, open_store, upgrade_command
-from bot.config import Config
+from bot.config import DATABASE_URL, SECRET_KINDS, Config
 from bot.core.checks import redact_url
 from bot.core.errors import StoreError
 from bot.core.models import Subscriber
@@ -34,19 +36,34 @@ if TYPE_CHECKING:
 @config_option
 @handle_errors
 def check_config(config_path: Path) -> None:
-    """Validate the config file and report every problem at once."""
+    """Validate the config file and report every problem at once; say which secrets'
+    variables are not set, and which commands need them (the others run without)."""
     config = load_config(config_path)
     rules = sum(len(s.rules) for s in config.subscribers)
     click.echo(
         f"{config_path}: OK ({len(config.sources)} sources, {len(config.subscribers)} "
-        f"subscribers, {rules} rules; database {redact_url(config.database.url)})"
+        f"subscribers, {rules} rules; database {database_line(config)})"
     )
     click.echo(f"schema: {schema_line(config)}")
+    for missing in config.missing(*SECRET_KINDS):
+        click.echo(f"not set: {missing.variable} ({missing.key}): {who_needs(config, missing)}")
+
+
+def database_line(config: Config) -> str:
+    """Where the database is, its password hidden; named by a variable, which one."""
+    name = config.database.url_env
+    if name is None:
+        return redact_url(config.database.url)
+    if config.missing(DATABASE_URL):
+        return f"from ${name}, which is not set"
+    return f"{redact_url(config.database.url)} (from ${name})"
 
 
 def schema_line(config: Config) -> str:
     """The database's schema state, for check-config: up to date, needs an upgrade, no
     database yet, or why it cannot tell (the file is right either way)."""
+    if unset := config.missing(DATABASE_URL):
+        return f"cannot tell: {unset[0].line()}"
     try:
         state = schema_state(config.database_url())
     except StoreError as exc:

@@ -24,9 +24,17 @@ from typing import Any, TypeVar
 import click
 
 from bot import __version__
+from bot.cli.secrets import database_url
 from bot.config import Config, config_secrets
 from bot.config import load_config as read_config
-from bot.core.errors import ConfigError, OutdatedSchema, PaperbellError, RuleError, StoreError
+from bot.core.errors import (
+    ConfigError,
+    MissingSecrets,
+    OutdatedSchema,
+    PaperbellError,
+    RuleError,
+    StoreError,
+)
 from bot.core.redact import SecretFilter
 from bot.store import Store
 
@@ -54,6 +62,10 @@ def handle_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
+        except MissingSecrets as exc:  # one line per variable to set
+            for line in exc.problems:
+                click.echo(f"error: {line}", err=True)
+            sys.exit(EXIT_USAGE)
         except ConfigError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(EXIT_USAGE)
@@ -91,7 +103,7 @@ def open_store(config: Config) -> Store:
     database at an older schema is refused with the command that upgrades it (or upgraded,
     with `[database] auto_upgrade = true`)."""
     try:
-        store = Store.open(config.database_url(), upgrade=config.database.auto_upgrade)
+        store = Store.open(database_url(config), upgrade=config.database.auto_upgrade)
     except OutdatedSchema as exc:
         raise StoreError(f"{exc.message}: run `{upgrade_command(config)}`") from None
     return click.get_current_context().with_resource(store)

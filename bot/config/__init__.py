@@ -12,12 +12,25 @@ sources; nothing above them.
 - schema: `Config`, the sections together, and the checks across them;
 - problems: how a validation failure reads, one line per problem;
 - environment: the secrets, read from the variables the file names;
+- secrets: the secrets whose variables are not set, and what each is used for;
 - load: reading the file, and the example config.
 """
 
 from bot.config.environment import config_secrets
 from bot.config.load import MAX_CONFIG_BYTES, example_config_text, load_config, parse_config
 from bot.config.schema import Config
+from bot.config.secrets import (
+    DATABASE_URL,
+    SECRET_KEY,
+    SECRET_KINDS,
+    SLACK_APP_TOKEN,
+    SLACK_BOT_TOKEN,
+    SLACK_SIGNING_SECRET,
+    SMTP_PASSWORD,
+    WEBHOOK_URL,
+    MissingSecret,
+    SecretKind,
+)
 from bot.config.sections import (
     DaemonConfig,
     DatabaseConfig,
@@ -32,14 +45,24 @@ from bot.config.sections import (
 from bot.config.subscribers import SubscriberConfig, subscriber_problems, too_many_rules
 
 __all__ = [
+    "DATABASE_URL",
     "MAX_CONFIG_BYTES",
+    "SECRET_KEY",
+    "SECRET_KINDS",
+    "SLACK_APP_TOKEN",
+    "SLACK_BOT_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "SMTP_PASSWORD",
+    "WEBHOOK_URL",
     "Config",
     "DaemonConfig",
     "DatabaseConfig",
     "DeliveryConfig",
     "DigestConfig",
     "EmailConfig",
+    "MissingSecret",
     "PollingConfig",
+    "SecretKind",
     "SlackConfig",
     "SourceConfig",
     "SubscriberConfig",

@@ -1,7 +1,9 @@
 """The config's secrets: never in the file, read from the environment variables the file
 names (`password_env`, `bot_token_env`, `secret_key_env`, a subscriber's
-`webhook_url_env`...), each checked for being set and not a placeholder; and the list of a
-loaded config's secret values, for the log filter to hide.
+`webhook_url_env`, the database's `url_env`...). A value that is set is checked (not a
+placeholder, the right shape): a wrong one is a problem of the config. A variable that is
+not set is recorded as missing (`Config.missing_secrets`), for the command that uses it to
+ask for. And the list of a loaded config's secret values, for the log filter to hide.
 
 The one module of bot.config that reads the environment. Must not read the file nor keep
 a secret anywhere but in the loaded Config.
@@ -13,19 +15,31 @@ import contextlib
 import os
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from bot.config.fields import ENV_NAME_RE, SECRET_KEYS
 from bot.config.schema import Config
+from bot.config.secrets import (
+    DATABASE_URL,
+    SECRET_KEY,
+    SLACK_APP_TOKEN,
+    SLACK_BOT_TOKEN,
+    SLACK_SIGNING_SECRET,
+    SMTP_PASSWORD,
+    WEBHOOK_URL,
+    MissingSecret,
+    SecretKind,
+)
+from bot.config.sections import check_database_url
 from bot.core.links import MIN_SECRET
 
 MAKE_SECRET = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
 PLACEHOLDER_SECRETS = {"", "changeme", "change-me", "password", "secret", "xxx", "todo", "..."}
-# What each Slack secret looks like: (config key, prefixes, what it is).
-SLACK_SECRETS = (
-    ("bot_token_env", ("xoxb-",), "a bot token (xoxb-...)"),
-    ("signing_secret_env", (), "the app's signing secret"),
-    ("app_token_env", ("xapp-",), "an app-level token (xapp-...)"),
+# What each Slack secret looks like: (config key, prefixes, what it is, its kind).
+SLACK_SECRETS: tuple[tuple[str, tuple[str, ...], str, SecretKind], ...] = (
+    ("bot_token_env", ("xoxb-",), "a bot token (xoxb-...)", SLACK_BOT_TOKEN),
+    ("signing_secret_env", (), "the app's signing secret", SLACK_SIGNING_SECRET),
+    ("app_token_env", ("xapp-",), "an app-level token (xapp-...)", SLACK_APP_TOKEN),
 )
 
 
@@ -51,96 +65,129 @@ def strip_written_secrets(data: Mapping[str, Any]) -> tuple[dict[str, Any], list
     return raw, problems
 
 
-def read_password(email: Any, environ: Mapping[str, str] | None) -> tuple[str | None, list[str]]:
-    """The SMTP password from the environment variable the raw [email] table names (None:
-    the process's environment), or the problem."""
-    env = os.environ if environ is None else environ
+class SecretReader:
+    """Reads secrets from an environment (None: the process's): a value that is set but
+    wrong is a problem of the config; a variable that is not set is recorded as missing,
+    for the command that uses it to ask for (`bot.config.secrets`)."""
+
+    def __init__(self, environ: Mapping[str, str] | None) -> None:
+        self.env = os.environ if environ is None else environ
+        self.problems: list[str] = []
+        self.missing: dict[str, MissingSecret] = {}
+
+    def read(self, label: str, name: str, *, what: str, kind: SecretKind, key: str) -> str | None:
+        """The value of `name`; None when it is not set (recorded as missing at `key`) or
+        holds a placeholder (a problem at `label`)."""
+        value = self.env.get(name)
+        if value is None:
+            self.missing[key] = MissingSecret(kind, key, name)
+            return None
+        if value.strip().lower() in PLACEHOLDER_SECRETS:
+            self.problems.append(f"{label}: {name} holds a placeholder, not {what}")
+            return None
+        return value
+
+    def refuse(self, problem: str) -> None:
+        """A value that is set but is not the secret it should be."""
+        self.problems.append(problem)
+
+
+def read_password(email: Any, secrets: SecretReader) -> str | None:
+    """The SMTP password from the environment variable the raw [email] table names."""
     if not isinstance(email, dict):
-        return None, []
+        return None
     name = email.get("password_env")
     if not name:
         if email.get("username"):
-            return None, ["email.password_env: a username is set, so name the password's variable"]
-        return None, []
+            secrets.refuse("email.password_env: a username is set, so name the password's variable")
+        return None
     if not isinstance(name, str) or not ENV_NAME_RE.match(name):
-        return None, []  # the schema reports it
-    value, problem = _secret("email.password_env", name, env, what="a password")
-    return value, [problem] if problem else []
+        return None  # the schema reports it
+    return secrets.read(
+        "email.password_env",
+        name,
+        what="a password",
+        kind=SMTP_PASSWORD,
+        key="[email] password_env",
+    )
 
 
-def read_secrets(
-    config: Config, environ: Mapping[str, str] | None
-) -> tuple[list[str], dict[str, str]]:
-    """Fill the Slack tokens and the web secret key of a validated config from the variables
-    it names (None: the process's environment); the problems, and the webhook URLs by the
-    variable that holds them."""
-    env = os.environ if environ is None else environ
-    problems, webhooks = _slack_secrets(config, env)
-    problems += _web_secret(config, env)
-    return problems, webhooks
+def read_secrets(config: Config, secrets: SecretReader) -> dict[str, str]:
+    """Fill the database URL (from [database] url_env), the Slack tokens and the web secret
+    key of a validated config from the variables it names; the webhook URLs by the variable
+    that holds them."""
+    _database_url(config, secrets)
+    webhooks = _slack_secrets(config, secrets)
+    _web_secret(config, secrets)
+    return webhooks
 
 
-def _web_secret(config: Config, env: Mapping[str, str]) -> list[str]:
+def _database_url(config: Config, secrets: SecretReader) -> None:
+    """The database URL from the variable [database] url_env names, checked as the file's."""
+    name = config.database.url_env
+    if not name:
+        return
+    label = "database.url_env"
+    value = secrets.read(
+        label, name, what="a database URL", kind=DATABASE_URL, key="[database] url_env"
+    )
+    if value is None:
+        return
+    try:
+        config.database.url = check_database_url(value.strip())
+    except ValueError as exc:
+        secrets.refuse(f"{label}: {name} does not hold a database URL: {exc}")
+
+
+def _web_secret(config: Config, secrets: SecretReader) -> None:
     """The key that signs the links in emails, from the variable [web] names."""
     web = config.web
     if not web.secret_key_env:
-        return []
+        return
     label = "web.secret_key_env"
-    value, problem = _secret(label, web.secret_key_env, env, what="a secret key")
-    if value is not None and len(value.strip()) < MIN_SECRET:
-        value, problem = (
-            None,
-            (
-                f"{label}: {web.secret_key_env} is too short for a secret key (at least "
-                f"{MIN_SECRET} characters; make one with `{MAKE_SECRET}`)"
-            ),
+    value = secrets.read(
+        label, web.secret_key_env, what="a secret key", kind=SECRET_KEY, key="[web] secret_key_env"
+    )
+    value = value.strip() if value is not None else None
+    if value is not None and len(value) < MIN_SECRET:
+        secrets.refuse(
+            f"{label}: {web.secret_key_env} is too short for a secret key (at least "
+            f"{MIN_SECRET} characters; make one with `{MAKE_SECRET}`)"
         )
-    web.secret_key = value.strip() if value is not None else None
-    return [problem] if problem else []
+        value = None
+    web.secret_key = value
 
 
-def _slack_secrets(config: Config, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+def _slack_secrets(config: Config, secrets: SecretReader) -> dict[str, str]:
     """Read the Slack tokens and webhook URLs from the variables the config names."""
-    problems: list[str] = []
     slack = config.slack
     if slack is not None:
-        for key, prefixes, what in SLACK_SECRETS:
+        for key, prefixes, what, kind in SLACK_SECRETS:
             name = getattr(slack, key)
             if not name:
                 continue
-            value, problem = _secret(f"slack.{key}", name, env, what=what)
+            label = f"slack.{key}"
+            value = secrets.read(label, name, what=what, kind=kind, key=f"[slack] {key}")
             value = value.strip() if value is not None else None
             if value is not None and prefixes and not value.startswith(prefixes):
-                value, problem = None, f"slack.{key}: {name} does not hold {what}"
-            if problem:
-                problems.append(problem)
+                secrets.refuse(f"{label}: {name} does not hold {what}")
+                value = None
             setattr(slack, key.removesuffix("_env"), value)
     webhooks: dict[str, str] = {}
+    seen: set[str] = set()
     for index, sub in enumerate(config.subscribers):
         name = sub.webhook_url_env
-        if not name or name in webhooks:
+        if not name or name in seen:
             continue
+        seen.add(name)
         label = f"subscribers[{index}].webhook_url_env"
-        value, problem = _secret(label, name, env, what="a webhook URL")
+        key = f"[[subscribers]] {sub.name}: webhook_url_env"
+        value = secrets.read(label, name, what="a webhook URL", kind=WEBHOOK_URL, key=key)
         if value is not None and not value.startswith(("https://", "http://")):
-            value, problem = None, f"{label}: {name} does not hold a webhook URL (https://...)"
-        if problem:
-            problems.append(problem)
+            secrets.refuse(f"{label}: {name} does not hold a webhook URL (https://...)")
         elif value is not None:
             webhooks[name] = value
-    return problems, webhooks
-
-
-def _secret(
-    label: str, name: str, env: Mapping[str, str], *, what: str
-) -> tuple[str | None, str | None]:
-    """A secret from the environment variable `name`, or the problem with it."""
-    value = env.get(name)
-    if value is None:
-        return None, f"{label}: the environment variable {name} is not set"
-    if value.strip().lower() in PLACEHOLDER_SECRETS:
-        return None, f"{label}: {name} holds a placeholder, not {what}"
-    return value, None
+    return webhooks
 
 
 def config_secrets(config: Config) -> list[str]:
@@ -152,5 +199,6 @@ def config_secrets(config: Config) -> list[str]:
     if config.email is not None:
         found.append(config.email.password)
     with contextlib.suppress(ValueError):  # not a URL urlsplit reads: no password in it
-        found.append(urlsplit(config.database.url).password)
+        password = urlsplit(config.database.url).password
+        found += [password, unquote(password or "")]  # as written, and as a driver reads it
     return [s for s in found if s]

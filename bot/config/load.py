@@ -16,7 +16,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.config.environment import read_password, read_secrets, strip_written_secrets
+from bot.config.environment import (
+    SecretReader,
+    read_password,
+    read_secrets,
+    strip_written_secrets,
+)
 from bot.config.problems import validation_problems
 from bot.config.schema import Config, cross_section_problems, duplicate_name_problems
 from bot.core.errors import ConfigError
@@ -31,23 +36,28 @@ def parse_config(
     path: Path | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Config:
-    """Validate a config mapping; raise ConfigError listing every problem at once."""
+    """Validate a config mapping; raise ConfigError listing every problem at once. A secret
+    whose variable is not set is no problem here: the Config records it (`missing_secrets`)
+    and the command that uses it asks for it."""
     raw, problems = strip_written_secrets(data)
     # These checks read the raw data, so they are reported even when the schema fails too.
     problems += duplicate_name_problems(raw)
-    password, password_problems = read_password(raw.get("email"), environ)
-    problems += password_problems
+    secrets = SecretReader(environ)
+    password = read_password(raw.get("email"), secrets)
     try:
         config = Config.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(validation_problems(exc) + problems, source=source) from None
+        raise ConfigError(
+            validation_problems(exc) + problems + secrets.problems, source=source
+        ) from None
     problems += cross_section_problems(config)
-    secret_problems, webhooks = read_secrets(config, environ)
-    problems += secret_problems
+    webhooks = read_secrets(config, secrets)
+    problems += secrets.problems
     if problems:
         raise ConfigError(problems, source=source)
     config.path = path
     config.webhooks = webhooks
+    config.missing_secrets = secrets.missing
     if config.email is not None:
         config.email.password = password
     return config

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from bot.config.fields import Section
+from bot.config.secrets import DATABASE_URL, SECRET_KINDS, MissingSecret, SecretKind
 from bot.config.sections import (
     DaemonConfig,
     DatabaseConfig,
@@ -27,6 +28,7 @@ from bot.config.sections import (
     WebConfig,
 )
 from bot.config.subscribers import SubscriberConfig, too_many_rules
+from bot.core.errors import MissingSecrets
 from bot.core.models import Subscriber
 
 CONFIG_VERSION = 1
@@ -46,6 +48,9 @@ class Config(Section):
     subscribers: list[SubscriberConfig] = Field(default_factory=list)
     # Incoming webhook URLs by the environment variable that holds them (filled at load).
     webhooks: dict[str, str] = Field(default_factory=dict, exclude=True)
+    # The secrets whose variables are not set, by the key that names them (filled at
+    # load): the commands that use one ask for it.
+    missing_secrets: dict[str, MissingSecret] = Field(default_factory=dict, exclude=True)
     path: Path | None = Field(None, exclude=True)
 
     @field_validator("version")
@@ -59,8 +64,16 @@ class Config(Section):
         """The subscribers the config file declares, as the pipeline sees them."""
         return [s.to_subscriber(self.digest) for s in self.subscribers]
 
+    def missing(self, *kinds: SecretKind) -> list[MissingSecret]:
+        """The secrets of these kinds whose variables are not set, the database's first."""
+        found = [m for m in self.missing_secrets.values() if m.kind in kinds]
+        return sorted(found, key=lambda m: SECRET_KINDS.index(m.kind))
+
     def database_url(self) -> str:
-        """The database URL, a relative SQLite path taken from the config file's folder."""
+        """The database URL, a relative SQLite path taken from the config file's folder.
+        Raises MissingSecrets when [database] url_env names a variable that is not set."""
+        if missing := self.missing(DATABASE_URL):
+            raise MissingSecrets([m.line() for m in missing])
         url = self.database.url
         prefix = "sqlite:///"
         if url.startswith(prefix) and self.path is not None:

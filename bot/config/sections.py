@@ -44,23 +44,46 @@ from bot.sources import (
 DEFAULT_MAX_RULES = 50  # rules per subscriber ([digest] max_rules)
 MAX_RULES = 1000  # the most [digest] max_rules may allow
 DEFAULT_DATABASE_URL = "sqlite:///paperbell.sqlite"
+MAX_DATABASE_URL = 4096  # characters: a longer URL is a mistake (or an attack)
 SLACK_API_URL = "https://slack.com/api/"
 DOMAIN_RE = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+")
 
 
+def check_database_url(value: str) -> str:
+    """A database URL paperbell can open: sqlite or postgresql, printable, not huge. The
+    messages never repeat the value (it may hold a password)."""
+    if len(value) > MAX_DATABASE_URL:
+        raise ValueError(f"longer than {MAX_DATABASE_URL} characters: not a database URL")
+    if not value.isprintable():
+        raise ValueError("control or invisible characters in the database URL")
+    if not value.startswith(("sqlite:", "postgresql:", "postgresql+", "postgres:")):
+        raise ValueError("use a sqlite:///path or postgresql://user@host/db URL")
+    return value
+
+
 class DatabaseConfig(Section):
-    """`[database]`: where paperbell keeps everything, and whether an older schema is
-    upgraded by the commands themselves (else they refuse it: `paperbell db upgrade`)."""
+    """`[database]`: where paperbell keeps everything (`url`, or `url_env`: the environment
+    variable that holds it, so a password stays out of the file), and whether an older
+    schema is upgraded by the commands themselves (else they refuse it: `paperbell db
+    upgrade`)."""
 
     url: str = DEFAULT_DATABASE_URL
+    url_env: EnvName | None = None
     auto_upgrade: bool = False
 
     @field_validator("url")
     @classmethod
     def _known_scheme(cls, value: str) -> str:
-        if not value.startswith(("sqlite:", "postgresql:", "postgresql+", "postgres:")):
-            raise ValueError("use a sqlite:///path or postgresql://user@host/db URL")
-        return value
+        return check_database_url(value)
+
+    @model_validator(mode="after")
+    def _one_url(self) -> DatabaseConfig:
+        if self.url_env and "url" in self.model_fields_set:
+            raise ValueError(
+                "url and url_env both name the database: keep one (url_env keeps a "
+                "password out of the file)"
+            )
+        return self
 
 
 class DigestConfig(Section):

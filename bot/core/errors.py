@@ -2,6 +2,7 @@
 
     PaperbellError
     ├── ConfigError          the config file or a setting is wrong (lists every problem)
+    │   └── MissingSecrets       a variable the file names for a secret this command uses is unset
     ├── RuleError            a subscription rule does not parse (points at the column)
     ├── SourceError          a source could not be read
     │   ├── FeedErrorResponse    the service answered with its own error feed (bad category ...)
@@ -42,6 +43,19 @@ class ConfigError(PaperbellError):
         count = len(self.problems)
         noun = "problem" if count == 1 else "problems"
         super().__init__(f"{source}: {count} {noun}:\n{lines}", hint=hint)
+
+
+class MissingSecrets(ConfigError):
+    """The command uses secrets whose environment variables are not set: `problems` holds
+    one line per variable, each saying which key names it and what the command does with
+    it. The file itself may be right (other commands run without these)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(problems, source="environment")
+        self.message = "\n".join(self.problems)
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class RuleError(PaperbellError):

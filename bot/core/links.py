@@ -37,6 +37,7 @@ __all__ = [
     "check_public_url",
     "max_ages",
     "owner_tag",
+    "placeholder_url",
     "web_url",
 ]
 
@@ -45,6 +46,8 @@ log = logging.getLogger(__name__)
 Purpose = Literal["manage", "unsubscribe", "confirm"]
 PURPOSES: tuple[Purpose, ...] = ("manage", "unsubscribe", "confirm")
 MIN_SECRET = 32
+# The token of a link that could not be signed (a preview made without the secret key).
+UNSIGNED = "UNSIGNED-PREVIEW-no-secret-key"
 # Hosts where plain http is allowed (a development server): `urlsplit().hostname` forms.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -74,6 +77,12 @@ def check_public_url(url: str) -> str:
     if not parts.hostname or parts.query or parts.fragment or any(c in url for c in " <>\"'"):
         raise ValueError(f"not a plain site address: {url!r}")
     return url.rstrip("/")
+
+
+def placeholder_url(public_url: str, purpose: Purpose) -> str:
+    """Where a signed link would go, with a token that says it is none: for previews made
+    without the secret key. The pages refuse it as any forged token."""
+    return f"{public_url.rstrip('/')}/{purpose}/{UNSIGNED}"
 
 
 def address_tag(email: str | None) -> str:

@@ -28,9 +28,9 @@ from typing import Literal
 
 from bot.channels import Channel
 from bot.channels.outbox import Channels, drain
-from bot.config import Config
+from bot.config import SECRET_KEY, Config
 from bot.core.calendar import eastern_date
-from bot.core.errors import PaperbellError, RuleError
+from bot.core.errors import MissingSecrets, PaperbellError, RuleError
 from bot.core.models import Digest, Paper, Subscriber, target_label
 from bot.match.digest import RuleMatches, build_digest, match_rules, note_digest
 from bot.pipeline.activity import refresh_rule_counts
@@ -130,6 +130,7 @@ async def deliver(
     channel serves every kind), recording each message right after it was accepted: as
     `request` says (see `DeliveryRequest`). `clock` times the sending (default: `now`);
     `should_stop()` is checked before each message (the daemon shutting down)."""
+    _refuse_unsigned_links(config, channels, request)
     plan = plan_delivery(config, store, request, now=now)
     if request.mode == "send":
         shared = (plan.first, plan.papers, plan.matches)
@@ -155,6 +156,15 @@ async def deliver(
             should_stop=should_stop,
         )
     return _in_order(reports, plan.subscribers)
+
+
+def _refuse_unsigned_links(config: Config, channels: Channels, request: DeliveryRequest) -> None:
+    """Emails that are sent carry signed links, never the placeholders of a preview: the
+    commands ask for the key first (`bot.cli.secrets`); this holds for any other caller."""
+    unsigned = config.missing(SECRET_KEY) if config.web.public_url else []
+    sends_email = not isinstance(channels, Mapping) or "email" in channels
+    if request.mode == "send" and sends_email and unsigned:
+        raise MissingSecrets([f"{m.line()}: emails are sent with signed links" for m in unsigned])
 
 
 def plan_delivery(

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from datetime import datetime
 
 from bot.channels.slack import WEBHOOK_PREFIX, slack_delivery
-from bot.config import Config
+from bot.config import SECRET_KEY, Config
+from bot.core.links import placeholder_url
 from bot.core.models import Digest, Subscriber, version_key
 from bot.pipeline.wiring import email_settings
 from bot.render.email import DigestLinks, build_message
@@ -22,14 +23,25 @@ PayloadBuilder = Callable[[Config, Digest, str, datetime], bytes]
 
 def digest_links(config: Config, subscriber: Subscriber, now: datetime) -> DigestLinks | None:
     """The subscriber's signed manage and one-click unsubscribe links, when [web] is set up
-    for them (public_url, secret_key_env) and the subscriber is stored (has an id)."""
-    signer = config.web.link_signer()
-    if signer is None or subscriber.id is None:
+    for them (public_url, secret_key_env) and the subscriber is stored (has an id). When
+    the secret key's variable is not set (a preview: `digest --out`, `--dry-run`), the links
+    are placeholders that say so (`placeholder_url`): nothing can sign them, and a message
+    that is sent never carries them (`bot.pipeline.deliver` refuses to send without the
+    key)."""
+    if subscriber.id is None:
         return None
-    unsubscribe = signer.url("unsubscribe", subscriber, now=now)
+    signer = config.web.link_signer()
+    if signer is not None:
+        unsubscribe = signer.url("unsubscribe", subscriber, now=now)
+        manage = signer.url("manage", subscriber, now=now)
+    elif config.web.public_url and config.missing(SECRET_KEY):
+        unsubscribe = placeholder_url(config.web.public_url, "unsubscribe")
+        manage = placeholder_url(config.web.public_url, "manage")
+    else:
+        return None
     return DigestLinks(
         unsubscribe=unsubscribe if unsubscribe.startswith("https://") else None,
-        manage=signer.url("manage", subscriber, now=now),
+        manage=manage,
     )
 
 

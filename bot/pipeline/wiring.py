@@ -82,7 +82,9 @@ def build_channels(config: Config, *, out_dir: Path | None = None) -> dict[str, 
     channels: dict[str, Channel] = {}
     if config.email is not None:
         channels["email"] = channels[NOTICE_CHANNEL] = EmailChannel(smtp_settings(config))
-    if config.slack is not None or config.webhooks:
+    # A webhook whose variable is not set still makes a channel: a dry run reports what
+    # would go there; a send asks for the variable first (`bot.cli.secrets`).
+    if config.slack is not None or any(s.webhook_url_env for s in config.subscribers):
         channels["slack"] = SlackChannel(slack_settings(config))
     return channels
 

@@ -69,8 +69,8 @@ class Database:
 
 @contextmanager
 def opening(url: str) -> Iterator[Engine]:
-    """An engine for `url`, disposed of if opening it fails; a database failure (or a
-    missing driver) inside becomes "cannot open the database"."""
+    """An engine for `url`, disposed of if opening it fails; a database failure (a missing
+    driver, a path the system refuses) inside becomes "cannot open the database"."""
     engine = None
     try:
         engine = create_engine(url)
@@ -78,6 +78,11 @@ def opening(url: str) -> Iterator[Engine]:
     except BaseException as exc:
         if engine is not None:
             engine.dispose()
+        if isinstance(exc, OSError):  # a SQLite path the system refuses (a name too long)
+            raise StoreError(
+                f"cannot open the database {redact_url(url)[:200]}: {exc.strerror or exc}",
+                hint="check [database] url",
+            ) from None
         if isinstance(exc, SQLAlchemyError | ModuleNotFoundError):
             raise StoreError(
                 f"cannot open the database {redact_url(url)}: {first_line(exc)}",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +47,18 @@ def clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("PAPERBELL_")}
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run `paperbell ARGS` to the end and capture its output."""
+def run(
+    *args: str, cwd: Path, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `paperbell ARGS` to the end and capture its output; `env`: variables to set
+    besides the clean environment (a secret, a database URL)."""
     return subprocess.run(
-        [*PAPERBELL, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=clean_env()
+        [*PAPERBELL, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**clean_env(), **(env or {})},
     )
 
 
