@@ -304,3 +304,40 @@ def status_of(w: World, tmp_path: Any) -> str:
     result = invoke("status", config=config)
     assert result.exit_code == 0, result.output
     return result.output
+
+
+def test_healthz_answers_any_query_with_json(world: Any) -> None:
+    """/healthz and /metrics take whatever query a stranger sends (huge, NUL, odd Unicode,
+    `strict` repeated or empty): JSON with 200 or 503, or the metrics, never an error."""
+    from hypothesis import settings
+
+    w = asyncio.run(world(at("2026-11-24T07:00"), subscribers=[BERLIN_DAILY]))
+    w.feed.routes["/rss/all"] = Route(w.days.body(w.clock.now))
+    asyncio.run(w.daemon.tick())
+    app = create_app(w.daemon)
+
+    async def ask(query: list[tuple[str, str]]) -> tuple[httpx.Response, httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://p") as client:
+            return await client.get("/healthz", params=query), await client.get(
+                "/metrics", params=query
+            )
+
+    @settings(max_examples=60)
+    @given(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["strict", "Strict", "", "x" * 5000, "strict\x00"]),
+                st.text(max_size=200),
+            ),
+            max_size=5,
+        )
+    )
+    def check(query: list[tuple[str, str]]) -> None:
+        answer, metrics = asyncio.run(ask(query))
+        assert answer.status_code in (200, 503)
+        assert answer.json()["sources"]["arxiv"]["last_result"] == "ok"
+        assert metrics.status_code == 200
+
+    w.daemon.counters.last_tick = w.clock.now
+    check()
