@@ -40,9 +40,10 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 SECRETS = SecretFilter()
 
 
-def load_config(path: str | Path) -> Config:
-    """Read the config file, and keep its secrets out of the logs from now on."""
-    config = read_config(path)
+def load_config(path: str | Path, *, secrets: bool = True) -> Config:
+    """Read the config file, and keep its secrets out of the logs from now on (`secrets`
+    false: they are neither read nor asked for)."""
+    config = read_config(path, secrets=secrets)
     SECRETS.add(config_secrets(config))
     return config
 

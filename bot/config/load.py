@@ -30,19 +30,24 @@ def parse_config(
     source: str = "config",
     path: Path | None = None,
     environ: Mapping[str, str] | None = None,
+    secrets: bool = True,
 ) -> Config:
-    """Validate a config mapping; raise ConfigError listing every problem at once."""
+    """Validate a config mapping; raise ConfigError listing every problem at once. With
+    `secrets` false, the secrets are neither read nor asked for (they stay None)."""
     raw, problems = strip_written_secrets(data)
     # These checks read the raw data, so they are reported even when the schema fails too.
     problems += duplicate_name_problems(raw)
-    password, password_problems = read_password(raw.get("email"), environ)
+    password: str | None = None
+    password_problems: list[str] = []
+    if secrets:
+        password, password_problems = read_password(raw.get("email"), environ)
     problems += password_problems
     try:
         config = Config.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(validation_problems(exc) + problems, source=source) from None
     problems += cross_section_problems(config)
-    secret_problems, webhooks = read_secrets(config, environ)
+    secret_problems, webhooks = read_secrets(config, environ) if secrets else ([], {})
     problems += secret_problems
     if problems:
         raise ConfigError(problems, source=source)
@@ -53,9 +58,12 @@ def parse_config(
     return config
 
 
-def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> Config:
+def load_config(
+    path: str | Path, *, environ: Mapping[str, str] | None = None, secrets: bool = True
+) -> Config:
     """Read and validate a TOML config file: whatever the file holds (too large, not UTF-8,
-    a folder, TOML nested too deep), the outcome is a Config or a ConfigError."""
+    a folder, TOML nested too deep), the outcome is a Config or a ConfigError. With
+    `secrets` false, the secrets are neither read nor asked for."""
     file = Path(path)
     try:
         with file.open("rb") as handle:
@@ -89,7 +97,9 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
         raise ConfigError(
             ["not valid TOML: a number with too many digits"], source=str(file)
         ) from None
-    return parse_config(data, source=str(file), path=file.resolve(), environ=environ)
+    return parse_config(
+        data, source=str(file), path=file.resolve(), environ=environ, secrets=secrets
+    )
 
 
 def example_config_text() -> str:

@@ -172,7 +172,7 @@ def backup_database(url: str, target: Path, *, timeout: float = 30) -> Backup:
             hint=f"back PostgreSQL up with pg_dump (the password from PGPASSWORD or ~/.pgpass): "
             f"{pg_dump_command(url, target)}",
         )
-    path = sqlite_file(parts)
+    path = database_file(url)
     if path is None or not path.is_file():
         raise StoreError(f"no database to back up: {path or url} does not exist")
     try:
@@ -188,6 +188,11 @@ def backup_database(url: str, target: Path, *, timeout: float = 30) -> Backup:
         state = read_state(copy)
     copy.dispose()
     return Backup(source=path, path=target, size=size, state=state)
+
+
+def database_file(url: str) -> Path | None:
+    """The file of the SQLite database at `url` (None: another database, or in memory)."""
+    return sqlite_file(make_url(normalize_url(url)))
 
 
 def pg_dump_command(url: str, target: Path) -> str:
