@@ -208,3 +208,15 @@ def test_a_paperbell_in_a_home_gets_read_only_homes(tmp_path: Path) -> None:
     assert values(sections, "Service", "TimeoutStopSec") == ["150"]
     elsewhere = replace(service, command=("/opt/pb/bin/paperbell",))
     assert "ProtectHome=yes" in render_unit(unit_template(), elsewhere)
+
+
+def test_a_database_beside_the_config_is_pointed_out(tmp_path: Path) -> None:
+    config = secrets_config(tmp_path, database="sqlite:///paperbell.sqlite")
+    unit_file = tmp_path / UNIT_NAME
+    written = invoke("init", "--systemd", "-c", str(config), "--user", "paperbell", str(unit_file))
+    assert written.exit_code == 0, written.output
+    assert "note: the database is in the config's folder, so the service may write there" in (
+        written.output
+    )
+    unit = unit_entries(unit_file.read_text())
+    assert values(unit, "Service", "ReadWritePaths") == [str(tmp_path)]

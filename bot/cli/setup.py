@@ -122,11 +122,11 @@ def write_service(path: Path, config_path: Path, *, user: str | None, force: boo
     unit = render_unit(unit_template(), service)
     say = functools.partial(click.echo, err=to_stdout)
     if service.env_file.exists():
-        say(f"kept {service.env_file} (it exists): check it names {secret_names(config)}")
+        say(f"kept {service.env_file} (it exists){secret_names(config, ': check it names ')}")
     else:
         service.env_file.touch(mode=0o600)
         service.env_file.write_text(render_env_file(config), encoding="utf-8")
-        say(f"wrote {service.env_file}: fill in {secret_names(config)}")
+        say(f"wrote {service.env_file}{secret_names(config, ': fill in ')}")
     if to_stdout:
         click.echo(unit, nl=False)
     else:
@@ -154,12 +154,19 @@ def next_steps(service: Service, *, unit: Path | None) -> list[str]:
     if unit is not None:
         steps.append(f"sudo cp {shlex.quote(str(unit))} /etc/systemd/system/{UNIT_NAME}")
     steps.append("sudo systemctl daemon-reload && sudo systemctl enable --now paperbell")
-    return ["next:", *(f"  {step}" for step in steps)]
+    notes = []
+    if folder is not None and folder == service.env_file.parent:
+        notes.append(
+            "note: the database is in the config's folder, so the service may write there; "
+            'better: [database] url = "sqlite:////var/lib/paperbell/paperbell.sqlite"'
+        )
+    return [*notes, "next:", *(f"  {step}" for step in steps)]
 
 
-def secret_names(config: Config) -> str:
+def secret_names(config: Config, lead: str) -> str:
+    """`lead` and the variables of the config's secrets ("": it names none)."""
     names = [name for _, name in config.secret_variables()]
-    return ", ".join(names) if names else "its secrets (it names none yet)"
+    return lead + ", ".join(names) if names else ""
 
 
 def refuse_overwrite(path: Path) -> NoReturn:
