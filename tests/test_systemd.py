@@ -14,10 +14,19 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 from support.cli import invoke, run
 from support.config import local_feed_config
 
-from bot.cli.service import ENV_FILE_NAME, UNIT_NAME, Service, render_unit, unit_template
+from bot.cli.service import (
+    ENV_FILE_NAME,
+    UNIT_NAME,
+    Service,
+    quote,
+    render_unit,
+    unit_template,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 UNIT = ROOT / "deploy" / UNIT_NAME
@@ -220,3 +229,19 @@ def test_a_database_beside_the_config_is_pointed_out(tmp_path: Path) -> None:
     )
     unit = unit_entries(unit_file.read_text())
     assert values(unit, "Service", "ReadWritePaths") == [str(tmp_path)]
+
+
+@given(st.text(st.characters(codec="utf-8", categories=["L", "N", "P", "S", "Zs"]), min_size=1))
+@example('/srv/my papers/100%/$HOME/\\"quoted"/a\'b;c')
+def test_a_word_of_the_command_line_reads_back_as_it_was(word: str) -> None:
+    # systemd unquotes "..." (\\ and \" escaped) as the shell does; %% and $$ are its own.
+    quoted = quote(word, command=True)
+    assert "\n" not in quoted
+    back = shlex.split(quoted.replace("%%", "\0").replace("$$", "$"))
+    assert back == [word.replace("%", "\0")]
+
+
+def test_a_control_character_in_a_path_or_the_user_is_refused(tmp_path: Path) -> None:
+    config = secrets_config(tmp_path)
+    refused = invoke("init", "--systemd", "-c", str(config), "--user", "pb\nExecStartPre=/x", "-")
+    assert refused.exit_code == 2 and "--user holds a control character" in refused.output

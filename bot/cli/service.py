@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bot.config import Config
 from bot.core.checks import redact_url
+from bot.core.errors import ConfigError
 from bot.store import database_file
 
 UNIT_NAME = "paperbell.service"
@@ -39,6 +40,9 @@ class Service:
     def of(cls, config: Config, *, user: str, executable: tuple[str, ...]) -> Service:
         """The service that runs `paperbell run` on `config` (loaded from its file)."""
         assert config.path is not None, "a config read from a file"
+        for what, text in (("the config's path", str(config.path)), ("--user", user)):
+            if not text.isprintable():
+                raise ConfigError([f"{what} holds a control character: {text!r}"])
         database = database_file(config.database_url())
         grace = config.daemon.shutdown_grace_seconds
         return cls(
