@@ -1,15 +1,27 @@
 # paperbell in a container: the same `pip install .` the tests prove, nothing more.
 #   docker build -t paperbell .
-#   docker run --rm -v "$PWD:/data" paperbell demo --out /data/paperbell-demo
-#   docker run --rm -v "$PWD:/data" -e PAPERBELL_SMTP_PASSWORD paperbell digest -c /data/config.toml
-#   docker run -d --restart unless-stopped -v "$PWD:/data" -p 8025:8025 -e PAPERBELL_SMTP_PASSWORD \
-#       paperbell run -c /data/config.toml --host 0.0.0.0     (the daemon; stops cleanly on SIGTERM)
+#   docker run --rm --user "$(id -u):$(id -g)" -v "$PWD:/data" paperbell demo --out /data/paperbell-demo
+#   docker run -d --name paperbell --restart unless-stopped -v paperbell-data:/data \
+#       -p 127.0.0.1:8025:8025 --env-file paperbell.env paperbell run --host 0.0.0.0
+# (the daemon; stops cleanly on SIGTERM). compose.yaml runs it with PostgreSQL.
+#
+# /data, a volume, holds the config ($PAPERBELL_CONFIG, /data/config.toml) and the SQLite
+# database beside it (the default url, sqlite:///paperbell.sqlite, is taken from the
+# config's folder). It runs as uid 10001 or any uid given with `docker run --user`: /data
+# belongs to group 0 and is group-writable, and a uid the image does not know runs in group
+# 0 (as OpenShift runs images). The HEALTHCHECK asks the daemon's GET /healthz on [web]
+# port 8025, the default: keep that port in a container.
 FROM python:3.11-slim
 COPY . /src
 RUN pip install --no-cache-dir "/src[postgres]" && rm -rf /src \
-    && useradd --create-home --uid 10001 paperbell
-USER paperbell
+    && useradd --system --uid 10001 --gid 0 --home-dir /data --no-create-home paperbell \
+    && install -d -m 2775 -o 10001 -g 0 /data
+ENV PAPERBELL_CONFIG=/data/config.toml
 WORKDIR /data
+VOLUME ["/data"]
+USER 10001
 EXPOSE 8025
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8025/healthz', timeout=8)"]
 ENTRYPOINT ["paperbell"]
 CMD ["--help"]

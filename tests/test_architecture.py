@@ -51,6 +51,7 @@ IO_LIBRARIES = {
     "slack_sdk",
     "sqlmodel",
     "sqlalchemy",
+    "sqlite3",
     "alembic",
     "socket",
     "urllib.request",
@@ -85,6 +86,7 @@ ALLOWED = {
     "socket": {"bot.demo"},
     "sqlmodel": {"bot.store"},
     "sqlalchemy": {"bot.store"},
+    "sqlite3": {"bot.store"},  # SQLite's online backup (copies of the file); else SQLAlchemy
     "alembic": {"bot.store"},  # the migrations (bot/store/migrations/) and bot.store.schema
     "psycopg": set(),  # through SQLAlchemy only
     "apscheduler": {"bot.pipeline.scheduler"},

@@ -67,6 +67,8 @@ def test_init_writes_the_example_and_refuses_to_overwrite(tmp_path: Path) -> Non
     assert again.exit_code == 2 and "exists" in again.output
     check = invoke("check-config", config=target)
     assert check.exit_code == 0 and "OK (2 sources, 1 subscribers, 3 rules" in check.output
+    printed = invoke("init", "-")
+    assert printed.exit_code == 0 and printed.output == example_config_text()
 
 
 @pytest.mark.database

@@ -1,6 +1,7 @@
-"""The `db` commands: the database's schema. `db current` says which revision it is at (and
-whether that is the newest); `db upgrade` brings it to the newest, in place (a SQLite file
-is copied to `NAME.bak-REVISION` first).
+"""The `db` commands: the database's schema and its copies. `db current` says which revision
+it is at (and whether that is the newest); `db upgrade` brings it to the newest, in place (a
+SQLite file is copied to `NAME.bak-REVISION` first); `db backup` copies a SQLite file while
+paperbell may be writing to it (PostgreSQL: it says how to call `pg_dump`).
 
 Plain wiring: bot.store knows the migrations and runs them; this module only words what
 it did. The config's secrets are not needed here, only the database's URL.
@@ -8,19 +9,26 @@ it did. The config's secrets are not needed here, only the database's URL.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from bot.cli.secrets import database_url
-from bot.cli.shell import config_option, handle_errors, load_config, upgrade_command
+from bot.cli.shell import (
+    EXIT_USAGE,
+    config_option,
+    handle_errors,
+    load_config,
+    upgrade_command,
+)
 from bot.core.checks import redact_url
-from bot.store import describe_upgrade, schema_state, upgrade_schema
+from bot.store import backup_database, describe_upgrade, schema_state, upgrade_schema
 
 
 @click.group()
 def db() -> None:
-    """The database's schema: which revision it is at, and upgrading it."""
+    """The database's schema (which revision it is at, upgrading it) and backups."""
 
 
 @db.command()
@@ -51,3 +59,27 @@ def upgrade(config_path: Path) -> None:
     if done.backup is not None:
         click.echo(f"copied the database, at schema {done.before}, to {done.backup}")
     click.echo(f"{where}: {describe_upgrade(done)}")
+
+
+@db.command()
+@config_option
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Overwrite an existing file at PATH.")
+@handle_errors
+def backup(config_path: Path, path: Path, force: bool) -> None:
+    """Copy the SQLite database to PATH, safely while paperbell runs (SQLite's online
+    backup). A PostgreSQL database is backed up with pg_dump: this says how."""
+    config = load_config(config_path)
+    if path.exists() and not force:
+        click.echo(f"error: {path} exists; use --force to overwrite it", err=True)
+        sys.exit(EXIT_USAGE)
+    done = backup_database(database_url(config), path)
+    click.echo(
+        f"backed up {done.source} to {done.path}: "
+        f"{megabytes(done.size)}, schema {done.state.describe()}"
+    )
+
+
+def megabytes(size: int) -> str:
+    """A file size for people: "0.3 MB (294,912 bytes)"."""
+    return f"{size / 1_000_000:.1f} MB ({size:,} bytes)"

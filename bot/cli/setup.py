@@ -1,5 +1,6 @@
-"""The first steps: `init` writes a commented config file, `demo` runs the whole pipeline
-offline on the bundled listing (no config, no account).
+"""The first steps: `init` writes a commented config file (or, with --systemd, the daemon's
+systemd unit for a config: bot.cli.service), `demo` runs the whole pipeline offline on the
+bundled listing (no config, no account).
 
 The demo itself is `bot.demo`; it is imported when the command runs (it brings an SMTP
 server and the Slack stand-in).
@@ -8,13 +9,26 @@ server and the Slack stand-in).
 from __future__ import annotations
 
 import asyncio
+import functools
+import getpass
+import pwd
+import shlex
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
-from bot.cli.shell import EXIT_USAGE, handle_errors, stop_on_signals
-from bot.config import example_config_text
+from bot.cli.service import (
+    UNIT_NAME,
+    Service,
+    paperbell_executable,
+    render_env_file,
+    render_unit,
+    unit_template,
+)
+from bot.cli.shell import EXIT_USAGE, config_option, handle_errors, load_config, stop_on_signals
+from bot.config import Config, example_config_text
 
 
 @click.command()
@@ -58,13 +72,103 @@ def demo(out_dir: Path, serve: bool, port: int) -> None:
 
 
 @click.command()
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path), default="config.toml")
+@click.argument(
+    "path", type=click.Path(dir_okay=False, path_type=Path, allow_dash=True), required=False
+)
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
+@click.option(
+    "--systemd",
+    is_flag=True,
+    help="Write a systemd unit that runs `paperbell run -c CONFIG` instead (PATH: default "
+    "./paperbell.service, - for stdout), and paperbell.env beside CONFIG naming its secrets.",
+)
+@click.option(
+    "--user", metavar="NAME", help="With --systemd: the account the service runs as (default: you)."
+)
+@config_option
 @handle_errors
-def init(path: Path, force: bool) -> None:
-    """Write a commented config file to PATH (default ./config.toml)."""
+def init(
+    path: Path | None, force: bool, systemd: bool, user: str | None, config_path: Path
+) -> None:
+    """Write a commented config file to PATH (default ./config.toml, - for stdout); with
+    --systemd, a systemd unit for the daemon on the config file -c CONFIG."""
+    if systemd:
+        write_service(path or Path(UNIT_NAME), config_path, user=user, force=force)
+        return
+    path = path or Path("config.toml")
+    if str(path) == "-":
+        click.echo(example_config_text(), nl=False)
+        return
     if path.exists() and not force:
-        click.echo(f"error: {path} exists; use --force to overwrite it", err=True)
-        sys.exit(EXIT_USAGE)
+        refuse_overwrite(path)
     path.write_text(example_config_text(), encoding="utf-8")
     click.echo(f"wrote {path}; edit it, then run: paperbell check-config -c {path}")
+
+
+def write_service(path: Path, config_path: Path, *, user: str | None, force: bool) -> None:
+    """Write the unit to `path` (- : stdout) and the environment file beside the config
+    (kept if it exists: it may hold the secrets already)."""
+    to_stdout = str(path) == "-"
+    if not to_stdout and path.exists() and not force:
+        refuse_overwrite(path)
+    config = load_config(config_path)
+    user = user or getpass.getuser()
+    if user == "root":
+        click.echo(
+            "error: a service should not run as root: name its account with --user", err=True
+        )
+        sys.exit(EXIT_USAGE)
+    service = Service.of(config, user=user, executable=paperbell_executable())
+    unit = render_unit(unit_template(), service)
+    say = functools.partial(click.echo, err=to_stdout)
+    if service.env_file.exists():
+        say(f"kept {service.env_file} (it exists){secret_names(config, ': check it names ')}")
+    else:
+        service.env_file.touch(mode=0o600)
+        service.env_file.write_text(render_env_file(config), encoding="utf-8")
+        say(f"wrote {service.env_file}{secret_names(config, ': fill in ')}")
+    if to_stdout:
+        click.echo(unit, nl=False)
+    else:
+        path.write_text(unit, encoding="utf-8")
+        say(f"wrote {path}: {' '.join(service.command)}, as {user}")
+    for step in next_steps(service, unit=None if to_stdout else path):
+        say(step)
+
+
+def next_steps(service: Service, *, unit: Path | None) -> list[str]:
+    """What is left to do by hand, as commands (`unit` None: it went to stdout)."""
+    user, env_file = service.user, shlex.quote(str(service.env_file))
+    steps = []
+    try:
+        uid = pwd.getpwnam(user).pw_uid
+    except KeyError:
+        uid = None
+        steps.append(f"sudo useradd --system --no-create-home {user}")
+    folder = service.data_dir
+    if folder is not None and not folder.is_dir():
+        steps.append(f"sudo install -d -o {user} -m 700 {shlex.quote(str(folder))}")
+    elif folder is not None and folder.stat().st_uid != uid:
+        steps.append(f"sudo chown -R {user} {shlex.quote(str(folder))}")
+    steps.append(f"sudo chown root: {env_file} && sudo chmod 600 {env_file}")
+    if unit is not None:
+        steps.append(f"sudo cp {shlex.quote(str(unit))} /etc/systemd/system/{UNIT_NAME}")
+    steps.append("sudo systemctl daemon-reload && sudo systemctl enable --now paperbell")
+    notes = []
+    if folder is not None and folder == service.env_file.parent:
+        notes.append(
+            "note: the database is in the config's folder, so the service may write there; "
+            'better: [database] url = "sqlite:////var/lib/paperbell/paperbell.sqlite"'
+        )
+    return [*notes, "next:", *(f"  {step}" for step in steps)]
+
+
+def secret_names(config: Config, lead: str) -> str:
+    """`lead` and the variables of the config's secrets ("": it names none)."""
+    names = [name for _, name in config.secret_variables()]
+    return lead + ", ".join(names) if names else ""
+
+
+def refuse_overwrite(path: Path) -> NoReturn:
+    click.echo(f"error: {path} exists; use --force to overwrite it", err=True)
+    sys.exit(EXIT_USAGE)

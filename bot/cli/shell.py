@@ -49,7 +49,8 @@ SECRETS = SecretFilter()
 
 
 def load_config(path: str | Path) -> Config:
-    """Read the config file, and keep its secrets out of the logs from now on."""
+    """Read the config file, and keep its secrets out of the logs from now on (a secret
+    whose variable is not set is recorded; the command that uses it asks for it)."""
     config = read_config(path)
     SECRETS.add(config_secrets(config))
     return config

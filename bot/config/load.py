@@ -65,7 +65,8 @@ def parse_config(
 
 def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> Config:
     """Read and validate a TOML config file: whatever the file holds (too large, not UTF-8,
-    a folder, TOML nested too deep), the outcome is a Config or a ConfigError."""
+    a folder, TOML nested too deep), the outcome is a Config or a ConfigError. With
+    `secrets` false, the secrets are neither read nor asked for."""
     file = Path(path)
     try:
         with file.open("rb") as handle:

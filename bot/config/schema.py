@@ -69,6 +69,23 @@ class Config(Section):
         found = [m for m in self.missing_secrets.values() if m.kind in kinds]
         return sorted(found, key=lambda m: SECRET_KINDS.index(m.kind))
 
+    def secret_variables(self) -> list[tuple[str, str]]:
+        """The environment variables the file names for its secrets (every `*_env` key
+        set), each with its key path, in the file's order; each variable once."""
+        found: dict[str, str] = {}
+        sections: list[tuple[str, Section | None]] = [
+            (name, getattr(self, name)) for name in type(self).model_fields
+        ]
+        sections += [(f"subscribers[{i}]", sub) for i, sub in enumerate(self.subscribers)]
+        for label, section in sections:
+            if not isinstance(section, Section):
+                continue
+            for key in type(section).model_fields:
+                name = getattr(section, key)
+                if key.endswith("_env") and isinstance(name, str) and name not in found:
+                    found[name] = f"{label}.{key}"
+        return [(label, name) for name, label in found.items()]
+
     def database_url(self) -> str:
         """The database URL, a relative SQLite path taken from the config file's folder.
         Raises MissingSecrets when [database] url_env names a variable that is not set."""

@@ -1,7 +1,8 @@
 """The store: everything paperbell keeps, and the only package that opens a database session.
 
 `Store.open(url)` opens the database (bot.store.database; tables: bot.store.tables; their
-migrations and the schema's version: bot.store.schema, `schema_state`, `upgrade_schema`) and
+migrations and the schema's version: bot.store.schema, `schema_state`, `upgrade_schema`;
+a copy of a SQLite file while it is in use: `backup_database`) and
 hands out one repository per kind of data: `store.papers`, `store.sources` (their polls),
 `store.subscribers` (with their rules), `store.rule_counts`, `store.outbox` (digests to
 send, deliveries) and `store.slack_requests` (replays refused). Callers get plain data
@@ -11,9 +12,13 @@ send, deliveries) and `store.slack_requests` (replays refused). Callers get plai
 from __future__ import annotations
 
 from bot.store.database import (
+    Backup,
     Database,
+    backup_database,
+    database_file,
     describe_upgrade,
     normalize_url,
+    pg_dump_command,
     schema_state,
     upgrade_schema,
     utcnow,
@@ -27,6 +32,7 @@ from bot.store.sources import LeftOut, Sources, SourceState
 from bot.store.subscribers import SubscriberRecord, Subscribers
 
 __all__ = [
+    "Backup",
     "LeftOut",
     "OutboxItem",
     "OutboxStatus",
@@ -37,8 +43,11 @@ __all__ = [
     "SubscriberRecord",
     "Upgrade",
     "UpsertCounts",
+    "backup_database",
+    "database_file",
     "describe_upgrade",
     "normalize_url",
+    "pg_dump_command",
     "schema_state",
     "upgrade_schema",
     "utcnow",

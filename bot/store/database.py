@@ -9,18 +9,30 @@ tables through `Database.session`. SQLite by default, PostgreSQL through the sam
 from __future__ import annotations
 
 import logging
+import shlex
+import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, inspect
+from sqlalchemy import URL, Engine, inspect, make_url
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlmodel import Session, col, create_engine, select
 
 from bot.core.checks import redact_url
 from bot.core.errors import OutdatedSchema, StoreError
-from bot.store.schema import SchemaState, Upgrade, baseline_columns, migrate, read_state
+from bot.store.schema import (
+    SchemaState,
+    Upgrade,
+    baseline_columns,
+    copy_sqlite,
+    migrate,
+    read_state,
+    sqlite_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +153,66 @@ def upgrade_schema(url: str) -> tuple[SchemaState, Upgrade | None]:
             done = migrate(engine, state)
     engine.dispose()
     return state, done
+
+
+@dataclass(frozen=True)
+class Backup:
+    """A copy of a SQLite database: of which file, where, its size in bytes, its schema."""
+
+    source: Path
+    path: Path
+    size: int
+    state: SchemaState
+
+
+def backup_database(url: str, target: Path, *, timeout: float = 30) -> Backup:
+    """Copy the SQLite database at `url` to `target` (replacing a file there: the caller
+    asks first), consistent even while paperbell writes to it (waiting at most `timeout`
+    seconds for a write to end). Another database is refused with the `pg_dump` command
+    that backs it up."""
+    parts = make_url(normalize_url(url))
+    if parts.get_backend_name() != "sqlite":
+        raise StoreError(
+            f"paperbell backs up SQLite files only, not {redact_url(url)}",
+            hint=f"back PostgreSQL up with pg_dump (the password from PGPASSWORD or ~/.pgpass): "
+            f"{pg_dump_command(url, target)}",
+        )
+    path = database_file(url)
+    if path is None or not path.is_file():
+        raise StoreError(f"no database to back up: {path or url} does not exist")
+    try:
+        size = copy_sqlite(path, target, timeout=timeout)
+    except sqlite3.Error as exc:
+        busy = "locked" in str(exc)
+        raise StoreError(
+            f"cannot back up {path} to {target}: {exc}"
+            + (f" (a write held it for over {timeout:g} s)" if busy else ""),
+            hint="run it again in a moment" if busy else None,
+        ) from None
+    with opening(f"sqlite:///{target.resolve()}") as copy:
+        state = read_state(copy)
+    copy.dispose()
+    return Backup(source=path, path=target, size=size, state=state)
+
+
+def database_file(url: str) -> Path | None:
+    """The file of the SQLite database at `url` (None: another database, or in memory)."""
+    return sqlite_file(make_url(normalize_url(url)))
+
+
+def pg_dump_command(url: str, target: Path) -> str:
+    """The pg_dump command line that backs up the PostgreSQL database at `url` to `target`,
+    without the password (pg_dump reads it from PGPASSWORD or ~/.pgpass)."""
+    parts = make_url(url)
+    where = URL.create(
+        "postgresql",
+        username=parts.username,
+        host=parts.host,
+        port=parts.port,
+        database=parts.database,
+        query=parts.query,
+    ).render_as_string(hide_password=False)
+    return shlex.join(["pg_dump", "--format=custom", f"--file={target}", where])
 
 
 def describe_upgrade(done: Upgrade) -> str:

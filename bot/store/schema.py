@@ -11,8 +11,10 @@ opens no database itself: bot.store.database does.
 
 from __future__ import annotations
 
+import errno
 import logging
 import sqlite3
+import stat
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -21,7 +23,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, inspect
+from sqlalchemy import URL, Connection, Engine, create_engine, inspect
 
 from bot.store.tables import SCHEMA
 
@@ -137,7 +139,7 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 def read_state(engine: Engine) -> SchemaState:
     """Where the database stands. A SQLite file that does not exist is not created."""
-    path = sqlite_file(engine)
+    path = sqlite_file(engine.url)
     if path is not None and not path.exists():
         return SchemaState(current=None, head=head(), exists=False)
     with engine.connect() as connection:
@@ -152,7 +154,7 @@ def migrate(engine: Engine, state: SchemaState) -> Upgrade:
     unversioned one at the baseline, copy a SQLite file first. The caller checked that
     `state` is known and not up to date."""
     backup = None
-    path = sqlite_file(engine)
+    path = sqlite_file(engine.url)
     if state.exists and path is not None:
         backup = path.with_name(f"{path.name}.bak-{state.starting_point}")
         copy_sqlite(path, backup)
@@ -165,22 +167,42 @@ def migrate(engine: Engine, state: SchemaState) -> Upgrade:
     return Upgrade(before=before, after=head(), backup=backup)
 
 
-def sqlite_file(engine: Engine) -> Path | None:
+def sqlite_file(url: URL) -> Path | None:
     """The file of a SQLite database (None: another database, or one in memory)."""
-    if engine.url.get_backend_name() != "sqlite" or engine.url.database in (None, "", ":memory:"):
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
         return None
-    return Path(engine.url.database)  # type: ignore[arg-type]
+    return Path(url.database)  # type: ignore[arg-type]
 
 
-def copy_sqlite(path: Path, target: Path) -> None:
+def copy_sqlite(path: Path, target: Path, *, timeout: float = 30) -> int:
     """A consistent copy of a SQLite file, even while another process writes to it
-    (SQLite's online backup)."""
-    source = sqlite3.connect(path)
-    copy = sqlite3.connect(target)
+    (SQLite's online backup), with the file's permissions; its size in bytes. The copy is
+    written beside `target` and renamed into place (replacing a file of that name), so a
+    copy cut short leaves nothing under the name. A writer holding the file locked for
+    longer than `timeout` seconds makes it fail ("database is locked")."""
+    if not path.is_file():
+        raise FileNotFoundError(errno.ENOENT, "no such database file", str(path))
+    partial = target.with_name(f".{target.name}.partial")
+    partial.unlink(missing_ok=True)
     try:
-        with copy:
-            source.backup(copy)
-    finally:
-        copy.close()
-        source.close()
+        source = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+        try:
+            # A read transaction first: it waits for a writer at most `timeout` (the backup's
+            # own wait has no end), then holds writers' commits off until the copy is made.
+            source.execute("BEGIN")
+            source.execute("SELECT count(*) FROM sqlite_master")
+            copy = sqlite3.connect(partial)
+            try:
+                with copy:
+                    source.backup(copy)  # every page in one step
+            finally:
+                copy.close()
+        finally:
+            source.close()
+        partial.chmod(stat.S_IMODE(path.stat().st_mode))
+        partial.replace(target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     log.info("copied %s to %s", path, target)
+    return target.stat().st_size

@@ -1,0 +1,142 @@
+"""What `paperbell init --systemd` writes: the systemd unit of the repository
+(deploy/paperbell.service, shipped in the package) with this machine's paths put in, and
+the environment file that names the config's secrets, without a value.
+
+Only makes the text; `init` (bot.cli.setup) writes the files and says what to do next.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+from bot.cli.secrets import database_url
+from bot.config import Config
+from bot.core.checks import redact_url
+from bot.core.errors import ConfigError
+from bot.store import database_file
+
+UNIT_NAME = "paperbell.service"
+ENV_FILE_NAME = "paperbell.env"
+# ProtectHome=yes hides these; a paperbell installed (or configured) there needs read-only.
+HOMES = (Path("/home"), Path("/root"), Path("/run/user"))
+MIN_STOP_SECONDS = 90  # systemd's own default
+
+
+@dataclass(frozen=True)
+class Service:
+    """What the unit says: the command it runs, as whom, with which secrets, where it may
+    write (None: nowhere, the database is not a file), and how long a stop may take."""
+
+    command: tuple[str, ...]
+    user: str
+    env_file: Path
+    data_dir: Path | None
+    stop_seconds: int
+
+    @classmethod
+    def of(cls, config: Config, *, user: str, executable: tuple[str, ...]) -> Service:
+        """The service that runs `paperbell run` on `config` (loaded from its file)."""
+        assert config.path is not None, "a config read from a file"
+        for what, text in (("the config's path", str(config.path)), ("--user", user)):
+            if not text.isprintable():
+                raise ConfigError([f"{what} holds a control character: {text!r}"])
+        database = database_file(database_url(config))
+        grace = config.daemon.shutdown_grace_seconds
+        return cls(
+            command=(*executable, "run", "-c", str(config.path)),
+            user=user,
+            env_file=config.path.with_name(ENV_FILE_NAME),
+            data_dir=database.parent if database is not None else None,
+            stop_seconds=max(MIN_STOP_SECONDS, math.ceil(grace) + 30),
+        )
+
+    def protect_home(self) -> str:
+        """`yes` (hidden), or `read-only` when a path the service reads lies in a home."""
+        paths = [Path(self.command[0]), self.env_file, *filter(None, [self.data_dir])]
+        inside = any(path.is_relative_to(home) for path in paths for home in HOMES)
+        return "read-only" if inside else "yes"
+
+
+def paperbell_executable() -> tuple[str, ...]:
+    """How this paperbell was started, as an absolute command: the `paperbell` script that
+    ran, the one beside this Python, else this Python with `-m bot.cli`."""
+    started = Path(sys.argv[0])
+    if started.name == "paperbell" and started.is_file():
+        return (str(started.absolute()),)
+    beside = Path(sys.executable).with_name("paperbell")
+    if beside.is_file():
+        return (str(beside),)
+    return (sys.executable, "-m", "bot.cli")
+
+
+def unit_template() -> str:
+    """deploy/paperbell.service: the copy shipped in the package, else the checkout's."""
+    packaged = files("bot") / "deploy" / UNIT_NAME
+    if packaged.is_file():
+        return packaged.read_text(encoding="utf-8")
+    checkout = Path(__file__).resolve().parents[2] / "deploy" / UNIT_NAME
+    return checkout.read_text(encoding="utf-8")
+
+
+def render_unit(template: str, service: Service) -> str:
+    """The unit: the template from `[Unit]` on, its "yours" lines set to `service`."""
+    values = {
+        "User": service.user,
+        "ExecStart": " ".join(quote(arg, command=True) for arg in service.command),
+        "EnvironmentFile": str(service.env_file).replace("%", "%%"),  # the rest of the line
+        "ReadWritePaths": quote(str(service.data_dir)) if service.data_dir else None,
+        "ProtectHome": service.protect_home(),
+        "TimeoutStopSec": str(service.stop_seconds),
+    }
+    body = template[template.index("[Unit]") :]
+    lines = [
+        f"# paperbell's daemon, written by `paperbell init --systemd` for {service.command[-1]}.",
+        f"# Its secrets: {service.env_file} (VARIABLE=value lines, owned by root, chmod 600).",
+        "",
+    ]
+    for line in body.splitlines():
+        key = line.split("=", 1)[0]
+        if line.startswith("# yours:"):
+            continue
+        if key in values and "=" in line:
+            if values[key] is None:
+                continue
+            line = f"{key}={values[key]}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def render_env_file(config: Config) -> str:
+    """The EnvironmentFile: a line `VARIABLE=` for each secret the config names, to fill in."""
+    lines = [
+        f"# The secrets of {config.path}, for systemd's EnvironmentFile=: one",
+        "# VARIABLE=value a line. Fill in each value; keep this file owned by root, chmod 600.",
+    ]
+    variables = config.secret_variables()
+    for label, name in variables:
+        lines += [f"# {label}", f"{name}="]
+    if not variables:
+        lines.append("# The config names no secret: nothing to fill in yet.")
+    url = config.database.url
+    if database_file(database_url(config)) is None and redact_url(url) == url:
+        lines += [
+            "# The database's password, when [database] url has none (libpq reads it):",
+            "# PGPASSWORD=",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def quote(arg: str, *, command: bool = False) -> str:
+    """One word of a unit file's list: `%` (a specifier) doubled, quoted when it holds a
+    space, a quote or a backslash; in a `command`, `$` (a variable) doubled too."""
+    arg = arg.replace("%", "%%")
+    if command:
+        arg = arg.replace("$", "$$")
+    if not any(c.isspace() or c in "\"'\\;" for c in arg):
+        return arg
+    escaped = arg.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
