@@ -69,16 +69,15 @@ def test_the_submission_window_holds_exactly_the_days_submissions(moment: dateti
 # -- the usual size ------------------------------------------------------------------------
 
 
-def listing(day: date, items: int, repaired_new: int = 0) -> Listing:
-    return Listing(
-        "arxiv", day, items, at("2026-11-01T00:00"), None, None, None, repaired_new, None
-    )
+def listing(day: date, items: int, repaired: int | None = None) -> Listing:
+    seen = at("2026-11-01T00:00")
+    return Listing("arxiv", day, items, seen, None, None, repaired, 0, None)
 
 
 def test_the_usual_size_is_the_same_weekdays_median_else_recent_days() -> None:
     tuesdays = [date(2026, 11, 17), date(2026, 11, 10), date(2026, 11, 3)]
-    history = [listing(tuesdays[0], 230), listing(tuesdays[1], 16, 223), listing(tuesdays[2], 250)]
-    # A repaired day counts with what the repair added: 239, not 16.
+    history = [listing(tuesdays[0], 230), listing(tuesdays[1], 16, 239), listing(tuesdays[2], 250)]
+    # A repaired day counts what the arXiv API had: 239, not 16.
     assert usual_size(history, 1) == Usual(239, "Tuesdays")
     assert is_short(16, Usual(239, "Tuesdays")) and not is_short(60, Usual(239, "Tuesdays"))
     # Fewer than two Mondays: the median of the recent days of any weekday, if five.
@@ -131,39 +130,50 @@ def body_of(message: Any) -> str:
 
 def test_a_listing_that_stops_moving_is_stale_and_filled_in_from_the_api(world: Any) -> None:
     """Tuesday's feed stays on Monday's listing all day (the real incident). Past the
-    deadline the source is stale: /healthz says so (and answers 503 when asked to be
-    strict), the arXiv API is asked once for Tuesday's papers (the window arXiv's schedule
-    gives: Friday 14:00 to Monday 14:00 US Eastern), and the digest that waited for the
-    listing brings them instead of a "late" note."""
+    deadline the source is stale; the arXiv API is asked once for Tuesday's papers (the
+    window arXiv's schedule gives: Friday 14:00 to Monday 14:00 US Eastern), and the digest
+    that waited for the listing brings them instead of a "late" note; the stale day then
+    reads as handled. On Wednesday the feed is stuck again and the API answers 503: the
+    source is stale, and /healthz says so (503 when asked to be strict)."""
 
     async def go() -> tuple[World, list[str], list[Any]]:
         w = await world(at("2026-11-23T00:00"), subscribers=[BERLIN_DAILY])
         asked = serve_api(w)
         w.days.rebuild[date(2026, 11, 24)] = time(23, 59)  # Tuesday's never comes that day
+        w.days.rebuild[date(2026, 11, 25)] = time(23, 59)  # nor Wednesday's
         await w.run_until(at("2026-11-24T10:00"))  # 05:00 US Eastern: not yet the deadline
         answers = [await healthz(w)]
         await w.run_until(at("2026-11-24T12:00"))  # past 06:00 US Eastern
+        answers.append(await healthz(w))
+        serve_api(w, status=503)
+        await w.run_until(at("2026-11-25T11:30"))  # Wednesday, past the deadline
         answers += [await healthz(w), await healthz(w, strict=True)]
         return w, asked, answers
 
-    w, asked, (before, after, strict) = asyncio.run(go())
+    w, asked, (before, handled, stuck, strict) = asyncio.run(go())
     assert before["sources"]["arxiv"]["stale"] is False and before["sources_status"] == "ok"
-    source = after["sources"]["arxiv"]
-    assert source["stale"] is True and after["sources_status"] == "degraded"
-    assert source["problems"] == ["stale: no listing for Tue 24 Nov by 06:00 US Eastern"]
+    source = handled["sources"]["arxiv"]
+    assert source["stale"] is False and handled["sources_status"] == "ok"
     assert source["notes"] == [
-        "filled in Tue 24 Nov from the arXiv API: 12 papers, 12 of them missing from the listing"
+        "stale: no listing for Tue 24 Nov by 06:00 US Eastern",
+        "filled in Tue 24 Nov from the arXiv API: 12 papers, 12 of them new to paperbell",
     ]
-    assert after["status"] == "ok" and strict["code"] == 503
-    assert after["code"] == 200  # arXiv's trouble, not the process's: a container stays up
-    # Asked once, for exactly Tuesday's window (UTC), whatever the later ticks.
-    assert asked == ["(cat:cs.*) AND submittedDate:[202611201900 TO 202611231859]"]
+    # Asked once for Tuesday, for exactly Tuesday's window (UTC), whatever the later ticks.
+    assert asked == ["(cat:cs.*) AND submittedDate:[202611201900 TO 202611231900]"]
     # The digest waited for the listing until the deadline, then came with the API's papers.
-    (monday, tuesday) = w.mail("berlin")
+    (monday, tuesday, wednesday) = w.mail("berlin")
     assert monday[0] == at("2026-11-23T07:00") and tuesday[0] == at("2026-11-24T11:00")
-    text = body_of(tuesday[1])
     assert "new paper" in tuesday[1]["Subject"]
-    assert any(title in text for title in api_titles(12))
+    assert any(title in body_of(tuesday[1]) for title in api_titles(12))
+
+    source = stuck["sources"]["arxiv"]
+    assert source["stale"] is True and stuck["sources_status"] == "degraded"
+    assert source["problems"] == ["stale: no listing for Wed 25 Nov by 06:00 US Eastern"]
+    assert stuck["unhealthy_sources"] == ["arxiv"]
+    assert stuck["code"] == 200 and strict["code"] == 503  # a container stays up
+    # Wednesday's feed moved on to Tuesday's listing (new papers: sent), not Wednesday's.
+    assert "new paper" in wednesday[1]["Subject"]
+    assert any("202611241900" in path for _, path in w.api)  # Wednesday's window was asked
 
 
 async def healthz(w: World, *, strict: bool = False) -> dict[str, Any]:
@@ -190,7 +200,7 @@ def test_a_short_listing_is_filled_in_and_status_says_what_came(world: Any, tmp_
 
     async def go() -> tuple[World, list[str], str]:
         w = await world(at("2026-11-24T04:00"), subscribers=[BERLIN_DAILY])
-        asked = serve_api(w)
+        asked = serve_api(w, entries=60)
         seed_history(w, date(2026, 11, 24), [75, 76, 74])
         w.days.short[date(2026, 11, 24)] = 4
         await w.run_until(at("2026-11-24T08:00"))
@@ -201,20 +211,20 @@ def test_a_short_listing_is_filled_in_and_status_says_what_came(world: Any, tmp_
         return w, asked, metrics
 
     w, asked, metrics = asyncio.run(go())
-    assert len(asked) == 1 and "submittedDate:[202611201900 TO 202611231859]" in asked[0]
+    assert len(asked) == 1 and "submittedDate:[202611201900 TO 202611231900]" in asked[0]
     (digest,) = w.mail("berlin")
-    assert any(title in body_of(digest[1]) for title in api_titles(12))
+    assert any(title in body_of(digest[1]) for title in api_titles(60))
     assert 'paperbell_source_listing_papers{source="arxiv"} 4.0' in metrics
     assert 'paperbell_source_usual_papers{source="arxiv"} 75.0' in metrics
-    assert 'paperbell_source_repaired_papers{source="arxiv"} 12.0' in metrics
+    assert 'paperbell_source_repaired_papers{source="arxiv"} 60.0' in metrics
     assert 'paperbell_source_short{source="arxiv"} 0.0' in metrics  # repaired
 
     status = status_of(w, tmp_path)
-    assert "2026-11-24: 4 (usual 75) +12 API" in status
+    assert "2026-11-24: 4 (usual 75), API 60" in status
     assert "arxiv: short: 4 papers on Tue 24 Nov, usually 75 (Tuesdays)" in status
     assert (
-        "arxiv: filled in Tue 24 Nov from the arXiv API: 12 papers, 12 of them missing "
-        "from the listing" in status
+        "arxiv: filled in Tue 24 Nov from the arXiv API: 60 papers, 60 of them new to "
+        "paperbell" in status
     )
 
 

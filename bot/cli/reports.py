@@ -230,8 +230,8 @@ def _listing_cell(health: SourceHealth) -> str:
     text = f"{listing.day}: {listing.items}"
     if health.usual is not None:
         text += f" (usual {health.usual.size})"
-    if listing.repaired is not None:
-        text += f" +{listing.repaired_new} API"
+    if listing.repaired:
+        text += f", API {listing.repaired}"
     return text
 
 

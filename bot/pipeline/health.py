@@ -49,8 +49,9 @@ class Usual:
 
 
 def listing_size(listing: Listing) -> int:
-    """How many papers a day's listing brought, with what a repair filled in."""
-    return listing.items + listing.repaired_new
+    """How many papers a day had: its listing's, or the arXiv API's when a repair found
+    more (the API's answer holds the listing's papers too)."""
+    return max(listing.items, listing.repaired or 0)
 
 
 def usual_size(history: Sequence[Listing], weekday: int) -> Usual | None:
@@ -214,9 +215,12 @@ def _judge(
         problems.append(f"failing{when}: {state.last_error or 'unknown error'}")
     stale = bool(plan.feed_day and plan.expected and (plan.late or plan.missed))
     if stale and plan.feed_day is not None:
-        problems.append(
-            f"stale: no listing for {_day(plan.feed_day)} by {checks.deadline_text} US Eastern"
-        )
+        text = f"stale: no listing for {_day(plan.feed_day)} by {checks.deadline_text} US Eastern"
+        if listing is not None and listing.day == plan.feed_day and listing.repaired:
+            stale = False  # handled: the day's papers came from the arXiv API
+            notes.append(text)
+        else:
+            problems.append(text)
     short = False
     if listing is not None and listing.items > 0 and is_short(listing.items, usual):
         assert usual is not None
@@ -224,17 +228,17 @@ def _judge(
             f"short: {listing.items} papers on {_day(listing.day)}, usually {usual.size} "
             f"({usual.basis})"
         )
-        if listing.repaired is None:
+        if not listing.repaired or is_short(listing_size(listing), usual):
             short = True
             if listing.repair_error:
                 text += f"; the repair from the arXiv API failed: {listing.repair_error}"
             problems.append(text)
         else:
             notes.append(text)
-    if listing is not None and listing.repaired is not None:
+    if listing is not None and listing.repaired:
         notes.append(
             f"filled in {_day(listing.day)} from the arXiv API: {listing.repaired} papers, "
-            f"{listing.repaired_new} of them missing from the listing"
+            f"{listing.repaired_new} of them new to paperbell"
         )
     elif listing is not None and listing.repair_error and not short:
         notes.append(f"repair of {_day(listing.day)} failed: {listing.repair_error}")
@@ -258,6 +262,6 @@ def retry_due(listing: Listing | None, checks: ListingChecks, now: datetime) -> 
     at least the policy's late retry ago (a repair that worked is not repeated)."""
     if listing is None or listing.repair_tried is None:
         return True
-    if listing.repair_error is None:
-        return False
+    if listing.repair_error is None and listing.repaired:
+        return False  # done (a repair that found nothing is tried again)
     return now - listing.repair_tried >= max(checks.policy.late_retry, timedelta(minutes=10))

@@ -49,6 +49,7 @@ class PollReport:
     note: str | None = None
     problems: int = 0  # entries left out (each logged with why)
     repair: Repair | None = None  # the listing was short or stale: what the arXiv API gave
+    new_batch: bool = False  # the papers differ from the last poll's (a new listing)
 
 
 async def poll(
@@ -104,7 +105,9 @@ async def check_listing(
     listing that is short or stale and due a repair (a failed one is tried again later,
     even when no poll is due). Never raises: the poll stands, the check waits."""
     try:
-        if report is not None and report.result in ("ok", "empty"):
+        # A listing is its day's when its papers are new: a feed rebuilt with today's date
+        # around yesterday's papers is no listing of today (it is stale).
+        if report is not None and report.result == "ok" and report.new_batch:
             remember_listing(
                 source, store, checks, day=report.announced, items=report.items, now=now
             )
@@ -149,6 +152,8 @@ async def _poll_source(
     for problem in harvest.problems:
         log.warning("source %s: left out %s", source.name, problem)
     papers = source.tagged(_dated(harvest.papers, now))
+    before = store.sources.state(source.name)
+    batch = batch_id(papers)
     counts = store.papers.upsert(papers, now=now, authority=source.authority)
     result = "ok" if papers else "empty"
     store.sources.record_poll(
@@ -161,7 +166,7 @@ async def _poll_source(
         new=counts.new,
         updated=counts.updated,
         announced=harvest.announced,
-        batch=batch_id(papers),
+        batch=batch,
         left_out=harvest.problems,
     )
     return PollReport(
@@ -176,6 +181,7 @@ async def _poll_source(
         announced=harvest.announced,
         note=harvest.empty_reason,
         problems=len(harvest.problems),
+        new_batch=batch is not None and (before is None or before.batch != batch),
     )
 
 

@@ -85,6 +85,8 @@ def repair_wanted(
         listing = store.sources.listing(source.name, day)
         if (listing is None or listing.items == 0) and retry_due(listing, checks, now):
             return day, "stale"
+        if listing is not None and listing.items == 0:
+            return None  # repaired, or tried lately
     newest = store.sources.latest_listings().get(source.name)
     if newest is None or newest.items == 0 or not retry_due(newest, checks, now):
         return None
@@ -116,6 +118,8 @@ async def repair_listing(
     nothing did). Never raises for the API's failure: the poll it follows stands."""
     error: str | None = None
     papers: list[Any] = []
+    # Tried, before asking: whatever fails after the fetch, the next try waits its turn.
+    store.sources.record_repair(source.name, day, reason=reason, now=now, error="interrupted")
     try:
         async with asyncio.timeout(checks.deadline):
             papers = list(await source.repair_day(fetcher, day, checks.calendar) or ())
@@ -126,6 +130,8 @@ async def repair_listing(
     except Exception as exc:  # a bug reading the API must not fail the poll
         log.exception("source %s: repair of %s failed unexpectedly", source.name, day)
         error = unexpected(exc)
+    if error is None and not papers:
+        error = "the arXiv API had no papers for the day yet"
     if error is not None:
         error = redact_shapes(error)
         log.error("source %s: could not repair the listing of %s: %s", source.name, day, error)

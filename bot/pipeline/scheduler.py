@@ -226,6 +226,7 @@ class Daemon:
             (state.name, failed)
             for state in states.values()
             if state.last_result == "error"
+            and state.name in plans  # a source still configured
             and (failed := state.failing_since or state.last_poll) is not None
         ]
         nothing: dict[int, str] = {}  # why each subscriber's slot sent nothing
@@ -269,6 +270,10 @@ class Daemon:
         )
         # Handled, whatever came of it: a failure is in the outbox (and status); a slot
         # with nothing to send is not tried again every tick.
+        sent = {report.subscriber for report in reports if report.count}
+        for sid, (sub, _) in due.items():  # one channel had nothing, another papers
+            if sub.name in sent:
+                nothing.pop(sid, None)
         self.store.subscribers.mark_slots(
             {sid: slot.key for sid, (_, slot) in due.items()}, notes=nothing
         )
@@ -282,7 +287,7 @@ class Daemon:
     def _filled_in(self, source: str, day: date) -> bool:
         """Whether a repair from the arXiv API filled in `source`'s listing of `day`."""
         listing = self.store.sources.listing(source, day)
-        return listing is not None and listing.repaired is not None
+        return listing is not None and bool(listing.repaired)
 
     async def send_due(self) -> list[Attempt]:
         """Send the queued digests that are due (retries wait for their time)."""

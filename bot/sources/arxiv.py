@@ -126,7 +126,9 @@ class ArxivListingSource(Source):
     ) -> list[Paper]:
         """The new papers of the source's categories that arXiv lists on `day`, from the
         arXiv API: what fills in a listing that came short or not at all."""
-        return await listed_from_api(http, day=day, calendar=calendar, **self._api())
+        return await listed_from_api(
+            http, day=day, calendar=calendar, categories=self.categories, **self._api()
+        )
 
     def _api(self) -> dict[str, Any]:
         """How the arXiv API is asked for this source's categories."""

@@ -107,10 +107,12 @@ def submitted_range(query: str, start: date, end: date) -> str:
 
 def submitted_between(query: str, start: datetime, end: datetime) -> str:
     """`(<query>) AND submittedDate:[YYYYMMDDHHMM TO YYYYMMDDHHMM]`: papers submitted from
-    `start` (included) to `end` (excluded), to the minute, in UTC as arXiv reads them."""
+    `start` to `end`, to the minute, in UTC as arXiv reads them. Both minutes are included:
+    a submission in the deadline's last seconds is not lost, and one just after it is
+    merged by id and re-dated by the next listing, which knows better."""
     if end <= start:
         raise ValueError(f"the range ends ({end}) before it starts ({start})")
-    first, last = start.astimezone(UTC), (end - timedelta(minutes=1)).astimezone(UTC)
+    first, last = start.astimezone(UTC), end.astimezone(UTC)
     dates = f"submittedDate:[{first:%Y%m%d%H%M} TO {last:%Y%m%d%H%M}]"
     query = query.strip()
     return f"({query}) AND {dates}" if query else dates
@@ -250,10 +252,13 @@ async def listed_from_api(
     source: str,
     day: date,
     calendar: ArxivCalendar,
+    categories: Sequence[str] = (),
 ) -> list[Paper]:
     """The new papers matching `query` that arXiv lists on feed day `day`: those submitted
-    in that listing's window (`submission_window`), dated `day`. What repairs a listing
-    that came short or not at all (the arXiv API holds the day when the feed does not)."""
+    in that listing's window (`submission_window`), dated `day`: "new" where the primary
+    category is one of `categories` (an archive names all of its own), else "cross" as
+    the listing would say. What repairs a listing that came short or not at all (the arXiv
+    API holds the day when the feed does not)."""
     start, end = submission_window(calendar, day)
     entries = await oldest_first(
         http,
@@ -264,7 +269,12 @@ async def listed_from_api(
         limit=REPAIR_LIMIT,
     )
     return [
-        replace(entry.paper, announced=day, first_announced=day, first_type="new")
+        replace(
+            entry.paper,
+            announced=day,
+            first_announced=day,
+            first_type="new" if _within(entry.paper.primary_category, categories) else "cross",
+        )
         for entry in entries
     ]
 
@@ -326,3 +336,13 @@ class ArxivQuerySource(Source):
             source=self.name,
             day=day,
         )
+
+
+def _within(category: str | None, categories: Sequence[str]) -> bool:
+    """Whether `category` is one of `categories` (none given: any), an archive (`cs`)
+    naming its own (`cs.LG`)."""
+    if not categories:
+        return True
+    if category is None:
+        return False
+    return any(category == c or category.startswith(f"{c}.") for c in categories)

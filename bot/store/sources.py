@@ -130,6 +130,12 @@ class Sources(Repository):
             rows = session.exec(select(SourceLeftOutRow)).all()
             return {row.name: as_record(LeftOut, row) for row in rows}
 
+    def state(self, name: str) -> SourceState | None:
+        """A source's last poll (None: never polled)."""
+        with self.database.session() as session:
+            row = session.get(SourceStateRow, name)
+            return as_record(SourceState, row) if row is not None else None
+
     def states(self) -> list[SourceState]:
         """Every polled source's last poll, by name."""
         with self.database.session() as session:
