@@ -351,3 +351,29 @@ def test_healthz_answers_any_query_with_json(world: Any) -> None:
 
     w.daemon.counters.last_tick = w.clock.now
     check()
+
+
+def test_a_feed_redated_around_yesterdays_papers_is_stale_not_todays_listing(
+    world: Any,
+) -> None:
+    """arXiv's feed rebuilt with Tuesday's date around Monday's papers (the trap of trusting
+    a feed's date): no listing of Tuesday is recorded (Tuesday's usual size stays clean), the
+    day reads as stale past the deadline, and the arXiv API fills it in."""
+
+    async def go() -> World:
+        w = await world(at("2026-11-23T04:00"), subscribers=[BERLIN_DAILY])
+        serve_api(w)
+        await w.run_until(at("2026-11-24T05:00"))  # Monday's listing, then the evening
+        monday = w.days.body(at("2026-11-23T12:00"))
+        w.days.body = lambda now: monday.replace(  # type: ignore[method-assign]
+            b"Mon, 23 Nov 2026", b"Tue, 24 Nov 2026"
+        )
+        await w.run_until(at("2026-11-24T11:30"))
+        return w
+
+    w = asyncio.run(go())
+    tuesday = w.store.sources.listing("arxiv", date(2026, 11, 24))
+    assert tuesday is not None and tuesday.items == 0 and tuesday.repaired == 12
+    assert tuesday.repair_reason == "stale"
+    monday = w.store.sources.listing("arxiv", date(2026, 11, 23))
+    assert monday is not None and monday.items == len(w.days.papers_of(date(2026, 11, 23)))
