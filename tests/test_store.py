@@ -73,6 +73,31 @@ def test_fetch_state_is_kept_per_source(store: Store) -> None:
     assert (row.last_result, row.last_error, row.items) == ("error", "boom", 3)
 
 
+def test_each_sources_newest_listing_and_its_repair(store: Store) -> None:
+    now = datetime(2026, 11, 24, 5, 15, tzinfo=UTC)
+    for day, items in (
+        (date(2026, 11, 20), 230),
+        (date(2026, 11, 23), 16),
+        (date(2026, 11, 24), 9),
+    ):
+        store.sources.record_listing("arxiv-cs", day, items=items, now=now)
+    store.sources.record_listing("arxiv-cs", date(2026, 11, 24), items=7, now=now)  # the most
+    store.sources.record_listing("arxiv-math", date(2026, 11, 20), items=40, now=now)
+    store.sources.record_repair(
+        "arxiv-math", date(2026, 11, 24), reason="stale", now=now, papers=41, new=38
+    )
+    newest = store.sources.latest_listings()
+    assert {name: (n.day.day, n.items) for name, n in newest.items()} == {
+        "arxiv-cs": (24, 9),
+        "arxiv-math": (24, 0),
+    }
+    assert (newest["arxiv-math"].repaired, newest["arxiv-math"].repaired_new) == (41, 38)
+    assert store.sources.newest_listing("arxiv-cs") == newest["arxiv-cs"]
+    assert store.sources.newest_listing("nothing") is None
+    earlier = store.sources.listings("arxiv-cs", before=date(2026, 11, 24))
+    assert [(n.day.day, n.items) for n in earlier] == [(23, 16), (20, 230)]
+
+
 def test_subscribers_from_config_and_database(store: Store) -> None:
     ada = Subscriber(name="ada", email="ada@example.org", rules=("robot",))
     store.subscribers.sync_config([ada], now=NOW)

@@ -107,11 +107,13 @@ async def check_listing(
     try:
         # A listing is its day's when its papers are new: a feed rebuilt with today's date
         # around yesterday's papers is no listing of today (it is stale).
+        fresh = False
         if report is not None and report.result == "ok" and report.new_batch:
             remember_listing(
                 source, store, checks, day=report.announced, items=report.items, now=now
             )
-        wanted = repair_wanted(source, store, checks, now=now)
+            fresh = True
+        wanted = repair_wanted(source, store, checks, now=now, fresh=fresh)
         if wanted is None:
             return None
         day, reason = wanted

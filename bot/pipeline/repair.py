@@ -65,16 +65,18 @@ def remember_listing(
 
 
 def repair_wanted(
-    source: Source, store: Store, checks: ListingChecks, *, now: datetime
+    source: Source, store: Store, checks: ListingChecks, *, now: datetime, fresh: bool = False
 ) -> tuple[date, str] | None:
     """The day to repair and why ("short", "stale"), or None. Short: the source's newest
-    listing is under a quarter of the usual; stale: the feed day awaited is past its
-    deadline (or over) without a listing. Each day is repaired once (a failed repair again
-    after the late retry)."""
+    listing is under a quarter of the usual (judged when a poll just brought it, `fresh`,
+    and again while a repair of it is due another try); stale: the feed day awaited is
+    past its deadline (or over) without a listing. Each day is repaired once (a failed
+    repair again after the late retry)."""
     if not (checks.repair and source.follows_arxiv_calendar and source.can_repair):
         return None
-    states = {s.name: s for s in store.sources.states()}
-    plan = plan_of(source, states.get(source.name), checks.calendar, checks.policy, now=now)
+    plan = plan_of(
+        source, store.sources.state(source.name), checks.calendar, checks.policy, now=now
+    )
     day = plan.feed_day
     if (
         day is not None
@@ -87,9 +89,11 @@ def repair_wanted(
             return day, "stale"
         if listing is not None and listing.items == 0:
             return None  # repaired, or tried lately
-    newest = store.sources.latest_listings().get(source.name)
+    newest = store.sources.newest_listing(source.name)
     if newest is None or newest.items == 0 or not retry_due(newest, checks, now):
         return None
+    if not fresh and newest.repair_tried is None:
+        return None  # judged when its poll brought it: its size has not changed since
     usual = usual_size(store.sources.listings(source.name, before=newest.day), newest.day.weekday())
     if is_short(listing_size(newest), usual):
         return newest.day, "short"

@@ -230,15 +230,18 @@ class Daemon:
             and (failed := state.failing_since or state.last_poll) is not None
         ]
         nothing: dict[int, str] = {}  # why each subscriber's slot sent nothing
+        # The feed days whose listing is late and that no repair filled in (read once).
+        late_days = {
+            p.feed_day
+            for name, p in plans.items()
+            if p.late and p.feed_day is not None and not self._filled_in(name, p.feed_day)
+        }
 
         def note(sub: Subscriber) -> str | None:
             slot = due[sub.id or 0][1]
             day = listing_day(self.policy, slot.at)
             first = day - timedelta(days=sub.schedule.days - 1)
-            late = any(
-                p.late and p.feed_day == day and not self._filled_in(name, day)
-                for name, p in plans.items()
-            )
+            late = day in late_days
             counts = self.store.papers.per_day(first, day)
             text = empty_note(
                 self.calendar,

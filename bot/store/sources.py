@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from sqlmodel import select
+from sqlmodel import func, select
 
 from bot.sources import FetchState
 from bot.sources.feedtext import clean_text
@@ -173,11 +173,31 @@ class Sources(Repository):
             ).all()
             return [as_record(Listing, row) for row in rows]
 
+    def newest_listing(self, name: str) -> Listing | None:
+        """`name`'s newest listing (None: none yet)."""
+        with self.database.session() as session:
+            row = session.exec(
+                select(SourceListingRow)
+                .where(SourceListingRow.source == name)
+                .order_by(SourceListingRow.day.desc())  # type: ignore[attr-defined]
+                .limit(1)
+            ).first()
+            return as_record(Listing, row) if row is not None else None
+
     def latest_listings(self) -> dict[str, Listing]:
-        """Per source, its newest listing."""
+        """Per source, its newest listing (one row each, however long the history)."""
+        newest = (
+            select(SourceListingRow.source, func.max(SourceListingRow.day).label("day"))
+            .group_by(SourceListingRow.source)  # type: ignore[arg-type]
+            .subquery()
+        )
         with self.database.session() as session:
             rows = session.exec(
-                select(SourceListingRow).order_by(SourceListingRow.day)  # type: ignore[arg-type]
+                select(SourceListingRow).join(
+                    newest,
+                    (SourceListingRow.source == newest.c.source)  # type: ignore[arg-type]
+                    & (SourceListingRow.day == newest.c.day),
+                )
             ).all()
             return {row.source: as_record(Listing, row) for row in rows}
 
