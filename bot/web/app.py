@@ -29,11 +29,80 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from bot.core.errors import PaperbellError
 
 if TYPE_CHECKING:
+    from bot.pipeline.health import SourceHealth
     from bot.pipeline.scheduler import Daemon
+    from bot.store import LeftOut
 
 
 def _timestamp(moment: datetime | None) -> float:
     return moment.timestamp() if moment is not None else 0.0
+
+
+# The figures of each source: (family, help), by name; `source_figures` gives the values.
+SOURCE_METRICS: dict[str, tuple[type[GaugeMetricFamily | CounterMetricFamily], str]] = {
+    "paperbell_source_last_poll_timestamp_seconds": (GaugeMetricFamily, "Last poll"),
+    "paperbell_source_last_new_timestamp_seconds": (
+        GaugeMetricFamily,
+        "Last poll that brought papers not stored before",
+    ),
+    "paperbell_source_last_success_timestamp_seconds": (
+        GaugeMetricFamily,
+        "Last poll that did not fail",
+    ),
+    "paperbell_source_late": (
+        GaugeMetricFamily,
+        "1 when the day's listing has not come by the deadline",
+    ),
+    "paperbell_source_failing": (GaugeMetricFamily, "1 when the last poll failed"),
+    "paperbell_source_stale": (
+        GaugeMetricFamily,
+        "1 when a feed day passed its deadline without its listing",
+    ),
+    "paperbell_source_short": (
+        GaugeMetricFamily,
+        "1 when the newest listing is under a quarter of the usual and not repaired",
+    ),
+    "paperbell_source_listing_papers": (GaugeMetricFamily, "Papers in the newest listing"),
+    "paperbell_source_usual_papers": (
+        GaugeMetricFamily,
+        "Usual papers in a listing of the newest listing's weekday",
+    ),
+    "paperbell_source_repaired_papers": (
+        GaugeMetricFamily,
+        "Papers the arXiv API filled in for the newest listing",
+    ),
+    "paperbell_source_left_out": (
+        GaugeMetricFamily,
+        "Items the last poll could not read and left out",
+    ),
+    "paperbell_source_left_out_items": (
+        CounterMetricFamily,
+        "Items polls left out since the daemon started",
+    ),
+}
+
+
+def source_figures(
+    each: SourceHealth, *, late: bool, left_out: LeftOut | None, left_out_since_start: int
+) -> dict[str, float | None]:
+    """One source's figures, by metric name (None: nothing to say, e.g. no listing yet)."""
+    row, listing, usual = each.state, each.listing, each.usual
+    return {
+        "paperbell_source_last_poll_timestamp_seconds": _timestamp(row.last_poll if row else None),
+        "paperbell_source_last_new_timestamp_seconds": _timestamp(row.last_new if row else None),
+        "paperbell_source_last_success_timestamp_seconds": _timestamp(
+            row.last_success if row else None
+        ),
+        "paperbell_source_late": int(late),
+        "paperbell_source_failing": int(each.failing),
+        "paperbell_source_stale": int(each.stale),
+        "paperbell_source_short": int(each.short),
+        "paperbell_source_listing_papers": listing.items if listing else None,
+        "paperbell_source_usual_papers": usual.size if usual else None,
+        "paperbell_source_repaired_papers": listing.repaired_new if listing else None,
+        "paperbell_source_left_out": left_out.count if left_out is not None else 0,
+        "paperbell_source_left_out_items": left_out_since_start,
+    }
 
 
 class DaemonCollector:
@@ -66,81 +135,23 @@ class DaemonCollector:
             "paperbell_papers", "Papers in the store", value=daemon.store.papers.count()
         )
 
-        last_poll = GaugeMetricFamily(
-            "paperbell_source_last_poll_timestamp_seconds", "Last poll", labels=["source"]
-        )
-        last_new = GaugeMetricFamily(
-            "paperbell_source_last_new_timestamp_seconds",
-            "Last poll that brought papers not stored before",
-            labels=["source"],
-        )
-        late = GaugeMetricFamily(
-            "paperbell_source_late",
-            "1 when the day's listing has not come by the deadline",
-            labels=["source"],
-        )
-        failing = GaugeMetricFamily(
-            "paperbell_source_failing", "1 when the last poll failed", labels=["source"]
-        )
-        left_out = GaugeMetricFamily(
-            "paperbell_source_left_out",
-            "Items the last poll could not read and left out",
-            labels=["source"],
-        )
-        left_out_total = CounterMetricFamily(
-            "paperbell_source_left_out_items",
-            "Items polls left out since the daemon started",
-            labels=["source"],
-        )
-        last_success = GaugeMetricFamily(
-            "paperbell_source_last_success_timestamp_seconds",
-            "Last poll that did not fail",
-            labels=["source"],
-        )
-        stale = GaugeMetricFamily(
-            "paperbell_source_stale",
-            "1 when a feed day passed its deadline without its listing",
-            labels=["source"],
-        )
-        short = GaugeMetricFamily(
-            "paperbell_source_short",
-            "1 when the newest listing is under a quarter of the usual and not repaired",
-            labels=["source"],
-        )
-        listing = GaugeMetricFamily(
-            "paperbell_source_listing_papers", "Papers in the newest listing", labels=["source"]
-        )
-        usual = GaugeMetricFamily(
-            "paperbell_source_usual_papers",
-            "Usual papers in a listing of the newest listing's weekday",
-            labels=["source"],
-        )
-        repaired = GaugeMetricFamily(
-            "paperbell_source_repaired_papers",
-            "Papers the arXiv API filled in for the newest listing",
-            labels=["source"],
-        )
         plans = daemon.plans(now)
         skipped = daemon.store.sources.left_out()
+        families = {
+            name: kind(name, text, labels=["source"])
+            for name, (kind, text) in SOURCE_METRICS.items()
+        }
         for each in daemon.health(now, plans=plans):
-            label, row = [each.name], each.state
-            last_poll.add_metric(label, _timestamp(row.last_poll if row else None))
-            last_new.add_metric(label, _timestamp(row.last_new if row else None))
-            last_success.add_metric(label, _timestamp(row.last_success if row else None))
-            late.add_metric(label, int(plans[each.name].late))
-            failing.add_metric(label, int(each.failing))
-            stale.add_metric(label, int(each.stale))
-            short.add_metric(label, int(each.short))
-            left = skipped.get(each.name)
-            left_out.add_metric(label, left.count if left is not None else 0)
-            left_out_total.add_metric(label, counters.left_out.get(each.name, 0))
-            if each.listing is not None:
-                listing.add_metric(label, each.listing.items)
-                repaired.add_metric(label, each.listing.repaired_new)
-            if each.usual is not None:
-                usual.add_metric(label, each.usual.size)
-        yield from (last_poll, last_new, last_success, late, failing, stale, short)
-        yield from (listing, usual, repaired, left_out, left_out_total)
+            figures = source_figures(
+                each,
+                late=plans[each.name].late,
+                left_out=skipped.get(each.name),
+                left_out_since_start=counters.left_out.get(each.name, 0),
+            )
+            for name, value in figures.items():
+                if value is not None:
+                    families[name].add_metric([each.name], value)
+        yield from families.values()
 
         yield CounterMetricFamily("paperbell_ticks", "Daemon ticks", value=counters.ticks)
         yield CounterMetricFamily(
