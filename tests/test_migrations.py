@@ -112,6 +112,7 @@ def test_0003_keeps_each_sources_polls_and_dates_its_last_success(database_url: 
             )
     engine.dispose()
     migrate_to(database_url, "0003")
+    migrate_to(database_url, head())  # read by today's store: later revisions keep it
     with Store.open(database_url) as store:
         states = {s.name: s for s in store.sources.states()}
     assert states["arxiv-cs"].last_success == states["arxiv-cs"].last_poll is not None
@@ -119,6 +120,44 @@ def test_0003_keeps_each_sources_polls_and_dates_its_last_success(database_url: 
     assert states["hf"].last_success is None
     assert states["hf"].failing_since == states["hf"].last_poll is not None
     assert (states["arxiv-cs"].items, states["arxiv-cs"].new) == (3, 1)
+
+
+@pytest.mark.database
+def test_0004_keeps_every_subscriber_and_gives_them_english_abstracts(database_url: str) -> None:
+    """Revision 0004 adds summaries and translations: every stored subscriber keeps its
+    settings and gets none of them until asked (summaries off, no language)."""
+    migrate_to(database_url, "0003")
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO subscribers (name, email, origin, active, categories, max_papers, "
+                "include, created_at, email_confirmed, email_format, abstracts) VALUES "
+                "('ada', 'ada@example.org', 'database', true, '[]', 20, '[\"new\"]', "
+                "'2026-11-01 08:00:00+00:00', true, 'text', 'full')"
+            )
+        )
+        subscriber_id = connection.execute(text("SELECT id FROM subscribers")).scalar_one()
+        connection.execute(
+            text(
+                "INSERT INTO rules (subscriber_id, text, created_at) VALUES "
+                "(:sid, 'diffusion', '2026-11-01 08:00:00+00:00')"
+            ),
+            {"sid": subscriber_id},
+        )
+    engine.dispose()
+    migrate_to(database_url, "0004")
+    assert differences(database_url) == []
+    with Store.open(database_url) as store:
+        (ada,) = store.subscribers.all()
+    assert (ada.name, ada.email, ada.rules, ada.max_papers) == (
+        "ada",
+        "ada@example.org",
+        ("diffusion",),
+        20,
+    )
+    assert (ada.email_format, ada.abstracts) == ("text", "full")
+    assert (ada.summaries, ada.language) == (False, None)
 
 
 def legacy_database(folder: Path) -> Path:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Literal, NamedTuple
@@ -221,6 +221,16 @@ class Subscriber:
     # text only); abstracts "short" (a few lines, the rest a click away) or "full".
     email_format: EmailFormat = "html"
     abstracts: AbstractLength = "short"
+    # A one-paragraph summary in place of each abstract (a model's, else Hugging Face's),
+    # and a language (a BCP 47 tag: "zh", "ja", "de") whose translations of each title and
+    # abstract (or summary) stand beside the English. None: English only.
+    summaries: bool = False
+    language: str | None = None
+
+    @property
+    def wants_texts(self) -> bool:
+        """Whether its digests show anything a model writes (summaries, translations)."""
+        return self.summaries or self.language is not None
 
     def targets(self) -> tuple[tuple[str, str], ...]:
         """Where this subscriber's digests go: (channel kind, recipient) pairs, one per kind."""
@@ -283,6 +293,29 @@ class Hit(NamedTuple):
     term: str
 
 
+# What a paper's written texts are: its summary (in English, or translated: the language
+# says), its title translated, its abstract translated.
+TextKind = Literal["summary", "title", "abstract"]
+TEXT_KINDS: tuple[str, ...] = ("summary", "title", "abstract")
+HUGGING_FACE = "Hugging Face"  # who wrote a paper's `ai_summary`
+
+
+@dataclass(frozen=True, slots=True)
+class PaperTexts:
+    """What is shown of one paper beyond its own fields, written by a model (or taken from
+    Hugging Face): untrusted plain text, checked and capped before it gets here, escaped by
+    each renderer. Any of them may be missing (not asked for, or it failed): a renderer
+    then shows the paper's own title and abstract."""
+
+    summary: str | None = None  # the English summary, shown in place of the abstract
+    summary_by: str | None = None  # who wrote it: the model's name, or HUGGING_FACE
+    language: str | None = None  # the tag of the translations below
+    title: str | None = None  # the title, translated
+    # The text shown in place of the abstract (the summary, when one is shown; else the
+    # abstract), translated.
+    text: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class DigestItem:
     """A paper in a digest, with every rule it matched and where."""
@@ -314,6 +347,11 @@ class Digest:
     # A digest with no papers is a note: it says why (no announcement today, nothing matched).
     note: str | None = None
     channel: str = "email"  # the kind of channel it is built for ("email", "slack")
+    # Summaries and translations by paper id (the subscriber's `summaries`, `language`), and
+    # a line for the reader when some could not be written ("3 summaries could not be
+    # written today: their abstracts are shown").
+    texts: Mapping[str, PaperTexts] = field(default_factory=dict)
+    texts_note: str | None = None
 
     @property
     def items(self) -> tuple[DigestItem, ...]:

@@ -32,7 +32,7 @@ from bot.store.tables import (
 
 SCHEDULE_SETTINGS = ("schedule", "day", "time", "timezone", "notify_empty")
 # What a database subscriber may change about their digests (the manage page, the CLI).
-SETTINGS = (*SCHEDULE_SETTINGS, "email_format", "abstracts")
+SETTINGS = (*SCHEDULE_SETTINGS, "email_format", "abstracts", "summaries", "language")
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,14 +133,16 @@ class Subscribers(Repository):
                     email_confirmed=row.email_confirmed,
                     email_format=cast(EmailFormat, row.email_format),
                     abstracts=cast(AbstractLength, row.abstracts),
+                    summaries=row.summaries,
+                    language=row.language,
                 )
             )
         return result
 
     def set_schedule(self, name: str, **settings: str | bool | None) -> None:
         """Change a database subscriber's settings (schedule, day, time, timezone,
-        notify_empty, email_format, abstracts); None sets a schedule setting back to the
-        config's default."""
+        notify_empty, email_format, abstracts, summaries, language); None sets a schedule
+        setting back to the config's default."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
             for key, value in settings.items():

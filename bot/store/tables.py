@@ -111,6 +111,10 @@ class SubscriberRow(SQLModel, table=True):
     email_confirmed: bool = True  # False: learnt from Slack, not confirmed by its owner
     email_format: str = Field(default="html", max_length=8)  # html, text
     abstracts: str = Field(default="short", max_length=8)  # short, full
+    # A summary in place of each abstract; a language the texts are translated into (a
+    # BCP 47 tag), None: English only (migration 0004).
+    summaries: bool = False
+    language: str | None = Field(default=None, max_length=35)
 
 
 class RuleRow(SQLModel, table=True):
@@ -262,6 +266,45 @@ class RuleCountRow(SQLModel, table=True):
     last: date | None = None
     examples: str = "[]"  # JSON list of the best-ranked matched papers' ids
     counted_at: datetime
+
+
+class PaperTextRow(SQLModel, table=True):
+    """A text a model wrote for one version of a paper: its summary, or its title, abstract
+    or summary translated; written once per paper version, kind, language and model, and
+    read by every digest that shows it (migration 0004)."""
+
+    __tablename__ = "paper_text"
+
+    paper_id: str = Field(primary_key=True, max_length=MAX_ID_LENGTH)
+    version: int = Field(primary_key=True)
+    kind: str = Field(primary_key=True, max_length=16)  # summary, title, abstract
+    language: str = Field(primary_key=True, max_length=35)  # "en" for the English summary
+    model: str = Field(primary_key=True, max_length=200)
+    text: str
+    created_at: datetime
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class LlmDayRow(SQLModel, table=True):
+    """One day's (UTC) use of one model: requests made (the daily budget counts them),
+    texts found already written, failures by reason, tokens, and texts not asked for
+    because the budget had run out (migration 0004)."""
+
+    __tablename__ = "llm_day"
+
+    day: date = Field(primary_key=True)
+    model: str = Field(primary_key=True, max_length=200)
+    requests: int = 0
+    written: int = 0
+    cached: int = 0  # texts a run needed that were already stored
+    failed: int = 0
+    over_budget: int = 0  # texts not asked for: the day's budget had run out
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failures: str = "{}"  # JSON: reason -> count
+    last_error: str | None = None
+    last_error_at: datetime | None = None
 
 
 # Every table above: what the migrations (bot/store/migrations/) must give, and what Alembic
