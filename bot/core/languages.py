@@ -1,0 +1,64 @@
+"""Languages a subscriber may read their digests in: BCP 47 tags, checked and standardised,
+with their names and the script they are written in (`langcodes`, `language_data`).
+
+Pure: no I/O. A tag is accepted when it names a known language ("zh", "zh-Hant", "pt-BR",
+"ja"), refused with a message that says why otherwise; English needs no translation.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import langcodes
+
+__all__ = ["ENGLISH", "MAX_TAG", "language_name", "language_script", "standard_tag"]
+
+ENGLISH = "en"
+MAX_TAG = 35  # the longest tag stored (RFC 5646 advises 35 characters)
+
+
+class LanguageError(ValueError):
+    """A language tag paperbell cannot use, with why."""
+
+
+def standard_tag(text: str) -> str:
+    """The standard form of a BCP 47 tag (`zh-cn` -> `zh-CN`, `chi` -> `zh`); raises
+    LanguageError naming the problem when it is not a tag of a known language."""
+    wanted = text.strip() if isinstance(text, str) else ""
+    shown = wanted[:40] + ("…" if len(wanted) > 40 else "")
+    if not wanted or len(wanted) > MAX_TAG or not wanted.isascii():
+        raise LanguageError(
+            f"language {shown!r}: not a BCP 47 language tag (like zh, ja, de, pt-BR)"
+        )
+    try:
+        language = langcodes.Language.get(wanted, normalize=True)
+    except (langcodes.tag_parser.LanguageTagError, ValueError) as exc:
+        raise LanguageError(
+            f"language {shown!r}: not a BCP 47 language tag (like zh, ja, de, pt-BR)"
+        ) from exc
+    if not language.language or not language.is_valid() or not _known(language.language):
+        raise LanguageError(f"language {shown!r}: no language paperbell knows by that tag")
+    return language.to_tag()
+
+
+@lru_cache(maxsize=256)
+def language_name(tag: str) -> str:
+    """The language's name in English: `zh-Hant` -> `Chinese (Traditional)`."""
+    return str(langcodes.Language.get(tag).display_name())
+
+
+@lru_cache(maxsize=256)
+def language_script(tag: str) -> str:
+    """The ISO 15924 script the language is usually written in: `zh` -> `Hans`,
+    `ja` -> `Jpan`, `ru` -> `Cyrl`, `de` -> `Latn`."""
+    return str(langcodes.Language.get(tag).maximize().script or "Latn")
+
+
+def is_english(tag: str | None) -> bool:
+    return tag is not None and langcodes.Language.get(tag).language == ENGLISH
+
+
+@lru_cache(maxsize=256)
+def _known(code: str) -> bool:
+    """Whether the language subtag has a name (`xx` has none)."""
+    return not str(langcodes.Language.get(code).display_name()).startswith("Unknown language")
