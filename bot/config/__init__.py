@@ -7,7 +7,7 @@ sources; nothing above them.
 
 - fields: the base of every section and the checked field types;
 - sections: [database], [digest], [polling], [daemon], [web], [delivery], [[sources]],
-  [email], [slack];
+  [email], [slack], [llm];
 - subscribers: [[subscribers]], and checking a subscriber given elsewhere;
 - schema: `Config`, the sections together, and the checks across them;
 - problems: how a validation failure reads, one line per problem;
@@ -21,6 +21,7 @@ from bot.config.load import MAX_CONFIG_BYTES, example_config_text, load_config, 
 from bot.config.schema import Config
 from bot.config.secrets import (
     DATABASE_URL,
+    LLM_API_KEY,
     SECRET_KEY,
     SECRET_KINDS,
     SLACK_APP_TOKEN,
@@ -37,6 +38,7 @@ from bot.config.sections import (
     DeliveryConfig,
     DigestConfig,
     EmailConfig,
+    LlmConfig,
     PollingConfig,
     SlackConfig,
     SourceConfig,
@@ -46,6 +48,7 @@ from bot.config.subscribers import SubscriberConfig, subscriber_problems, too_ma
 
 __all__ = [
     "DATABASE_URL",
+    "LLM_API_KEY",
     "MAX_CONFIG_BYTES",
     "SECRET_KEY",
     "SECRET_KINDS",
@@ -60,6 +63,7 @@ __all__ = [
     "DeliveryConfig",
     "DigestConfig",
     "EmailConfig",
+    "LlmConfig",
     "MissingSecret",
     "PollingConfig",
     "SecretKind",

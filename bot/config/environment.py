@@ -21,6 +21,7 @@ from bot.config.fields import ENV_NAME_RE, SECRET_KEYS
 from bot.config.schema import Config
 from bot.config.secrets import (
     DATABASE_URL,
+    LLM_API_KEY,
     SECRET_KEY,
     SLACK_APP_TOKEN,
     SLACK_BOT_TOKEN,
@@ -53,6 +54,7 @@ def strip_written_secrets(data: Mapping[str, Any]) -> tuple[dict[str, Any], list
         ("email", "password"),
         *(("slack", k) for k in SECRET_KEYS[1:4]),
         ("web", "secret_key"),
+        ("llm", "api_key"),
     )
     for section, key in secret_fields:
         table = raw.get(section)
@@ -119,7 +121,23 @@ def read_secrets(config: Config, secrets: SecretReader) -> dict[str, str]:
     _database_url(config, secrets)
     webhooks = _slack_secrets(config, secrets)
     _web_secret(config, secrets)
+    _llm_key(config, secrets)
     return webhooks
+
+
+def _llm_key(config: Config, secrets: SecretReader) -> None:
+    """The [llm] endpoint's API key, from the variable it names."""
+    llm = config.llm
+    if llm is None or not llm.api_key_env:
+        return
+    value = secrets.read(
+        "llm.api_key_env",
+        llm.api_key_env,
+        what="an API key",
+        kind=LLM_API_KEY,
+        key="[llm] api_key_env",
+    )
+    llm.api_key = value.strip() if value is not None else None
 
 
 def _database_url(config: Config, secrets: SecretReader) -> None:
@@ -198,6 +216,8 @@ def config_secrets(config: Config) -> list[str]:
         found += [config.slack.bot_token, config.slack.app_token, config.slack.signing_secret]
     if config.email is not None:
         found.append(config.email.password)
+    if config.llm is not None:
+        found.append(config.llm.api_key)
     with contextlib.suppress(ValueError):  # not a URL urlsplit reads: no password in it
         password = urlsplit(config.database.url).password
         found += [password, unquote(password or "")]  # as written, and as a driver reads it

@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from bot.core.checks import canonical_category, check_address, check_header_text
 from bot.core.errors import RuleError
+from bot.core.languages import standard_tag
 from bot.core.schedule import WEEKDAYS, check_timezone, parse_time, parse_weekday
 from bot.rules import parse_rule
 
@@ -29,6 +30,7 @@ SECRET_KEYS = (
     "app_token",
     "webhook_url",
     "secret_key",
+    "api_key",
 )
 
 
@@ -77,6 +79,10 @@ def _check_env_name(value: str) -> str:
     return value
 
 
+def _check_language(value: str) -> str:
+    return standard_tag(value)
+
+
 def _check_slack_channel(value: str) -> str:
     if not SLACK_CHANNEL_RE.match(value):
         raise ValueError(
@@ -105,3 +111,4 @@ HeaderText = Annotated[str, AfterValidator(_check_header)]
 EnvName = Annotated[str, AfterValidator(_check_env_name)]
 SlackChannel = Annotated[str, AfterValidator(_check_slack_channel)]
 SlackUser = Annotated[str, AfterValidator(_check_slack_user)]
+LanguageTag = Annotated[str, AfterValidator(_check_language)]  # BCP 47, standardised

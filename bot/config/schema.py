@@ -22,6 +22,7 @@ from bot.config.sections import (
     DeliveryConfig,
     DigestConfig,
     EmailConfig,
+    LlmConfig,
     PollingConfig,
     SlackConfig,
     SourceConfig,
@@ -45,6 +46,7 @@ class Config(Section):
     sources: list[SourceConfig] = Field(default_factory=list)
     email: EmailConfig | None = None
     slack: SlackConfig | None = None
+    llm: LlmConfig | None = None
     subscribers: list[SubscriberConfig] = Field(default_factory=list)
     # Incoming webhook URLs by the environment variable that holds them (filled at load).
     webhooks: dict[str, str] = Field(default_factory=dict, exclude=True)

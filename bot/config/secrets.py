@@ -20,6 +20,7 @@ SecretKind = Literal[
     "slack_signing_secret",
     "slack_app_token",
     "webhook_url",
+    "llm_api_key",
 ]
 DATABASE_URL: SecretKind = "database_url"
 SMTP_PASSWORD: SecretKind = "smtp_password"
@@ -28,6 +29,7 @@ SLACK_BOT_TOKEN: SecretKind = "slack_bot_token"
 SLACK_SIGNING_SECRET: SecretKind = "slack_signing_secret"
 SLACK_APP_TOKEN: SecretKind = "slack_app_token"
 WEBHOOK_URL: SecretKind = "webhook_url"
+LLM_API_KEY: SecretKind = "llm_api_key"
 SECRET_KINDS: tuple[SecretKind, ...] = (
     DATABASE_URL,
     SMTP_PASSWORD,
@@ -36,6 +38,7 @@ SECRET_KINDS: tuple[SecretKind, ...] = (
     SLACK_SIGNING_SECRET,
     SLACK_APP_TOKEN,
     WEBHOOK_URL,
+    LLM_API_KEY,
 )
 
 # What a command does with each kind: "`paperbell digest` sends email and needs it".
@@ -47,6 +50,7 @@ USES: dict[SecretKind, str] = {
     SLACK_SIGNING_SECRET: "checks Slack's slash-command requests (POST /slack/commands)",
     SLACK_APP_TOKEN: "connects to Slack in Socket Mode",
     WEBHOOK_URL: "posts to that Slack webhook",
+    LLM_API_KEY: "asks the [llm] model for summaries and translations",
 }
 
 

@@ -325,3 +325,43 @@ class SlackConfig(Section):
         if not re.match(r"^/[a-z0-9_\-]{1,31}$", value):
             raise ValueError("a slash command is '/' and up to 31 lower-case letters or digits")
         return value
+
+
+class LlmConfig(Section):
+    """`[llm]`: an OpenAI-compatible chat completions endpoint (a local Ollama, vLLM or
+    llama.cpp server, or a provider) that writes the summaries and translations."""
+
+    base_url: str
+    model: str = Field(min_length=1, max_length=200)
+    api_key_env: EnvName | None = None  # unset: no key (a local server)
+    timeout: float = Field(60.0, gt=0, le=600)  # one request, connecting to last byte
+    max_retries: int = Field(2, ge=0, le=10)  # of one request (429, 5xx, timeouts)
+    concurrency: int = Field(4, ge=1, le=64)  # requests at once
+    # A budget: past it, digests go out with abstracts until the next day (UTC). Unset: none.
+    max_requests_per_day: int | None = Field(None, ge=0, le=10_000_000)
+    temperature: float = Field(0.2, ge=0, le=2)
+    # Every request of one digest run together: past it, the papers not written yet go out
+    # with their abstracts (and are asked for again at the next run).
+    deadline_seconds: float = Field(90.0, gt=0, le=3600)
+    api_key: str | None = Field(None, exclude=True)  # filled from the environment only
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^\s/?#]+", value):
+            raise ValueError(
+                "the endpoint's base URL, e.g. http://localhost:11434/v1 (Ollama) or "
+                "https://api.openai.com/v1"
+            )
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _key_over_https(self) -> LlmConfig:
+        loopback = ("http://127.0.0.1", "http://localhost", "http://[::1]")
+        plain = self.base_url.startswith("http://") and not self.base_url.startswith(loopback)
+        if self.api_key_env and plain:
+            raise ValueError(
+                "base_url: use https:// when an api_key_env is set (the key goes with "
+                "every request); http:// only on loopback"
+            )
+        return self
