@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("sources", ("bot.sources",)),
     ("store", ("bot.store",)),
     ("match", ("bot.match",)),
+    ("texts", ("bot.texts",)),  # what models write about papers: summaries, translations
     ("render", ("bot.render",)),
     ("channels", ("bot.channels",)),
     ("config", ("bot.config",)),
@@ -61,6 +62,7 @@ IO_LIBRARIES = {
     "uvicorn",
     "prometheus_client",
     "aiohttp",
+    "openai",
 }
 # Modules (or whole packages) that must stay pure: no I/O library, no environment, no clock.
 PURE = [
@@ -73,6 +75,8 @@ PURE = [
     "bot.sources.huggingface",
     "bot.sources.feed",
     "bot.sources.feedtext",
+    "bot.texts.prompts",
+    "bot.texts.answers",
 ]
 # Pure data classes inside an I/O library that a pure module may still use.
 PURE_EXCEPTIONS = {"bot.render.slack": "slack_sdk.models"}  # Block Kit models: no I/O
@@ -95,6 +99,7 @@ ALLOWED = {
     "prometheus_client": {"bot.web.app"},
     # render/slack: only the Block Kit models (see PURE_EXCEPTIONS).
     "slack_sdk": {"bot.channels.slack", "bot.slack.app", "bot.demo", "bot.render.slack"},
+    "openai": {"bot.texts.client"},  # the one client of OpenAI-compatible endpoints
     "aiohttp": set(),  # slack-sdk's async clients use it; paperbell does not
 }
 ENVIRONMENT_READERS = {"bot.cli", "bot.config"}

@@ -39,7 +39,7 @@ from bot.rules import parse_rule
 from bot.store import utcnow
 
 if TYPE_CHECKING:
-    from bot.pipeline import DeliveryReport, PollReport
+    from bot.pipeline import DeliveryReport, PollReport, TextsRun
     from bot.pipeline.backfill import BackfillReport
     from bot.pipeline.deliver import Mode
 
@@ -223,6 +223,7 @@ def digest(
         require_secrets(config, DATABASE_URL, *secrets_of(config, "digest"))
     store = open_store(config)
     request = DeliveryRequest(mode=mode, only=only, since=since.date() if since else None)
+    texts: list[TextsRun] = []
     reports = asyncio.run(
         deliver(
             config,
@@ -231,9 +232,13 @@ def digest(
             request,
             now=utcnow(),
             clock=utcnow,
+            on_texts=texts.append,
         )
     )
     code = print_delivery(reports, dry_run=dry_run)
+    for run in texts:
+        if line := run.line():
+            click.echo(line)
     unsigned = config.missing(SECRET_KEY) if config.web.public_url else []
     if mode == "files" and unsigned and any(r.status == "written" for r in reports):
         click.echo(

@@ -9,12 +9,15 @@ CLI, the daemon, the Slack command, the pages, the demo and the tests share all 
     poll:     source --harvest--> papers (tagged, dated) --> store      (one report each)
 
     deliver:  store --plan_delivery--> who is due, their rules, what they match
-                    --build_payloads--> digest per channel kind, rendered (payloads)
+                    --build_digests--> digest per channel kind
+                    --write_texts--> summaries, translations (texts)
+                    --render--> each rendered for its channel (payloads)
                     --queue--> outbox --send--> channels                (one report each)
               (dry run: stops before the queue; to files: no queue, nothing recorded)
 
 Modules: `wiring` (config -> parts), `poll`, `deliver` (with `payloads`, the renderer per
-channel kind, and `activity`, the rule counts the manage page shows), `scheduler` (the
+channel kind, `texts`, the summaries and translations of the papers going out, and
+`activity`, the rule counts the manage page shows), `scheduler` (the
 daemon: when to poll and deliver) and `backfill` (past days into the store), the last two
 imported from their modules.
 """
@@ -22,6 +25,7 @@ imported from their modules.
 from bot.pipeline.activity import refresh_rule_counts
 from bot.pipeline.deliver import DeliveryReport, DeliveryRequest, deliver
 from bot.pipeline.poll import PollReport, poll, poll_source
+from bot.pipeline.texts import TextsRun
 from bot.pipeline.wiring import (
     NOTICE_CHANNEL,
     build_channels,
@@ -39,6 +43,7 @@ __all__ = [
     "DeliveryReport",
     "DeliveryRequest",
     "PollReport",
+    "TextsRun",
     "build_channels",
     "build_fetcher",
     "build_sources",

@@ -7,21 +7,24 @@ Owns the order of a delivery run, as visible steps, and what a caller may ask of
     plan_delivery   who is due, their rules parsed; the papers of their windows, each
                     distinct rule matched once (and, when recording, the rules' counts
                     for the manage page: `bot.pipeline.activity`)
-    build_payloads  per subscriber and channel kind they take: the digest built (or the
-                    empty day's note) and rendered (`bot.pipeline.payloads`)
+    build_digests   per subscriber and channel kind they take: the digest built (or the
+                    empty day's note)
+    write_texts     the summaries and translations their subscribers asked for, of the
+                    papers going out (`bot.pipeline.texts`; a preview asks no model)
+    render          each digest rendered for its channel (`bot.pipeline.payloads`)
     queue           each payload into the outbox with its papers, once per period
     send            the outbox drained through the channels, each message recorded once
                     the far end accepted it
     (report)        one `DeliveryReport` per digest, or per reason there is none, in the
                     subscribers' order
 
-A dry run stops after `build_payloads`; a run to files sends the payloads through the
+A dry run stops after rendering; a run to files sends the payloads through the
 channels given and queues and records nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Literal
@@ -35,6 +38,7 @@ from bot.core.models import Digest, Paper, Subscriber, target_label
 from bot.match.digest import RuleMatches, build_digest, match_rules, note_digest
 from bot.pipeline.activity import refresh_rule_counts
 from bot.pipeline.payloads import PAYLOADS
+from bot.pipeline.texts import TextsRun, write_texts
 from bot.pipeline.wiring import DIGEST_CHANNELS, retry_policy
 from bot.rules import Rule, parse_rule
 from bot.store import Store
@@ -123,13 +127,15 @@ async def deliver(
     now: datetime,
     clock: Callable[[], datetime] | None = None,
     should_stop: Callable[[], bool] = lambda: False,
+    on_texts: Callable[[TextsRun], None] | None = None,
 ) -> list[DeliveryReport]:
     """Build every subscriber's digest, per channel they take (email, Slack), from stored
     papers they have not received there, queue it in the outbox (with its papers, in one
     transaction), then send what the outbox holds through `channels` (kind -> channel; one
     channel serves every kind), recording each message right after it was accepted: as
     `request` says (see `DeliveryRequest`). `clock` times the sending (default: `now`);
-    `should_stop()` is checked before each message (the daemon shutting down)."""
+    `should_stop()` is checked before each message (the daemon shutting down);
+    `on_texts` hears what the run's summaries and translations came to."""
     _refuse_unsigned_links(config, channels, request)
     plan = plan_delivery(config, store, request, now=now)
     if request.mode == "send":
@@ -137,8 +143,14 @@ async def deliver(
         refresh_rule_counts(store, plan.parsed, now=now, shared=shared)
     if not isinstance(channels, Mapping):
         channels = {kind: channels for kind in DIGEST_CHANNELS}
-    outgoing, reports = build_payloads(config, store, plan, channels, request, now=now)
-    reports = [*plan.left_out, *reports]
+    built, reports = build_digests(store, plan, channels, request, now=now)
+    digests, texts = await write_texts(
+        config, store, [d for d, _ in built], now=now, ask=request.mode == "send"
+    )
+    if on_texts is not None:
+        on_texts(texts)
+    outgoing, failed = render(config, zip(digests, (r for _, r in built), strict=True), now=now)
+    reports = [*plan.left_out, *reports, *failed]
     if request.mode == "dry-run":
         reports += [_report(o.digest, o.recipient, "would-send") for o in outgoing]
     elif request.mode == "files":
@@ -213,19 +225,18 @@ def plan_delivery(
     return DeliveryPlan(subscribers, parsed, left_out, since_of, first, papers, matches)
 
 
-def build_payloads(
-    config: Config,
+def build_digests(
     store: Store,
     plan: DeliveryPlan,
     channels: Mapping[str, Channel],
     request: DeliveryRequest,
     *,
     now: datetime,
-) -> tuple[list[Outgoing], list[DeliveryReport]]:
+) -> tuple[list[tuple[Digest, str]], list[DeliveryReport]]:
     """Each planned subscriber's digest per channel kind they take, of the papers not
-    delivered to them there yet, rendered for that channel; and a report for each kind
-    without a channel, each digest that holds nothing, each that could not be rendered."""
-    outgoing: list[Outgoing] = []
+    delivered to them there yet, with its recipient; and a report for each kind without a
+    channel, each digest that holds nothing."""
+    built: list[tuple[Digest, str]] = []
     reports: list[DeliveryReport] = []
     for sub, rules in plan.parsed:
         for kind, recipient in sub.targets():
@@ -259,14 +270,24 @@ def build_payloads(
             if digest is None:
                 reports.append(DeliveryReport(sub.name, recipient, "nothing", channel=kind))
                 continue
-            try:
-                payload = PAYLOADS[kind](config, digest, recipient, now)
-            except ValueError as exc:
-                reports.append(
-                    DeliveryReport(sub.name, recipient, "failed", error=str(exc), channel=kind)
-                )
-                continue
-            outgoing.append(Outgoing(digest, recipient, payload))
+            built.append((digest, recipient))
+    return built, reports
+
+
+def render(
+    config: Config, digests: Iterable[tuple[Digest, str]], *, now: datetime
+) -> tuple[list[Outgoing], list[DeliveryReport]]:
+    """Each digest rendered for its channel and recipient; a report for each that could
+    not be."""
+    outgoing: list[Outgoing] = []
+    reports: list[DeliveryReport] = []
+    for digest, recipient in digests:
+        try:
+            payload = PAYLOADS[digest.channel](config, digest, recipient, now)
+        except ValueError as exc:
+            reports.append(_report(digest, recipient, "failed", error=str(exc)))
+            continue
+        outgoing.append(Outgoing(digest, recipient, payload))
     return outgoing, reports
 
 

@@ -39,6 +39,7 @@ from bot.match.digest import empty_note
 from bot.pipeline.deliver import DeliveryReport, DeliveryRequest, deliver
 from bot.pipeline.health import SourceHealth, source_health, source_plans
 from bot.pipeline.poll import PollReport, check_listing, poll_source
+from bot.pipeline.texts import TextsRun
 from bot.pipeline.wiring import build_sources, listing_checks, retry_policy
 from bot.store import Store
 
@@ -270,6 +271,7 @@ class Daemon:
             now=now,
             clock=self.clock,
             should_stop=lambda: self.stopping,
+            on_texts=_log_texts,
         )
         # Handled, whatever came of it: a failure is in the outbox (and status); a slot
         # with nothing to send is not tried again every tick.
@@ -405,3 +407,9 @@ class Daemon:
 
 def _count(counter: dict[str, int], key: str, by: int = 1) -> None:
     counter[key] = counter.get(key, 0) + by
+
+
+def _log_texts(run: TextsRun) -> None:
+    """A delivery's summaries and translations, in the log (a warning when some failed)."""
+    if line := run.line():
+        log.log(logging.WARNING if run.missing else logging.INFO, "%s", line)

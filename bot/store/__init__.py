@@ -5,7 +5,8 @@ migrations and the schema's version: bot.store.schema, `schema_state`, `upgrade_
 a copy of a SQLite file while it is in use: `backup_database`) and
 hands out one repository per kind of data: `store.papers`, `store.sources` (their polls),
 `store.subscribers` (with their rules), `store.rule_counts`, `store.outbox` (digests to
-send, deliveries) and `store.slack_requests` (replays refused). Callers get plain data
+send, deliveries), `store.slack_requests` (replays refused) and `store.texts` (summaries
+and translations, and each model's daily use). Callers get plain data
 (bot.core.models classes, or the frozen records below), never a table row.
 """
 
@@ -30,10 +31,12 @@ from bot.store.schema import SchemaState, Upgrade
 from bot.store.slack_requests import SlackRequests
 from bot.store.sources import LeftOut, Sources, SourceState
 from bot.store.subscribers import SubscriberRecord, Subscribers
+from bot.store.texts import ModelDay, TextKey, Texts
 
 __all__ = [
     "Backup",
     "LeftOut",
+    "ModelDay",
     "OutboxItem",
     "OutboxStatus",
     "RuleCount",
@@ -41,6 +44,7 @@ __all__ = [
     "SourceState",
     "Store",
     "SubscriberRecord",
+    "TextKey",
     "Upgrade",
     "UpsertCounts",
     "backup_database",
@@ -65,6 +69,7 @@ class Store:
         self.rule_counts = RuleCounts(database)
         self.outbox = Outbox(database)
         self.slack_requests = SlackRequests(database)
+        self.texts = Texts(database)
 
     @classmethod
     def open(cls, url: str, *, upgrade: bool = False) -> Store:

@@ -1,0 +1,342 @@
+"""Summaries and translations for the digests going out: delivery's step between building
+the digests and rendering them.
+
+Owns which texts a run needs (only the papers of the digests built, for the subscribers
+who asked: `summaries`, `language`), each asked for once however many digests show it,
+read from the store when a model already wrote it (`store.texts`), asked of the [llm]
+endpoint otherwise (`bot.texts.client`), within the day's budget, `concurrency` requests at
+a time and one deadline for the whole run. What could not be written is shown as the
+abstract, said in the digest (`Digest.texts_note`) and counted (`TextsRun`, `status`,
+/metrics), and asked for again at the next run. A preview (`ask=False`) reads the store
+and asks nothing.
+
+Without [llm], a summary is Hugging Face's AI summary where the paper has one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from bot.config import Config
+from bot.core.languages import ENGLISH, is_english, language_name
+from bot.core.models import HUGGING_FACE, Digest, Paper, PaperTexts
+from bot.core.redact import redact_shapes
+from bot.store import Store, TextKey
+from bot.texts.answers import SUMMARY_SHOWN, shown_summary
+from bot.texts.client import FATAL, TextClient, TextFailure
+from bot.texts.prompts import HF_SUMMARY, TextRequest, summary_request, translation_request
+
+__all__ = ["TextsRun", "texts_client", "write_texts"]
+
+log = logging.getLogger(__name__)
+
+PaperKey = tuple[str, int]  # id, version
+
+
+@dataclass
+class TextsRun:
+    """What one run's summaries and translations came to."""
+
+    model: str | None = None  # None: no [llm]
+    wanted: int = 0  # distinct texts the run's digests needed from the model
+    cached: int = 0  # of them, already written (read from the store)
+    written: int = 0  # written by the model in this run
+    not_asked: int = 0  # a preview's: not written yet, and a preview asks nothing
+    over_budget: int = 0  # not asked: the day's max_requests_per_day was reached
+    failed: Counter[str] = field(default_factory=Counter)  # reason -> count
+    hugging_face: int = 0  # papers shown with Hugging Face's summary
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    last_error: str | None = None
+
+    @property
+    def missing(self) -> int:
+        return sum(self.failed.values()) + self.over_budget
+
+    def line(self) -> str | None:
+        """The run's figures for people, or None when no digest wanted any text."""
+        if self.model is None:
+            if not self.hugging_face:
+                return None
+            return f"summaries: {self.hugging_face} from Hugging Face (no [llm] is set up)"
+        if not self.wanted:
+            return None
+        parts = [f"{self.written} written", f"{self.cached} already stored"]
+        if self.not_asked:
+            parts.append(f"{self.not_asked} not written yet (a preview asks no model)")
+        if self.over_budget:
+            parts.append(f"{self.over_budget} over today's budget")
+        if self.failed:
+            reasons = ", ".join(f"{why}: {n}" for why, n in self.failed.most_common())
+            parts.append(f"{sum(self.failed.values())} failed ({reasons})")
+        tokens = self.prompt_tokens + self.completion_tokens
+        if tokens:
+            parts.append(f"{tokens:,} tokens")
+        line = f"summaries and translations ({self.model}): " + ", ".join(parts)
+        if self.last_error and self.failed:
+            line += f"; last error: {self.last_error}"
+        return line
+
+
+def texts_client(config: Config) -> TextClient | None:
+    """The [llm] endpoint's client, or None without [llm]."""
+    llm = config.llm
+    if llm is None:
+        return None
+    return TextClient(
+        base_url=llm.base_url,
+        model=llm.model,
+        api_key=llm.api_key,
+        timeout=llm.timeout,
+        max_retries=llm.max_retries,
+        temperature=llm.temperature,
+    )
+
+
+async def write_texts(
+    config: Config,
+    store: Store,
+    digests: Sequence[Digest],
+    *,
+    now: datetime,
+    ask: bool = True,
+) -> tuple[list[Digest], TextsRun]:
+    """The digests, each with the texts its subscriber asked for (`Digest.texts`) and a
+    note when some are missing; and what the run came to. `ask`: ask the model for the
+    texts not stored yet (a preview does not)."""
+    wanting = [d for d in digests if d.subscriber.wants_texts and d.items]
+    llm = config.llm
+    run = TextsRun(model=llm.model if llm else None)
+    if not wanting:
+        return list(digests), run
+    writer = _Writer(config, store, run, now=now, ask=ask)
+    try:
+        summaries = await writer.summaries(wanting)
+        translations = await writer.translations(wanting, summaries)
+    finally:
+        await writer.close()
+    for papers in summaries.values():
+        if papers[1] == HUGGING_FACE:
+            run.hugging_face += 1
+    done = {id(d): _with_texts(d, summaries, translations, run) for d in wanting}
+    return [done.get(id(d), d) for d in digests], run
+
+
+class _Writer:
+    """One run's texts: read from the store, else asked of the model, once each."""
+
+    def __init__(self, config: Config, store: Store, run: TextsRun, *, now: datetime, ask: bool):
+        self.llm = config.llm
+        self.store = store
+        self.run = run
+        self.now = now
+        self.ask = ask
+        self.client = texts_client(config) if ask else None
+        # A failure every further request would meet (reason, detail): nothing more is asked.
+        self.fatal: tuple[str, str] | None = None
+        if self.llm is not None and self.llm.api_key_env and not self.llm.api_key:
+            self.fatal = ("no key", f"[llm] api_key_env names {self.llm.api_key_env}, not set")
+        self.deadline: float | None = None
+        self.limit = asyncio.Semaphore(self.llm.concurrency if self.llm else 1)
+
+    async def close(self) -> None:
+        if self.client is not None:
+            await self.client.close()
+        if self.llm is not None and self.run.wanted:
+            self.store.texts.record(
+                self.now.date(),
+                self.llm.model,
+                written=self.run.written,
+                cached=self.run.cached,
+                over_budget=self.run.over_budget,
+                prompt_tokens=self.run.prompt_tokens,
+                completion_tokens=self.run.completion_tokens,
+                failures=dict(self.run.failed),
+                last_error=self.run.last_error,
+                now=self.now,
+            )
+
+    async def summaries(self, digests: Sequence[Digest]) -> dict[PaperKey, tuple[str, str]]:
+        """Each paper's summary and who wrote it, for the digests that show summaries: the
+        model's, else Hugging Face's (when the paper has one)."""
+        papers = {
+            (p.id, p.version): p
+            for d in digests
+            if d.subscriber.summaries
+            for p in (item.paper for item in d.items)
+        }
+        written: dict[TextKey, str] = {}
+        if self.llm is not None:
+            written = await self.resolve([summary_request(p) for p in papers.values()])
+        found: dict[PaperKey, tuple[str, str]] = {}
+        for key, paper in papers.items():
+            text = written.get((paper.id, paper.version, "summary", ENGLISH))
+            if text is not None and self.llm is not None:
+                found[key] = (text, self.llm.model)
+            elif paper.ai_summary and paper.ai_summary.strip():
+                found[key] = (" ".join(paper.ai_summary.split()), HUGGING_FACE)
+        return found
+
+    async def translations(
+        self, digests: Sequence[Digest], summaries: dict[PaperKey, tuple[str, str]]
+    ) -> dict[TextKey, str]:
+        """The translations the digests with a language show: each paper's title, and the
+        text shown in place of its abstract (its summary, else its abstract)."""
+        if self.llm is None:
+            return {}
+        requests: list[TextRequest] = []
+        for digest in digests:
+            language = digest.subscriber.language
+            if language is None or is_english(language):
+                continue
+            for paper in (item.paper for item in digest.items):
+                requests.append(translation_request(paper, "title", language, paper.title))
+                kind, text = _shown(paper, digest, summaries)
+                requests.append(translation_request(paper, kind, language, text))
+        return await self.resolve(requests)
+
+    async def resolve(self, requests: Sequence[TextRequest]) -> dict[TextKey, str]:
+        """The texts of `requests` (each once): stored ones read, the others asked for."""
+        assert self.llm is not None
+        unique = list({r.key: r for r in requests}.values())
+        if not unique:
+            return {}
+        found = self.store.texts.get((r.key for r in unique), self.llm.model)
+        self.run.wanted += len(unique)
+        self.run.cached += len(found)
+        missing = [r for r in unique if r.key not in found]
+        if not missing:
+            return found
+        if not self.ask:
+            self.run.not_asked += len(missing)
+            return found
+        loop = asyncio.get_running_loop()
+        if self.deadline is None:
+            self.deadline = loop.time() + self.llm.deadline_seconds
+        answers = await asyncio.gather(*(self._ask(r) for r in missing))
+        found.update({r.key: text for r, text in zip(missing, answers, strict=True) if text})
+        return found
+
+    async def _ask(self, request: TextRequest) -> str | None:
+        """One text asked of the model and stored; None (counted, logged) when it failed."""
+        assert self.llm is not None and self.client is not None and self.deadline is not None
+        async with self.limit:
+            if self.fatal is not None:
+                self._failed(request, *self.fatal)
+                return None
+            remaining = self.deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                self._failed(request, "deadline", "the run's deadline_seconds passed")
+                return None
+            budget = self.llm.max_requests_per_day
+            if not self.store.texts.reserve(self.now.date(), self.llm.model, budget):
+                self.run.over_budget += 1
+                return None
+            try:
+                async with asyncio.timeout(remaining):
+                    written = await self.client.write(
+                        request, timeout=min(self.llm.timeout, remaining)
+                    )
+            except TimeoutError:
+                self._failed(request, "deadline", "the run's deadline_seconds passed")
+                return None
+            except TextFailure as exc:
+                if exc.reason in FATAL:
+                    self.fatal = (exc.reason, "not asked after: " + exc.detail)
+                self._failed(request, exc.reason, exc.detail)
+                return None
+        self.store.texts.put(
+            request.key,
+            self.llm.model,
+            written.text,
+            now=self.now,
+            prompt_tokens=written.prompt_tokens,
+            completion_tokens=written.completion_tokens,
+        )
+        self.run.written += 1
+        self.run.prompt_tokens += written.prompt_tokens
+        self.run.completion_tokens += written.completion_tokens
+        return written.text
+
+    def _failed(self, request: TextRequest, reason: str, detail: str) -> None:
+        self.run.failed[reason] += 1
+        said = redact_shapes(f"{reason}: {detail}" if detail else reason)
+        if self.run.last_error != said:
+            log.warning("%s: not written (%s)", request.describe(), said)
+        self.run.last_error = said
+
+
+def _shown(
+    paper: Paper, digest: Digest, summaries: dict[PaperKey, tuple[str, str]]
+) -> tuple[str, str]:
+    """What a digest shows in place of the paper's abstract, as (kind, English text): its
+    summary (the model's, or Hugging Face's), else the abstract."""
+    summary = summaries.get((paper.id, paper.version)) if digest.subscriber.summaries else None
+    if summary is None:
+        return "abstract", paper.abstract
+    text, by = summary
+    return ("summary" if by != HUGGING_FACE else HF_SUMMARY), text
+
+
+def _with_texts(
+    digest: Digest,
+    summaries: dict[PaperKey, tuple[str, str]],
+    translations: dict[TextKey, str],
+    run: TextsRun,
+) -> Digest:
+    """The digest with each paper's texts, and a note on those missing."""
+    sub = digest.subscriber
+    language = sub.language if sub.language and not is_english(sub.language) else None
+    texts: dict[str, PaperTexts] = {}
+    no_summary = 0
+    no_translation = 0
+    for paper in (item.paper for item in digest.items):
+        summary = summaries.get((paper.id, paper.version)) if sub.summaries else None
+        if sub.summaries and summary is None and run.model is not None:
+            no_summary += 1
+        title = text = None
+        if language is not None and run.model is not None:
+            kind, english = _shown(paper, digest, summaries)
+            title = translations.get((paper.id, paper.version, "title", language))
+            text = translations.get((paper.id, paper.version, kind, language))
+            if text is not None and kind != "abstract":
+                text = _shown_share(text, english)
+            if title is None or text is None:
+                no_translation += 1
+        texts[paper.id] = PaperTexts(
+            summary=shown_summary(summary[0]) if summary else None,
+            summary_by=summary[1] if summary else None,
+            language=language,
+            title=title,
+            text=text,
+        )
+    notes = []
+    if no_summary:
+        notes.append(
+            f"{_count(no_summary, 'summary', 'summaries')} could not be written this time: "
+            f"{'its paper shows its' if no_summary == 1 else 'those papers show their'} abstract."
+        )
+    if no_translation and language is not None:
+        notes.append(
+            f"The {language_name(language)} translation is missing for "
+            f"{_count(no_translation, 'paper', 'papers')}."
+        )
+    return replace(digest, texts=texts, texts_note=" ".join(notes) or None)
+
+
+def _shown_share(translation: str, english: str) -> str:
+    """A summary's translation cut as its English is cut in the digest (the same share)."""
+    shown = shown_summary(english)
+    if len(shown) >= len(" ".join(english.split())):
+        return translation
+    limit = max(40, round(len(translation) * SUMMARY_SHOWN / max(1, len(english))))
+    return shown_summary(translation, limit)
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"1 {one}" if n == 1 else f"{n} {many}"

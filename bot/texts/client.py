@@ -1,0 +1,186 @@
+"""The one place paperbell talks to a model: any OpenAI-compatible chat completions endpoint
+(a local Ollama, vLLM or llama.cpp server, or a hosted provider), through the official
+`openai` client pointed at its `base_url`. No provider-specific code.
+
+`TextClient.write(request)` asks for one text and gives a `Written` (the answer checked by
+`bot.texts.answers`, and its tokens), or raises `TextFailure` with a reason people can act
+on ("timeout", "unreachable", "rate limited", "refused", "wrong language"...). The client
+retries what is worth retrying (429 with its Retry-After, 5xx, timeouts, dropped
+connections), `max_retries` times; nothing here waits past `timeout` for one attempt.
+What to ask, when, how often and within which budget is the caller's.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import openai
+
+from bot.texts.answers import Unusable, clean_answer
+from bot.texts.prompts import TextRequest, messages
+
+__all__ = ["FATAL", "TextClient", "TextFailure", "Written"]
+
+log = logging.getLogger(__name__)
+
+# The most tokens an answer may take: a summary or a title is short, a translated abstract
+# is not; a reasoning model's thinking counts too (and is thrown away).
+MAX_TOKENS = {"summary": 1024, "title": 512}
+DEFAULT_MAX_TOKENS = 3072
+# Failures that every request to this endpoint would meet alike: after one, a run asks no
+# more (the rest of its papers go out with their abstracts).
+FATAL = frozenset({"unreachable", "bad key", "no such model", "forbidden", "no quota"})
+NO_KEY = "no-key"  # sent as the key to a server that takes none (a local one)
+
+
+class TextFailure(Exception):
+    """A text that could not be written, and why: `reason` is short and stable (counted in
+    `status` and /metrics), `detail` says more (logged, shown by `paperbell summarize`)."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A text a model wrote, checked, and what it cost."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+
+
+class TextClient:
+    """An OpenAI-compatible endpoint and model. Use as an async context manager (it holds an
+    HTTP connection pool), or call `close()`."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        temperature: float = 0.2,
+    ) -> None:
+        self.model = model
+        self.temperature = temperature
+        self._token_field = "max_tokens"
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key or NO_KEY,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+
+    async def __aenter__(self) -> TextClient:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def write(self, request: TextRequest, *, timeout: float | None = None) -> Written:
+        """The text `request` asks for, checked; TextFailure when there is none to show.
+        `timeout` bounds each attempt (default: the client's)."""
+        started = time.monotonic()
+        completion = await self._complete(request, timeout)
+        if not completion.choices:
+            raise TextFailure("bad answer", "the answer holds no choices")
+        choice = completion.choices[0]
+        message = choice.message
+        if choice.finish_reason == "content_filter":
+            raise TextFailure("refused", "the endpoint's content filter stopped the answer")
+        if message.refusal:
+            raise TextFailure("refused", _short(message.refusal))
+        if choice.finish_reason == "length":
+            raise TextFailure("cut off", "the answer ran past its token limit")
+        try:
+            text = clean_answer(message.content, request)
+        except Unusable as exc:
+            raise TextFailure(exc.reason, exc.detail) from None
+        usage = completion.usage
+        return Written(
+            text=text,
+            prompt_tokens=_tokens(usage, "prompt_tokens"),
+            completion_tokens=_tokens(usage, "completion_tokens"),
+            seconds=time.monotonic() - started,
+        )
+
+    async def _complete(self, request: TextRequest, timeout: float | None) -> Any:
+        limit = MAX_TOKENS.get(request.kind, DEFAULT_MAX_TOKENS)
+        options: dict[str, Any] = {self._token_field: limit}
+        if timeout is not None:
+            options["timeout"] = timeout
+        try:
+            try:
+                return await self._client.chat.completions.create(
+                    model=self.model,
+                    messages=messages(request),  # type: ignore[arg-type]
+                    temperature=self.temperature,
+                    **options,
+                )
+            except openai.BadRequestError as exc:
+                # Newer OpenAI models take max_completion_tokens only: asked once more so.
+                if self._token_field != "max_tokens" or "max_tokens" not in str(exc.message):
+                    raise
+                self._token_field = "max_completion_tokens"
+                options["max_completion_tokens"] = options.pop("max_tokens")
+                return await self._client.chat.completions.create(
+                    model=self.model,
+                    messages=messages(request),  # type: ignore[arg-type]
+                    temperature=self.temperature,
+                    **options,
+                )
+        except openai.APITimeoutError:
+            raise TextFailure("timeout", "no answer in time") from None
+        except openai.APIConnectionError as exc:
+            raise TextFailure("unreachable", _short(str(exc.__cause__ or exc))) from None
+        except openai.APIStatusError as exc:
+            raise _status_failure(exc) from None
+        except openai.APIResponseValidationError as exc:
+            raise TextFailure("bad answer", _short(str(exc))) from None
+        except openai.OpenAIError as exc:
+            raise TextFailure("error", _short(str(exc))) from None
+
+
+def _status_failure(exc: openai.APIStatusError) -> TextFailure:
+    """A refused request's failure, by its status and the error body's code."""
+    status = exc.status_code
+    code = str(getattr(exc, "code", None) or "")
+    said = _short(str(exc.message))
+    if status == 401:
+        return TextFailure("bad key", f"HTTP 401: {said}")
+    if status == 403:
+        return TextFailure("forbidden", f"HTTP 403: {said}")
+    if status == 404:
+        return TextFailure("no such model", f"HTTP 404: {said}")
+    if status == 429:
+        if code == "insufficient_quota":
+            return TextFailure("no quota", f"HTTP 429: {said}")
+        return TextFailure("rate limited", f"HTTP 429: {said}")
+    if status >= 500:
+        return TextFailure("server error", f"HTTP {status}: {said}")
+    return TextFailure("bad request", f"HTTP {status}: {said}")
+
+
+def _tokens(usage: Any, name: str) -> int:
+    value = getattr(usage, name, 0) if usage is not None else 0
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit] + "…"
