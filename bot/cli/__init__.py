@@ -2,13 +2,13 @@
 
 `main` is the `paperbell` group (`bot.cli.shell`: logging, errors, exit codes) with every
 command added: `setup` (init, demo), `reports` (check-config, status), `people` (subscribe,
-unsubscribe, resume, list), `digests` (poll, backfill, digest, try), `daemon` (run,
-serve) and `db` (the schema: current, upgrade).
+unsubscribe, resume, list), `digests` (poll, backfill, digest, try), `texts` (summarize),
+`daemon` (run, serve) and `db` (the schema: current, upgrade).
 """
 
 from __future__ import annotations
 
-from bot.cli import daemon, db, digests, people, reports, setup
+from bot.cli import daemon, db, digests, people, reports, setup, texts
 from bot.cli.shell import main
 
 main.add_command(setup.init)
@@ -23,6 +23,7 @@ main.add_command(digests.poll)
 main.add_command(digests.backfill)
 main.add_command(digests.digest)
 main.add_command(digests.try_)
+main.add_command(texts.summarize)
 main.add_command(daemon.run)
 main.add_command(daemon.serve)
 main.add_command(db.db)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from bot.core.calendar import PollPlan
     from bot.pipeline.health import SourceHealth
     from bot.pipeline.scheduler import DigestPlan
-    from bot.store import LeftOut, OutboxStatus, SourceState
+    from bot.store import LeftOut, ModelDay, OutboxStatus, SourceState
 
 
 @click.command("check-config")
@@ -84,7 +84,8 @@ def schema_line(config: Config) -> str:
 @config_option
 @handle_errors
 def status(config_path: Path) -> None:
-    """Show the sources' polls, each subscriber's next digest and deliveries, the outbox."""
+    """Show the sources' polls, each subscriber's next digest and deliveries, the outbox,
+    and today's summaries and translations (requests, budget, failures, tokens)."""
     config = load_config(config_path)
     store = open_store(config)
     found = gather_status(config, store, now=utcnow())
@@ -100,6 +101,46 @@ def status(config_path: Path) -> None:
             click.echo(f"  {each.subscriber.name}: nothing on {slot}: {why}")
     totals = ", ".join(f"{n} {state}" for state, n in found.outbox.items())
     click.echo(f"\noutbox: {totals} (digests)")
+    for line in texts_lines(config, found):
+        click.echo(line)
+
+
+def texts_lines(config: Config, found: Status) -> list[str]:
+    """Today's summaries and translations, per model: requests (and the budget), texts
+    written and read from the store, failures and why, tokens."""
+    day = found.now.date()
+    llm = config.llm
+    if llm is None and not found.models:
+        return []
+    lines = [f"\nsummaries and translations today ({day:%Y-%m-%d} UTC):"]
+    if llm is None:
+        lines.append("  no [llm] is set up: summaries are Hugging Face's, where there is one")
+    used = {m.model: m for m in found.models}
+    if llm is not None and llm.model not in used:
+        lines.append(f"  {llm.model}: no request yet")
+    for m in found.models:
+        budget = ""
+        if llm is not None and m.model == llm.model and llm.max_requests_per_day is not None:
+            budget = f" of {llm.max_requests_per_day:,} allowed"
+        tokens = m.prompt_tokens + m.completion_tokens
+        line = (
+            f"  {m.model}: {m.requests:,} requests{budget}, {m.written:,} written, "
+            f"{m.cached:,} already stored, {m.failed:,} failed"
+        )
+        if m.failures:
+            reasons = sorted(m.failures.items(), key=lambda kv: (-kv[1], kv[0]))
+            line += " (" + ", ".join(f"{why}: {n}" for why, n in reasons) + ")"
+        line += f", {tokens:,} tokens ({m.prompt_tokens:,} in, {m.completion_tokens:,} out)"
+        lines.append(line)
+        if m.over_budget:
+            lines.append(
+                f"  {m.model}: the budget ran out (max_requests_per_day): {m.over_budget:,} "
+                "texts not asked for; those papers went out with their abstracts"
+            )
+        if m.last_error and m.failed:
+            at = f" at {m.last_error_at:%H:%M} UTC" if m.last_error_at else ""
+            lines.append(f"  {m.model}: last error{at}: {m.last_error}")
+    return lines
 
 
 @dataclass(frozen=True)
@@ -133,6 +174,7 @@ class Status:
     sources: list[SourceStatus]
     subscribers: list[SubscriberStatus]
     outbox: dict[str, int]  # digests by outbox status
+    models: list[ModelDay]  # each model's use today (UTC)
 
 
 def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
@@ -179,6 +221,7 @@ def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
             for sub in everyone
         ],
         outbox=store.outbox.totals(now=now),
+        models=store.texts.day(now.date()),
     )
 
 

@@ -14,6 +14,7 @@ import click
 
 from bot.config import (
     DATABASE_URL,
+    LLM_API_KEY,
     SECRET_KEY,
     SECRET_KINDS,
     SLACK_BOT_TOKEN,
@@ -30,7 +31,8 @@ from bot.core.errors import MissingSecrets
 # every command that opens the database needs. The others use none: `digest --dry-run` and
 # `--out` neither (their links are placeholders: `bot.pipeline.payloads`).
 COMMAND_SECRETS: dict[str, tuple[SecretKind, ...]] = {
-    "digest": (SMTP_PASSWORD, SECRET_KEY, SLACK_BOT_TOKEN, WEBHOOK_URL),
+    "digest": (SMTP_PASSWORD, SECRET_KEY, SLACK_BOT_TOKEN, WEBHOOK_URL, LLM_API_KEY),
+    "summarize": (LLM_API_KEY,),
     "run": tuple(k for k in SECRET_KINDS if k != DATABASE_URL),
     "serve": tuple(k for k in SECRET_KINDS if k not in (DATABASE_URL, WEBHOOK_URL)),
 }

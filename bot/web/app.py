@@ -31,7 +31,7 @@ from bot.core.errors import PaperbellError
 if TYPE_CHECKING:
     from bot.pipeline.health import SourceHealth
     from bot.pipeline.scheduler import Daemon
-    from bot.store import LeftOut
+    from bot.store import LeftOut, ModelDay
 
 
 def _timestamp(moment: datetime | None) -> float:
@@ -105,6 +105,39 @@ def source_figures(
     }
 
 
+# Today's (UTC) use of each model that writes summaries and translations, from the store:
+# every process's runs (the daemon's, `paperbell digest`'s), as gauges reset each day.
+TEXT_METRICS: dict[str, tuple[str, str]] = {
+    "paperbell_llm_requests_today": ("requests", "Requests made today (the daily budget)"),
+    "paperbell_llm_texts_written_today": ("written", "Texts the model wrote today"),
+    "paperbell_llm_texts_cached_today": ("cached", "Texts needed today and already stored"),
+    "paperbell_llm_texts_over_budget_today": (
+        "over_budget",
+        "Texts not asked for today: the budget had run out",
+    ),
+    "paperbell_llm_prompt_tokens_today": ("prompt_tokens", "Prompt tokens used today"),
+    "paperbell_llm_completion_tokens_today": ("completion_tokens", "Answer tokens used today"),
+}
+
+
+def text_metrics(days: Sequence[ModelDay]) -> Iterator[Metric]:
+    """The models' figures for today, and their failures by reason."""
+    for name, (field_name, text) in TEXT_METRICS.items():
+        family = GaugeMetricFamily(name, text, labels=["model"])
+        for day in days:
+            family.add_metric([day.model], getattr(day, field_name))
+        yield family
+    failed = GaugeMetricFamily(
+        "paperbell_llm_texts_failed_today",
+        "Texts that could not be written today, by reason",
+        labels=["model", "reason"],
+    )
+    for day in days:
+        for reason, count in sorted(day.failures.items()):
+            failed.add_metric([day.model, reason], count)
+    yield failed
+
+
 class DaemonCollector:
     """The daemon's figures for Prometheus, computed at each scrape."""
 
@@ -152,6 +185,8 @@ class DaemonCollector:
                 if value is not None:
                     families[name].add_metric([each.name], value)
         yield from families.values()
+
+        yield from text_metrics(daemon.store.texts.day(now.date()))
 
         yield CounterMetricFamily("paperbell_ticks", "Daemon ticks", value=counters.ticks)
         yield CounterMetricFamily(
