@@ -47,7 +47,7 @@ SCRIPT_NAMES: dict[str, tuple[str, ...]] = {
     "Telu": ("TELUGU",),
     "Ethi": ("ETHIOPIC",),
 }
-# Of the letters of a text, at least this share must be in the asked language's script:
+# Of the words of a text, at least this share must be in the asked language's script:
 # CJK texts keep Latin names and acronyms (Transformer, GPT-4), so theirs is lower.
 SCRIPT_SHARE = {"Hans": 0.3, "Hant": 0.3, "Hani": 0.3, "Jpan": 0.3, "Kore": 0.3, "Latn": 0.75}
 DEFAULT_SHARE = 0.4
@@ -184,13 +184,23 @@ def _check_language(text: str, request: TextRequest) -> None:
     names = SCRIPT_NAMES.get(script)
     if names is None:
         return  # a script not known here: not checked
+    # Counted in words, not letters: a CJK character is a word, a Latin name is one too
+    # ("Transformer" weighs what "模" weighs).
     letters = 0
     inside = 0
+    previous = ""
     for char in text:
         if not char.isalpha():
+            previous = ""
             continue
+        name = unicodedata.name(char, "")
+        script_word = name.split(" ", 1)[0]
+        ideograph = script_word in ("CJK", "HIRAGANA", "KATAKANA", "HANGUL")
+        if not ideograph and script_word == previous:
+            continue  # the same word goes on
+        previous = "" if ideograph else script_word
         letters += 1
-        if unicodedata.name(char, "").startswith(names):
+        if name.startswith(names):
             inside += 1
     if letters == 0:
         return  # digits and symbols only ("3D-GS++"): nothing to judge by
@@ -199,7 +209,7 @@ def _check_language(text: str, request: TextRequest) -> None:
         wanted = "English" if request.language == ENGLISH else request.language
         raise Unusable(
             "wrong language",
-            f"{inside}/{letters} letters in the {script} script of {wanted}",
+            f"{inside} of {letters} words in the {script} script of {wanted}",
         )
     if (
         request.translation
