@@ -319,7 +319,11 @@ def _with_texts(
     if no_summary:
         notes.append(
             f"{_count(no_summary, 'summary', 'summaries')} could not be written this time: "
-            f"{'its paper shows its' if no_summary == 1 else 'those papers show their'} abstract."
+            + (
+                "that paper shows its abstract."
+                if no_summary == 1
+                else "those papers show their abstracts."
+            )
         )
     if no_translation and language is not None:
         notes.append(

@@ -1,0 +1,308 @@
+"""Summaries and translations for the digests going out (`bot.pipeline.texts`), against the
+stand-in of the OpenAI chat completions API on loopback, through the official `openai`
+client and a real store: each text asked once and kept (across subscribers and runs), the
+budget, concurrency, the run's deadline, and every failure path falling back to the
+abstract with a note, counted for `status` and /metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.demo_mail import demo_papers
+from support.llm import DEFAULT_MODEL, LlmStandIn, Reply, llm_standin, unused_base_url
+
+from bot.config import Config, parse_config
+from bot.core.models import HUGGING_FACE, Digest, DigestGroup, DigestItem, Paper, Subscriber
+from bot.pipeline.texts import TextsRun, write_texts
+from bot.store import Store
+
+NOW = datetime(2026, 11, 25, 8, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store.open(f"sqlite:///{tmp_path / 'texts.sqlite'}") as opened:
+        yield opened
+
+
+@pytest.fixture
+def llm() -> Iterator[LlmStandIn]:
+    with llm_standin() as standin:
+        yield standin
+
+
+@pytest.fixture(scope="module")
+def papers() -> list[Paper]:
+    """Four real papers (the demo's Hugging Face day), without Hugging Face's summaries."""
+    return [replace(p, ai_summary=None) for p in demo_papers() if p.abstract][:4]
+
+
+def config(base_url: str | None, *, environ: dict[str, str] | None = None, **llm: Any) -> Config:
+    data: dict[str, Any] = {"version": 1}
+    if base_url is not None:
+        data["llm"] = {
+            "base_url": base_url,
+            "model": DEFAULT_MODEL,
+            "timeout": 5,
+            "max_retries": 1,
+            **llm,
+        }
+    return parse_config(data, environ=environ or {})
+
+
+def digest(name: str, papers: Sequence[Paper], **settings: Any) -> Digest:
+    sub = Subscriber(name=name, email=f"{name}@example.org", rules=("x",), **settings)
+    items = tuple(DigestItem(p, ("x",), ()) for p in papers)
+    return Digest(sub, f"digest-{name}", NOW, (DigestGroup("x", items),))
+
+
+def write(
+    cfg: Config, store: Store, digests: Sequence[Digest], *, ask: bool = True
+) -> tuple[list[Digest], TextsRun]:
+    return asyncio.run(write_texts(cfg, store, digests, now=NOW, ask=ask))
+
+
+def test_each_text_is_asked_once_for_every_subscriber_and_kept_for_the_next_runs(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    cfg = config(llm.base_url)
+    digests = [
+        digest("ada", papers, summaries=True),
+        digest("bea", papers[:2], summaries=True),
+        digest("chen", papers, language="zh"),
+        digest("dana", papers, summaries=True, language="zh"),
+        digest("eli", papers),
+    ]
+    done, run = write(cfg, store, digests)
+    # 4 summaries; 4 titles in Chinese; 4 summaries in Chinese (dana); 4 abstracts (chen)
+    assert len(llm.chat_requests) == 16
+    asked = [(r.system_text, r.user_text) for r in llm.chat_requests]
+    assert len(set(asked)) == 16  # none twice
+    assert (run.written, run.cached, run.missing) == (16, 0, 0)
+    ada, bea, chen, dana, eli = done
+    for paper in papers:
+        texts = ada.texts[paper.id]
+        assert texts.summary and texts.summary_by == DEFAULT_MODEL
+        assert texts.summary in paper.abstract.replace("\n", " ") or texts.summary.endswith("…")
+        assert (texts.title, texts.text, texts.language) == (None, None, None)
+        chinese = chen.texts[paper.id]
+        assert chinese.summary is None and chinese.language == "zh"
+        assert chinese.title and chinese.title.startswith("译：")
+        assert chinese.text and chinese.text.startswith("译：")
+        both = dana.texts[paper.id]
+        assert both.summary == texts.summary and both.text and both.text != chinese.text
+    assert bea.texts[papers[0].id] == ada.texts[papers[0].id]
+    assert eli.texts == {} and eli is digests[4]  # asked for nothing: unchanged
+    assert all(d.texts_note is None for d in done)
+
+    again, run = write(cfg, store, digests)  # tomorrow's run, a preview: all stored
+    assert len(llm.chat_requests) == 16
+    assert (run.written, run.cached) == (0, 16)
+    assert [d.texts for d in again] == [d.texts for d in done]
+    preview, run = write(cfg, store, [digest("fay", papers, summaries=True)], ask=False)
+    assert len(llm.chat_requests) == 16 and run.cached == 4
+    assert all(t.summary for t in preview[0].texts.values())
+
+    (day,) = store.texts.day(NOW.date())
+    assert (day.requests, day.written, day.cached, day.failed) == (16, 16, 20, 0)
+    assert day.prompt_tokens > 0 and day.completion_tokens > 0
+
+
+def test_a_preview_asks_no_model_and_says_so(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    done, run = write(
+        config(llm.base_url), store, [digest("ada", papers, summaries=True)], ask=False
+    )
+    assert llm.chat_requests == []
+    assert run.not_asked == 4 and "4 not written yet (a preview asks no model)" in (
+        run.line() or ""
+    )
+    assert all(t.summary is None for t in done[0].texts.values())
+
+
+def test_without_llm_a_summary_is_hugging_faces_and_nothing_is_translated(
+    store: Store, papers: list[Paper]
+) -> None:
+    hf = replace(papers[0], ai_summary="  A policy that learns\nfrom few demos.  ")
+    done, run = write(
+        config(None), store, [digest("ada", [hf, papers[1]], summaries=True, language="zh")]
+    )
+    texts = done[0].texts
+    assert texts[hf.id].summary == "A policy that learns from few demos."
+    assert texts[hf.id].summary_by == HUGGING_FACE
+    assert texts[papers[1].id].summary is None  # the abstract, as today
+    assert texts[hf.id].title is None and done[0].texts_note is None
+    assert run.line() == "summaries: 1 from Hugging Face (no [llm] is set up)"
+
+
+def test_a_failed_summary_falls_back_to_hugging_face_then_to_the_abstract(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    hf = replace(papers[0], ai_summary="Hugging Face's own summary.")
+    llm.fail_next(500, times=None)
+    done, run = write(config(llm.base_url), store, [digest("ada", [hf, papers[1]], summaries=True)])
+    texts = done[0].texts
+    assert (texts[hf.id].summary, texts[hf.id].summary_by) == (
+        "Hugging Face's own summary.",
+        HUGGING_FACE,
+    )
+    assert texts[papers[1].id].summary is None
+    assert run.failed == {"server error": 2}
+    assert done[0].texts_note == (
+        "1 summary could not be written this time: that paper shows its abstract."
+    )
+    assert len(llm.chat_requests) == 4  # each asked twice (max_retries = 1)
+    assert store.texts.get([(hf.id, hf.version, "summary", "en")], DEFAULT_MODEL) == {}
+
+
+@pytest.mark.parametrize(
+    ("script", "reason"),
+    [
+        ({"content": ""}, "empty"),
+        ({"content": None, "refusal": "I can't help with that."}, "refused"),
+        ({"content": "Half a sum", "finish_reason": "length"}, "cut off"),
+        ({"content": "", "finish_reason": "content_filter"}, "refused"),
+        ({"content": "<think>The user wants a summary, so I will"}, "thinking only"),
+        ({"content": "本文提出了一种新的扩散策略。"}, "wrong language"),
+        ({"content": "It works. " * 300}, "too long"),
+    ],
+)
+def test_an_answer_that_cannot_be_shown_is_not_kept_and_is_asked_again_next_run(
+    llm: LlmStandIn, store: Store, papers: list[Paper], script: dict[str, Any], reason: str
+) -> None:
+    llm.respond_next(**script)
+    cfg = config(llm.base_url)
+    done, run = write(cfg, store, [digest("ada", papers[:1], summaries=True)])
+    assert run.failed == {reason: 1} and done[0].texts[papers[0].id].summary is None
+    assert done[0].texts_note and "1 summary could not be written" in done[0].texts_note
+    done, run = write(cfg, store, [digest("ada", papers[:1], summaries=True)])  # next run
+    assert run.written == 1 and done[0].texts[papers[0].id].summary
+
+
+def test_a_models_thinking_never_reaches_a_reader(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    llm.respond_next("<think>Chinese? No: English.</think>It learns to grasp.")
+    llm.respond_next(
+        "It plans with diffusion.", message_extra={"reasoning_content": "SECRET THOUGHTS"}
+    )
+    llm.respond_next("It adapts.", message_extra={"reasoning": "MORE THOUGHTS"})
+    done, run = write(
+        config(llm.base_url, concurrency=1), store, [digest("ada", papers[:3], summaries=True)]
+    )
+    summaries = [done[0].texts[p.id].summary for p in papers[:3]]
+    assert summaries == ["It learns to grasp.", "It plans with diffusion.", "It adapts."]
+    assert run.written == 3
+
+
+def test_429_is_waited_out_as_retry_after_says(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    llm.fail_next(429, retry_after=1, code="rate_limit_exceeded")
+    started = time.monotonic()
+    _, run = write(config(llm.base_url), store, [digest("ada", papers[:1], summaries=True)])
+    assert time.monotonic() - started >= 0.9
+    assert run.written == 1 and run.failed == {}
+    assert [r.status for r in llm.chat_requests] == [429, 200]
+
+
+def test_a_refused_key_stops_asking_for_the_rest_of_the_run(
+    store: Store, papers: list[Paper]
+) -> None:
+    with llm_standin(api_key="sk-right") as llm:
+        cfg = config(
+            llm.base_url, api_key_env="LLM_KEY", concurrency=1, environ={"LLM_KEY": "sk-wrong"}
+        )
+        done, run = write(cfg, store, [digest("ada", papers, summaries=True, language="ja")])
+    assert len(llm.chat_requests) == 1  # 401 is not retried, and nothing more is asked
+    assert run.failed == {"bad key": 12}
+    assert "HTTP 401" in (run.last_error or "") and "sk-wrong" not in (run.line() or "")
+    assert done[0].texts_note == (
+        "4 summaries could not be written this time: those papers show their abstracts. "
+        "The Japanese translation is missing for 4 papers."
+    )
+
+
+def test_a_key_that_is_not_set_asks_nothing(store: Store, papers: list[Paper]) -> None:
+    with llm_standin() as llm:
+        cfg = config(llm.base_url, api_key_env="LLM_KEY")
+        _, run = write(cfg, store, [digest("ada", papers[:2], summaries=True)])
+    assert llm.chat_requests == [] and run.failed == {"no key": 2}
+    assert "LLM_KEY" in (run.last_error or "")
+
+
+def test_the_budget_is_shared_by_the_days_runs_and_says_when_it_ran_out(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    cfg = config(llm.base_url, max_requests_per_day=3, concurrency=1)
+    done, run = write(cfg, store, [digest("ada", papers, summaries=True)])
+    assert len(llm.chat_requests) == 3 and run.written == 3 and run.over_budget == 1
+    assert "1 over today's budget" in (run.line() or "")
+    assert sum(1 for t in done[0].texts.values() if t.summary) == 3
+    _, run = write(cfg, store, [digest("bea", papers, summaries=True)])  # the same day
+    assert len(llm.chat_requests) == 3 and (run.cached, run.over_budget) == (3, 1)
+    (day,) = store.texts.day(NOW.date())
+    assert (day.requests, day.over_budget) == (3, 2)
+
+
+def test_concurrency_bounds_the_requests_at_once(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    llm.delay(0.2)
+    cfg = config(llm.base_url, concurrency=2)
+    _, run = write(cfg, store, [digest("ada", papers, summaries=True, language="de")])
+    assert run.written == 12
+    assert llm.max_in_flight == 2
+
+
+def test_the_runs_deadline_sends_the_digest_on_time_with_abstracts(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    llm.hang_next(times=None)
+    cfg = config(llm.base_url, deadline_seconds=2, timeout=30)
+    started = time.monotonic()
+    done, run = write(cfg, store, [digest("ada", papers, summaries=True)])
+    assert time.monotonic() - started < 5
+    assert run.failed == {"deadline": 4}
+    assert all(t.summary is None for t in done[0].texts.values())
+
+
+def test_an_endpoint_that_is_down_costs_one_attempt_not_one_per_paper(
+    store: Store, papers: list[Paper]
+) -> None:
+    cfg = config(unused_base_url(), concurrency=1)
+    started = time.monotonic()
+    done, run = write(cfg, store, [digest("ada", papers, summaries=True, language="zh")])
+    assert time.monotonic() - started < 10
+    assert run.failed == {"unreachable": 12}
+    assert "unreachable" in (run.line() or "")
+    assert done[0].texts_note and "could not be written" in done[0].texts_note
+
+
+def test_each_answer_is_asked_for_as_the_model_answers_it(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    def answer(request: Any) -> Any:
+        if "Chinese" in request.system_text and request.user_text == papers[0].title:
+            return Reply("Not Chinese at all")  # the title's translation is refused
+        from support.llm import default_answer
+
+        return default_answer(request)
+
+    llm.answer = answer
+    done, run = write(config(llm.base_url), store, [digest("chen", papers[:2], language="zh")])
+    assert run.failed == {"wrong language": 1}
+    assert done[0].texts[papers[0].id].title is None
+    assert done[0].texts[papers[0].id].text  # its abstract's translation is shown
+    assert done[0].texts_note == "The Chinese translation is missing for 1 paper."
+    body = llm.chat_requests[0].body
+    assert body["model"] == DEFAULT_MODEL and body["temperature"] == 0.2
+    assert body["messages"][0]["role"] == "system" and "max_tokens" in body
