@@ -1,5 +1,7 @@
 """What the pages reached from every email do, as plain logic: who a signed link names, and
-unsubscribe, resume, rules, settings, address confirmation, sign-up, fresh links.
+unsubscribe, resume, rules, settings, address confirmation, sign-up, fresh links; and how
+a subscriber's reading settings (summaries, a language) are offered and described, for
+the pages, Slack and the command line alike.
 
 No HTTP here (that is `bot.web.pages`); like `bot.slack.commands` for Slack, a request
 comes in as plain values and an outcome goes out. Mail this module asks for (a
@@ -18,8 +20,9 @@ from datetime import date, datetime
 
 from bot.channels import Channel
 from bot.channels.outbox import drain
-from bot.config import Config, subscriber_problems, too_many_rules
+from bot.config import Config, subscriber_problems, subscriber_settings, too_many_rules
 from bot.core.errors import RuleError, StoreError
+from bot.core.languages import language_name
 from bot.core.links import LinkSigner, Purpose, TokenProblem, Visitor, address_tag
 from bot.core.models import Paper, Subscriber
 from bot.pipeline import NOTICE_CHANNEL, email_settings, retry_policy
@@ -27,9 +30,23 @@ from bot.render.notice import NoticeKind, build_notice
 from bot.rules import parse_rule
 from bot.store import Store
 
-__all__ = ["Manager", "Refused", "RuleActivity", "RuleProblem", "free_name", "notice_sender"]
+__all__ = [
+    "LANGUAGES",
+    "Manager",
+    "Refused",
+    "RuleActivity",
+    "RuleProblem",
+    "free_name",
+    "language_called",
+    "language_choices",
+    "notice_sender",
+    "reading_parts",
+]
 
 log = logging.getLogger(__name__)
+
+# The translations the settings page offers first (any other tag a subscriber has is added).
+LANGUAGES = ("zh", "zh-Hant", "ja", "ko", "de", "fr", "es", "pt", "ru", "it", "ar", "hi")
 
 
 @dataclass(frozen=True)
@@ -77,6 +94,37 @@ def free_name(store: Store, config: Config, wanted: str, *, fallback: str) -> st
         number += 1
         name = f"{base}-{number}"
     return name
+
+
+def language_called(tag: str) -> str:
+    """A stored language's name ("Chinese", "Portuguese (Brazil)"); a tag that is not one
+    (stored by hand) as it is, so a page or a reply never fails on it."""
+    try:
+        return language_name(tag)
+    except ValueError:
+        return tag
+
+
+def language_label(tag: str) -> str:
+    """A language as the settings page names it: "zh" is written in simplified characters,
+    named so beside zh-Hant's "Chinese (Traditional)"."""
+    return language_called("zh-Hans" if tag == "zh" else tag)
+
+
+def language_choices(current: str | None) -> list[tuple[str, str]]:
+    """The settings page's translation choices, (tag, name), with the subscriber's own tag
+    when it is not among LANGUAGES; "English only" (tag "none") is the page's own."""
+    tags = [*LANGUAGES, *([current] if current and current not in LANGUAGES else [])]
+    return [(tag, language_label(tag)) for tag in tags]
+
+
+def reading_parts(sub: Subscriber) -> list[str]:
+    """How a subscriber's digests read beyond the abstracts, as short phrases for a status
+    line: "summaries", "in Chinese beside the English" (none: English abstracts)."""
+    parts = ["summaries"] if sub.summaries else []
+    if sub.language:
+        parts.append(f"in {language_called(sub.language)} beside the English")
+    return parts
 
 
 def mailbox_tag(email: str) -> str:
@@ -271,18 +319,17 @@ class Manager:
     # -- settings ----------------------------------------------------------------------------
 
     def change_settings(self, sub: Subscriber, values: dict[str, str]) -> list[str]:
-        """Set schedule, day, time, timezone, email_format and abstracts; the problems, if
-        any (then nothing changes)."""
+        """Set schedule, day, time, timezone, email_format, abstracts, summaries ("on" or
+        "off") and language (a tag; "none" or English: English only); the problems, if any
+        (then nothing changes)."""
         self._editable(sub)
         wanted = {k: v.strip() for k, v in values.items() if v is not None}
-        problems = subscriber_problems(
-            name=sub.name, email=None, rules=["placeholder"], settings=wanted
-        )
+        settings, problems = subscriber_settings(sub.name, wanted)
         if problems:
             return problems
         # The slot already handled stays as it is: a new time or day whose latest slot has
         # passed sends at the next tick (only papers not sent yet), and none is skipped.
-        self.store.subscribers.set_schedule(sub.name, **wanted)
+        self.store.subscribers.set_schedule(sub.name, **settings)
         return []
 
     # -- mail on request ---------------------------------------------------------------------

@@ -201,6 +201,39 @@ def test_the_manage_page_from_the_email_adds_rules_checks_them_and_unsubscribes(
     context.close()
 
 
+def test_summaries_and_a_translation_are_chosen_on_the_manage_page_and_kept(
+    demo: DemoServer, browser: Any
+) -> None:
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    page = context.new_page()
+    page.goto(demo.digest_html("ada").as_uri())
+    page.locator("a[href*='/manage/']").first.click()
+    page.wait_for_url(re.compile(r".*/manage/.*"))
+    box = page.get_by_label("A short summary in place of each abstract")
+    language = page.locator("#language")
+    assert not box.is_checked() and language.input_value() == "none"
+    assert "Chinese (Simplified)" in language.inner_text()
+
+    box.check()
+    language.select_option("zh")
+    page.get_by_role("button", name="Save settings").click()
+    page.get_by_text("Settings saved.").wait_for()
+    page.reload()
+    assert box.is_checked() and language.input_value() == "zh"
+    assert "summaries, in Chinese beside the English" in page.locator("#top").inner_text()
+    shot(page, "manage-summaries-chinese")
+
+    # Unchecked, the box sends nothing: its hidden "off" turns summaries off.
+    box.uncheck()
+    language.select_option(label="None: English only")
+    page.get_by_role("button", name="Save settings").click()
+    page.get_by_text("Settings saved.").wait_for()
+    page.reload()
+    assert not box.is_checked() and language.input_value() == "none"
+    assert "summaries" not in page.locator("#top").inner_text()
+    context.close()
+
+
 def test_a_forged_link_gets_a_clear_page(demo: DemoServer, browser: Any) -> None:
     context = browser.new_context()
     page = context.new_page()

@@ -198,3 +198,70 @@ def test_check_config_hides_the_database_password(tmp_path: Path) -> None:
     result = invoke("check-config", config=config)
     assert result.exit_code == 0 and "S3cretPass" not in result.output
     assert "postgresql://pb:***@db/pb" in result.output
+
+
+@pytest.mark.database
+def test_subscribe_sets_summaries_and_a_language_and_list_shows_them(
+    tmp_path: Path, database_url: str
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"""version = 1
+[database]
+url = "{database_url}"
+[email]
+from = "papers@example.org"
+[[subscribers]]
+name = "ada"
+email = "ada@example.org"
+rules = ["robot"]
+summaries = true
+language = "zh-Hant"
+"""
+    )
+    cli = functools.partial(outcome, config=config)
+    code, out = cli("check-config")
+    assert code == 0, out
+    assert (
+        'note: subscribers[0] ada: language = "zh-Hant" needs an [llm] section; until there '
+        "is one, digests are in English"
+    ) in out
+    assert "note: subscribers[0] ada: summaries without [llm]: Hugging Face's AI" in out
+
+    code, out = cli("subscribe", "bob", "--email", "bob@example.org", "--summaries", "robot")
+    assert code == 0 and "subscribed bob <bob@example.org>: daily at 08:00 (UTC), summaries" in out
+    code, out = cli("subscribe", "bob", "--language", "zh")
+    assert code == 0
+    assert (
+        "updated bob <bob@example.org>: daily at 08:00 (UTC), summaries, in Chinese beside "
+        "the English"
+    ) in out
+    code, out = cli("subscribe", "bob", "--language", "klingon!")
+    assert code == 2 and "language: language 'klingon!': not a BCP 47 language tag" in out
+    code, out = cli("list")
+    assert code == 0
+    assert (
+        "max 50; daily at 08:00 (UTC); summaries; in Chinese (Traditional) beside the English"
+    ) in out  # ada, from the file
+    assert "max 50; daily at 08:00 (UTC); summaries; in Chinese beside the English" in out
+
+    from bot.config import load_config
+    from bot.store import Store, utcnow
+
+    with Store.open(database_url) as store:
+        declared = load_config(config, environ={}).declared_subscribers()
+        store.subscribers.sync_config(declared, now=utcnow())
+        found = {s.name: s for s in store.subscribers.all(declared)}
+    # The file's subscriber keeps what the file says; the database's, what was stored.
+    assert (found["ada"].summaries, found["ada"].language) == (True, "zh-Hant")
+    assert found["ada"].id is not None
+    assert (found["bob"].summaries, found["bob"].language) == (True, "zh")
+
+    for clear in ("none", "en"):
+        code, out = cli("subscribe", "bob", "--language", "zh", "--no-summaries")
+        assert code == 0 and out.splitlines()[0].endswith("(UTC), in Chinese beside the English")
+        code, out = cli("subscribe", "bob", "--language", clear)
+        assert code == 0 and out.splitlines()[0].endswith("daily at 08:00 (UTC)"), out
+    with Store.open(database_url) as store:
+        bob = next(s for s in store.subscribers.all() if s.name == "bob")
+    assert (bob.summaries, bob.language) == (False, None)

@@ -349,3 +349,81 @@ def test_database_url_problems(
     found = "\n".join(problems(minimal(database=database), environ))
     assert expected in found
     assert "Hunter2" not in found  # a problem never repeats the URL: it may hold a password
+
+
+# -- how a subscriber reads: summaries, a language ------------------------------------------------
+
+
+def test_a_subscriber_may_have_summaries_and_a_language() -> None:
+    sub = {"name": "ada", "email": "ada@example.org", "rules": ["x"]}
+    plain = parse_config(minimal(subscribers=[sub]), environ={}).declared_subscribers()[0]
+    assert (plain.summaries, plain.language) == (False, None)
+    reading = {**sub, "summaries": True, "language": "zh-cn"}
+    declared = parse_config(minimal(subscribers=[reading]), environ={}).declared_subscribers()
+    assert (declared[0].summaries, declared[0].language) == (True, "zh-CN")  # standardised
+    for english in ("en", "en-GB", "EN-us"):  # English is no translation, and no error
+        config = parse_config(minimal(subscribers=[{**sub, "language": english}]), environ={})
+        assert config.declared_subscribers()[0].language is None
+
+
+@pytest.mark.parametrize(
+    ("subscriber", "expected"),
+    [
+        (
+            {"language": "xx"},
+            "subscribers[0].language: language 'xx': no language paperbell knows by that tag",
+        ),
+        (
+            {"language": "robot\x00"},
+            "subscribers[0].language: language 'robot\\x00': not a BCP 47 language tag",
+        ),
+        ({"language": ""}, "subscribers[0].language: language '': not a BCP 47 language tag"),
+        ({"language": 7}, "subscribers[0].language:"),
+        ({"summaries": "sometimes"}, "subscribers[0].summaries:"),
+    ],
+)
+def test_a_bad_language_or_summaries_is_a_problem_at_its_key(
+    subscriber: dict[str, object], expected: str
+) -> None:
+    entry = {"name": "ada", "email": "ada@example.org", "rules": ["x"], **subscriber}
+    found = problems(minimal(subscribers=[entry]))
+    assert any(p.startswith(expected) for p in found), found
+
+
+def test_a_language_or_summaries_without_llm_is_a_note_not_a_problem() -> None:
+    from bot.config import config_notes
+
+    subscribers = [
+        {"name": "ada", "email": "ada@example.org", "rules": ["x"], "language": "zh"},
+        {"name": "bob", "email": "bob@example.org", "rules": ["x"], "summaries": True},
+        {"name": "cy", "email": "cy@example.org", "rules": ["x"], "language": "en"},
+    ]
+    config = parse_config(minimal(subscribers=subscribers), environ={})
+    assert config_notes(config) == [
+        'subscribers[0] ada: language = "zh" needs an [llm] section; until there is one, '
+        "digests are in English",
+        "subscribers[1] bob: summaries without [llm]: Hugging Face's AI summaries where a "
+        "paper has one, else the abstract",
+    ]
+    llm = {"base_url": "http://localhost:11434/v1", "model": "qwen2.5:7b-instruct"}
+    assert config_notes(parse_config(minimal(subscribers=subscribers, llm=llm), environ={})) == []
+
+
+def test_settings_given_elsewhere_are_checked_and_stored_as_the_file_would_have_them() -> None:
+    from bot.config import subscriber_problems, subscriber_settings
+
+    assert subscriber_settings("ada", {"summaries": "on", "language": "ZH-hant"}) == (
+        {"summaries": True, "language": "zh-Hant"},
+        [],
+    )
+    for cleared in ("none", "OFF", " en ", "en-GB"):
+        assert subscriber_settings("ada", {"language": cleared}) == ({"language": None}, [])
+    assert subscriber_settings("ada", {"summaries": "off"}) == ({"summaries": False}, [])
+    values, found = subscriber_settings("ada", {"language": "xx", "time": "25:00"})
+    assert values == {}
+    assert "language: language 'xx': no language paperbell knows by that tag" in found
+    assert any(p.startswith("time:") for p in found)
+    found = subscriber_problems(name="ada", email=None, rules=["x"], settings={"language": "xx"})
+    assert found == ["language: language 'xx': no language paperbell knows by that tag"]
+    cleared = subscriber_problems(name="ada", email=None, rules=["x"], settings={"language": "off"})
+    assert cleared == []

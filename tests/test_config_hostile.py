@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.cli import run
+from support.hostile import LANGUAGE_TEXTS, expected_language
 
 from bot.config import (
     MAX_CONFIG_BYTES,
@@ -192,6 +193,26 @@ def test_max_rules_caps_a_subscribers_rules() -> None:
     assert any(
         p.startswith("digest.max_rules") for p in problems_of(minimal(digest={"max_rules": 0}))
     )
+
+
+@settings(max_examples=150)
+@given(LANGUAGE_TEXTS)
+@example("zh\x00")
+@example("x" * 5000)
+@example("en-GB")
+def test_any_language_gives_its_standard_tag_or_a_problem_at_its_key(language: str) -> None:
+    data = minimal(subscriber={"language": language})
+    tag, refusal = expected_language(language)
+    if language.strip().lower() in ("none", "off"):  # words for the command line, not tags
+        tag, refusal = None, f"language {language.strip()!r}: no language paperbell knows"
+    if refusal is None:
+        config = parse_config(data, environ={})
+        assert config.declared_subscribers()[0].language == tag
+        return
+    found = problems_of(data)
+    assert len(found) == 1 and found[0].startswith("subscribers[0].language: language "), found
+    assert found[0].startswith(f"subscribers[0].language: {refusal[:40]}")
+    assert "\x00" not in found[0] and len(found[0]) < 200
 
 
 # -- files that are not config files ------------------------------------------------------------

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.cli import invoke, run
 from support.config import slack_config
+from support.hostile import LANGUAGE_TEXTS, expected_language
 from support.pages import Site
 
 from bot.core.errors import RuleError
@@ -163,6 +164,34 @@ def test_subscribe_answers_any_rule_with_success_or_a_clear_refusal(
         assert _refusal(rule) is None and f"subscribed {name}" in result.output
 
 
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(language=LANGUAGE_TEXTS)
+@example(language="zh\x00")
+@example(language="x" * 5000)
+@example(language="none")
+def test_subscribe_answers_any_language_with_its_tag_or_a_clear_refusal(
+    tmp_path: Path, database_url: str, language: str
+) -> None:
+    config = _config(tmp_path, database_url, max_rules=50)
+    name = f"p{next(NAMES)}"
+    args = ["subscribe", "-c", str(config), "--email", f"{name}@example.org"]
+    result = invoke(*args, f"--language={language}", name, "robot")
+    assert result.exit_code in (0, 2), (result.output, result.exception)
+    tag, refusal = expected_language(language)
+    if refusal is not None:
+        assert result.exit_code == 2 and result.output.startswith("error: "), result.output
+        assert f"language: {refusal}" in result.output and "\x00" not in result.output
+        return
+    assert result.exit_code == 0, result.output
+    with Store.open(database_url) as store:
+        found = next(s for s in store.subscribers.all() if s.name == name)
+    assert found.language == tag
+
+
 # -- the Slack command --------------------------------------------------------------------------
 
 
@@ -223,6 +252,42 @@ def test_slack_answers_any_rule_with_a_reply_and_refuses_bad_ones_clearly(
             store.database.engine.dispose()
 
 
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(language=LANGUAGE_TEXTS)
+@example(language="zh\x00")
+@example(language="x" * 5000)
+@example(language="<!channel> zh")
+def test_slack_answers_any_language_with_its_tag_or_a_clear_refusal(
+    commands: SlashCommands, language: str
+) -> None:
+    if commands.store.subscribers.by_slack(user=ADA) is None:
+        _say(commands, "subscribe robot")
+    commands.store.subscribers.set_schedule("slack.ada", language="fr")
+    said = _say(commands, f"language {language}")
+    assert "\x00" not in said
+    ada = commands.subscriptions.subscriber("slack.ada")
+    assert ada is not None
+    words = language.split()
+    if not words:  # nothing after the verb: it says which language, and changes nothing
+        assert said.startswith("Digests come in French beside English") and ada.language == "fr"
+        return
+    if words[0].startswith("#") or words[0].startswith("<#"):  # a channel: not this test's
+        assert said.startswith(":warning:") and ada.language == "fr"
+        return
+    tag, refusal = expected_language(language)
+    if refusal is not None:
+        assert said.startswith(":warning: language "), said
+        assert said.endswith("or `/papers language off` for English only.")
+        assert ada.language == "fr"  # nothing changed
+    else:
+        assert said.startswith("From now on your digests"), said
+        assert ada.language == tag
+
+
 def test_slack_try_is_limited_per_user(commands: SlashCommands) -> None:
     said = [_say(commands, f"try robot{n}") for n in range(7)]
     assert all(s.startswith("No papers are stored yet") for s in said[:6])
@@ -260,6 +325,32 @@ def test_the_manage_page_refuses_a_nul_rule_and_an_absurd_time_zone_with_400(
         saved = site.post(path + "/settings", {"timezone": zone}, page=path)
         assert saved.status_code == 400 and "unknown time zone" in saved.text, saved.text
     assert site.subscriber("ada").schedule.timezone == "UTC"
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(language=LANGUAGE_TEXTS)
+@example(language="zh\x00")
+@example(language="x" * 5000)
+def test_the_manage_page_answers_any_language_with_303_or_a_clear_400(
+    site: Site, language: str
+) -> None:
+    path = site.link("manage", "ada")
+    site.store.subscribers.set_schedule("ada", language="fr")
+    saved = site.post(path + "/settings", {"summaries": "off", "language": language}, page=path)
+    tag, refusal = expected_language(language)
+    if not language:  # an empty field is a field not sent: nothing changes
+        assert saved.status_code == 303 and site.subscriber("ada").language == "fr"
+    elif refusal is not None:
+        assert saved.status_code == 400, saved.text
+        assert "language: language " in saved.text and "not" in saved.text
+        assert site.subscriber("ada").language == "fr"
+    else:
+        assert saved.status_code == 303, saved.text
+        assert site.subscriber("ada").language == tag
 
 
 def test_the_manage_page_caps_the_rules(site: Site) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from email.message import EmailMessage
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -195,6 +196,55 @@ def test_settings_pause_and_resume(site: Site) -> None:
     site.deliver()
     (message,) = mail_to(site.sink, "ada@lab.example")
     assert message.get_content_type() == "text/plain"  # the format chosen on the page
+
+
+def test_summaries_and_a_translation_are_set_and_cleared_on_the_manage_page(site: Site) -> None:
+    """The form as a browser sends it: the summaries box's hidden "off" first, then "on"
+    when it is checked (an unchecked box sends nothing); the translation a <select>."""
+    path = site.link("manage", "ada")
+    page = site.http.get(path).text
+    assert 'name="summaries" value="off"' in page and 'id="summaries"' in page
+    assert '<option value="none" selected>None: English only</option>' in page
+    assert '<option value="zh">Chinese (Simplified)</option>' in page
+    assert '<option value="zh-Hant">Chinese (Traditional)</option>' in page
+    choices = page.split('<select id="language"', 1)[1].split("</select>", 1)[0]
+    assert choices.count("<option value=") == 13  # English only, and 12 languages
+
+    def save(pairs: list[tuple[str, str]]) -> httpx.Response:
+        body = urlencode([*pairs, ("csrf", site.csrf(path))])
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        return site.http.post(path + "/settings", content=body, headers=form)
+
+    saved = save([("summaries", "off"), ("summaries", "on"), ("language", "zh")])
+    assert saved.status_code == 303, saved.text
+    ada = site.subscriber("ada")
+    assert (ada.summaries, ada.language) == (True, "zh")
+    page = site.http.get(path).text
+    assert 'value="on" checked' in page and '<option value="zh" selected>' in page
+    assert "by HTML email, summaries, in Chinese beside the English" in page
+
+    bad = save([("summaries", "off"), ("language", "xx")])
+    assert bad.status_code == 400
+    assert "language: language &#39;xx&#39;: no language paperbell knows by that tag" in bad.text
+    assert (site.subscriber("ada").summaries, site.subscriber("ada").language) == (True, "zh")
+
+    # A tag the list does not offer, set elsewhere: offered too, and kept by a save.
+    site.store.subscribers.set_schedule("ada", language="tlh")
+    page = site.http.get(path).text
+    assert '<option value="tlh" selected>Klingon</option>' in page
+    assert save([("summaries", "off"), ("language", "tlh")]).status_code == 303
+    assert site.subscriber("ada").language == "tlh"
+
+    assert save([("summaries", "off"), ("language", "none")]).status_code == 303
+    ada = site.subscriber("ada")
+    assert (ada.summaries, ada.language) == (False, None)
+    assert 'value="on" checked' not in site.http.get(path).text
+
+    # The config file's subscriber: its page says what the file sets, and changes nothing.
+    lab = site.link("manage", "lab")
+    refused = site.post(lab + "/settings", {"summaries": "on", "language": "ja"}, page=lab)
+    assert refused.status_code == 400 and "config file" in refused.text
+    assert (site.subscriber("lab").summaries, site.subscriber("lab").language) == (False, None)
 
 
 def test_forms_without_a_valid_csrf_token_or_from_another_site_are_refused(site: Site) -> None:

@@ -486,3 +486,97 @@ def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
         assert sink.messages[-1]["To"] == "ada@lab.example"
         assert sink.messages[-1]["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
         store.close()
+
+
+def test_summaries_and_a_language_are_set_from_slack_for_oneself_and_for_a_channel(
+    slack: SlackStandIn, store: Store, database_url: str
+) -> None:
+    """`summaries on|off` and `language TAG|off`, for the user's own subscription and (by
+    an admin) a channel's; a bad tag is a clear refusal; `list` and `help` show them."""
+    config = make_config(
+        slack, database_url, [{"name": "boss", "slack_user": BOSS, "rules": ["qubit"]}]
+    )
+    built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+    assert built is not None
+    channel = f"<#{ROBOTS}|robot-learning>"
+
+    async def scenario() -> list[dict[str, Any]]:
+        async with serving(create_app(routes=slack_routes(built))) as client:
+            s = Session(client, slack, built.responder)
+            return [
+                await s.say("summaries on"),
+                await s.say("subscribe robot"),
+                await s.say("summaries"),
+                await s.say("summaries on"),
+                await s.say("language zh-cn"),
+                await s.say("language"),
+                await s.say("language xx"),
+                await s.say("language " + "zh" * 40),
+                await s.say("list"),
+                await s.say("help"),
+                await s.say(f"subscribe {channel} robot", user=BOSS),
+                await s.say(f"language {channel} ja"),  # Ada may not
+                await s.say(f"language {channel} ja", user=BOSS),
+                await s.say(f"summaries {channel} on", user=BOSS),
+                await s.say(f"list {channel}"),
+                await s.say("summaries on", user=BOSS),  # Boss's own: the config file's
+                await s.say("summaries off"),
+                await s.say("language off"),
+            ]
+
+    replies = asyncio.run(scenario())
+    texts = [r["text"] for r in replies]
+    (nobody, _, asked, on, zh, which, unknown, huge, listed, help_) = texts[:10]
+    (_, refused, ja, channel_on, channel_list, config_file, off, english) = texts[10:]
+    assert nobody.startswith(":warning: You have no subscription")
+    assert asked.startswith("Summaries are off. `/papers summaries on` puts a short summary")
+    assert on.startswith("Summaries on: your digests give a short summary in place of each")
+    assert "Hugging Face's where a paper has one" in on  # no [llm] here
+    assert zh.startswith(
+        "From now on your digests show each title and abstract in Chinese (China) beside the "
+        "English."
+    )
+    assert "until your paperbell admin adds one, the digests stay in English" in zh
+    assert which.startswith("Digests come in Chinese (China) beside English.")
+    assert unknown.startswith(
+        ":warning: language 'xx': no language paperbell knows by that tag. Give a language tag"
+    )
+    assert huge.startswith(":warning: language 'zhzh") and "not a BCP 47 language tag" in huge
+    assert "With summaries, in Chinese (China) beside the English." in listed
+    assert "`/papers summaries on|off`" in help_ and "`/papers language zh|off`" in help_
+    assert "Only workspace admins" in refused
+    assert replies[12]["response_type"] == "in_channel"
+    assert ja.startswith(
+        f"From now on <#{ROBOTS}>'s digests show each title and abstract in Japanese beside"
+    )
+    assert replies[13]["response_type"] == "in_channel"
+    assert channel_on.startswith(f"Summaries on: <#{ROBOTS}>'s digests give a short summary")
+    assert "With summaries, in Japanese beside the English." in channel_list
+    assert "config file" in config_file
+    assert off == "Summaries off: your digests show each paper's abstract."
+    assert english == "From now on your digests are in English only."
+    found = {s.name: s for s in store.subscribers.all(include_inactive=True)}
+    assert (found["slack.ada"].summaries, found["slack.ada"].language) == (False, None)
+    lab = found["channel.robot-learning"]
+    assert (lab.summaries, lab.language) == (True, "ja")
+
+
+def test_with_a_model_set_up_slack_says_nothing_of_its_absence(
+    slack: SlackStandIn, store: Store, database_url: str
+) -> None:
+    from bot.config import LlmConfig
+    from bot.slack.messages import CommandRequest
+
+    config = make_config(slack, database_url)
+    config.llm = LlmConfig(base_url="http://localhost:11434/v1", model="qwen2.5:7b-instruct")
+    built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+    assert built is not None
+
+    def say(text: str) -> str:
+        request = CommandRequest(text=text, user_id=ADA)
+        return asyncio.run(built.responder.commands.handle(request)).text
+
+    assert say("subscribe robot").startswith("Welcome!")
+    assert say("summaries on").endswith("(the abstract is a click away).")
+    assert say("language de").endswith("in German beside the English.")
+    assert say("language EN").endswith("in English only.")

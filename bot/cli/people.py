@@ -12,9 +12,10 @@ from pathlib import Path
 import click
 
 from bot.cli.shell import config_option, handle_errors, load_config, open_store
-from bot.config import subscriber_problems, too_many_rules
+from bot.config import subscriber_problems, subscriber_settings, too_many_rules
 from bot.core.errors import ConfigError, PaperbellError
 from bot.core.models import Subscriber, target_label
+from bot.manage import reading_parts
 from bot.store import Store, utcnow
 
 
@@ -46,6 +47,17 @@ from bot.store import Store, utcnow
     default=None,
     help="On a digest day with nothing to send, send a short note that says why.",
 )
+@click.option(
+    "--summaries/--no-summaries",
+    default=None,
+    help="A short summary in place of each abstract (written by the [llm] model).",
+)
+@click.option(
+    "--language",
+    metavar="TAG",
+    help="Each title and abstract also in this language (a BCP 47 tag: zh, ja, de, pt-BR); "
+    "`en` or `none`: English only.",
+)
 @handle_errors
 def subscribe(
     config_path: Path,
@@ -62,6 +74,8 @@ def subscribe(
     at: str | None,
     timezone: str | None,
     notify_empty: bool | None,
+    summaries: bool | None,
+    language: str | None,
 ) -> None:
     """Subscribe NAME with one or more RULES (stored in the database).
 
@@ -71,18 +85,21 @@ def subscribe(
     paperbell subscribe ada --email ada@example.org '"diffusion policy"' 'multi-agent cat:cs.RO'
     paperbell subscribe robot-lab --slack-channel '#robot-learning' 'manipulation cat:cs.RO'
     paperbell subscribe ada --schedule weekly --day friday --time 16:00 --timezone Europe/Paris
+    paperbell subscribe ada --summaries --language zh
     """
     config = load_config(config_path)
     settings = {"schedule": schedule, "day": day, "time": at, "timezone": timezone}
     settings_given = {k: v for k, v in settings.items() if v is not None}
     slack = {"slack_channel": slack_channel, "slack_user": slack_user}
     slack_given = {k: v for k, v in slack.items() if v is not None}
+    reading = {"summaries": summaries, "language": language}
+    reading_given = {k: v for k, v in reading.items() if v is not None}
     problems = subscriber_problems(
         name=name,
         email=email,
         rules=rules or ["placeholder"],
         categories=categories,
-        settings={**settings_given, **slack_given},
+        settings={**settings_given, **slack_given, **reading_given},
     )
     if slack_given and (config.slack is None or not config.slack.bot_token_env):
         problems.append("posting to Slack needs [slack] bot_token_env in the config")
@@ -112,8 +129,10 @@ def subscribe(
         slack_user=slack_user,
         max_rules=config.digest.max_rules,
     )
-    if settings_given or notify_empty is not None:
+    if settings_given or notify_empty is not None or reading_given:
         extra = {} if notify_empty is None else {"notify_empty": notify_empty}
+        # Checked above: the values as stored (a language's standard tag, None for English).
+        extra |= subscriber_settings(name, reading_given)[0]
         store.subscribers.set_schedule(name, **settings_given, **extra)
     sub = next(
         s
@@ -125,6 +144,7 @@ def subscribe(
     # day whose latest slot has passed sends at the next tick (only papers not sent yet).
     verb = "subscribed" if created else "updated"
     notes = ", with a note on empty days" if sub.notify_empty else ""
+    notes += "".join(f", {part}" for part in reading_parts(sub))
     click.echo(f"{verb} {sub.name} {_where(sub)}: {sub.schedule.describe()}{notes}")
     click.echo(f"{len(sub.rules)} rule(s):")
     for number, text in enumerate(sub.rules, 1):
@@ -199,6 +219,7 @@ def list_(config_path: Path) -> None:
         extra.append(
             sub.schedule.describe() + (", notes on empty days" if sub.notify_empty else "")
         )
+        extra.extend(reading_parts(sub))
         click.echo("    " + "; ".join(extra))
         for number, text in enumerate(sub.rules, 1):
             click.echo(f"    {number}. {text}")

@@ -19,7 +19,7 @@ import click
 from bot.cli.people import subscriber_state
 from bot.cli.secrets import who_needs
 from bot.cli.shell import config_option, handle_errors, load_config, open_store, upgrade_command
-from bot.config import DATABASE_URL, SECRET_KINDS, Config
+from bot.config import DATABASE_URL, SECRET_KINDS, Config, config_notes
 from bot.core.checks import redact_url
 from bot.core.errors import StoreError
 from bot.core.models import Subscriber
@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 @handle_errors
 def check_config(config_path: Path) -> None:
     """Validate the config file and report every problem at once; say which secrets'
-    variables are not set, and which commands need them (the others run without)."""
+    variables are not set, and which commands need them (the others run without), and
+    what a subscriber asks for that the file cannot give yet (a note)."""
     config = load_config(config_path)
     rules = sum(len(s.rules) for s in config.subscribers)
     click.echo(
@@ -47,6 +48,8 @@ def check_config(config_path: Path) -> None:
     click.echo(f"schema: {schema_line(config)}")
     for missing in config.missing(*SECRET_KINDS):
         click.echo(f"not set: {missing.variable} ({missing.key}): {who_needs(config, missing)}")
+    for note in config_notes(config):
+        click.echo(f"note: {note}")
 
 
 def database_line(config: Config) -> str:

@@ -18,7 +18,7 @@ sources; nothing above them.
 
 from bot.config.environment import config_secrets
 from bot.config.load import MAX_CONFIG_BYTES, example_config_text, load_config, parse_config
-from bot.config.schema import Config
+from bot.config.schema import Config, config_notes
 from bot.config.secrets import (
     DATABASE_URL,
     LLM_API_KEY,
@@ -44,12 +44,19 @@ from bot.config.sections import (
     SourceConfig,
     WebConfig,
 )
-from bot.config.subscribers import SubscriberConfig, subscriber_problems, too_many_rules
+from bot.config.subscribers import (
+    NO_LANGUAGE,
+    SubscriberConfig,
+    subscriber_problems,
+    subscriber_settings,
+    too_many_rules,
+)
 
 __all__ = [
     "DATABASE_URL",
     "LLM_API_KEY",
     "MAX_CONFIG_BYTES",
+    "NO_LANGUAGE",
     "SECRET_KEY",
     "SECRET_KINDS",
     "SLACK_APP_TOKEN",
@@ -71,10 +78,12 @@ __all__ = [
     "SourceConfig",
     "SubscriberConfig",
     "WebConfig",
+    "config_notes",
     "config_secrets",
     "example_config_text",
     "load_config",
     "parse_config",
     "subscriber_problems",
+    "subscriber_settings",
     "too_many_rules",
 ]

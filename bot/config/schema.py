@@ -112,6 +112,28 @@ def cross_section_problems(config: Config) -> list[str]:
     )
 
 
+def config_notes(config: Config) -> list[str]:
+    """What `check-config` points out in a file that is right: subscribers who ask for
+    what only an [llm] section writes get less until there is one (not a problem: the
+    digests still go out)."""
+    if config.llm is not None:
+        return []
+    notes = []
+    for index, sub in enumerate(config.subscribers):
+        who = f"subscribers[{index}] {sub.name}"
+        if sub.language is not None:
+            notes.append(
+                f'{who}: language = "{sub.language}" needs an [llm] section; until there is '
+                "one, digests are in English"
+            )
+        if sub.summaries:
+            notes.append(
+                f"{who}: summaries without [llm]: Hugging Face's AI summaries where a paper "
+                "has one, else the abstract"
+            )
+    return notes
+
+
 def _tick_deadline_problems(config: Config) -> list[str]:
     """A tick must outlast any one request, or a slow but working source reads as stuck."""
     longest = config.polling.request_deadline_seconds

@@ -2,8 +2,8 @@
 subscriber given anywhere else (the command line, Slack, the web) by the same schema.
 
 Owns where the digests go, the rules (each must parse; none twice), the subscriber's own
-schedule, and how many rules a subscriber may have. Must not read the environment nor the
-store: a subscriber is checked here, kept elsewhere.
+schedule and reading (summaries, a language), and how many rules a subscriber may have.
+Must not read the environment nor the store: a subscriber is checked here, kept elsewhere.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from bot.config.fields import (
     EmailAddress,
     EnvName,
     Every,
+    LanguageTag,
     RuleText,
     Section,
     SlackChannel,
@@ -29,6 +30,7 @@ from bot.config.fields import (
 )
 from bot.config.problems import validation_problems
 from bot.config.sections import MAX_RULES, DigestConfig
+from bot.core.languages import is_english
 from bot.core.models import Subscriber
 from bot.rules import format_rule, parse_rule
 
@@ -51,6 +53,10 @@ class SubscriberConfig(Section):
     notify_empty: bool | None = None
     email_format: Literal["html", "text"] = "html"
     abstracts: Literal["short", "full"] = "short"
+    # A summary in place of each abstract; a language whose translations stand beside the
+    # English (a BCP 47 tag; English itself needs none, and is read as none).
+    summaries: bool = False
+    language: LanguageTag | None = None
 
     @model_validator(mode="after")
     def _somewhere(self) -> SubscriberConfig:
@@ -74,6 +80,11 @@ class SubscriberConfig(Section):
                 raise ValueError(f"rules[{index}] repeats rules[{seen[key]}] ({text!r})")
             seen[key] = index
         return self
+
+    @field_validator("language")
+    @classmethod
+    def _no_english(cls, value: str | None) -> str | None:
+        return None if is_english(value) else value
 
     @field_validator("name")
     @classmethod
@@ -100,7 +111,14 @@ class SubscriberConfig(Section):
             slack_webhook=self.webhook_url_env,
             email_format=self.email_format,
             abstracts=self.abstracts,
+            summaries=self.summaries,
+            language=self.language,
         )
+
+
+# Words that clear a subscriber's language (English only) where one is typed or picked:
+# `subscribe --language none`, `/papers language off`, the manage page's "English only".
+NO_LANGUAGE = frozenset({"none", "off"})
 
 
 def subscriber_problems(
@@ -116,7 +134,7 @@ def subscriber_problems(
     checked by the same schema as the config file's `[[subscribers]]`; with `max_rules`,
     more rules than that is one ([digest] max_rules: count the ones it has already)."""
     data: dict[str, Any] = {"name": name, "rules": list(rules), "categories": list(categories)}
-    data.update(settings or {})
+    data.update(_typed(settings or {}))
     data["email"] = email if email is not None else "unknown@example.org"
     try:
         SubscriberConfig.model_validate(data)
@@ -125,6 +143,29 @@ def subscriber_problems(
     if max_rules is not None and (problem := too_many_rules(len(rules), max_rules)):
         return [f"rules: {problem}"]
     return []
+
+
+def subscriber_settings(name: str, settings: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A subscriber's settings given on the command line, in Slack or on the web, checked by
+    the same schema: the values to store (a language's standard tag, None for English or
+    a word of NO_LANGUAGE; summaries as a bool) and no problem, or no values and the
+    problems (then nothing may change)."""
+    wanted = _typed(settings)
+    data = {"name": name, "rules": ["placeholder"], "email": "unknown@example.org", **wanted}
+    try:
+        checked = SubscriberConfig.model_validate(data)
+    except ValidationError as exc:
+        return {}, validation_problems(exc)
+    return {key: getattr(checked, key) for key in wanted}, []
+
+
+def _typed(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings with a word that clears the language (NO_LANGUAGE) read as None."""
+    wanted = dict(settings)
+    language = wanted.get("language")
+    if isinstance(language, str) and language.strip().lower() in NO_LANGUAGE:
+        wanted["language"] = None
+    return wanted
 
 
 def too_many_rules(count: int, max_rules: int) -> str | None:

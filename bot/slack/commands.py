@@ -1,11 +1,12 @@
 """The `/papers` slash command: plain logic, the text and the user in, a reply out.
 
-Owns the subcommands (subscribe, list, remove, pause, resume, try, digest, email, manage,
-help) and the words of every reply; its syntax is `bot.slack.syntax`, whose subscription a
-command reaches and who may change it `bot.slack.subscriptions`. Must not speak HTTP or
-WebSocket: the web app (`POST /slack/commands`) and the Socket Mode adapter are thin shells
-over `SlashCommands.handle`. Slack is reached only through the injected `Directory` (who a
-user is, what a channel is) and `send_now` (deliver one subscriber's digest).
+Owns the subcommands (subscribe, list, remove, pause, resume, summaries, language, try,
+digest, email, manage, help) and the words of every reply; its syntax is `bot.slack.syntax`,
+whose subscription a command reaches and who may change it `bot.slack.subscriptions`. Must
+not speak HTTP or WebSocket: the web app (`POST /slack/commands`) and the Socket Mode
+adapter are thin shells over `SlashCommands.handle`. Slack is reached only through the
+injected `Directory` (who a user is, what a channel is) and `send_now` (deliver one
+subscriber's digest).
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.config import Config, subscriber_problems, too_many_rules
+from bot.config import Config, subscriber_problems, subscriber_settings, too_many_rules
 from bot.core.errors import PaperbellError, RuleError
 from bot.core.models import Subscriber
 from bot.core.schedule import check_timezone
-from bot.manage import Manager, free_name
+from bot.manage import Manager, free_name, language_called, reading_parts
 from bot.match.digest import try_rule
 from bot.render.slack import escape_mrkdwn, link
 from bot.rules import format_rule, parse_rule
@@ -89,6 +90,8 @@ class SlashCommands:
             "unsubscribe": self._remove,
             "pause": self._pause,
             "resume": self._resume,
+            "summaries": self._summaries,
+            "language": self._language,
             "try": self._try,
             "digest": self._digest,
             "email": self._email,
@@ -178,8 +181,10 @@ class SlashCommands:
         lines = [f"{number}. `{escape_mrkdwn(text)}`" for number, text in enumerate(sub.rules, 1)]
         state = "" if sub.active else " *(paused)*"
         origin = "\n_Set in the config file: ask your paperbell admin to change it._"
+        reading = reading_parts(sub)
+        extra = f" With {', '.join(reading)}." if reading else ""
         return Reply(
-            f"{whose}{state}: {self._when(sub)}\n"
+            f"{whose}{state}: {self._when(sub)}{extra}\n"
             + "\n".join(lines)
             + (origin if sub.origin == "config" else "")
         )
@@ -224,6 +229,68 @@ class SlashCommands:
             f"{whose} digests are paused. `{self.command} resume{target.suffix}` brings them back.",
             public=bool(target.channel),
         )
+
+    async def _summaries(self, request: CommandRequest, args: list[str]) -> Reply:
+        """`summaries [#channel] on|off`: a short summary in place of each abstract."""
+        target, args = await self.subscriptions.target(request, args, manage=True)
+        sub = self.subscriptions.owned(request, target)
+        wanted = args[0].strip().lower() if len(args) == 1 else ""
+        if wanted not in ("on", "off"):
+            return Reply(
+                f"Summaries are {'on' if sub.summaries else 'off'}. `{self.command} summaries"
+                f"{target.suffix} on` puts a short summary in place of each abstract; `off` "
+                "shows the abstracts."
+            )
+        self.store.subscribers.set_schedule(sub.name, summaries=wanted == "on")
+        whose = _whose(target)
+        if wanted == "off":
+            text = f"Summaries off: {whose} digests show each paper's abstract."
+        else:
+            text = (
+                f"Summaries on: {whose} digests give a short summary in place of each abstract "
+                "(the abstract is a click away)."
+            )
+            if self.config.llm is None:
+                text += (
+                    "\n_No model is set up here yet: the summaries are Hugging Face's where a "
+                    "paper has one, else the abstract._"
+                )
+        return Reply(text, public=target.channel is not None)
+
+    async def _language(self, request: CommandRequest, args: list[str]) -> Reply:
+        """`language [#channel] TAG|off`: each title and abstract also in that language."""
+        target, args = await self.subscriptions.target(request, args, manage=True)
+        sub = self.subscriptions.owned(request, target)
+        whose = _whose(target)
+        if not args or not args[0].strip():
+            now = f"in {language_called(sub.language)} beside" if sub.language else "only in"
+            return Reply(
+                f"Digests come {now} English. `{self.command} language{target.suffix} zh` "
+                "adds a translation (a language tag: zh, ja, de, pt-BR ...); `off`: English "
+                "only."
+            )
+        settings, problems = subscriber_settings(sub.name, {"language": args[0]})
+        if problems:
+            problem = problems[0].partition(": ")[2] or problems[0]
+            return Reply(
+                f":warning: {escape_mrkdwn(problem)}. Give a language tag such as zh, ja, de "
+                f"or pt-BR, or `{self.command} language{target.suffix} off` for English only."
+            )
+        language = settings["language"]
+        self.store.subscribers.set_schedule(sub.name, language=language)
+        public = target.channel is not None
+        if language is None:
+            return Reply(f"From now on {whose} digests are in English only.", public=public)
+        text = (
+            f"From now on {whose} digests show each title and abstract in "
+            f"{language_called(language)} beside the English."
+        )
+        if self.config.llm is None:
+            text += (
+                "\n_No model is set up here yet: until your paperbell admin adds one, the "
+                "digests stay in English._"
+            )
+        return Reply(text, public=public)
 
     async def _try(self, request: CommandRequest, args: list[str]) -> Reply:
         if not args:
@@ -379,6 +446,11 @@ class SlashCommands:
 
     def _when(self, sub: Subscriber) -> str:
         return f"Digests come {sub.schedule.describe()}."
+
+
+def _whose(target: Target) -> str:
+    """Whose digests a reply is about, inside a sentence: "your", or "<#C0123>'s"."""
+    return f"<#{target.channel.id}>'s" if target.channel else "your"
 
 
 def _known_zone(name: str) -> bool:

@@ -49,6 +49,8 @@ def usage(command: str, *, full: bool = False) -> str:
         f'• `{c} subscribe "diffusion policy" cat:cs.RO` (a rule for you)',
         f"• `{c} subscribe #channel RULE` (for a channel: admins and channel managers)",
         f"• `{c} list`, `{c} remove N`, `{c} pause`, `{c} resume`",
+        f"• `{c} summaries on|off` (a short summary in place of each abstract)",
+        f"• `{c} language zh|off` (each title and abstract in a language beside the English)",
         f"• `{c} try RULE` (what it would have found lately)",
         f"• `{c} digest` (your digest now)",
         f"• `{c} email [ADDRESS|off]` (digests by email too, once you confirm the address)",

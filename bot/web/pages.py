@@ -30,7 +30,15 @@ from bot.core.errors import PaperbellError
 from bot.core.links import PURPOSES
 from bot.core.models import Subscriber
 from bot.core.schedule import WEEKDAYS
-from bot.manage import Manager, Refused, RuleProblem, mask, notice_sender
+from bot.manage import (
+    Manager,
+    Refused,
+    RuleProblem,
+    language_choices,
+    mask,
+    notice_sender,
+    reading_parts,
+)
 from bot.render.notice import NoticeKind
 from bot.store import Store
 from bot.web.guards import parse_form, read_body
@@ -40,7 +48,16 @@ from bot.web.site import MAX_FORM, Site
 __all__ = ["LinkPages", "build_pages", "page_routes"]
 
 ONE_CLICK = "List-Unsubscribe=One-Click"
-SETTING_FIELDS = ("schedule", "day", "time", "timezone", "email_format", "abstracts")
+SETTING_FIELDS = (
+    "schedule",
+    "day",
+    "time",
+    "timezone",
+    "email_format",
+    "abstracts",
+    "summaries",  # "on", or "off" from a hidden field (an unchecked box sends nothing)
+    "language",  # a tag, or "none": English only
+)
 
 # What a finished change says at the top of the manage page (?done=KEY).
 DONE = {
@@ -175,6 +192,8 @@ class LinkPages:
             problems=problems or [],
             weekdays=WEEKDAYS,
             timezones=_timezones(),
+            languages=language_choices(sub.language),
+            reading=reading_parts(sub),
             editable=sub.origin == "database",
             unsubscribe_url=self.manager.link("unsubscribe", sub),
         )
