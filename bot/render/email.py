@@ -35,7 +35,15 @@ from bot.core.links import LOOPBACK_HOSTS
 from bot.core.models import Digest, Paper
 from bot.render import template_env
 from bot.render.text import plural, tidy
-from bot.render.view import GroupView, Layout, group_views, layout_of, quote_rule, texts_view
+from bot.render.view import (
+    GroupView,
+    Layout,
+    group_views,
+    layout_of,
+    quote_rule,
+    texts_view,
+)
+from bot.render.view import texts_note as texts_note_of
 
 __all__ = [
     "ACKNOWLEDGEMENT",
@@ -272,7 +280,7 @@ def _render(
     layout = layout_of(subscriber)
     texts = texts_view(digest)
     language = texts.language if texts else None
-    texts_note = " ".join(part for part in (tidy(digest.texts_note or ""), note) if part) or None
+    texts_note = " ".join(part for part in (texts_note_of(digest), note) if part)
     context = {
         "subject": subject,
         "site_name": site_name,
@@ -301,7 +309,7 @@ def _render(
         # Summaries and translations (bot.render.view.Layout); "standard" is the digest
         # exactly as it was before them.
         "layout": layout,
-        "extras": layout != "standard" or texts_note is not None,
+        "extras": layout != "standard" or bool(texts_note),
         "script": language_script(language) if language else "",
         "language_note": _language_note(layout, language),
         "texts_note": texts_note,

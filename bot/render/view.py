@@ -43,6 +43,7 @@ __all__ = [
     "ItemView",
     "Layout",
     "TextsView",
+    "cut_like",
     "group_views",
     "item_view",
     "layout_of",
@@ -59,6 +60,8 @@ Layout = Literal["standard", "summaries", "translated"]
 # The most shown of a model's texts, in characters: the pipeline asks for shorter (a
 # summary is about 300 characters), these only bound what a runaway answer can cost.
 SUMMARY_CHARS = 1000
+SUMMARY_BY_CHARS = 80  # a model's name
+NOTE_CHARS = 500  # Digest.texts_note
 TRANSLATED_TITLE_CHARS = 500
 TRANSLATED_TEXT_CHARS = 4000
 # A translation of a short abstract is cut where the English is: at the same share of its
@@ -264,6 +267,20 @@ def model_text(text: str | None, limit: int) -> str | None:
     return clip(shown, limit) or None
 
 
+def texts_note(digest: Digest) -> str | None:
+    """The digest's line about the texts that could not be written, as shown."""
+    return model_text(digest.texts_note, NOTE_CHARS)
+
+
+def cut_like(translation: str, shown: int, whole: int) -> str:
+    """A translation of a text of `whole` characters, cut (with "…") at the same share of
+    its length as the `shown` characters of the English are."""
+    if shown >= whole:
+        return translation
+    keep = round(len(translation) * TRANSLATION_MARGIN * shown / max(whole, 1))
+    return clip(translation, max(keep, 1))
+
+
 def _with_texts(
     view: ItemView, texts: PaperTexts | None, wanted: TextsView, *, abstract: Sequence[Segment]
 ) -> ItemView:
@@ -271,20 +288,20 @@ def _with_texts(
     if texts is None:
         return view
     summary = model_text(texts.summary, SUMMARY_CHARS) if wanted.summaries else None
+    summary_by = model_text(texts.summary_by, SUMMARY_BY_CHARS) if summary else None
     language = texts.language or wanted.language
     if wanted.language is None or language is None or is_english(language):
-        return replace(view, summary=summary, summary_by=texts.summary_by if summary else None)
+        return replace(view, summary=summary, summary_by=summary_by)
     translated_text = model_text(texts.text, TRANSLATED_TEXT_CHARS)
     if translated_text and summary is None and view.abstract.clipped:
         # The translation of the whole abstract, cut about where the English is cut.
         whole = sum(len(part) for part, _ in abstract)
         head = sum(len(part) for part, _ in view.abstract.head)
-        keep = round(len(translated_text) * TRANSLATION_MARGIN * head / max(whole, 1))
-        translated_text = clip(translated_text, max(keep, 1))
+        translated_text = cut_like(translated_text, head, whole)
     return replace(
         view,
         summary=summary,
-        summary_by=texts.summary_by if summary else None,
+        summary_by=summary_by,
         translated_title=model_text(texts.title, TRANSLATED_TITLE_CHARS),
         translated_text=translated_text,
         language=language,

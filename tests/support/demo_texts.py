@@ -17,7 +17,14 @@ A Chinese translation of an abstract is about a third of its English length in c
 
 from __future__ import annotations
 
-from bot.core.models import HUGGING_FACE, PaperTexts
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.core.models import HUGGING_FACE, Digest, PaperTexts, Subscriber
+from bot.demo import bundled_papers
+from bot.match.digest import build_digest
+from bot.rules import parse_rule
 
 MODEL = "qwen2.5:7b-instruct"
 
@@ -192,3 +199,60 @@ GRACE_CHINESE: dict[str, PaperTexts] = {
     for paper_id, (title, text) in _CHINESE.items()
 }
 GRACE_CHINESE_NOTE = "Translations could not be written for 2 papers today: the English is shown."
+
+
+# -- fifty papers with texts, for the size, browser and Slack checks ------------------------
+
+FIFTY_RULES = ("robot", "quantum", "learning")  # 264 papers of the bundled listing
+_CORPUS = "".join(texts.text or "" for texts in GRACE_CHINESE.values())
+
+
+def chinese(length: int, start: int = 0) -> str:
+    """`length` characters of real Chinese prose (the translations above, in a ring)."""
+    ring = _CORPUS * (2 + length // len(_CORPUS))
+    start %= len(_CORPUS)
+    return ring[start : start + length]
+
+
+def english_summary(abstract: str) -> str:
+    """A summary as the pipeline would show one: about 300 characters, cut with "…"."""
+    text = " ".join(abstract.split())
+    return text if len(text) <= 300 else text[:299].rsplit(" ", 1)[0] + "…"
+
+
+def realistic_texts(
+    digest: Digest, *, summaries: bool, language: str | None
+) -> dict[str, PaperTexts]:
+    """Texts for every paper of a digest, of the lengths real ones have: a summary of about
+    300 characters; a Chinese title and text a third of the English length in characters."""
+    texts: dict[str, PaperTexts] = {}
+    for number, item in enumerate(digest.items):
+        paper = item.paper
+        summary = english_summary(paper.abstract) if summaries else None
+        english = summary or paper.abstract
+        texts[paper.id] = PaperTexts(
+            summary=summary,
+            summary_by=MODEL if summary else None,
+            language=language,
+            title=chinese(len(paper.title) // 3, 7 * number) if language else None,
+            text=chinese(len(english) // 3, 13 * number) if language else None,
+        )
+    return texts
+
+
+def fifty_paper_digest(**changes: Any) -> Digest:
+    """A 50-paper digest of the bundled listing, as the pipeline builds it, for a subscriber
+    with `changes` (summaries, language, abstracts ...), with realistic texts for it."""
+    subscriber = replace(
+        Subscriber(name="ada", email="ada@lab.example", rules=FIFTY_RULES, max_papers=50),
+        **changes,
+    )
+    rules = [parse_rule(rule) for rule in FIFTY_RULES]
+    digest = build_digest(subscriber, rules, tuple(bundled_papers()), delivered={}, now=FIFTY_NOW)
+    assert digest is not None and digest.count == 50
+    texts = realistic_texts(digest, summaries=subscriber.summaries, language=subscriber.language)
+    note = "Summaries could not be written for 3 papers today: their abstracts are shown."
+    return replace(digest, texts=texts, texts_note=note)
+
+
+FIFTY_NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
