@@ -198,6 +198,20 @@ def test_right_to_left_translations_say_so() -> None:
     assert group.items[0].direction == "rtl" and group.items[0].language_name == "Arabic"
 
 
+@pytest.mark.parametrize("written", ["ja", "xx-!!<b>", "", "zh-CN-x-" + "a" * 80])
+def test_translations_in_another_language_than_asked_are_not_shown(written: str) -> None:
+    texts = {"2411.00001": PaperTexts(language=written, title="翻訳", text="本文")}
+    (group,) = group_views(digest(texts, language="zh"))
+    assert not group.items[0].translated
+    assert "翻訳" not in render_digest(digest(texts, language="zh"), SETTINGS).html
+
+
+def test_translations_tagged_in_another_form_of_the_asked_tag_are_shown() -> None:
+    texts = {"2411.00001": PaperTexts(language="zh-cn", title=ZH_TITLE)}
+    (group,) = group_views(digest(texts, language="zh-CN"))
+    assert group.items[0].translated_title == ZH_TITLE and group.items[0].language == "zh-CN"
+
+
 def test_model_text_is_cleaned_and_capped() -> None:
     raw = "Hello\x00 \u202eevil\u202c\x1b[31m  world\n\n$\\alpha$-stable"
     assert model_text(raw, 100) == "Hello evil[31m world α-stable"

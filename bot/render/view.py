@@ -22,7 +22,13 @@ from datetime import date
 from typing import Literal
 from urllib.parse import quote
 
-from bot.core.languages import is_english, language_name, language_script
+from bot.core.languages import (
+    LanguageError,
+    is_english,
+    language_name,
+    language_script,
+    standard_tag,
+)
 from bot.core.links import web_url
 from bot.core.models import HUGGING_FACE, Digest, DigestItem, Paper, PaperTexts, Subscriber
 from bot.render.text import (
@@ -289,8 +295,9 @@ def _with_texts(
         return view
     summary = model_text(texts.summary, SUMMARY_CHARS) if wanted.summaries else None
     summary_by = model_text(texts.summary_by, SUMMARY_BY_CHARS) if summary else None
-    language = texts.language or wanted.language
-    if wanted.language is None or language is None or is_english(language):
+    language = wanted.language
+    if language is None or not _same_language(texts.language, language):
+        # Not asked for, or written in another language than asked: none is shown.
         return replace(view, summary=summary, summary_by=summary_by)
     translated_text = model_text(texts.text, TRANSLATED_TEXT_CHARS)
     if translated_text and summary is None and view.abstract.clipped:
@@ -308,6 +315,16 @@ def _with_texts(
         language_name=language_name(language),
         direction="rtl" if language_script(language) in RTL_SCRIPTS else "ltr",
     )
+
+
+def _same_language(written: str | None, wanted: str) -> bool:
+    """Whether texts tagged `written` (None: untagged, taken as asked) are in `wanted`."""
+    if written is None or written == wanted:
+        return True
+    try:
+        return standard_tag(written) == standard_tag(wanted)
+    except LanguageError:
+        return False
 
 
 def _code_label(paper: Paper) -> str | None:
