@@ -5,7 +5,10 @@ driven by Playwright), as a reader would use them.
 and serves the pages on loopback. The browser opens a received digest's HTML at desktop and
 phone width (and in dark mode), follows its "manage" link, adds a bad and a good rule (the
 live check shows the error at its column), changes the schedule, unsubscribes and undoes
-it. Screenshots are saved in test-artifacts/screenshots/ (PAPERBELL_ARTIFACTS to move it).
+it. The summaries and translations digests (the golden ones, and 50-paper ones) are opened
+the same ways: nothing overflows, the Chinese and Japanese show, in a CJK font, each
+translated title under its title. Screenshots are saved in test-artifacts/screenshots/
+(PAPERBELL_ARTIFACTS to move it).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import asyncio
 import os
 import re
 import shutil
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -242,3 +246,124 @@ def test_a_forged_link_gets_a_clear_page(demo: DemoServer, browser: Any) -> None
     assert page.locator("h1").inner_text() == "This link is not valid"
     shot(page, "forged-link")
     context.close()
+
+
+# -- summaries and translations -------------------------------------------------------------
+
+
+def _cjk_fonts() -> str:
+    """The families fontconfig knows for Chinese (empty: none, or no fontconfig)."""
+    if not shutil.which("fc-list"):
+        return ""
+    done = subprocess.run(
+        ["fc-list", ":lang=zh", "family"], capture_output=True, text=True, check=False
+    )
+    return done.stdout.strip()
+
+
+def _texts_emails(folder: Path) -> dict[str, tuple[Path, str | None]]:
+    """The golden summaries and translations digests and two 50-paper ones, as HTML files:
+    name -> (file, the language its translations are marked with)."""
+    from support.demo_mail import CASES, demo_message
+    from support.demo_texts import fifty_paper_digest
+
+    from bot.render.email import render_digest
+
+    found: dict[str, tuple[Path, str | None]] = {}
+    for case in CASES:
+        if case.texts:
+            html = next(
+                part.get_content()
+                for part in demo_message(case).walk()
+                if part.get_content_type() == "text/html"
+            )
+            path = folder / f"{case.name}.html"
+            path.write_text(html, encoding="utf-8")
+            found[case.name] = (path, case.subscriber.language)
+    for name, changes in (
+        ("fifty-summaries", {"summaries": True}),
+        ("fifty-zh", {"language": "zh"}),
+    ):
+        path = folder / f"{name}.html"
+        path.write_text(render_digest(fifty_paper_digest(**changes)).html, encoding="utf-8")
+        found[name] = (path, changes.get("language"))
+    return found
+
+
+def test_summaries_and_translations_read_well_at_desktop_and_phone_width(
+    browser: Any, tmp_path: Path
+) -> None:
+    emails = _texts_emails(tmp_path)
+    assert set(emails) == {
+        "lin-summaries",
+        "grace-zh",
+        "lin-both-ja",
+        "fifty-summaries",
+        "fifty-zh",
+    }
+    for name, (path, language) in emails.items():
+        for view, width, scheme in (
+            ("desktop", 1280, "light"),
+            ("phone", 390, "light"),
+            ("phone-dark", 390, "dark"),
+        ):
+            context = browser.new_context(
+                viewport={"width": width, "height": 900}, color_scheme=scheme
+            )
+            page = context.new_page()
+            page.goto(path.as_uri())
+            where = f"{name} at {width} px, {scheme}"
+            # Nothing sticks out sideways: no horizontal scrolling, CJK lines included.
+            wide, client = page.evaluate(
+                "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+            )
+            assert wide <= client, f"{where}: the page is {wide} px wide in {client}"
+            titles = page.locator("h3")
+            assert titles.count() >= 5
+            if scheme == "dark":  # the dark-mode rules apply: light text on a dark card
+                card = page.locator("table.card")
+                assert card.evaluate("e => getComputedStyle(e).backgroundColor") == (
+                    "rgb(27, 30, 33)"
+                )
+            if language:
+                _check_translations(page, language, where)
+            else:
+                assert page.locator("[lang]:not(html)").count() == 0
+                assert page.get_by_text("AI summary", exact=False).count() >= 1
+            shot(page, f"texts-{name}-{view}")
+            context.close()
+
+
+def _check_translations(page: Any, language: str, where: str) -> None:
+    """The translations are shown: marked with their language, visible, each title's right
+    under it, in a font that has their characters, readable in dark mode."""
+    marked = page.locator(f"[lang='{language}']")
+    assert marked.count() >= 5, where
+    first = marked.first
+    assert first.is_visible(), where
+    # The translated title is the element right after the first title, and sits under it.
+    title = page.locator("h3").first
+    follows = title.evaluate("e => e.nextElementSibling.getAttribute('lang')")
+    assert follows == language, where
+    above, below = title.bounding_box(), first.bounding_box()
+    assert above is not None and below is not None
+    assert above["y"] + above["height"] <= below["y"] + 1, where
+    assert below["y"] - (above["y"] + above["height"]) < 24, where
+    assert abs(above["x"] - below["x"]) < 2, where  # aligned, not beside it
+    # Its characters are drawn with a CJK font (not boxes): what Chromium actually used.
+    fonts = _cjk_fonts()
+    if fonts:
+        session = page.context.new_cdp_session(page)
+        session.send("DOM.enable")
+        session.send("CSS.enable")
+        root = session.send("DOM.getDocument")["root"]["nodeId"]
+        node = session.send(
+            "DOM.querySelector", {"nodeId": root, "selector": f"[lang='{language}']"}
+        )["nodeId"]
+        used = session.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+        families = {font["familyName"] for font in used}
+        assert any("CJK" in family for family in families), f"{where}: drawn with {families}"
+        session.detach()
+    colour = first.evaluate("e => getComputedStyle(e).color")
+    background = page.locator("table.card").evaluate("e => getComputedStyle(e).backgroundColor")
+    assert colour != background, where

@@ -15,7 +15,10 @@ What is compared
         <case>.headers   the message's header block as sent, and its MIME parts
 
     Cases: `ada`, `grace`, `robotics-lab` (HTML, short abstracts: the defaults), `ada-full`
-    (`abstracts = "full"`) and `grace-text` (`email_format = "text"`: one text part).
+    (`abstracts = "full"`) and `grace-text` (`email_format = "text"`: one text part); with
+    summaries and translations (the hand-written texts of tests/support/demo_texts.py):
+    `lin-summaries` (model, Hugging Face and missing summaries), `grace-zh` (Chinese, some
+    translations missing) and `lin-both-ja` (summaries and Japanese).
     The messages are built by tests/support/demo_mail.py.
 
 When a change is intended
@@ -41,6 +44,7 @@ import pytest
 from support.demo_mail import CASES, DemoCase, demo_digests, demo_message
 
 from bot.demo import DEMO_SUBSCRIBERS
+from bot.render.view import layout_of
 
 GOLDEN = Path(__file__).parent / "golden"
 REGENERATE = "--regenerate-golden"
@@ -134,6 +138,9 @@ def test_golden_cases_cover_the_demo_and_the_preferences() -> None:
     formats = {(case.subscriber.email_format, case.subscriber.abstracts) for case in CASES}
     assert {("html", "short"), ("html", "full"), ("text", "short")} <= formats
     assert any(digest.count > 5 for digest in demo_digests().values())  # a TOC is shown
+    layouts = {layout_of(case.subscriber) for case in CASES}
+    assert layouts == {"standard", "summaries", "translated"}
+    assert any(case.subscriber.summaries and case.subscriber.language for case in CASES)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
@@ -147,13 +154,15 @@ def test_demo_message_shape(case: DemoCase) -> None:
     assert "https://papers.lab.example/unsubscribe/TOKEN-" in text
     assert "Thank you to arXiv for use of its open access interoperability." in text
     assert (".html" in files) is (case.subscriber.email_format == "html")
+    standard = layout_of(case.subscriber) == "standard"
     if ".html" in files:
         html = files[".html"]
         for number in range(1, digest.count + 1):
             assert f'id="paper-{number}"' in html
-            assert (f'href="#paper-{number}"' in html) is (digest.count > 5)
+            # A table of contents in the standard layout only: the others are kept light.
+            assert (f'href="#paper-{number}"' in html) is (digest.count > 5 and standard)
         clipped = html.count(">Read the full abstract</a>")
-        assert (clipped > 0) is (case.subscriber.abstracts == "short")
+        assert (clipped > 0) is (case.subscriber.abstracts == "short" and standard)
     headers = files[".headers"]
     assert "List-Unsubscribe-Post: List-Unsubscribe=One-Click\n" in headers
     assert "Date: Thu, 28 Nov 2024 12:00:00 +0000\n" in headers

@@ -22,7 +22,7 @@ import functools
 import hashlib
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from email.message import EmailMessage
 from urllib.parse import quote, urlsplit
@@ -30,11 +30,20 @@ from urllib.parse import quote, urlsplit
 import css_inline
 
 from bot.core.checks import check_address, check_header_text
+from bot.core.languages import language_name, language_script
 from bot.core.links import LOOPBACK_HOSTS
 from bot.core.models import Digest, Paper
 from bot.render import template_env
 from bot.render.text import plural, tidy
-from bot.render.view import GroupView, group_views, quote_rule
+from bot.render.view import (
+    GroupView,
+    Layout,
+    group_views,
+    layout_of,
+    quote_rule,
+    texts_view,
+)
+from bot.render.view import texts_note as texts_note_of
 
 __all__ = [
     "ACKNOWLEDGEMENT",
@@ -52,6 +61,10 @@ __all__ = [
 ACKNOWLEDGEMENT = "Thank you to arXiv for use of its open access interoperability."
 
 SUBJECT_LIMIT = 120
+# The most HTML a digest with summaries or translations is sent with, in bytes (decoded):
+# Gmail clips a message's HTML past 102 KB, hiding the rest and the unsubscribe link.
+HTML_BUDGET = 100_000
+SHORTENED_NOTE = "Abstracts are shortened: in full, this digest is too long for some mail apps."
 TOC_MIN_PAPERS = 6  # a digest this long opens with a table of contents
 PREHEADER_LIMIT = 200
 
@@ -181,6 +194,14 @@ def _preheader(digest: Digest, groups: tuple[GroupView, ...]) -> str:
     return text
 
 
+def _language_note(layout: Layout, language: str | None) -> str | None:
+    """The line that says the translations are a machine's: `With machine translations
+    into Chinese.`"""
+    if layout != "translated" or language is None:
+        return None
+    return f"With machine translations into {language_name(language)}."
+
+
 def _unsubscribe_mailto_url(address: str, name: str) -> str:
     return f"mailto:{address}?subject={quote('unsubscribe ' + name, safe='')}"
 
@@ -224,7 +245,30 @@ def render_digest(
     *,
     links: DigestLinks | None = None,
 ) -> RenderedEmail:
-    """Render a digest's subject, plain-text part and HTML part (its CSS inlined)."""
+    """Render a digest's subject, plain-text part and HTML part (its CSS inlined).
+
+    A digest with summaries or translations whose full abstracts would take its HTML past
+    `HTML_BUDGET` is rendered with short abstracts instead (and says so): past 102 KB Gmail
+    clips the message, and a long digest's translations double its text."""
+    rendered = _render(digest, settings, links=links)
+    subscriber = digest.subscriber
+    if (
+        layout_of(subscriber) != "standard"
+        and subscriber.abstracts == "full"
+        and len(rendered.html.encode()) > HTML_BUDGET
+    ):
+        shorter = replace(digest, subscriber=replace(subscriber, abstracts="short"))
+        rendered = _render(shorter, settings, links=links, note=SHORTENED_NOTE)
+    return rendered
+
+
+def _render(
+    digest: Digest,
+    settings: EmailSettings | None,
+    *,
+    links: DigestLinks | None,
+    note: str | None = None,
+) -> RenderedEmail:
     links = links or DigestLinks()
     subscriber = digest.subscriber
     site_name = tidy(settings.site_name) if settings else "paperbell"
@@ -233,6 +277,10 @@ def render_digest(
         unsubscribe_address = check_address(settings.unsubscribe_address, what="unsubscribe_mailto")
     subject = subject_line(digest)
     groups = group_views(digest)
+    layout = layout_of(subscriber)
+    texts = texts_view(digest)
+    language = texts.language if texts else None
+    texts_note = " ".join(part for part in (texts_note_of(digest), note) if part)
     context = {
         "subject": subject,
         "site_name": site_name,
@@ -258,6 +306,13 @@ def render_digest(
         "unsubscribe_url": _check_https_url(links.unsubscribe) if links.unsubscribe else None,
         "manage_url": _check_link_url(links.manage, what="manage_url") if links.manage else None,
         "acknowledgement": ACKNOWLEDGEMENT,
+        # Summaries and translations (bot.render.view.Layout); "standard" is the digest
+        # exactly as it was before them.
+        "layout": layout,
+        "extras": layout != "standard" or bool(texts_note),
+        "script": language_script(language) if language else "",
+        "language_note": _language_note(layout, language),
+        "texts_note": texts_note,
     }
     env = template_env()
     text = env.get_template("email/digest.txt.j2").render(context)

@@ -15,7 +15,9 @@ Where paper text goes:
   `* _ ~ \\`` swapped for look-alikes (Slack has no escape for them inside a link label, and
   `Ta$_2$NiSe$_5$` would otherwise turn italic);
 - abstracts, authors, categories and notes are `plain_text`: shown literally, TeX and all;
-- rules are mrkdwn code spans (nothing formats inside one), backticks swapped.
+- rules are mrkdwn code spans (nothing formats inside one), backticks swapped;
+- what a model wrote (`Digest.texts`: summaries, translated titles and texts, who wrote
+  them) is `plain_text` only: never mrkdwn, so no link or formatting comes from it.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from slack_sdk.models.blocks import (
 from bot.core.links import web_url
 from bot.core.models import Digest, DigestItem
 from bot.render.text import plural, shorten_authors, tidy
-from bot.render.view import item_view, quote_rule
+from bot.render.view import TextsView, cut_like, item_view, quote_rule, texts_note, texts_view
 
 __all__ = [
     "SLACK_LIMITS",
@@ -76,6 +78,10 @@ SLACK_LIMITS = SlackLimits()
 TITLE_CHARS = 300
 SUMMARY_TITLE_CHARS = 200
 ABSTRACT_CHARS = 300
+SUMMARY_CHARS = 600  # a model's summary (the pipeline asks for about 300)
+TRANSLATED_TITLE_CHARS = 300
+TRANSLATED_TEXT_CHARS = 600  # the summary's translation, or the shown abstract's
+SUMMARY_BY_CHARS = 100  # "AI summary · <model>"
 AUTHORS_CHARS = 400
 CATEGORIES_CHARS = 300
 MARKER_CHARS = 100  # cross-list from ..., updated: v3
@@ -266,11 +272,16 @@ def _title(item: DigestItem, limit: int) -> str:
     return _fit(tidy(paper.title) or paper.versioned_id, limit)
 
 
-def _paper_blocks(number: int, item: DigestItem) -> list[dict[str, Any]]:
-    """A paper: linked title; authors, categories and rules; the abstract's start; links."""
+def _paper_blocks(
+    number: int, item: DigestItem, texts: TextsView | None = None
+) -> list[dict[str, Any]]:
+    """A paper: linked title (its translation beneath); authors, categories and rules; the
+    abstract's start, or the summary in its place, then its translation; links."""
     paper = item.paper
-    view = item_view(number, item)
+    view = item_view(number, item, abstracts="full", texts=texts)
     blocks = [_section(f"*{number}. {link(view.url, _title(item, TITLE_CHARS))}*")]
+    if view.translated_title:
+        blocks.append(_context(_plain(shorten(view.translated_title, TRANSLATED_TITLE_CHARS))))
 
     meta: list[MarkdownTextObject | PlainTextObject] = []
     authors = shorten(shorten_authors(paper.authors), AUTHORS_CHARS)
@@ -289,9 +300,17 @@ def _paper_blocks(number: int, item: DigestItem) -> list[dict[str, Any]]:
     if meta:
         blocks.append(_context(*meta))
 
-    abstract = shorten(paper.abstract, ABSTRACT_CHARS)
-    if abstract:
-        blocks.append(_plain_section(abstract))
+    if view.summary:
+        english = shorten(view.summary, SUMMARY_CHARS)
+        translation = view.translated_text
+    else:
+        english = shorten(paper.abstract, ABSTRACT_CHARS)
+        translation = view.translated_text and cut_like(
+            view.translated_text, len(english.rstrip(ELLIPSIS)), len(tidy(paper.abstract))
+        )
+    shown = [part for part in (english, shorten(translation or "", TRANSLATED_TEXT_CHARS)) if part]
+    if shown:
+        blocks.append(_plain_section("\n\n".join(shown)))
 
     links = [escape_mrkdwn(_fit(paper.label, 60))]
     if view.url:
@@ -303,7 +322,11 @@ def _paper_blocks(number: int, item: DigestItem) -> list[dict[str, Any]]:
     if view.code_url and len(view.code_url) <= URL_CHARS:
         links.append(link(view.code_url, "Code"))
     links += [link(url, "DOI") for _, url in view.dois[:MAX_DOIS] if len(url) <= URL_CHARS]
-    blocks.append(_context(_mrkdwn(" \u00b7 ".join(links))))
+    footer: list[MarkdownTextObject | PlainTextObject] = []
+    if view.summary_label:  # who wrote the summary: plain text, whatever the model's name
+        footer.append(_plain(shorten(view.summary_label, SUMMARY_BY_CHARS)))
+    footer.append(_mrkdwn(" \u00b7 ".join(links)))
+    blocks.append(_context(*footer))
     return blocks
 
 
@@ -360,7 +383,12 @@ def _summary_post(digest: Digest, *, threaded: bool = True) -> SlackMessage:
         )
     if digest.note:
         notes.append(escape_mrkdwn(_fit(digest.note, NOTE_CHARS)))
-    blocks.append(_context(*(_mrkdwn(note) for note in notes)))
+    elements: list[MarkdownTextObject | PlainTextObject] = [_mrkdwn(note) for note in notes]
+    if (texts := texts_view(digest)) and texts.language_name:
+        elements.append(_plain(f"With machine translations into {texts.language_name}."))
+    if note := texts_note(digest):
+        elements.append(_plain(shorten(note, NOTE_CHARS)))
+    blocks.append(_context(*elements))
     rule_names = ", ".join(quote_rule(rule) for rule in rules)
     text = _fallback(f"{header}: {rule_names}" if rule_names else header)
     return SlackMessage(text=text, blocks=tuple(blocks))
@@ -410,11 +438,12 @@ def _thread_posts(digest: Digest, limits: SlackLimits) -> list[SlackMessage]:
     each opens with its bold numbered title and closes with its small links line, and four
     blocks a paper let twelve share a message."""
     thread = _Thread(limits=limits, total=digest.count, messages=[], blocks=[], numbers=[])
+    texts = texts_view(digest)
     number = 0
     for group in digest.groups:
         for index, item in enumerate(group.items):
             number += 1
-            paper = _paper_blocks(number, item)
+            paper = _paper_blocks(number, item, texts)
             heading = _heading(group.rule, len(group.items), continued=index > 0)
             unit = [_divider(), heading, *paper] if index == 0 else paper
             if thread.blocks and not thread.fits(unit):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -111,7 +112,9 @@ def shorten_authors(authors: Sequence[str], limit: int = 10, *, keep: int = 3) -
 
 
 def wrap(text: str, width: int = 72, indent: str = "", first_indent: str | None = None) -> str:
-    """Fill plain text to `width` columns; blank lines separate paragraphs; URLs never break."""
+    """Fill plain text to `width` columns; blank lines separate paragraphs; URLs never break.
+    Chinese, Japanese and Korean text (no spaces between words, each character two columns
+    wide) may break between any two of its characters (`_fill_wide`)."""
     first = indent if first_indent is None else first_indent
     paragraphs = [tidy(p) for p in re.split(r"\n\s*\n", text)]
     wrapper = textwrap.TextWrapper(
@@ -124,8 +127,110 @@ def wrap(text: str, width: int = 72, indent: str = "", first_indent: str | None 
     filled = []
     for number, paragraph in enumerate(p for p in paragraphs if p):
         wrapper.initial_indent = first if number == 0 else indent
-        filled.append(wrapper.fill(paragraph))
+        if any(_wide(char) for char in paragraph):
+            filled.append(_fill_wide(paragraph, width, wrapper.initial_indent, indent))
+        else:
+            filled.append(wrapper.fill(paragraph))
     return "\n\n".join(filled)
+
+
+# What may not start a line (closing marks) and what may not end one (opening marks), in
+# CJK text (a light form of Japanese kinsoku shori).
+_NO_LINE_START = frozenset("、。，．,.:;：；!?！？)）]］}｝〕〉》」』】〙〗’”%％…‥ー・")
+_NO_LINE_END = frozenset("(（[［{｛〔〈《「『【〘〖‘“")
+
+
+def _wide(char: str) -> bool:
+    """Whether a character takes two columns in a terminal (CJK ideographs, kana, hangul)."""
+    return unicodedata.east_asian_width(char) in ("W", "F")
+
+
+def _columns(text: str) -> int:
+    return sum(2 if _wide(char) else 1 for char in text)
+
+
+def _fill_wide(paragraph: str, width: int, first: str, indent: str) -> str:
+    """Fill a paragraph holding wide characters: a line may break at a space, before or
+    after a wide character, and never before a closing mark or after an opening one; a
+    run of narrow characters (a word, a number, a URL) is never broken."""
+    tokens: list[str] = []  # " " or an unbreakable run
+    for char in paragraph:
+        last = tokens[-1] if tokens else " "
+        if char.isspace():
+            if last != " ":
+                tokens.append(" ")
+        elif last != " " and (
+            char in _NO_LINE_START
+            or all(c in _NO_LINE_END for c in last)
+            or not (_wide(char) or _wide(last[-1]))
+        ):
+            tokens[-1] = last + char
+        else:
+            tokens.append(char)
+    lines: list[str] = []
+    line, used, space = first, _columns(first), False
+    start = used
+    for token in tokens:
+        if token == " ":
+            space = True
+            continue
+        need = _columns(token) + (1 if space and used > start else 0)
+        if used > start and used + need > width:
+            lines.append(line)
+            line, used, start, space = indent, _columns(indent), _columns(indent), False
+            need = _columns(token)
+        if space and used > start:
+            line += " "
+        line += token
+        used += need
+        space = False
+    lines.append(line)
+    return "\n".join(lines)
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters with an ellipsis: at a space when one is in
+    the second half, else (text without spaces: Chinese, Japanese) after a punctuation mark
+    in the last third, else anywhere between characters."""
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return "…"[:limit]
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2:
+        cut = cut[:space]
+    else:
+        marks = [at for at, char in enumerate(cut) if char in _CLAUSE_ENDS]
+        if marks and marks[-1] >= (2 * limit) // 3:
+            cut = cut[: marks[-1]]
+    return _TRAILING.sub("", cut) + "…"
+
+
+_CLAUSE_ENDS = frozenset("。，、；：！？")
+_TRAILING = re.compile(r"[\s,;:.(\[{\-\u2013\u2014。，、；：（「『]+$")
+
+# Characters a model's text never keeps: C0 and C1 controls (NUL, ESC ...) and the
+# bidirectional embeddings, overrides and isolates, which would reorder what follows them
+# (a plain-text part has no element to contain them). Whitespace among them is tidied.
+_UNSHOWN = {
+    c: " " if chr(c) in "\t\n\r\f\v" else None
+    for c in (*range(0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+}
+
+
+def plain_text(text: str) -> str:
+    """Untrusted text (a model's) as plain text to show: control and bidi-override
+    characters dropped, whitespace tidied. Still to be escaped by each renderer."""
+    return tidy(text.translate(_UNSHOWN))
+
+
+def first_authors(authors: Sequence[str], keep: int = 2) -> str:
+    """`A, B` for up to three names, beyond `A, B et al.`: the short byline of a summary."""
+    names = [name for name in (tidy_author(a) for a in authors) if name]
+    if len(names) <= keep + 1:
+        return ", ".join(names)
+    return f"{', '.join(names[:keep])} et al."
 
 
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:
@@ -241,6 +346,7 @@ FILTERS = {
     "highlight_segments": highlight_segments,
     "star_marks": star_marks,
     "shorten_authors": shorten_authors,
+    "first_authors": first_authors,
     "wrap": wrap,
     "tidy": tidy,
     "plural": plural,

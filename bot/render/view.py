@@ -2,25 +2,79 @@
 
 Owns what email and Slack both compute from a digest: one paper's view (`ItemView`: its
 title and abstract highlighted, its markers, its links checked by `bot.core.links.web_url`,
-its Hugging Face and code figures, in words), the rules as shown (`quote_rule`), and the
-digest's groups of numbered papers (`GroupView`). Shared by `bot.render.email` and
-`bot.render.slack`, which lay these out, each for its medium; neither imports the other.
+its Hugging Face and code figures, in words; its summary and translations, when the
+subscriber asked for them and the digest carries them), the rules as shown (`quote_rule`),
+the digest's groups of numbered papers (`GroupView`) and its layout (`layout_of`).
+Shared by `bot.render.email` and `bot.render.slack`, which lay these out, each for its
+medium; neither imports the other.
 
 Pure: no I/O, no clock. It escapes nothing (each renderer escapes for its own format) and
 never makes a link of a paper's raw fields: only the checked URLs of an `ItemView` are.
+A model's texts (`Digest.texts`) are untrusted plain text: here they lose control and
+bidi-override characters and are capped (`model_text`); they never become links.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date
+from typing import Literal
 from urllib.parse import quote
 
+from bot.core.languages import (
+    LanguageError,
+    is_english,
+    language_name,
+    language_script,
+    standard_tag,
+)
 from bot.core.links import web_url
-from bot.core.models import Digest, DigestItem, Paper
-from bot.render.text import Excerpt, Segment, excerpt, highlight, plural, tidy, unicode_math
+from bot.core.models import HUGGING_FACE, Digest, DigestItem, Paper, PaperTexts, Subscriber
+from bot.render.text import (
+    Excerpt,
+    Segment,
+    clip,
+    excerpt,
+    highlight,
+    plain_text,
+    plural,
+    tidy,
+    unicode_math,
+)
 
-__all__ = ["CategoryView", "GroupView", "ItemView", "group_views", "item_view", "quote_rule"]
+__all__ = [
+    "CategoryView",
+    "GroupView",
+    "ItemView",
+    "Layout",
+    "TextsView",
+    "cut_like",
+    "group_views",
+    "item_view",
+    "layout_of",
+    "model_text",
+    "quote_rule",
+    "texts_view",
+]
+
+# How a digest is laid out: "standard" (rules, metadata, abstracts), "summaries" (a calm
+# list: title and summary per paper, one short line under it), "translated" (the standard
+# layout with each title's and text's translation beneath the English).
+Layout = Literal["standard", "summaries", "translated"]
+
+# The most shown of a model's texts, in characters: the pipeline asks for shorter (a
+# summary is about 300 characters), these only bound what a runaway answer can cost.
+SUMMARY_CHARS = 1000
+SUMMARY_BY_CHARS = 80  # a model's name
+NOTE_CHARS = 500  # Digest.texts_note
+TRANSLATED_TITLE_CHARS = 500
+TRANSLATED_TEXT_CHARS = 4000
+# A translation of a short abstract is cut where the English is: at the same share of its
+# length, times this.
+TRANSLATION_MARGIN = 1.0
+# Scripts written right to left: their translations are marked dir="rtl".
+RTL_SCRIPTS = frozenset({"Arab", "Hebr", "Syrc", "Thaa", "Nkoo", "Adlm", "Rohg"})
 
 
 def quote_rule(rule: str) -> str:
@@ -60,10 +114,36 @@ class ItemView:
     html_url: str | None = None
     code_url: str | None = None
     hf_url: str | None = None
+    # What a model (or Hugging Face) wrote of the paper, each checked by `model_text`:
+    # untrusted plain text, to be escaped, never a link. None: not asked for, or missing
+    # (the paper's own title and abstract are shown).
+    summary: str | None = None  # shown in place of the abstract
+    summary_by: str | None = None  # who wrote it: the model's name, or HUGGING_FACE
+    translated_title: str | None = None  # shown under the title
+    # The translation of the English text shown in place of the abstract (the summary when
+    # there is one, else the abstract: cut where a short abstract is cut), shown after it.
+    translated_text: str | None = None
+    language: str | None = None  # the translations' BCP 47 tag (HTML lang="...")
+    language_name: str | None = None  # "Chinese"
+    direction: str = "ltr"  # the translations' writing direction ("rtl": Arabic, Hebrew)
 
     @property
     def anchor(self) -> str:
         return f"paper-{self.number}"
+
+    @property
+    def summary_label(self) -> str | None:
+        """Who wrote the summary, as shown beside it: `Summary by Hugging Face`,
+        `AI summary · qwen2.5:7b-instruct`; None without a summary."""
+        if self.summary is None:
+            return None
+        if self.summary_by == HUGGING_FACE:
+            return f"Summary by {HUGGING_FACE}"
+        return f"AI summary · {self.summary_by}" if self.summary_by else "AI summary"
+
+    @property
+    def translated(self) -> bool:
+        return bool(self.translated_title or self.translated_text)
 
     @property
     def title_text(self) -> str:
@@ -83,9 +163,16 @@ class GroupView:
         return plural(len(self.items), "paper")
 
 
-def item_view(number: int, item: DigestItem, *, abstracts: str = "short") -> ItemView:
+def item_view(
+    number: int,
+    item: DigestItem,
+    *,
+    abstracts: str = "short",
+    texts: TextsView | None = None,
+) -> ItemView:
     """The view of the digest's `number`th paper; `abstracts`: "short" (the first lines and a
-    snippet around the hits) or the whole abstract."""
+    snippet around the hits) or the whole abstract; `texts`: what the digest carries of
+    summaries and translations for its subscriber (`texts_view`), None: none."""
     paper = item.paper
     primary = paper.primary_category
     markers: list[str] = []
@@ -97,18 +184,19 @@ def item_view(number: int, item: DigestItem, *, abstracts: str = "short") -> Ite
     abstract_spans = [(h.start, h.end) for h in item.hits if h.field == "abstract"]
     title = unicode_math(highlight(paper.title, title_spans))
     abstract = unicode_math(highlight(paper.abstract, abstract_spans))
+    shown = (
+        excerpt(abstract, seen=(text for text, marked in title if marked))
+        if abstracts == "short"
+        else Excerpt(head=tuple(abstract))
+    )
     whose = f"paper {paper.id[:80]}: a link"
     code_url = web_url(paper.github, what=whose)
-    return ItemView(
+    view = ItemView(
         number=number,
         paper=paper,
         rules=tuple(quote_rule(rule) for rule in item.rules),
         title=tuple(title),
-        abstract=(
-            excerpt(abstract, seen=(text for text, marked in title if marked))
-            if abstracts == "short"
-            else Excerpt(head=tuple(abstract))
-        ),
+        abstract=shown,
         categories=tuple(
             CategoryView(name, index == 0) for index, name in enumerate(paper.categories)
         ),
@@ -129,6 +217,114 @@ def item_view(number: int, item: DigestItem, *, abstracts: str = "short") -> Ite
         # Hugging Face lists arXiv papers only: its page of any other id is no page.
         hf_url=web_url(paper.hf_url, what=whose) if paper.on_arxiv else None,
     )
+    if texts is None:
+        return view
+    return _with_texts(view, texts.of(paper), texts, abstract=abstract)
+
+
+@dataclass(frozen=True)
+class TextsView:
+    """What a digest shows of its `Digest.texts`, for its subscriber: summaries (when asked
+    for) and translations into `language` (when asked for; None: none)."""
+
+    texts: Mapping[str, PaperTexts]
+    summaries: bool = False
+    language: str | None = None  # the subscriber's tag
+
+    def of(self, paper: Paper) -> PaperTexts | None:
+        return self.texts.get(paper.id)
+
+    @property
+    def language_name(self) -> str | None:
+        return language_name(self.language) if self.language else None
+
+
+def texts_view(digest: Digest) -> TextsView | None:
+    """The digest's summaries and translations as its subscriber asked for them; None when
+    it asked for neither (the digest is shown exactly as without them)."""
+    subscriber = digest.subscriber
+    language = _language(subscriber)
+    if not subscriber.summaries and language is None:
+        return None
+    return TextsView(texts=digest.texts, summaries=subscriber.summaries, language=language)
+
+
+def layout_of(subscriber: Subscriber) -> Layout:
+    """The subscriber's layout: translated with a language, else summaries when asked for."""
+    if _language(subscriber):
+        return "translated"
+    return "summaries" if subscriber.summaries else "standard"
+
+
+def _language(subscriber: Subscriber) -> str | None:
+    """The language translations are shown in: None for none, or English."""
+    tag = subscriber.language
+    return tag if tag and not is_english(tag) else None
+
+
+def model_text(text: str | None, limit: int) -> str | None:
+    """A model's text as shown: control and bidi-override characters dropped, whitespace
+    tidied, simple TeX math as Unicode (as titles are), at most `limit` characters (cut with
+    "…"); None when nothing is left."""
+    if not text:
+        return None
+    shown = plain_text(text[: 4 * limit])  # a runaway answer is cut before any work on it
+    shown = "".join(part for part, _ in unicode_math([(shown, False)]))
+    return clip(shown, limit) or None
+
+
+def texts_note(digest: Digest) -> str | None:
+    """The digest's line about the texts that could not be written, as shown."""
+    return model_text(digest.texts_note, NOTE_CHARS)
+
+
+def cut_like(translation: str, shown: int, whole: int) -> str:
+    """A translation of a text of `whole` characters, cut (with "…") at the same share of
+    its length as the `shown` characters of the English are."""
+    if shown >= whole:
+        return translation
+    keep = round(len(translation) * TRANSLATION_MARGIN * shown / max(whole, 1))
+    return clip(translation, max(keep, 1))
+
+
+def _with_texts(
+    view: ItemView, texts: PaperTexts | None, wanted: TextsView, *, abstract: Sequence[Segment]
+) -> ItemView:
+    """The view with the paper's summary and translations, as far as the digest has them."""
+    if texts is None:
+        return view
+    summary = model_text(texts.summary, SUMMARY_CHARS) if wanted.summaries else None
+    summary_by = model_text(texts.summary_by, SUMMARY_BY_CHARS) if summary else None
+    language = wanted.language
+    if language is None or not _same_language(texts.language, language):
+        # Not asked for, or written in another language than asked: none is shown.
+        return replace(view, summary=summary, summary_by=summary_by)
+    translated_text = model_text(texts.text, TRANSLATED_TEXT_CHARS)
+    if translated_text and summary is None and view.abstract.clipped:
+        # The translation of the whole abstract, cut about where the English is cut.
+        whole = sum(len(part) for part, _ in abstract)
+        head = sum(len(part) for part, _ in view.abstract.head)
+        translated_text = cut_like(translated_text, head, whole)
+    return replace(
+        view,
+        summary=summary,
+        summary_by=summary_by,
+        translated_title=model_text(texts.title, TRANSLATED_TITLE_CHARS),
+        translated_text=translated_text,
+        language=language,
+        language_name=language_name(language),
+        direction="rtl" if language_script(language) in RTL_SCRIPTS else "ltr",
+    )
+
+
+def _same_language(written: str | None, wanted: str) -> bool:
+    """Whether texts tagged `written` (None: untagged, taken as asked) are in `wanted`."""
+    if written is None or written == wanted:
+        return True
+    try:
+        return standard_tag(written) == standard_tag(wanted)
+    except LanguageError:
+        return False
 
 
 def _code_label(paper: Paper) -> str | None:
@@ -144,11 +340,12 @@ def group_views(digest: Digest) -> tuple[GroupView, ...]:
     groups: list[GroupView] = []
     number = 0
     abstracts = digest.subscriber.abstracts
+    texts = texts_view(digest)
     for group in digest.groups:
         items = []
         for item in group.items:
             number += 1
-            items.append(item_view(number, item, abstracts=abstracts))
+            items.append(item_view(number, item, abstracts=abstracts, texts=texts))
         rule = quote_rule(group.rule)
         heading = f"{rule} · {plural(len(items), 'paper')}"
         groups.append(GroupView(rule=rule, heading=heading, items=tuple(items)))

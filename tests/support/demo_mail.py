@@ -1,23 +1,31 @@
 """The demo digests as they are mailed: each demo subscriber (`bot.demo.DEMO_SUBSCRIBERS`),
-and a full-abstracts and a text-only variant, gets the digest the pipeline would build from
-the bundled papers, built by `bot.render.email.build_message` with a fixed clock and fixed
-signed links. tests/test_email_golden.py compares them with tests/golden/, tests/test_spam.py
-scores them with SpamAssassin."""
+a full-abstracts and a text-only variant, and the summaries and translations variants (with
+the hand-written texts of tests/support/demo_texts.py), gets the digest the pipeline would
+build from the bundled papers, built by `bot.render.email.build_message` with a fixed clock
+and fixed signed links. tests/test_email_golden.py compares them with tests/golden/,
+tests/test_spam.py scores them with SpamAssassin."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from typing import Any
 
-from bot.core.models import Digest, Paper, Subscriber
+from bot.core.models import Digest, Paper, PaperTexts, Subscriber
 from bot.demo import DEMO_DAY, DEMO_HF_DAY, DEMO_SUBSCRIBERS, bundled_hf_papers, bundled_papers
 from bot.match.digest import build_digest, match_rules
 from bot.render.email import DigestLinks, EmailSettings, build_message
 from bot.rules import parse_rule
+from support.demo_texts import (
+    GRACE_CHINESE,
+    GRACE_CHINESE_NOTE,
+    LIN_BOTH_JAPANESE,
+    LIN_SUMMARIES,
+    LIN_SUMMARIES_NOTE,
+)
 
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
 WINDOW_DAYS = 7  # the demo's [digest] window_days
@@ -26,10 +34,13 @@ SETTINGS = EmailSettings(from_addr="digest@papers.lab.example", from_name="paper
 
 @dataclass(frozen=True)
 class DemoCase:
-    """One demo message: a demo subscriber, maybe with other email preferences."""
+    """One demo message: a demo subscriber, maybe with other email preferences, and the
+    summaries and translations its digest carries (`Digest.texts`, `Digest.texts_note`)."""
 
     name: str
     subscriber: Subscriber
+    texts: Mapping[str, PaperTexts] = field(default_factory=dict)
+    texts_note: str | None = None
 
 
 def demo_subscriber(entry: Mapping[str, Any]) -> Subscriber:
@@ -51,6 +62,31 @@ def demo_cases() -> list[DemoCase]:
     cases = [DemoCase(name, subscriber) for name, subscriber in subscribers.items()]
     cases.append(DemoCase("ada-full", replace(subscribers["ada"], abstracts="full")))
     cases.append(DemoCase("grace-text", replace(subscribers["grace"], email_format="text")))
+    # Summaries ("From the arXiv"), Chinese translations (the keyword digest), and both.
+    cases.append(
+        DemoCase(
+            "lin-summaries",
+            replace(subscribers["lin"], summaries=True),
+            LIN_SUMMARIES,
+            LIN_SUMMARIES_NOTE,
+        )
+    )
+    cases.append(
+        DemoCase(
+            "grace-zh",
+            replace(subscribers["grace"], language="zh"),
+            GRACE_CHINESE,
+            GRACE_CHINESE_NOTE,
+        )
+    )
+    cases.append(
+        DemoCase(
+            "lin-both-ja",
+            replace(subscribers["lin"], summaries=True, language="ja"),
+            LIN_BOTH_JAPANESE,
+            LIN_SUMMARIES_NOTE,
+        )
+    )
     return cases
 
 
@@ -91,7 +127,7 @@ def demo_links(name: str) -> DigestLinks:
 def demo_message(case: DemoCase) -> EmailMessage:
     """The case's digest as the message it is sent as."""
     base = demo_digests()[case.subscriber.name]
-    digest = replace(base, subscriber=case.subscriber)
+    digest = replace(base, subscriber=case.subscriber, texts=case.texts, texts_note=case.texts_note)
     return build_message(digest, SETTINGS, now=NOW, links=demo_links(case.subscriber.name))
 
 
