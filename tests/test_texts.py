@@ -7,6 +7,7 @@ abstract with a note, counted for `status` and /metrics."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from support.demo_mail import demo_papers
 from support.llm import DEFAULT_MODEL, LlmStandIn, Reply, llm_standin, unused_base_url
 
@@ -306,3 +309,101 @@ def test_each_answer_is_asked_for_as_the_model_answers_it(
     body = llm.chat_requests[0].body
     assert body["model"] == DEFAULT_MODEL and body["temperature"] == 0.2
     assert body["messages"][0]["role"] == "system" and "max_tokens" in body
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "<html><body><h1>502 Bad Gateway</h1></body></html>",
+        '{"id": "chatcmpl-1", "choices": [',
+        '{"hello": "world"}',
+        "[1, 2, 3]",
+        '{"choices": [{"message": {"content": 42}, "finish_reason": "stop"}]}',
+        '{"choices": "none"}',
+    ],
+)
+def test_a_body_that_is_no_chat_completion_is_a_bad_answer(
+    llm: LlmStandIn, store: Store, papers: list[Paper], body: str
+) -> None:
+    llm.garbage_next(body)
+    done, run = write(config(llm.base_url), store, [digest("ada", papers[:1], summaries=True)])
+    assert run.failed == {"bad answer": 1}
+    assert done[0].texts[papers[0].id].summary is None
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=50),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+hostile_bodies = st.one_of(
+    st.binary(max_size=2000),
+    json_values.map(lambda v: json.dumps(v).encode()),
+    st.fixed_dictionaries(
+        {
+            "choices": st.lists(
+                st.fixed_dictionaries({"message": json_values, "finish_reason": json_values}),
+                max_size=2,
+            )
+        },
+        optional={"usage": json_values, "id": json_values},
+    ).map(lambda v: json.dumps(v).encode()),
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(body=hostile_bodies, content=st.text(max_size=500))
+@example(body=b"\x00" * 100, content="\x00")
+@example(body=json.dumps({"choices": [{"message": {"content": "x" * 10}}]}).encode(), content="")
+def test_whatever_the_endpoint_answers_the_digest_is_built(
+    llm: LlmStandIn, store: Store, papers: list[Paper], body: bytes, content: str
+) -> None:
+    llm.reset()
+    llm.garbage_next(body)
+    llm.respond_next(content)
+    cfg = config(llm.base_url, max_retries=0, concurrency=1)
+    done, run = write(cfg, store, [digest("ada", papers[:2], summaries=True)])
+    assert run.written + sum(run.failed.values()) + run.cached == 2
+    for texts in done[0].texts.values():
+        assert texts.summary is None or (texts.summary and "\x00" not in texts.summary)
+
+
+def test_status_and_metrics_count_todays_requests_failures_and_tokens(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from bot.web.app import text_metrics
+
+    llm.fail_next(503, times=2)  # the first summary: asked twice, refused twice
+    cfg = config(llm.base_url, concurrency=1, max_requests_per_day=3)
+    write(cfg, store, [digest("ada", papers, summaries=True)])
+
+    class Today:
+        def collect(self) -> Any:
+            return text_metrics(store.texts.day(NOW.date()))
+
+    registry = CollectorRegistry()
+    registry.register(Today())  # type: ignore[arg-type]
+    scraped = generate_latest(registry).decode()
+    model = f'model="{DEFAULT_MODEL}"'
+    assert f"paperbell_llm_requests_today{{{model}}} 3.0" in scraped
+    assert f"paperbell_llm_texts_written_today{{{model}}} 2.0" in scraped
+    assert f"paperbell_llm_texts_over_budget_today{{{model}}} 1.0" in scraped
+    assert f'paperbell_llm_texts_failed_today{{{model},reason="server error"}} 1.0' in scraped
+    assert "paperbell_llm_completion_tokens_today" in scraped
+
+    from bot.cli.reports import Status, texts_lines
+
+    found = Status(NOW, [], [], {}, store.texts.day(NOW.date()))
+    lines = "\n".join(texts_lines(cfg, found))
+    assert (
+        f"{DEFAULT_MODEL}: 3 requests of 3 allowed, 2 written, 0 already stored, "
+        "1 failed (server error: 1)" in lines
+    )
+    assert "the budget ran out (max_requests_per_day): 1 texts not asked for" in lines
+    assert "last error at 08:00 UTC: server error: HTTP 503" in lines

@@ -250,6 +250,10 @@ class _Writer:
                     self.fatal = (exc.reason, "not asked after: " + exc.detail)
                 self._failed(request, exc.reason, exc.detail)
                 return None
+            except Exception as exc:  # one odd answer never stops a digest
+                log.exception("%s: not written", request.describe())
+                self._failed(request, "error", f"{type(exc).__name__}: {exc}"[:300])
+                return None
         self.store.texts.put(
             request.key,
             self.llm.model,

@@ -97,10 +97,14 @@ class TextClient:
         `timeout` bounds each attempt (default: the client's)."""
         started = time.monotonic()
         completion = await self._complete(request, timeout)
-        if not completion.choices:
-            raise TextFailure("bad answer", "the answer holds no choices")
-        choice = completion.choices[0]
-        message = choice.message
+        try:
+            choice = completion.choices[0]
+            message = choice.message
+            content = message.content
+        except (AttributeError, IndexError, TypeError):
+            raise TextFailure("bad answer", "the answer is no chat completion") from None
+        if not isinstance(content, str | None):
+            raise TextFailure("bad answer", "the answer's content is no text")
         if choice.finish_reason == "content_filter":
             raise TextFailure("refused", "the endpoint's content filter stopped the answer")
         if message.refusal:
@@ -108,7 +112,7 @@ class TextClient:
         if choice.finish_reason == "length":
             raise TextFailure("cut off", "the answer ran past its token limit")
         try:
-            text = clean_answer(message.content, request)
+            text = clean_answer(content, request)
         except Unusable as exc:
             raise TextFailure(exc.reason, exc.detail) from None
         usage = completion.usage
@@ -154,6 +158,8 @@ class TextClient:
             raise TextFailure("bad answer", _short(str(exc))) from None
         except openai.OpenAIError as exc:
             raise TextFailure("error", _short(str(exc))) from None
+        except ValueError as exc:  # a body that is not JSON (an HTML error page, cut off)
+            raise TextFailure("bad answer", f"not JSON: {_short(str(exc), 100)}") from None
 
 
 def _status_failure(exc: openai.APIStatusError) -> TextFailure:
