@@ -427,3 +427,73 @@ def test_settings_given_elsewhere_are_checked_and_stored_as_the_file_would_have_
     assert found == ["language: language 'xx': no language paperbell knows by that tag"]
     cleared = subscriber_problems(name="ada", email=None, rules=["x"], settings={"language": "off"})
     assert cleared == []
+
+
+# -- [llm] ----------------------------------------------------------------------------------
+
+LLM = {"base_url": "http://localhost:11434/v1/", "model": "qwen2.5:7b-instruct"}
+
+
+def test_llm_is_optional_and_takes_any_openai_compatible_endpoint() -> None:
+    assert parse_config({"version": 1}, environ={}).llm is None
+    llm = parse_config({"version": 1, "llm": LLM}, environ={}).llm
+    assert llm is not None and llm.base_url == "http://localhost:11434/v1"
+    assert (llm.timeout, llm.max_retries, llm.concurrency, llm.deadline_seconds) == (60, 2, 4, 90)
+    assert llm.max_requests_per_day is None and llm.api_key is None
+    # a server on the local network, without a key: plain http is fine
+    lan = {"base_url": "http://gpu-box.lab:8000/v1", "model": "m"}
+    assert parse_config({"version": 1, "llm": lan}, environ={}).llm is not None
+
+
+@pytest.mark.parametrize(
+    ("settings", "problem"),
+    [
+        ({"base_url": "localhost:11434"}, "llm.base_url: the endpoint's base URL"),
+        ({"model": ""}, "llm.model: "),
+        ({"concurrency": 0}, "llm.concurrency: "),
+        ({"max_requests_per_day": -1}, "llm.max_requests_per_day: "),
+        ({"temperature": 3}, "llm.temperature: "),
+        ({"timeout": float("inf")}, "llm.timeout: "),
+        ({"api_key": "sk-in-the-file"}, "llm.api_key: a secret does not belong in the file"),
+        (
+            {"base_url": "http://api.example/v1", "api_key_env": "KEY"},
+            "use https:// when an api_key_env is set",
+        ),
+        ({"deadline_seconds": 4000}, "llm.deadline_seconds: "),
+    ],
+)
+def test_a_bad_llm_section_says_what_is_wrong(settings: dict[str, object], problem: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"version": 1, "llm": {**LLM, **settings}}, environ={})
+    assert any(problem in p for p in caught.value.problems), caught.value.problems
+
+
+def test_the_tick_outlasts_a_digest_runs_summaries() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(
+            {
+                "version": 1,
+                "llm": {**LLM, "deadline_seconds": 1800},
+                "daemon": {"tick_deadline_seconds": 1200},
+            },
+            environ={},
+        )
+    assert caught.value.problems == [
+        "daemon.tick_deadline_seconds: 1200 must be longer than llm.deadline_seconds (1800): "
+        "a tick writes the summaries of the digests it sends"
+    ]
+
+
+def test_the_llm_key_comes_from_the_environment_and_is_masked() -> None:
+    data = {"version": 1, "llm": {**LLM, "api_key_env": "PAPERBELL_LLM_KEY"}}
+    config = parse_config(data, environ={"PAPERBELL_LLM_KEY": "sk-live-0123456789"})
+    assert config.llm is not None and config.llm.api_key == "sk-live-0123456789"
+    assert "sk-live-0123456789" in config_secrets(config)
+    unset = parse_config(data, environ={})
+    (missing,) = unset.missing_secrets.values()
+    assert missing.line("paperbell digest") == (
+        "[llm] api_key_env names PAPERBELL_LLM_KEY, which is not set: `paperbell digest` "
+        "asks the [llm] model for summaries and translations and needs it"
+    )
+    with pytest.raises(ConfigError, match="holds a placeholder"):
+        parse_config(data, environ={"PAPERBELL_LLM_KEY": "changeme"})

@@ -135,18 +135,27 @@ def config_notes(config: Config) -> list[str]:
 
 
 def _tick_deadline_problems(config: Config) -> list[str]:
-    """A tick must outlast any one request, or a slow but working source reads as stuck."""
+    """A tick must outlast any one request, or a slow but working source reads as stuck;
+    and the summaries of a digest run, which a tick waits for."""
     longest = config.polling.request_deadline_seconds
     for source in config.sources:
         own = source.options.get("request_deadline_seconds")
         if isinstance(own, int | float) and own > longest:
             longest = own
-    if config.daemon.tick_deadline_seconds > longest:
-        return []
-    return [
-        f"daemon.tick_deadline_seconds: {config.daemon.tick_deadline_seconds:g} must be longer "
-        f"than the longest request_deadline_seconds ({longest:g})"
-    ]
+    problems = []
+    if config.daemon.tick_deadline_seconds <= longest:
+        problems.append(
+            f"daemon.tick_deadline_seconds: {config.daemon.tick_deadline_seconds:g} must be "
+            f"longer than the longest request_deadline_seconds ({longest:g})"
+        )
+    llm = config.llm
+    if llm is not None and config.daemon.tick_deadline_seconds <= llm.deadline_seconds:
+        problems.append(
+            f"daemon.tick_deadline_seconds: {config.daemon.tick_deadline_seconds:g} must be "
+            f"longer than llm.deadline_seconds ({llm.deadline_seconds:g}): a tick writes "
+            "the summaries of the digests it sends"
+        )
+    return problems
 
 
 def _destination_problems(config: Config) -> list[str]:
