@@ -54,6 +54,7 @@ def test_help_lists_every_command() -> None:
         "serve",
         "status",
         "subscribe",
+        "summarize",
         "try",
         "unsubscribe",
     ]
