@@ -173,3 +173,37 @@ def test_with_the_endpoint_down_the_digest_goes_out_in_time_with_abstracts(
     status = site.run("status")
     assert f"{3 * PAPERS} failed (unreachable: {3 * PAPERS})" in status.output
     assert "last error" in status.output
+
+
+def test_summarize_shows_a_papers_texts_as_digests_will(site: Site) -> None:
+    assert site.llm is not None
+    first = site.run("summarize", "2411.18562", "--language", "zh")
+    assert first.exit_code == 0, first.output
+    out = first.output
+    assert out.startswith("arXiv:2411.18562v1  cs.RO\nDexDiffuser: Interaction-aware Diffusion")
+    assert f"summary ({DEFAULT_MODEL}):\n  Dexterous manipulation" in out
+    assert "\n译：" in out and "in Chinese:\n  译：" in out
+    assert f"({DEFAULT_MODEL}): 3 written, 0 already stored" in out
+    assert len(site.llm.chat_requests) == 3
+
+    again = site.run("summarize", "arXiv:2411.18562v1", "--language", "zh-cn")
+    assert again.exit_code == 0, again.output
+    assert "in Chinese (China):" in again.output  # another tag: its own translations
+    other = site.run("summarize", "2411.18562", "--model", "llama3.1:8b")
+    assert other.exit_code == 0, other.output
+    assert "summary (llama3.1:8b):" in other.output
+    assert site.llm.chat_requests[-1].body["model"] == "llama3.1:8b"
+
+    missing = site.run("summarize", "2411.99999")
+    assert missing.exit_code == 1
+    assert "2411.99999: not in the store" in missing.output
+    bad = site.run("summarize", "2411.18562", "--language", "klingon!")
+    assert bad.exit_code != 0 and "not a BCP 47 language tag" in bad.output
+
+
+def test_summarize_needs_an_llm(tmp_path: Path, database_url: str) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(local_feed_config(database_url))
+    result = invoke("summarize", "2411.18562", config=config)
+    assert result.exit_code == 2
+    assert "summarize needs an [llm] section" in result.output
