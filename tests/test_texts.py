@@ -407,3 +407,15 @@ def test_status_and_metrics_count_todays_requests_failures_and_tokens(
     )
     assert "the budget ran out (max_requests_per_day): 1 texts not asked for" in lines
     assert "last error at 08:00 UTC: server error: HTTP 503" in lines
+
+
+def test_a_stored_tag_that_is_no_tag_is_no_translation_and_no_crash(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    done, run = write(
+        config(llm.base_url), store, [digest("ada", papers[:1], summaries=True, language="!!x")]
+    )
+    assert len(llm.chat_requests) == 1  # its summary only
+    texts = done[0].texts[papers[0].id]
+    assert texts.summary and (texts.language, texts.title, texts.text) == (None, None, None)
+    assert done[0].texts_note is None and run.written == 1

@@ -11,7 +11,16 @@ from functools import lru_cache
 
 import langcodes
 
-__all__ = ["ENGLISH", "MAX_TAG", "language_name", "language_script", "standard_tag"]
+__all__ = [
+    "ENGLISH",
+    "MAX_TAG",
+    "LanguageError",
+    "is_english",
+    "language_name",
+    "language_script",
+    "standard_tag",
+    "usable_tag",
+]
 
 ENGLISH = "en"
 MAX_TAG = 35  # the longest tag stored (RFC 5646 advises 35 characters)
@@ -41,21 +50,44 @@ def standard_tag(text: str) -> str:
     return language.to_tag()
 
 
+def usable_tag(tag: str | None) -> str | None:
+    """A stored tag as one to translate into: standard, and not English; None for English,
+    none, or a tag that is no tag (stored by hand, or by an older paperbell)."""
+    if not tag:
+        return None
+    try:
+        standard = standard_tag(tag)
+    except LanguageError:
+        return None
+    return None if is_english(standard) else standard
+
+
 @lru_cache(maxsize=256)
 def language_name(tag: str) -> str:
-    """The language's name in English: `zh-Hant` -> `Chinese (Traditional)`."""
-    return str(langcodes.Language.get(tag).display_name())
+    """The language's name in English: `zh-Hant` -> `Chinese (Traditional)` (the tag
+    itself, for a tag that is no tag)."""
+    try:
+        return str(langcodes.Language.get(tag).display_name())
+    except (langcodes.tag_parser.LanguageTagError, ValueError):
+        return tag
 
 
 @lru_cache(maxsize=256)
 def language_script(tag: str) -> str:
     """The ISO 15924 script the language is usually written in: `zh` -> `Hans`,
-    `ja` -> `Jpan`, `ru` -> `Cyrl`, `de` -> `Latn`."""
-    return str(langcodes.Language.get(tag).maximize().script or "Latn")
+    `ja` -> `Jpan`, `ru` -> `Cyrl`, `de` -> `Latn` (`Zyyy`, unknown, for a tag that is
+    no tag)."""
+    try:
+        return str(langcodes.Language.get(tag).maximize().script or "Latn")
+    except (langcodes.tag_parser.LanguageTagError, ValueError):
+        return "Zyyy"
 
 
 def is_english(tag: str | None) -> bool:
-    return tag is not None and langcodes.Language.get(tag).language == ENGLISH
+    try:
+        return tag is not None and langcodes.Language.get(tag).language == ENGLISH
+    except (langcodes.tag_parser.LanguageTagError, ValueError):
+        return False
 
 
 @lru_cache(maxsize=256)

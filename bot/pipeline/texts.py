@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from bot.config import Config
-from bot.core.languages import ENGLISH, is_english, language_name
+from bot.core.languages import ENGLISH, language_name, usable_tag
 from bot.core.models import HUGGING_FACE, Digest, Paper, PaperTexts
 from bot.core.redact import redact_shapes
 from bot.store import Store, TextKey
@@ -191,8 +191,8 @@ class _Writer:
             return {}
         requests: list[TextRequest] = []
         for digest in digests:
-            language = digest.subscriber.language
-            if language is None or is_english(language):
+            language = usable_tag(digest.subscriber.language)
+            if language is None:
                 continue
             for paper in (item.paper for item in digest.items):
                 requests.append(translation_request(paper, "title", language, paper.title))
@@ -295,7 +295,7 @@ def _with_texts(
 ) -> Digest:
     """The digest with each paper's texts, and a note on those missing."""
     sub = digest.subscriber
-    language = sub.language if sub.language and not is_english(sub.language) else None
+    language = usable_tag(sub.language)
     texts: dict[str, PaperTexts] = {}
     no_summary = 0
     no_translation = 0
