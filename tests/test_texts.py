@@ -326,8 +326,10 @@ def test_a_body_that_is_no_chat_completion_is_a_bad_answer(
     llm: LlmStandIn, store: Store, papers: list[Paper], body: str
 ) -> None:
     llm.garbage_next(body)
-    done, run = write(config(llm.base_url), store, [digest("ada", papers[:1], summaries=True)])
-    assert run.failed == {"bad answer": 1}
+    llm.garbage_next(body, content_type="text/html")  # a proxy's page: the client gives a str
+    cfg = config(llm.base_url, concurrency=1)
+    done, run = write(cfg, store, [digest("ada", papers[:2], summaries=True)])
+    assert run.failed == {"bad answer": 2}
     assert done[0].texts[papers[0].id].summary is None
 
 
