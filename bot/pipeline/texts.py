@@ -141,6 +141,7 @@ class _Writer:
         self.fatal: tuple[str, str] | None = None
         if self.llm is not None and self.llm.api_key_env and not self.llm.api_key:
             self.fatal = ("no key", f"[llm] api_key_env names {self.llm.api_key_env}, not set")
+            self.run.last_error = f"no key: {self.fatal[1]}"
         self.deadline: float | None = None
         self.limit = asyncio.Semaphore(self.llm.concurrency if self.llm else 1)
 
@@ -227,7 +228,7 @@ class _Writer:
         assert self.llm is not None and self.client is not None and self.deadline is not None
         async with self.limit:
             if self.fatal is not None:
-                self._failed(request, *self.fatal)
+                self._failed(request, *self.fatal, asked=False)
                 return None
             remaining = self.deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
@@ -247,7 +248,7 @@ class _Writer:
                 return None
             except TextFailure as exc:
                 if exc.reason in FATAL:
-                    self.fatal = (exc.reason, "not asked after: " + exc.detail)
+                    self.fatal = (exc.reason, exc.detail)
                 self._failed(request, exc.reason, exc.detail)
                 return None
             except Exception as exc:  # one odd answer never stops a digest
@@ -267,10 +268,17 @@ class _Writer:
         self.run.completion_tokens += written.completion_tokens
         return written.text
 
-    def _failed(self, request: TextRequest, reason: str, detail: str) -> None:
+    def _failed(
+        self, request: TextRequest, reason: str, detail: str, *, asked: bool = True
+    ) -> None:
+        """Count a text not written; the first of each reason in a run is logged, and what
+        the endpoint said is the run's last error (not a request skipped after it)."""
+        first = reason not in self.run.failed
         self.run.failed[reason] += 1
+        if not asked:
+            return
         said = redact_shapes(f"{reason}: {detail}" if detail else reason)
-        if self.run.last_error != said:
+        if first:
             log.warning("%s: not written (%s)", request.describe(), said)
         self.run.last_error = said
 
