@@ -207,3 +207,17 @@ def test_summarize_needs_an_llm(tmp_path: Path, database_url: str) -> None:
     result = invoke("summarize", "2411.18562", config=config)
     assert result.exit_code == 2
     assert "summarize needs an [llm] section" in result.output
+
+
+def test_try_shows_the_summaries_already_written_and_asks_nothing(site: Site) -> None:
+    assert site.llm is not None
+    before = site.run("try", RULES[0], "--since", "2024-11-28", "--summaries")
+    assert before.exit_code == 0, before.output
+    assert "[summary ·" not in before.output  # none written yet: the abstracts' snippets
+    assert site.run("summarize", "2411.18562").exit_code == 0
+    asked = len(site.llm.chat_requests)
+    after = site.run("try", RULES[0], "--since", "2024-11-28", "--summaries", "--no-color")
+    assert after.exit_code == 0, after.output
+    assert f"[summary · {DEFAULT_MODEL}] Dexterous manipulation" in after.output
+    assert after.output.count("[summary ·") == 1
+    assert len(site.llm.chat_requests) == asked

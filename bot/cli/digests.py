@@ -33,10 +33,11 @@ from bot.cli.shell import (
 from bot.config import DATABASE_URL, SECRET_KEY
 from bot.core.errors import ConfigError, PaperbellError
 from bot.core.links import placeholder_url
+from bot.core.models import HUGGING_FACE, Paper
 from bot.match.digest import try_rule
 from bot.render.terminal import render_trial, stars
 from bot.rules import parse_rule
-from bot.store import utcnow
+from bot.store import Store, utcnow
 
 if TYPE_CHECKING:
     from bot.pipeline import DeliveryReport, PollReport, TextsRun
@@ -315,6 +316,13 @@ TRY_DAYS = 30  # `try` without --since: this many announcement days up to the ne
     help="Highlight hits with terminal colours (default: when writing to a terminal and "
     "NO_COLOR is not set); without colour, hits are shown as *word*.",
 )
+@click.option(
+    "--summaries",
+    "show_summaries",
+    is_flag=True,
+    help="Show each paper's summary instead of its abstract where one is stored (written "
+    "by the [llm] model for a digest) or Hugging Face gives one; asks no model.",
+)
 @handle_errors
 def try_(
     rule_text: str,
@@ -323,6 +331,7 @@ def try_(
     use_demo: bool,
     limit: int,
     color: bool | None,
+    show_summaries: bool,
 ) -> None:
     """Show which papers RULE matches, best first, with the hits highlighted, and how many
     per announcement day: tune a rule before subscribing with it.
@@ -331,6 +340,8 @@ def try_(
     paperbell try 'au:"Yann LeCun" OR ti:jepa' -c config.toml --since 2026-10-01
     """
     rule = parse_rule(rule_text)  # a bad rule: the error with a caret, exit 2
+    model = None
+    store = None
     if use_demo:
         from bot.demo import bundled_papers  # the demo package: only `try --demo` needs it
 
@@ -341,6 +352,7 @@ def try_(
     else:
         config = load_config(config_path)
         store = open_store(config)
+        model = config.llm.model if config.llm else None
         latest = store.papers.latest_announcement()
         if latest is None:
             raise PaperbellError(
@@ -357,5 +369,29 @@ def try_(
     trial = try_rule(rule, papers)
     click.echo(f"rule: {rule.text}\ntried on {where}\n", color=color)
     width = shutil.get_terminal_size((100, 24)).columns
-    for line in render_trial(trial, mark=mark, limit=limit, width=min(width, 120)):
+    shown = trial.items if limit == 0 else trial.items[:limit]
+    summaries = stored_summaries([i.paper for i in shown], store, model) if show_summaries else {}
+    lines = render_trial(trial, mark=mark, limit=limit, width=min(width, 120), summaries=summaries)
+    for line in lines:
         click.echo(line, color=color)
+
+
+def stored_summaries(
+    papers: Sequence[Paper], store: Store | None, model: str | None
+) -> dict[str, tuple[str, str]]:
+    """Each paper's summary as a digest shows it, and who wrote it: the [llm] model's, if
+    it wrote one already, else Hugging Face's. Asks no model (`try` is a preview)."""
+    from bot.texts.answers import shown_summary
+    from bot.texts.prompts import summary_request
+
+    written: dict[tuple[str, int, str, str], str] = {}
+    if store is not None and model is not None:
+        written = store.texts.get((summary_request(p).key for p in papers), model)
+    found: dict[str, tuple[str, str]] = {}
+    for paper in papers:
+        text = written.get(summary_request(paper).key)
+        if text is not None and model is not None:
+            found[paper.id] = (shown_summary(text), model)
+        elif paper.ai_summary and paper.ai_summary.strip():
+            found[paper.id] = (shown_summary(paper.ai_summary), HUGGING_FACE)
+    return found

@@ -9,7 +9,7 @@ would drive the terminal) are shown as U+FFFD, one for one, so hit offsets still
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from bot.core.models import DigestItem, Hit
 from bot.match.digest import Trial
@@ -109,11 +109,17 @@ def _categories(item: DigestItem, mark: Mark) -> str:
 
 
 def render_trial(
-    trial: Trial, *, mark: Mark = stars, limit: int = 20, width: int = 100
+    trial: Trial,
+    *,
+    mark: Mark = stars,
+    limit: int = 20,
+    width: int = 100,
+    summaries: Mapping[str, tuple[str, str]] | None = None,
 ) -> list[str]:
     """The lines `paperbell try` prints: the best `limit` matches (0: all), then the count
     per announcement day and a summary; paper texts wrapped to `width` columns (marks
-    count as characters: ANSI-styled lines wrap a little early)."""
+    count as characters: ANSI-styled lines wrap a little early). `summaries` (paper id ->
+    summary and who wrote it) are shown in place of the abstract's snippet."""
     lines: list[str] = []
     indent = " " * 5
 
@@ -130,8 +136,12 @@ def render_trial(
         block(marked(paper.title, _spans(item.hits, "title"), mark))
         if paper.authors:
             block(_authors(item, mark))
+        written = (summaries or {}).get(paper.id)
         snippet = abstract_snippet(paper.abstract, item.hits, mark)
-        if snippet:
+        if written is not None:
+            text, by = written
+            block(f"[summary · {_shown(by)}] {tidy(_shown(text))}")
+        elif snippet:
             block(snippet)
         lines.append("")
     if len(shown) < len(trial.items):
