@@ -421,3 +421,22 @@ def test_a_stored_tag_that_is_no_tag_is_no_translation_and_no_crash(
     texts = done[0].texts[papers[0].id]
     assert texts.summary and (texts.language, texts.title, texts.text) == (None, None, None)
     assert done[0].texts_note is None and run.written == 1
+
+
+def test_a_model_that_takes_max_completion_tokens_only_is_asked_so(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    llm.fail_next(
+        400,
+        message="Unsupported parameter: 'max_tokens' is not supported with this model. "
+        "Use 'max_completion_tokens' instead.",
+        code="unsupported_parameter",
+        param="max_tokens",
+    )
+    cfg = config(llm.base_url, concurrency=1)
+    _, run = write(cfg, store, [digest("ada", papers[:2], summaries=True)])
+    assert run.written == 2 and run.failed == {}
+    first, second, third = (r.body for r in llm.chat_requests)
+    assert "max_tokens" in first and "max_completion_tokens" not in first
+    assert "max_completion_tokens" in second and "max_tokens" not in second
+    assert "max_completion_tokens" in third  # the client remembers
