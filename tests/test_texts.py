@@ -25,6 +25,7 @@ from bot.config import Config, parse_config
 from bot.core.models import HUGGING_FACE, Digest, DigestGroup, DigestItem, Paper, Subscriber
 from bot.pipeline.texts import TextsRun, write_texts
 from bot.store import Store
+from bot.texts.prompts import summary_request
 
 NOW = datetime(2026, 11, 25, 8, 0, tzinfo=UTC)
 
@@ -163,7 +164,9 @@ def test_a_failed_summary_falls_back_to_hugging_face_then_to_the_abstract(
         "1 summary could not be written this time: that paper shows its abstract."
     )
     assert len(llm.chat_requests) == 4  # each asked twice (max_retries = 1)
-    assert store.texts.get([(hf.id, hf.version, "summary", "en")], DEFAULT_MODEL) == {}
+    request = summary_request(hf)
+    assert request is not None
+    assert store.texts.get([(request.key, request.source_hash)], DEFAULT_MODEL) == {}
 
 
 @pytest.mark.parametrize(
@@ -433,10 +436,119 @@ def test_a_model_that_takes_max_completion_tokens_only_is_asked_so(
         code="unsupported_parameter",
         param="max_tokens",
     )
-    cfg = config(llm.base_url, concurrency=1)
-    _, run = write(cfg, store, [digest("ada", papers[:2], summaries=True)])
-    assert run.written == 2 and run.failed == {}
-    first, second, third = (r.body for r in llm.chat_requests)
-    assert "max_tokens" in first and "max_completion_tokens" not in first
-    assert "max_completion_tokens" in second and "max_tokens" not in second
-    assert "max_completion_tokens" in third  # the client remembers
+    llm.delay(0.2, times=4)  # the first requests of the run are in flight together
+    cfg = config(llm.base_url, concurrency=4)
+    _, run = write(cfg, store, [digest("ada", papers, summaries=True)])
+    assert run.written == 4 and run.failed == {}
+    asked = [r.body for r in llm.chat_requests]
+    assert "max_tokens" in asked[0] and "max_completion_tokens" not in asked[0]
+    assert "max_completion_tokens" in asked[-1] and "max_tokens" not in asked[-1]
+
+
+def test_two_runs_at_once_show_one_summary_and_its_own_translation(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    """A daemon's tick and `paperbell digest` at the same moment: each asks for the same
+    summary; whichever is kept first is the one both digests show, and the translation
+    beside it is of that summary, never of the other."""
+    from support.llm import default_answer
+
+    answers = iter(["Alpha: it learns to grasp.", "Beta: it plans with diffusion."])
+
+    def answer(request: Any) -> Any:
+        if "summaries" in request.system_text:
+            return Reply(next(answers), delay=0.2)
+        return default_answer(request)
+
+    llm.answer = answer
+    cfg = config(llm.base_url)
+
+    async def both() -> list[tuple[list[Digest], TextsRun]]:
+        return await asyncio.gather(
+            write_texts(
+                cfg, store, [digest("ada", papers[:1], summaries=True, language="zh")], now=NOW
+            ),
+            write_texts(
+                cfg, store, [digest("bea", papers[:1], summaries=True, language="zh")], now=NOW
+            ),
+        )
+
+    (ada, _), (bea, _) = asyncio.run(both())
+    shown = {d[0].texts[papers[0].id].summary for d in (ada, bea)}
+    assert len(shown) == 1  # one summary, whichever was kept first
+    (summary,) = shown
+    translations = [r for r in llm.chat_requests if r.user_text == summary]
+    assert translations and all(
+        r.user_text == summary
+        for r in llm.chat_requests
+        if "Translate the paragraph" in r.system_text
+    )
+    later, _ = write(cfg, store, [digest("cy", papers[:1], summaries=True, language="zh")])
+    assert later[0].texts[papers[0].id] == ada[0].texts[papers[0].id]
+
+
+def test_a_text_written_from_another_source_is_not_shown(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    cfg = config(llm.base_url)
+    write(cfg, store, [digest("ada", papers[:1], language="de")])
+    fixed = replace(papers[0], abstract=papers[0].abstract + " We also release the code.")
+    done, run = write(cfg, store, [digest("ada", [fixed], language="de")])
+    assert (run.cached, run.written) == (1, 1)  # the title's kept; the abstract's written anew
+    assert done[0].texts[fixed.id].text == "[de] " + " ".join(reversed(fixed.abstract.split()))
+
+
+def test_a_paper_without_an_abstract_is_not_summarised(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    bare = replace(papers[0], abstract="")
+    done, run = write(
+        config(llm.base_url), store, [digest("ada", [bare], summaries=True, language="zh")]
+    )
+    assert [r.user_text for r in llm.chat_requests] == [bare.title]  # its title only
+    texts = done[0].texts[bare.id]
+    assert texts.summary is None and texts.text is None and texts.title
+    assert run.failed == {}
+
+
+def test_a_store_that_fails_costs_the_texts_not_the_digests(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    from sqlalchemy import text
+
+    with store.database.engine.begin() as connection:
+        connection.execute(text("DROP TABLE llm_day"))  # the budget cannot be counted
+    digests = [digest("ada", papers, summaries=True)]
+    done, run = write(config(llm.base_url), store, digests)
+    assert run.failed == {"store": 4} and llm.chat_requests == []
+    assert all(t.summary is None for t in done[0].texts.values())
+    with store.database.engine.begin() as connection:
+        connection.execute(text("DROP TABLE paper_text"))  # nothing can be read either
+    done, run = write(config(llm.base_url), store, digests)
+    assert done == digests and run.failed == {"store": 1}
+
+
+@pytest.mark.database
+def test_the_store_keeps_texts_and_the_days_figures_on_either_database(database_url: str) -> None:
+    key = ("2411.17700", 2, "summary", "en")
+    with Store.open(database_url) as store:
+        assert store.texts.put(key, "m", "Alpha.", source_hash="a" * 16, now=NOW) == "Alpha."
+        # another run kept one from the same source first: that one stays
+        assert store.texts.put(key, "m", "Beta.", source_hash="a" * 16, now=NOW) == "Alpha."
+        assert store.texts.get([(key, "a" * 16)], "m") == {key: "Alpha."}
+        assert store.texts.get([(key, "b" * 16)], "m") == {}  # written from another source
+        assert store.texts.put(key, "m", "Gamma.", source_hash="b" * 16, now=NOW) == "Gamma."
+        assert [store.texts.reserve(NOW.date(), "m", 2) for _ in range(3)] == [True, True, False]
+        for _ in range(2):
+            store.texts.record(
+                NOW.date(),
+                "m",
+                written=1,
+                cached=2,
+                failures={"timeout": 1},
+                last_error="x",
+                now=NOW,
+            )
+        (day,) = store.texts.day(NOW.date())
+        assert (day.requests, day.written, day.cached, day.failed) == (2, 2, 4, 2)
+        assert day.failures == {"timeout": 2} and day.last_error == "x"

@@ -74,6 +74,33 @@ ZH = "我们提出了一种扩散策略，从少量示范中学习灵巧操作�
             ABSTRACT_DE,
             "Wir stellen eine Diffusionsstrategie vor.",
         ),
+        # links that mail clients and Slack make of text without a scheme
+        (
+            "Read more at evil-login.com/verify or mail admin@evil.com today.",
+            SUMMARY,
+            "Read more at or mail today.",
+        ),
+        ("It works: https:\u200d//evil.example.", SUMMARY, "It works:"),
+        ("Node.js and e.g. PyTorch work.", SUMMARY, "Node.js and e.g. PyTorch work."),
+        # markup hidden in markup, chat-format tokens a server leaked
+        ("It <scr<script>ipt>works</script>.", SUMMARY, "It works."),
+        (
+            "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final"
+            "<|message|>It works.",
+            SUMMARY,
+            "It works.",
+        ),
+        # a letter whose lower case is two letters does not shift the thinking's bounds
+        (
+            "İ" * 40 + "<think>secret plan</think>This paper studies graphs.",
+            SUMMARY,
+            "İ" * 40 + "This paper studies graphs.",
+        ),
+        (
+            "<think>İİİİİİİİİİ reasoning</think>This paper studies graphs.",
+            SUMMARY,
+            "This paper studies graphs.",
+        ),
     ],
 )
 def test_an_answer_is_plain_text(raw: str, request_: object, expected: str) -> None:
@@ -143,6 +170,9 @@ hostile_text = st.one_of(
 @example("</think>" * 20_000, SUMMARY)
 @example("[" * 20_000 + "](" * 20_000, SUMMARY)
 @example("<a " + " x" * 50_000, SUMMARY)
+@example("\u3000" * 40_000 + "ok", SUMMARY)
+@example("\u00a0\n" * 20_000 + "ok", SUMMARY)
+@example("İ" * 20_000 + "<think>x", SUMMARY)
 def test_any_answer_is_shown_as_checked_plain_text_or_refused(raw: str, request_: object) -> None:
     started = time.monotonic()
     try:

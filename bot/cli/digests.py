@@ -381,17 +381,19 @@ def stored_summaries(
 ) -> dict[str, tuple[str, str]]:
     """Each paper's summary as a digest shows it, and who wrote it: the [llm] model's, if
     it wrote one already, else Hugging Face's. Asks no model (`try` is a preview)."""
-    from bot.texts.answers import shown_summary
+    from bot.texts.answers import plain_text, shown_summary
     from bot.texts.prompts import summary_request
 
+    requests = {p.id: r for p in papers if (r := summary_request(p)) is not None}
     written: dict[tuple[str, int, str, str], str] = {}
     if store is not None and model is not None:
-        written = store.texts.get((summary_request(p).key for p in papers), model)
+        written = store.texts.get(((r.key, r.source_hash) for r in requests.values()), model)
     found: dict[str, tuple[str, str]] = {}
     for paper in papers:
-        text = written.get(summary_request(paper).key)
+        request = requests.get(paper.id)
+        text = written.get(request.key) if request is not None else None
         if text is not None and model is not None:
             found[paper.id] = (shown_summary(text), model)
-        elif paper.ai_summary and paper.ai_summary.strip():
-            found[paper.id] = (shown_summary(paper.ai_summary), HUGGING_FACE)
+        elif paper.ai_summary and (hf := plain_text(paper.ai_summary)):
+            found[paper.id] = (shown_summary(hf), HUGGING_FACE)
     return found

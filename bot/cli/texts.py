@@ -27,6 +27,7 @@ from bot.config import DATABASE_URL
 from bot.core.errors import ConfigError, PaperbellError
 from bot.core.languages import LanguageError, is_english, language_name, standard_tag
 from bot.core.models import Digest, DigestGroup, DigestItem, Paper, Subscriber, split_arxiv_id
+from bot.render.terminal import terminal_safe
 from bot.render.text import wrap
 from bot.store import utcnow
 
@@ -110,22 +111,24 @@ def summarize(
 
 
 def _show(paper: Paper, digest: Digest, language: str | None) -> None:
+    """One paper's texts, each made safe for a terminal (a feed's or a model's text)."""
     texts = digest.texts.get(paper.id)
-    click.echo(f"{paper.label}  {paper.primary_category or ''}")
-    click.echo(wrap(" ".join(paper.title.split()), 78))
+    shown = terminal_safe
+    click.echo(shown(f"{paper.label}  {paper.primary_category or ''}"))
+    click.echo(wrap(shown(" ".join(paper.title.split())), 78))
     if language is not None:
-        click.echo(wrap(texts.title if texts and texts.title else "(no translated title)", 78))
+        click.echo(wrap(shown(texts.title if texts and texts.title else "(none)"), 78))
     click.echo("")
     if texts is not None and texts.summary:
-        click.echo(f"summary ({texts.summary_by}):")
-        click.echo(wrap(texts.summary, 76, "  "))
+        click.echo(f"summary ({shown(texts.summary_by or '')}):")
+        click.echo(wrap(shown(texts.summary), 76, "  "))
     else:
         click.echo("summary: none (a digest shows the abstract)")
     if language is not None:
         name = language_name(language)
         if texts is not None and texts.text:
             click.echo(f"in {name}:")
-            click.echo(wrap(texts.text, 76, "  "))
+            click.echo(wrap(shown(texts.text), 76, "  "))
         else:
             click.echo(f"in {name}: none (a digest shows the English only)")
     click.echo("")

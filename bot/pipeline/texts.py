@@ -27,7 +27,7 @@ from bot.core.languages import ENGLISH, language_name, usable_tag
 from bot.core.models import HUGGING_FACE, Digest, Paper, PaperTexts
 from bot.core.redact import redact_shapes
 from bot.store import Store, TextKey
-from bot.texts.answers import SUMMARY_SHOWN, shown_summary
+from bot.texts.answers import SUMMARY_SHOWN, plain_text, shown_summary
 from bot.texts.client import FATAL, TextClient, TextFailure
 from bot.texts.prompts import HF_SUMMARY, TextRequest, summary_request, translation_request
 
@@ -118,6 +118,11 @@ async def write_texts(
     try:
         summaries = await writer.summaries(wanting)
         translations = await writer.translations(wanting, summaries)
+    except Exception as exc:  # the store failed: the digests go out as they are
+        log.exception("summaries and translations: not written")
+        run.failed["store"] += 1
+        run.last_error = f"store: {type(exc).__name__}: {exc}"[:300]
+        return list(digests), run
     finally:
         await writer.close()
     for papers in summaries.values():
@@ -149,18 +154,25 @@ class _Writer:
         if self.client is not None:
             await self.client.close()
         if self.llm is not None and self.run.wanted:
-            self.store.texts.record(
-                self.now.date(),
-                self.llm.model,
-                written=self.run.written,
-                cached=self.run.cached,
-                over_budget=self.run.over_budget,
-                prompt_tokens=self.run.prompt_tokens,
-                completion_tokens=self.run.completion_tokens,
-                failures=dict(self.run.failed),
-                last_error=self.run.last_error,
-                now=self.now,
-            )
+            try:
+                self._record()
+            except Exception:  # the day's figures are lost, not the digests
+                log.exception("summaries and translations: today's figures not recorded")
+
+    def _record(self) -> None:
+        assert self.llm is not None
+        self.store.texts.record(
+            self.now.date(),
+            self.llm.model,
+            written=self.run.written,
+            cached=self.run.cached,
+            over_budget=self.run.over_budget,
+            prompt_tokens=self.run.prompt_tokens,
+            completion_tokens=self.run.completion_tokens,
+            failures=dict(self.run.failed),
+            last_error=self.run.last_error,
+            now=self.now,
+        )
 
     async def summaries(self, digests: Sequence[Digest]) -> dict[PaperKey, tuple[str, str]]:
         """Each paper's summary and who wrote it, for the digests that show summaries: the
@@ -174,13 +186,14 @@ class _Writer:
         written: dict[TextKey, str] = {}
         if self.llm is not None:
             written = await self.resolve([summary_request(p) for p in papers.values()])
+        # Hugging Face's summary is theirs to write: shown as text, never as markup.
         found: dict[PaperKey, tuple[str, str]] = {}
         for key, paper in papers.items():
             text = written.get((paper.id, paper.version, "summary", ENGLISH))
             if text is not None and self.llm is not None:
                 found[key] = (text, self.llm.model)
-            elif paper.ai_summary and paper.ai_summary.strip():
-                found[key] = (" ".join(paper.ai_summary.split()), HUGGING_FACE)
+            elif paper.ai_summary and (hf := plain_text(paper.ai_summary)):
+                found[key] = (hf, HUGGING_FACE)
         return found
 
     async def translations(
@@ -190,7 +203,7 @@ class _Writer:
         text shown in place of its abstract (its summary, else its abstract)."""
         if self.llm is None:
             return {}
-        requests: list[TextRequest] = []
+        requests: list[TextRequest | None] = []
         for digest in digests:
             language = usable_tag(digest.subscriber.language)
             if language is None:
@@ -201,13 +214,14 @@ class _Writer:
                 requests.append(translation_request(paper, kind, language, text))
         return await self.resolve(requests)
 
-    async def resolve(self, requests: Sequence[TextRequest]) -> dict[TextKey, str]:
-        """The texts of `requests` (each once): stored ones read, the others asked for."""
+    async def resolve(self, requests: Sequence[TextRequest | None]) -> dict[TextKey, str]:
+        """The texts of `requests` (each once; None: nothing to ask): stored ones read, the
+        others asked for."""
         assert self.llm is not None
-        unique = list({r.key: r for r in requests}.values())
+        unique = list({r.key: r for r in requests if r is not None}.values())
         if not unique:
             return {}
-        found = self.store.texts.get((r.key for r in unique), self.llm.model)
+        found = self.store.texts.get(((r.key, r.source_hash) for r in unique), self.llm.model)
         self.run.wanted += len(unique)
         self.run.cached += len(found)
         missing = [r for r in unique if r.key not in found]
@@ -219,8 +233,12 @@ class _Writer:
         loop = asyncio.get_running_loop()
         if self.deadline is None:
             self.deadline = loop.time() + self.llm.deadline_seconds
-        answers = await asyncio.gather(*(self._ask(r) for r in missing))
-        found.update({r.key: text for r, text in zip(missing, answers, strict=True) if text})
+        answers = await asyncio.gather(*(self._ask(r) for r in missing), return_exceptions=True)
+        for request, text in zip(missing, answers, strict=True):
+            if isinstance(text, str) and text:
+                found[request.key] = text
+            elif isinstance(text, BaseException):  # not the model's: the store's, say
+                self._failed(request, "error", f"{type(text).__name__}: {text}"[:300])
         return found
 
     async def _ask(self, request: TextRequest) -> str | None:
@@ -235,7 +253,13 @@ class _Writer:
                 self._failed(request, "deadline", "the run's deadline_seconds passed")
                 return None
             budget = self.llm.max_requests_per_day
-            if not self.store.texts.reserve(self.now.date(), self.llm.model, budget):
+            try:
+                allowed = self.store.texts.reserve(self.now.date(), self.llm.model, budget)
+            except Exception as exc:  # the budget cannot be counted: nothing is asked
+                self.fatal = ("store", f"{type(exc).__name__}: {exc}"[:300])
+                self._failed(request, *self.fatal)
+                return None
+            if not allowed:
                 self.run.over_budget += 1
                 return None
             try:
@@ -255,18 +279,25 @@ class _Writer:
                 log.exception("%s: not written", request.describe())
                 self._failed(request, "error", f"{type(exc).__name__}: {exc}"[:300])
                 return None
-        self.store.texts.put(
-            request.key,
-            self.llm.model,
-            written.text,
-            now=self.now,
-            prompt_tokens=written.prompt_tokens,
-            completion_tokens=written.completion_tokens,
-        )
-        self.run.written += 1
         self.run.prompt_tokens += written.prompt_tokens
         self.run.completion_tokens += written.completion_tokens
-        return written.text
+        try:
+            kept = self.store.texts.put(
+                request.key,
+                self.llm.model,
+                written.text,
+                source_hash=request.source_hash,
+                now=self.now,
+                prompt_tokens=written.prompt_tokens,
+                completion_tokens=written.completion_tokens,
+            )
+        except Exception as exc:  # not kept: not shown either (asked again next run)
+            log.exception("%s: written, not stored", request.describe())
+            self._failed(request, "store", f"{type(exc).__name__}: {exc}"[:300])
+            return None
+        self.run.written += 1
+        # Another run may have kept its own at the same moment: every digest shows that one.
+        return kept
 
     def _failed(
         self, request: TextRequest, reason: str, detail: str, *, asked: bool = True

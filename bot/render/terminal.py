@@ -27,8 +27,8 @@ _CONTROLS = {
 }
 
 
-def _shown(text: str) -> str:
-    """Text a feed gave, safe to print on a terminal: one character for one."""
+def terminal_safe(text: str) -> str:
+    """Text a feed (or a model) gave, safe to print on a terminal: one character for one."""
     return text.translate(_CONTROLS)
 
 
@@ -36,12 +36,12 @@ def _safe_item(item: DigestItem) -> DigestItem:
     p = item.paper
     paper = dataclasses.replace(
         p,
-        id=_shown(p.id),
-        title=_shown(p.title),
-        abstract=_shown(p.abstract),
-        authors=tuple(_shown(a) for a in p.authors),
-        categories=tuple(_shown(c) for c in p.categories),
-        announce_type=_shown(p.announce_type),
+        id=terminal_safe(p.id),
+        title=terminal_safe(p.title),
+        abstract=terminal_safe(p.abstract),
+        authors=tuple(terminal_safe(a) for a in p.authors),
+        categories=tuple(terminal_safe(c) for c in p.categories),
+        announce_type=terminal_safe(p.announce_type),
     )
     return dataclasses.replace(item, paper=paper)
 
@@ -140,7 +140,7 @@ def render_trial(
         snippet = abstract_snippet(paper.abstract, item.hits, mark)
         if written is not None:
             text, by = written
-            block(f"[summary · {_shown(by)}] {tidy(_shown(text))}")
+            block(f"[summary · {terminal_safe(by)}] {tidy(terminal_safe(text))}")
         elif snippet:
             block(snippet)
         lines.append("")

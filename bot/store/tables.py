@@ -280,6 +280,9 @@ class PaperTextRow(SQLModel, table=True):
     kind: str = Field(primary_key=True, max_length=16)  # summary, title, abstract
     language: str = Field(primary_key=True, max_length=35)  # "en" for the English summary
     model: str = Field(primary_key=True, max_length=200)
+    # What was summarised or translated (a digest of it): a text written from another
+    # source (a new summary, an abstract fixed in place) is not this one.
+    source_hash: str = Field(max_length=16)
     text: str
     created_at: datetime
     prompt_tokens: int = 0

@@ -47,13 +47,15 @@ class ModelDay:
 class Texts(Repository):
     """The written texts and the models' daily use (`store.texts`)."""
 
-    def get(self, keys: Iterable[TextKey], model: str) -> dict[TextKey, str]:
-        """The stored texts of `keys` by `model` (those written; the others are absent)."""
-        wanted = list(dict.fromkeys(keys))
+    def get(self, wanted: Iterable[tuple[TextKey, str]], model: str) -> dict[TextKey, str]:
+        """The stored texts by `model` of each (key, source hash) wanted: those written from
+        that same source (the others are absent)."""
+        sources = dict(wanted)
+        keys = list(sources)
         found: dict[TextKey, str] = {}
         with self.database.session() as session:
-            for start in range(0, len(wanted), CHUNK):
-                chunk = wanted[start : start + CHUNK]
+            for start in range(0, len(keys), CHUNK):
+                chunk = keys[start : start + CHUNK]
                 query = select(PaperTextRow).where(
                     PaperTextRow.model == model,
                     or_(
@@ -69,7 +71,9 @@ class Texts(Repository):
                     ),
                 )
                 for row in session.exec(query):
-                    found[(row.paper_id, row.version, row.kind, row.language)] = row.text
+                    key = (row.paper_id, row.version, row.kind, row.language)
+                    if sources.get(key) == row.source_hash:
+                        found[key] = row.text
         return found
 
     def put(
@@ -78,33 +82,45 @@ class Texts(Repository):
         model: str,
         text: str,
         *,
+        source_hash: str,
         now: datetime,
         prompt_tokens: int = 0,
         completion_tokens: int = 0,
-    ) -> None:
-        """Keep a text written for `key` by `model` (a newer one replaces it)."""
+    ) -> str:
+        """Keep a text written for `key` by `model` from the source `source_hash`, unless
+        one from the same source is there already (another run wrote it at the same time):
+        the text kept, which every digest then shows. A text from another source is
+        replaced."""
         paper, version, kind, language = key
-        with self.database.session() as session:
-            row = session.get(PaperTextRow, (paper, version, kind, language, model))
-            if row is None:
-                row = PaperTextRow(
-                    paper_id=paper,
-                    version=version,
-                    kind=kind,
-                    language=language,
-                    model=model,
-                    text=text,
-                    created_at=now,
-                )
-            row.text = text
-            row.created_at = now
-            row.prompt_tokens = prompt_tokens
-            row.completion_tokens = completion_tokens
-            session.add(row)
-            try:
-                session.commit()
-            except IntegrityError:  # another process wrote it at the same moment: theirs
-                session.rollback()
+        for _ in range(2):
+            with self.database.session() as session:
+                row = session.get(PaperTextRow, (paper, version, kind, language, model))
+                if row is not None and row.source_hash == source_hash:
+                    return row.text
+                if row is None:
+                    row = PaperTextRow(
+                        paper_id=paper,
+                        version=version,
+                        kind=kind,
+                        language=language,
+                        model=model,
+                        source_hash=source_hash,
+                        text=text,
+                        created_at=now,
+                    )
+                row.source_hash = source_hash
+                row.text = text
+                row.created_at = now
+                row.prompt_tokens = prompt_tokens
+                row.completion_tokens = completion_tokens
+                session.add(row)
+                try:
+                    session.commit()
+                except IntegrityError:  # another process inserted it first: read theirs
+                    session.rollback()
+                    continue
+                return text
+        return text
 
     def reserve(self, day: date, model: str, limit: int | None) -> bool:
         """Count one request of `model` on `day`; False (nothing counted) when the day's
@@ -136,26 +152,33 @@ class Texts(Repository):
         last_error: str | None = None,
         now: datetime | None = None,
     ) -> None:
-        """Add a run's figures to the day's."""
+        """Add a run's figures to the day's (each counter added in the database, so that
+        runs at once lose none)."""
         self._day_row(day, model)
+        failed = sum((failures or {}).values())
+        where = (col(LlmDayRow.day) == day, col(LlmDayRow.model) == model)
         with self.database.session() as session:
-            row = session.get(LlmDayRow, (day, model))
-            assert row is not None
-            row.written += written
-            row.cached += cached
-            row.over_budget += over_budget
-            row.prompt_tokens += prompt_tokens
-            row.completion_tokens += completion_tokens
+            values: dict[str, object] = {
+                "written": LlmDayRow.written + written,
+                "cached": LlmDayRow.cached + cached,
+                "over_budget": LlmDayRow.over_budget + over_budget,
+                "prompt_tokens": LlmDayRow.prompt_tokens + prompt_tokens,
+                "completion_tokens": LlmDayRow.completion_tokens + completion_tokens,
+                "failed": LlmDayRow.failed + failed,
+            }
+            if last_error is not None:
+                values["last_error"] = last_error[:500]
+                values["last_error_at"] = now
+            session.exec(update(LlmDayRow).where(*where).values(**values))  # type: ignore[call-overload]
             if failures:
+                # The reasons' counts: read under the row's lock (PostgreSQL; SQLite writes
+                # one at a time) and written back.
+                row = session.exec(select(LlmDayRow).where(*where).with_for_update()).one()
                 counts = json.loads(row.failures or "{}")
                 for reason, count in failures.items():
                     counts[reason] = counts.get(reason, 0) + count
-                    row.failed += count
                 row.failures = json.dumps(counts, sort_keys=True)
-            if last_error is not None:
-                row.last_error = last_error[:500]
-                row.last_error_at = now
-            session.add(row)
+                session.add(row)
             session.commit()
 
     def day(self, day: date) -> list[ModelDay]:

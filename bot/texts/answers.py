@@ -16,9 +16,18 @@ import unicodedata
 from bot.core.languages import ENGLISH, language_script
 from bot.texts.prompts import TextRequest
 
-__all__ = ["MAX_ANSWER", "SUMMARY_SHOWN", "Unusable", "clean_answer", "shown_summary"]
+__all__ = [
+    "MAX_ANSWER",
+    "SUMMARY_SHOWN",
+    "Unusable",
+    "clean_answer",
+    "plain_text",
+    "shown_summary",
+]
 
-MAX_ANSWER = 200_000  # characters of raw answer read at all (past it: too long)
+# Characters of raw answer read at all (past it: too long); a request's max_tokens keeps a
+# real answer far below it.
+MAX_ANSWER = 50_000
 SUMMARY_SHOWN = 300  # a summary is cut near this many characters in a digest
 MAX_SUMMARY = 1200  # a summary longer than this is no summary
 # A translation may be this many times its source's length (and at least the floor).
@@ -53,6 +62,18 @@ SCRIPT_SHARE = {"Hans": 0.3, "Hant": 0.3, "Hani": 0.3, "Jpan": 0.3, "Kore": 0.3,
 DEFAULT_SHARE = 0.4
 
 _URL = re.compile(r"(?:https?://|ftp://|www\.)[^\s<>()\[\]{}\"']*", re.IGNORECASE)
+# What mail clients and Slack make links of without a scheme: an address, a bare domain of
+# a common top-level domain (not "Node.js" or "e.g.").
+_EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}")
+_DOMAIN = re.compile(
+    r"\b[a-z0-9][a-z0-9-]{0,62}(?:\.[a-z0-9-]{1,63}){0,8}\."
+    r"(?:com|org|net|io|ai|edu|gov|co|info|xyz|app|dev|me|cn|uk|de|jp|fr|ru|us|ly|gl|to|sh|"
+    r"site|online|link|page|tech|top|cc|tv|biz|ws)\b(?:/[^\s]*)?",
+    re.IGNORECASE,
+)
+# Chat-format tokens some servers leak (<|channel|>analysis<|message|>...): the answer is
+# what follows the last message token.
+_FORMAT_TOKEN = re.compile(r"<\|[A-Za-z_]{1,30}\|>")
 _MARKDOWN_LINK = re.compile(r"\[([^\[\]\n]{0,500})\]\([^()\s]{0,2000}\)")
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:-]{0,30}(?:\s[^<>]{0,500})?/?>")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`+)")
@@ -62,8 +83,6 @@ _LABEL = re.compile(
     r"摘要|总结|翻译|标题|要約|要旨|翻訳|タイトル|요약|번역|제목)\s*[:：]\s*",
     re.IGNORECASE,
 )
-_SPACES = re.compile(r"[ \t]+")
-_BREAKS = re.compile(r"\s*\n\s*")
 _SENTENCE_END = re.compile(r"[.!?。！？](?=\s|$)|[。！？]")
 _QUOTES = ('""', "''", "“”", "‘’", "«»", "「」", "『』", "„“")
 
@@ -85,7 +104,7 @@ def clean_answer(raw: str | None, request: TextRequest) -> str:
     if len(raw) > MAX_ANSWER:
         raise Unusable("too long", f"{len(raw):,} characters")
     text = _without_thinking(raw)
-    text = _plain(text)
+    text = plain_text(text)
     text = _unquoted(_LABEL.sub("", text, count=1).strip())
     if not text:
         raise Unusable("empty", "nothing but markup or links")
@@ -117,9 +136,11 @@ def _without_thinking(text: str) -> str:
     """The answer without its thinking blocks. An answer that is all thinking (an opened
     block never closed: the model ran out of tokens thinking) is Unusable; a closing tag
     with no opening one (the template opened it) ends the thinking."""
-    lower = text.lower()
+    if "<|message|>" in text:
+        text = text[text.rfind("<|message|>") + len("<|message|>") :]
     for name in THINKING:
         opening, closing = f"<{name}>", f"</{name}>"
+        lower = _ascii_lower(text)  # as long as the text: its positions are the text's
         if closing in lower and opening not in lower[: lower.find(closing)]:
             cut = lower.rfind(closing) + len(closing)
             text, lower = text[cut:], lower[cut:]
@@ -137,29 +158,47 @@ def _without_thinking(text: str) -> str:
             position = end + len(closing)
         parts.append(text[position:])
         text = "".join(parts)
-        lower = text.lower()
     return text
 
 
-def _plain(text: str) -> str:
-    """Plain text: no control or format characters, no HTML tags, no links, no Markdown."""
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _ascii_lower(text: str) -> str:
+    """Lower case for ASCII letters only: every character stays one character (`İ`.lower()
+    is two), so positions found in it are positions in the text."""
+    return text.translate(_ASCII_LOWER)
+
+
+def plain_text(text: str) -> str:
+    """Text as paperbell shows what others wrote (a model, Hugging Face's AI summary): one
+    paragraph, no control or format characters, no HTML tags, no links, no Markdown."""
     kept = []
-    for char in text:
+    for index, char in enumerate(text):
         category = unicodedata.category(char)
-        if char == "\n" or char == "\t":
+        if char in "\n\t":
             kept.append(char)
-        elif category in ("Cc", "Cs", "Co", "Cn") or (category == "Cf" and char != "\u200d"):
+        elif char == "\u200d":  # joins emoji; beside ASCII, it only hides a link
+            near = text[index - 1 : index] + text[index + 1 : index + 2]
+            if near and not near.isascii():
+                kept.append(char)
+        elif category in ("Cc", "Cs", "Co", "Cn", "Cf"):
             continue  # controls, NUL, bidi overrides, private use: never shown
         else:
             kept.append(char)
-    text = "".join(kept)
+    text = _FORMAT_TOKEN.sub("", "".join(kept))
     text = _MARKDOWN_LINK.sub(r"\1", text)
-    text = _TAG.sub("", text)
+    for _ in range(8):  # <scr<script>ipt>: until no tag is left (or it gives up trying)
+        stripped = _TAG.sub("", text)
+        if stripped == text:
+            break
+        text = stripped
     text = _URL.sub("", text)
+    text = _EMAIL.sub("", text)
+    text = _DOMAIN.sub("", text)
     text = _HEADING.sub("", text)
     text = _EMPHASIS.sub("", text)
-    text = _SPACES.sub(" ", text)
-    return _BREAKS.sub(" ", text).strip()  # one paragraph
+    return " ".join(text.split())  # one paragraph, every run of spaces one space
 
 
 def _unquoted(text: str) -> str:

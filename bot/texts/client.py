@@ -137,8 +137,9 @@ class TextClient:
                     **options,
                 )
             except openai.BadRequestError as exc:
-                # Newer OpenAI models take max_completion_tokens only: asked once more so.
-                if self._token_field != "max_tokens" or "max_tokens" not in str(exc.message):
+                # Newer OpenAI models take max_completion_tokens only: asked once more so
+                # (this request, whatever the others sent at the same time).
+                if "max_tokens" not in options or "max_tokens" not in str(exc.message):
                     raise
                 self._token_field = "max_completion_tokens"
                 options["max_completion_tokens"] = options.pop("max_tokens")

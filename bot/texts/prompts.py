@@ -8,16 +8,27 @@ local models break JSON. Pure: no I/O.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from bot.core.languages import ENGLISH, language_name
 from bot.core.models import Paper
 
-__all__ = ["HF_SUMMARY", "TextRequest", "messages", "summary_request", "translation_request"]
+__all__ = [
+    "HF_SUMMARY",
+    "MIN_ABSTRACT",
+    "TextRequest",
+    "messages",
+    "summary_request",
+    "translation_request",
+]
 
 # The kinds a request may be: the three of `bot.core.models.TEXT_KINDS`, and the translation
 # of Hugging Face's AI summary (shown when no model summary is there).
 HF_SUMMARY = "hf-summary"
+# An abstract shorter than this is no source for a summary (a feed that gives none, or a
+# line): the digest shows it as it is.
+MIN_ABSTRACT = 100
 # The longest source text sent (an abstract is at most 1,920 characters on arXiv; other
 # feeds may carry whole articles): past it, the text is cut at a word.
 MAX_SOURCE = 4000
@@ -40,6 +51,12 @@ class TextRequest:
         return (self.paper_id, self.version, self.kind, self.language)
 
     @property
+    def source_hash(self) -> str:
+        """What the text is written from, as a short digest: a text stored from another
+        source (a summary written again, an abstract fixed in place) is not this one's."""
+        return hashlib.sha256(self.source.encode()).hexdigest()[:16]
+
+    @property
     def translation(self) -> bool:
         return self.kind != "summary" or self.language != ENGLISH
 
@@ -50,14 +67,20 @@ class TextRequest:
         return f"{self.paper_id}v{self.version} {what}{where}"
 
 
-def summary_request(paper: Paper) -> TextRequest:
-    """The English summary of a paper, from its title and abstract."""
+def summary_request(paper: Paper) -> TextRequest | None:
+    """The English summary of a paper, from its title and abstract; None when its abstract
+    is too short to summarise."""
+    if len(" ".join(paper.abstract.split())) < MIN_ABSTRACT:
+        return None
     source = f"Title: {_clip(paper.title)}\n\nAbstract: {_clip(paper.abstract)}"
     return TextRequest(paper.id, paper.version, "summary", ENGLISH, source, paper.title)
 
 
-def translation_request(paper: Paper, kind: str, language: str, text: str) -> TextRequest:
-    """`text` (the paper's title, abstract or a summary of it) in `language`."""
+def translation_request(paper: Paper, kind: str, language: str, text: str) -> TextRequest | None:
+    """`text` (the paper's title, abstract or a summary of it) in `language`; None when
+    there is nothing to translate."""
+    if not text.strip():
+        return None
     return TextRequest(paper.id, paper.version, kind, language, _clip(text), paper.title)
 
 

@@ -33,6 +33,7 @@ def upgrade() -> None:
         sa.Column("kind", sa.String(16), primary_key=True),
         sa.Column("language", sa.String(35), primary_key=True),
         sa.Column("model", sa.String(200), primary_key=True),
+        sa.Column("source_hash", sa.String(16), nullable=False),
         sa.Column("text", sa.String(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("prompt_tokens", sa.Integer(), nullable=False),
