@@ -508,7 +508,7 @@ def test_a_paper_without_an_abstract_is_not_summarised(
     assert [r.user_text for r in llm.chat_requests] == [bare.title]  # its title only
     texts = done[0].texts[bare.id]
     assert texts.summary is None and texts.text is None and texts.title
-    assert run.failed == {}
+    assert run.failed == {} and done[0].texts_note is None  # nothing failed
 
 
 def test_a_store_that_fails_costs_the_texts_not_the_digests(

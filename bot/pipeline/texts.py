@@ -340,7 +340,8 @@ def _with_texts(
     no_translation = 0
     for paper in (item.paper for item in digest.items):
         summary = summaries.get((paper.id, paper.version)) if sub.summaries else None
-        if sub.summaries and summary is None and run.model is not None:
+        asked = summary_request(paper) is not None  # too short an abstract: none asked
+        if sub.summaries and summary is None and run.model is not None and asked:
             no_summary += 1
         title = text = None
         if language is not None and run.model is not None:
@@ -349,7 +350,7 @@ def _with_texts(
             text = translations.get((paper.id, paper.version, kind, language))
             if text is not None and kind != "abstract":
                 text = _shown_share(text, english)
-            if title is None or text is None:
+            if title is None or (text is None and english.strip()):
                 no_translation += 1
         texts[paper.id] = PaperTexts(
             summary=shown_summary(summary[0]) if summary else None,
