@@ -367,7 +367,9 @@ def test_stopping_does_not_wait_for_a_hung_answer() -> None:
     caller.join(5)
     assert not caller.is_alive()
     assert len(failures) == 1  # the connection closed without an answer
-    assert llm.requests[0].outcome == "cut"
+    # Closing the connection may reach the waiting answer before the stop does (a loaded
+    # machine): it ended without an answer either way.
+    assert llm.requests[0].outcome in ("cut", "gone")
 
 
 def test_an_endpoint_that_is_down_is_a_connection_error(llm: LlmStandIn) -> None:
