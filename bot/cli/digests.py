@@ -33,7 +33,7 @@ from bot.cli.shell import (
 from bot.config import DATABASE_URL, SECRET_KEY
 from bot.core.errors import ConfigError, PaperbellError
 from bot.core.links import placeholder_url
-from bot.core.models import HUGGING_FACE, Paper
+from bot.core.models import Paper
 from bot.match.digest import try_rule
 from bot.render.terminal import render_trial, stars
 from bot.rules import parse_rule
@@ -381,19 +381,15 @@ def stored_summaries(
 ) -> dict[str, tuple[str, str]]:
     """Each paper's summary as a digest shows it, and who wrote it: the [llm] model's, if
     it wrote one already, else Hugging Face's. Asks no model (`try` is a preview)."""
-    from bot.texts.answers import plain_text, shown_summary
+    from bot.pipeline.texts import known_summaries
+    from bot.texts.answers import shown_summary
     from bot.texts.prompts import summary_request
 
-    requests = {p.id: r for p in papers if (r := summary_request(p)) is not None}
+    requests = [r for p in papers if (r := summary_request(p)) is not None]
     written: dict[tuple[str, int, str, str], str] = {}
     if store is not None and model is not None:
-        written = store.texts.get(((r.key, r.source_hash) for r in requests.values()), model)
-    found: dict[str, tuple[str, str]] = {}
-    for paper in papers:
-        request = requests.get(paper.id)
-        text = written.get(request.key) if request is not None else None
-        if text is not None and model is not None:
-            found[paper.id] = (shown_summary(text), model)
-        elif paper.ai_summary and (hf := plain_text(paper.ai_summary)):
-            found[paper.id] = (shown_summary(hf), HUGGING_FACE)
-    return found
+        written = store.texts.get(((r.key, r.source_hash) for r in requests), model)
+    return {
+        paper_id: (shown_summary(text), by)
+        for (paper_id, _), (text, by) in known_summaries(papers, written, model).items()
+    }

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -31,7 +31,7 @@ from bot.texts.answers import SUMMARY_SHOWN, plain_text, shown_summary
 from bot.texts.client import FATAL, TextClient, TextFailure
 from bot.texts.prompts import HF_SUMMARY, TextRequest, summary_request, translation_request
 
-__all__ = ["TextsRun", "texts_client", "write_texts"]
+__all__ = ["TextsRun", "known_summaries", "texts_client", "write_texts"]
 
 log = logging.getLogger(__name__)
 
@@ -186,15 +186,7 @@ class _Writer:
         written: dict[TextKey, str] = {}
         if self.llm is not None:
             written = await self.resolve([summary_request(p) for p in papers.values()])
-        # Hugging Face's summary is theirs to write: shown as text, never as markup.
-        found: dict[PaperKey, tuple[str, str]] = {}
-        for key, paper in papers.items():
-            text = written.get((paper.id, paper.version, "summary", ENGLISH))
-            if text is not None and self.llm is not None:
-                found[key] = (text, self.llm.model)
-            elif paper.ai_summary and (hf := plain_text(paper.ai_summary)):
-                found[key] = (hf, HUGGING_FACE)
-        return found
+        return known_summaries(papers.values(), written, self.llm.model if self.llm else None)
 
     async def translations(
         self, digests: Sequence[Digest], summaries: dict[PaperKey, tuple[str, str]]
@@ -312,6 +304,22 @@ class _Writer:
         if first:
             log.warning("%s: not written (%s)", request.describe(), said)
         self.run.last_error = said
+
+
+def known_summaries(
+    papers: Iterable[Paper], written: Mapping[TextKey, str], model: str | None
+) -> dict[PaperKey, tuple[str, str]]:
+    """Each paper's summary and who wrote it, of those there are: `model`'s among the texts
+    `written` (read from the store), else Hugging Face's (theirs to write: made plain
+    text, never markup). Asks nothing."""
+    found: dict[PaperKey, tuple[str, str]] = {}
+    for paper in papers:
+        text = written.get((paper.id, paper.version, "summary", ENGLISH))
+        if text is not None and model is not None:
+            found[(paper.id, paper.version)] = (text, model)
+        elif paper.ai_summary and (hf := plain_text(paper.ai_summary)):
+            found[(paper.id, paper.version)] = (hf, HUGGING_FACE)
+    return found
 
 
 def _shown(

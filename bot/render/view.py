@@ -24,10 +24,10 @@ from urllib.parse import quote
 
 from bot.core.languages import (
     LanguageError,
-    is_english,
     language_name,
     language_script,
     standard_tag,
+    usable_tag,
 )
 from bot.core.links import web_url
 from bot.core.models import HUGGING_FACE, Digest, DigestItem, Paper, PaperTexts, Subscriber
@@ -257,9 +257,9 @@ def layout_of(subscriber: Subscriber) -> Layout:
 
 
 def _language(subscriber: Subscriber) -> str | None:
-    """The language translations are shown in: None for none, or English."""
-    tag = subscriber.language
-    return tag if tag and not is_english(tag) else None
+    """The language translations are shown in: None for none, English, or a tag that is
+    no tag (the pipeline writes none for those either: `usable_tag` decides for both)."""
+    return usable_tag(subscriber.language)
 
 
 def model_text(text: str | None, limit: int) -> str | None:
