@@ -30,14 +30,13 @@ from urllib.parse import quote, urlsplit
 import css_inline
 
 from bot.core.checks import check_address, check_header_text
-from bot.core.languages import language_name, language_script
+from bot.core.languages import language_script
 from bot.core.links import LOOPBACK_HOSTS
 from bot.core.models import Digest, Paper
 from bot.render import template_env
 from bot.render.text import plural, tidy
 from bot.render.view import (
     GroupView,
-    Layout,
     group_views,
     layout_of,
     quote_rule,
@@ -194,14 +193,6 @@ def _preheader(digest: Digest, groups: tuple[GroupView, ...]) -> str:
     return text
 
 
-def _language_note(layout: Layout, language: str | None) -> str | None:
-    """The line that says the translations are a machine's: `With machine translations
-    into Chinese.`"""
-    if layout != "translated" or language is None:
-        return None
-    return f"With machine translations into {language_name(language)}."
-
-
 def _unsubscribe_mailto_url(address: str, name: str) -> str:
     return f"mailto:{address}?subject={quote('unsubscribe ' + name, safe='')}"
 
@@ -311,7 +302,7 @@ def _render(
         "layout": layout,
         "extras": layout != "standard" or bool(texts_note),
         "script": language_script(language) if language else "",
-        "language_note": _language_note(layout, language),
+        "language_note": texts.language_note if texts else None,
         "texts_note": texts_note,
     }
     env = template_env()

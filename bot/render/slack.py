@@ -384,8 +384,8 @@ def _summary_post(digest: Digest, *, threaded: bool = True) -> SlackMessage:
     if digest.note:
         notes.append(escape_mrkdwn(_fit(digest.note, NOTE_CHARS)))
     elements: list[MarkdownTextObject | PlainTextObject] = [_mrkdwn(note) for note in notes]
-    if (texts := texts_view(digest)) and texts.language_name:
-        elements.append(_plain(f"With machine translations into {texts.language_name}."))
+    if (texts := texts_view(digest)) and texts.language_note:
+        elements.append(_plain(texts.language_note))
     if note := texts_note(digest):
         elements.append(_plain(shorten(note, NOTE_CHARS)))
     blocks.append(_context(*elements))

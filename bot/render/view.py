@@ -238,6 +238,12 @@ class TextsView:
     def language_name(self) -> str | None:
         return language_name(self.language) if self.language else None
 
+    @property
+    def language_note(self) -> str | None:
+        """The line that says the translations are a machine's: `With machine translations
+        into Chinese.`; None without translations."""
+        return f"With machine translations into {self.language_name}." if self.language else None
+
 
 def texts_view(digest: Digest) -> TextsView | None:
     """The digest's summaries and translations as its subscriber asked for them; None when
