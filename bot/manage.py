@@ -15,12 +15,14 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
+from typing import Literal
 
 from bot.channels import Channel
 from bot.channels.outbox import drain
 from bot.config import Config, subscriber_problems, subscriber_settings, too_many_rules
+from bot.core.checks import check_label
 from bot.core.errors import RuleError, StoreError
 from bot.core.languages import language_name
 from bot.core.links import LinkSigner, Purpose, TokenProblem, Visitor, address_tag
@@ -40,6 +42,7 @@ __all__ = [
     "language_called",
     "language_choices",
     "notice_sender",
+    "paper_count_choices",
     "reading_parts",
 ]
 
@@ -47,6 +50,9 @@ log = logging.getLogger(__name__)
 
 # The translations the settings page offers first (any other tag a subscriber has is added).
 LANGUAGES = ("zh", "zh-Hant", "ja", "ko", "de", "fr", "es", "pt", "ru", "it", "ar", "hi")
+# How many papers an email may show, as the settings page offers them (the subscriber's own
+# number is added). The best ones are shown; an email says how many more matched.
+PAPER_COUNTS = (10, 15, 20, 30, 50, 100)
 
 
 @dataclass(frozen=True)
@@ -59,11 +65,15 @@ class Refused:
 
 @dataclass(frozen=True)
 class RuleProblem:
-    """A rule that does not parse, with where (0-based) and the rule with a caret."""
+    """A rule that does not parse, with where (0-based) and the rule with a caret; or
+    (`field` "label") a label that cannot be one. `text` and `label` are what was typed,
+    to give back in the form."""
 
     message: str
     text: str
     position: int | None = None
+    field: Literal["rule", "label"] = "rule"
+    label: str = ""
 
     @property
     def column(self) -> int | None:
@@ -82,6 +92,7 @@ class RuleActivity:
     first: date | None = None
     last: date | None = None
     counted: datetime | None = None  # None: not counted yet
+    label: str | None = None  # the name the digests show in place of the rule
 
 
 def free_name(store: Store, config: Config, wanted: str, *, fallback: str) -> str:
@@ -116,6 +127,11 @@ def language_choices(current: str | None) -> list[tuple[str, str]]:
     when it is not among LANGUAGES; "English only" (tag "none") is the page's own."""
     tags = [*LANGUAGES, *([current] if current and current not in LANGUAGES else [])]
     return [(tag, language_label(tag)) for tag in tags]
+
+
+def paper_count_choices(current: int) -> list[int]:
+    """The settings page's choices of papers per email, with the subscriber's own number."""
+    return sorted({*PAPER_COUNTS, current})
 
 
 def reading_parts(sub: Subscriber) -> list[str]:
@@ -249,31 +265,59 @@ class Manager:
                 hint="ask the operator to change it there",
             )
 
-    def add_rule(self, sub: Subscriber, text: str) -> RuleProblem | None:
+    @staticmethod
+    def check_label(
+        sub: Subscriber, text: str, label: str, *, number: int = 0
+    ) -> tuple[str | None, RuleProblem | None]:
+        """A label typed beside a rule (of number `number`; 0: a new one), as kept (None:
+        left blank), or its problem: not a label, or another rule's."""
+        if not label.strip():
+            return None, None
+        try:
+            kept = check_label(label)
+        except ValueError as exc:
+            return None, RuleProblem(str(exc), text.strip(), field="label", label=label)
+        others = (r for n, r in enumerate(sub.rules, 1) if n != number)
+        if any((sub.label_of(r) or "").casefold() == kept.casefold() for r in others):
+            taken = f"another of your rules is labelled {kept!r}: give each its own label"
+            return None, RuleProblem(taken, text.strip(), field="label", label=label)
+        return kept, None
+
+    def add_rule(self, sub: Subscriber, text: str, label: str = "") -> RuleProblem | None:
+        """Add a rule with its label (blank: none); the problem, if any (then nothing
+        changes)."""
         problem = self.check_rule(text)
+        if problem is not None:
+            return replace(problem, label=label)
+        kept, problem = self.check_label(sub, text, label)
         if problem is not None:
             return problem
         self._editable(sub)
+        text = text.strip()
         limit = self.config.digest.max_rules
-        if text.strip() not in sub.rules and (
-            too_many := too_many_rules(len(sub.rules) + 1, limit)
-        ):
-            return RuleProblem(f"that would make {too_many}", text.strip())
+        if text not in sub.rules and (too_many := too_many_rules(len(sub.rules) + 1, limit)):
+            return RuleProblem(f"that would make {too_many}", text, label=label)
         if not self.store.subscribers.add_rule(
-            sub.name, text.strip(), now=self.clock(), max_rules=limit
+            sub.name, text, now=self.clock(), max_rules=limit, label=kept
         ):
-            return RuleProblem("you have this rule already", text.strip())
+            return RuleProblem("you have this rule already", text, label=label)
         return None
 
-    def edit_rule(self, sub: Subscriber, number: int, text: str) -> RuleProblem | None:
+    def edit_rule(
+        self, sub: Subscriber, number: int, text: str, label: str = ""
+    ) -> RuleProblem | None:
+        """Change rule `number` and its label (blank: none); the problem, if any."""
         problem = self.check_rule(text)
+        if problem is not None:
+            return replace(problem, label=label)
+        kept, problem = self.check_label(sub, text, label, number=number)
         if problem is not None:
             return problem
         self._editable(sub)
         try:
-            self.store.subscribers.replace_rule(sub.name, number, text.strip())
+            self.store.subscribers.replace_rule(sub.name, number, text.strip(), label=kept)
         except StoreError as exc:
-            return RuleProblem(exc.message, text.strip())
+            return RuleProblem(exc.message, text.strip(), label=label)
         return None
 
     def remove_rule(self, sub: Subscriber, number: int) -> str | None:
@@ -298,8 +342,9 @@ class Manager:
         papers = self.store.papers.by_id(wanted) if wanted else {}
         found = []
         for number, (text, count) in enumerate(zip(sub.rules, counts, strict=True), 1):
+            label = sub.label_of(text)
             if count is None:
-                found.append(RuleActivity(number, text, 0, 0))
+                found.append(RuleActivity(number, text, 0, 0, label=label))
                 continue
             examples = tuple(papers[i] for i in count.examples if i in papers)
             found.append(
@@ -312,6 +357,7 @@ class Manager:
                     count.first,
                     count.last,
                     count.counted_at,
+                    label,
                 )
             )
         return found
@@ -319,9 +365,9 @@ class Manager:
     # -- settings ----------------------------------------------------------------------------
 
     def change_settings(self, sub: Subscriber, values: dict[str, str]) -> list[str]:
-        """Set schedule, day, time, timezone, email_format, abstracts, summaries ("on" or
-        "off") and language (a tag; "none" or English: English only); the problems, if any
-        (then nothing changes)."""
+        """Set schedule, day, time, timezone, email_format, abstracts, max_papers (how many
+        papers an email shows), summaries ("on" or "off") and language (a tag; "none" or
+        English: English only); the problems, if any (then nothing changes)."""
         self._editable(sub)
         wanted = {k: v.strip() for k, v in values.items() if v is not None}
         settings, problems = subscriber_settings(sub.name, wanted)

@@ -24,8 +24,10 @@ from support.paths import FIXTURES
 from support.servers import FeedServer, Route, feed_server
 
 from bot.config import load_config
+from bot.core.errors import IncompleteResults
 from bot.pipeline import build_sources
 from bot.pipeline.backfill import BackfillReport, backfill, plan
+from bot.sources.arxiv_query import BACKFILL_DAY_LIMIT, day_pages, search
 from bot.sources.http import PoliteFetcher
 from bot.store import Store
 
@@ -167,14 +169,56 @@ def test_backfill_fetches_each_day_politely_and_goes_on_after_an_interruption(
     assert all({"math.NT", "math.AG"} & set(p.categories) for p in from_api)
 
 
+def _on_a_terminal(*args: str) -> tuple[str, str]:
+    """Run paperbell with its stderr on a terminal (a pseudo-terminal): stdout and what the
+    terminal showed."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import termios
+
+    from support.cli import PAPERBELL, clean_env
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 wide
+    with subprocess.Popen(
+        [*PAPERBELL, *args], stdout=subprocess.PIPE, stderr=follower, text=True, env=clean_env()
+    ) as process:
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the command ended: the terminal is gone
+                break
+            if not chunk:
+                break
+            shown += chunk
+        out = process.stdout.read() if process.stdout else ""
+        assert process.wait(timeout=60) == 0, (out, shown)
+    os.close(leader)
+    return out, shown.decode(errors="replace")
+
+
 def test_the_command_shows_progress_stops_on_ctrl_c_and_resumes(
     config_path: Path, server: FeedServer, tmp_path: Path
 ) -> None:
     args = ["backfill", "-c", str(config_path), "--source", "number-theory"]
-    done = run(*args, "--since", "2026-06-28", "--until", "2026-06-29", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert "2/2" in done.stderr and "day" in done.stderr  # the tqdm bar
-    assert "number-theory: 2 days fetched, 0 already done" in done.stdout
+    out, bar = _on_a_terminal(*args, "--since", "2026-06-28", "--until", "2026-06-29")
+    assert "2/2" in bar and "day" in bar  # tqdm's bar, where a person watches
+    assert "number-theory: 2 days fetched, 0 already done" in out
+    assert "number-theory 2026-06-28:" not in out
+
+    plain = run(*args, "--since", "2026-06-20", "--until", "2026-06-21", cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    assert "/2" not in plain.stderr and "\r" not in plain.stderr  # no bar into a log
+    assert plain.stdout.splitlines() == [
+        "number-theory 2026-06-20: 0 papers",
+        "number-theory 2026-06-21: 0 papers",
+        "number-theory: 2 days fetched, 0 already done, 0 papers (0 new)",
+    ]
 
     process = start(
         *args, "--since", "2026-06-22", "--until", "2026-06-29", "--no-progress", cwd=tmp_path
@@ -199,7 +243,8 @@ def test_the_command_shows_progress_stops_on_ctrl_c_and_resumes(
     assert resumed and "of 8 days already done" in resumed[0], again.stdout
     skipped = int(resumed[0].split()[1])
     assert 3 <= skipped <= 7  # 28 and 29 from the first run, 22 at least from the second
-    assert f"{8 - skipped} days fetched, {skipped} already done, 5 papers" in again.stdout
+    fetched = f"{8 - skipped} day{'s' if skipped != 7 else ''} fetched"
+    assert f"{fetched}, {skipped} already done, 5 papers" in again.stdout
 
 
 def test_a_source_that_cannot_look_back_is_said_clearly(config_path: Path, tmp_path: Path) -> None:
@@ -257,3 +302,85 @@ def test_a_day_that_fails_in_any_way_is_reported_and_the_others_go_on(
             "2026-01-03: HTTP 503",
         ]
         assert set(store.papers.backfilled("flaky")) == {"2026-01-01", "2026-01-04"}
+
+
+def _looping(path: str, headers: dict[str, str]) -> Route | None:
+    """arXiv's API at its worst: the first page again, whatever `start` asks for, and
+    101,536 results announced (a new user sat 10.5 minutes on this)."""
+    parts = urlsplit(path)
+    if parts.path == "/api/query":
+        on_the_26th = "202606260000" in parse_qs(parts.query)["search_query"][0]
+        body = API_PAGE if on_the_26th else API_EMPTY
+        return Route(body.read_bytes(), content_type="application/atom+xml")
+    return answer(path, headers)
+
+
+def test_a_page_the_api_repeats_ends_that_day_and_keeps_what_came(
+    config_path: Path, server: FeedServer
+) -> None:
+    server.answer = _looping
+    fake = FakeTime()
+    server.clock = fake.clock
+    reports = {r.source: r for r in asyncio.run(_backfill(config_path, fake))}
+    query = reports["number-theory"]
+    assert (query.done, query.papers) == (4, 5)  # 25, 27, 28, 29; the 26th's first page kept
+    (error,) = query.errors
+    assert (
+        error.startswith("2026-06-26: http://127.0.0.1:")
+        and "the arXiv API answered with a page it gave already (start=5): stopped after " in error
+    )
+    assert "5 results of the 101,536 it announced" in error
+    starts = [
+        parse_qs(urlsplit(path).query)["start"][0]
+        for path, _ in server.requests
+        if "202606260000" in path
+    ]
+    assert starts == ["0", "5"]  # not 20,000 pages
+    config = load_config(config_path)
+    with Store.open(config.database.url) as store:
+        assert "2026-06-26" not in store.papers.backfilled("number-theory")  # asked again
+        kept = store.papers.announced_since(date(2000, 1, 1))
+        assert sum("number-theory" in p.sources for p in kept) == 5
+
+    # The command says so, a line for the day, and fails (exit 1) so that a script knows.
+    args = ["--source", "number-theory", "--since", "2026-06-26", "--until", "2026-06-26"]
+    done = run("backfill", "-c", str(config_path), *args, cwd=config_path.parent)
+    assert done.returncode == 1
+    (line, *_) = done.stdout.splitlines()
+    assert line.startswith("number-theory 2026-06-26: ERROR http://127.0.0.1:")
+    assert line.endswith("of the 101,536 it announced (5 papers kept)")
+    assert "some days failed; run the same command again to retry them" in done.stderr
+
+
+def test_a_day_reads_at_most_its_pages(server: FeedServer) -> None:
+    """Every page new, and more of them than a day can hold: the pages stop at the limit."""
+
+    def endless(path: str, headers: dict[str, str]) -> Route:
+        start = int(parse_qs(urlsplit(path).query)["start"][0])
+        body = API_PAGE.read_bytes().replace(b"2606.28", b"2606.%02d" % (start // 5))
+        return Route(body, content_type="application/atom+xml")
+
+    server.answer = endless
+    fake = FakeTime()
+
+    async def main() -> IncompleteResults:
+        async with httpx.AsyncClient() as client:
+            fetcher = PoliteFetcher(client, clock=fake.clock, sleep=fake.sleep)
+            with pytest.raises(IncompleteResults) as caught:
+                await search(
+                    fetcher,
+                    base_url=server.url("/api/query"),
+                    query="cat:math.NT",
+                    page_size=5,
+                    source="number-theory",
+                    sort_by="submittedDate",
+                    sort_order="ascending",
+                    max_pages=3,
+                )
+        return caught.value
+
+    error = asyncio.run(main())
+    assert len(server.requests) == 3 and len(error.found) == 15
+    assert error.message == "more than 3 pages of 5 results: stopped after 15 results"
+    assert day_pages(500) == 21 and day_pages(2000) == 6 and day_pages(1) == 10_001
+    assert BACKFILL_DAY_LIMIT == 10_000

@@ -144,6 +144,44 @@ def test_the_demo_email_reads_well_at_desktop_and_phone_width(
         context.close()
 
 
+# robotics-lab's 26-paper digest at 390 px wide, before the email was made light (issue
+# 21): 13,784 px tall. With short abstracts, about half is the aim.
+PHONE_HEIGHT_BEFORE = 13_784
+
+
+def test_the_demo_email_is_about_half_as_tall_on_a_phone(demo: DemoServer, browser: Any) -> None:
+    """Scrolling a 26-paper digest on a phone: about half of what it took before (each paper
+    a title, one line of authors and subjects, a few lines of abstract), and nothing hidden
+    that matters (every paper is there, each title linked)."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto(demo.digest_html("robotics").as_uri())
+    height = page.evaluate("document.documentElement.scrollHeight")
+    papers = page.locator("[id^='paper-']")
+    print(f"robotics-lab at 390 px: {height} px for {papers.count()} papers")
+    assert papers.count() == 26
+    assert page.locator("h3 a[href^='https://arxiv.org/abs/']").count() == 26
+    assert height <= 0.58 * PHONE_HEIGHT_BEFORE, f"{height} px tall at 390 px"
+    # No paper takes more than a phone's screen.
+    tallest = max(box["height"] for box in (papers.nth(n).bounding_box() for n in range(26)))
+    assert tallest < 450, tallest
+    shot(page, "email-phone-height")
+    context.close()
+
+
+def test_show_more_opens_the_setting_on_the_manage_page(demo: DemoServer, browser: Any) -> None:
+    """Ada's email shows the best 15 of 34 papers; its "show more" link opens her manage
+    page at the setting of how many papers an email shows."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto(demo.digest_html("ada").as_uri())
+    assert page.get_by_text("The best 15 of the 34 papers that matched your rules").count() == 1
+    page.get_by_role("link", name="Show more papers per email").click()
+    page.wait_for_url(re.compile(r".*/manage/[^/#]*#settings$"))
+    assert page.locator("#max_papers").input_value() == "15"
+    context.close()
+
+
 def test_the_manage_page_from_the_email_adds_rules_checks_them_and_unsubscribes(
     demo: DemoServer, browser: Any
 ) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import email
+import email.policy
 import functools
 import json
 import re
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import invoke, outcome, run
-from support.config import local_feed_config
+from support.config import WEB_SECRET, local_feed_config
 
 from bot.config import example_config_text
 
@@ -17,7 +19,7 @@ from bot.config import example_config_text
 def test_demo_twice_sends_nothing_the_second_time(tmp_path: Path) -> None:
     first = run("demo", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    assert "poll arxiv-all: 1504 papers in the 2024-11-28 listing, 1504 new" in first.stdout
+    assert "poll arxiv-all: 1,504 papers in the 2024-11-28 listing, 1,504 new" in first.stdout
     sent = re.findall(r"digest (\S+) <[^>]+>: (\d+) papers sent", first.stdout)
     assert len(sent) == 4 and all(int(n) > 0 for _, n in sent)
     assert "poll hf-daily: 17 papers in the 2026-08-21 listing, 17 new" in first.stdout
@@ -32,7 +34,7 @@ def test_demo_twice_sends_nothing_the_second_time(tmp_path: Path) -> None:
 
     second = run("demo", cwd=tmp_path)
     assert second.returncode == 0, second.stderr
-    assert "0 new, 1504 already stored" in second.stdout
+    assert "0 new, 1,504 already stored" in second.stdout
     assert second.stdout.count("nothing new (already delivered)") == 5  # 4 emails, 1 channel
     assert len(list(mail.glob("*.eml"))) == 4
 
@@ -67,7 +69,7 @@ def test_init_writes_the_example_and_refuses_to_overwrite(tmp_path: Path) -> Non
     again = invoke("init", str(target))
     assert again.exit_code == 2 and "exists" in again.output
     check = invoke("check-config", config=target)
-    assert check.exit_code == 0 and "OK (2 sources, 1 subscribers, 3 rules" in check.output
+    assert check.exit_code == 0 and "OK (2 sources, 1 subscriber, 3 rules" in check.output
     printed = invoke("init", "-")
     assert printed.exit_code == 0 and printed.output == example_config_text()
 
@@ -84,7 +86,7 @@ def test_subscribe_list_unsubscribe(tmp_path: Path, database_url: str) -> None:
 
     code, out = cli("subscribe", "bob", "--email", "bob@example.org", '"graph neural"', "robot")
     assert code == 0 and "subscribed bob <bob@example.org>: daily at 08:00 (UTC)" in out
-    assert "2 rule(s)" in out
+    assert "2 rules:" in out
     code, out = cli("subscribe", "bob", "cat:cs.RO")
     assert code == 0 and "3. cat:cs.RO" in out
     code, out = cli(
@@ -172,6 +174,10 @@ max_papers = 3
             r"ada <ada@example.org>: 3 papers \(\+\d+ over max_papers\) -> ", result.output
         )
     assert len(list(out_dir.glob("*.eml"))) == 1
+    # Beside each .eml, its HTML part, to open in a browser.
+    (eml,) = out_dir.glob("*.eml")
+    html = eml.with_suffix(".html").read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and "Thank you to arXiv" in html
     dry = invoke("digest", "--since", "2024-11-28", "--dry-run", config=config)
     assert "would get 3 papers" in dry.output
     only = invoke("digest", "--dry-run", "--subscriber", "nobody", config=config)
@@ -179,6 +185,59 @@ max_papers = 3
     # Default window: the 2024 feed is outside the last 7 days, so nothing is due.
     window = invoke("digest", "--dry-run", config=config)
     assert "no new matching papers" in window.output
+
+
+@pytest.mark.database
+def test_digest_out_links_work_for_a_subscriber_of_the_config_file(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A preview of a config file's subscriber carries manage and unsubscribe links that
+    open their page: the subscriber is stored (synced) first, as a send does."""
+    from bot.config import load_config
+    from bot.manage import Manager, Refused
+    from bot.store import Store, utcnow
+
+    config = tmp_path / "config.toml"
+    config.write_text(
+        local_feed_config(database_url)
+        + """[email]
+from = "papers@example.org"
+host = "127.0.0.1"
+port = 9
+[web]
+public_url = "https://papers.example.org"
+secret_key_env = "PB_SECRET_KEY"
+[[subscribers]]
+name = "ada"
+email = "ada@example.org"
+rules = ['"language model"']
+"""
+    )
+    env = {"PB_SECRET_KEY": WEB_SECRET}
+    assert invoke("poll", config=config).exit_code == 0
+    out_dir = tmp_path / "out"
+    result = invoke(
+        "digest", "--since", "2024-11-28", "--out", str(out_dir), config=config, env=env
+    )
+    assert result.exit_code == 0, result.output
+    (eml,) = out_dir.glob("ada-*.eml")
+    (html,) = out_dir.glob("ada-*.html")
+    page = html.read_text(encoding="utf-8")
+    loaded = load_config(config, environ=env)
+    store = Store.open(database_url)
+    try:
+        signer = loaded.web.link_signer()
+        assert signer is not None
+        manager = Manager(loaded, store, signer, clock=utcnow)
+        for purpose in ("manage", "unsubscribe"):
+            found = re.search(rf'href="https://papers\.example\.org/{purpose}/([^"#]+)"', page)
+            assert found is not None, purpose
+            opened = manager.open(purpose, found.group(1))  # as its page opens it
+            assert not isinstance(opened, Refused) and opened.name == "ada", (purpose, opened)
+        headers = email.message_from_bytes(eml.read_bytes(), policy=email.policy.default)
+        assert str(headers["List-Unsubscribe"]).startswith("<https://papers.example.org/unsub")
+    finally:
+        store.close()
 
 
 def test_filesystem_errors_are_messages_not_tracebacks(tmp_path: Path) -> None:

@@ -200,6 +200,8 @@ def test_max_rules_caps_a_subscribers_rules() -> None:
 @example("zh\x00")
 @example("x" * 5000)
 @example("en-GB")
+@example("\x7f" * 50)  # each escaped in the message: it was 224 characters long
+@example("\U000e0001" * 50)
 def test_any_language_gives_its_standard_tag_or_a_problem_at_its_key(language: str) -> None:
     data = minimal(subscriber={"language": language})
     tag, refusal = expected_language(language)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import difflib
 import email
 import email.policy
+import re
 from email.message import EmailMessage
 from pathlib import Path
 
@@ -161,8 +162,12 @@ def test_demo_message_shape(case: DemoCase) -> None:
             assert f'id="paper-{number}"' in html
             # A table of contents in the standard layout only: the others are kept light.
             assert (f'href="#paper-{number}"' in html) is (digest.count > 5 and standard)
-        clipped = html.count(">Read the full abstract</a>")
-        assert (clipped > 0) is (case.subscriber.abstracts == "short" and standard)
+        # Short abstracts end in "…", the whole one the title's link away.
+        clipped = len(re.findall(r"…</div>", html))
+        assert (clipped > 0) is (case.subscriber.abstracts == "short")
+        # One link per destination: the title is a paper's one link to its abstract page.
+        for item in digest.items:
+            assert html.count(f'href="{item.paper.abs_url}"') == 1
     headers = files[".headers"]
     assert "List-Unsubscribe-Post: List-Unsubscribe=One-Click\n" in headers
     assert "Date: Thu, 28 Nov 2024 12:00:00 +0000\n" in headers

@@ -147,6 +147,7 @@ def test_0004_keeps_every_subscriber_and_gives_them_english_abstracts(database_u
         )
     engine.dispose()
     migrate_to(database_url, "0004")
+    migrate_to(database_url, head())  # read by today's store: later revisions keep it
     assert differences(database_url) == []
     with Store.open(database_url) as store:
         (ada,) = store.subscribers.all()
@@ -158,6 +159,62 @@ def test_0004_keeps_every_subscriber_and_gives_them_english_abstracts(database_u
     )
     assert (ada.email_format, ada.abstracts) == ("text", "full")
     assert (ada.summaries, ada.language) == (False, None)
+
+
+@pytest.mark.database
+def test_0005_keeps_every_rule_from_the_oldest_database_and_labels_none(
+    database_url: str,
+) -> None:
+    """Revision 0005 adds rule labels: a database at the oldest schema (the baseline, as
+    0d0a80b wrote it) keeps every subscriber and rule, in order, each shown as itself (no
+    label) until one is given; going back to 0004 keeps the rules and drops the labels."""
+    migrate_to(database_url, BASELINE)
+    engine = create_engine(normalize_url(database_url))
+    when = "2026-11-01 08:00:00+00:00"
+    with engine.begin() as connection:
+        for name in ("ada", "bob"):
+            connection.execute(
+                text(
+                    "INSERT INTO subscribers (name, email, origin, active, categories, "
+                    "max_papers, include, created_at, email_confirmed, email_format, abstracts) "
+                    "VALUES (:name, :email, 'database', true, '[]', 20, '[\"new\"]', :when, "
+                    "true, 'html', 'short')"
+                ),
+                {"name": name, "email": f"{name}@example.org", "when": when},
+            )
+        ids = dict(connection.execute(text("SELECT name, id FROM subscribers")).all())
+        for sid, rule in (
+            (ids["ada"], '"diffusion policy"'),
+            (ids["bob"], "robot cat:cs.RO"),
+            (ids["ada"], 'marl OR "multi-agent reinforcement learning"'),
+        ):
+            connection.execute(
+                text("INSERT INTO rules (subscriber_id, text, created_at) VALUES (:s, :t, :w)"),
+                {"s": sid, "t": rule, "w": when},
+            )
+    engine.dispose()
+    migrate_to(database_url, "0004")
+    migrate_to(database_url, "0005")
+    assert differences(database_url) == []
+    with Store.open(database_url) as store:
+        ada, bob = store.subscribers.all()
+        assert ada.rules == ('"diffusion policy"', 'marl OR "multi-agent reinforcement learning"')
+        assert bob.rules == ("robot cat:cs.RO",)
+        assert ada.labels == bob.labels == {}
+        assert store.subscribers.set_label("ada", 2, "multi-agent RL") == ada.rules[1]
+        (ada, _) = store.subscribers.all()
+        assert ada.labels == {ada.rules[1]: "multi-agent RL"}
+    migrate_to(database_url, head())
+
+    engine = create_engine(normalize_url(database_url))
+    try:
+        with engine.begin() as connection:
+            command.downgrade(alembic_config(connection), "0004")
+        with engine.connect() as connection:
+            kept = connection.execute(text("SELECT text FROM rules ORDER BY id")).scalars().all()
+    finally:
+        engine.dispose()
+    assert kept == ['"diffusion policy"', "robot cat:cs.RO", ada.rules[1]]
 
 
 def legacy_database(folder: Path) -> Path:
@@ -254,7 +311,7 @@ def test_a_database_0d0a80b_wrote_upgrades_and_keeps_everyone(tmp_path: Path) ->
         listed = cli("list")
         assert listed.exit_code == 0, listed.output
         assert listed.output == (LEGACY / "list-before.txt").read_text()
-        assert sum(int(n) for n in re.findall(r"(\d+) papers sent", listed.output)) == 77
+        assert sum(int(n) for n in re.findall(r"(\d+) papers? sent", listed.output)) == 77
 
         digest = cli("digest", "--since", "2024-11-28")
         assert digest.exit_code == 0, digest.output

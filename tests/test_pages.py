@@ -173,15 +173,20 @@ def test_settings_pause_and_resume(site: Site) -> None:
             "timezone": "Europe/Paris",
             "email_format": "text",
             "abstracts": "full",
+            "max_papers": "20",
         },
         page=path,
     )
     assert saved.status_code == 303
     ada = site.subscriber("ada")
     assert ada.schedule.describe() == "weekly on Friday at 16:30 (Europe/Paris)"
-    assert (ada.email_format, ada.abstracts) == ("text", "full")
+    assert (ada.email_format, ada.abstracts, ada.max_papers) == ("text", "full", 20)
+    assert '<option value="20" selected>20</option>' in site.http.get(path).text
     bad = site.post(path + "/settings", {"timezone": "Mars/Olympus", "time": "25:00"}, page=path)
     assert bad.status_code == 400 and "unknown time zone" in bad.text
+    too_many = site.post(path + "/settings", {"max_papers": "5000"}, page=path)
+    assert too_many.status_code == 400 and "max_papers" in too_many.text
+    assert site.subscriber("ada").max_papers == 20
     assert site.subscriber("ada").schedule.timezone == "Europe/Paris"
     # The slot already handled is left alone: a schedule change skips no papers.
     row = site.store.subscribers.get("ada")

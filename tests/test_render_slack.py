@@ -25,6 +25,7 @@ from bot.render.slack import (
     link,
     shorten,
 )
+from bot.render.tex import letters
 from bot.rules import parse_rule
 
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
@@ -222,19 +223,53 @@ def test_summary_content(papers: tuple[Paper, ...], size: int) -> None:
     groups = len(digest.groups)
     matched = f"{size} {noun} matched {groups} rule{'s' if groups > 1 else ''}: {rules}."
     assert counts["text"]["text"] == matched
-    # The best papers by score, at most five, each linked to its abstract page.
+    # The best papers by score, at most five, each linked to its abstract page, in the
+    # thread's order with its numbers: they run upwards, as the thread does.
     numbered = list(enumerate(digest.items, start=1))
-    best = sorted(numbered, key=lambda pair: (-pair[1].score, pair[0]))[:5]
+    best = sorted(sorted(numbered, key=lambda pair: (-pair[1].score, pair[0]))[:5])
     shown = [(int(n), i) for n, i in TOP_RE.findall(top["text"]["text"])]
     assert shown == [(n, item.paper.id) for n, item in best]
+    assert [n for n, _ in shown] == sorted(n for n, _ in shown)
     for _, item in best:
         assert link(item.paper.abs_url, item.paper.title) in top["text"]["text"]
     notes = [e["text"] for e in context["elements"]]
     assert notes[0] == "The papers are in the thread \u2193"
     left = len(digest.omitted)
     assert left == 264 - size
-    assert notes[1] == f"{left} more papers matched but were left out (max_papers = {size})."
-    assert summary.text.startswith(header["text"]["text"] + ': "')
+    best_of = f"The best {size} of the 264 papers" if size > 1 else "The best of the 264 papers"
+    verb = "are" if size > 1 else "is"
+    assert notes[1] == f"{best_of} that matched your rules {verb} here."
+    rule_list = ", ".join(digest.rules)  # the fallback: each rule as itself, no quotes added
+    assert summary.text == escape_mrkdwn(shorten(f"{header['text']['text']}: {rule_list}", 300))
+
+
+def test_a_labelled_rule_is_shown_by_its_label_and_a_rule_as_code(
+    papers: tuple[Paper, ...],
+) -> None:
+    digest = real_digest(papers, 12)
+    first, *others = digest.rules
+    labels = {first: "Robots *and* <friends>"}
+    digest = replace(digest, subscriber=replace(digest.subscriber, labels=labels))
+    summary, *thread = build_posts(digest)
+    shown = "Robots \u2217and\u2217 &lt;friends&gt;"
+    counts = summary.blocks[1]["text"]["text"]
+    assert counts.startswith(f"12 papers matched {len(digest.groups)} rules: {shown}, `")
+    assert f"`{first}`" not in counts and all(f"`{rule}`" in counts for rule in others)
+    assert summary.text.startswith(
+        escape_mrkdwn(f"12 new papers for you \u2014 Thu 28 Nov 2024: {labels[first]}, ")
+    )
+    opening = thread[0].blocks[0]["text"]["text"]
+    assert opening.startswith(f"*{shown}* \u00b7 ")
+    matched = [
+        e["text"]
+        for m in thread
+        for b in m.blocks
+        if b["type"] == "context"
+        for e in b["elements"]
+        if e["text"].startswith("Matched ")
+    ]
+    assert any(line.startswith(f"Matched {shown}") for line in matched)
+    assert any(line.startswith("Matched `") for line in matched)
 
 
 def test_summary_without_omitted_papers_points_at_the_thread(
@@ -357,14 +392,10 @@ def test_real_titles_with_markup_characters_are_escaped(papers: tuple[Paper, ...
     for paper, title in zip(odd, titles, strict=True):
         label = title.partition("|")[2].removesuffix(">*")
         assert not re.search(r"[<>*_~`|]", label), label
-        assert "$" not in paper.title or "$" in label  # TeX stays readable
-        shown = (
-            label.replace("&lt;", "<")
-            .replace("&gt;", ">")
-            .replace("&amp;", "&")
-            .translate(str.maketrans("\u2217\u02cd\u223c\u02cb\u2223", "*_~`|"))
-        )
-        assert shown == " ".join(paper.title.split())
+        looks_alike = str.maketrans("\u2217\u02cd\u223c\u02cb\u2223", "*_~`|")
+        shown = label.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+        expected = " ".join(letters(paper.title).split())  # TeX as letters, as in email
+        assert shown.translate(looks_alike) == expected.translate(looks_alike)
 
 
 @pytest.mark.parametrize(
@@ -462,3 +493,39 @@ def test_a_note_beside_papers_goes_in_the_summary(papers: tuple[Paper, ...]) -> 
     digest = replace(real_digest(papers, 12), note="Also: arXiv was late & <slow>.")
     context = build_posts(digest)[0].blocks[-1]
     assert context["elements"][-1]["text"] == "Also: arXiv was late &amp; &lt;slow&gt;."
+
+
+# -- links: one per destination -----------------------------------------------------------
+
+
+def test_a_paper_links_each_destination_once(papers: tuple[Paper, ...]) -> None:
+    """The title goes to the abstract page, its only link there; beside it the PDF, the
+    code, Hugging Face and the DOI, each once; no "Abstract" or HTML link."""
+    paper = replace(
+        next(p for p in papers if p.dois),
+        github="https://github.com/lab/code",
+        github_stars=12,
+        upvotes=7,
+        hf_rank=2,
+    )
+    digest = hand_digest(DigestItem(paper=paper, rules=("robot",), hits=()))
+    posts = build_posts(digest)
+    blocks = paper_blocks(posts[1], paper.id)
+    shown = json.dumps(blocks)
+    urls = re.findall(r"<(https://[^|>]+)\|", shown)
+    assert urls.count(paper.abs_url) == 1 and len(urls) == len(set(urls))
+    links = blocks[-1]["elements"][-1]["text"]
+    assert f"<{paper.pdf_url}|PDF>" in links
+    assert "<https://github.com/lab/code|Code (12 stars)>" in links
+    assert f"<{paper.hf_url}|Hugging Face (7 upvotes, #2 of the day)>" in links
+    assert "|DOI>" in links
+    assert "|Abstract>" not in shown and "arxiv.org/html/" not in shown
+
+
+@pytest.mark.parametrize("size", [1, 12])
+def test_the_summary_speaks_to_its_reader(papers: tuple[Paper, ...], size: int) -> None:
+    """No configuration key or operator in what a channel reads."""
+    posts = build_posts(real_digest(papers, size))
+    words = " ".join(texts([post.to_dict()["blocks"] for post in posts]))
+    words = re.sub(r"<https?://[^>]+>", " ", words)
+    assert "max_papers" not in words and "operator" not in words and " = " not in words

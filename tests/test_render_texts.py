@@ -285,7 +285,8 @@ def test_summaries_layout_shows_summaries_in_place_of_abstracts() -> None:
     assert SUMMARY in html and f"AI summary · {MODEL}" in html
     assert "Summary by Hugging Face" in html
     assert html.count("We study diffusion policies") == 5  # the papers without a summary
-    assert html.count(">Abstract</a>") == 7  # the abstract a click away, for every paper
+    # The abstract a click away, for every paper: its title's one link there.
+    assert html.count('<a href="https://arxiv.org/abs/') == 7 and ">Abstract</a>" not in html
     assert "A summary could not be written for 1 paper today" in html
     assert 'href="#paper-' not in html  # no table of contents: nothing competes
     assert "Matched:" not in html and "Read the full abstract" not in html
@@ -376,7 +377,7 @@ def test_both_shows_the_summary_and_its_translation() -> None:
     assert first.index(ZH_TITLE) < first.index(f"AI summary · {MODEL}") < first.index(SUMMARY)
     assert first.index(SUMMARY) < first.index(ZH_SUMMARY)
     assert "We study diffusion policies" not in first  # the summary is in the abstract's place
-    assert ">Abstract</a>" in first
+    assert re.search(r'<h3 style="[^"]*">1\. <a href="https://arxiv\.org/abs/', first)
     assert text.index(SUMMARY.split()[0]) < text.index(ZH_SUMMARY[:8])
 
 
@@ -413,7 +414,7 @@ def test_fifty_papers_stay_under_gmails_clipping(changes: dict[str, Any]) -> Non
     else:
         assert SHORTENED_NOTE not in html
     cjk = sum(1 for char in html if "\u4e00" <= char <= "\u9fff")
-    assert (cjk > 4000) is ("language" in changes)  # a third of the English, cut like it
+    assert (cjk > 2500) is ("language" in changes)  # a third of the English, cut like it
 
 
 def test_full_abstracts_that_fit_are_kept() -> None:

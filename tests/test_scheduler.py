@@ -551,3 +551,52 @@ def test_a_late_listing_reaches_the_next_weekly_digest(world: Any) -> None:
     assert matched and all(any(link in item for link in second) for item in matched[:5])
     per_day = Counter(eastern_date(when) for when in w.polls)
     assert per_day[date(2026, 12, 7)] == 2  # Monday: one poll per source, both have it
+
+
+def test_the_timer_ticks_on_time_skips_beats_while_a_tick_runs_and_stops(tmp_path: Path) -> None:
+    """`serve`'s timer: a tick at once, then one per interval; a tick still running when the
+    next beat comes makes that beat a no-op (never two at once, never a queue of them); the
+    stop event ends it, with the running tick allowed to finish."""
+    from support.clock import Clock
+
+    from bot.pipeline.scheduler import Daemon
+
+    config = parse_config(
+        {
+            "version": 1,
+            "database": {"url": f"sqlite:///{tmp_path / 'paperbell.sqlite'}"},
+            "daemon": {"shutdown_grace_seconds": 5},
+            "sources": [{"name": "cs", "kind": "arxiv", "categories": ["cs.AI"]}],
+        },
+        environ={},
+    )
+
+    async def main() -> tuple[int, int]:
+        store = Store.open(config.database_url())
+        daemon = Daemon(
+            config, store, fetcher=None, channels={}, clock=Clock(at("2026-11-24T12:00"))
+        )
+        running = 0
+        most = 0
+        started = 0
+
+        async def slow_tick() -> Any:
+            nonlocal running, most, started
+            started += 1
+            running += 1
+            most = max(most, running)
+            await asyncio.sleep(0.25)  # longer than two beats
+            running -= 1
+            return None
+
+        daemon.tick = slow_tick  # type: ignore[method-assign]
+        stop = asyncio.Event()
+        asyncio.get_running_loop().call_later(1.0, stop.set)
+        await asyncio.wait_for(daemon.serve(stop, interval=0.1), timeout=10)
+        store.close()
+        assert running == 0  # the last tick finished before serve returned
+        return started, most
+
+    started, most = asyncio.run(main())
+    assert most == 1
+    assert 2 <= started <= 5  # ~1 s of 0.25 s ticks on a 0.1 s timer

@@ -106,7 +106,7 @@ def test_commands_that_use_no_secret_run_without_them(tmp_path: Path, database_u
         return result.stdout
 
     out = ok("check-config")
-    assert out.startswith(f"{config}: OK (1 sources, 2 subscribers, 2 rules; database ")
+    assert out.startswith(f"{config}: OK (1 source, 2 subscribers, 2 rules; database ")
     assert "\nschema: " in out
     not_set = [line for line in out.splitlines() if line.startswith("not set: ")]
     assert not_set == [
@@ -122,7 +122,7 @@ def test_commands_that_use_no_secret_run_without_them(tmp_path: Path, database_u
         "--dry-run or --out) and `run` need it",
     ]
     assert "newest" in ok("db", "upgrade") + ok("db", "current")
-    assert "1504 new" in ok("poll")
+    assert "1,504 new" in ok("poll")
     assert "subscribed bob" in ok("subscribe", "bob", "--email", "bob@lab.example", "robot")
     # Posting to Slack needs [slack] bot_token_env in the file; subscribing sends nothing.
     assert "subscribed robots" in ok("subscribe", "robots", "--slack-channel", "#robots", "robot")
@@ -137,7 +137,7 @@ def test_commands_that_use_no_secret_run_without_them(tmp_path: Path, database_u
     # backfill reads no secret either: it goes on to check its dates.
     backwards = ("backfill", "--since", "2024-11-28", "--until", "2024-11-01")
     late = run(*with_config(backwards, config), cwd=tmp_path)
-    assert late.returncode == 1 and "is before --since" in late.stderr and no_secret_asked(late)
+    assert late.returncode == 2 and "is before --since" in late.stderr and no_secret_asked(late)
 
     # digest --out: the files, with placeholder links where the signed ones would be.
     out_dir = tmp_path / "out"

@@ -191,9 +191,10 @@ def test_four_kinds_poll_in_one_run_and_a_hugging_face_paper_is_merged_and_sent_
         html = _part(message, "text/html")
         text = _part(message, "text/plain")
         assert html.count(f'https://arxiv.org/abs/{world.target.id}"') >= 1
-        assert "Hugging Face (163 upvotes)" in html and "#1 of the day" in html
+        assert "Hugging Face (163 upvotes, #1 of the day)</a>" in html
         assert f"https://huggingface.co/papers/{world.target.id}" in text
-        assert "(primary)" in text  # the categories came from arXiv
+        flat = " ".join(text.split()).replace(" (primary)", "")
+        assert ", ".join(world.target.categories) in flat  # the categories came from arXiv
         assert "Meriones" in text  # the journal paper, with its DOI link
         assert "https://doi.org/10.1080/09397140.2021.1992835" in text
         assert text.count(world.target.title.split()[0]) >= 1

@@ -127,6 +127,67 @@ def test_subscribers_from_config_and_database(store: Store) -> None:
     assert store.subscribers.all([]) == []
 
 
+def test_rules_keep_their_labels(store: Store) -> None:
+    marl = 'marl OR "multi-agent reinforcement learning"'
+    ada, _ = store.subscribers.add(
+        "ada", email="ada@example.org", rules=["robot", marl], now=NOW, labels={marl: "MARL"}
+    )
+    assert ada.labels == {marl: "MARL"} and ada.label_of("robot") is None
+    # A rule given again with a label is labelled; without one, it keeps its label.
+    ada, _ = store.subscribers.add(
+        "ada", email=None, rules=["robot", marl], now=NOW, labels={"robot": "robots"}
+    )
+    assert ada.rules == ("robot", marl) and ada.labels == {"robot": "robots", marl: "MARL"}
+    with pytest.raises(StoreError, match="has a rule labelled 'marl' already"):
+        store.subscribers.add_rule("ada", "drone", now=NOW, label="marl")
+    with pytest.raises(StoreError, match="has a rule labelled 'Robots' already"):
+        store.subscribers.add("ada", email=None, rules=["x"], now=NOW, labels={"x": "Robots"})
+    assert store.subscribers.rule_texts("ada") == ["robot", marl]  # nothing changed
+    assert store.subscribers.add_rule("ada", "drone", now=NOW, label="drones")
+    assert not store.subscribers.add_rule("ada", "drone", now=NOW, label="other")
+    # Editing a rule keeps its label unless one is given (None: none).
+    assert store.subscribers.replace_rule("ada", 3, "drone*") == "drone"
+    assert store.subscribers.replace_rule("ada", 1, "robot*", label=None) == "robot"
+    assert store.subscribers.set_label("ada", 2, "multi-agent RL") == marl
+    (ada,) = store.subscribers.all()
+    assert ada.rules == ("robot*", marl, "drone*")
+    assert ada.labels == {marl: "multi-agent RL", "drone*": "drones"}
+    assert store.subscribers.set_label("ada", 3, None) == "drone*"
+    with pytest.raises(StoreError, match="has no rule 4"):
+        store.subscribers.set_label("ada", 4, "x")
+    (ada,) = store.subscribers.all()
+    assert ada.labels == {marl: "multi-agent RL"}
+
+
+def test_config_subscribers_rules_and_labels_are_mirrored(store: Store) -> None:
+    """The file stays the truth (the pipeline reads it), but the store holds the same rules
+    and labels, in the file's order, for whatever reads only the store."""
+    ada = Subscriber(
+        name="ada", email="ada@example.org", rules=("robot", "drone"), labels={"drone": "UAV"}
+    )
+    store.subscribers.sync_config([ada], now=NOW)
+
+    def stored() -> list[tuple[str, str | None, datetime]]:
+        from sqlmodel import col, select
+
+        from bot.store.tables import RuleRow
+
+        with store.database.session() as session:
+            rows = session.exec(select(RuleRow).order_by(col(RuleRow.id))).all()
+            return [(r.text, r.label, r.created_at.replace(tzinfo=UTC)) for r in rows]
+
+    assert stored() == [("robot", None, NOW), ("drone", "UAV", NOW)]
+    later = datetime(2024, 12, 2, tzinfo=UTC)
+    changed = replace(ada, rules=("swarm", "drone"), labels={"drone": "drones", "swarm": "S"})
+    store.subscribers.sync_config([changed], now=later)
+    assert stored() == [("swarm", "S", later), ("drone", "drones", NOW)]
+    store.subscribers.sync_config([changed], now=datetime(2025, 1, 1, tzinfo=UTC))
+    assert stored() == [("swarm", "S", later), ("drone", "drones", NOW)]
+    (mirrored,) = store.subscribers.all([changed])
+    assert mirrored.labels == {"drone": "drones", "swarm": "S"}
+    assert store.subscribers.rule_texts("ada") == ["swarm", "drone"]
+
+
 def queue_digest(
     store: Store,
     subscriber_id: int,

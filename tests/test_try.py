@@ -8,14 +8,16 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 from support.cli import invoke, outcome, run
 from support.config import local_feed_config
 
 from bot.core.models import Hit, Paper
-from bot.demo import bundled_papers
-from bot.match.digest import try_rule
+from bot.demo import bundled_papers, demo_papers
+from bot.match.digest import absent_facts, try_rule
 from bot.render.terminal import abstract_snippet, render_trial
-from bot.rules import analyze, match, parse_rule
+from bot.rules import analyze, leaf_hits, leaf_text, match, parse_rule
 
 
 def listed_ids(output: str) -> list[str]:
@@ -31,8 +33,9 @@ def test_the_installed_command_tries_a_rule_on_the_bundled_listing(tmp_path: Pat
     assert "*diffusion policy*" in flat and "*diffusion policies*" in flat  # hits, plural folded
     assert "\x1b[" not in out  # no colour in a pipe
     assert "  2024-11-28 Thu       2 of 1,504 papers" in out
+    assert "  2026-08-21 Fri       0 of 17 papers" in out  # the Hugging Face day
     assert out.rstrip().endswith(
-        "2 of 1,504 papers matched (0.1%) over 1 announcement day: about 2.0 a day"
+        "2 of 1,521 papers matched (0.1%) over 2 announcement days: about 1.0 a day"
     )
 
 
@@ -41,14 +44,50 @@ def test_try_lists_exactly_what_the_reference_evaluator_matches() -> None:
     code, out = outcome("try", text, "--demo", "--limit", "0")
     assert code == 0, out
     rule = parse_rule(text)
-    expected = {p.id for p in bundled_papers() if match(rule, analyze(p)) is not None}
+    expected = {p.id for p in demo_papers() if match(rule, analyze(p)) is not None}
     assert len(expected) > 20
     assert sorted(listed_ids(out)) == sorted(expected)
     assert "... and" not in out
     code, out = outcome("try", text, "--demo", "--limit", "5")
     assert len(listed_ids(out)) == 5
     assert f"... and {len(expected) - 5} more (--limit 0 shows them all)" in out
-    assert f"{len(expected)} of 1,504 papers matched" in out
+    assert f"{len(expected)} of 1,521 papers matched" in out
+
+
+def test_demo_tries_every_bundled_source() -> None:
+    code, out = outcome("try", "hf:top5", "--demo", "--limit", "0")
+    assert code == 0, out
+    assert (
+        "tried on the bundled arXiv listing of 2024-11-28 and Hugging Face day of 2026-08-21" in out
+    )
+    assert len(listed_ids(out)) == 5 and "note:" not in out
+    assert "  2026-08-21 Fri       5 of 17 papers" in out
+    for rule, count in [
+        ("src:huggingface", 17),
+        ("src:hf-daily", 17),
+        ("src:arxiv-all", 1504),
+        ("src:arxiv upvotes>=1", 0),  # the two days share no paper
+        ("upvotes>=100", sum(1 for p in demo_papers() if (p.upvotes or 0) >= 100)),
+    ]:
+        code, out = outcome("try", rule, "--demo")
+        assert code == 0 and f"\n{count:,} of 1,521 papers matched" in out, (rule, out)
+        assert "note:" not in out
+
+
+def test_a_part_that_nothing_tried_has_is_named() -> None:
+    code, out = outcome("try", "src:biorxiv OR cat:cs.XX OR id:2411.00000 OR robot", "--demo")
+    assert code == 0
+    notes = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert notes == [
+        "note: src:biorxiv matches nothing here: no paper came from a source named or of kind "
+        "'biorxiv' (they came from arxiv, arxiv-all, hf-daily, huggingface)",
+        "note: cat:cs.XX matches nothing here: no paper is listed in cs.XX",
+        "note: id:2411.00000 matches nothing here: no paper has this id",
+    ]
+    # Only the Hugging Face day is left: no paper in any arXiv category of the listing.
+    code, out = outcome("try", "hf:top3 -cat:cs", "--demo", "--since", "2025-01-01")
+    assert code == 0 and "note: cat:cs matches nothing here: no paper is listed in cs" in out
+    assert "3 of 17 papers matched" in out
 
 
 def test_titles_rank_first_and_authors_and_categories_are_marked() -> None:
@@ -89,7 +128,7 @@ def test_try_on_the_stored_papers_of_a_config(tmp_path: Path, database_url: str)
     config = tmp_path / "config.toml"
     config.write_text(local_feed_config(database_url))
     code, out = outcome("try", "robot", config=config)
-    assert code == 1 and "no papers are stored yet" in out and "--demo" in out
+    assert code == 1 and "there is no database yet" in out and "--demo" in out
     assert invoke("poll", config=config).exit_code == 0
 
     code, out = outcome("try", "robot", "--limit", "0", config=config)
@@ -103,6 +142,17 @@ def test_try_on_the_stored_papers_of_a_config(tmp_path: Path, database_url: str)
 
     code, out = outcome("try", "robot", "--since", "2024-11-29", config=config)
     assert code == 0 and "0 of 0 papers matched" in out
+    # A store without a Hugging Face source: a rule that asks for its facts is told so.
+    code, out = outcome("try", "hf:top10 OR src:huggingface", config=config)
+    assert code == 0 and "\n0 of 1,504 papers matched" in out
+    assert (
+        "note: hf:top10 matches nothing here: no paper is on Hugging Face Daily Papers "
+        "(a huggingface source brings them)"
+    ) in out
+    assert (
+        "note: src:huggingface matches nothing here: no paper came from a source named or "
+        "of kind 'huggingface' (they came from arxiv)"
+    ) in out
 
 
 def _day(papers: list[Paper], day: date, suffix: str) -> list[Paper]:
@@ -137,3 +187,37 @@ def test_abstract_snippets_keep_whole_words_and_mark_every_hit() -> None:
     assert " … " in snippet  # two windows, apart
     assert all(re.fullmatch(r"\[?word\d+\]?|…", piece) for piece in snippet.split())
     assert abstract_snippet(abstract, [Hit("title", 0, 3, "x")], str) == ""
+
+
+_SOME = [*demo_papers()[:40], *demo_papers()[-5:]]  # the listing's and Hugging Face's
+_ANALYZED = [analyze(p) for p in _SOME]
+_CATEGORIES = sorted({c for p in _SOME for c in p.categories})
+
+
+@given(
+    leaf=st.one_of(
+        st.sampled_from(_CATEGORIES).map(lambda c: f"cat:{c}"),
+        st.sampled_from(["cs", "math", "q-bio", "cs.XX", "zz", "CS.lg"]).map(lambda c: f"cat:{c}"),
+        st.sampled_from([p.id for p in _SOME] + ["2411.00000", "2608.99999"]).map(
+            lambda i: f"id:{i}"
+        ),
+        st.sampled_from(["arxiv", "arxiv-all", "huggingface", "HF-daily", "feed", "x"]).map(
+            lambda s: f"src:{s}"
+        ),
+        st.integers(0, 500).map(lambda n: f"upvotes>={n}"),
+        st.integers(1, 100).map(lambda n: f"hf:top{n}"),
+    ),
+    hugging_face=st.booleans(),
+)
+@example(leaf="cat:cs", hugging_face=False)
+@example(leaf="hf:top5", hugging_face=False)
+def test_a_part_named_absent_matches_none_of_the_papers(leaf: str, hugging_face: bool) -> None:
+    papers, analyzed = (_SOME, _ANALYZED) if hugging_face else (_SOME[:40], _ANALYZED[:40])
+    rule = parse_rule(f"robot OR {leaf}")
+    node = parse_rule(leaf).node
+    named = [line for line in absent_facts(rule, papers) if line.startswith(leaf_text(node))]
+    matched = any(leaf_hits(node, text) is not None for text in analyzed)  # type: ignore[arg-type]
+    if named:
+        assert not matched, named
+    elif not leaf.startswith(("upvotes", "hf:")):  # a threshold no paper reaches is no news
+        assert matched, leaf

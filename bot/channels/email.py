@@ -18,6 +18,7 @@ import aiosmtplib
 
 from bot.channels import OnProgress, OnSent, SendOutcome, ShouldStop, describe, failed, notify
 from bot.core.errors import DeliveryError
+from bot.core.mail import MAIL_POLICY
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,9 @@ class EmailChannel:
         self.settings = settings
 
     def load(self, payload: bytes, progress: str | None = None) -> EmailMessage:
-        """The queued message, parsed back (sent byte for byte as it was built)."""
-        return cast(EmailMessage, message_from_bytes(payload, policy=policy.SMTP))
+        """The queued message, parsed back (and written out again as it was built: with
+        `MAIL_POLICY`, see `_send`)."""
+        return cast(EmailMessage, message_from_bytes(payload, policy=MAIL_POLICY))
 
     def _client(self) -> aiosmtplib.SMTP:
         s = self.settings
@@ -101,7 +103,7 @@ class EmailChannel:
                     try:
                         if smtp is None:
                             smtp = await self._connect()
-                        errors, _ = await smtp.send_message(message)
+                        errors, _ = await _send(smtp, message)
                     except aiosmtplib.SMTPServerDisconnected as exc:
                         smtp = None
                         if attempt < 2:
@@ -120,6 +122,9 @@ class EmailChannel:
                         break
                     except aiosmtplib.SMTPResponseException as exc:
                         outcomes.append(failed(item, f"{exc.code} {exc.message}", exc.code >= 500))
+                        break
+                    except ValueError as exc:  # no usable envelope: this message can never go
+                        outcomes.append(failed(item, f"message not sendable: {exc}", True))
                         break
                     except (aiosmtplib.SMTPException, OSError) as exc:
                         # A timeout or a broken connection mid-message: this digest is not
@@ -155,9 +160,28 @@ class EmailChannel:
         return outcomes
 
 
+async def _send(smtp: aiosmtplib.SMTP, message: EmailMessage) -> Any:
+    """Send one message, its bytes written with `MAIL_POLICY` (aiosmtplib's `send_message`
+    would write them again with `email.policy.SMTP`, whose folding of a non-ASCII subject
+    Python 3.11 gets wrong: see bot.core.mail). The envelope is the From and To addresses;
+    an address that is not ASCII needs SMTPUTF8, which `send_message` negotiates."""
+    sender = [a.addr_spec for a in message["From"].addresses]
+    recipients = [a.addr_spec for address in message.get_all("To", []) for a in address.addresses]
+    if len(sender) == 1 and recipients and all(a.isascii() for a in (*sender, *recipients)):
+        return await smtp.sendmail(sender[0], recipients, message.as_bytes(policy=MAIL_POLICY))
+    return await smtp.send_message(message)
+
+
+def html_part(message: EmailMessage) -> str | None:
+    """A message's HTML part, decoded (None: a plain-text message), to open in a browser."""
+    html = message.get_body(preferencelist=("html",))
+    return None if html is None else str(html.get_content())
+
+
 class FileChannel:
-    """Writes each digest into a folder (`digest --out DIR`): an email as .eml, a Slack
-    digest as the .json of its messages; sends nothing."""
+    """Writes each digest into a folder (`digest --out DIR`): an email as .eml and its HTML
+    part beside it as .html (to open in a browser), a Slack digest as the .json of its
+    messages; sends nothing."""
 
     name = "file"
     SUFFIXES: ClassVar[dict[str, str]] = {"email": ".eml", "slack": ".json"}
@@ -187,6 +211,10 @@ class FileChannel:
             try:
                 self.folder.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(payload)
+                if suffix == ".eml":
+                    message = cast(EmailMessage, message_from_bytes(payload, policy=policy.default))
+                    if (html := html_part(message)) is not None:
+                        path.with_suffix(".html").write_text(html, encoding="utf-8")
             except OSError as exc:
                 outcomes.append(failed(digest, f"cannot write {path}: {exc.strerror}", True))
                 continue

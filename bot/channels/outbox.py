@@ -39,6 +39,7 @@ from typing import cast
 
 from bot.channels import Channel, SendOutcome
 from bot.core.errors import StoreError
+from bot.core.plurals import plural
 from bot.store import OutboxItem, Store
 
 log = logging.getLogger(__name__)
@@ -211,7 +212,7 @@ class Held:
             try:
                 self.store.outbox.release(self.owner, untried)
             except StoreError as exc:
-                log.error("cannot hand back %d claimed digests: %s", len(untried), exc)
+                log.error("cannot hand back %s: %s", plural(len(untried), "claimed digest"), exc)
         self.open.clear()
         return untried
 
@@ -353,7 +354,7 @@ def _record_failure(
     error = outcome.error or "unknown error"
     attempt = item.attempts + 1
     if outcome.permanent or attempt >= retry.max_attempts:
-        why = error if outcome.permanent else f"gave up after {attempt} attempts: {error}"
+        why = error if outcome.permanent else f"gave up after {plural(attempt, 'attempt')}: {error}"
         failed_in_row = store.outbox.mark_failed(
             item.id, owner=owner, error=why, sent=outcome.sent_papers
         )
@@ -367,9 +368,11 @@ def _record_failure(
         if paused:
             store.subscribers.pause(
                 item.subscriber_id,
-                f"{failed_in_row} digests in a row refused: {error}",
+                f"{plural(failed_in_row, 'digest')} in a row refused: {error}",
             )
-            log.error("paused %s: %d digests in a row refused", item.subscriber, failed_in_row)
+            log.error(
+                "paused %s: %s in a row refused", item.subscriber, plural(failed_in_row, "digest")
+            )
         log.error("digest for %s failed: %s", item.subscriber, why)
         return Attempt(item, "failed", error=why, paused=paused)
     when = clock() + retry.delay(attempt, rand)

@@ -25,6 +25,7 @@ from bot.cli.shell import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    RuleCommand,
     config_option,
     handle_errors,
     load_config,
@@ -34,8 +35,11 @@ from bot.config import DATABASE_URL, SECRET_KEY
 from bot.core.errors import ConfigError, PaperbellError
 from bot.core.links import placeholder_url
 from bot.core.models import Paper
-from bot.match.digest import try_rule
-from bot.render.terminal import render_trial, stars
+from bot.core.plurals import plural
+from bot.match.digest import absent_facts, try_rule
+from bot.render.terminal import render_trial, stars, terminal_safe
+from bot.render.text import letters, tidy
+from bot.render.view import rule_names
 from bot.rules import parse_rule
 from bot.store import Store, utcnow
 
@@ -76,11 +80,16 @@ def poll(config_path: Path, only: str | None) -> None:
         elif r.result == "empty":
             click.echo(f"{r.source}: 0 items ({r.note or 'empty feed'})")
         else:
-            merged = f"{r.merged} merged with stored papers, " if r.merged else ""
-            left_out = f"; {r.problems} entries left out (see the log)" if r.problems else ""
+            merged = f"{r.merged:,} merged with stored papers, " if r.merged else ""
+            left_out = (
+                f"; {plural(r.problems, 'entry', 'entries')} left out (see the log)"
+                if r.problems
+                else ""
+            )
             click.echo(
-                f"{r.source}: {r.items} items read, {r.new} new, {r.updated} updated, "
-                f"{merged}{r.unchanged} already stored (announced {r.announced}){left_out}"
+                f"{r.source}: {plural(r.items, 'item')} read, {r.new:,} new, {r.updated:,} "
+                f"updated, {merged}{r.unchanged:,} already stored (announced {r.announced})"
+                f"{left_out}"
             )
     if not reports:
         click.echo("no sources configured")
@@ -101,15 +110,21 @@ def poll(config_path: Path, only: str | None) -> None:
     help="The last day to fetch (YYYY-MM-DD). [default: today, UTC]",
 )
 @click.option("--source", "only", metavar="NAME", help="Backfill only this source.")
-@click.option("--no-progress", is_flag=True, help="No progress bar (one line per day instead).")
+@click.option(
+    "--no-progress",
+    is_flag=True,
+    help="No progress bar, one line per day instead (as when not writing to a terminal).",
+)
 @handle_errors
 def backfill(
     config_path: Path, since: datetime, until: datetime | None, only: str | None, no_progress: bool
 ) -> None:
     """Fill the store with the papers of a past period, so that `paperbell try` can test a
     rule on them: the arXiv sources through the arXiv API (one request every 3 seconds,
-    day by day), Hugging Face day by day. Interrupted (Ctrl-C), it goes on where it stopped
-    when run again; days already done are skipped.
+    day by day, at most 10,000 results a day, and a page the API repeats ends that day),
+    Hugging Face day by day. A progress bar on a terminal, a line per day elsewhere.
+    Interrupted (Ctrl-C), it goes on where it stopped when run again; days already done
+    are skipped (a day that failed, or stopped half-way, is asked again).
 
     Example: paperbell backfill -c config.toml --since 2026-10-01
     """
@@ -121,8 +136,8 @@ def backfill(
     config = load_config(config_path)
     first = since.date()
     last = until.date() if until else utcnow().date()
-    if last < first:
-        raise PaperbellError(f"--until {last} is before --since {first}")
+    if last < first:  # bad usage: exit 2
+        raise click.BadParameter(f"{last} is before --since {first}", param_hint="'--until'")
     sources = build_sources(config)
     if only is not None:
         sources = [s for s in sources if s.name == only]
@@ -139,12 +154,13 @@ def backfill(
     total = sum(len(parts) for _, parts in planned)
     done_before = days_done(planned, store)
     if done_before:
-        click.echo(f"resuming: {done_before} of {total} days already done, skipped")
+        click.echo(f"resuming: {done_before} of {plural(total, 'day')} already done, skipped")
+    plain = no_progress or not sys.stderr.isatty()  # a bar only where a person watches
     bar = tqdm(
         total=total,
         initial=done_before,
         unit="day",
-        disable=no_progress,
+        disable=plain,
         file=sys.stderr,
         dynamic_ncols=True,
     )
@@ -153,8 +169,16 @@ def backfill(
         bar.set_description(f"{report.source} {part}")
         bar.set_postfix(papers=report.papers, refresh=False)
         bar.update(1)
-        if no_progress:
-            click.echo(f"{report.source} {part}: {count} papers")
+        if plain:  # a line per day, into a log or a pipe
+            failed = report.errors[-1] if report.errors else ""
+            if failed.startswith(f"{part}: "):
+                first, _, hint = failed.removeprefix(f"{part}: ").partition("\n")
+                kept = f" ({plural(count, 'paper')} kept)" if count else ""
+                click.echo(f"{report.source} {part}: ERROR {first}{kept}")
+                if hint:
+                    click.echo(hint)
+            else:
+                click.echo(f"{report.source} {part}: {plural(count, 'paper')}")
 
     async def go() -> list[BackfillReport]:
         async with make_client() as client:
@@ -168,15 +192,16 @@ def backfill(
         bar.close()
         done = days_done(planned, store)
         click.echo(
-            f"interrupted: {done} of {total} days done; run the same command again to go on",
+            f"interrupted: {done} of {plural(total, 'day')} done; run the same command again "
+            "to go on",
             err=True,
         )
         sys.exit(EXIT_INTERRUPTED)
     bar.close()
     for r in reports:
         click.echo(
-            f"{r.source}: {r.done} days fetched, {r.done_before} already done, "
-            f"{r.papers} papers ({r.new} new)"
+            f"{r.source}: {plural(r.done, 'day')} fetched, {r.done_before} already done, "
+            f"{plural(r.papers, 'paper')} ({r.new} new)"
         )
         for error in r.errors:
             click.echo(f"{r.source}: ERROR {error}")
@@ -193,7 +218,8 @@ def backfill(
     "--out",
     "out_dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Write each digest as an .eml file into DIR instead of sending; record nothing.",
+    help="Write each digest into DIR instead of sending (an email as .eml, and its HTML "
+    "part as .html to open in a browser; Slack as .json); record no delivery.",
 )
 @click.option("--subscriber", "only", metavar="NAME", help="Only this subscriber.")
 @click.option(
@@ -222,7 +248,7 @@ def digest(
     mode: Mode = "dry-run" if dry_run else "send" if out_dir is None else "files"
     if mode == "send":  # a preview (--dry-run, --out) sends nothing: it needs no secret
         require_secrets(config, DATABASE_URL, *secrets_of(config, "digest"))
-    store = open_store(config)
+    store = open_store(config, create=mode == "send")  # a preview makes no database
     request = DeliveryRequest(mode=mode, only=only, since=since.date() if since else None)
     texts: list[TextsRun] = []
     reports = asyncio.run(
@@ -253,8 +279,7 @@ def print_delivery(reports: Sequence[DeliveryReport], *, dry_run: bool = False) 
     """Print one line per subscriber (and the papers, in a dry run); return the exit code."""
     failed = 0
     for r in reports:
-        n = r.count
-        papers = f"{n} paper{'s' if n != 1 else ''}"
+        papers = plural(r.count, "paper")
         more = f" (+{r.omitted} over max_papers)" if r.omitted else ""
         if r.status == "sent":
             click.echo(f"{r.subscriber} {r.target}: sent {papers}{more}")
@@ -262,9 +287,11 @@ def print_delivery(reports: Sequence[DeliveryReport], *, dry_run: bool = False) 
             click.echo(f"{r.subscriber} {r.target}: {papers}{more} -> {r.where}")
         elif r.status == "would-send":
             click.echo(f"{r.subscriber} {r.target}: would get {papers}{more}")
+            labels = r.digest.subscriber.labels if r.digest else {}
             for item in r.digest.items if r.digest else ():
-                rules = ", ".join(item.rules)
-                click.echo(f"    {item.paper.id:<18} {item.paper.title[:70]}  [{rules}]")
+                rules = ", ".join(name.text for name in rule_names(item.rules, labels))
+                title = tidy(letters(terminal_safe(item.paper.title)))
+                click.echo(f"    {item.paper.id:<18} {title[:70]}  [{rules}]")
         elif r.status == "nothing":
             click.echo(f"{r.subscriber} {r.target}: no new matching papers")
         elif r.status == "queued-elsewhere":
@@ -287,7 +314,7 @@ def print_delivery(reports: Sequence[DeliveryReport], *, dry_run: bool = False) 
 TRY_DAYS = 30  # `try` without --since: this many announcement days up to the newest stored
 
 
-@click.command("try")
+@click.command("try", cls=RuleCommand)
 @click.argument("rule_text", metavar="RULE")
 @config_option
 @click.option(
@@ -300,8 +327,9 @@ TRY_DAYS = 30  # `try` without --since: this many announcement days up to the ne
     "--demo",
     "use_demo",
     is_flag=True,
-    help="Try the rule on the real listing bundled with paperbell (28 Nov 2024, all of "
-    "arXiv) instead of the stored papers; needs no config file.",
+    help="Try the rule on the real papers bundled with paperbell, as the demo stores them "
+    "(the arXiv listing of 28 Nov 2024, all of arXiv, and the Hugging Face Daily Papers of "
+    "21 Aug 2026) instead of the stored papers; needs no config file.",
 )
 @click.option(
     "--limit",
@@ -337,27 +365,29 @@ def try_(
     per announcement day: tune a rule before subscribing with it.
 
     Examples: paperbell try '"diffusion policy" cat:cs.RO' --demo;
-    paperbell try 'au:"Yann LeCun" OR ti:jepa' -c config.toml --since 2026-10-01
+    paperbell try 'au:"Yann LeCun" OR ti:jepa' -c config.toml --since 2026-10-01;
+    paperbell try '-survey robot*' --demo (a RULE may start with "-", before or after
+    the options)
     """
     rule = parse_rule(rule_text)  # a bad rule: the error with a caret, exit 2
     model = None
     store = None
     if use_demo:
-        from bot.demo import bundled_papers  # the demo package: only `try --demo` needs it
+        from bot.demo import DEMO_DAY, DEMO_HF_DAY, demo_papers  # only `try --demo` needs it
 
-        papers = bundled_papers()
+        papers = demo_papers()
         if since is not None:
             papers = [p for p in papers if p.announced and p.announced >= since.date()]
-        where = "the bundled listing of 2024-11-28"
+        where = f"the bundled arXiv listing of {DEMO_DAY} and Hugging Face day of {DEMO_HF_DAY}"
     else:
         config = load_config(config_path)
-        store = open_store(config)
+        store = open_store(config, create=False, instead="; or try the rule with --demo")
         model = config.llm.model if config.llm else None
         latest = store.papers.latest_announcement()
         if latest is None:
             raise PaperbellError(
                 "no papers are stored yet",
-                hint="run `paperbell poll` first, or try the rule on the bundled listing "
+                hint="run `paperbell poll` first, or try the rule on the bundled papers "
                 "with --demo",
             )
         first = since.date() if since else latest - timedelta(days=TRY_DAYS - 1)
@@ -367,7 +397,10 @@ def try_(
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     mark = (lambda text: click.style(text, fg="yellow", bold=True)) if color else stars
     trial = try_rule(rule, papers)
-    click.echo(f"rule: {rule.text}\ntried on {where}\n", color=color)
+    click.echo(f"rule: {rule.text}\ntried on {where}", color=color)
+    for line in absent_facts(rule, papers):  # a part that cannot match: say so, not a bare 0
+        click.echo(f"note: {line}")
+    click.echo("")
     width = shutil.get_terminal_size((100, 24)).columns
     shown = trial.items if limit == 0 else trial.items[:limit]
     summaries = stored_summaries([i.paper for i in shown], store, model) if show_summaries else {}

@@ -11,15 +11,18 @@ from pathlib import Path
 
 import click
 
-from bot.cli.shell import config_option, handle_errors, load_config, open_store
+from bot.cli.shell import RuleCommand, config_option, handle_errors, load_config, open_store
 from bot.config import subscriber_problems, subscriber_settings, too_many_rules
+from bot.core.checks import check_label
 from bot.core.errors import ConfigError, PaperbellError
 from bot.core.models import Subscriber, target_label
+from bot.core.plurals import plural
 from bot.manage import reading_parts
+from bot.render.view import rule_name
 from bot.store import Store, utcnow
 
 
-@click.command()
+@click.command(cls=RuleCommand)
 @config_option
 @click.argument("name")
 @click.argument("rules", nargs=-1)
@@ -28,6 +31,14 @@ from bot.store import Store, utcnow
     "--slack-channel", metavar="CHANNEL", help="Post to this Slack channel (#name or id)."
 )
 @click.option("--slack-user", metavar="ID", help="Send as a Slack direct message (member id).")
+@click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    help="A short name the digests show in place of a rule: the first --label names the "
+    "first RULE, the second the second ('' for none). Given with a rule NAME has, it "
+    "relabels it.",
+)
 @click.option("--category", "categories", multiple=True, help="Only papers in this category.")
 @click.option("--max-papers", type=click.IntRange(1, 1000), help="At most this many per digest.")
 @click.option(
@@ -66,6 +77,7 @@ def subscribe(
     email: str | None,
     slack_channel: str | None,
     slack_user: str | None,
+    labels: tuple[str, ...],
     categories: tuple[str, ...],
     max_papers: int | None,
     include: tuple[str, ...],
@@ -83,6 +95,7 @@ def subscribe(
 
     \b
     paperbell subscribe ada --email ada@example.org '"diffusion policy"' 'multi-agent cat:cs.RO'
+    paperbell subscribe ada 'marl OR "multi-agent reinforcement learning"' --label 'multi-agent RL'
     paperbell subscribe robot-lab --slack-channel '#robot-learning' 'manipulation cat:cs.RO'
     paperbell subscribe ada --schedule weekly --day friday --time 16:00 --timezone Europe/Paris
     paperbell subscribe ada --summaries --language zh
@@ -94,13 +107,20 @@ def subscribe(
     slack_given = {k: v for k, v in slack.items() if v is not None}
     reading = {"summaries": summaries, "language": language}
     reading_given = {k: v for k, v in reading.items() if v is not None}
+    named = {rule: label for rule, label in zip(rules, labels, strict=False) if label.strip()}
     problems = subscriber_problems(
         name=name,
         email=email,
         rules=rules or ["placeholder"],
         categories=categories,
         settings={**settings_given, **slack_given, **reading_given},
+        labels=named,
     )
+    if len(labels) > len(rules):
+        problems.append(
+            f"--label: {plural(len(labels), 'label')} for {plural(len(rules), 'RULE')}: the "
+            "first --label names the first RULE, the second the second"
+        )
     if slack_given and (config.slack is None or not config.slack.bot_token_env):
         problems.append("posting to Slack needs [slack] bot_token_env in the config")
     if name in {s.name for s in config.subscribers}:
@@ -128,6 +148,7 @@ def subscribe(
         slack_channel=slack_channel,
         slack_user=slack_user,
         max_rules=config.digest.max_rules,
+        labels={rule: check_label(label) for rule, label in named.items()},  # checked above
     )
     if settings_given or notify_empty is not None or reading_given:
         extra = {} if notify_empty is None else {"notify_empty": notify_empty}
@@ -146,9 +167,9 @@ def subscribe(
     notes = ", with a note on empty days" if sub.notify_empty else ""
     notes += "".join(f", {part}" for part in reading_parts(sub))
     click.echo(f"{verb} {sub.name} {_where(sub)}: {sub.schedule.describe()}{notes}")
-    click.echo(f"{len(sub.rules)} rule(s):")
+    click.echo(f"{plural(len(sub.rules), 'rule')}:")
     for number, text in enumerate(sub.rules, 1):
-        click.echo(f"  {number}. {text}")
+        click.echo(f"  {number}. {_rule(sub, text)}")
 
 
 @click.command()
@@ -199,7 +220,7 @@ def resume(config_path: Path, name: str) -> None:
 def list_(config_path: Path) -> None:
     """List subscribers (config file and database) with their numbered rules."""
     config = load_config(config_path)
-    store = open_store(config)
+    store = open_store(config, create=False)
     subscribers = store.subscribers.all(
         config.declared_subscribers(), include_inactive=True, defaults=config.digest.defaults()
     )
@@ -210,7 +231,8 @@ def list_(config_path: Path) -> None:
         got, last = counts.get(sub.id or -1, (0, None))
         status = subscriber_state(store, sub)
         when = f", last {last:%Y-%m-%d %H:%M} UTC" if last else ""
-        click.echo(f"{sub.name} {_where(sub)} [{sub.origin}, {status}] {got} papers sent{when}")
+        sent = plural(got, "paper")
+        click.echo(f"{sub.name} {_where(sub)} [{sub.origin}, {status}] {sent} sent{when}")
         extra = []
         if sub.categories:
             extra.append("categories " + ", ".join(sub.categories))
@@ -222,7 +244,13 @@ def list_(config_path: Path) -> None:
         extra.extend(reading_parts(sub))
         click.echo("    " + "; ".join(extra))
         for number, text in enumerate(sub.rules, 1):
-            click.echo(f"    {number}. {text}")
+            click.echo(f"    {number}. {_rule(sub, text)}")
+
+
+def _rule(sub: Subscriber, text: str) -> str:
+    """A rule as listed: itself, after its label when it has one (`multi-agent RL: marl OR
+    ...`); never in quotes, which in a rule mean a phrase."""
+    return rule_name(text, sub.labels).both
 
 
 def _where(sub: Subscriber) -> str:

@@ -23,6 +23,7 @@ from bot.config import DATABASE_URL, SECRET_KINDS, Config, config_notes
 from bot.core.checks import redact_url
 from bot.core.errors import StoreError
 from bot.core.models import Subscriber
+from bot.core.plurals import plural
 from bot.store import Store, schema_state, utcnow
 
 if TYPE_CHECKING:
@@ -42,8 +43,9 @@ def check_config(config_path: Path) -> None:
     config = load_config(config_path)
     rules = sum(len(s.rules) for s in config.subscribers)
     click.echo(
-        f"{config_path}: OK ({len(config.sources)} sources, {len(config.subscribers)} "
-        f"subscribers, {rules} rules; database {database_line(config)})"
+        f"{config_path}: OK ({plural(len(config.sources), 'source')}, "
+        f"{plural(len(config.subscribers), 'subscriber')}, {plural(rules, 'rule')}; "
+        f"database {database_line(config)})"
     )
     click.echo(f"schema: {schema_line(config)}")
     for missing in config.missing(*SECRET_KINDS):
@@ -90,7 +92,7 @@ def status(config_path: Path) -> None:
     """Show the sources' polls, each subscriber's next digest and deliveries, the outbox,
     and today's summaries and translations (requests, budget, failures, tokens)."""
     config = load_config(config_path)
-    store = open_store(config)
+    store = open_store(config, create=False)
     found = gather_status(config, store, now=utcnow())
     _table(_source_rows(found))
     for source in found.sources:  # in full: the table cuts its problem column
@@ -127,13 +129,13 @@ def texts_lines(config: Config, found: Status) -> list[str]:
             budget = f" of {llm.max_requests_per_day:,} allowed"
         tokens = m.prompt_tokens + m.completion_tokens
         line = (
-            f"  {m.model}: {m.requests:,} requests{budget}, {m.written:,} written, "
+            f"  {m.model}: {plural(m.requests, 'request')}{budget}, {m.written:,} written, "
             f"{m.cached:,} already stored, {m.failed:,} failed"
         )
         if m.failures:
             reasons = sorted(m.failures.items(), key=lambda kv: (-kv[1], kv[0]))
             line += " (" + ", ".join(f"{why}: {n}" for why, n in reasons) + ")"
-        line += f", {tokens:,} tokens ({m.prompt_tokens:,} in, {m.completion_tokens:,} out)"
+        line += f", {plural(tokens, 'token')} ({m.prompt_tokens:,} in, {m.completion_tokens:,} out)"
         lines.append(line)
         if m.over_budget:
             lines.append(

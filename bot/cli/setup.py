@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import getpass
+import importlib.util
 import pwd
 import shlex
 import sys
@@ -62,6 +63,12 @@ def demo(out_dir: Path, serve: bool, port: int) -> None:
     Run it twice: the second run sends nothing, because everything was delivered.
     With --serve, the links in the emails work: manage a subscription, unsubscribe.
     """
+    if importlib.util.find_spec("aiosmtpd") is None:  # the demo's mail server: an extra
+        raise click.ClickException(
+            "the demo's mail server needs aiosmtpd, which is not installed; install "
+            "paperbell with its demo extra: pip install 'paperbell[demo]' "
+            "(from a checkout: pip install '.[demo]')"
+        )
     from bot.demo import run_demo  # an SMTP server, the Slack stand-in: `demo` only
 
     async def main() -> int:

@@ -2,22 +2,25 @@
 option, the store, and the exit codes paperbell errors turn into.
 
 Exit codes: 0 success; 1 a source, delivery or database failed (the others went on);
-2 bad usage or an invalid config (nothing was done). The commands are added to the group by
-`bot.cli`; this module knows none of them. Only the command line (with `config`) reads the
-environment, and only this module configures logging (secrets masked in every log line:
-`bot.core.redact`).
+2 bad usage or an invalid config (nothing was done); 130 interrupted (Ctrl-C). Output cut
+short by its reader (`paperbell list | head`) ends the command quietly. `-v` works before
+the command and after it (`paperbell poll -v`): the group gives every command it is handed
+the option. The commands are added to the group by `bot.cli`; this module knows none of
+them. Only the command line (with `config`) reads the environment, and only this module
+configures logging (secrets masked in every log line: `bot.core.redact`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
 import shlex
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,6 +30,7 @@ from bot import __version__
 from bot.cli.secrets import database_url
 from bot.config import Config, config_secrets
 from bot.config import load_config as read_config
+from bot.core.checks import redact_url
 from bot.core.errors import (
     ConfigError,
     MissingSecrets,
@@ -36,7 +40,7 @@ from bot.core.errors import (
     StoreError,
 )
 from bot.core.redact import SecretFilter
-from bot.store import Store
+from bot.store import Store, schema_state
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,12 +83,75 @@ def handle_errors(func: F) -> F:
         except PaperbellError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(EXIT_FAILED)
+        except BrokenPipeError:  # the reader went away (`| head`): click ends quietly
+            raise
         except OSError as exc:  # a folder that cannot be created, a read-only file ...
             where = f" {exc.filename}" if exc.filename else ""
             click.echo(f"error: cannot write{where}: {exc.strerror or exc}", err=True)
             sys.exit(EXIT_FAILED)
+        except KeyboardInterrupt:  # Ctrl-C: no traceback, the shells' exit code
+            click.echo("\ninterrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
 
     return wrapper  # type: ignore[return-value]
+
+
+class RuleCommand(click.Command):
+    """A command that takes rules as arguments: a rule may start with "-" (`-survey robot`,
+    as the README teaches), so a word that starts with "-" and is none of the command's
+    options is an argument, wherever it stands (`try '-survey robot' --demo`, `try --demo
+    '-survey robot'`). Only the options' exact names count (`-c`, `--limit`, `--since=...`,
+    a run of flags such as `-vv`): `-chair` is a rule, not `-c hair`. A `--` is accepted
+    and not needed (the options after it still count: `try -- '-survey robot' --demo`);
+    an unknown `--word` before it stays an unknown option (no rule starts with two
+    dashes), after it an argument."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, arguments_last(args, option_arity(self, ctx)))
+
+
+def option_arity(command: click.Command, ctx: click.Context) -> dict[str, int]:
+    """Each option name of `command` (help included) with the number of values it takes."""
+    found = {}
+    for param in command.get_params(ctx):
+        if isinstance(param, click.Option):
+            takes = 0 if param.is_flag or param.count else param.nargs
+            for name in (*param.opts, *param.secondary_opts):
+                found[name] = takes
+    return found
+
+
+def arguments_last(args: Sequence[str], options: Mapping[str, int]) -> list[str]:
+    """`args` with the options (and their values) first and every argument after a `--`,
+    in their order: a word that starts with "-" but is none of `options` (each name with
+    the number of values it takes) is an argument. A `--` in `args` is taken and not
+    needed: after it, an option's exact name is still the option (no rule is one: `try --
+    '-survey robot' --demo`), any other word an argument."""
+    flags = {name[1] for name, takes in options.items() if takes == 0 and len(name) == 2}
+    leading: list[str] = []
+    arguments: list[str] = []
+    ended = False  # after a `--`
+    index = 0
+    while index < len(args):
+        word = args[index]
+        index += 1
+        if word == "--" and not ended:
+            ended = True
+            continue
+        name, attached = word.partition("=")[0], "=" in word
+        if word in options or (word.startswith("--") and name in options and attached):
+            takes = 0 if attached else options.get(word, 0)
+            leading.extend(args[index - 1 : index + takes])
+            index += takes
+        elif ended:
+            arguments.append(word)
+        elif word.startswith("--") and len(word) > 2:
+            leading.append(word)  # an unknown option: click says so, with a suggestion
+        elif len(word) > 2 and word[0] == "-" and set(word[1:]) <= flags:
+            leading.append(word)  # a run of flags: -vv
+        else:
+            arguments.append(word)
+    return [*leading, "--", *arguments] if arguments else leading
 
 
 def config_option(func: F) -> F:
@@ -99,12 +166,22 @@ def config_option(func: F) -> F:
     )(func)
 
 
-def open_store(config: Config) -> Store:
+def open_store(config: Config, *, create: bool = True, instead: str = "") -> Store:
     """Open the database for this command; click closes it when the command ends. A
     database at an older schema is refused with the command that upgrades it (or upgraded,
-    with `[database] auto_upgrade = true`)."""
+    with `[database] auto_upgrade = true`). A command that only reads (`create` false)
+    makes no database: where there is none yet, it says so and how to start (or, `instead`,
+    what else to do)."""
+    url = database_url(config)
+    if not create and not schema_state(url).exists:
+        where = f" -c {shlex.quote(str(config.path))}" if config.path is not None else ""
+        raise StoreError(
+            f"there is no database yet ({redact_url(url)})",
+            hint=f"start with `paperbell poll{where}`, which makes it and fetches the papers "
+            f"(`paperbell subscribe{where} ...` makes it too){instead}",
+        )
     try:
-        store = Store.open(database_url(config), upgrade=config.database.auto_upgrade)
+        store = Store.open(url, upgrade=config.database.auto_upgrade)
     except OutdatedSchema as exc:
         raise StoreError(f"{exc.message}: run `{upgrade_command(config)}`") from None
     return click.get_current_context().with_resource(store)
@@ -116,20 +193,79 @@ def upgrade_command(config: Config) -> str:
     return f"paperbell db upgrade{where}"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+VERBOSE_HELP = "More log output (-vv for debug), before or after the command."
+
+
+def _more_verbose(ctx: click.Context, param: click.Parameter, value: int | None) -> None:
+    """`-v` after the command: each one logs one level more than the group set."""
+    if value:
+        root = logging.getLogger()
+        root.setLevel(max(root.getEffectiveLevel() - 10 * value, logging.DEBUG))
+
+
+def verbose_option() -> click.Option:
+    """The `-v` every command takes (besides the group's own)."""
+    return click.Option(
+        ["-v", "--verbose"],
+        count=True,
+        expose_value=False,
+        callback=_more_verbose,
+        help=VERBOSE_HELP,
+    )
+
+
+class Group(click.Group):
+    """A group whose every command takes `-v` after its name too, named `paperbell` however
+    it was started (`python -m bot.cli` included), so the usage lines and shell completion
+    (`_PAPERBELL_COMPLETE`) say `paperbell`; it also ends quietly when its reader goes
+    away (a closed pipe)."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        _give_verbose(cmd)
+        super().add_command(cmd, name)
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("prog_name", "paperbell")
+        try:
+            return super().main(*args, **kwargs)
+        finally:
+            _flush_quietly()
+
+
+def _give_verbose(cmd: click.Command) -> None:
+    """Add `-v` to a command, and to each command of a group, once."""
+    if not any("--verbose" in param.opts for param in cmd.params):
+        cmd.params.append(verbose_option())
+    for sub in getattr(cmd, "commands", {}).values():
+        _give_verbose(sub)
+
+
+def _flush_quietly() -> None:
+    """Flush stdout; a reader that went away (`paperbell list | head`) is no error: what is
+    left goes nowhere, so Python's own flush at exit does not complain either."""
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):  # ValueError: closed already
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="paperbell")
-@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
+@click.option("-v", "--verbose", count=True, help=VERBOSE_HELP)
 def main(verbose: int) -> None:
     """paperbell: tells researchers about the new papers that matter to them.
 
-    Polls arXiv listing feeds, matches new papers against each subscriber's rules and sends
-    each subscriber a personalised digest. Start with `paperbell demo` (offline, no account)
-    or `paperbell init` to write a config file.
+    Reads its sources (each a kind of [[sources]]: arXiv's daily listings, `arxiv`; arXiv
+    API searches, `arxiv_query`; Hugging Face Daily Papers, `huggingface`; any RSS or Atom
+    feed, `feed`), matches the new papers against each subscriber's rules and sends each
+    subscriber a personalised digest, by email or Slack. Start with `paperbell demo`
+    (offline, no account) or `paperbell init` to write a config file.
     """
-    level = logging.WARNING - 10 * verbose
-    logging.basicConfig(
-        level=max(level, logging.DEBUG), format="%(levelname)s %(name)s: %(message)s"
-    )
+    level = max(logging.WARNING - 10 * verbose, logging.DEBUG)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(level)  # each run its own (basicConfig sets it once)
     for handler in logging.getLogger().handlers:  # whoever logs: paperbell, slack_sdk, httpx
         if SECRETS not in handler.filters:
             handler.addFilter(SECRETS)
@@ -145,7 +281,7 @@ def log_progress(*, daemon: bool = False) -> None:
         return
     for handler in logging.getLogger().handlers:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    for noisy in ("apscheduler", "httpx"):
+    for noisy in ("httpx",):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

@@ -24,11 +24,11 @@ from bot.cli.shell import (
     open_store,
 )
 from bot.config import DATABASE_URL
-from bot.core.errors import ConfigError, PaperbellError
+from bot.core.errors import ConfigError
 from bot.core.languages import LanguageError, is_english, language_name, standard_tag
 from bot.core.models import Digest, DigestGroup, DigestItem, Paper, Subscriber, split_arxiv_id
 from bot.render.terminal import terminal_safe
-from bot.render.text import wrap
+from bot.render.text import letters, wrap
 from bot.store import utcnow
 
 MAX_PAPERS = 20  # at once: this is a look, not a run
@@ -59,6 +59,16 @@ def summarize(
     paperbell summarize 2411.17700 2411.18179 --language zh
     paperbell summarize 2411.17700 --model llama3.1:8b   # compare another model
     """
+    if len(ids) > MAX_PAPERS:  # bad usage (exit 2), said before anything is read
+        raise click.UsageError(f"at most {MAX_PAPERS} papers at once, not {len(ids)}")
+    tag = None
+    if language is not None:
+        try:
+            tag = standard_tag(language)
+        except LanguageError as exc:
+            raise click.BadParameter(f"{exc} (e.g. zh)", param_hint="'--language'") from None
+        if is_english(tag):
+            tag = None
     config = load_config(config_path)
     if config.llm is None:
         raise ConfigError(
@@ -66,19 +76,9 @@ def summarize(
             source=str(config_path),
         )
     require_secrets(config, DATABASE_URL, *secrets_of(config, "summarize"))
-    if len(ids) > MAX_PAPERS:
-        raise PaperbellError(f"at most {MAX_PAPERS} papers at once, not {len(ids)}")
-    tag = None
-    if language is not None:
-        try:
-            tag = standard_tag(language)
-        except LanguageError as exc:
-            raise PaperbellError(str(exc), hint="e.g. --language zh") from None
-        if is_english(tag):
-            tag = None
     if model is not None:
         config = config.model_copy(update={"llm": config.llm.model_copy(update={"model": model})})
-    store = open_store(config)
+    store = open_store(config, create=False)  # no database: no paper to summarise
     wanted = []
     for text in ids:
         try:
@@ -113,14 +113,17 @@ def summarize(
 def _show(paper: Paper, digest: Digest, language: str | None) -> None:
     """One paper's texts, each made safe for a terminal (a feed's or a model's text)."""
     texts = digest.texts.get(paper.id)
-    shown = terminal_safe
-    click.echo(shown(f"{paper.label}  {paper.primary_category or ''}"))
+
+    def shown(text: str) -> str:
+        return letters(terminal_safe(text))  # TeX as letters, as a digest shows it
+
+    click.echo(terminal_safe(f"{paper.label}  {paper.primary_category or ''}"))
     click.echo(wrap(shown(" ".join(paper.title.split())), 78))
     if language is not None:
         click.echo(wrap(shown(texts.title if texts and texts.title else "(none)"), 78))
     click.echo("")
     if texts is not None and texts.summary:
-        click.echo(f"summary ({shown(texts.summary_by or '')}):")
+        click.echo(f"summary ({terminal_safe(texts.summary_by or '')}):")
         click.echo(wrap(shown(texts.summary), 76, "  "))
     else:
         click.echo("summary: none (a digest shows the abstract)")

@@ -20,6 +20,7 @@ from bot import __version__
 from bot.channels import Channel
 from bot.cli.shell import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, stop_on_signals
 from bot.config import Config
+from bot.core.plurals import plural
 from bot.pipeline import build_channels, build_fetcher
 from bot.pipeline.scheduler import Daemon
 from bot.slack.app import SlackApp, build_slack_app, run_socket_mode, slack_routes
@@ -132,10 +133,10 @@ async def run_daemon(
         front.start_socket_mode()
         subscribers = daemon.subscribers()
         log.info(
-            "paperbell %s running: %d sources, %d subscribers; tick every %gs",
+            "paperbell %s running: %s, %s; tick every %gs",
             __version__,
-            len(daemon.sources),
-            len(subscribers),
+            plural(len(daemon.sources), "source"),
+            plural(len(subscribers), "subscriber"),
             config.daemon.tick_seconds,
         )
         try:

@@ -1,9 +1,10 @@
 """The config's secrets: never in the file, read from the environment variables the file
 names (`password_env`, `bot_token_env`, `secret_key_env`, a subscriber's
-`webhook_url_env`, the database's `url_env`...). A value that is set is checked (not a
-placeholder, the right shape): a wrong one is a problem of the config. A variable that is
-not set is recorded as missing (`Config.missing_secrets`), for the command that uses it to
-ask for. And the list of a loaded config's secret values, for the log filter to hide.
+`webhook_url_env`, the database's `url_env`...). A value that is set is checked (not
+empty, not a placeholder, the right shape): a wrong one is a problem of the config. A
+variable that is not set is recorded as missing (`Config.missing_secrets`), for the
+command that uses it to ask for. And the list of a loaded config's secret values, for
+the log filter to hide.
 
 The one module of bot.config that reads the environment. Must not read the file nor keep
 a secret anywhere but in the loaded Config.
@@ -35,7 +36,7 @@ from bot.config.sections import check_database_url
 from bot.core.links import MIN_SECRET
 
 MAKE_SECRET = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
-PLACEHOLDER_SECRETS = {"", "changeme", "change-me", "password", "secret", "xxx", "todo", "..."}
+PLACEHOLDER_SECRETS = {"changeme", "change-me", "password", "secret", "xxx", "todo", "..."}
 # What each Slack secret looks like: (config key, prefixes, what it is, its kind).
 SLACK_SECRETS: tuple[tuple[str, tuple[str, ...], str, SecretKind], ...] = (
     ("bot_token_env", ("xoxb-",), "a bot token (xoxb-...)", SLACK_BOT_TOKEN),
@@ -84,6 +85,9 @@ class SecretReader:
         if value is None:
             self.missing[key] = MissingSecret(kind, key, name)
             return None
+        if not value.strip():
+            self.problems.append(f"{label}: {name} is empty, not {what}")
+            return None
         if value.strip().lower() in PLACEHOLDER_SECRETS:
             self.problems.append(f"{label}: {name} holds a placeholder, not {what}")
             return None
@@ -114,13 +118,60 @@ def read_password(email: Any, secrets: SecretReader) -> str | None:
     )
 
 
+def _named(table: Any, key: str) -> str | None:
+    """The variable a raw table's `key` names, if it is a variable's name (else the schema
+    reports it)."""
+    name = table.get(key) if isinstance(table, dict) else None
+    if not isinstance(name, str) or not ENV_NAME_RE.match(name.strip()):
+        return None
+    return name.strip()
+
+
+def read_slack_secrets(slack: Any, secrets: SecretReader) -> dict[str, str | None]:
+    """The Slack tokens and signing secret from the variables the raw [slack] table names,
+    by field (`bot_token` ...). Read before the schema checks the file, so that their
+    problems come with every other one."""
+    found: dict[str, str | None] = {}
+    for key, prefixes, what, kind in SLACK_SECRETS:
+        name = _named(slack, key)
+        if name is None:
+            continue
+        label = f"slack.{key}"
+        value = secrets.read(label, name, what=what, kind=kind, key=f"[slack] {key}")
+        value = value.strip() if value is not None else None
+        if value is not None and prefixes and not value.startswith(prefixes):
+            secrets.refuse(f"{label}: {name} does not hold {what}")
+            value = None
+        found[key.removesuffix("_env")] = value
+    return found
+
+
+def read_web_secret(web: Any, secrets: SecretReader) -> str | None:
+    """The key that signs the links in emails, from the variable the raw [web] table
+    names. Read before the schema checks the file, as the Slack secrets are."""
+    name = _named(web, "secret_key_env")
+    if name is None:
+        return None
+    label = "web.secret_key_env"
+    value = secrets.read(
+        label, name, what="a secret key", kind=SECRET_KEY, key="[web] secret_key_env"
+    )
+    value = value.strip() if value is not None else None
+    if value is not None and len(value) < MIN_SECRET:
+        secrets.refuse(
+            f"{label}: {name} is too short for a secret key (at least {MIN_SECRET} "
+            f"characters; make one with `{MAKE_SECRET}`)"
+        )
+        value = None
+    return value
+
+
 def read_secrets(config: Config, secrets: SecretReader) -> dict[str, str]:
-    """Fill the database URL (from [database] url_env), the Slack tokens and the web secret
-    key of a validated config from the variables it names; the webhook URLs by the variable
-    that holds them."""
+    """Fill the database URL (from [database] url_env) and the [llm] key of a validated
+    config from the variables it names; the webhook URLs by the variable that holds them.
+    (The SMTP password, the Slack secrets and the web key are read from the raw tables.)"""
     _database_url(config, secrets)
-    webhooks = _slack_secrets(config, secrets)
-    _web_secret(config, secrets)
+    webhooks = _webhooks(config, secrets)
     _llm_key(config, secrets)
     return webhooks
 
@@ -157,40 +208,8 @@ def _database_url(config: Config, secrets: SecretReader) -> None:
         secrets.refuse(f"{label}: {name} does not hold a database URL: {exc}")
 
 
-def _web_secret(config: Config, secrets: SecretReader) -> None:
-    """The key that signs the links in emails, from the variable [web] names."""
-    web = config.web
-    if not web.secret_key_env:
-        return
-    label = "web.secret_key_env"
-    value = secrets.read(
-        label, web.secret_key_env, what="a secret key", kind=SECRET_KEY, key="[web] secret_key_env"
-    )
-    value = value.strip() if value is not None else None
-    if value is not None and len(value) < MIN_SECRET:
-        secrets.refuse(
-            f"{label}: {web.secret_key_env} is too short for a secret key (at least "
-            f"{MIN_SECRET} characters; make one with `{MAKE_SECRET}`)"
-        )
-        value = None
-    web.secret_key = value
-
-
-def _slack_secrets(config: Config, secrets: SecretReader) -> dict[str, str]:
-    """Read the Slack tokens and webhook URLs from the variables the config names."""
-    slack = config.slack
-    if slack is not None:
-        for key, prefixes, what, kind in SLACK_SECRETS:
-            name = getattr(slack, key)
-            if not name:
-                continue
-            label = f"slack.{key}"
-            value = secrets.read(label, name, what=what, kind=kind, key=f"[slack] {key}")
-            value = value.strip() if value is not None else None
-            if value is not None and prefixes and not value.startswith(prefixes):
-                secrets.refuse(f"{label}: {name} does not hold {what}")
-                value = None
-            setattr(slack, key.removesuffix("_env"), value)
+def _webhooks(config: Config, secrets: SecretReader) -> dict[str, str]:
+    """The subscribers' incoming webhook URLs, by the variable that holds each."""
     webhooks: dict[str, str] = {}
     seen: set[str] = set()
     for index, sub in enumerate(config.subscribers):

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
-from bot.core.checks import canonical_category, check_address, check_header_text
+from bot.core.checks import canonical_category, check_address, check_header_text, check_label
 from bot.core.errors import RuleError
 from bot.core.languages import standard_tag
 from bot.core.schedule import WEEKDAYS, check_timezone, parse_time, parse_weekday
@@ -49,6 +49,10 @@ def _check_rule(text: str) -> str:
             f"{exc}\n      {exc.caret().replace(chr(10), chr(10) + '      ')}"
         ) from None
     return text
+
+
+def _check_label(value: str) -> str:
+    return check_label(value)
 
 
 def _check_category(value: str) -> str:
@@ -101,6 +105,7 @@ def _check_slack_user(value: str) -> str:
 
 
 RuleText = Annotated[str, AfterValidator(_check_rule)]
+RuleLabel = Annotated[str, AfterValidator(_check_label)]  # tidied: one line, NFC
 TimeOfDay = Annotated[str, AfterValidator(_check_time)]
 Weekday = Annotated[str, AfterValidator(_check_weekday)]
 TimeZoneName = Annotated[str, AfterValidator(check_timezone)]

@@ -20,10 +20,13 @@ from bot.config.environment import (
     SecretReader,
     read_password,
     read_secrets,
+    read_slack_secrets,
+    read_web_secret,
     strip_written_secrets,
 )
 from bot.config.problems import validation_problems
 from bot.config.schema import Config, cross_section_problems, duplicate_name_problems
+from bot.config.sections import web_link_problems
 from bot.core.errors import ConfigError
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a config file larger than this is a mistake
@@ -40,15 +43,19 @@ def parse_config(
     whose variable is not set is no problem here: the Config records it (`missing_secrets`)
     and the command that uses it asks for it."""
     raw, problems = strip_written_secrets(data)
-    # These checks read the raw data, so they are reported even when the schema fails too.
-    problems += duplicate_name_problems(raw)
+    # These checks and secrets read the raw data, so their problems are reported even when
+    # the schema fails too: every problem at once.
+    problems += duplicate_name_problems(raw) + web_link_problems(raw.get("web"))
     secrets = SecretReader(environ)
     password = read_password(raw.get("email"), secrets)
+    slack_secrets = read_slack_secrets(raw.get("slack"), secrets)
+    web_key = read_web_secret(raw.get("web"), secrets)
     try:
         config = Config.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(
-            validation_problems(exc) + problems + secrets.problems, source=source
+            validation_problems(exc, model=Config, data=raw) + problems + secrets.problems,
+            source=source,
         ) from None
     problems += cross_section_problems(config)
     webhooks = read_secrets(config, secrets)
@@ -60,6 +67,10 @@ def parse_config(
     config.missing_secrets = secrets.missing
     if config.email is not None:
         config.email.password = password
+    if config.slack is not None:
+        for field, value in slack_secrets.items():
+            setattr(config.slack, field, value)
+    config.web.secret_key = web_key
     return config
 
 

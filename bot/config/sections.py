@@ -195,14 +195,6 @@ class WebConfig(Section):
                 raise ValueError(f"{domain!r} is not a domain name")
         return domains
 
-    @model_validator(mode="after")
-    def _links(self) -> WebConfig:
-        if self.secret_key_env and not self.public_url:
-            raise ValueError("secret_key_env needs public_url: the address links point to")
-        if self.signup and not self.secret_key_env:
-            raise ValueError("signup needs public_url and secret_key_env (it mails a link)")
-        return self
-
     def link_signer(self) -> LinkSigner | None:
         """The signer of the links in emails, when the site is set up for them."""
         if not (self.public_url and self.secret_key):
@@ -213,6 +205,23 @@ class WebConfig(Section):
             confirm_days=self.confirm_link_days,
         )
         return LinkSigner(self.secret_key, self.public_url, max_age=ages)
+
+
+def web_link_problems(web: Any) -> list[str]:
+    """What the raw [web] table's keys need of each other (the links need the address they
+    point to; sign-up mails a link). Read from the raw table, so they are reported beside
+    its other problems, not after those are fixed."""
+    if not isinstance(web, dict):
+        return []
+    has = {key: isinstance(web.get(key), str) and bool(web[key].strip()) for key in web}
+    problems = []
+    if has.get("secret_key_env") and not has.get("public_url"):
+        problems.append("web.secret_key_env: needs public_url, the address the links point to")
+    if web.get("signup") is True and not has.get("secret_key_env"):
+        problems.append(
+            "web.signup: needs public_url and secret_key_env (it mails a link to confirm)"
+        )
+    return problems
 
 
 class DeliveryConfig(Section):
@@ -258,6 +267,20 @@ class SourceConfig(BaseModel):
     @property
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
+
+    @classmethod
+    def keys_for(cls, table: Any) -> list[str]:
+        """The keys a `[[sources]]` table may hold: `kind`, `name` and its kind's options
+        (no kind, or an unknown one: the kinds' options all together)."""
+        load_builtin_sources()
+        kind = table.get("kind") if isinstance(table, dict) else None
+        kinds = [SOURCE_KINDS[kind]] if kind in SOURCE_KINDS else list(SOURCE_KINDS.values())
+        keys = dict.fromkeys(cls.model_fields)
+        for source in kinds:
+            options = getattr(source, "Options", None)
+            if options is not None:
+                keys.update(dict.fromkeys(options.model_fields))
+        return list(keys)
 
 
 class EmailConfig(Section):

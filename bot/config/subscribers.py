@@ -1,17 +1,25 @@
 """A subscriber as the config declares one (`[[subscribers]]`), and the checks of a
 subscriber given anywhere else (the command line, Slack, the web) by the same schema.
 
-Owns where the digests go, the rules (each must parse; none twice), the subscriber's own
-schedule and reading (summaries, a language), and how many rules a subscriber may have.
+Owns where the digests go, the rules (each must parse; none twice) and their labels (a
+short name each, none twice), the subscriber's own schedule and reading (summaries, a
+language), and how many rules a subscriber may have.
 Must not read the environment nor the store: a subscriber is checked here, kept elsewhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from bot.config.fields import (
     NAME_RE,
@@ -20,6 +28,7 @@ from bot.config.fields import (
     EnvName,
     Every,
     LanguageTag,
+    RuleLabel,
     RuleText,
     Section,
     SlackChannel,
@@ -35,13 +44,49 @@ from bot.core.models import Subscriber
 from bot.rules import format_rule, parse_rule
 
 
+class LabelledRule(Section):
+    """A rule written as a table, with its label: `{ rule = "marl OR ...", label = "multi-agent
+    RL" }`; the digests show the label in place of the rule."""
+
+    rule: RuleText
+    label: RuleLabel | None = None
+
+
+# The tags of a rule's two forms; `bot.config.problems` leaves them out of a problem's key,
+# so a problem reads `rules[1]: ...` or `rules[1].label: ...`, in the file's words.
+RULE_STRING, RULE_TABLE = "rule-string", "rule-table"
+
+
+def _rule_form(value: Any) -> str | None:
+    """Which form a rule is written in: a string, or a table (anything else: neither)."""
+    if isinstance(value, str):
+        return RULE_STRING
+    return RULE_TABLE if isinstance(value, dict | LabelledRule) else None
+
+
+RuleEntry = Annotated[
+    Annotated[RuleText, Tag(RULE_STRING)] | Annotated[LabelledRule, Tag(RULE_TABLE)],
+    Discriminator(
+        _rule_form,
+        custom_error_type="rule_form",
+        custom_error_message='write a rule as a string, or as { rule = "...", label = "..." }',
+    ),
+]
+
+
+def rule_entries(rules: Sequence[str], labels: Mapping[str, str] | None = None) -> list[Any]:
+    """Rules as the schema reads them: a string each, a table for one with a label."""
+    labels = labels or {}
+    return [{"rule": r, "label": labels[r]} if labels.get(r) else r for r in rules]
+
+
 class SubscriberConfig(Section):
     name: str
     email: EmailAddress | None = None
     slack_channel: SlackChannel | None = None
     slack_user: SlackUser | None = None
     webhook_url_env: EnvName | None = None
-    rules: list[RuleText] = Field(min_length=1, max_length=MAX_RULES)
+    rules: list[RuleEntry] = Field(min_length=1, max_length=MAX_RULES)
     categories: list[CategoryName] = Field(default_factory=list)
     max_papers: int = Field(50, ge=1, le=1000)
     include: list[Literal["new", "cross", "replace"]] = Field(["new", "cross"], min_length=1)
@@ -74,12 +119,34 @@ class SubscriberConfig(Section):
     @model_validator(mode="after")
     def _distinct_rules(self) -> SubscriberConfig:
         seen: dict[str, int] = {}
-        for index, text in enumerate(self.rules):
+        labels: dict[str, int] = {}
+        for index, text in enumerate(self.rule_texts):
             key = format_rule(parse_rule(text))
             if key in seen:
                 raise ValueError(f"rules[{index}] repeats rules[{seen[key]}] ({text!r})")
             seen[key] = index
+        for index, entry in enumerate(self.rules):
+            label = entry.label if isinstance(entry, LabelledRule) else None
+            if label is None:
+                continue
+            if label.casefold() in labels:
+                first = labels[label.casefold()]
+                raise ValueError(
+                    f"rules[{index}].label repeats rules[{first}].label ({label!r}): "
+                    "give each rule its own label"
+                )
+            labels[label.casefold()] = index
         return self
+
+    @property
+    def rule_texts(self) -> tuple[str, ...]:
+        """The rules' texts, in order (a table's `rule`)."""
+        return tuple(e.rule if isinstance(e, LabelledRule) else e for e in self.rules)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The labelled rules' labels, by the rule's text."""
+        return {e.rule: e.label for e in self.rules if isinstance(e, LabelledRule) and e.label}
 
     @field_validator("language")
     @classmethod
@@ -99,7 +166,8 @@ class SubscriberConfig(Section):
         return Subscriber(
             name=self.name,
             email=self.email,
-            rules=tuple(self.rules),
+            rules=self.rule_texts,
+            labels=self.labels,
             categories=tuple(self.categories),
             max_papers=self.max_papers,
             include=frozenset(self.include),
@@ -129,17 +197,23 @@ def subscriber_problems(
     categories: Sequence[str] = (),
     settings: Mapping[str, Any] | None = None,
     max_rules: int | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The problems with a subscriber given on the command line (or, later, Slack and web),
-    checked by the same schema as the config file's `[[subscribers]]`; with `max_rules`,
-    more rules than that is one ([digest] max_rules: count the ones it has already)."""
-    data: dict[str, Any] = {"name": name, "rules": list(rules), "categories": list(categories)}
+    """The problems with a subscriber given on the command line, Slack or the web, checked
+    by the same schema as the config file's `[[subscribers]]` (`labels`: the rules' labels,
+    by rule); with `max_rules`, more rules than that is one ([digest] max_rules: count the
+    ones it has already)."""
+    data: dict[str, Any] = {
+        "name": name,
+        "rules": rule_entries(rules, labels),
+        "categories": list(categories),
+    }
     data.update(_typed(settings or {}))
     data["email"] = email if email is not None else "unknown@example.org"
     try:
         SubscriberConfig.model_validate(data)
     except ValidationError as exc:
-        return validation_problems(exc)
+        return validation_problems(exc, model=SubscriberConfig, data=data)
     if max_rules is not None and (problem := too_many_rules(len(rules), max_rules)):
         return [f"rules: {problem}"]
     return []
@@ -155,7 +229,7 @@ def subscriber_settings(name: str, settings: Mapping[str, Any]) -> tuple[dict[st
     try:
         checked = SubscriberConfig.model_validate(data)
     except ValidationError as exc:
-        return {}, validation_problems(exc)
+        return {}, validation_problems(exc, model=SubscriberConfig, data=data)
     return {key: getattr(checked, key) for key in wanted}, []
 
 

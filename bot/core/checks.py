@@ -121,3 +121,60 @@ def is_web_url(url: str) -> bool:
     if scheme not in ("http", "https") or not url.lower().startswith(scheme + "://"):
         return False
     return bool(parts.hostname) and "@" not in parts.netloc
+
+
+# A rule's label: a short name shown in place of the rule (subject, headings). It goes into
+# a mail header and every page, so it is one line of visible text: no control, format
+# (bidi, zero-width), surrogate, private-use, unassigned or line/paragraph-separator
+# character, and no pile of combining marks.
+MAX_LABEL_LENGTH = 40
+_LABEL_REFUSED = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_MAX_MARKS = 2  # combining marks on one character: more is decoration ("Zalgo"), not text
+
+
+def check_label(value: str, *, what: str = "") -> str:
+    """A rule's label as kept: NFC, whitespace runs as one space, stripped; raise
+    ValueError with what is wrong (empty, too long, a character no label may hold)."""
+    prefix = f"{what}: " if what else ""
+    if not isinstance(value, str):
+        raise ValueError(f"{prefix}a label is text")
+    if len(value) > 4 * MAX_LABEL_LENGTH:  # before any work on a huge one
+        raise ValueError(
+            f"{prefix}a label can be at most {MAX_LABEL_LENGTH} characters long "
+            f"(this one has {len(value)})"
+        )
+    for char in value:
+        category = unicodedata.category(char)
+        if category in _LABEL_REFUSED and char not in " \t":
+            raise ValueError(
+                f"{prefix}a label cannot hold the character U+{ord(char):04X} "
+                f"({_character_kind(category)})"
+            )
+    label = " ".join(unicodedata.normalize("NFC", value).replace("\t", " ").split())
+    if not label:
+        raise ValueError(f"{prefix}a label cannot be empty: leave it out for none")
+    if len(label) > MAX_LABEL_LENGTH:
+        raise ValueError(
+            f"{prefix}a label can be at most {MAX_LABEL_LENGTH} characters long "
+            f"(this one has {len(label)})"
+        )
+    marks = 0
+    for char in unicodedata.normalize("NFD", label):  # é is one mark, ệ two
+        marks = marks + 1 if unicodedata.combining(char) else 0
+        if marks > _MAX_MARKS:
+            raise ValueError(f"{prefix}a label cannot stack more than {_MAX_MARKS} accents")
+    if not any(unicodedata.category(char)[0] in "LNS" for char in label):
+        raise ValueError(f"{prefix}a label needs a letter, a digit or a symbol")
+    return label
+
+
+def _character_kind(category: str) -> str:
+    return {
+        "Cc": "a control character",
+        "Cf": "an invisible formatting character",
+        "Cs": "a lone surrogate",
+        "Co": "a private-use character",
+        "Cn": "an unassigned character",
+        "Zl": "a line separator",
+        "Zp": "a paragraph separator",
+    }[category]

@@ -7,6 +7,7 @@
     ├── SourceError          a source could not be read
     │   ├── FeedErrorResponse    the service answered with its own error feed (bad category ...)
     │   ├── FeedFormatError      the body is not a feed: HTML, garbage, a truncated download
+    │   ├── IncompleteResults    results read in part, then stopped (a page repeated, too many)
     │   └── ObsoleteFeedFormat   a feed format the service no longer publishes (arXiv RSS 1.0)
     ├── StoreError           the database could not be opened or written
     │   └── OutdatedSchema       the database's schema is older than this paperbell's
@@ -19,6 +20,7 @@ the message and the hint and exits non-zero; a long-running job logs and skips.
 from __future__ import annotations
 
 import unicodedata
+from typing import Any
 
 
 class PaperbellError(Exception):
@@ -89,6 +91,25 @@ class FeedErrorResponse(SourceError):
 
 class FeedFormatError(SourceError):
     """The body is not a feed we can read (HTML, garbage, truncated XML)."""
+
+
+class IncompleteResults(SourceError):
+    """A source read part of the results it asked for, then had to stop (an API that
+    answers the same page again, more pages than one request may take): `found` holds
+    what it read (the source's items: API entries, papers), to keep; the rest is asked for
+    again next time."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        found: tuple[Any, ...] = (),
+        source: str = "",
+        url: str = "",
+        hint: str | None = None,
+    ):
+        self.found = found
+        super().__init__(message, source=source, url=url, hint=hint)
 
 
 class ObsoleteFeedFormat(SourceError):

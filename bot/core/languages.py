@@ -34,19 +34,19 @@ def standard_tag(text: str) -> str:
     """The standard form of a BCP 47 tag (`zh-cn` -> `zh-CN`, `chi` -> `zh`); raises
     LanguageError naming the problem when it is not a tag of a known language."""
     wanted = text.strip() if isinstance(text, str) else ""
-    shown = wanted[:40] + ("…" if len(wanted) > 40 else "")
+    shown = repr(wanted)  # escapes what cannot be printed: cut the escaped form, not the text
+    if len(shown) > 44:
+        shown = shown[:42] + "…" + shown[0]
     if not wanted or len(wanted) > MAX_TAG or not wanted.isascii():
-        raise LanguageError(
-            f"language {shown!r}: not a BCP 47 language tag (like zh, ja, de, pt-BR)"
-        )
+        raise LanguageError(f"language {shown}: not a BCP 47 language tag (like zh, ja, de, pt-BR)")
     try:
         language = langcodes.Language.get(wanted, normalize=True)
     except (langcodes.tag_parser.LanguageTagError, ValueError) as exc:
         raise LanguageError(
-            f"language {shown!r}: not a BCP 47 language tag (like zh, ja, de, pt-BR)"
+            f"language {shown}: not a BCP 47 language tag (like zh, ja, de, pt-BR)"
         ) from exc
     if not language.language or not language.is_valid() or not _known(language.language):
-        raise LanguageError(f"language {shown!r}: no language paperbell knows by that tag")
+        raise LanguageError(f"language {shown}: no language paperbell knows by that tag")
     return language.to_tag()
 
 

@@ -226,6 +226,14 @@ class Subscriber:
     # abstract (or summary) stand beside the English. None: English only.
     summaries: bool = False
     language: str | None = None
+    # A rule's label (`bot.core.checks.check_label`), by the rule's text: a short name the
+    # digests show in place of the rule (subject, headings). A rule without one is shown as
+    # itself.
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def label_of(self, rule: str) -> str | None:
+        """The label of the rule `rule` (its text as in `rules`), or None."""
+        return self.labels.get(rule) or self.labels.get(rule.strip())
 
     @property
     def wants_texts(self) -> bool:
@@ -342,7 +350,8 @@ class Digest:
     digest_id: str  # stable: the same subscriber and papers give the same id
     created: datetime
     groups: tuple[DigestGroup, ...]
-    omitted: tuple[Paper, ...] = ()  # matched, but left out by max_papers (recorded, not sent)
+    # Matched, but left out by max_papers, or past what one email holds (recorded, not sent).
+    omitted: tuple[Paper, ...] = ()
     announced: tuple[date, ...] = field(default=())  # announcement days the papers belong to
     # A digest with no papers is a note: it says why (no announcement today, nothing matched).
     note: str | None = None

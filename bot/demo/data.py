@@ -14,7 +14,7 @@ from typing import Any
 
 from bot.core.checks import ARCHIVES
 from bot.core.models import Paper
-from bot.sources.arxiv import parse_listing
+from bot.sources.arxiv import ArxivListingSource, parse_listing
 from bot.sources.huggingface import parse_daily_papers
 
 DEMO_FEED = "rss_all-archives-combined_2024-11-28.xml.gz"
@@ -24,6 +24,9 @@ DEMO_DAY = date(2024, 11, 28)
 DEMO_HF_DAY_FILE = "hf_daily_papers_2026-08-21.json.gz"
 DEMO_HF_DAY = date(2026, 8, 21)
 ALL_ARCHIVES = sorted(ARCHIVES)  # the bundled feed is the whole of arXiv
+# The demo's sources, by name (what `src:` finds their papers by, beside their kinds).
+ARXIV_SOURCE = "arxiv-all"
+HF_SOURCE = "hf-daily"
 
 DEMO_CHANNEL = "#robot-learning"
 # The lab's subscription is in the config file (read-only on its manage page); Ada, Grace
@@ -54,7 +57,12 @@ DEMO_SUBSCRIBERS: list[dict[str, Any]] = [
     {
         "name": "robotics-lab",
         "email": "robotics@lab.example",
-        "rules": ["robot cat:cs.RO", '"diffusion policy"', "multi-agent"],
+        # A rule with a label: the digests show "Robotics (cs.RO)" in its place.
+        "rules": [
+            {"rule": "robot cat:cs.RO", "label": "Robotics (cs.RO)"},
+            '"diffusion policy"',
+            "multi-agent",
+        ],
         "categories": ["cs"],
         "slack_channel": DEMO_CHANNEL,  # beside the email: the lab's channel
     },
@@ -78,4 +86,13 @@ def bundled_hf_bytes() -> bytes:
 
 def bundled_hf_papers() -> list[Paper]:
     """The papers of the bundled Hugging Face day, as the huggingface source reads them."""
-    return list(parse_daily_papers(bundled_hf_bytes(), source="hf-daily").papers)
+    return list(parse_daily_papers(bundled_hf_bytes(), source=HF_SOURCE).papers)
+
+
+def demo_papers() -> list[Paper]:
+    """Every paper the demo stores, as its sources store them (tagged with their names and
+    kinds, for `src:`): the bundled listing's, then the Hugging Face day's. What `paperbell
+    try --demo` tries a rule on."""
+    listing = ArxivListingSource(ARXIV_SOURCE, categories=ALL_ARCHIVES)
+    papers = parse_listing(bundled_feed_bytes(), source=ARXIV_SOURCE).papers
+    return [*listing.tagged(papers), *bundled_hf_papers()]

@@ -16,13 +16,16 @@ from pathlib import Path
 
 from bot.channels import Channel
 from bot.config import Config, parse_config
+from bot.core.plurals import plural
 from bot.demo.data import (
     ALL_ARCHIVES,
+    ARXIV_SOURCE,
     DEMO_CHANNEL,
     DEMO_DAY,
     DEMO_FEED,
     DEMO_HF_DAY_FILE,
     DEMO_SUBSCRIBERS,
+    HF_SOURCE,
     IN_CONFIG,
     bundled_feed_bytes,
     bundled_hf_bytes,
@@ -70,11 +73,11 @@ def demo_config(
             "sources": [
                 {
                     "kind": "arxiv",
-                    "name": "arxiv-all",
+                    "name": ARXIV_SOURCE,
                     "categories": ALL_ARCHIVES,
                     "url": feed.as_uri(),
                 },
-                {"kind": "huggingface", "name": "hf-daily", "url": hf_day.as_uri()},
+                {"kind": "huggingface", "name": HF_SOURCE, "url": hf_day.as_uri()},
             ],
             "email": {
                 "from": "paperbell demo <digest@paperbell.example>",
@@ -138,10 +141,10 @@ async def run_demo(
             if r.result == "error":
                 echo(f"poll {r.source}: ERROR {r.error}")
                 return 1
-            merged = f", {r.merged} merged with stored papers" if r.merged else ""
+            merged = f", {r.merged:,} merged with stored papers" if r.merged else ""
             echo(
-                f"poll {r.source}: {r.items} papers in the {r.announced} listing, "
-                f"{r.new} new, {r.unchanged} already stored{merged}"
+                f"poll {r.source}: {plural(r.items, 'paper')} in the {r.announced} listing, "
+                f"{r.new:,} new, {r.unchanged:,} already stored{merged}"
             )
         channels = build_channels(config)
         results = await deliver(config, store, channels, DeliveryRequest(since=DEMO_DAY), now=now)
@@ -219,13 +222,13 @@ def _summary(
         if d.status == "sent" and d.channel == "slack":
             posts = len(slack.messages())
             echo(
-                f"digest {d.subscriber} {d.target}: {d.count} papers posted "
-                f"(a summary and its thread, {posts} messages) -> {slack_file}"
+                f"digest {d.subscriber} {d.target}: {plural(d.count, 'paper')} posted "
+                f"(a summary and its thread, {plural(posts, 'message')}) -> {slack_file}"
             )
         elif d.status == "sent":
             files_ = handler.saved.get(d.address or "", [])
             where = f" -> {files_[-1]} (+ .html)" if files_ else ""
-            echo(f"digest {d.subscriber} {d.target}: {d.count} papers sent{where}")
+            echo(f"digest {d.subscriber} {d.target}: {plural(d.count, 'paper')} sent{where}")
         elif d.status == "nothing":
             echo(f"digest {d.subscriber} {d.target}: nothing new (already delivered)")
         else:
@@ -236,6 +239,6 @@ def _summary(
         echo(f"the Slack posts (Block Kit JSON, as Slack would receive them): {slack_file}")
     if sent == 0 and not failed:
         echo("nothing was sent twice: every matching paper had already been delivered.")
-    echo(f"done: {sent} digests sent; open the .html files in {mail_dir} to see them.")
+    echo(f"done: {plural(sent, 'digest')} sent; open the .html files in {mail_dir} to see them.")
     echo("try a rule of your own on the same papers: paperbell try '\"diffusion policy\"' --demo")
     return 1 if failed else 0

@@ -10,10 +10,13 @@ import re
 import socket
 from datetime import date
 from email import message_from_bytes, policy
+from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from aiosmtpd.controller import Controller
+
+from bot.channels.email import html_part
 
 
 class SavingHandler:
@@ -25,7 +28,7 @@ class SavingHandler:
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         content: bytes = envelope.original_content or envelope.content
-        message = message_from_bytes(content, policy=policy.default)
+        message = cast(EmailMessage, message_from_bytes(content, policy=policy.default))
         recipient = envelope.rcpt_tos[0]
         local = re.sub(r"[^A-Za-z0-9_.-]", "_", recipient.split("@")[0])
         msgid = str(message.get("Message-ID", "")).strip("<>").split("@")[0]
@@ -34,9 +37,8 @@ class SavingHandler:
         stem = self.folder / f"{local}-{day}-{digest}"
         self.folder.mkdir(parents=True, exist_ok=True)
         stem.with_suffix(".eml").write_bytes(content)
-        html = message.get_body(preferencelist=("html",))
-        if html is not None:
-            stem.with_suffix(".html").write_text(html.get_content(), encoding="utf-8")
+        if (html := html_part(message)) is not None:
+            stem.with_suffix(".html").write_text(html, encoding="utf-8")
         self.saved.setdefault(recipient, []).append(stem.with_suffix(".eml"))
         return "250 Message accepted for delivery"
 

@@ -14,7 +14,22 @@ from datetime import UTC, date, datetime
 from bot.core.calendar import ArxivCalendar
 from bot.core.models import Digest, DigestGroup, DigestItem, Hit, Paper, Subscriber, announce_kind
 from bot.match.matcher import Hits, Matcher
-from bot.rules import Node, PaperText, Rule
+from bot.rules import (
+    LEAVES,
+    And,
+    Category,
+    Id,
+    Leaf,
+    Node,
+    Not,
+    Or,
+    PaperText,
+    Rule,
+    Source,
+    Trending,
+    Upvotes,
+    leaf_text,
+)
 
 # Ranking weights. Each distinct term that matched counts once per field it matched in: a
 # term in the title counts ten times one in the abstract, a phrase half as much again as a
@@ -320,3 +335,52 @@ def try_rule(rule: Rule, papers: Sequence[Paper]) -> Trial:
         days=tuple((day, matched, total) for day, (matched, total) in days),
         papers=len(papers),
     )
+
+
+def absent_facts(rule: Rule, papers: Sequence[Paper]) -> list[str]:
+    """The parts of `rule` that ask for what none of `papers` has, one line each: a source
+    (`src:`), Hugging Face's facts (`upvotes`, `hf:top`), a category, an id. Such a part
+    matches none of them, whatever their words: `try` says so rather than show a silent 0."""
+    if not papers:
+        return []
+    lines = []
+    for leaf in dict.fromkeys(_leaves(rule.node)):
+        if why := _absent(leaf, papers):
+            lines.append(f"{leaf_text(leaf)} matches nothing here: {why}")
+    return lines
+
+
+def _leaves(node: Node) -> list[Leaf]:
+    if isinstance(node, LEAVES):
+        return [node]
+    if isinstance(node, Not):
+        return _leaves(node.node)
+    assert isinstance(node, And | Or)
+    return [leaf for child in node.nodes for leaf in _leaves(child)]
+
+
+def _absent(leaf: Leaf, papers: Sequence[Paper]) -> str | None:
+    """Why no paper of `papers` can match `leaf`; None when some paper has what it asks."""
+    if isinstance(leaf, Source):
+        names = {name.lower() for p in papers for name in (*p.sources, p.source) if name}
+        if leaf.value in names:
+            return None
+        came = ", ".join(sorted(names)) or "no source named"
+        return (
+            f"no paper came from a source named or of kind {leaf.value!r} (they came from {came})"
+        )
+    if isinstance(leaf, Upvotes | Trending):
+        if any((p.upvotes if isinstance(leaf, Upvotes) else p.hf_rank) is not None for p in papers):
+            return None
+        return "no paper is on Hugging Face Daily Papers (a huggingface source brings them)"
+    if isinstance(leaf, Category):
+        wanted = leaf.value.casefold()
+        for paper in papers:
+            for category in paper.categories:
+                folded = category.casefold()
+                if wanted in (folded, folded.partition(".")[0]):
+                    return None
+        return f"no paper is listed in {leaf.value}"
+    if isinstance(leaf, Id):
+        return None if any(p.id == leaf.value for p in papers) else "no paper has this id"
+    return None  # words, phrases, authors: a rule's own business

@@ -5,7 +5,8 @@ arXiv listing and query sources through the arXiv API, Hugging Face by date) nam
 parts of the period it fetches, one day each; every part is fetched through the shared
 polite fetcher (so arXiv gets one request every 3 seconds), stored, and then recorded as
 done. An interrupted backfill run again skips the parts already done and goes on; a part
-that failed is not recorded, so the next run fetches it again.
+that failed is not recorded, so the next run fetches it again (one that stopped half-way,
+IncompleteResults, keeps the papers it read).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from bot.core.errors import SourceError, unexpected
+from bot.core.errors import IncompleteResults, SourceError, unexpected
+from bot.core.models import Paper
 from bot.sources import Source
 from bot.store import Store
 
@@ -72,6 +74,15 @@ async def backfill(
                 continue
             try:
                 papers = await source.backfill_day(fetcher, date.fromisoformat(part))
+            except IncompleteResults as exc:  # keep what came; the day is not done
+                log.error("backfill %s %s: %s", source.name, part, exc)
+                report.errors.append(f"{part}: {exc}")
+                kept = source.tagged([p for p in exc.found if isinstance(p, Paper)])
+                counts = store.papers.upsert(kept, now=now(), authority=source.authority)
+                report.papers += len(kept)
+                report.new += counts.new
+                advance(report, part, len(kept))
+                continue
             except SourceError as exc:
                 log.error("backfill %s %s: %s", source.name, part, exc)
                 report.errors.append(f"{part}: {exc}")

@@ -46,7 +46,8 @@ from bot.store import Store
 # "send": queue each digest in the outbox, then send what it holds, recording each message
 # (the config's subscribers are synced and the rules' counts refreshed first); "dry-run":
 # build and report, send and record nothing; "files": send through the channels given
-# (`digest --out`: files), queue and record nothing.
+# (`digest --out`: files), queue and record no delivery (the config's subscribers are
+# synced first, as when sending: the files' manage and unsubscribe links name them).
 Mode = Literal["send", "dry-run", "files"]
 
 
@@ -55,14 +56,14 @@ class DeliveryRequest:
     """What a delivery run is asked for, in one value: its mode, whose digests, which days.
 
     `subscribers` are the daemon's (those whose digest is due); by default every active
-    subscriber (the config's synced into the store first, when sending). `since` is the
-    first announcement day a digest takes, one for all or per subscriber (the window of
-    their schedule); by default the [digest] window. `period(subscriber)` names the
-    schedule slot a digest is for (two runs cannot queue one slot twice); by default the
-    digest's own id. `note(subscriber)` is the text of a short note sent when their digest
-    holds nothing (None: send nothing). `catch_up` also sends queued digests still waiting
-    for their retry time (a run from the command line); the daemon leaves them to their
-    time."""
+    subscriber (the config's synced into the store first, when sending or writing files).
+    `since` is the first announcement day a digest takes, one for all or per subscriber
+    (the window of their schedule); by default the [digest] window. `period(subscriber)`
+    names the schedule slot a digest is for (two runs cannot queue one slot twice); by
+    default the digest's own id. `note(subscriber)` is the text of a short note sent when
+    their digest holds nothing (None: send nothing). `catch_up` also sends queued digests
+    still waiting for their retry time (a run from the command line); the daemon leaves
+    them to their time."""
 
     mode: Mode = "send"
     only: str | None = None  # this subscriber alone, by name
@@ -187,7 +188,7 @@ def plan_delivery(
     subscribers = request.subscribers
     if subscribers is None:
         config_subscribers = config.declared_subscribers()
-        if request.mode == "send":
+        if request.mode in ("send", "files"):  # a stored id: the emails' links name it
             store.subscribers.sync_config(config_subscribers, now=now)
         subscribers = store.subscribers.all(config_subscribers, defaults=config.digest.defaults())
     subscribers = list(subscribers)
@@ -277,17 +278,17 @@ def build_digests(
 def render(
     config: Config, digests: Iterable[tuple[Digest, str]], *, now: datetime
 ) -> tuple[list[Outgoing], list[DeliveryReport]]:
-    """Each digest rendered for its channel and recipient; a report for each that could
-    not be."""
+    """Each digest rendered for its channel and recipient (as the digest it shows: an email
+    holds at most what mail apps show whole); a report for each that could not be."""
     outgoing: list[Outgoing] = []
     reports: list[DeliveryReport] = []
     for digest, recipient in digests:
         try:
-            payload = PAYLOADS[digest.channel](config, digest, recipient, now)
+            shown, payload = PAYLOADS[digest.channel](config, digest, recipient, now)
         except ValueError as exc:
             reports.append(_report(digest, recipient, "failed", error=str(exc)))
             continue
-        outgoing.append(Outgoing(digest, recipient, payload))
+        outgoing.append(Outgoing(shown, recipient, payload))
     return outgoing, reports
 
 

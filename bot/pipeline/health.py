@@ -17,6 +17,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from bot.core.calendar import ArxivCalendar, PollPlan, PollPolicy, plan_poll
+from bot.core.plurals import plural
 from bot.sources import Source
 from bot.store import Store
 from bot.store.sources import Listing, SourceState
@@ -225,7 +226,7 @@ def _judge(
     if listing is not None and listing.items > 0 and is_short(listing.items, usual):
         assert usual is not None
         text = (
-            f"short: {listing.items} papers on {_day(listing.day)}, usually {usual.size} "
+            f"short: {plural(listing.items, 'paper')} on {_day(listing.day)}, usually {usual.size} "
             f"({usual.basis})"
         )
         if not listing.repaired or is_short(listing_size(listing), usual):
@@ -237,8 +238,8 @@ def _judge(
             notes.append(text)
     if listing is not None and listing.repaired:
         notes.append(
-            f"filled in {_day(listing.day)} from the arXiv API: {listing.repaired} papers, "
-            f"{listing.repaired_new} of them new to paperbell"
+            f"filled in {_day(listing.day)} from the arXiv API: "
+            f"{plural(listing.repaired, 'paper')}, {listing.repaired_new} of them new to paperbell"
         )
     elif listing is not None and listing.repair_error and not short:
         notes.append(f"repair of {_day(listing.day)} failed: {listing.repair_error}")

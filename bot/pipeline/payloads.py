@@ -15,10 +15,12 @@ from bot.config import SECRET_KEY, Config
 from bot.core.links import placeholder_url
 from bot.core.models import Digest, Subscriber, version_key
 from bot.pipeline.wiring import email_settings
-from bot.render.email import DigestLinks, build_message
+from bot.render.email import DigestLinks, build_message, render_digest
 from bot.render.slack import build_posts
 
-PayloadBuilder = Callable[[Config, Digest, str, datetime], bytes]
+# A digest as it goes to one recipient: the digest it shows (an email may hold fewer papers
+# than its digest, the rest counted with those left out) and the bytes queued for it.
+PayloadBuilder = Callable[[Config, Digest, str, datetime], tuple[Digest, bytes]]
 
 
 def digest_links(config: Config, subscriber: Subscriber, now: datetime) -> DigestLinks | None:
@@ -45,13 +47,22 @@ def digest_links(config: Config, subscriber: Subscriber, now: datetime) -> Diges
     )
 
 
-def email_payload(config: Config, digest: Digest, recipient: str, now: datetime) -> bytes:
-    """The digest as the email message it is sent as."""
+def email_payload(
+    config: Config, digest: Digest, recipient: str, now: datetime
+) -> tuple[Digest, bytes]:
+    """The digest as the email message it is sent as, and the digest that message shows
+    (the papers past what one email holds are left out: `render_digest`)."""
     links = digest_links(config, digest.subscriber, now)
-    return bytes(build_message(digest, email_settings(config), now=now, links=links))
+    settings = email_settings(config)
+    rendered = render_digest(digest, settings, links=links)
+    shown = rendered.digest or digest
+    message = build_message(shown, settings, now=now, links=links, rendered=rendered)
+    return shown, bytes(message)
 
 
-def slack_payload(config: Config, digest: Digest, recipient: str, now: datetime) -> bytes:
+def slack_payload(
+    config: Config, digest: Digest, recipient: str, now: datetime
+) -> tuple[Digest, bytes]:
     """The digest as the Slack messages it is posted as (a summary, then its thread)."""
     threaded = not recipient.startswith(WEBHOOK_PREFIX)
     posts = build_posts(digest, threaded=threaded)
@@ -59,7 +70,7 @@ def slack_payload(config: Config, digest: Digest, recipient: str, now: datetime)
     papers = [
         [version_key(items[n - 1].id, items[n - 1].version) for n in p.numbers] for p in posts
     ]
-    return slack_delivery(recipient, posts, papers)
+    return digest, slack_delivery(recipient, posts, papers)
 
 
 # The builder for each of `wiring.DIGEST_CHANNELS`.

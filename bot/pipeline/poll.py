@@ -19,6 +19,7 @@ from bot.config import Config
 from bot.core.calendar import eastern_date
 from bot.core.errors import SourceError, unexpected
 from bot.core.models import Paper
+from bot.core.plurals import plural
 from bot.core.redact import redact_shapes
 from bot.pipeline.health import ListingChecks
 from bot.pipeline.repair import Repair, remember_listing, repair_listing, repair_wanted
@@ -201,5 +202,5 @@ def _dated(papers: Sequence[Paper], now: datetime) -> list[Paper]:
     today = eastern_date(now)
     undated = sum(1 for p in papers if p.announced is None)
     if undated:
-        log.warning("%d papers without an announcement date; taking %s", undated, today)
+        log.warning("%s without an announcement date; taking %s", plural(undated, "paper"), today)
     return [p if p.announced is not None else replace(p, announced=today) for p in papers]

@@ -20,6 +20,7 @@ from typing import Any
 
 from bot.core.errors import SourceError, unexpected
 from bot.core.merge import ARXIV_API
+from bot.core.plurals import plural
 from bot.core.redact import redact_shapes
 from bot.pipeline.health import (
     ListingChecks,
@@ -147,11 +148,11 @@ async def repair_listing(
         source.name, day, reason=reason, now=now, papers=len(stored), new=counts.new
     )
     log.warning(
-        "source %s: the listing of %s was %s; the arXiv API filled in %d papers (%d new)",
+        "source %s: the listing of %s was %s; the arXiv API filled in %s (%d new)",
         source.name,
         day,
         reason,
-        len(stored),
+        plural(len(stored), "paper"),
         counts.new,
     )
     return Repair(source.name, day, reason, papers=len(stored), new=counts.new)

@@ -9,9 +9,12 @@ Every `tick` does three things in order, each decided elsewhere and each safe to
    outbox is unique per slot, so neither a restart nor a second process queues one twice;
 3. send what the outbox holds and is due (`bot.channels.outbox.drain`).
 
-APScheduler (3.x, in the asyncio loop) fires the ticks; the clock is injected, so the tests
-drive `tick` through weeks, time zones and DST changes without waiting, and `paperbell run
---clock-*` (hidden, for tests) runs the whole process on a fast clock.
+A plain asyncio loop fires the ticks (`serve`): every `[daemon] tick_seconds` it starts one
+unless the last is still running. The schedule itself lives in the database (slots handled,
+the outbox unique per slot), so restarts and a second process agree; see "How it is built"
+in the README for why this is not an APScheduler job store. The clock is injected, so the
+tests drive `tick` through weeks, time zones and DST changes without waiting, and `paperbell
+run --clock-*` (hidden, for tests) runs the whole process on a fast clock.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from bot.channels import Channel
@@ -34,6 +37,7 @@ from bot.core.calendar import (
     listing_day,
 )
 from bot.core.models import Subscriber
+from bot.core.plurals import plural
 from bot.core.schedule import Slot, latest_slot, next_slot
 from bot.match.digest import empty_note
 from bot.pipeline.deliver import DeliveryReport, DeliveryRequest, deliver
@@ -111,7 +115,7 @@ class TickReport:
 
 
 class Daemon:
-    """Polls, digests and sends, one `tick` at a time; `serve` runs it under APScheduler."""
+    """Polls, digests and sends, one `tick` at a time; `serve` runs it on a timer."""
 
     def __init__(
         self,
@@ -186,10 +190,10 @@ class Daemon:
             if report.problems:
                 _count(self.counters.left_out, source.name, report.problems)
             log.info(
-                "polled %s: %s, %d items, %d new",
+                "polled %s: %s, %s, %d new",
                 source.name,
                 report.result,
-                report.items,
+                plural(report.items, "item"),
                 report.new,
             )
             reports.append(report)
@@ -285,7 +289,10 @@ class Daemon:
         for report in reports:
             _count(self.counters.digests, report.status)
             log.info(
-                "digest for %s: %s (%d papers)", report.subscriber, report.status, report.count
+                "digest for %s: %s (%s)",
+                report.subscriber,
+                report.status,
+                plural(report.count, "paper"),
             )
         return reports
 
@@ -323,9 +330,9 @@ class Daemon:
 
     # -- running ----------------------------------------------------------------------------
 
-    async def _on_timer(self) -> None:
-        """APScheduler's job (run in the loop): start a tick unless one is still running.
-        It returns at once, so a long tick never makes APScheduler skip or warn."""
+    def _on_timer(self) -> None:
+        """The timer's job: start a tick unless one is still running. It returns at once, so
+        a long tick never delays the timer (a missed beat is skipped, not queued)."""
         if self.stopping or (self._task is not None and not self._task.done()):
             return
         self._task = asyncio.get_running_loop().create_task(self._guarded_tick())
@@ -347,23 +354,10 @@ class Daemon:
     ) -> None:
         """Run until `stop` is set: a tick every `interval` seconds (default [daemon]
         tick_seconds), the web app (a uvicorn server) beside."""
-        from apscheduler.schedulers.asyncio import AsyncIOScheduler
-
         now = self.clock()
         self.counters.started = now
         self.store.subscribers.sync_config(self.config.declared_subscribers(), now=now)
-        scheduler = AsyncIOScheduler(timezone=UTC)
-        scheduler.add_job(
-            self._on_timer,
-            "interval",
-            seconds=interval or self.config.daemon.tick_seconds,
-            next_run_time=datetime.now(UTC),
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=None,
-            id="tick",
-        )
-        scheduler.start()
+        timer = asyncio.create_task(self._timer(stop, interval or self.config.daemon.tick_seconds))
         web_task = asyncio.create_task(self._web(web)) if web is not None else None
         stopped = asyncio.create_task(stop.wait())
         waiters: list[asyncio.Task[Any]] = [stopped]
@@ -373,7 +367,19 @@ class Daemon:
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopped.cancel()
-            await self._shutdown(scheduler, web, web_task)
+            await self._shutdown(timer, web, web_task)
+
+    async def _timer(self, stop: asyncio.Event, interval: float) -> None:
+        """A tick now, then one every `interval` seconds of the event loop's monotonic clock
+        (a tick still running when the next is due makes that beat a no-op)."""
+        loop = asyncio.get_running_loop()
+        due = loop.time()
+        while not self.stopping and not stop.is_set():
+            self._on_timer()
+            due += interval
+            if due < loop.time():  # the loop was blocked or the machine slept: no burst
+                due = loop.time() + interval
+            await asyncio.sleep(due - loop.time())
 
     @staticmethod
     async def _web(server: Any) -> None:
@@ -382,11 +388,12 @@ class Daemon:
         except SystemExit:  # uvicorn exits when it cannot listen (port taken)
             log.error("the web app could not start")
 
-    async def _shutdown(self, scheduler: Any, web: Any, web_task: Any) -> None:
+    async def _shutdown(self, timer: asyncio.Task[None], web: Any, web_task: Any) -> None:
         """Stop ticking; let a running tick finish its batch, or abandon it after the grace
         period and hand its claimed digests back at once."""
         self.stopping = True
-        scheduler.shutdown(wait=False)
+        timer.cancel()
+        await asyncio.gather(timer, return_exceptions=True)
         task = self._task
         if task is not None and not task.done():
             grace = self.config.daemon.shutdown_grace_seconds
@@ -398,7 +405,7 @@ class Daemon:
                 log.warning("abandoned the running tick")
         released = self.store.outbox.release(self.owner)
         if released:
-            log.info("handed back %d claimed digests", released)
+            log.info("handed back %s", plural(released, "claimed digest"))
         if web is not None:
             web.should_exit = True
             if web_task is not None:

@@ -25,6 +25,7 @@ from datetime import datetime
 from bot.config import Config
 from bot.core.languages import ENGLISH, language_name, usable_tag
 from bot.core.models import HUGGING_FACE, Digest, Paper, PaperTexts
+from bot.core.plurals import plural
 from bot.core.redact import redact_shapes
 from bot.store import Store, TextKey
 from bot.texts.answers import SUMMARY_SHOWN, plain_text, shown_summary
@@ -76,7 +77,7 @@ class TextsRun:
             parts.append(f"{sum(self.failed.values())} failed ({reasons})")
         tokens = self.prompt_tokens + self.completion_tokens
         if tokens:
-            parts.append(f"{tokens:,} tokens")
+            parts.append(plural(tokens, "token"))
         line = f"summaries and translations ({self.model}): " + ", ".join(parts)
         if self.last_error and self.failed:
             line += f"; last error: {self.last_error}"

@@ -8,22 +8,23 @@ paper's URLs become links only through `bot.core.links.web_url` (http and https 
 `javascript:` or `data:` link is shown as plain text, never as a link). What it shows of
 each paper and rule is the view model it shares with Slack (`bot.render.view`).
 
-The HTML part's CSS lives in a <style> block in the template and is inlined onto each
-element here (css_inline, never fetching anything): most clients drop <style>. The same
-digest always gives the same bytes (the MIME boundary is made from the content), which the
-golden tests (tests/test_email_golden.py) rely on.
+The HTML part's CSS lives in two <style> blocks in the template: the first is inlined onto
+each element here (css_inline, never fetching anything: some clients drop <style>), the
+second (phones, dark mode, link colours and highlights) is kept as it is. Every digest is
+rendered within `HTML_BUDGET`, past which Gmail clips a message (`render_digest`: less text,
+then fewer papers). The same digest always gives the same bytes (the MIME boundary is made
+from the content), which the golden tests (tests/test_email_golden.py) rely on.
 """
 
 from __future__ import annotations
 
-import email.policy
 import email.utils
 import functools
 import hashlib
 import re
-import shlex
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
+from email.headerregistry import Address
 from email.message import EmailMessage
 from urllib.parse import quote, urlsplit
 
@@ -32,14 +33,20 @@ import css_inline
 from bot.core.checks import check_address, check_header_text
 from bot.core.languages import language_script
 from bot.core.links import LOOPBACK_HOSTS
-from bot.core.models import Digest, Paper
+from bot.core.mail import MAIL_POLICY
+from bot.core.models import Digest, DigestGroup, DigestItem, Paper
 from bot.render import template_env
-from bot.render.text import plural, tidy
+from bot.render.text import clip, plural, tidy
 from bot.render.view import (
+    TEXT_LENGTHS,
     GroupView,
+    TextLength,
+    asked_length,
+    day_span,
     group_views,
     layout_of,
-    quote_rule,
+    rule_names,
+    shown_note,
     texts_view,
 )
 from bot.render.view import texts_note as texts_note_of
@@ -51,6 +58,7 @@ __all__ = [
     "RenderedEmail",
     "build_message",
     "check_address",
+    "html_size",
     "inline_css",
     "render_digest",
     "subject_line",
@@ -60,10 +68,19 @@ __all__ = [
 ACKNOWLEDGEMENT = "Thank you to arXiv for use of its open access interoperability."
 
 SUBJECT_LIMIT = 120
-# The most HTML a digest with summaries or translations is sent with, in bytes (decoded):
-# Gmail clips a message's HTML past 102 KB, hiding the rest and the unsubscribe link.
+# The most HTML a digest is sent with, in bytes as they arrive (decoded, lines ending in
+# CRLF: `html_size`; a plain-text digest: its text): Gmail clips a message's HTML past
+# 102 KB, hiding the rest and the unsubscribe link.
 HTML_BUDGET = 100_000
-SHORTENED_NOTE = "Abstracts are shortened: in full, this digest is too long for some mail apps."
+# What a digest too long for HTML_BUDGET with the texts its subscriber asked for says, by
+# how much of each paper's text it shows instead (`bot.render.view.TextLength`).
+SHORTENED_NOTE = "Abstracts are shortened: in full, this email is too long for some mail apps."
+SHORTENED_NOTES: dict[TextLength, str] = {
+    "short": SHORTENED_NOTE,
+    "brief": "Abstracts are cut to their first lines: in full, this email is too long for "
+    "some mail apps.",
+    "none": "Abstracts are left out: with them, this email is too long for some mail apps.",
+}
 TOC_MIN_PAPERS = 6  # a digest this long opens with a table of contents
 PREHEADER_LIMIT = 200
 
@@ -101,38 +118,45 @@ class DigestLinks:
 
 @dataclass(frozen=True)
 class RenderedEmail:
-    """A digest as words: the subject and both bodies, before any header is built."""
+    """A digest as words: the subject and both bodies, before any header is built; and the
+    digest they show (the papers one email cannot hold counted with those left out)."""
 
     subject: str
     text: str
     html: str
+    digest: Digest | None = field(default=None, compare=False, repr=False)
 
 
 def subject_line(digest: Digest, *, limit: int = SUBJECT_LIMIT) -> str:
-    """`3 new papers: "diffusion policy", "multi-agent" (+2 rules)`, at most `limit` chars."""
+    """`12 new papers: diffusion policy, multi-agent RL — Tue 24 Nov`: how many, under which
+    rules (each its label, else the rule itself, as the headings show them), and the day
+    the papers were announced. At most `limit` characters: the rules that do not fit are
+    counted (`and 2 more`); a first rule too long alone is cut at a word, with "…"."""
     count = digest.count
     if count == 0:
         note = tidy(digest.note or "").split(";")[0].rstrip(".")
         return note if note and len(note) <= limit else "No new papers for your rules"
-    head = f"{plural(count, 'new paper')}: "
-    rules = [quote_rule(rule) for rule in digest.rules if tidy(rule)]
-    if not rules:
-        return head.rstrip(": ")
+    head = plural(count, "new paper")
+    when = day_span(digest.announced)
+    tail = f" \u2014 {when}" if when and len(head) + len(when) + 24 <= limit else ""
+    names = [name.text for name in rule_names(digest.rules, digest.subscriber.labels)]
+    if not names:
+        return head + tail
+    head += ": "
     shown: list[str] = []
-    for index, rule in enumerate(rules):
-        rest = len(rules) - index - 1
-        more = f" (+{plural(rest, 'rule')})" if rest else ""
-        candidate = head + ", ".join([*shown, rule]) + more
-        if len(candidate) > limit and shown:
+    for index, name in enumerate(names):
+        more = _and_more(len(names) - index - 1)
+        if len(head + ", ".join([*shown, name]) + more + tail) > limit:
             break
-        shown.append(rule)
-    hidden = len(rules) - len(shown)
-    tail = f" (+{plural(hidden, 'rule')})" if hidden else ""
-    subject = head + ", ".join(shown) + tail
-    if len(subject) > limit:  # a single rule too long to fit: cut it
-        keep = limit - len(head) - len(tail) - 4
-        subject = head + shown[0][:keep].rstrip() + '..."' + tail
-    return tidy(subject)
+        shown.append(name)
+    if not shown:  # the first rule alone is too long: cut at a word
+        more = _and_more(len(names) - 1)
+        shown = [clip(names[0], max(limit - len(head) - len(more) - len(tail), 1))]
+    return tidy(head + ", ".join(shown) + _and_more(len(names) - len(shown)) + tail)
+
+
+def _and_more(hidden: int) -> str:
+    return f" and {hidden} more" if hidden else ""
 
 
 ARXIV_KINDS = frozenset({"arxiv", "arxiv_query"})
@@ -236,21 +260,87 @@ def render_digest(
     *,
     links: DigestLinks | None = None,
 ) -> RenderedEmail:
-    """Render a digest's subject, plain-text part and HTML part (its CSS inlined).
-
-    A digest with summaries or translations whose full abstracts would take its HTML past
-    `HTML_BUDGET` is rendered with short abstracts instead (and says so): past 102 KB Gmail
-    clips the message, and a long digest's translations double its text."""
-    rendered = _render(digest, settings, links=links)
-    subscriber = digest.subscriber
-    if (
-        layout_of(subscriber) != "standard"
-        and subscriber.abstracts == "full"
-        and len(rendered.html.encode()) > HTML_BUDGET
-    ):
-        shorter = replace(digest, subscriber=replace(subscriber, abstracts="short"))
-        rendered = _render(shorter, settings, links=links, note=SHORTENED_NOTE)
+    """Render a digest's subject, plain-text part and HTML part (its CSS inlined), within
+    `HTML_BUDGET` (past 102 KB Gmail clips a message, hiding the rest and the unsubscribe
+    link): with each paper's text as the subscriber asked for it if it fits, else with less
+    of it (short, then the first lines, then none: `TEXT_LENGTHS`) and a note that says so;
+    and if even titles alone are too many, about the fewest of the lowest-ranked papers left out
+    (counted with those over `max_papers`: `RenderedEmail.digest`). The budget is the HTML
+    part's, or the text part's for a subscriber who takes plain text only."""
+    asked = asked_length(digest.subscriber.abstracts)
+    rendered = _render(digest, settings, links=links, length=asked)
+    if _fits(rendered):
+        return rendered
+    least = _render(digest, settings, links=links, length="none", note=True)
+    if _fits(least):  # the most of each paper's text that fits
+        for length in TEXT_LENGTHS[TEXT_LENGTHS.index(asked) + 1 : -1]:
+            shorter = _render(digest, settings, links=links, length=length, note=True)
+            if _fits(shorter):
+                return shorter
+        return least
+    # Even titles alone are too many: the lowest-ranked papers are left out, as many as
+    # the size says (it grows with the papers), until the rest fit.
+    count, rendered = digest.count, least
+    while not _fits(rendered) and count > 1:
+        count = max(1, min(count - 1, count * HTML_BUDGET // _size(rendered)))
+        rendered = _render(_best(digest, count), settings, links=links, length="none", dropped=True)
     return rendered
+
+
+def html_size(html: str) -> int:
+    """The size of an email's HTML (or text) part as mail apps count it: its bytes as they
+    arrive, each line ending in CRLF."""
+    return len(html.encode()) + html.count("\n") - html.count("\r\n")
+
+
+def _size(rendered: RenderedEmail) -> int:
+    """A rendered digest's size as mail apps count it: its HTML part's (its text part's,
+    when it is sent as plain text only)."""
+    digest = rendered.digest
+    text_only = digest is not None and digest.subscriber.email_format == "text"
+    return html_size(rendered.text if text_only else rendered.html)
+
+
+def _fits(rendered: RenderedEmail) -> bool:
+    """Whether a rendered digest is within `HTML_BUDGET`."""
+    return _size(rendered) <= HTML_BUDGET
+
+
+def _best(digest: Digest, count: int) -> Digest:
+    """The digest with only its `count` best papers (by score; the digest's order breaks
+    ties), in their groups; the rest, best first, join the papers left out before them."""
+    ranked = sorted(enumerate(digest.items), key=lambda pair: (-pair[1].score, pair[0]))
+    kept = {index for index, _ in ranked[:count]}
+    dropped = tuple(item.paper for index, item in ranked[count:])
+    groups: list[DigestGroup] = []
+    index = 0
+    for group in digest.groups:
+        items: list[DigestItem] = []
+        for item in group.items:
+            if index in kept:
+                items.append(item)
+            index += 1
+        if items:
+            groups.append(replace(group, items=tuple(items)))
+    shown = {item.paper.announced for group in groups for item in group.items}
+    return replace(
+        digest,
+        groups=tuple(groups),
+        omitted=dropped + digest.omitted,
+        announced=tuple(day for day in digest.announced if day in shown),
+    )
+
+
+def _more(digest: Digest, *, full: bool, manage_url: str | None) -> tuple[str, str | None]:
+    """What the email says of the matching papers it does not show, and where its reader
+    can ask for more of them next time (their manage page, when they may change it there)."""
+    shown = shown_note(digest)
+    if shown is None:
+        return "", None
+    if full:  # papers left out so that mail apps show the email whole
+        return f"{shown} More would not fit in one email.", None
+    editable = digest.subscriber.origin == "database"
+    return shown, f"{manage_url}#settings" if manage_url and editable else None
 
 
 def _render(
@@ -258,8 +348,13 @@ def _render(
     settings: EmailSettings | None,
     *,
     links: DigestLinks | None,
-    note: str | None = None,
+    length: TextLength,
+    note: bool = False,
+    dropped: bool = False,
 ) -> RenderedEmail:
+    """The digest rendered with `length` of each paper's text; `note`: say it is less than
+    the subscriber asked for, to fit; `dropped`: papers were left out to fit, too."""
+    note = note or dropped
     links = links or DigestLinks()
     subscriber = digest.subscriber
     site_name = tidy(settings.site_name) if settings else "paperbell"
@@ -267,11 +362,14 @@ def _render(
     if settings is not None:
         unsubscribe_address = check_address(settings.unsubscribe_address, what="unsubscribe_mailto")
     subject = subject_line(digest)
-    groups = group_views(digest)
+    groups = group_views(digest, abstracts=length)
     layout = layout_of(subscriber)
     texts = texts_view(digest)
     language = texts.language if texts else None
-    texts_note = " ".join(part for part in (texts_note_of(digest), note) if part)
+    shortened = SHORTENED_NOTES.get(length) if note else None
+    texts_note = " ".join(part for part in (texts_note_of(digest), shortened) if part)
+    manage_url = _check_link_url(links.manage, what="manage_url") if links.manage else None
+    more, more_url = _more(digest, full=dropped, manage_url=manage_url)
     context = {
         "subject": subject,
         "site_name": site_name,
@@ -282,10 +380,13 @@ def _render(
         "groups": groups,
         "toc": digest.count >= TOC_MIN_PAPERS,
         "count": digest.count,
-        "omitted": len(digest.omitted),
-        "max_papers": subscriber.max_papers,
-        "subscriber_name": subscriber.name,
-        "subscriber_rules": tuple(quote_rule(rule) for rule in subscriber.rules),
+        # Each paper's announcement day, when the digest spans more than one.
+        "many_days": len(set(digest.announced)) > 1,
+        "more": more,
+        "more_url": more_url,
+        "more_link": "Show more papers per email",
+        "recipient": subscriber.email or subscriber.name,
+        "subscriber_rules": tuple(rule_names(subscriber.rules, subscriber.labels)),
         "unsubscribe_address": unsubscribe_address,
         "unsubscribe_mailto_url": (
             _unsubscribe_mailto_url(unsubscribe_address, subscriber.name)
@@ -293,14 +394,12 @@ def _render(
             else None
         ),
         "unsubscribe_subject": f"unsubscribe {subscriber.name}",
-        "unsubscribe_command": f"paperbell unsubscribe {shlex.quote(subscriber.name)}",
         "unsubscribe_url": _check_https_url(links.unsubscribe) if links.unsubscribe else None,
-        "manage_url": _check_link_url(links.manage, what="manage_url") if links.manage else None,
+        "manage_url": manage_url,
         "acknowledgement": ACKNOWLEDGEMENT,
         # Summaries and translations (bot.render.view.Layout); "standard" is the digest
-        # exactly as it was before them.
+        # without them.
         "layout": layout,
-        "extras": layout != "standard" or bool(texts_note),
         "script": language_script(language) if language else "",
         "language_note": texts.language_note if texts else None,
         "texts_note": texts_note,
@@ -308,7 +407,7 @@ def _render(
     env = template_env()
     text = env.get_template("email/digest.txt.j2").render(context)
     html = inline_css(env.get_template("email/digest.html.j2").render(context))
-    return RenderedEmail(subject=subject, text=text, html=html)
+    return RenderedEmail(subject=subject, text=text, html=html, digest=digest)
 
 
 def _phrase(text: str) -> str:
@@ -329,13 +428,15 @@ def build_message(
     *,
     now: datetime,
     links: DigestLinks | None = None,
+    rendered: RenderedEmail | None = None,
 ) -> EmailMessage:
     """Build the message for one digest: multipart/alternative (text first, HTML last), or
     plain text alone for a subscriber whose `email_format` is "text".
 
     `links.unsubscribe`, when given, is the subscriber's RFC 8058 one-click https URL; it
     is listed before the mailto link and `List-Unsubscribe-Post` is added. `links.manage`
-    is shown in the footer of both parts.
+    is shown in the footer of both parts. `rendered`: the digest already rendered with
+    these settings and links (`render_digest`), to build it once.
     """
     unsubscribe_url = links.unsubscribe if links else None
     if now.tzinfo is None or now.utcoffset() is None:
@@ -349,10 +450,10 @@ def build_message(
         raise ValueError(f"digest_id not usable in a Message-ID: {digest.digest_id!r}")
     domain = settings.domain
 
-    rendered = render_digest(digest, settings, links=links)
+    rendered = rendered or render_digest(digest, settings, links=links)
 
-    msg = EmailMessage(policy=email.policy.SMTP)
-    msg["From"] = email.utils.formataddr((from_name, from_addr))
+    msg = EmailMessage(policy=MAIL_POLICY)
+    msg["From"] = Address(display_name=from_name, addr_spec=from_addr)  # quoted as needed
     msg["To"] = to_addr
     msg["Subject"] = tidy(rendered.subject)
     msg["Date"] = email.utils.format_datetime(now)

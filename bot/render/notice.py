@@ -7,13 +7,14 @@ A notice is transactional (asked for by its reader), so it has no List-Unsubscri
 
 from __future__ import annotations
 
-import email.policy
 import email.utils
 from datetime import datetime
+from email.headerregistry import Address
 from email.message import EmailMessage
 from typing import Literal
 
 from bot.core.checks import check_address, check_header_text
+from bot.core.mail import MAIL_POLICY
 from bot.render import template_env
 from bot.render.email import EmailSettings
 from bot.render.text import tidy
@@ -58,9 +59,9 @@ def build_notice(
             origin=origin,
         )
     )
-    msg = EmailMessage(policy=email.policy.SMTP)
+    msg = EmailMessage(policy=MAIL_POLICY)
     from_name = tidy(check_header_text(settings.from_name, what="from_name"))
-    msg["From"] = email.utils.formataddr((from_name, check_address(settings.from_addr)))
+    msg["From"] = Address(display_name=from_name, addr_spec=check_address(settings.from_addr))
     msg["To"] = to_addr
     msg["Subject"] = SUBJECTS[kind].format(site=site)
     msg["Date"] = email.utils.format_datetime(now)

@@ -14,8 +14,12 @@ Where paper text goes:
 - titles are mrkdwn (they are links): `&`, `<`, `>` escaped, `|` and the formatting marks
   `* _ ~ \\`` swapped for look-alikes (Slack has no escape for them inside a link label, and
   `Ta$_2$NiSe$_5$` would otherwise turn italic);
-- abstracts, authors, categories and notes are `plain_text`: shown literally, TeX and all;
-- rules are mrkdwn code spans (nothing formats inside one), backticks swapped;
+- abstracts, authors, categories and notes are `plain_text`: shown literally;
+- a paper's title, abstract and author names show their TeX as letters (`bot.render.tex`,
+  through the view and `shorten_authors`), as in email;
+- rules are mrkdwn code spans (nothing formats inside one), backticks swapped; a rule's
+  label (`bot.render.view.RuleName`) is shown in its place as text, escaped, its
+  formatting marks swapped for look-alikes as a title's are;
 - what a model wrote (`Digest.texts`: summaries, translated titles and texts, who wrote
   them) is `plain_text` only: never mrkdwn, so no link or formatting comes from it.
 """
@@ -23,7 +27,7 @@ Where paper text goes:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -41,13 +45,25 @@ from slack_sdk.models.blocks import (
 
 from bot.core.links import web_url
 from bot.core.models import Digest, DigestItem
-from bot.render.text import plural, shorten_authors, tidy
-from bot.render.view import TextsView, cut_like, item_view, quote_rule, texts_note, texts_view
+from bot.render.text import letters, plural, shorten_authors, tidy
+from bot.render.view import (
+    RuleName,
+    TextsView,
+    cut_like,
+    item_view,
+    rule_name,
+    rule_names,
+    shown_note,
+    texts_note,
+    texts_view,
+)
 
 __all__ = [
     "SLACK_LIMITS",
     "SlackLimits",
     "SlackMessage",
+    "as_code",
+    "as_text",
     "build_posts",
     "escape_mrkdwn",
     "link",
@@ -87,9 +103,11 @@ CATEGORIES_CHARS = 300
 MARKER_CHARS = 100  # cross-list from ..., updated: v3
 RULE_CHARS = 100  # one rule in a list
 RULES_CHARS = 600  # a list of rules
+REPLY_CHARS = 2600  # a rule in a reply: whole (500 characters, each escaped at most 5 long)
 NOTE_CHARS = 2000
 FALLBACK_CHARS = 300
 URL_CHARS = 500  # a longer (DOI) link is left out rather than cut
+LINK_LABEL_CHARS = 80  # "Hugging Face (12 upvotes, #1 of the day)"
 TOP_TITLES = 5
 MAX_DOIS = 2
 
@@ -190,6 +208,23 @@ def _code(text: str, limit: int = RULE_CHARS) -> str:
     return "`" + escape_mrkdwn(_fit(text.replace("`", "\u02cb"), limit)) + "`"
 
 
+def as_text(text: str, limit: int = REPLY_CHARS) -> str:
+    """Text shown as itself in mrkdwn (a rule's label): escaped, its formatting marks and `|`
+    swapped for look-alikes, cut to `limit`."""
+    return escape_mrkdwn(_fit(text, limit).translate(_LOOKALIKES))
+
+
+def as_code(text: str, limit: int = REPLY_CHARS) -> str:
+    """A rule shown as itself: a code span (nothing formats inside one), backticks swapped,
+    escaped, cut to `limit`."""
+    return _code(text, limit)
+
+
+def _shown_rule(name: RuleName, limit: int = RULE_CHARS) -> str:
+    """A rule as shown: its label as text, else the rule itself as a code span."""
+    return _code(name.rule, limit) if name.label is None else as_text(name.label, limit)
+
+
 def text_length(value: Any) -> int:
     """How many characters of text a block (or list of blocks) carries: every text object."""
     if isinstance(value, dict):
@@ -202,9 +237,9 @@ def text_length(value: Any) -> int:
     return 0
 
 
-def _rule_list(rules: Sequence[str], limit: int = RULES_CHARS) -> str:
-    """`` `robot`, `"diffusion policy"` and 3 more ``, at most about `limit` characters."""
-    spans = [_code(rule) for rule in rules if tidy(rule)]
+def _rule_list(rules: Sequence[RuleName], limit: int = RULES_CHARS) -> str:
+    """`` `robot`, multi-agent RL and 3 more ``, at most about `limit` characters."""
+    spans = [_shown_rule(rule) for rule in rules]
     shown: list[str] = []
     for span in spans:
         if shown and len(", ".join([*shown, span])) > limit:
@@ -268,17 +303,21 @@ def _divider() -> dict[str, Any]:
 
 
 def _title(item: DigestItem, limit: int) -> str:
+    """The paper's title as shown (TeX as letters), cut to `limit`."""
     paper = item.paper
-    return _fit(tidy(paper.title) or paper.versioned_id, limit)
+    return _fit(tidy(letters(paper.title)) or paper.versioned_id, limit)
 
 
 def _paper_blocks(
-    number: int, item: DigestItem, texts: TextsView | None = None
+    number: int,
+    item: DigestItem,
+    texts: TextsView | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """A paper: linked title (its translation beneath); authors, categories and rules; the
     abstract's start, or the summary in its place, then its translation; links."""
     paper = item.paper
-    view = item_view(number, item, abstracts="full", texts=texts)
+    view = item_view(number, item, abstracts="full", texts=texts, labels=labels)
     blocks = [_section(f"*{number}. {link(view.url, _title(item, TITLE_CHARS))}*")]
     if view.translated_title:
         blocks.append(_context(_plain(shorten(view.translated_title, TRANSLATED_TITLE_CHARS))))
@@ -295,7 +334,7 @@ def _paper_blocks(
     described = [part for part in (shorten(categories, CATEGORIES_CHARS), *markers) if part]
     if described:
         meta.append(_plain(" \u00b7 ".join(described)))
-    if rules := _rule_list(item.rules):
+    if rules := _rule_list(view.rules):
         meta.append(_mrkdwn(f"Matched {rules}"))
     if meta:
         blocks.append(_context(*meta))
@@ -304,24 +343,27 @@ def _paper_blocks(
         english = shorten(view.summary, SUMMARY_CHARS)
         translation = view.translated_text
     else:
-        english = shorten(paper.abstract, ABSTRACT_CHARS)
+        abstract = "".join(part for part, _ in view.abstract.head)  # the whole, as shown
+        english = shorten(abstract, ABSTRACT_CHARS)
         translation = view.translated_text and cut_like(
-            view.translated_text, len(english.rstrip(ELLIPSIS)), len(tidy(paper.abstract))
+            view.translated_text, len(english.rstrip(ELLIPSIS)), len(abstract)
         )
     shown = [part for part in (english, shorten(translation or "", TRANSLATED_TEXT_CHARS)) if part]
     if shown:
         blocks.append(_plain_section("\n\n".join(shown)))
 
+    # The title goes to the paper's page; beside it, each other destination once.
     links = [escape_mrkdwn(_fit(paper.label, 60))]
-    if view.url:
-        links.append(link(view.url, "Abstract"))
-    if view.pdf_url and view.html_url:
-        links += [link(view.pdf_url, "PDF"), link(view.html_url, "HTML")]
-    if paper.upvotes is not None and view.hf_url:
-        links.append(link(view.hf_url, f"Hugging Face ({plural(paper.upvotes, 'upvote')})"))
-    if view.code_url and len(view.code_url) <= URL_CHARS:
-        links.append(link(view.code_url, "Code"))
-    links += [link(url, "DOI") for _, url in view.dois[:MAX_DOIS] if len(url) <= URL_CHARS]
+    doi_urls = {url for _, url in view.dois}
+    dois = 0
+    for other in view.links:
+        if len(other.url) > URL_CHARS:
+            continue
+        if other.url in doi_urls:
+            dois += 1
+            if dois > MAX_DOIS:
+                continue
+        links.append(link(other.url, _fit(other.label, LINK_LABEL_CHARS)))
     footer: list[MarkdownTextObject | PlainTextObject] = []
     if view.summary_label:  # who wrote the summary: plain text, whatever the model's name
         footer.append(_plain(shorten(view.summary_label, SUMMARY_BY_CHARS)))
@@ -335,9 +377,11 @@ def _page(item: DigestItem) -> str | None:
     return web_url(item.paper.abs_url, what=f"paper {item.paper.id[:80]}: a link")
 
 
-def _heading(rule: str, count: int, *, continued: bool) -> dict[str, Any]:
+def _heading(rule: RuleName, count: int, *, continued: bool) -> dict[str, Any]:
     more = " (continued)" if continued else ""
-    return _section(f"*Rule* {_code(rule, 2 * RULE_CHARS)} \u00b7 {plural(count, 'paper')}{more}")
+    name = _shown_rule(rule, 2 * RULE_CHARS)
+    shown = f"*{name}*" if rule.label else f"*Rule* {name}"
+    return _section(f"{shown} \u00b7 {plural(count, 'paper')}{more}")
 
 
 # -- messages -------------------------------------------------------------------------
@@ -360,27 +404,24 @@ def _note_post(digest: Digest) -> SlackMessage:
 
 def _summary_post(digest: Digest, *, threaded: bool = True) -> SlackMessage:
     header = _header(digest)
-    rules = [rule for rule in digest.rules if tidy(rule)]
+    rules = rule_names(digest.rules, digest.subscriber.labels)
     matched = f"{plural(digest.count, 'paper')} matched {plural(len(rules), 'rule')}"
     blocks = [
         _dict(HeaderBlock(text=PlainTextObject(text=header))),
         _section(f"{matched}: {_rule_list(rules)}." if rules else f"{matched}."),
     ]
-    # The best papers first (digest order breaks ties), numbered as in the thread.
+    # The best papers (digest order breaks ties), shown in the thread's order with the
+    # thread's numbers: they run upwards, as the thread does.
     numbered = enumerate(digest.items, start=1)
     ranked = sorted(numbered, key=lambda pair: (-pair[1].score, pair[0]))
     lines = [
         f"{BULLET} {number}. {link(_page(item), _title(item, SUMMARY_TITLE_CHARS))}"
-        for number, item in ranked[:TOP_TITLES]
+        for number, item in sorted(ranked[:TOP_TITLES], key=lambda pair: pair[0])
     ]
     blocks.append(_section("\n".join(lines)))
     notes = [f"The papers are in the thread {DOWN}" if threaded else f"The papers follow {DOWN}"]
-    if omitted := len(digest.omitted):
-        verb = "was" if omitted == 1 else "were"
-        notes.append(
-            f"{plural(omitted, 'more paper')} matched but {verb} left out "
-            f"(max_papers = {digest.subscriber.max_papers})."
-        )
+    if shown := shown_note(digest):
+        notes.append(shown)
     if digest.note:
         notes.append(escape_mrkdwn(_fit(digest.note, NOTE_CHARS)))
     elements: list[MarkdownTextObject | PlainTextObject] = [_mrkdwn(note) for note in notes]
@@ -389,8 +430,8 @@ def _summary_post(digest: Digest, *, threaded: bool = True) -> SlackMessage:
     if note := texts_note(digest):
         elements.append(_plain(shorten(note, NOTE_CHARS)))
     blocks.append(_context(*elements))
-    rule_names = ", ".join(quote_rule(rule) for rule in rules)
-    text = _fallback(f"{header}: {rule_names}" if rule_names else header)
+    shown = ", ".join(rule.text for rule in rules)
+    text = _fallback(f"{header}: {shown}" if shown else header)
     return SlackMessage(text=text, blocks=tuple(blocks))
 
 
@@ -439,12 +480,14 @@ def _thread_posts(digest: Digest, limits: SlackLimits) -> list[SlackMessage]:
     blocks a paper let twelve share a message."""
     thread = _Thread(limits=limits, total=digest.count, messages=[], blocks=[], numbers=[])
     texts = texts_view(digest)
+    labels = digest.subscriber.labels
     number = 0
     for group in digest.groups:
+        rule = rule_name(group.rule, labels)
         for index, item in enumerate(group.items):
             number += 1
-            paper = _paper_blocks(number, item, texts)
-            heading = _heading(group.rule, len(group.items), continued=index > 0)
+            paper = _paper_blocks(number, item, texts, labels)
+            heading = _heading(rule, len(group.items), continued=index > 0)
             unit = [_divider(), heading, *paper] if index == 0 else paper
             if thread.blocks and not thread.fits(unit):
                 thread.flush()

@@ -1,7 +1,8 @@
 """Plain terminal text: what `paperbell try` prints for a rule's matches.
 
-Pure: turns a `Trial` into lines. Highlighting is a function the caller passes (`mark`):
-ANSI styles on a terminal, `*stars*` in a pipe or a file. It prints no links (a paper's
+Pure: turns a `Trial` into lines, a paper's TeX shown as letters (`bot.render.tex`).
+Highlighting is a function the caller passes (`mark`): ANSI styles on a terminal, `*stars*`
+in a pipe or a file. It prints no links (a paper's
 `url:` id is text), and a paper's own control characters (a feed's ESC sequences, which
 would drive the terminal) are shown as U+FFFD, one for one, so hit offsets still hold.
 """
@@ -13,7 +14,17 @@ from collections.abc import Callable, Mapping, Sequence
 
 from bot.core.models import DigestItem, Hit
 from bot.match.digest import Trial
-from bot.render.text import highlight, merge_spans, plural, shorten_authors, tidy, wrap
+from bot.render.tex import letters, letters_segments
+from bot.render.text import (
+    highlight,
+    merge_spans,
+    plural,
+    slice_segments,
+    tidy,
+    tidy_author,
+    tidy_segments,
+    wrap,
+)
 
 Mark = Callable[[str], str]
 
@@ -61,15 +72,23 @@ def _spans(hits: Sequence[Hit], field: str) -> list[tuple[int, int]]:
 
 
 def abstract_snippet(abstract: str, hits: Sequence[Hit], mark: Mark) -> str:
-    """The parts of the abstract around its hits (at most MAX_SNIPPETS), hits marked;
-    empty when nothing matched in the abstract."""
-    spans = merge_spans(_spans(hits, "abstract"), len(abstract))
-    if not spans:
+    """The parts of the abstract around its hits (at most MAX_SNIPPETS), hits marked, TeX
+    as letters; empty when nothing matched in the abstract."""
+    hit_spans = _spans(hits, "abstract")
+    if not merge_spans(hit_spans, len(abstract)):
         return ""
+    segments = letters_segments(abstract, hit_spans)
+    shown = "".join(part for part, _ in segments)
+    spans: list[tuple[int, int]] = []
+    position = 0
+    for part, hit in segments:
+        if hit:
+            spans.append((position, position + len(part)))
+        position += len(part)
     windows: list[tuple[int, int]] = []
     for start, end in spans:
         left = max(0, start - SNIPPET_CONTEXT)
-        right = min(len(abstract), end + SNIPPET_CONTEXT)
+        right = min(len(shown), end + SNIPPET_CONTEXT)
         if windows and left <= windows[-1][1]:
             windows[-1] = (windows[-1][0], right)
         elif len(windows) < MAX_SNIPPETS:
@@ -77,25 +96,29 @@ def abstract_snippet(abstract: str, hits: Sequence[Hit], mark: Mark) -> str:
     pieces = []
     for left, right in windows:
         # Whole words only: move the edges out of the words they cut.
-        while left > 0 and not abstract[left - 1].isspace():
+        while left > 0 and not shown[left - 1].isspace():
             left -= 1
-        while right < len(abstract) and not abstract[right].isspace():
+        while right < len(shown) and not shown[right].isspace():
             right += 1
-        inner = [(s - left, e - left) for s, e in spans if left <= s and e <= right]
-        text = marked(abstract[left:right], inner, mark)
-        pieces.append(("… " if left > 0 else "") + text + (" …" if right < len(abstract) else ""))
+        window = tidy_segments(slice_segments(segments, left, right))
+        text = "".join(mark(part) if hit else part for part, hit in window)
+        pieces.append(("… " if left > 0 else "") + text + (" …" if right < len(shown) else ""))
     return " ".join(pieces).replace("… …", "…")
 
 
 def _authors(item: DigestItem, mark: Mark) -> str:
+    """The author names as shown, matched ones marked; past 8, the first 3 and the matched."""
     wanted = {h.start for h in item.hits if h.field == "author"}
     names = [
-        mark(tidy(name)) if i in wanted else tidy(name) for i, name in enumerate(item.paper.authors)
+        (i, name) for i, author in enumerate(item.paper.authors) if (name := tidy_author(author))
     ]
-    if len(names) > 8 and wanted:  # keep the matched authors in view
-        shown = [n for i, n in enumerate(names) if i < 3 or i in wanted]
-        return f"{', '.join(shown)} et al. ({len(names)} authors)"
-    return shorten_authors(names, limit=8)
+    shown = [
+        mark(name) if i in wanted else name
+        for k, (i, name) in enumerate(names)
+        if len(names) <= 8 or k < 3 or i in wanted
+    ]
+    more = f" et al. ({len(names)} authors)" if len(names) > 8 else ""
+    return ", ".join(shown) + more
 
 
 def _categories(item: DigestItem, mark: Mark) -> str:
@@ -140,7 +163,7 @@ def render_trial(
         snippet = abstract_snippet(paper.abstract, item.hits, mark)
         if written is not None:
             text, by = written
-            block(f"[summary · {terminal_safe(by)}] {tidy(terminal_safe(text))}")
+            block(f"[summary · {terminal_safe(by)}] {tidy(letters(terminal_safe(text)))}")
         elif snippet:
             block(snippet)
         lines.append("")

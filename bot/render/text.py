@@ -1,10 +1,12 @@
 """Small pure text helpers the renderers use as Jinja filters.
 
 This module owns the string shaping shared by every renderer: highlighting matched spans,
-shortening author lists and abstracts, simple TeX math as Unicode, wrapping and tidying
-plain text. It must stay pure: no I/O, no HTML escaping (Jinja's autoescape does that), and
-it never marks text as safe markup. Every helper that changes text works on highlighted
-segments, so a highlight always covers exactly the words it covered before.
+shortening author lists and abstracts, wrapping and tidying plain text. A paper's title,
+abstract and author names are shown with their TeX as letters (`bot.render.tex`): here,
+where they are highlighted (`highlight`) and where a name is shown (`tidy_author`). It must
+stay pure: no I/O, no HTML escaping (Jinja's autoescape does that), and it never marks text
+as safe markup. Every helper that changes text works on highlighted segments, so a
+highlight always covers exactly the words it covered before.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from bot.render.tex import MATH_RE, Segment, tex_math, unicode_math
+from bot.core.plurals import plural
+from bot.render.tex import Segment, formulas, letters, letters_segments, tex_math
 
-__all__ = ["Segment", "tex_math", "unicode_math"]
+__all__ = ["Segment", "letters", "plural", "tex_math"]
 
 _WHITESPACE = re.compile(r"\s+")
 _LEADING_WS = re.compile(r"^\s*")
@@ -45,7 +48,8 @@ def merge_spans(spans: Iterable[tuple[int, int]], length: int) -> list[tuple[int
 
 
 def highlight_segments(text: str, spans: Iterable[tuple[int, int]]) -> list[Segment]:
-    """Split `text` into `(segment, highlighted)` parts; spans are character offsets."""
+    """Split `text` into `(segment, highlighted)` parts; spans are character offsets. The
+    text as it is: `highlight` shows its TeX as letters."""
     segments: list[Segment] = []
     position = 0
     for start, end in merge_spans(spans, len(text)):
@@ -88,8 +92,9 @@ def tidy_segments(segments: Iterable[Segment]) -> list[Segment]:
 
 
 def highlight(text: str, spans: Iterable[tuple[int, int]]) -> list[Segment]:
-    """Highlight spans in `text`, then tidy its whitespace: what templates loop over."""
-    return tidy_segments(highlight_segments(text, spans))
+    """A paper's text as shown: its TeX as letters, the spans (offsets into the text as
+    written, the matcher's) highlighted, its whitespace tidied. What templates loop over."""
+    return tidy_segments(letters_segments(text, spans))
 
 
 def star_marks(segments: Iterable[Segment], marker: str = "*") -> str:
@@ -98,8 +103,9 @@ def star_marks(segments: Iterable[Segment], marker: str = "*") -> str:
 
 
 def tidy_author(author: str) -> str:
-    """One author name as printed: whitespace collapsed (affiliations kept as given)."""
-    return tidy(author)
+    """One author name as printed: TeX as letters (`R\\'emy` -> Rémy), whitespace
+    collapsed (affiliations kept as given)."""
+    return tidy(letters(author))
 
 
 def shorten_authors(authors: Sequence[str], limit: int = 10, *, keep: int = 3) -> str:
@@ -233,12 +239,6 @@ def first_authors(authors: Sequence[str], keep: int = 2) -> str:
     return f"{', '.join(names[:keep])} et al."
 
 
-def plural(count: int, singular: str, plural_form: str | None = None) -> str:
-    """`1 paper`, `3 papers`."""
-    word = singular if count == 1 else (plural_form or singular + "s")
-    return f"{count} {word}"
-
-
 # -- short abstracts ----------------------------------------------------------------------
 
 SHORT_ABSTRACT = 320  # characters shown of a short abstract, cut at a word boundary
@@ -276,17 +276,30 @@ def _protected(segments: Sequence[Segment], text: str) -> list[tuple[int, int]]:
         if marked:
             spans.append((position, position + len(part)))
         position += len(part)
-    spans += [(m.start(), m.end()) for m in MATH_RE.finditer(text)]
+    spans += formulas(text)
     return spans
 
 
 def _boundaries(text: str, protected: Sequence[tuple[int, int]]) -> list[int]:
-    """Offsets of the spaces between words where text may be cut."""
-    return [
-        m.start()
-        for m in re.finditer(r"\s", text)
-        if not any(start < m.start() < end for start, end in protected)
-    ]
+    """Offsets of the spaces between words where text may be cut: not inside a protected
+    span. One sweep over the spans in order: testing each space against every span took
+    quadratic time on a long abstract with many hits or formulas."""
+    spans: list[tuple[int, int]] = []
+    for start, end in sorted(protected):
+        if spans and start < spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
+        else:
+            spans.append((start, end))
+    cuts: list[int] = []
+    index = 0
+    for m in re.finditer(r"\s", text):
+        at = m.start()
+        while index < len(spans) and spans[index][1] <= at:
+            index += 1
+        if index < len(spans) and spans[index][0] < at:
+            continue
+        cuts.append(at)
+    return cuts
 
 
 def _hit_key(text: str) -> str:
@@ -350,5 +363,5 @@ FILTERS = {
     "wrap": wrap,
     "tidy": tidy,
     "plural": plural,
-    "unicode_math": unicode_math,
+    "letters": letters,
 }

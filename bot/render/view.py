@@ -1,10 +1,13 @@
 """The view model of a digest: what the renderers show of each paper and each rule.
 
 Owns what email and Slack both compute from a digest: one paper's view (`ItemView`: its
-title and abstract highlighted, its markers, its links checked by `bot.core.links.web_url`,
-its Hugging Face and code figures, in words; its summary and translations, when the
-subscriber asked for them and the digest carries them), the rules as shown (`quote_rule`),
-the digest's groups of numbered papers (`GroupView`) and its layout (`layout_of`).
+title and abstract highlighted, as much of the abstract as asked (`TextLength`), its
+markers, its links checked by `bot.core.links.web_url`, one per destination
+(`ItemView.links`), its Hugging Face and code figures, in words; its summary and
+translations, when the subscriber asked for them and the digest carries them), the rules as
+shown (`RuleName`: a rule's label, or the rule itself, never in
+quotes), the digest's groups of numbered papers (`GroupView`), its layout
+(`layout_of`) and what it says of the papers it leaves out (`shown_note`).
 Shared by `bot.render.email` and `bot.render.slack`, which lay these out, each for its
 medium; neither imports the other.
 
@@ -37,24 +40,32 @@ from bot.render.text import (
     clip,
     excerpt,
     highlight,
+    letters,
     plain_text,
     plural,
     tidy,
-    unicode_math,
 )
 
 __all__ = [
+    "TEXT_LENGTHS",
     "CategoryView",
     "GroupView",
     "ItemView",
     "Layout",
+    "LinkView",
+    "RuleName",
+    "TextLength",
     "TextsView",
+    "asked_length",
     "cut_like",
+    "day_span",
     "group_views",
     "item_view",
     "layout_of",
     "model_text",
-    "quote_rule",
+    "rule_name",
+    "rule_names",
+    "shown_note",
     "texts_view",
 ]
 
@@ -62,6 +73,19 @@ __all__ = [
 # list: title and summary per paper, one short line under it), "translated" (the standard
 # layout with each title's and text's translation beneath the English).
 Layout = Literal["standard", "summaries", "translated"]
+
+# How much of each paper's text (its abstract, or the summary shown in its place, and their
+# translation) a digest shows: the subscriber's `abstracts` ("full" or "short"), or less
+# when an email would be too long in full (`bot.render.email` steps down this list): the
+# first lines only ("brief"), then none (title, authors and links).
+TextLength = Literal["full", "short", "brief", "none"]
+TEXT_LENGTHS: tuple[TextLength, ...] = ("full", "short", "brief", "none")
+# A short abstract: its first SHORT_CHARS characters (cut between words; an abstract at
+# most SHORT_SLACK longer is shown whole), and a snippet around a hit they hide: about
+# four lines on a phone. A brief abstract or summary: its first BRIEF_CHARS.
+SHORT_CHARS = 180
+SHORT_SLACK = 50
+BRIEF_CHARS = 120
 
 # The most shown of a model's texts, in characters: the pipeline asks for shorter (a
 # summary is about 300 characters), these only bound what a runaway answer can cost.
@@ -77,10 +101,48 @@ TRANSLATION_MARGIN = 1.0
 RTL_SCRIPTS = frozenset({"Arab", "Hebr", "Syrc", "Thaa", "Nkoo", "Adlm", "Rohg"})
 
 
-def quote_rule(rule: str) -> str:
-    """A rule as shown to people: in double quotes, unless it already carries its own."""
-    rule = tidy(rule)
-    return rule if '"' in rule else f'"{rule}"'
+@dataclass(frozen=True)
+class RuleName:
+    """A rule as shown to people: its label when it has one, else the rule itself.
+
+    Never wrapped in quotes: a quoted rule reads as an exact-phrase search, the very thing
+    the rule language writes with quotes. A rule shown as itself is set apart as code where
+    the medium has it (`code`: HTML <code>, a Slack code span); plain in a subject, the
+    plain-text email and the terminal, where it follows a colon or opens its line. A label
+    is a name, shown as text. `str()` is what is shown."""
+
+    rule: str  # the rule's text, whitespace tidied
+    label: str | None = None
+
+    @property
+    def text(self) -> str:
+        """What is shown: the label, else the rule."""
+        return self.label or self.rule
+
+    @property
+    def code(self) -> bool:
+        """Whether what is shown is the rule itself (set apart as code where it can be)."""
+        return self.label is None
+
+    @property
+    def both(self) -> str:
+        """The label and the rule, where a reader needs the rule too: `multi-agent RL: marl
+        OR "multi-agent reinforcement learning"`; a rule without a label, as itself."""
+        return f"{self.label}: {self.rule}" if self.label else self.rule
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def rule_name(rule: str, labels: Mapping[str, str] | None = None) -> RuleName:
+    """The rule `rule` as shown, with its label from `labels` (by the rule's text)."""
+    label = (labels or {}).get(rule) or (labels or {}).get(rule.strip())
+    return RuleName(rule=tidy(rule), label=tidy(label) if label else None)
+
+
+def rule_names(rules: Sequence[str], labels: Mapping[str, str] | None = None) -> list[RuleName]:
+    """Each rule (blank ones left out) as shown."""
+    return [rule_name(rule, labels) for rule in rules if tidy(rule)]
 
 
 @dataclass(frozen=True)
@@ -92,14 +154,22 @@ class CategoryView:
 
 
 @dataclass(frozen=True)
+class LinkView:
+    """One of a paper's links beside its title: what it says and where it goes (checked)."""
+
+    label: str
+    url: str
+
+
+@dataclass(frozen=True)
 class ItemView:
     """One paper of a digest as shown: numbered in the digest, with the rules it matched."""
 
     number: int
     paper: Paper
-    rules: tuple[str, ...]  # as shown: quoted
-    title: tuple[Segment, ...]  # highlighted, simple math as Unicode
-    abstract: Excerpt  # the whole abstract, or its first lines and a snippet
+    rules: tuple[RuleName, ...]  # the rules it matched, as shown
+    title: tuple[Segment, ...]  # highlighted, TeX as letters
+    abstract: Excerpt  # the whole abstract, or its first lines and a snippet (TeX as letters)
     categories: tuple[CategoryView, ...]
     markers: tuple[str, ...]
     dois: tuple[tuple[str, str], ...]  # (doi, https://doi.org/... link)
@@ -142,6 +212,28 @@ class ItemView:
         return f"AI summary · {self.summary_by}" if self.summary_by else "AI summary"
 
     @property
+    def links(self) -> tuple[LinkView, ...]:
+        """The paper's links beside its title, one per destination: the PDF, the code, its
+        Hugging Face page (when the paper is there) and its DOIs, leaving out any that goes
+        where the title goes (`url`: arXiv's abstract page, whose own links reach the HTML
+        version and the rest) or where an earlier one goes."""
+        wanted: list[tuple[str, str | None]] = [("PDF", self.pdf_url)]
+        if self.code:
+            wanted.append((self.code, self.code_url))
+        if self.upvotes:
+            figures = ", ".join(part for part in (self.upvotes, self.hf_rank) if part)
+            wanted.append((f"Hugging Face ({figures})", self.hf_url))
+        for index, (_, doi_url) in enumerate(self.dois):
+            wanted.append(("DOI" if index == 0 else f"DOI {index + 1}", doi_url))
+        seen = {self.url}
+        links: list[LinkView] = []
+        for label, url in wanted:
+            if url and url not in seen:
+                seen.add(url)
+                links.append(LinkView(label, url))
+        return tuple(links)
+
+    @property
     def translated(self) -> bool:
         return bool(self.translated_title or self.translated_text)
 
@@ -154,7 +246,7 @@ class ItemView:
 class GroupView:
     """One rule's papers, under its heading."""
 
-    rule: str  # as shown: quoted
+    rule: RuleName  # as shown: its label, or the rule
     heading: str
     items: tuple[ItemView, ...] = field(default=())
 
@@ -167,12 +259,14 @@ def item_view(
     number: int,
     item: DigestItem,
     *,
-    abstracts: str = "short",
+    abstracts: TextLength = "short",
     texts: TextsView | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> ItemView:
-    """The view of the digest's `number`th paper; `abstracts`: "short" (the first lines and a
-    snippet around the hits) or the whole abstract; `texts`: what the digest carries of
-    summaries and translations for its subscriber (`texts_view`), None: none."""
+    """The view of the digest's `number`th paper; `abstracts`: how much of its text to show
+    (`TextLength`: "short" is the first lines and a snippet around the hits); `texts`: what
+    the digest carries of summaries and translations for its subscriber (`texts_view`),
+    None: none; `labels`: the subscriber's rule labels (`Subscriber.labels`)."""
     paper = item.paper
     primary = paper.primary_category
     markers: list[str] = []
@@ -182,19 +276,15 @@ def item_view(
         markers.append(f"updated: v{paper.version}")
     title_spans = [(h.start, h.end) for h in item.hits if h.field == "title"]
     abstract_spans = [(h.start, h.end) for h in item.hits if h.field == "abstract"]
-    title = unicode_math(highlight(paper.title, title_spans))
-    abstract = unicode_math(highlight(paper.abstract, abstract_spans))
-    shown = (
-        excerpt(abstract, seen=(text for text, marked in title if marked))
-        if abstracts == "short"
-        else Excerpt(head=tuple(abstract))
-    )
+    title = highlight(paper.title, title_spans)
+    abstract = highlight(paper.abstract, abstract_spans)
+    shown = _excerpt(abstract, abstracts, seen=[text for text, marked in title if marked])
     whose = f"paper {paper.id[:80]}: a link"
     code_url = web_url(paper.github, what=whose)
     view = ItemView(
         number=number,
         paper=paper,
-        rules=tuple(quote_rule(rule) for rule in item.rules),
+        rules=tuple(rule_names(item.rules, labels)),
         title=tuple(title),
         abstract=shown,
         categories=tuple(
@@ -219,7 +309,20 @@ def item_view(
     )
     if texts is None:
         return view
-    return _with_texts(view, texts.of(paper), texts, abstract=abstract)
+    return _with_texts(view, texts.of(paper), texts, abstract=abstract, length=abstracts)
+
+
+def _excerpt(abstract: Sequence[Segment], length: TextLength, *, seen: Sequence[str]) -> Excerpt:
+    """What is shown of an abstract: whole, its first lines and a snippet around a hit they
+    hide (`excerpt`), its first lines only, or nothing."""
+    if length == "full":
+        return Excerpt(head=tuple(abstract))
+    if length == "none":
+        return Excerpt(head=(), clipped=bool(abstract))
+    if length == "brief":
+        head = excerpt(abstract, BRIEF_CHARS, slack=BRIEF_CHARS // 4)
+        return Excerpt(head=head.head, clipped=head.clipped)
+    return excerpt(abstract, SHORT_CHARS, seen=seen, slack=SHORT_SLACK)
 
 
 @dataclass(frozen=True)
@@ -270,13 +373,25 @@ def _language(subscriber: Subscriber) -> str | None:
 
 def model_text(text: str | None, limit: int) -> str | None:
     """A model's text as shown: control and bidi-override characters dropped, whitespace
-    tidied, simple TeX math as Unicode (as titles are), at most `limit` characters (cut with
+    tidied, TeX as letters (as titles are), at most `limit` characters (cut with
     "…"); None when nothing is left."""
     if not text:
         return None
     shown = plain_text(text[: 4 * limit])  # a runaway answer is cut before any work on it
-    shown = "".join(part for part, _ in unicode_math([(shown, False)]))
+    shown = tidy(letters(shown))
     return clip(shown, limit) or None
+
+
+def shown_note(digest: Digest) -> str | None:
+    """What a digest with papers left out says of them, in its reader's words: `The best 15
+    of the 34 papers that matched your rules are here.`; None when it shows every one."""
+    left = len(digest.omitted)
+    if not left or not digest.count:
+        return None
+    total = digest.count + left
+    if digest.count == 1:
+        return f"The best of the {total} papers that matched your rules is here."
+    return f"The best {digest.count} of the {total} papers that matched your rules are here."
 
 
 def texts_note(digest: Digest) -> str | None:
@@ -294,19 +409,35 @@ def cut_like(translation: str, shown: int, whole: int) -> str:
 
 
 def _with_texts(
-    view: ItemView, texts: PaperTexts | None, wanted: TextsView, *, abstract: Sequence[Segment]
+    view: ItemView,
+    texts: PaperTexts | None,
+    wanted: TextsView,
+    *,
+    abstract: Sequence[Segment],
+    length: TextLength = "short",
 ) -> ItemView:
-    """The view with the paper's summary and translations, as far as the digest has them."""
+    """The view with the paper's summary and translations, as far as the digest has them
+    and `length` shows them (a brief summary is cut, its translation where the English is;
+    "none" shows neither, only the translated title)."""
     if texts is None:
         return view
-    summary = model_text(texts.summary, SUMMARY_CHARS) if wanted.summaries else None
+    written = model_text(texts.summary, SUMMARY_CHARS) if wanted.summaries else None
+    summary = written
+    if written and length in ("brief", "none"):
+        summary = clip(written, BRIEF_CHARS) if length == "brief" else None
     summary_by = model_text(texts.summary_by, SUMMARY_BY_CHARS) if summary else None
     language = wanted.language
     if language is None or not _same_language(texts.language, language):
         # Not asked for, or written in another language than asked: none is shown.
         return replace(view, summary=summary, summary_by=summary_by)
     translated_text = model_text(texts.text, TRANSLATED_TEXT_CHARS)
-    if translated_text and summary is None and view.abstract.clipped:
+    title_chars = TRANSLATED_TITLE_CHARS if length in ("full", "short") else BRIEF_CHARS
+    if length == "none":
+        translated_text = None
+    elif translated_text and written and summary and len(summary) < len(written):
+        # A brief summary's translation, cut about where the English is cut.
+        translated_text = cut_like(translated_text, len(summary.rstrip("…")), len(written))
+    elif translated_text and summary is None and view.abstract.clipped:
         # The translation of the whole abstract, cut about where the English is cut.
         whole = sum(len(part) for part, _ in abstract)
         head = sum(len(part) for part, _ in view.abstract.head)
@@ -315,7 +446,7 @@ def _with_texts(
         view,
         summary=summary,
         summary_by=summary_by,
-        translated_title=model_text(texts.title, TRANSLATED_TITLE_CHARS),
+        translated_title=model_text(texts.title, title_chars),
         translated_text=translated_text,
         language=language,
         language_name=language_name(language),
@@ -341,22 +472,44 @@ def _code_label(paper: Paper) -> str | None:
     return f"Code{stars}"
 
 
-def group_views(digest: Digest) -> tuple[GroupView, ...]:
-    """The digest's groups, their papers numbered from 1 across the digest."""
+def group_views(digest: Digest, *, abstracts: TextLength | None = None) -> tuple[GroupView, ...]:
+    """The digest's groups, their papers numbered from 1 across the digest; `abstracts`:
+    how much of each paper's text to show (default: the subscriber's `abstracts`)."""
     groups: list[GroupView] = []
     number = 0
-    abstracts = digest.subscriber.abstracts
+    abstracts = abstracts or asked_length(digest.subscriber.abstracts)
+    labels = digest.subscriber.labels
     texts = texts_view(digest)
     for group in digest.groups:
         items = []
         for item in group.items:
             number += 1
-            items.append(item_view(number, item, abstracts=abstracts, texts=texts))
-        rule = quote_rule(group.rule)
+            items.append(item_view(number, item, abstracts=abstracts, texts=texts, labels=labels))
+        rule = rule_name(group.rule, labels)
         heading = f"{rule} · {plural(len(items), 'paper')}"
         groups.append(GroupView(rule=rule, heading=heading, items=tuple(items)))
     return tuple(groups)
 
 
+def asked_length(abstracts: str) -> TextLength:
+    """A subscriber's `abstracts` setting as a `TextLength` ("short" unless "full")."""
+    return "full" if abstracts == "full" else "short"
+
+
 def _short_day(day: date) -> str:
     return f"{day:%a} {day.day} {day:%b %Y}"
+
+
+def day_span(days: Sequence[date]) -> str:
+    """The days a digest's papers were announced, short, without the year unless they span
+    two: `Tue 24 Nov`, `Mon 23 – Fri 27 Nov`, `Fri 28 Nov – Tue 2 Dec`, `Mon 29 Dec 2025 –
+    Fri 2 Jan 2026`; empty without any."""
+    if not days:
+        return ""
+    first, last = min(days), max(days)
+    if first == last:
+        return f"{first:%a} {first.day} {first:%b}"
+    if first.year != last.year:
+        return f"{first:%a} {first.day} {first:%b %Y} \u2013 {last:%a} {last.day} {last:%b %Y}"
+    start = f"{first:%a} {first.day}" + ("" if first.month == last.month else f" {first:%b}")
+    return f"{start} \u2013 {last:%a} {last.day} {last:%b}"

@@ -1,7 +1,7 @@
 """The `/papers` slash command: plain logic, the text and the user in, a reply out.
 
-Owns the subcommands (subscribe, list, remove, pause, resume, summaries, language, try,
-digest, email, manage, help) and the words of every reply; its syntax is `bot.slack.syntax`,
+Owns the subcommands (subscribe, list, remove, label, pause, resume, summaries, language,
+try, digest, email, manage, help) and the words of every reply; its syntax is `bot.slack.syntax`,
 whose subscription a command reaches and who may change it `bot.slack.subscriptions`. Must
 not speak HTTP or WebSocket: the web app (`POST /slack/commands`) and the Socket Mode
 adapter are thin shells over `SlashCommands.handle`. Slack is reached only through the
@@ -14,21 +14,24 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.config import Config, subscriber_problems, subscriber_settings, too_many_rules
+from bot.core.checks import MAX_LABEL_LENGTH, check_label
 from bot.core.errors import PaperbellError, RuleError
 from bot.core.models import Subscriber
+from bot.core.plurals import plural
 from bot.core.schedule import check_timezone
 from bot.manage import Manager, free_name, language_called, reading_parts
 from bot.match.digest import try_rule
-from bot.render.slack import escape_mrkdwn, link
+from bot.render.slack import as_code, as_text, escape_mrkdwn, link
+from bot.render.tex import letters
 from bot.rules import format_rule, parse_rule
 from bot.slack.messages import CommandRequest, Directory, Reply, SendNow, SlackUser
 from bot.slack.subscriptions import Subscriptions, Target
-from bot.slack.syntax import rule_error, rule_text, split_words, usage
+from bot.slack.syntax import rule_error, rule_text, split_label, split_words, usage
 from bot.store import Store, SubscriberRecord
 
 log = logging.getLogger(__name__)
@@ -88,6 +91,7 @@ class SlashCommands:
             "remove": self._remove,
             "rm": self._remove,
             "unsubscribe": self._remove,
+            "label": self._label,
             "pause": self._pause,
             "resume": self._resume,
             "summaries": self._summaries,
@@ -115,23 +119,30 @@ class SlashCommands:
         target, args = await self.subscriptions.target(request, args, manage=True)
         if not args:
             return Reply(f':warning: Give a rule: `{self.command} subscribe "diffusion policy"`')
-        text = rule_text(args)
+        text, typed_label = split_label(rule_text(args))
         try:
             rule = parse_rule(text)
         except RuleError as exc:
             return Reply(rule_error(exc))
+        label = None
+        if typed_label is not None:
+            try:
+                label = check_label(typed_label)
+            except ValueError as exc:
+                return Reply(self._label_problem(exc, target))
         now = self.clock()
         if target.channel is not None:
             row = self.store.subscribers.by_slack(channel=target.channel.keys)
             name = self._name(row, f"channel.{target.channel.name}")
-            self._check_new(name, row, [rule.text])
+            rule_text_ = self._check_new(name, row, rule.text, label)
             sub, created = self.store.subscribers.add(
                 name,
                 email=None,
-                rules=[rule.text],
+                rules=[rule_text_],
                 now=now,
                 slack_channel=target.channel.id,
                 max_rules=self.config.digest.max_rules,
+                labels={rule_text_: label} if label else None,
             )
             where = f"<#{target.channel.id}>"
             heads_up = (
@@ -140,30 +151,31 @@ class SlashCommands:
                 else f"\n:point_right: Invite me to {where} first: `/invite @paperbell`"
             )
             return Reply(
-                f"<@{request.user_id}> subscribed {where} to `{escape_mrkdwn(rule.text)}`. "
+                f"<@{request.user_id}> subscribed {where} to {_rule(rule_text_, label)}. "
                 f"{self._when(sub)}{heads_up}",
                 public=True,
             )
         row = self.store.subscribers.by_slack(user=request.user_id)
         user = await self.directory.user(request.user_id) if row is None else None
         name = self._name(row, f"slack.{_handle(request, user)}")
-        self._check_new(name, row, [rule.text])
+        rule_text_ = self._check_new(name, row, rule.text, label)
         sub, created = self.store.subscribers.add(
             name,
             email=user.email if user else None,
-            rules=[rule.text],
+            rules=[rule_text_],
             now=now,
             slack_user=request.user_id,
             email_confirmed=False,
             max_rules=self.config.digest.max_rules,
+            labels={rule_text_: label} if label else None,
         )
         if created and user is not None and user.tz and _known_zone(user.tz):
             self.store.subscribers.set_schedule(name, timezone=user.tz)
             sub = self.subscriptions.subscriber(name) or sub
         first = "Welcome! " if created else ""
         return Reply(
-            f"{first}Subscribed to `{escape_mrkdwn(rule.text)}` "
-            f"(you have {len(sub.rules)} rule{'s' if len(sub.rules) != 1 else ''}). "
+            f"{first}Subscribed to {_rule(rule_text_, label)} "
+            f"(you have {plural(len(sub.rules), 'rule')}). "
             f"{self._when(sub)}\nSee what it would have found: `{self.command} try "
             f"{escape_mrkdwn(rule.text)}`"
         )
@@ -178,7 +190,10 @@ class SlashCommands:
                 f"`{self.command} subscribe{target.suffix} "
                 '"your topic"`'
             )
-        lines = [f"{number}. `{escape_mrkdwn(text)}`" for number, text in enumerate(sub.rules, 1)]
+        lines = [
+            f"{number}. {_rule(text, sub.label_of(text), both=True)}"
+            for number, text in enumerate(sub.rules, 1)
+        ]
         state = "" if sub.active else " *(paused)*"
         origin = "\n_Set in the config file: ask your paperbell admin to change it._"
         reading = reading_parts(sub)
@@ -206,7 +221,36 @@ class SlashCommands:
             else ""
         )
         return Reply(
-            f"Removed rule {number}, `{escape_mrkdwn(text)}`.{stopped}",
+            f"Removed rule {number}, {as_code(text)}.{stopped}",
+            public=target.channel is not None,
+        )
+
+    async def _label(self, request: CommandRequest, args: list[str]) -> Reply:
+        """`label [#channel] N LABEL|off`: the name the digests show in place of rule N."""
+        target, args = await self.subscriptions.target(request, args, manage=True)
+        sub = self.subscriptions.owned(request, target)
+        words = args[0].split(None, 1) if args else []
+        if len(words) != 2 or not words[0].isdigit():
+            return Reply(
+                f":warning: Say which rule and its label: `{self.command} label{target.suffix} 2 "
+                f"multi-agent RL` (`{self.command} list` numbers them; `off` takes it away)"
+            )
+        number, typed = int(words[0]), words[1].strip()
+        if typed.lower() in ("off", "none"):
+            text = self.store.subscribers.set_label(sub.name, number, None)
+            return Reply(
+                f"Rule {number}, {as_code(text)}, is shown as itself again.",
+                public=target.channel is not None,
+            )
+        if len(typed) >= 2 and typed[0] == typed[-1] == '"':
+            typed = typed[1:-1]
+        try:
+            label = check_label(typed)
+        except ValueError as exc:
+            return Reply(self._label_problem(exc, target))
+        text = self.store.subscribers.set_label(sub.name, number, label)
+        return Reply(
+            f"Rule {number}, {as_code(text)}, is now shown as *{as_text(label)}*.",
             public=target.channel is not None,
         )
 
@@ -295,8 +339,9 @@ class SlashCommands:
     async def _try(self, request: CommandRequest, args: list[str]) -> Reply:
         if not args:
             return Reply(f':warning: Give a rule: `{self.command} try "diffusion policy"`')
+        text, label = split_label(rule_text(args))  # a label changes nothing here
         try:
-            rule = parse_rule(rule_text(args))
+            rule = parse_rule(text)
         except RuleError as exc:
             return Reply(rule_error(exc))
         if not self._may_try(request.user_id):
@@ -312,13 +357,14 @@ class SlashCommands:
         trial = await asyncio.to_thread(try_rule, rule, papers)
         found = len(trial.items)
         head = (
-            f"`{escape_mrkdwn(rule.text)}` matches {found} of the {trial.papers:,} papers "
+            f"{as_code(rule.text)} matches {found} of the {trial.papers:,} papers "
             f"announced {first:%-d %b} – {latest:%-d %b %Y}"
         )
         if not found:
             return Reply(head + ". Try fewer words, or OR between them.")
         lines = [
-            f"• {link(item.paper.abs_url, item.paper.title)}" for item in trial.items[:TRY_SHOWN]
+            f"• {link(item.paper.abs_url, letters(item.paper.title))}"
+            for item in trial.items[:TRY_SHOWN]
         ]
         more = f"\n…and {found - TRY_SHOWN} more." if found > TRY_SHOWN else ""
         return Reply(
@@ -326,7 +372,8 @@ class SlashCommands:
             + ":\n"
             + "\n".join(lines)
             + more
-            + f"\nLike it? `{self.command} subscribe {escape_mrkdwn(rule.text)}`"
+            + f"\nLike it? `{self.command} subscribe {escape_mrkdwn(rule.text)}"
+            + (f" as {escape_mrkdwn(label)}`" if label else "`")
         )
 
     async def _digest(self, request: CommandRequest, args: list[str]) -> Reply:
@@ -348,7 +395,7 @@ class SlashCommands:
         if not sent:
             return Reply("Nothing new matched your rules since your last digest.")
         where = f"<#{target.channel.id}>" if target.channel else "your direct messages"
-        return Reply(f"Sent {sent} paper{'s' if sent != 1 else ''} to {where}.")
+        return Reply(f"Sent {plural(sent, 'paper')} to {where}.")
 
     async def _email(self, request: CommandRequest, args: list[str]) -> Reply:
         """`email [ADDRESS|off]`: digests by email too, once the address is confirmed."""
@@ -397,7 +444,7 @@ class SlashCommands:
             )
         days = int(self.manager.signer.max_age["manage"].total_seconds() // 86400)
         return Reply(
-            f"Your settings page (a private link; it works for {days} days, do not share "
+            f"Your settings page (a private link; it works for {plural(days, 'day')}, do not share "
             f"it): {self.manager.link('manage', sub)}"
         )
 
@@ -420,32 +467,59 @@ class SlashCommands:
         """The subscriber's name: the one it has, or a free one like `wanted`."""
         return row.name if row else free_name(self.store, self.config, wanted, fallback="slack")
 
-    def _check_new(self, name: str, row: SubscriberRecord | None, rules: Sequence[str]) -> None:
+    def _check_new(
+        self, name: str, row: SubscriberRecord | None, rule: str, label: str | None
+    ) -> str:
+        """The text to store the rule under: the one the subscription has for the same rule
+        (given again with a label: relabelled), else `rule`; refused with a reply when the
+        subscription is the config file's, the rule is there already (and no label is
+        given), or it would be one rule too many."""
         if row is not None and row.origin == "config":
             raise PaperbellError(
                 "this subscription is set in paperbell's config file: ask your paperbell "
                 "admin to add the rule there"
             )
-        problems = subscriber_problems(name=name, email=None, rules=rules)
+        problems = subscriber_problems(
+            name=name, email=None, rules=[rule], labels={rule: label} if label else None
+        )
         if problems:
             raise PaperbellError("; ".join(problems))
         known = self.subscriptions.subscriber(name)
-        if known is not None:
-            new = {format_rule(parse_rule(r)) for r in rules}
-            have = {format_rule(parse_rule(r)) for r in known.rules}
-            if new <= have and known.active:
-                raise PaperbellError("that rule is already in the subscription")
-            count = len(set(known.rules) | set(rules))
-            if count > len(known.rules) and (
-                problem := too_many_rules(count, self.config.digest.max_rules)
-            ):
-                raise PaperbellError(
-                    f"that would make {problem}. `{self.command} list` shows them, "
-                    f"`{self.command} remove N` removes one"
-                )
+        if known is None:
+            return rule
+        same = format_rule(parse_rule(rule))
+        have = {format_rule(parse_rule(r)): r for r in known.rules}
+        if same in have and known.active and label is None:
+            raise PaperbellError("that rule is already in the subscription")
+        if same in have:
+            return have[same]
+        count = len(known.rules) + 1
+        if problem := too_many_rules(count, self.config.digest.max_rules):
+            raise PaperbellError(
+                f"that would make {problem}. `{self.command} list` shows them, "
+                f"`{self.command} remove N` removes one"
+            )
+        return rule
+
+    def _label_problem(self, exc: ValueError, target: Target) -> str:
+        return (
+            f":warning: That label cannot be used: {escape_mrkdwn(str(exc))}. A label is a short "
+            f"name (at most {MAX_LABEL_LENGTH} characters): `{self.command} subscribe"
+            f"{target.suffix} RULE as multi-agent RL`"
+        )
 
     def _when(self, sub: Subscriber) -> str:
         return f"Digests come {sub.schedule.describe()}."
+
+
+def _rule(text: str, label: str | None, *, both: bool = False) -> str:
+    """A rule in a reply: as code, with its label in bold (`both`: before it, as `list` shows
+    both; else after it, as it was typed: `` `marl` as *multi-agent RL* ``)."""
+    if label is None:
+        return as_code(text)
+    if both:
+        return f"*{as_text(label)}*: {as_code(text)}"
+    return f"{as_code(text)} as *{as_text(label)}*"
 
 
 def _whose(target: Target) -> str:

@@ -32,6 +32,7 @@ from bot.core.errors import (
 )
 from bot.core.merge import ARXIV_LISTING
 from bot.core.models import ANNOUNCE_TYPES, ArxivVersionError, Paper, split_arxiv_id
+from bot.core.plurals import plural
 from bot.sources.arxiv_query import backfill_from_api, category_query, listed_from_api
 from bot.sources.base import (
     FetchResult,
@@ -225,7 +226,7 @@ def parse_listing(body: bytes, *, source: str = "", url: str = "", status: int =
 
     if entries and not papers:
         raise FeedFormatError(
-            f"{where}: none of the {len(entries)} items could be read as a paper "
+            f"{where}: none of the {plural(len(entries), 'item')} could be read as a paper "
             f"({'; '.join(problems[:3])})",
             source=source,
             url=url,

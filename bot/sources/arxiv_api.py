@@ -35,6 +35,7 @@ from typing import Any
 from bot.core.checks import canonical_category
 from bot.core.errors import FeedErrorResponse, FeedFormatError
 from bot.core.models import ArxivVersionError, Paper, normalize_doi, split_arxiv_id
+from bot.core.plurals import plural
 from bot.sources.diagnosis import describe_body, status_prefix
 from bot.sources.feedtext import checked, clean_text, collapse, left_out, plausible_year, read_feed
 
@@ -164,8 +165,8 @@ def parse_api(body: bytes, *, status: int = 200, source: str = "", url: str = ""
         parsed.append(found)
     if entries and not parsed:
         raise FeedFormatError(
-            f"{where}: none of the {len(entries)} entries could be read as a paper "
-            f"({'; '.join(problems[:3])})",
+            f"{where}: none of the {plural(len(entries), 'entry', 'entries')} could be read as "
+            f"a paper ({'; '.join(problems[:3])})",
             source=source,
             url=url,
             hint="this does not look like an arXiv API response; check the source's `url`",

@@ -25,9 +25,10 @@ from urllib.parse import quote, urlencode
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.core.calendar import ArxivCalendar, announcement_day, submission_window
-from bot.core.errors import FeedFormatError
+from bot.core.errors import FeedFormatError, IncompleteResults
 from bot.core.merge import ARXIV_API
 from bot.core.models import Paper
+from bot.core.plurals import plural
 from bot.sources.arxiv_api import API_BASE, KIND, ApiEntry, parse_api
 from bot.sources.base import (
     FetchState,
@@ -142,15 +143,33 @@ async def search(
     sort_order: str,
     stop: Callable[[ApiEntry], bool] = lambda entry: False,
     limit: int | None = None,
+    max_pages: int | None = None,
     problems: list[str] | None = None,
 ) -> list[ApiEntry]:
     """Every result of `query`, page by page (`page_size` a request, the fetcher spacing
     the requests), until the results end, `stop(entry)` says an entry is past the range
     wanted (results are sorted), or `limit` results were read. The entries left out as
-    unreadable are described in `problems`, when given."""
+    unreadable are described in `problems`, when given.
+
+    Never loops: a page that brings no result not seen already (arXiv's API sometimes
+    answers the first page again, whatever `start` asks for), or a page past `max_pages`,
+    stops it with IncompleteResults, holding what was read."""
     found: list[ApiEntry] = []
-    start = 0
+    seen: set[str] = set()
+    start = pages = 0
+    url = base_url
     while True:
+        if max_pages is not None and pages >= max_pages:
+            raise IncompleteResults(
+                f"more than {plural(max_pages, 'page')} of {page_size} results: stopped "
+                f"after {plural(len(found), 'result')}",
+                found=tuple(found),
+                source=source,
+                url=url,
+                hint="that is more than one request may take (for a backfill, more than "
+                "a day can hold): check the query; the next run asks again",
+            )
+        pages += 1
         url = api_query_url(
             base_url,
             search_query=query,
@@ -166,14 +185,26 @@ async def search(
         )
         if page.unexpectedly_empty:
             raise FeedFormatError(
-                f"{url}: the arXiv API returned an empty page although "
-                f"{page.total} results were announced",
+                f"{url}: the arXiv API returned an empty page although it announced "
+                f"{plural(page.total or 0, 'result')}",
                 source=source,
                 url=url,
                 hint="arXiv's API does this now and then under load; the next run asks again",
             )
         if problems is not None:
             problems.extend(page.problems)
+        ids = {entry.paper.versioned_id for entry in page.entries}
+        if ids and ids <= seen:
+            raise IncompleteResults(
+                f"{url}: the arXiv API answered with a page it gave already (start={start}): "
+                f"stopped after {plural(len(found), 'result')} of the "
+                f"{page.total or 0:,} it announced",
+                found=tuple(found),
+                source=source,
+                url=url,
+                hint="arXiv's API does this now and then; the next run asks again",
+            )
+        seen |= ids
         for entry in page.entries:
             if stop(entry):
                 return found
@@ -212,6 +243,7 @@ async def oldest_first(
     page_size: int,
     source: str,
     limit: int | None = None,
+    max_pages: int | None = None,
 ) -> list[ApiEntry]:
     """Every result of a query over a submission range, oldest first (`search`'s pages)."""
     return await search(
@@ -223,21 +255,41 @@ async def oldest_first(
         sort_by="submittedDate",
         sort_order="ascending",
         limit=limit,
+        max_pages=max_pages,
     )
+
+
+# A backfill reads at most this many results for one day (arXiv's largest day is ~2,000
+# submissions): a query that finds more is broader than a day, or the API is looping.
+BACKFILL_DAY_LIMIT = 10_000
+
+
+def day_pages(page_size: int) -> int:
+    """The most pages a backfill asks for one day: BACKFILL_DAY_LIMIT results, and one more
+    page to see the end."""
+    return -(-BACKFILL_DAY_LIMIT // page_size) + 1
 
 
 async def backfill_from_api(
     http: PoliteFetcher, *, base_url: str, query: str, page_size: int, source: str, day: date
 ) -> list[Paper]:
-    """The papers matching `query` that were submitted on `day` (UTC), oldest first."""
-    entries = await oldest_first(
-        http,
-        base_url=base_url,
-        query=submitted_range(query, day, day),
-        page_size=page_size,
-        source=source,
-    )
-    return dated(entries, ArxivCalendar.default())
+    """The papers matching `query` that were submitted on `day` (UTC), oldest first, in at
+    most `day_pages(page_size)` pages. Stopped (a page repeated, too many pages), it raises
+    IncompleteResults with the papers read so far, dated, to keep."""
+    calendar = ArxivCalendar.default()
+    try:
+        entries = await oldest_first(
+            http,
+            base_url=base_url,
+            query=submitted_range(query, day, day),
+            page_size=page_size,
+            source=source,
+            max_pages=day_pages(page_size),
+        )
+    except IncompleteResults as exc:
+        exc.found = tuple(dated(exc.found, calendar))
+        raise
+    return dated(entries, calendar)
 
 
 REPAIR_LIMIT = 10_000  # papers one repair reads at most (arXiv's largest day is ~2,000)
@@ -320,7 +372,9 @@ class ArxivQuerySource(Source):
         return Harvest(
             tuple(papers),
             announced=max((p.announced for p in papers if p.announced), default=None),
-            empty_reason=None if papers else f"nothing updated in the last {self.days} days",
+            empty_reason=None
+            if papers
+            else f"nothing updated in the last {plural(self.days, 'day')}",
             problems=tuple(problems),
         )
 

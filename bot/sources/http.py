@@ -27,6 +27,7 @@ import asyncio
 import logging
 import math
 import os
+import socket
 import stat
 import time
 import urllib.parse
@@ -40,6 +41,7 @@ import httpx
 
 from bot import USER_AGENT
 from bot.core.errors import SourceError
+from bot.core.plurals import plural
 from bot.sources.base import MEGABYTE, FetchLimits, FetchResult, FetchState
 
 log = logging.getLogger(__name__)
@@ -133,7 +135,7 @@ class PoliteFetcher:
             headers["If-Modified-Since"] = state.last_modified
 
         attempts = self.retries + 1
-        last_problem = ""
+        last_problem, hint = "", _BUSY_HINT
         for attempt in range(attempts):
             await self._wait_turn(host)
             self._last_start[host] = self._clock()
@@ -152,7 +154,11 @@ class PoliteFetcher:
                     + "; the next poll will try again",
                 ) from exc
             except httpx.TransportError as exc:
-                last_problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                last_problem, hint, final = _transport_problem(exc, url)
+                if final:  # a host name that does not exist: asking again will not help
+                    raise SourceError(
+                        f"could not fetch {url}: {last_problem}", source=source, url=url, hint=hint
+                    ) from exc
             except httpx.HTTPError as exc:  # redirects loop, bad URL ...: retrying will not help
                 raise SourceError(
                     f"could not fetch {url}: {type(exc).__name__}: {exc}",
@@ -164,6 +170,7 @@ class PoliteFetcher:
                 if response.status_code not in RETRY_STATUSES:
                     return _result(url, response, body, state)
                 last_problem = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
+                hint = _BUSY_HINT
                 retry_after = _retry_after(response)
 
             if attempt + 1 == attempts:
@@ -184,12 +191,11 @@ class PoliteFetcher:
                 await self._sleep(delay)
 
         raise SourceError(
-            f"could not fetch {url}: gave up after {attempts} attempt"
-            f"{'s' if attempts != 1 else ''}; last: {last_problem}",
+            f"could not fetch {url}: gave up after {plural(attempts, 'attempt')}; "
+            f"last: {last_problem}",
             source=source,
             url=url,
-            hint="the service may be down or rate-limiting; the next poll will try again "
-            "(check the URL and the network if this persists)",
+            hint=hint,
         )
 
     async def _attempt(
@@ -256,6 +262,40 @@ def _too_large(
 
 def _megabytes(size: int) -> str:
     return f"{size / MEGABYTE:g}"
+
+
+_DNS_HINT = (
+    "check the host name in the source's `url`, and this machine's network and DNS; the "
+    "next poll will try again"
+)
+_REFUSED_HINT = (
+    "nothing answers at that address: check the source's `url` (and, for a server of "
+    "yours, that it runs); the next poll will try again"
+)
+_BUSY_HINT = (
+    "the service may be down or rate-limiting; the next poll will try again (check the "
+    "URL and the network if this persists)"
+)
+
+
+def _transport_problem(exc: httpx.TransportError, url: str) -> tuple[str, str, bool]:
+    """What went wrong on the way to `url`, in a person's words, what to check, and
+    whether it is final for this poll: a host name the resolver does not know (`cannot
+    resolve HOST`: a typo, or no network at all) is; a resolver that failed for now, a
+    refused connection, a dropped one are worth another attempt."""
+    parts = httpx.URL(url)
+    host = parts.host or "?"
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, socket.gaierror):
+            final = cause.errno == socket.EAI_NONAME
+            return f"cannot resolve {host} ({cause.strerror or cause})", _DNS_HINT, final
+        if isinstance(cause, ConnectionRefusedError):
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            return f"cannot connect to {host} port {port} (refused)", _REFUSED_HINT, False
+        cause = cause.__cause__ or cause.__context__
+    problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return problem, _BUSY_HINT, False
 
 
 def _raise_hint(source: str, option: str) -> str:

@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bot.core.errors import FeedErrorResponse, FeedFormatError
 from bot.core.merge import HUGGINGFACE
 from bot.core.models import MAX_VERSION, ArxivVersionError, Paper, split_arxiv_id
+from bot.core.plurals import plural
 from bot.sources.base import (
     FetchState,
     FetchURL,
@@ -150,7 +151,7 @@ def parse_daily_papers(
     if data and not papers:
         shown = "; ".join(problems[:3])
         raise FeedFormatError(
-            f"{where}: none of the {len(data)} items could be read as a paper ({shown})",
+            f"{where}: none of the {plural(len(data), 'item')} could be read as a paper ({shown})",
             source=source,
             url=url,
             hint="the Hugging Face API may have changed its format; check the source's `url`",

@@ -8,6 +8,7 @@ file's subscribers are changed in the file: the database's only here.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -32,7 +33,23 @@ from bot.store.tables import (
 
 SCHEDULE_SETTINGS = ("schedule", "day", "time", "timezone", "notify_empty")
 # What a database subscriber may change about their digests (the manage page, the CLI).
-SETTINGS = (*SCHEDULE_SETTINGS, "email_format", "abstracts", "summaries", "language")
+SETTINGS = (
+    *SCHEDULE_SETTINGS,
+    "email_format",
+    "abstracts",
+    "max_papers",
+    "summaries",
+    "language",
+)
+
+
+class Keep(enum.Enum):
+    """A value left as it is (`replace_rule`'s label)."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +93,28 @@ class Subscribers(Repository):
                 found.max_papers = sub.max_papers
                 found.include = dump_list(sorted(sub.include))
                 session.add(found)
+                session.flush()
+                self._mirror_rules(session, found, sub, now=now)
             session.commit()
+
+    @classmethod
+    def _mirror_rules(
+        cls, session: Session, row: SubscriberRow, sub: Subscriber, *, now: datetime
+    ) -> None:
+        """A config subscriber's rules and labels as the file has them, in its order (a rule
+        kept keeps when it was first stored)."""
+        stored = cls._rules(session, row)
+        wanted = [(text, sub.label_of(text)) for text in sub.rules]
+        if [(r.text, r.label) for r in stored] == wanted:
+            return
+        since = {r.text: r.created_at for r in stored}
+        for rule in stored:
+            session.delete(rule)
+        session.flush()
+        assert row.id is not None
+        for text, label in wanted:
+            created = since.get(text, now)
+            session.add(RuleRow(subscriber_id=row.id, text=text, label=label, created_at=created))
 
     def all(
         self,
@@ -91,8 +129,11 @@ class Subscribers(Repository):
         with self.database.session() as session:
             rows = {r.name: r for r in session.exec(select(SubscriberRow)).all()}
             rules: dict[int, list[str]] = {}
+            labels: dict[int, dict[str, str]] = {}
             for rule in session.exec(select(RuleRow).order_by(col(RuleRow.id))).all():
                 rules.setdefault(rule.subscriber_id, []).append(rule.text)
+                if rule.label:
+                    labels.setdefault(rule.subscriber_id, {})[rule.text] = rule.label
         result: list[Subscriber] = []
         for sub in config_subscribers:
             row = rows.get(sub.name)
@@ -116,6 +157,7 @@ class Subscribers(Repository):
                     name=row.name,
                     email=row.email,
                     rules=tuple(rules.get(row.id, ())),
+                    labels=labels.get(row.id, {}),
                     categories=load_list(row.categories),
                     max_papers=row.max_papers,
                     include=frozenset(load_list(row.include)) or DEFAULT_INCLUDE,
@@ -139,10 +181,10 @@ class Subscribers(Repository):
             )
         return result
 
-    def set_schedule(self, name: str, **settings: str | bool | None) -> None:
+    def set_schedule(self, name: str, **settings: str | bool | int | None) -> None:
         """Change a database subscriber's settings (schedule, day, time, timezone,
-        notify_empty, email_format, abstracts, summaries, language); None sets a schedule
-        setting back to the config's default."""
+        notify_empty, email_format, abstracts, max_papers, summaries, language); None sets a
+        schedule setting back to the config's default."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
             for key, value in settings.items():
@@ -189,11 +231,15 @@ class Subscribers(Repository):
         slack_user: str | None = None,
         email_confirmed: bool = True,
         max_rules: int | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> tuple[Subscriber, bool]:
         """Create a subscriber, or add rules to an existing one (and reactivate it).
         Returns the subscriber and whether it was created. An address learnt from Slack
         (`email_confirmed=False`) receives nothing until its owner confirms it. More than
-        `max_rules` rules in all is refused (a StoreError), and nothing changes."""
+        `max_rules` rules in all is refused (a StoreError), and nothing changes. `labels`
+        (checked: `bot.core.checks.check_label`) label rules by their text, those it adds
+        and those it has; two rules with one label are refused (a StoreError)."""
+        labels = labels or {}
 
         with self.database.session() as session:
             row = session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
@@ -231,16 +277,20 @@ class Subscribers(Repository):
             session.add(row)
             session.flush()
             assert row.id is not None
-            known = set(
-                session.exec(select(RuleRow.text).where(RuleRow.subscriber_id == row.id)).all()
-            )
-            count = len(known | set(rules))
-            if max_rules is not None and count > max(max_rules, len(known)):
+            have = {rule.text: rule for rule in self._rules(session, row)}
+            count = len(set(have) | set(rules))
+            if max_rules is not None and count > max(max_rules, len(have)):
                 raise _too_many_rules(name, count, max_rules)
             for text in rules:
-                if text not in known:
-                    session.add(RuleRow(subscriber_id=row.id, text=text, created_at=now))
-                    known.add(text)
+                label = labels.get(text)
+                if text in have:
+                    if label:
+                        have[text].label = label
+                        session.add(have[text])
+                    continue
+                have[text] = RuleRow(subscriber_id=row.id, text=text, label=label, created_at=now)
+                session.add(have[text])
+            _check_labels(name, have.values())
             session.commit()
         subscriber = next(s for s in self.all(include_inactive=True) if s.name == name)
         return subscriber, created
@@ -273,27 +323,37 @@ class Subscribers(Repository):
             return [] if row is None else [r.text for r in self._rules(session, row)]
 
     def add_rule(
-        self, name: str, text: str, *, now: datetime, max_rules: int | None = None
+        self,
+        name: str,
+        text: str,
+        *,
+        now: datetime,
+        max_rules: int | None = None,
+        label: str | None = None,
     ) -> bool:
-        """Add a rule to a database subscriber; False when it has that rule already. A rule
-        past `max_rules` is refused (a StoreError)."""
+        """Add a rule (with its `label`, checked) to a database subscriber; False when it
+        has that rule already. A rule past `max_rules`, or a label another rule has, is
+        refused (a StoreError)."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
-            known = session.exec(
-                select(RuleRow.text).where(RuleRow.subscriber_id == row.id, RuleRow.text == text)
-            ).first()
-            if known is not None:
+            rules = self._rules(session, row)
+            if any(rule.text == text for rule in rules):
                 return False
-            count = len(self._rules(session, row)) + 1
+            count = len(rules) + 1
             if max_rules is not None and count > max_rules:
                 raise _too_many_rules(name, count, max_rules)
             assert row.id is not None
-            session.add(RuleRow(subscriber_id=row.id, text=text, created_at=now))
+            new = RuleRow(subscriber_id=row.id, text=text, label=label or None, created_at=now)
+            _check_labels(name, [*rules, new])
+            session.add(new)
             session.commit()
             return True
 
-    def replace_rule(self, name: str, number: int, text: str) -> str:
-        """Change the text of rule `number` (1-based); returns the text it had."""
+    def replace_rule(
+        self, name: str, number: int, text: str, *, label: str | Keep | None = KEEP
+    ) -> str:
+        """Change the text of rule `number` (1-based), and its label when `label` is given
+        (None: no label); returns the text it had."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
             rules = self._rules(session, row)
@@ -303,9 +363,27 @@ class Subscribers(Repository):
                 raise StoreError(f"{name!r} has that rule already")
             rule = rules[number - 1]
             old, rule.text = rule.text, text
+            if not isinstance(label, Keep):
+                rule.label = label or None
+            _check_labels(name, rules)
             session.add(rule)
             session.commit()
             return old
+
+    def set_label(self, name: str, number: int, label: str | None) -> str:
+        """Give rule `number` (1-based) of a database subscriber the label `label` (checked;
+        None: none); returns the rule's text."""
+        with self.database.session() as session:
+            row = self._database_subscriber(session, name)
+            rules = self._rules(session, row)
+            if not 1 <= number <= len(rules):
+                raise StoreError(f"{name!r} has no rule {number} (it has {len(rules)})")
+            rule = rules[number - 1]
+            rule.label = label or None
+            _check_labels(name, rules)
+            session.add(rule)
+            session.commit()
+            return rule.text
 
     def set_email(self, name: str, email: str | None, *, confirmed: bool) -> None:
         """Set a database subscriber's address; an unconfirmed one gets no mail until its
@@ -414,6 +492,22 @@ class Subscribers(Repository):
                 hint="change it in the config file",
             )
         return row
+
+
+def _check_labels(name: str, rules: Iterable[RuleRow]) -> None:
+    """Refuse two rules of one subscriber with one label (case aside): the digests would
+    show two headings alike."""
+    seen: dict[str, str] = {}
+    for rule in rules:
+        if not rule.label:
+            continue
+        key = rule.label.casefold()
+        if key in seen and seen[key] != rule.text:
+            raise StoreError(
+                f"{name!r} has a rule labelled {rule.label!r} already",
+                hint="give each rule its own label",
+            )
+        seen[key] = rule.text
 
 
 def _too_many_rules(name: str, count: int, max_rules: int) -> StoreError:

@@ -124,6 +124,10 @@ class RuleRow(SQLModel, table=True):
     subscriber_id: int = Field(foreign_key="subscribers.id", index=True)
     text: str = Field(max_length=1000)
     created_at: datetime
+    # A short name shown in place of the rule (bot.core.checks.check_label: at most
+    # MAX_LABEL_LENGTH characters; the column leaves room); None: the rule is shown
+    # (migration 0005).
+    label: str | None = Field(default=None, max_length=100)
 
 
 class DeliveryRow(SQLModel, table=True):
@@ -136,7 +140,8 @@ class DeliveryRow(SQLModel, table=True):
     paper_version: int
     channel: str = Field(max_length=16)
     # "queued" (in a digest waiting in the outbox), "sent", or "omitted" (over the
-    # subscriber's max_papers, in a digest that was queued or sent)
+    # subscriber's max_papers, or past what one email holds, in a digest that was queued
+    # or sent)
     status: str = Field(max_length=16)
     digest_id: str = Field(max_length=128)
     outbox_id: int | None = Field(default=None, foreign_key="outbox.id", index=True)

@@ -37,6 +37,7 @@ from bot.manage import (
     language_choices,
     mask,
     notice_sender,
+    paper_count_choices,
     reading_parts,
 )
 from bot.render.notice import NoticeKind
@@ -55,6 +56,7 @@ SETTING_FIELDS = (
     "timezone",
     "email_format",
     "abstracts",
+    "max_papers",  # how many papers an email shows
     "summaries",  # "on", or "off" from a hidden field (an unchecked box sends nothing)
     "language",  # a tag, or "none": English only
 )
@@ -193,6 +195,7 @@ class LinkPages:
             weekdays=WEEKDAYS,
             timezones=_timezones(),
             languages=language_choices(sub.language),
+            paper_counts=paper_count_choices(sub.max_papers),
             reading=reading_parts(sub),
             editable=sub.origin == "database",
             unsubscribe_url=self.manager.link("unsubscribe", sub),
@@ -229,7 +232,9 @@ class LinkPages:
             return await self.manage_view(request, sub, token, status=400, error=text)
 
     async def _add(self, request: Request, sub: Subscriber, form: Form, token: str) -> Response:
-        rule_problem = await run_in_threadpool(self.manager.add_rule, sub, form.get("rule", ""))
+        rule_problem = await run_in_threadpool(
+            self.manager.add_rule, sub, form.get("rule", ""), form.get("label", "")
+        )
         if rule_problem is not None:
             return await self.manage_view(
                 request, sub, token, status=400, rule_problem=rule_problem, editing=0
@@ -239,7 +244,7 @@ class LinkPages:
     async def _edit(self, request: Request, sub: Subscriber, form: Form, token: str) -> Response:
         number = _rule_number(form)
         rule_problem = await run_in_threadpool(
-            self.manager.edit_rule, sub, number, form.get("rule", "")
+            self.manager.edit_rule, sub, number, form.get("rule", ""), form.get("label", "")
         )
         if rule_problem is not None:
             return await self.manage_view(

@@ -16,6 +16,7 @@ from typing import Any
 
 from bot.core.models import Digest, Paper, PaperTexts, Subscriber
 from bot.demo import DEMO_DAY, DEMO_HF_DAY, DEMO_SUBSCRIBERS, bundled_hf_papers, bundled_papers
+from bot.demo.data import IN_CONFIG
 from bot.match.digest import build_digest, match_rules
 from bot.render.email import DigestLinks, EmailSettings, build_message
 from bot.rules import parse_rule
@@ -44,11 +45,16 @@ class DemoCase:
 
 
 def demo_subscriber(entry: Mapping[str, Any]) -> Subscriber:
-    """A demo subscriber from its config entry (the email-related keys)."""
+    """A demo subscriber from its config entry (the email-related keys), from the config
+    file or the database as the demo stores it (`bot.demo.IN_CONFIG`)."""
+    rules = [rule if isinstance(rule, str) else rule["rule"] for rule in entry["rules"]]
+    labels = {rule["rule"]: rule["label"] for rule in entry["rules"] if isinstance(rule, dict)}
     return Subscriber(
+        origin="config" if entry["name"] in IN_CONFIG else "database",
         name=entry["name"],
         email=entry["email"],
-        rules=tuple(entry["rules"]),
+        rules=tuple(rules),
+        labels=labels,
         categories=tuple(entry.get("categories", ())),
         max_papers=entry.get("max_papers", 50),
         email_format=entry.get("email_format", "html"),

@@ -17,13 +17,14 @@ A Chinese translation of an abstract is about a third of its English length in c
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.core.models import HUGGING_FACE, Digest, PaperTexts, Subscriber
+from bot.core.models import HUGGING_FACE, Digest, Paper, PaperTexts, Subscriber
 from bot.demo import bundled_papers
-from bot.match.digest import build_digest
+from bot.match.digest import RuleMatches, build_digest, match_rules
 from bot.rules import parse_rule
 
 MODEL = "qwen2.5:7b-instruct"
@@ -256,3 +257,71 @@ def fifty_paper_digest(**changes: Any) -> Digest:
 
 
 FIFTY_NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
+
+
+# -- the heaviest digest: for the size checks ---------------------------------------------
+
+HEAVY_RULES = ("learning", "model", "data OR method")  # 662 papers of the bundled listing
+HEAVY_NOTE = "Summaries could not be written for 3 papers today: their abstracts are shown."
+JOURNAL = (
+    "Proceedings of the 41st International Conference on Machine Learning, Vienna, "
+    "Austria. PMLR 235:12345-12367, 2024"
+)
+
+
+@functools.cache
+def _heavy_papers() -> tuple[tuple[Paper, ...], RuleMatches]:
+    """The bundled listing, the longest abstracts first (then the most authors), each paper
+    with every kind of link and a journal reference; and what HEAVY_RULES match in it."""
+    listing = sorted(bundled_papers(), key=lambda p: (-len(p.abstract), -len(p.authors), p.id))
+    papers = tuple(
+        replace(
+            paper,
+            github=f"https://github.com/paperbell-heavy/{paper.id.replace('.', '-')}-code",
+            github_stars=12_345,
+            upvotes=321,
+            hf_rank=number % 5 + 1,
+            dois=(f"10.1103/PhysRevLett.{number}.{paper.id}", f"10.5281/zenodo.{number}"),
+            journal_ref=paper.journal_ref or JOURNAL,
+        )
+        for number, paper in enumerate(listing)
+    )
+    return papers, match_rules([parse_rule(rule) for rule in HEAVY_RULES], papers)
+
+
+def heaviest_digest(count: int, *, runaway: bool = False, **changes: Any) -> Digest:
+    """The heaviest digest of `count` papers the bundled listing gives, for a subscriber
+    with `changes`: its papers with the longest abstracts (then the most authors), each
+    given every kind of link (code with stars, Hugging Face with upvotes and a rank, two
+    DOIs) and a journal reference, matched by rules of common words (many highlights).
+    Texts as real ones are (a summary of about 300 characters, Chinese a third of the
+    English); `runaway`: as long as a model's runaway answer may be shown (the caps of
+    `bot.render.view`: a 1,000-character summary, a 500-character title, 4,000 characters
+    of translated text)."""
+    from bot.render.view import SUMMARY_CHARS, TRANSLATED_TEXT_CHARS, TRANSLATED_TITLE_CHARS
+
+    subscriber = replace(
+        Subscriber(name="ada", email="ada@lab.example", rules=HEAVY_RULES, max_papers=count),
+        **changes,
+    )
+    rules = [parse_rule(rule) for rule in HEAVY_RULES]
+    papers, matches = _heavy_papers()
+    digest = build_digest(subscriber, rules, papers, delivered={}, now=FIFTY_NOW, matches=matches)
+    assert digest is not None and digest.count == min(count, 662)
+    texts: dict[str, PaperTexts] = {}
+    for number, item in enumerate(digest.items):
+        paper = item.paper
+        summary = None
+        if subscriber.summaries:
+            summary = paper.abstract[:SUMMARY_CHARS] if runaway else english_summary(paper.abstract)
+        language = subscriber.language
+        title = TRANSLATED_TITLE_CHARS if runaway else len(paper.title) // 3
+        text = TRANSLATED_TEXT_CHARS if runaway else len(summary or paper.abstract) // 3
+        texts[paper.id] = PaperTexts(
+            summary=summary,
+            summary_by=MODEL if summary else None,
+            language=language,
+            title=chinese(title, 7 * number) if language else None,
+            text=chinese(text, 13 * number) if language else None,
+        )
+    return replace(digest, texts=texts, texts_note=HEAVY_NOTE)

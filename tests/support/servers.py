@@ -121,6 +121,7 @@ class SinkHandler:
 
     def __init__(self) -> None:
         self.messages: list[EmailMessage] = []
+        self.raw: list[bytes] = []  # each message as it came over the wire
         self.envelopes: list[tuple[str, list[str]]] = []
         self.refuse: dict[str, str] = {}  # recipient -> SMTP reply
         self.stall = 0.0  # seconds to wait before answering DATA (a slow or hung server)
@@ -155,6 +156,7 @@ class SinkHandler:
         raw = envelope.original_content or envelope.content
         received = message_from_bytes(raw, policy=policy.default)
         self.messages.append(received)  # type: ignore[arg-type]
+        self.raw.append(bytes(raw))
         self.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
         if self.on_accept is not None:
             self.on_accept(received)  # type: ignore[arg-type]

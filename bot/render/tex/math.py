@@ -1,17 +1,15 @@
-"""TeX math in titles and abstracts as Unicode text, for the email and Slack renderers.
+"""TeX math (the inside of `$...$`) as Unicode text: `\\alpha_1` -> α₁.
 
-Pure: text in, text out. A formula this converter does not fully understand stays as the
-TeX the authors wrote, dollars and all, so nothing is ever lost.
+Pure: text in, text out. A formula this converter does not fully understand is refused
+(None), and `bot.render.tex.letters` then shows it as the TeX the authors wrote, dollars and
+all, so nothing is ever lost.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
 from typing import Any
-
-Segment = tuple[str, bool]  # a run of text, and whether it is highlighted
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -25,8 +23,9 @@ _WHITESPACE = re.compile(r"\s+")
 
 # $...$ (inline) or $$...$$ (display); a \$ is a dollar sign, not a delimiter.
 MATH_RE = re.compile(r"(?<!\\)(?P<open>\$\$?)(?P<tex>(?:[^$\\]|\\.)+?)(?<!\\)(?P=open)", re.DOTALL)
-# Words of plain prose: math between two dollar signs that were not meant as delimiters.
-_PROSE_RE = re.compile(r"(?<![\\A-Za-z])[a-z]{3,}")
+# Words of plain prose: math between two dollar signs that were not meant as delimiters
+# (not a command's argument: `$-\text{div}(A) $` is math).
+_PROSE_RE = re.compile(r"(?<![\\A-Za-z{])[a-z]{3,}")
 _CONTROL_WORD_RE = re.compile(r"\\[A-Za-z]+\*?")
 _MATH_TOKEN_RE = re.compile(r"\\[A-Za-z]+\*?|\\.|[{}^_]|\s+|.", re.DOTALL)
 _SUPERSCRIPTS = dict(zip("0123456789+-−=()ni′'*†∘", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁻⁼⁽⁾ⁿⁱ′′*†°", strict=True))
@@ -36,6 +35,7 @@ _SUBSCRIPTS = dict(
 # Macros that only set the size or spacing of what follows: dropped.
 _SIZING = frozenset(
     {"left", "right", "middle", "limits", "nolimits", "displaystyle", "textstyle"}
+    | {"scriptstyle", "scriptscriptstyle", "tiny", "scriptsize", "footnotesize", "small"}
     | {size + side for size in ("big", "Big", "bigg", "Bigg") for side in ("", "l", "r", "m")}
 )
 # Macros whose argument is shown as plain text (the font is lost, the letters are kept).
@@ -92,6 +92,8 @@ _SYMBOL_FIXES = {
     "iff": "⟺",
     "implies": "⟹",
     "Re": "ℜ",
+    # The number sets as authors define them for short: $\Z^d$, $\R^n$.
+    **dict(zip(("N", "Z", "Q", "R", "C"), "ℕℤℚℝℂ", strict=True)),
     "Im": "ℑ",
     "bmod": "mod",
     **{name: name for name in ("dim", "ker", "deg", "det", "gcd", "lcm", "mod", "arg", "hom")},
@@ -125,7 +127,20 @@ def _symbol(name: str) -> str:
     return repl
 
 
-@functools.cache
+def symbol(name: str) -> str | None:
+    """A command that takes no argument, as Unicode text (`alpha` -> α, `l` -> ł); None
+    when unknown, when it takes arguments, or when it shows as nothing or as control
+    characters."""
+    try:
+        shown = _symbol(name)
+    except _TexError:
+        return None
+    if not shown.strip() or any(ord(c) < 32 or 0x7F <= ord(c) < 0xA0 for c in shown):
+        return None
+    return shown
+
+
+@functools.lru_cache(maxsize=4096)  # bounded: the letters come from the feeds
 def _unicode_font(name: str, letters: str) -> str:
     from pylatexenc.latex2text import LatexNodes2Text
 
@@ -208,6 +223,8 @@ class _MathReader:
             return _ESCAPES[token[1]]
         name = token[1:].rstrip("*")
         if name in _SIZING or name in _FONT_SWITCHES:
+            if name in ("left", "right", "middle") and self.argument_token() == ".":
+                self.take()  # \right. : no delimiter at all
             return ""
         if name in _PLAIN_FONTS:
             return self.argument()
@@ -266,28 +283,3 @@ def tex_math(tex: str) -> str | None:
         return None
     converted = _WHITESPACE.sub(" ", converted).strip()
     return converted or None
-
-
-def unicode_math(segments: Iterable[Segment]) -> list[Segment]:
-    """Convert each simple `$...$` to Unicode, when it lies inside one segment: math that
-    crosses a highlight's edge, or that `tex_math` refuses, is left as written."""
-    segments = list(segments)
-    text = "".join(part for part, _ in segments)
-    regions = list(MATH_RE.finditer(text))
-    out: list[Segment] = []
-    start = 0
-    for part, marked in segments:
-        end = start + len(part)
-        pieces: list[str] = []
-        cursor = start
-        for region in regions:
-            if region.start() < start or region.end() > end:
-                continue
-            converted = tex_math(region.group("tex"))
-            if converted is not None:
-                pieces += [text[cursor : region.start()], converted]
-                cursor = region.end()
-        pieces.append(text[cursor:end])
-        out.append(("".join(pieces), marked))
-        start = end
-    return out
