@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,14 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from click.testing import CliRunner
 from sqlalchemy import MetaData, create_engine, text
+from sqlalchemy import inspect as sqlalchemy_inspect
 from support.cli import run
 from support.servers import smtp_sink
 
 import bot
 from bot.cli import main
 from bot.core.errors import OutdatedSchema, StoreError
+from bot.core.models import Feedback
 from bot.store import Store, normalize_url, schema_state, upgrade_schema
 from bot.store.schema import BASELINE, alembic_config, head, scripts
 from bot.store.tables import SCHEMA
@@ -195,6 +198,7 @@ def test_0005_keeps_every_rule_from_the_oldest_database_and_labels_none(
     engine.dispose()
     migrate_to(database_url, "0004")
     migrate_to(database_url, "0005")
+    migrate_to(database_url, head())  # read by today's store: later revisions keep it
     assert differences(database_url) == []
     with Store.open(database_url) as store:
         ada, bob = store.subscribers.all()
@@ -215,6 +219,60 @@ def test_0005_keeps_every_rule_from_the_oldest_database_and_labels_none(
     finally:
         engine.dispose()
     assert kept == ['"diffusion policy"', "robot cat:cs.RO", ada.rules[1]]
+
+
+@pytest.mark.database
+def test_0006_keeps_every_subscriber_from_the_oldest_database_with_no_feedback(
+    database_url: str,
+) -> None:
+    """Revision 0006 adds verdicts on papers, vectors and fitted models: a database at the
+    oldest schema keeps every subscriber and rule, each with no verdicts and the default
+    similar papers setting (up to 5, the ranking's own threshold), so each digests as before;
+    going back to 0005 keeps them and drops the verdicts."""
+    migrate_to(database_url, BASELINE)
+    engine = create_engine(normalize_url(database_url))
+    when = "2026-11-01 08:00:00+00:00"
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO subscribers (name, email, origin, active, categories, "
+                "max_papers, include, created_at, email_confirmed, email_format, abstracts) "
+                "VALUES ('ada', 'ada@example.org', 'database', true, '[]', 20, '[\"new\"]', "
+                ":when, true, 'html', 'short')"
+            ),
+            {"when": when},
+        )
+        (sid,) = connection.execute(text("SELECT id FROM subscribers")).scalars().all()
+        connection.execute(
+            text("INSERT INTO rules (subscriber_id, text, created_at) VALUES (:s, :t, :w)"),
+            {"s": sid, "t": '"diffusion policy"', "w": when},
+        )
+    engine.dispose()
+    migrate_to(database_url, "0005")
+    migrate_to(database_url, "0006")
+    assert differences(database_url) == []
+    later = datetime(2026, 11, 25, 9, 0, tzinfo=UTC)
+    with Store.open(database_url) as store:
+        (ada,) = store.subscribers.all()
+        assert ada.rules == ('"diffusion policy"',)
+        assert (ada.similar_max, ada.similar_min) == (5, None)
+        assert store.feedback.of_all() == {}
+        liked = Feedback("2411.18179", "like", "command", "A title", "A title\n\nText", later)
+        assert store.feedback.set(sid, liked)
+        assert store.feedback.of(sid) == [liked]
+    migrate_to(database_url, head())
+
+    engine = create_engine(normalize_url(database_url))
+    try:
+        with engine.begin() as connection:
+            command.downgrade(alembic_config(connection), "0005")
+        with engine.connect() as connection:
+            kept = connection.execute(text("SELECT text FROM rules")).scalars().all()
+            tables = set(sqlalchemy_inspect(connection).get_table_names())
+    finally:
+        engine.dispose()
+    assert kept == ['"diffusion policy"']
+    assert "feedback" not in tables and "subscribers" in tables
 
 
 def legacy_database(folder: Path) -> Path:

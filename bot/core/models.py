@@ -230,6 +230,11 @@ class Subscriber:
     # digests show in place of the rule (subject, headings). A rule without one is shown as
     # itself.
     labels: Mapping[str, str] = field(default_factory=dict)
+    # Papers like these (bot.similar): at most `similar_max` papers no rule matched but close
+    # to what the subscriber liked are added to a digest, those scoring at least
+    # `similar_min` (None: the ranking's default). Without feedback nothing changes.
+    similar_max: int = 5
+    similar_min: float | None = None
 
     def label_of(self, rule: str) -> str | None:
         """The label of the rule `rule` (its text as in `rules`), or None."""
@@ -286,6 +291,32 @@ def _category_covers(wanted: str, category: str) -> bool:
     """`cs` covers `cs.LG`; `cs.LG` covers only itself. Case does not matter."""
     wanted, category = wanted.casefold(), category.casefold()
     return category == wanted or ("." not in wanted and category.startswith(wanted + "."))
+
+
+Verdict = Literal["like", "dislike"]
+VERDICTS: tuple[Verdict, ...] = ("like", "dislike")
+# Where a verdict was given: the config's like/dislike lists, a library file (like_file),
+# a command (the CLI, /papers), a button in an email or Slack, the manage page.
+FeedbackVia = Literal["config", "file", "command", "slack", "email", "page"]
+# Verdicts the config file gives, replaced whole whenever it is read; a verdict given by
+# hand (a command, a button, the page) on the same paper wins over them.
+DECLARED_VIA: frozenset[str] = frozenset({"config", "file"})
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """A subscriber's verdict on one paper, with the text the ranking reads."""
+
+    key: str  # a paper id ("2411.18179"), "doi:10.1101/…", or "title:<normalised title>"
+    verdict: Verdict
+    via: FeedbackVia
+    title: str = ""
+    text: str = ""  # title and abstract ("" when unknown)
+    created: datetime | None = None
+
+    @property
+    def liked(self) -> bool:
+        return self.verdict == "like"
 
 
 class Hit(NamedTuple):

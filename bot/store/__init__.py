@@ -4,10 +4,11 @@
 migrations and the schema's version: bot.store.schema, `schema_state`, `upgrade_schema`;
 a copy of a SQLite file while it is in use: `backup_database`) and
 hands out one repository per kind of data: `store.papers`, `store.sources` (their polls),
-`store.subscribers` (with their rules), `store.rule_counts`, `store.outbox` (digests to
-send, deliveries), `store.slack_requests` (replays refused) and `store.texts` (summaries
-and translations, and each model's daily use). Callers get plain data
-(bot.core.models classes, or the frozen records below), never a table row.
+`store.subscribers` (with their rules), `store.feedback` (verdicts on papers),
+`store.vectors` (texts' embeddings), `store.ranking_models`, `store.rule_counts`,
+`store.outbox` (digests to send, deliveries), `store.slack_requests` (replays refused) and
+`store.texts` (summaries and translations, and each model's daily use). Callers get plain
+data (bot.core.models classes, or the frozen records below), never a table row.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from bot.store.database import (
     upgrade_schema,
     utcnow,
 )
+from bot.store.feedback import FeedbackStore, RankingModel, RankingModels, Vectors
 from bot.store.outbox import Outbox, OutboxItem, OutboxStatus
 from bot.store.papers import Papers, UpsertCounts
 from bot.store.rule_counts import RuleCount, RuleCounts
@@ -39,6 +41,7 @@ __all__ = [
     "ModelDay",
     "OutboxItem",
     "OutboxStatus",
+    "RankingModel",
     "RuleCount",
     "SchemaState",
     "SourceState",
@@ -70,6 +73,9 @@ class Store:
         self.outbox = Outbox(database)
         self.slack_requests = SlackRequests(database)
         self.texts = Texts(database)
+        self.feedback = FeedbackStore(database)
+        self.vectors = Vectors(database)
+        self.ranking_models = RankingModels(database)
 
     @classmethod
     def open(cls, url: str, *, upgrade: bool = False) -> Store:

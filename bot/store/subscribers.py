@@ -22,7 +22,9 @@ from bot.core.schedule import Defaults
 from bot.store.database import Repository, aware
 from bot.store.tables import (
     DeliveryRow,
+    FeedbackRow,
     OutboxRow,
+    RankingModelRow,
     RuleCountRow,
     RuleRow,
     SubscriberRow,
@@ -40,6 +42,8 @@ SETTINGS = (
     "max_papers",
     "summaries",
     "language",
+    "similar_max",
+    "similar_min",
 )
 
 
@@ -177,13 +181,16 @@ class Subscribers(Repository):
                     abstracts=cast(AbstractLength, row.abstracts),
                     summaries=row.summaries,
                     language=row.language,
+                    similar_max=row.similar_max,
+                    similar_min=row.similar_min,
                 )
             )
         return result
 
     def set_schedule(self, name: str, **settings: str | bool | int | None) -> None:
         """Change a database subscriber's settings (schedule, day, time, timezone,
-        notify_empty, email_format, abstracts, max_papers, summaries, language); None sets a
+        notify_empty, email_format, abstracts, max_papers, summaries, language, similar_max,
+        similar_min); None sets a
         schedule setting back to the config's default."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
@@ -438,13 +445,21 @@ class Subscribers(Repository):
                 session.commit()
 
     def delete(self, name: str) -> None:
-        """Remove a database subscriber with its rules, delivery history and outbox (digests
-        sent and still queued: they go nowhere once the subscriber is gone)."""
+        """Remove a database subscriber with its rules, delivery history, outbox (digests
+        sent and still queued: they go nowhere once the subscriber is gone), verdicts on
+        papers and fitted ranking model."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
             # Deliveries point at the outbox, and everything at the subscriber: in that order,
             # one flush each, so that a database that enforces foreign keys accepts it.
-            for model in (RuleRow, DeliveryRow, RuleCountRow, OutboxRow):
+            for model in (
+                RuleRow,
+                DeliveryRow,
+                RuleCountRow,
+                OutboxRow,
+                FeedbackRow,
+                RankingModelRow,
+            ):
                 for item in session.exec(select(model).where(model.subscriber_id == row.id)):
                     session.delete(item)
                 session.flush()

@@ -115,6 +115,11 @@ class SubscriberRow(SQLModel, table=True):
     # BCP 47 tag), None: English only (migration 0004).
     summaries: bool = False
     language: str | None = Field(default=None, max_length=35)
+    # Papers no rule matched but close to what the subscriber liked: at most similar_max
+    # added to a digest, those scoring at least similar_min (None: the ranking's default)
+    # (migration 0006).
+    similar_max: int = 5
+    similar_min: float | None = None
 
 
 class RuleRow(SQLModel, table=True):
@@ -313,6 +318,50 @@ class LlmDayRow(SQLModel, table=True):
     failures: str = "{}"  # JSON: reason -> count
     last_error: str | None = None
     last_error_at: datetime | None = None
+
+
+class FeedbackRow(SQLModel, table=True):
+    """A subscriber's verdict on one paper: liked or disliked, and where it was given (the
+    config's `like` list, a library file, a command, an email or Slack button, the manage
+    page). One per paper per subscriber; the text the ranking reads is kept with it, so a
+    liked paper need not be among the stored papers (migration 0006)."""
+
+    __tablename__ = "feedback"
+    __table_args__ = (UniqueConstraint("subscriber_id", "paper_key"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    subscriber_id: int = Field(foreign_key="subscribers.id", index=True)
+    paper_key: str = Field(max_length=MAX_ID_LENGTH)  # "2411.18179", "doi:…", "title:…"
+    verdict: str = Field(max_length=8)  # like, dislike
+    via: str = Field(max_length=16)  # config, file, command, slack, email, page
+    title: str = ""
+    text: str = ""  # title and abstract, as the ranking reads them ("" when unknown)
+    created_at: datetime
+
+
+class TextVectorRow(SQLModel, table=True):
+    """A text's vector from one embedding model, keyed by a hash of the text: each paper is
+    embedded once per model, whoever it is ranked for (migration 0006)."""
+
+    __tablename__ = "text_vectors"
+
+    model: str = Field(primary_key=True, max_length=200)
+    text_hash: str = Field(primary_key=True, max_length=64)
+    vector: bytes = Field(sa_type=LargeBinary)
+    created_at: datetime
+
+
+class RankingModelRow(SQLModel, table=True):
+    """A subscriber's fitted ranking model, refitted when their feedback changes (the hash
+    of the feedback it was fitted on) or the vectoriser does (`kind`) (migration 0006)."""
+
+    __tablename__ = "ranking_models"
+
+    subscriber_id: int = Field(primary_key=True, foreign_key="subscribers.id")
+    kind: str = Field(max_length=200)
+    feedback_hash: str = Field(max_length=64)
+    data: bytes = Field(sa_type=LargeBinary)
+    fitted_at: datetime
 
 
 # Every table above: what the migrations (bot/store/migrations/) must give, and what Alembic
