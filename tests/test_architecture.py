@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("sources", ("bot.sources",)),
     ("store", ("bot.store",)),
     ("match", ("bot.match",)),
+    ("similar", ("bot.similar",)),  # papers like these: library files, ranking
     ("texts", ("bot.texts",)),  # what models write about papers: summaries, translations
     ("render", ("bot.render",)),
     ("channels", ("bot.channels",)),
@@ -76,6 +77,8 @@ PURE = [
     "bot.sources.feedtext",
     "bot.texts.prompts",
     "bot.texts.answers",
+    "bot.similar.library",
+    "bot.similar.refs",
 ]
 # Pure data classes inside an I/O library that a pure module may still use.
 PURE_EXCEPTIONS = {"bot.render.slack": "slack_sdk.models"}  # Block Kit models: no I/O

@@ -20,8 +20,9 @@ from bot.cli.people import subscriber_state
 from bot.cli.secrets import who_needs
 from bot.cli.shell import config_option, handle_errors, load_config, open_store, upgrade_command
 from bot.config import DATABASE_URL, SECRET_KINDS, Config, config_notes
+from bot.config.likes import like_file_report
 from bot.core.checks import redact_url
-from bot.core.errors import StoreError
+from bot.core.errors import ConfigError, StoreError
 from bot.core.models import Subscriber
 from bot.core.plurals import plural
 from bot.store import Store, schema_state, utcnow
@@ -41,6 +42,9 @@ def check_config(config_path: Path) -> None:
     variables are not set, and which commands need them (the others run without), and
     what a subscriber asks for that the file cannot give yet (a note)."""
     config = load_config(config_path)
+    like_problems, like_lines = like_file_report(config)
+    if like_problems:
+        raise ConfigError(like_problems, source=str(config_path))
     rules = sum(len(s.rules) for s in config.subscribers)
     click.echo(
         f"{config_path}: OK ({plural(len(config.sources), 'source')}, "
@@ -52,6 +56,8 @@ def check_config(config_path: Path) -> None:
         click.echo(f"not set: {missing.variable} ({missing.key}): {who_needs(config, missing)}")
     for note in config_notes(config):
         click.echo(f"note: {note}")
+    for line in like_lines:
+        click.echo(line)
 
 
 def database_line(config: Config) -> str:

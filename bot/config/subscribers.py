@@ -3,7 +3,9 @@ subscriber given anywhere else (the command line, Slack, the web) by the same sc
 
 Owns where the digests go, the rules (each must parse; none twice) and their labels (a
 short name each, none twice), the subscriber's own schedule and reading (summaries, a
-language), and how many rules a subscriber may have.
+language), how many rules a subscriber may have, and the papers they like and dislike
+(`like`, `dislike`: paper ids, checked and kept as keys; `like_file`: a library export,
+read by bot.config.likes; `similar_max`, `similar_min`).
 Must not read the environment nor the store: a subscriber is checked here, kept elsewhere.
 """
 
@@ -42,6 +44,9 @@ from bot.config.sections import MAX_RULES, DigestConfig
 from bot.core.languages import is_english
 from bot.core.models import Subscriber
 from bot.rules import format_rule, parse_rule
+from bot.similar.refs import PaperRefError, paper_key
+
+MAX_LIKES = 1000  # papers in one `like` or `dislike` list (a library file holds more)
 
 
 class LabelledRule(Section):
@@ -102,6 +107,42 @@ class SubscriberConfig(Section):
     # English (a BCP 47 tag; English itself needs none, and is read as none).
     summaries: bool = False
     language: LanguageTag | None = None
+    # Papers like these (bot.similar): the papers liked and disliked (arXiv ids, arXiv
+    # links, DOIs; kept as their keys), a library export of liked papers (relative to the
+    # config file), at most how many papers no rule matched are added, from what score.
+    like: list[str] = Field(default_factory=list, max_length=MAX_LIKES)
+    dislike: list[str] = Field(default_factory=list, max_length=MAX_LIKES)
+    like_file: str | None = Field(None, min_length=1, max_length=4096)
+    similar_max: int = Field(5, ge=0, le=100)
+    similar_min: float | None = Field(None, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _papers(self) -> SubscriberConfig:
+        """`like` and `dislike` name papers: each kept as its key (2411.18179v2 and its
+        abs link are 2411.18179), once; none in both."""
+        problems: list[str] = []
+        lists = {}
+        for field in ("like", "dislike"):
+            keys: list[str] = []
+            for index, text in enumerate(getattr(self, field)):
+                try:
+                    key = paper_key(text)
+                except PaperRefError as exc:
+                    problems.append(f"{field}[{index}] of {self.name}: {exc}")
+                    continue
+                if key not in keys:
+                    keys.append(key)
+            lists[field] = keys
+        both = [key for key in lists["like"] if key in lists["dislike"]]
+        if both:
+            problems.append(
+                f"{self.name} both likes and dislikes {', '.join(both[:5])}: keep each paper "
+                "in one of like and dislike"
+            )
+        if problems:
+            raise ValueError("; ".join(problems))
+        self.like, self.dislike = lists["like"], lists["dislike"]
+        return self
 
     @model_validator(mode="after")
     def _somewhere(self) -> SubscriberConfig:
@@ -181,6 +222,8 @@ class SubscriberConfig(Section):
             abstracts=self.abstracts,
             summaries=self.summaries,
             language=self.language,
+            similar_max=self.similar_max,
+            similar_min=self.similar_min,
         )
 
 

@@ -37,6 +37,7 @@ from bot.core.errors import MissingSecrets, PaperbellError, RuleError
 from bot.core.models import Digest, Paper, Subscriber, target_label
 from bot.match.digest import RuleMatches, build_digest, match_rules, note_digest
 from bot.pipeline.activity import refresh_rule_counts
+from bot.pipeline.likes import sync_declared_likes
 from bot.pipeline.payloads import PAYLOADS
 from bot.pipeline.texts import TextsRun, write_texts
 from bot.pipeline.wiring import DIGEST_CHANNELS, retry_policy
@@ -190,6 +191,7 @@ def plan_delivery(
         config_subscribers = config.declared_subscribers()
         if request.mode in ("send", "files"):  # a stored id: the emails' links name it
             store.subscribers.sync_config(config_subscribers, now=now)
+            sync_declared_likes(config, store, now=now)
         subscribers = store.subscribers.all(config_subscribers, defaults=config.digest.defaults())
     subscribers = list(subscribers)
     if request.only is not None:

@@ -42,6 +42,7 @@ from bot.core.schedule import Slot, latest_slot, next_slot
 from bot.match.digest import empty_note
 from bot.pipeline.deliver import DeliveryReport, DeliveryRequest, deliver
 from bot.pipeline.health import SourceHealth, source_health, source_plans
+from bot.pipeline.likes import sync_declared_likes_online
 from bot.pipeline.poll import PollReport, check_listing, poll_source
 from bot.pipeline.texts import TextsRun
 from bot.pipeline.wiring import build_sources, listing_checks, retry_policy
@@ -357,6 +358,12 @@ class Daemon:
         now = self.clock()
         self.counters.started = now
         self.store.subscribers.sync_config(self.config.declared_subscribers(), now=now)
+        try:  # the verdicts' texts: a failure here must not keep the daemon from starting
+            await sync_declared_likes_online(
+                self.config, self.store, self.fetcher, self.sources, now=now
+            )
+        except Exception:
+            log.exception("likes: could not mirror the config's likes")
         timer = asyncio.create_task(self._timer(stop, interval or self.config.daemon.tick_seconds))
         web_task = asyncio.create_task(self._web(web)) if web is not None else None
         stopped = asyncio.create_task(stop.wait())

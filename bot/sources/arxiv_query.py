@@ -95,6 +95,41 @@ def api_query_url(
     return f"{base.rstrip('/')}?{query}"
 
 
+MAX_ID_LIST = 100  # ids asked for in one request by `papers_by_id`
+
+
+def api_ids_url(base_url: str, ids: Sequence[str]) -> str:
+    """The URL of one API request for these papers by id (`id_list`), at most MAX_ID_LIST."""
+    if not ids or len(ids) > MAX_ID_LIST:
+        raise ValueError(f"ask for 1..{MAX_ID_LIST} ids, not {len(ids)}")
+    query = urlencode(
+        {"id_list": ",".join(ids), "start": 0, "max_results": len(ids)},
+        quote_via=quote,
+        safe=",/",
+    )
+    base = (base_url or API_BASE).strip()
+    if "?" in base:
+        return f"{base.rstrip('&')}&{query}"
+    return f"{base.rstrip('/')}?{query}"
+
+
+async def papers_by_id(
+    http: PoliteFetcher, *, base_url: str, ids: Sequence[str], source: str = KIND
+) -> list[Paper]:
+    """The papers with these (version-less) ids, from the arXiv API: one request per
+    MAX_ID_LIST ids, the fetcher spacing them (3 seconds apart to arXiv). An id arXiv
+    does not know is left out. Raises SourceError when a request fails."""
+    found: list[Paper] = []
+    for start in range(0, len(ids), MAX_ID_LIST):
+        url = api_ids_url(base_url, ids[start : start + MAX_ID_LIST])
+        fetched = await http.get(url, FetchState(), source=source)
+        page = await asyncio.to_thread(
+            parse_api, fetched.body or b"", status=fetched.status, source=source, url=url
+        )
+        found.extend(page.papers)
+    return found
+
+
 def submitted_range(query: str, start: date, end: date) -> str:
     """`(<query>) AND submittedDate:[YYYYMMDD0000 TO YYYYMMDD2359]`: papers submitted from
     `start` to `end`, both included (arXiv reads the times as UTC). A blank query gives the

@@ -225,6 +225,22 @@ class Papers(Repository):
                 for paper_id, row in self._paper_rows(session, list(ids)).items()
             }
 
+    def ids_of_keys(self, keys: Sequence[str]) -> dict[str, str]:
+        """The stored papers that go by these other names ("doi:10.1101/…"), by name."""
+        with self.database.session() as session:
+            return {
+                key: paper_id
+                for key, paper_id in self._aliases(session, list(keys)).items()
+                if paper_id is not None
+            }
+
+    def titles(self) -> list[tuple[str, str]]:
+        """Every stored paper's id and title (as published, TeX and all): what a library
+        entry named by its title alone is looked for in."""
+        with self.database.session() as session:
+            rows = session.exec(select(PaperRow.id, PaperRow.title).order_by(col(PaperRow.id)))
+            return [(paper_id, title) for paper_id, title in rows.all()]
+
     # -- backfill ---------------------------------------------------------------------------
 
     def backfilled(self, source: str) -> set[str]:

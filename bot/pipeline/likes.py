@@ -1,0 +1,279 @@
+"""The papers subscribers like and dislike, found and kept: a paper named by arXiv id, DOI
+or title (the config's `like`/`dislike` lists, a library export's entries, a command) made
+a verdict (`bot.core.models.Feedback`) with the text the ranking reads.
+
+Wiring, like `bot.pipeline`: a paper is looked for by arXiv id among the stored papers,
+else by DOI (the store's other names of papers, "doi:…"), else by its title (folded:
+`bot.similar.refs.fold_title`) among the stored titles. Its text is the file's abstract,
+else the stored paper's, else the arXiv API's (asked once per 100 ids, through the run's
+polite fetcher: 3 seconds apart); an entry found nowhere still counts, its title being its
+text. `sync_declared_likes` mirrors the config's verdicts into the store (via "config" and
+"file"), reading a like_file again only when its size or time of change changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from bot.config import Config, SubscriberConfig
+from bot.config.likes import like_file_path, read_like_file, stat_like_file
+from bot.core.errors import SourceError
+from bot.core.models import Feedback, FeedbackVia, Paper, Verdict, is_arxiv_id
+from bot.similar.library import Library, LibraryError
+from bot.similar.refs import DOI_PREFIX, fold_title, is_title_key, plain_title, title_key
+from bot.sources import Source
+from bot.sources.arxiv import ArxivListingSource
+from bot.sources.arxiv_api import API_BASE
+from bot.sources.arxiv_query import ArxivQuerySource, papers_by_id
+from bot.store import Store
+
+log = logging.getLogger("bot.pipeline")
+
+MAX_LOOKUPS = 2000  # ids asked of the arXiv API in one sync at most (20 requests)
+
+
+@dataclass(frozen=True, slots=True)
+class Named:
+    """A paper as something names it: an arXiv id, a DOI, a title, perhaps an abstract."""
+
+    arxiv: str | None = None
+    doi: str | None = None  # lower case, without "doi:"
+    title: str = ""
+    abstract: str = ""
+
+    @classmethod
+    def of_key(cls, key: str) -> Named:
+        """A paper named by its key (an arXiv id, "doi:…")."""
+        if key.startswith(DOI_PREFIX):
+            return cls(doi=key[len(DOI_PREFIX) :])
+        return cls(arxiv=key)
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """Where a named paper was found, and its key, title and text."""
+
+    named: Named
+    key: str
+    title: str
+    text: str
+    where: str  # "store", "arxiv", "file", "" (the title only, or nothing)
+
+
+def _text(title: str, abstract: str) -> str:
+    return "\n\n".join(part for part in (title, abstract) if part)
+
+
+def resolve(
+    store: Store, named: Sequence[Named], *, fetched: Mapping[str, Paper] | None = None
+) -> list[Found | None]:
+    """Each named paper's key and text, in order (None: nothing names it). `fetched`: the
+    arXiv API's papers by id, for those the store does not have."""
+    fetched = fetched or {}
+    dois = [f"{DOI_PREFIX}{n.doi}" for n in named if n.doi and not n.arxiv]
+    aliases = store.papers.ids_of_keys(dois) if dois else {}
+    by_title: dict[str, str] = {}
+    wanted = {fold_title(n.title) for n in named if not (n.arxiv or n.doi) and n.title}
+    wanted.discard("")
+    if wanted:
+        for paper_id, title in store.papers.titles():
+            folded = fold_title(title)
+            if folded in wanted:
+                by_title.setdefault(folded, paper_id)
+    ids: list[str | None] = []
+    for n in named:
+        doi_key = f"{DOI_PREFIX}{n.doi}" if n.doi else None
+        ids.append(
+            n.arxiv
+            or (aliases.get(doi_key) if doi_key else None)
+            or doi_key
+            or by_title.get(fold_title(n.title) if n.title else "")
+        )
+    stored = store.papers.by_id([i for i in ids if i])
+    found: list[Found | None] = []
+    for n, paper_id in zip(named, ids, strict=True):
+        paper = stored.get(paper_id or "") or fetched.get(n.arxiv or "")
+        where = "" if paper is None else ("store" if paper_id in stored else "arxiv")
+        key: str | None = (paper.id if paper is not None else paper_id) or title_key(n.title)
+        if not key:
+            found.append(None)
+            continue
+        title = n.title or (plain_title(paper.title) if paper is not None else "")
+        if n.abstract:
+            text, where = _text(title, n.abstract), "file"
+        elif paper is not None:
+            text = _text(plain_title(paper.title), paper.abstract)
+        else:
+            text = title
+        found.append(Found(n, key, title, text, where))
+    return found
+
+
+def verdicts(
+    found: Iterable[Found | None], verdict: Verdict, via: FeedbackVia, *, now: datetime
+) -> list[Feedback]:
+    """The verdicts on the papers found (None left out; a paper named twice, once)."""
+    seen: dict[str, Feedback] = {}
+    for item in found:
+        if item is not None and item.key not in seen:
+            seen[item.key] = Feedback(
+                key=item.key,
+                verdict=verdict,
+                via=via,
+                title=item.title,
+                text=item.text,
+                created=now,
+            )
+    return list(seen.values())
+
+
+def api_base(sources: Sequence[Source]) -> str:
+    """Where the arXiv API is asked: the first arXiv source's API address (a local
+    stand-in in tests), else export.arxiv.org."""
+    for source in sources:
+        if isinstance(source, ArxivListingSource):
+            return source.api_url
+        if isinstance(source, ArxivQuerySource):
+            return source.url
+    return API_BASE
+
+
+async def look_up(fetcher: Any, ids: Sequence[str], *, base_url: str) -> dict[str, Paper]:
+    """The arXiv API's papers with these ids (at most MAX_LOOKUPS), by id; none when the
+    API fails (logged: the verdicts keep their titles as text until the next try)."""
+    wanted = list(dict.fromkeys(ids))[:MAX_LOOKUPS]
+    if not wanted:
+        return {}
+    try:
+        papers = await papers_by_id(fetcher, base_url=base_url, ids=wanted)
+    except SourceError as exc:
+        log.warning("likes: the arXiv API did not give %d papers: %s", len(wanted), exc)
+        return {}
+    return {paper.id: paper for paper in papers}
+
+
+# -- the config's verdicts ----------------------------------------------------------------------
+
+
+@dataclass
+class LikesSync:
+    """What mirroring the config's verdicts did."""
+
+    liked: int = 0
+    disliked: int = 0
+    from_file: int = 0
+    skipped: int = 0  # library entries with nothing to find them by, or unreadable
+    without_text: list[str] = field(default_factory=list)  # arXiv ids the API may give
+    problems: list[str] = field(default_factory=list)
+
+
+# What each config subscriber's verdicts were last mirrored from, by database and name:
+# the lists and the like_file's size and time of change.
+_SYNCED: dict[tuple[str, str], Any] = {}
+# A like_file's entries, by path, while its size and time of change stay the same.
+_LIBRARIES: dict[Path, tuple[tuple[int, int], Library]] = {}
+
+
+def library_of(path: Path) -> Library:
+    """A like_file's entries, read again only when its size or time of change changed.
+    Raises LibraryError."""
+    signature = stat_like_file(path).signature
+    cached = _LIBRARIES.get(path)
+    if cached is not None and cached[0] == signature:
+        return cached[1]
+    library = read_like_file(path)
+    _LIBRARIES[path] = (signature, library)
+    return library
+
+
+def sync_declared_likes(
+    config: Config,
+    store: Store,
+    *,
+    now: datetime,
+    fetched: Mapping[str, Paper] | None = None,
+) -> LikesSync:
+    """Mirror each config subscriber's `like`, `dislike` (via "config") and like_file (via
+    "file") into the store, after `store.subscribers.sync_config`. A like_file that cannot
+    be read leaves its earlier verdicts as they were (and is a problem, logged)."""
+    report = LikesSync()
+    where = str(store.database.engine.url)
+    for sub in config.subscribers:
+        record = store.subscribers.get(sub.name)
+        if record is None or record.origin != "config":
+            continue
+        path = like_file_path(config, sub)
+        try:
+            signature = (sub.like, sub.dislike, path and stat_like_file(path).signature)
+        except LibraryError:
+            signature = None
+        if not fetched and signature is not None and _SYNCED.get((where, sub.name)) == signature:
+            continue  # as mirrored last time: nothing to do
+        declared = _declared(config, store, sub, report, now=now, fetched=fetched)
+        for via, feedback in declared.items():
+            store.feedback.replace_via(record.id, via, feedback, now=now)
+        if signature is not None and "file" in declared:
+            _SYNCED[(where, sub.name)] = signature
+        have_text = {f.key for f in store.feedback.of(record.id) if f.text}
+        report.without_text += [
+            f.key
+            for items in declared.values()
+            for f in items
+            if f.key not in have_text and is_arxiv_id(f.key) and not is_title_key(f.key)
+        ]
+    for problem in report.problems:
+        log.warning("likes: %s", problem)
+    return report
+
+
+def _declared(
+    config: Config,
+    store: Store,
+    sub: SubscriberConfig,
+    report: LikesSync,
+    *,
+    now: datetime,
+    fetched: Mapping[str, Paper] | None,
+) -> dict[FeedbackVia, list[Feedback]]:
+    liked = resolve(store, [Named.of_key(k) for k in sub.like], fetched=fetched)
+    disliked = resolve(store, [Named.of_key(k) for k in sub.dislike], fetched=fetched)
+    config_verdicts = verdicts(liked, "like", "config", now=now) + verdicts(
+        disliked, "dislike", "config", now=now
+    )
+    report.liked += len(sub.like)
+    report.disliked += len(sub.dislike)
+    declared: dict[FeedbackVia, list[Feedback]] = {"config": config_verdicts}
+    path = like_file_path(config, sub)
+    if path is None:
+        declared["file"] = []
+        return declared
+    try:
+        library = library_of(path)
+    except LibraryError as exc:
+        report.problems.append(f"{sub.name}: like_file: {exc}")
+        return declared  # the file's earlier verdicts stay
+    named = [Named(e.arxiv, e.doi, e.title, e.abstract) for e in library.entries]
+    file_verdicts = verdicts(resolve(store, named, fetched=fetched), "like", "file", now=now)
+    in_config = {f.key for f in config_verdicts}
+    declared["file"] = [f for f in file_verdicts if f.key not in in_config]
+    report.from_file += len(declared["file"])
+    report.skipped += len(library.skipped) + library.left_out
+    return declared
+
+
+async def sync_declared_likes_online(
+    config: Config, store: Store, fetcher: Any, sources: Sequence[Source], *, now: datetime
+) -> LikesSync:
+    """`sync_declared_likes`, then the arXiv API asked for the liked papers whose text is
+    still unknown (in the store neither as a paper nor as a verdict's text), and the
+    verdicts written again with it."""
+    report = sync_declared_likes(config, store, now=now)
+    if not report.without_text:
+        return report
+    papers = await look_up(fetcher, report.without_text, base_url=api_base(sources))
+    return sync_declared_likes(config, store, now=now, fetched=papers) if papers else report
