@@ -81,10 +81,10 @@ def resolve(
     wanted = {fold_title(n.title) for n in named if not (n.arxiv or n.doi) and n.title}
     wanted.discard("")
     if wanted:
-        for paper_id, title in store.papers.titles():
+        for stored_id, title in store.papers.titles():
             folded = fold_title(title)
             if folded in wanted:
-                by_title.setdefault(folded, paper_id)
+                by_title.setdefault(folded, stored_id)
     ids: list[str | None] = []
     for n in named:
         doi_key = f"{DOI_PREFIX}{n.doi}" if n.doi else None
