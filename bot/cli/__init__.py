@@ -2,13 +2,14 @@
 
 `main` is the `paperbell` group (`bot.cli.shell`: logging, errors, exit codes) with every
 command added: `setup` (init, demo), `reports` (check-config, status), `people` (subscribe,
-unsubscribe, resume, list), `digests` (poll, backfill, digest, try), `texts` (summarize),
-`daemon` (run, serve) and `db` (the schema: current, upgrade).
+unsubscribe, resume, list), `likes` (like, dislike, unlike, likes), `digests` (poll,
+backfill, digest, try), `texts` (summarize), `daemon` (run, serve) and `db` (the schema:
+current, upgrade).
 """
 
 from __future__ import annotations
 
-from bot.cli import daemon, db, digests, people, reports, setup, texts
+from bot.cli import daemon, db, digests, likes, people, reports, setup, texts
 from bot.cli.shell import main
 
 main.add_command(setup.init)
@@ -19,6 +20,10 @@ main.add_command(people.subscribe)
 main.add_command(people.unsubscribe)
 main.add_command(people.resume)
 main.add_command(people.list_)
+main.add_command(likes.like)
+main.add_command(likes.dislike)
+main.add_command(likes.unlike)
+main.add_command(likes.likes)
 main.add_command(digests.poll)
 main.add_command(digests.backfill)
 main.add_command(digests.digest)

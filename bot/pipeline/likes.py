@@ -25,7 +25,15 @@ from bot.config.likes import like_file_path, read_like_file, stat_like_file
 from bot.core.errors import SourceError
 from bot.core.models import Feedback, FeedbackVia, Paper, Verdict, is_arxiv_id
 from bot.similar.library import Library, LibraryError
-from bot.similar.refs import DOI_PREFIX, fold_title, is_title_key, plain_title, title_key
+from bot.similar.refs import (
+    DOI_PREFIX,
+    PaperRefError,
+    fold_title,
+    is_title_key,
+    paper_key,
+    plain_title,
+    title_key,
+)
 from bot.sources import Source
 from bot.sources.arxiv import ArxivListingSource
 from bot.sources.arxiv_api import API_BASE
@@ -277,3 +285,68 @@ async def sync_declared_likes_online(
         return report
     papers = await look_up(fetcher, report.without_text, base_url=api_base(sources))
     return sync_declared_likes(config, store, now=now, fetched=papers) if papers else report
+
+
+# -- verdicts given by hand ---------------------------------------------------------------------
+
+
+def paper_keys(texts: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The keys of the papers `texts` name (each once, in order), and a problem for each
+    text that names none."""
+    keys: list[str] = []
+    problems: list[str] = []
+    for text in texts:
+        try:
+            key = paper_key(text)
+        except PaperRefError as exc:
+            problems.append(str(exc))
+            continue
+        if key not in keys:
+            keys.append(key)
+    return keys, problems
+
+
+async def give_verdicts(
+    store: Store,
+    subscriber_id: int,
+    keys: Sequence[str],
+    verdict: Verdict,
+    via: FeedbackVia,
+    *,
+    now: datetime,
+    fetcher: Any = None,
+    sources: Sequence[Source] = (),
+) -> list[Found]:
+    """Record the subscriber's verdict on these papers (by key), each with its text: the
+    stored paper's, else (with a fetcher) the arXiv API's, else none yet."""
+    named = [Named.of_key(key) for key in keys]
+    found = resolve(store, named)
+    missing = [f.key for f in found if f is not None and not f.text and is_arxiv_id(f.key)]
+    if fetcher is not None and missing:
+        fetched = await look_up(fetcher, missing, base_url=api_base(sources))
+        if fetched:
+            found = resolve(store, named, fetched=fetched)
+    for feedback in verdicts(found, verdict, via, now=now):
+        store.feedback.set(subscriber_id, feedback, now=now)
+    return [f for f in found if f is not None]
+
+
+VIA_WORDS: dict[str, str] = {
+    "config": "the config file",
+    "file": "the library file",
+    "command": "a command",
+    "slack": "Slack",
+    "email": "an email",
+    "page": "the manage page",
+}
+
+
+def verdict_lines(feedback: Sequence[Feedback]) -> list[str]:
+    """A subscriber's verdicts, one line each: 👍/👎, the paper, its title, where from."""
+    lines = []
+    for item in feedback:
+        mark = "like" if item.liked else "dislike"
+        shown = item.key.removeprefix("title:") if is_title_key(item.key) else item.key
+        title = f"  {item.title}" if item.title and not is_title_key(item.key) else ""
+        lines.append(f"{mark:<7}  {shown}{title}  (from {VIA_WORDS.get(item.via, item.via)})")
+    return lines

@@ -1,0 +1,143 @@
+"""The commands for the papers a subscriber likes and dislikes: `like`, `dislike`, `unlike`
+(remove a verdict) and `likes` (list them, with where each came from).
+
+A config file's subscriber says what it likes in the file (`like`, `dislike`, `like_file`);
+these commands change a database subscriber's verdicts, and list anyone's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import click
+
+from bot.cli.shell import config_option, handle_errors, load_config, open_store
+from bot.core.errors import PaperbellError
+from bot.core.models import Verdict
+from bot.core.plurals import plural
+from bot.store import Store, SubscriberRecord, utcnow
+
+
+def _subscriber(store: Store, name: str, *, changing: bool) -> SubscriberRecord:
+    record = store.subscribers.get(name)
+    if record is None:
+        raise PaperbellError(f"no subscriber named {name!r}", hint="see `paperbell list`")
+    if changing and record.origin == "config":
+        raise PaperbellError(
+            f"subscriber {name!r} is declared in the config file: add the papers to its "
+            "`like` or `dislike` list there (or to its like_file)",
+            hint="change it in the config file",
+        )
+    return record
+
+
+def _give(config_path: Path, name: str, ids: tuple[str, ...], verdict: Verdict) -> None:
+    from bot.pipeline import build_fetcher, build_sources
+    from bot.pipeline.likes import give_verdicts, paper_keys
+    from bot.sources.http import make_client
+
+    keys, problems = paper_keys(ids)
+    if problems:
+        raise click.UsageError("\n".join(problems))
+    config = load_config(config_path)
+    store = open_store(config)
+    record = _subscriber(store, name, changing=True)
+
+    async def go() -> list:  # type: ignore[type-arg]
+        async with make_client() as client:
+            return await give_verdicts(
+                store,
+                record.id,
+                keys,
+                verdict,
+                "command",
+                now=utcnow(),
+                fetcher=build_fetcher(config, client),
+                sources=build_sources(config),
+            )
+
+    found = asyncio.run(go())
+    for item in found:
+        title = f": {item.title}" if item.title else " (title not known yet)"
+        click.echo(f"{verdict}d {item.key}{title}")
+    click.echo(f"{name} now has {plural(len(store.feedback.of(record.id)), 'verdict')}")
+
+
+@click.command()
+@config_option
+@click.argument("name")
+@click.argument("ids", nargs=-1, required=True)
+@handle_errors
+def like(config_path: Path, name: str, ids: tuple[str, ...]) -> None:
+    """Tell paperbell that NAME likes these papers: digests then add papers like them.
+
+    IDS: arXiv ids (2411.18179, 2411.18179v2), arXiv links, or DOIs (doi:10.1101/…)."""
+    _give(config_path, name, ids, "like")
+
+
+@click.command()
+@config_option
+@click.argument("name")
+@click.argument("ids", nargs=-1, required=True)
+@handle_errors
+def dislike(config_path: Path, name: str, ids: tuple[str, ...]) -> None:
+    """Tell paperbell that NAME dislikes these papers: papers like them rank lower.
+
+    IDS: arXiv ids (2411.18179, 2411.18179v2), arXiv links, or DOIs (doi:10.1101/…)."""
+    _give(config_path, name, ids, "dislike")
+
+
+@click.command()
+@config_option
+@click.argument("name")
+@click.argument("ids", nargs=-1, required=True)
+@handle_errors
+def unlike(config_path: Path, name: str, ids: tuple[str, ...]) -> None:
+    """Remove NAME's verdict (like or dislike) on these papers.
+
+    IDS: arXiv ids (2411.18179, 2411.18179v2), arXiv links, or DOIs (doi:10.1101/…)."""
+    from bot.pipeline.likes import paper_keys
+
+    keys, problems = paper_keys(ids)
+    if problems:
+        raise click.UsageError("\n".join(problems))
+    config = load_config(config_path)
+    store = open_store(config)
+    record = _subscriber(store, name, changing=True)
+    missing = []
+    for key in keys:
+        if store.feedback.remove(record.id, key):
+            click.echo(f"removed {name}'s verdict on {key}")
+        else:
+            missing.append(key)
+    if missing:
+        raise PaperbellError(
+            f"{name} has no verdict on {', '.join(missing)}", hint=f"see `paperbell likes {name}`"
+        )
+
+
+@click.command()
+@config_option
+@click.argument("name")
+@handle_errors
+def likes(config_path: Path, name: str) -> None:
+    """List the papers NAME likes and dislikes, and where each verdict came from."""
+    from bot.pipeline.likes import sync_declared_likes, verdict_lines
+
+    config = load_config(config_path)
+    store = open_store(config)
+    if name in {s.name for s in config.subscribers}:
+        store.subscribers.sync_config(config.declared_subscribers(), now=utcnow())
+        report = sync_declared_likes(config, store, now=utcnow())
+        for problem in report.problems:
+            click.echo(f"warning: {problem}", err=True)
+    record = _subscriber(store, name, changing=False)
+    feedback = store.feedback.of(record.id)
+    if not feedback:
+        click.echo(f"{name} has liked and disliked nothing yet: `paperbell like {name} ID`")
+        return
+    liked = sum(1 for f in feedback if f.liked)
+    click.echo(f"{name}: {liked:,} liked, {len(feedback) - liked:,} disliked")
+    for line in verdict_lines(feedback):
+        click.echo(f"  {line}")
