@@ -91,6 +91,8 @@ def usage(command: str, *, full: bool = False) -> str:
         f"• `{c} summaries on|off` (a short summary in place of each abstract)",
         f"• `{c} language zh|off` (each title and abstract in a language beside the English)",
         f"• `{c} try RULE` (what it would have found lately)",
+        f"• `{c} like 2411.18179`, `{c} dislike ID`, `{c} unlike ID`, `{c} likes` "
+        "(papers like the ones you like are added to your digests)",
         f"• `{c} digest` (your digest now)",
         f"• `{c} email [ADDRESS|off]` (digests by email too, once you confirm the address)",
         f"• `{c} manage` (a private link to your settings page)",
