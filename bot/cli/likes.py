@@ -13,22 +13,24 @@ from pathlib import Path
 import click
 
 from bot.cli.shell import config_option, handle_errors, load_config, open_store
+from bot.config import Config
 from bot.core.errors import PaperbellError
 from bot.core.models import Verdict
 from bot.core.plurals import plural
 from bot.store import Store, SubscriberRecord, utcnow
 
 
-def _subscriber(store: Store, name: str, *, changing: bool) -> SubscriberRecord:
+def _subscriber(config: Config, store: Store, name: str, *, changing: bool) -> SubscriberRecord:
+    declared = name in {s.name for s in config.subscribers}
     record = store.subscribers.get(name)
-    if record is None:
-        raise PaperbellError(f"no subscriber named {name!r}", hint="see `paperbell list`")
-    if changing and record.origin == "config":
+    if changing and (declared or (record is not None and record.origin == "config")):
         raise PaperbellError(
             f"subscriber {name!r} is declared in the config file: add the papers to its "
             "`like` or `dislike` list there (or to its like_file)",
             hint="change it in the config file",
         )
+    if record is None:
+        raise PaperbellError(f"no subscriber named {name!r}", hint="see `paperbell list`")
     return record
 
 
@@ -42,7 +44,7 @@ def _give(config_path: Path, name: str, ids: tuple[str, ...], verdict: Verdict) 
         raise click.UsageError("\n".join(problems))
     config = load_config(config_path)
     store = open_store(config)
-    record = _subscriber(store, name, changing=True)
+    record = _subscriber(config, store, name, changing=True)
 
     async def go() -> list:  # type: ignore[type-arg]
         async with make_client() as client:
@@ -104,7 +106,7 @@ def unlike(config_path: Path, name: str, ids: tuple[str, ...]) -> None:
         raise click.UsageError("\n".join(problems))
     config = load_config(config_path)
     store = open_store(config)
-    record = _subscriber(store, name, changing=True)
+    record = _subscriber(config, store, name, changing=True)
     missing = []
     for key in keys:
         if store.feedback.remove(record.id, key):
@@ -132,7 +134,7 @@ def likes(config_path: Path, name: str) -> None:
         report = sync_declared_likes(config, store, now=utcnow())
         for problem in report.problems:
             click.echo(f"warning: {problem}", err=True)
-    record = _subscriber(store, name, changing=False)
+    record = _subscriber(config, store, name, changing=False)
     feedback = store.feedback.of(record.id)
     if not feedback:
         click.echo(f"{name} has liked and disliked nothing yet: `paperbell like {name} ID`")

@@ -227,7 +227,8 @@ def sync_declared_likes(
             store.feedback.replace_via(record.id, via, feedback, now=now)
         if signature is not None and "file" in declared:
             _SYNCED[(where, sub.name)] = signature
-        have_text = {f.key for f in store.feedback.of(record.id) if f.text}
+        # An arXiv paper known by its title alone (or not at all): the API has its abstract.
+        have_text = {f.key for f in store.feedback.of(record.id) if "\n\n" in f.text}
         report.without_text += [
             f.key
             for items in declared.values()
@@ -321,7 +322,9 @@ async def give_verdicts(
     stored paper's, else (with a fetcher) the arXiv API's, else none yet."""
     named = [Named.of_key(key) for key in keys]
     found = resolve(store, named)
-    missing = [f.key for f in found if f is not None and not f.text and is_arxiv_id(f.key)]
+    missing = [
+        f.key for f in found if f is not None and "\n\n" not in f.text and is_arxiv_id(f.key)
+    ]
     if fetcher is not None and missing:
         fetched = await look_up(fetcher, missing, base_url=api_base(sources))
         if fetched:
