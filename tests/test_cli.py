@@ -48,7 +48,10 @@ def test_help_lists_every_command() -> None:
         "db",
         "demo",
         "digest",
+        "dislike",
         "init",
+        "like",
+        "likes",
         "list",
         "poll",
         "resume",
@@ -58,6 +61,7 @@ def test_help_lists_every_command() -> None:
         "subscribe",
         "summarize",
         "try",
+        "unlike",
         "unsubscribe",
     ]
 

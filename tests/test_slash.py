@@ -580,3 +580,72 @@ def test_with_a_model_set_up_slack_says_nothing_of_its_absence(
     assert say("summaries on").endswith("(the abstract is a click away).")
     assert say("language de").endswith("in German beside the English.")
     assert say("language EN").endswith("in English only.")
+
+
+def test_papers_are_liked_disliked_unliked_and_listed_from_slack(
+    slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """`/papers like|dislike|unlike ID…` and `likes`, signed as Slack signs them: a user's own
+    verdicts and a channel's (its managers only); ids as people paste them; a config file's
+    subscription listed, and changed in the file."""
+    store.papers.upsert(full_feed_papers, now=NOW)
+    config = make_config(
+        slack,
+        database_url,
+        [
+            {
+                "name": "lab",
+                "slack_channel": "#robot-learning",
+                "rules": ["robot"],
+                "like": ["2411.17703"],
+            }
+        ],
+    )
+    store.subscribers.sync_config(config.declared_subscribers(), now=NOW)
+    from bot.pipeline.likes import sync_declared_likes
+
+    sync_declared_likes(config, store, now=NOW)
+    built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+    assert built is not None
+
+    async def scenario() -> list[str]:
+        async with serving(create_app(routes=slack_routes(built))) as client:
+            s = Session(client, slack, built.responder)
+            return [
+                (await s.say(text, user=user))["text"]
+                for text, user in [
+                    ("likes", ADA),
+                    ("subscribe robot", ADA),
+                    ("like https://arxiv.org/abs/2411.17703v1 2411.17705", ADA),
+                    ("dislike doi:10.1016/j.segan.2024.101477", ADA),
+                    ("like nonsense", ADA),
+                    ("like", ADA),
+                    ("likes", ADA),
+                    ("unlike 2411.17705 2411.17706", ADA),
+                    (f"like <#{ROBOTS}|robot-learning> 2411.17704", BOSS),
+                    (f"likes <#{ROBOTS}|robot-learning>", ADA),
+                    ("help", ADA),
+                ]
+            ]
+
+    (none, _, liked, disliked, bad, empty, listed, unliked, channel, lab, help_) = asyncio.run(
+        scenario()
+    )
+    assert "You have no subscription" in none
+    assert liked.startswith("Liked 2 papers: digests add papers like these.")
+    assert "`2411.17703` Probabilistic Forecasting of Radiation Exposure" in liked
+    assert "`2411.17758` PP-LEM" in disliked and "rank lower" in disliked
+    assert "'nonsense' is not an arXiv id (2411.18179)" in bad
+    assert "Give the papers" in empty
+    assert listed.startswith("2 liked, 1 disliked:") and "(from Slack)" in listed
+    assert "Forgot your verdict on 2411.17705." in unliked
+    assert "No verdict on 2411.17706" in unliked
+    assert "config file" in channel and "`like`" in channel  # the lab is the file's
+    assert "1 liked, 0 disliked" in lab and "(from the config file)" in lab
+    assert "/papers like 2411.18179" in help_
+    ada = store.subscribers.by_slack(user=ADA)
+    assert ada is not None
+    assert {f.key: f.verdict for f in store.feedback.of(ada.id)} == {
+        "2411.17703": "like",
+        "2411.17758": "dislike",
+    }
