@@ -357,20 +357,50 @@ class PaperTexts:
 
 @dataclass(frozen=True, slots=True)
 class DigestItem:
-    """A paper in a digest, with every rule it matched and where."""
+    """A paper in a digest, with every rule it matched and where; a paper no rule matched
+    but close to what the subscriber liked has no rules, and says which liked paper it is
+    closest to (`similar_to`, that paper's title)."""
 
     paper: Paper
     rules: tuple[str, ...]
     hits: tuple[Hit, ...]
     score: float = 0.0
+    similar_to: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class DigestGroup:
-    """The papers of a digest filed under one rule (the best rule each paper matched)."""
+    """The papers of a digest filed under one rule (the best rule each paper matched), or,
+    `similar`, the papers no rule matched that are close to what the subscriber liked."""
 
     rule: str
     items: tuple[DigestItem, ...]
+    similar: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Closeness:
+    """A paper close to what a subscriber liked: its score and the liked paper it is
+    closest to (key and title)."""
+
+    paper_id: str
+    score: float
+    closest_key: str
+    closest_title: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """How a subscriber's verdicts order their digest (bot.similar decides, the digest
+    applies): a score per candidate paper (higher first), the matched papers pushed out by
+    dislikes, and the papers no rule matched that are close enough to add, best first."""
+
+    scores: Mapping[str, float] = field(default_factory=dict)
+    dropped: frozenset[str] = frozenset()
+    similar: tuple[Closeness, ...] = ()
+    # Why the ranking is not what it usually is today (an embeddings endpoint failed and
+    # the default ranking stood in), for the reader; None when it is.
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,6 +422,10 @@ class Digest:
     # written today: their abstracts are shown").
     texts: Mapping[str, PaperTexts] = field(default_factory=dict)
     texts_note: str | None = None
+    # Matched, but pushed out by the subscriber's dislikes (recorded as left out, not sent),
+    # and a line about the ranking for the reader (Ranking.note).
+    disliked: tuple[Paper, ...] = ()
+    ranking_note: str | None = None
 
     @property
     def items(self) -> tuple[DigestItem, ...]:
@@ -403,4 +437,10 @@ class Digest:
 
     @property
     def rules(self) -> tuple[str, ...]:
-        return tuple(group.rule for group in self.groups)
+        """The rules its papers are filed under, in order (not the similar papers' group)."""
+        return tuple(group.rule for group in self.groups if not group.similar)
+
+    @property
+    def similar(self) -> tuple[DigestItem, ...]:
+        """The papers no rule matched, added as close to what the subscriber liked."""
+        return tuple(item for group in self.groups if group.similar for item in group.items)

@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 from bot.core.calendar import ArxivCalendar
-from bot.core.models import Digest, DigestGroup, DigestItem, Hit, Paper, Subscriber, announce_kind
+from bot.core.models import (
+    Digest,
+    DigestGroup,
+    DigestItem,
+    Hit,
+    Paper,
+    Ranking,
+    Subscriber,
+    announce_kind,
+)
 from bot.match.matcher import Hits, Matcher
 from bot.rules import (
     LEAVES,
@@ -212,32 +221,81 @@ def build_digest(
     channel: str = "email",
     since: date | None = None,
     matches: RuleMatches | None = None,
+    ranking: Ranking | None = None,
 ) -> Digest | None:
     """The subscriber's digest of pending matching papers, or None if nothing matched.
 
     The best `max_papers` are sent, grouped under the first of the subscriber's rules each
-    matched (groups in the order of the rules); the rest are listed in `omitted`."""
+    matched (groups in the order of the rules); the rest are listed in `omitted`. With a
+    `ranking` (the subscriber has liked or disliked papers), "best" is the ranking's order,
+    the papers it pushes out by dislikes are left out (`disliked`), and up to `similar_max`
+    pending papers no rule matched but close to liked ones come last, in a group of their
+    own."""
     selection = select(subscriber, rules, papers, delivered=delivered, since=since, matches=matches)
-    if not selection.items:
+    items = list(selection.items)
+    disliked: tuple[Paper, ...] = ()
+    similar: list[DigestItem] = []
+    if ranking is not None:
+        disliked = tuple(i.paper for i in items if i.paper.id in ranking.dropped)
+        items = [i for i in items if i.paper.id not in ranking.dropped]
+        position = {item.paper.id: n for n, item in enumerate(items)}  # the rules' order
+        scores = ranking.scores
+        items.sort(key=lambda i: (-scores.get(i.paper.id, float("-inf")), position[i.paper.id]))
+        similar = similar_items(subscriber, ranking, papers, delivered, since=since, taken=position)
+    if not items and not similar:
         return None
-    kept = selection.items[: subscriber.max_papers]
-    omitted = tuple(item.paper for item in selection.items[subscriber.max_papers :])
+    kept = items[: subscriber.max_papers]  # the similar papers come on top (similar_max)
+    omitted = tuple(item.paper for item in items[subscriber.max_papers :])
     groups: dict[str, list[DigestItem]] = {}  # in the order of the rules (items are ranked)
     for rule in distinct_rules(rules):
         groups[rule.text] = []
     for item in kept:
         groups[selection.rule_of[item.paper.id]].append(item)
-    sent = [item.paper for item in kept]
+    found = [DigestGroup(rule=r, items=tuple(i)) for r, i in groups.items() if i]
+    if similar:
+        found.append(DigestGroup(rule="", items=tuple(similar), similar=True))
+    sent = [item.paper for group in found for item in group.items]
     announced = sorted({p.announced for p in sent if p.announced is not None}, reverse=True)
     return Digest(
         subscriber=subscriber,
-        digest_id=digest_id(subscriber, channel, [*sent, *omitted]),
+        digest_id=digest_id(subscriber, channel, [*sent, *omitted, *disliked]),
         created=now,
-        groups=tuple(DigestGroup(rule=r, items=tuple(i)) for r, i in groups.items() if i),
+        groups=tuple(found),
         omitted=omitted,
         announced=tuple(announced),
         channel=channel,
+        disliked=disliked,
+        ranking_note=ranking.note if ranking is not None else None,
     )
+
+
+def similar_items(
+    subscriber: Subscriber,
+    ranking: Ranking,
+    papers: Sequence[Paper],
+    delivered: Mapping[str, int],
+    *,
+    since: date | None,
+    taken: Mapping[str, object],
+) -> list[DigestItem]:
+    """The ranking's similar papers that are still owed to the subscriber (pending, in their
+    categories, not matched by a rule), best first, at most `similar_max`."""
+    if subscriber.similar_max <= 0 or not ranking.similar:
+        return []
+    by_id = {paper.id: paper for paper in papers}
+    found: list[DigestItem] = []
+    for close in ranking.similar:
+        paper = by_id.get(close.paper_id)
+        if paper is None or paper.id in taken or paper.id in ranking.dropped:
+            continue
+        if not is_pending(subscriber, paper, delivered, since=since):
+            continue
+        found.append(
+            DigestItem(paper=paper, rules=(), hits=(), score=0.0, similar_to=close.closest_title)
+        )
+        if len(found) >= subscriber.similar_max:
+            break
+    return found
 
 
 def note_digest(

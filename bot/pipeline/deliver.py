@@ -318,7 +318,7 @@ def queue(
             recipient=o.recipient,
             payload=o.payload,
             sent=[item.paper for item in digest.items],
-            omitted=digest.omitted,
+            omitted=(*digest.omitted, *digest.disliked),
             now=now,
         )
         if outbox_id is None:

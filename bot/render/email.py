@@ -38,6 +38,7 @@ from bot.core.models import Digest, DigestGroup, DigestItem, Paper
 from bot.render import template_env
 from bot.render.text import clip, plural, tidy
 from bot.render.view import (
+    SIMILAR_GROUP,
     TEXT_LENGTHS,
     GroupView,
     TextLength,
@@ -45,6 +46,7 @@ from bot.render.view import (
     day_span,
     group_views,
     layout_of,
+    ranking_note,
     rule_names,
     shown_note,
     texts_view,
@@ -140,6 +142,8 @@ def subject_line(digest: Digest, *, limit: int = SUBJECT_LIMIT) -> str:
     when = day_span(digest.announced)
     tail = f" \u2014 {when}" if when and len(head) + len(when) + 24 <= limit else ""
     names = [name.text for name in rule_names(digest.rules, digest.subscriber.labels)]
+    if digest.similar:
+        names.append(SIMILAR_GROUP.text.casefold())
     if not names:
         return head + tail
     head += ": "
@@ -194,7 +198,16 @@ def _upper_first(text: str) -> str:
 def _headline(digest: Digest) -> str:
     if digest.count == 0:
         return digest.note or "No new papers matched your rules"
-    return f"{plural(digest.count, 'new paper')} matched your rules"
+    similar = len(digest.similar)
+    matched = digest.count - similar
+    if not similar:
+        return f"{plural(matched, 'new paper')} matched your rules"
+    like = f"{plural(similar, 'new paper')} like ones you liked"
+    if not matched:
+        return like
+    are = "is" if similar == 1 else "are"
+    head = f"{plural(matched, 'new paper')} matched your rules"
+    return f"{head}, and {similar} more {are} like ones you liked"
 
 
 def _intro(digest: Digest) -> str:
@@ -210,7 +223,10 @@ def _preheader(digest: Digest, groups: tuple[GroupView, ...]) -> str:
     """The line inboxes show beside the subject: the counts per rule, then the top paper."""
     if not groups:
         return _intro(digest)
-    counts = ", ".join(f"{len(group.items)} for {group.rule}" for group in groups)
+    counts = ", ".join(
+        f"{len(group.items)} {'for ' if group.rule.code or group.rule.rule else ''}{group.rule}"
+        for group in groups
+    )
     text = f"{plural(digest.count, 'new paper')}: {counts}. First: {groups[0].items[0].title_text}"
     if len(text) > PREHEADER_LIMIT:
         text = text[: PREHEADER_LIMIT - 1].rsplit(" ", 1)[0].rstrip(" ,;:.") + "…"
@@ -367,7 +383,9 @@ def _render(
     texts = texts_view(digest)
     language = texts.language if texts else None
     shortened = SHORTENED_NOTES.get(length) if note else None
-    texts_note = " ".join(part for part in (texts_note_of(digest), shortened) if part)
+    texts_note = " ".join(
+        part for part in (ranking_note(digest), texts_note_of(digest), shortened) if part
+    )
     manage_url = _check_link_url(links.manage, what="manage_url") if links.manage else None
     more, more_url = _more(digest, full=dropped, manage_url=manage_url)
     context = {

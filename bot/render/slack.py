@@ -47,10 +47,12 @@ from bot.core.links import web_url
 from bot.core.models import Digest, DigestItem
 from bot.render.text import letters, plural, shorten_authors, tidy
 from bot.render.view import (
+    SIMILAR_GROUP,
     RuleName,
     TextsView,
     cut_like,
     item_view,
+    ranking_note,
     rule_name,
     rule_names,
     shown_note,
@@ -422,6 +424,8 @@ def _summary_post(digest: Digest, *, threaded: bool = True) -> SlackMessage:
     notes = [f"The papers are in the thread {DOWN}" if threaded else f"The papers follow {DOWN}"]
     if shown := shown_note(digest):
         notes.append(shown)
+    if said := ranking_note(digest):
+        notes.append(escape_mrkdwn(said))
     if digest.note:
         notes.append(escape_mrkdwn(_fit(digest.note, NOTE_CHARS)))
     elements: list[MarkdownTextObject | PlainTextObject] = [_mrkdwn(note) for note in notes]
@@ -483,7 +487,7 @@ def _thread_posts(digest: Digest, limits: SlackLimits) -> list[SlackMessage]:
     labels = digest.subscriber.labels
     number = 0
     for group in digest.groups:
-        rule = rule_name(group.rule, labels)
+        rule = SIMILAR_GROUP if group.similar else rule_name(group.rule, labels)
         for index, item in enumerate(group.items):
             number += 1
             paper = _paper_blocks(number, item, texts, labels)

@@ -47,6 +47,7 @@ from bot.render.text import (
 )
 
 __all__ = [
+    "SIMILAR_GROUP",
     "TEXT_LENGTHS",
     "CategoryView",
     "GroupView",
@@ -63,6 +64,7 @@ __all__ = [
     "item_view",
     "layout_of",
     "model_text",
+    "ranking_note",
     "rule_name",
     "rule_names",
     "shown_note",
@@ -92,6 +94,7 @@ BRIEF_CHARS = 120
 SUMMARY_CHARS = 1000
 SUMMARY_BY_CHARS = 80  # a model's name
 NOTE_CHARS = 500  # Digest.texts_note
+SIMILAR_TITLE_CHARS = 70  # the liked paper's title in a similar paper's "like “…”"
 TRANSLATED_TITLE_CHARS = 500
 TRANSLATED_TEXT_CHARS = 4000
 # A translation of a short abstract is cut where the English is: at the same share of its
@@ -132,6 +135,10 @@ class RuleName:
 
     def __str__(self) -> str:
         return self.text
+
+
+# The heading of the papers no rule matched but close to what the subscriber liked.
+SIMILAR_GROUP = RuleName(rule="", label="Similar to what you like")
 
 
 def rule_name(rule: str, labels: Mapping[str, str] | None = None) -> RuleName:
@@ -274,6 +281,8 @@ def item_view(
         markers.append(f"cross-list from {primary}")
     if paper.is_update:
         markers.append(f"updated: v{paper.version}")
+    if item.similar_to is not None:
+        markers.append(similar_marker(item.similar_to))
     title_spans = [(h.start, h.end) for h in item.hits if h.field == "title"]
     abstract_spans = [(h.start, h.end) for h in item.hits if h.field == "abstract"]
     title = highlight(paper.title, title_spans)
@@ -386,12 +395,32 @@ def shown_note(digest: Digest) -> str | None:
     """What a digest with papers left out says of them, in its reader's words: `The best 15
     of the 34 papers that matched your rules are here.`; None when it shows every one."""
     left = len(digest.omitted)
-    if not left or not digest.count:
+    matched = digest.count - len(digest.similar)
+    if not left or not matched:
         return None
-    total = digest.count + left
-    if digest.count == 1:
+    total = matched + left
+    if matched == 1:
         return f"The best of the {total} papers that matched your rules is here."
-    return f"The best {digest.count} of the {total} papers that matched your rules are here."
+    return f"The best {matched} of the {total} papers that matched your rules are here."
+
+
+def ranking_note(digest: Digest) -> str | None:
+    """What a digest ranked by its reader's verdicts says of it: the papers their 👎 pushed
+    out (`2 papers close to ones you marked 👎 were left out.`), and why the ranking is not
+    the usual one today (`Digest.ranking_note`, as shown); None when there is nothing."""
+    notes = []
+    if disliked := len(digest.disliked):
+        were = "was" if disliked == 1 else "were"
+        notes.append(f"{plural(disliked, 'paper')} close to ones you marked 👎 {were} left out.")
+    if note := model_text(digest.ranking_note, NOTE_CHARS):
+        notes.append(note)
+    return " ".join(notes) or None
+
+
+def similar_marker(title: str) -> str:
+    """What a paper no rule matched says of why it is there: `like “<the liked paper's
+    title>”` (TeX as letters, cut at SIMILAR_TITLE_CHARS)."""
+    return f"like “{clip(tidy(letters(title)), SIMILAR_TITLE_CHARS) or 'a paper you liked'}”"
 
 
 def texts_note(digest: Digest) -> str | None:
@@ -485,7 +514,7 @@ def group_views(digest: Digest, *, abstracts: TextLength | None = None) -> tuple
         for item in group.items:
             number += 1
             items.append(item_view(number, item, abstracts=abstracts, texts=texts, labels=labels))
-        rule = rule_name(group.rule, labels)
+        rule = SIMILAR_GROUP if group.similar else rule_name(group.rule, labels)
         heading = f"{rule} · {plural(len(items), 'paper')}"
         groups.append(GroupView(rule=rule, heading=heading, items=tuple(items)))
     return tuple(groups)
