@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from support.cli import outcome
 from support.config import local_feed_config, sink_email, toml_table
 from support.paths import FIXTURES
@@ -299,3 +301,32 @@ def test_like_dislike_unlike_and_likes_commands(
     assert code == 0 and "ada: 1 liked, 0 disliked" in out and "(from the config file)" in out
     code, out = cli("likes", "nobody")
     assert code == 1 and "no subscriber named 'nobody'" in out
+
+
+IDS = st.one_of(
+    st.text(st.characters(codec="utf-8", exclude_categories=()), max_size=30),
+    st.sampled_from(
+        ("2411.17703", "2411.17703v9999999999", "hep-th/9711200", "doi:10.1/x", "\x00", "x" * 5000)
+    ),
+    st.integers(),
+    st.none(),
+    st.lists(st.text(max_size=5), max_size=2),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(like=st.lists(IDS, max_size=8) | IDS, dislike=st.lists(IDS, max_size=3))
+@example(like=["nonsense"] * 1000, dislike=[])
+def test_fuzz_any_like_list_is_a_config_or_a_problem_naming_the_key(
+    like: Any, dislike: list[Any]
+) -> None:
+    data = config_data("sqlite:///unused.sqlite", like=like, dislike=dislike)
+    try:
+        config = parse_config(data, environ={})
+    except ConfigError as exc:
+        assert all(p.startswith("subscribers[0]") for p in exc.problems), exc.problems
+        assert all("\x00" not in p and len(p) < 2000 for p in exc.problems)
+    else:
+        sub = config.subscribers[0]
+        assert not set(sub.like) & set(sub.dislike)
+        assert all(k == k.strip() and len(k) <= 255 for k in sub.like + sub.dislike)

@@ -47,6 +47,7 @@ from bot.rules import format_rule, parse_rule
 from bot.similar.refs import PaperRefError, paper_key
 
 MAX_LIKES = 1000  # papers in one `like` or `dislike` list (a library file holds more)
+MAX_PROBLEMS_SHOWN = 5  # values that name no paper, shown one by one
 
 
 class LabelledRule(Section):
@@ -140,7 +141,9 @@ class SubscriberConfig(Section):
                 "in one of like and dislike"
             )
         if problems:
-            raise ValueError("; ".join(problems))
+            more = len(problems) - MAX_PROBLEMS_SHOWN
+            shown = problems[:MAX_PROBLEMS_SHOWN] + ([f"and {more} more"] if more > 0 else [])
+            raise ValueError("; ".join(shown))
         self.like, self.dislike = lists["like"], lists["dislike"]
         return self
 
