@@ -349,7 +349,9 @@ def verdict_lines(feedback: Sequence[Feedback]) -> list[str]:
     lines = []
     for item in feedback:
         mark = "like" if item.liked else "dislike"
-        shown = item.key.removeprefix("title:") if is_title_key(item.key) else item.key
-        title = f"  {item.title}" if item.title and not is_title_key(item.key) else ""
+        if is_title_key(item.key):  # found by no id: its title, as the file writes it
+            shown, title = f'"{item.title or item.key.removeprefix("title:")}"', ""
+        else:
+            shown, title = item.key, f"  {item.title}" if item.title else ""
         lines.append(f"{mark:<7}  {shown}{title}  (from {VIA_WORDS.get(item.via, item.via)})")
     return lines

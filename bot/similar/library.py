@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,10 @@ from bot.similar.refs import (
     title_key,
     valid_arxiv_id,
 )
+
+# bibtexparser logs each block it cannot read; here each is a skipped entry, counted and
+# named with the others (its warnings would repeat them, in its words, on every read).
+logging.getLogger("bibtexparser").setLevel(logging.ERROR)
 
 LibraryFormat = Literal["bibtex", "ris", "csl-json"]
 FORMAT_NAMES: dict[str, str] = {"bibtex": "BibTeX", "ris": "RIS", "csl-json": "CSL-JSON"}
