@@ -114,7 +114,8 @@ class Day:
         """Rows kept by a model (raw counts, or embeddings) in today's space: (sparse, dense)
         views, unit rows (an all-zero row stays zero)."""
         if self.kind != HASHED:
-            rows = _unit_dense(np.asarray(kept, dtype=np.float32))
+            dense = kept.toarray() if sp.issparse(kept) else kept
+            rows = _unit_dense(np.asarray(dense, dtype=np.float32))
             return rows, rows
         assert self.idf is not None
         rows = sp.csr_matrix(kept, dtype=np.float32, copy=True)
