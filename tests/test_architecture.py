@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("sources", ("bot.sources",)),
     ("store", ("bot.store",)),
     ("match", ("bot.match",)),
-    ("similar", ("bot.similar",)),  # papers like these: library files, ranking
+    ("similar", ("bot.similar",)),  # papers like these: library files, vectors, models, rankings
     ("texts", ("bot.texts",)),  # what models write about papers: summaries, translations
     ("render", ("bot.render",)),
     ("channels", ("bot.channels",)),
@@ -76,6 +76,10 @@ PURE = [
     "bot.sources.feed",
     "bot.sources.feedtext",
     "bot.texts.prompts",
+    "bot.similar.text",
+    "bot.similar.space",
+    "bot.similar.model",
+    "bot.similar.rank",
     "bot.texts.answers",
     "bot.similar.library",
     "bot.similar.refs",
@@ -100,7 +104,8 @@ ALLOWED = {
     "prometheus_client": {"bot.web.app"},
     # render/slack: only the Block Kit models (see PURE_EXCEPTIONS).
     "slack_sdk": {"bot.channels.slack", "bot.slack.app", "bot.demo", "bot.render.slack"},
-    "openai": {"bot.texts.client"},  # the one client of OpenAI-compatible endpoints
+    # the clients of OpenAI-compatible endpoints: chat (texts) and embeddings (similar)
+    "openai": {"bot.texts.client", "bot.similar.endpoint"},
     "aiohttp": set(),  # slack-sdk's async clients use it; paperbell does not
 }
 ENVIRONMENT_READERS = {"bot.cli", "bot.config"}

@@ -221,3 +221,22 @@ def test_a_part_named_absent_matches_none_of_the_papers(leaf: str, hugging_face:
         assert not matched, named
     elif not leaf.startswith(("upvotes", "hf:")):  # a threshold no paper reaches is no news
         assert matched, leaf
+
+
+def test_try_like_ranks_the_bundled_papers_by_closeness() -> None:
+    code, out = outcome("try", "--like", "2411.18040", "--demo", "--limit", "5")
+    assert code == 0, out
+    ids = listed_ids(out)
+    assert len(ids) == 5 and "2411.18040" not in ids
+    assert "ranked by closeness to 2411.18040" in out
+    assert out.count("closest to 2411.18040: A New Rarity Assessment") == 5
+    assert re.search(r"^  1\. \S+  2024-11-28  astro-ph\.", out, re.M)  # a galaxy paper first
+    code, out = outcome("try", "robot", "--like", "2411.18040", "--demo", "--limit", "0")
+    assert code == 0 and len(listed_ids(out)) == 30  # the rule's matches, ranked
+
+
+def test_try_like_names_the_unknown_ids() -> None:
+    code, out = outcome("try", "--like", "2411.18040", "--like", "1234.56789", "--demo")
+    assert code == 1 and "not among the 1,521 papers tried: 1234.56789" in out
+    code, out = outcome("try", "--demo")
+    assert code == 2 and "give a RULE, or --like ID" in out

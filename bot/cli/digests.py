@@ -40,7 +40,7 @@ from bot.match.digest import absent_facts, try_rule
 from bot.render.terminal import render_trial, stars, terminal_safe
 from bot.render.text import letters, tidy
 from bot.render.view import rule_names
-from bot.rules import parse_rule
+from bot.rules import Rule, parse_rule
 from bot.store import Store, utcnow
 
 if TYPE_CHECKING:
@@ -315,7 +315,16 @@ TRY_DAYS = 30  # `try` without --since: this many announcement days up to the ne
 
 
 @click.command("try", cls=RuleCommand)
-@click.argument("rule_text", metavar="RULE")
+@click.argument("rule_text", metavar="[RULE]", required=False)
+@click.option(
+    "--like",
+    "liked",
+    multiple=True,
+    metavar="ID",
+    help="Rank the papers (a RULE's matches, if one is given) by how close they are to "
+    "this paper (an arXiv id among the papers tried; repeat for more), best first, with "
+    "the score and the liked paper each is closest to.",
+)
 @config_option
 @click.option(
     "--since",
@@ -353,7 +362,8 @@ TRY_DAYS = 30  # `try` without --since: this many announcement days up to the ne
 )
 @handle_errors
 def try_(
-    rule_text: str,
+    rule_text: str | None,
+    liked: tuple[str, ...],
     config_path: Path,
     since: datetime | None,
     use_demo: bool,
@@ -367,9 +377,11 @@ def try_(
     Examples: paperbell try '"diffusion policy" cat:cs.RO' --demo;
     paperbell try 'au:"Yann LeCun" OR ti:jepa' -c config.toml --since 2026-10-01;
     paperbell try '-survey robot*' --demo (a RULE may start with "-", before or after
-    the options)
+    the options); paperbell try --like 2411.18179 --like 2411.17700 --demo
     """
-    rule = parse_rule(rule_text)  # a bad rule: the error with a caret, exit 2
+    if rule_text is None and not liked:
+        raise click.UsageError("give a RULE, or --like ID (or both)")
+    rule = parse_rule(rule_text) if rule_text is not None else None  # bad: caret, exit 2
     model = None
     store = None
     if use_demo:
@@ -396,6 +408,10 @@ def try_(
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     mark = (lambda text: click.style(text, fg="yellow", bold=True)) if color else stars
+    if liked:
+        _try_like(liked, rule, papers, where, limit)
+        return
+    assert rule is not None
     trial = try_rule(rule, papers)
     click.echo(f"rule: {rule.text}\ntried on {where}", color=color)
     for line in absent_facts(rule, papers):  # a part that cannot match: say so, not a bare 0
@@ -407,6 +423,60 @@ def try_(
     lines = render_trial(trial, mark=mark, limit=limit, width=min(width, 120), summaries=summaries)
     for line in lines:
         click.echo(line, color=color)
+
+
+def _try_like(
+    liked: Sequence[str], rule: Rule | None, papers: Sequence[Paper], where: str, limit: int
+) -> None:
+    """`try --like`: the papers (a rule's matches) by closeness to the liked ones."""
+    from bot.similar.model import fit
+    from bot.similar.rank import scores
+    from bot.similar.space import Day, raw_counts
+    from bot.similar.text import paper_text
+
+    by_id = {p.id: p for p in papers}
+    wanted = [key.strip() for key in liked]
+    unknown = [key for key in wanted if key not in by_id]
+    if unknown:
+        raise PaperbellError(
+            f"not among the {len(by_id):,} papers tried: {', '.join(unknown)}",
+            hint="--like takes an arXiv id (2411.18179, no version) of a paper stored "
+            "(or bundled, with --demo); `paperbell backfill` stores past days",
+        )
+    wanted = list(dict.fromkeys(wanted))
+    unique = list(by_id.values())
+    day = Day.hashed([p.id for p in unique], [paper_text(p) for p in unique])
+    seeds = [by_id[key] for key in wanted]
+    model = fit(
+        day,
+        liked=raw_counts([paper_text(p) for p in seeds]),
+        liked_keys=wanted,
+        liked_titles=[p.title for p in seeds],
+        disliked=raw_counts([]),
+        disliked_keys=[],
+    )
+    scored = scores(day, model)
+    row = {key: n for n, key in enumerate(day.ids)}
+    candidates = unique
+    if rule is not None:
+        candidates = [item.paper for item in try_rule(rule, unique).items]
+    ranked = sorted(
+        (p for p in candidates if p.id not in wanted), key=lambda p: -scored.score[row[p.id]]
+    )
+    heading = f"rule: {rule.text}, " if rule is not None else ""
+    click.echo(f"{heading}ranked by closeness to {', '.join(wanted)}\ntried on {where}\n")
+    shown = ranked if limit == 0 else ranked[:limit]
+    for n, paper in enumerate(shown, 1):
+        r = row[paper.id]
+        closest = wanted[int(scored.closest[r])]
+        day_ = paper.announced.isoformat() if paper.announced else "-"
+        click.echo(f"{n:>3}. {paper.id}  {day_}  {' '.join(paper.categories)}")
+        click.echo(f"     {paper.title}")
+        click.echo(
+            f"     score {scored.score[r]:.2f}, closest to {closest}: {by_id[closest].title}"
+        )
+    if len(ranked) > len(shown):
+        click.echo(f"... and {len(ranked) - len(shown)} more (--limit 0 shows them all)")
 
 
 def stored_summaries(

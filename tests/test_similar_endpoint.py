@@ -1,0 +1,169 @@
+"""bot.similar.endpoint against the /v1/embeddings stand-in (tests/support/embeddings.py): the
+real protocol through the official client, batching, retries on 429/503 honouring
+Retry-After, refusals, slowness and the overall deadline, and untrusted answers (wrong
+count, dimension, types, NaN, huge) failing the call with a clear reason, never a crash."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.embeddings import DIMENSION, EmbeddingsStandIn, Fault
+
+from bot.similar.endpoint import (
+    EmbeddingsClient,
+    EmbeddingsFailure,
+    FastembedEmbedder,
+    check_vectors,
+)
+
+
+@pytest.fixture
+def standin() -> Iterator[EmbeddingsStandIn]:
+    with EmbeddingsStandIn() as running:
+        yield running
+
+
+def embed(standin: EmbeddingsStandIn, texts: list[str], *, deadline: float = 10, **kw: Any) -> Any:
+    async def go() -> Any:
+        options = {"timeout": 5.0, "batch_size": 3, "max_retries": 2, **kw}
+        async with EmbeddingsClient(base_url=standin.base_url, model="m", **options) as client:
+            return await client.embed(texts, deadline=deadline)
+
+    return asyncio.run(go())
+
+
+def test_texts_are_embedded_in_batches_in_order(standin: EmbeddingsStandIn) -> None:
+    texts = [f"paper {n} about robots" for n in range(7)]
+    vectors = embed(standin, texts)
+    assert vectors.shape == (7, DIMENSION) and vectors.dtype == np.float32
+    assert [len(r["input"]) for r in standin.requests] == [3, 3, 1]
+    assert all(r["model"] == "m" and r["encoding_format"] == "float" for r in standin.requests)
+    again = embed(standin, texts[::-1])
+    assert np.allclose(again[::-1], vectors)
+
+
+def test_rate_limits_are_retried_after_what_the_server_says(standin: EmbeddingsStandIn) -> None:
+    standin.script += [Fault(status=429, retry_after="1"), Fault(status=503, retry_after="0")]
+    started = time.monotonic()
+    vectors = embed(standin, ["a text"])
+    assert vectors.shape == (1, DIMENSION)
+    assert len(standin.requests) == 3
+    assert time.monotonic() - started >= 0.9  # waited the second the 429 asked for
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        (Fault(status=401), "bad key"),
+        (Fault(status=404, body={"error": {"message": "model 'm' not found"}}), "no such model"),
+        (Fault(status=400, body=b"<html>no</html>"), "bad request"),
+        (Fault(body=b"not json at all"), "bad answer"),
+        (Fault(body={"data": "nope"}), "bad answer"),
+        (Fault(body={"object": "list", "data": []}), "bad answer"),
+    ],
+)
+def test_refusals_and_bad_answers_fail_with_a_reason(
+    standin: EmbeddingsStandIn, fault: Fault, reason: str
+) -> None:
+    standin.script.append(fault)
+    with pytest.raises(EmbeddingsFailure) as failure:
+        embed(standin, ["a text"], max_retries=0)
+    assert failure.value.reason == reason, failure.value
+
+
+def test_persistent_server_errors_give_up_after_the_retries(standin: EmbeddingsStandIn) -> None:
+    standin.script += [Fault(status=500, retry_after="0")] * 3
+    with pytest.raises(EmbeddingsFailure) as failure:
+        embed(standin, ["a"], max_retries=2)
+    assert failure.value.reason == "server error" and len(standin.requests) == 3
+
+
+def test_a_slow_endpoint_meets_the_deadline(standin: EmbeddingsStandIn) -> None:
+    standin.script += [Fault(delay=0.2), Fault(delay=3)]
+    started = time.monotonic()
+    with pytest.raises(EmbeddingsFailure) as failure:
+        embed(standin, ["a", "b", "c", "d"], deadline=1.0, max_retries=0)
+    assert failure.value.reason == "timeout"
+    assert time.monotonic() - started < 2.5
+
+
+def test_an_unreachable_endpoint_says_so() -> None:
+    async def go() -> None:
+        async with EmbeddingsClient(
+            base_url="http://127.0.0.1:9/v1", model="m", max_retries=0
+        ) as c:
+            await c.embed(["a"], deadline=5)
+
+    with pytest.raises(EmbeddingsFailure) as failure:
+        asyncio.run(go())
+    assert failure.value.reason == "unreachable"
+
+
+def test_a_second_batch_of_another_dimension_is_refused(standin: EmbeddingsStandIn) -> None:
+    short = {"data": [{"index": 0, "embedding": [1.0, 2.0]}]}
+    standin.script += [Fault(), Fault(body=short)]
+    with pytest.raises(EmbeddingsFailure, match="dimension"):
+        embed(standin, ["a", "b", "c", "d"], max_retries=0)
+
+
+def test_fastembed_not_installed_says_how_to_get_it() -> None:
+    try:
+        import fastembed  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        with pytest.raises(EmbeddingsFailure, match=r"paperbell\[fastembed\]"):
+            FastembedEmbedder("BAAI/bge-small-en-v1.5")
+
+
+numbers = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(10**40), 10**40),
+    st.text(max_size=3),
+    st.none(),
+    st.booleans(),
+)
+items = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "index": st.one_of(st.integers(-2, 4), st.text(max_size=2), st.none()),
+            "embedding": st.one_of(st.lists(numbers, max_size=6), st.text(max_size=5), st.none()),
+        }
+    ),
+    st.none(),
+    st.integers(),
+    st.lists(st.floats(), max_size=3),
+)
+answers = st.one_of(
+    st.fixed_dictionaries({"data": st.one_of(st.lists(items, max_size=5), st.text(max_size=5))}),
+    st.none(),
+    st.text(max_size=10),
+    st.lists(items, max_size=3),
+)
+
+
+@settings(max_examples=400)
+@given(answer=answers, count=st.integers(0, 4))
+def test_any_answer_is_vectors_or_a_bad_answer(answer: object, count: int) -> None:
+    try:
+        vectors = check_vectors(answer, count)
+    except EmbeddingsFailure as failure:
+        assert failure.reason == "bad answer"
+        return
+    assert vectors.shape[0] == count
+    assert all(math.isfinite(v) for v in vectors.ravel())
+    assert vectors.dtype == np.float32
+
+
+def test_huge_answers_are_refused_not_swallowed() -> None:
+    long = {"data": [{"index": 0, "embedding": [0.5] * 10_000}]}
+    with pytest.raises(EmbeddingsFailure):
+        check_vectors(long, 1)
+    with pytest.raises(EmbeddingsFailure, match="NaN"):
+        check_vectors({"data": [{"index": 0, "embedding": [float("nan"), 1.0]}]}, 1)
