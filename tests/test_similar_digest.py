@@ -84,13 +84,16 @@ def test_similar_papers_only_if_still_owed_and_not_matched(
     sent, fresh = unmatched[0], unmatched[1]
     similar = (
         Closeness(next(iter(matched)), 0.9, "k", "t"),  # matched: it stays under its rule
-        Closeness(sent.id, 0.8, "k", "t"),  # delivered before
+        Closeness(sent.id, 0.8, "k", "t"),
         Closeness(fresh.id, 0.7, "k", "t"),
         Closeness("2411.99999", 0.6, "k", "t"),  # not among the papers
     )
-    digest = digest_for(s, full_feed_papers, Ranking(similar=similar), {sent.id: sent.version})
+    digest = digest_for(s, full_feed_papers, Ranking(similar=similar))
     assert digest is not None
-    assert [i.paper.id for i in digest.similar] == [fresh.id]
+    assert [i.paper.id for i in digest.similar] == [sent.id, fresh.id]
+    # A day already sent adds no runners-up: only papers announced after what was sent.
+    again = digest_for(s, full_feed_papers, Ranking(similar=similar), {sent.id: sent.version})
+    assert again is not None and again.similar == ()
     # similar_max = 0: nothing added; no rule matched either: no digest.
     none = sub("zzzznotaword", similar_max=0)
     assert digest_for(none, full_feed_papers, Ranking(similar=similar)) is None

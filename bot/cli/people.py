@@ -69,6 +69,17 @@ from bot.store import Store, utcnow
     help="Each title and abstract also in this language (a BCP 47 tag: zh, ja, de, pt-BR); "
     "`en` or `none`: English only.",
 )
+@click.option(
+    "--similar-max",
+    type=click.IntRange(0, 100),
+    help="Papers like the ones NAME liked (`paperbell like`) added to a digest, at most "
+    "(0: none). [default: 5]",
+)
+@click.option(
+    "--similar-min",
+    type=click.FloatRange(0, 1),
+    help="The score (0 to 1) such a paper needs. [default: the ranking's own]",
+)
 @handle_errors
 def subscribe(
     config_path: Path,
@@ -88,6 +99,8 @@ def subscribe(
     notify_empty: bool | None,
     summaries: bool | None,
     language: str | None,
+    similar_max: int | None,
+    similar_min: float | None,
 ) -> None:
     """Subscribe NAME with one or more RULES (stored in the database).
 
@@ -150,8 +163,12 @@ def subscribe(
         max_rules=config.digest.max_rules,
         labels={rule: check_label(label) for rule, label in named.items()},  # checked above
     )
-    if settings_given or notify_empty is not None or reading_given:
-        extra = {} if notify_empty is None else {"notify_empty": notify_empty}
+    similar = {"similar_max": similar_max, "similar_min": similar_min}
+    similar_given = {k: v for k, v in similar.items() if v is not None}
+    if settings_given or notify_empty is not None or reading_given or similar_given:
+        extra: dict[str, str | bool | int | float | None] = dict(similar_given)
+        if notify_empty is not None:
+            extra["notify_empty"] = notify_empty
         # Checked above: the values as stored (a language's standard tag, None for English).
         extra |= subscriber_settings(name, reading_given)[0]
         store.subscribers.set_schedule(name, **settings_given, **extra)

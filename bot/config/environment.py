@@ -56,6 +56,7 @@ def strip_written_secrets(data: Mapping[str, Any]) -> tuple[dict[str, Any], list
         *(("slack", k) for k in SECRET_KEYS[1:4]),
         ("web", "secret_key"),
         ("llm", "api_key"),
+        ("embeddings", "api_key"),
     )
     for section, key in secret_fields:
         table = raw.get(section)
@@ -173,6 +174,7 @@ def read_secrets(config: Config, secrets: SecretReader) -> dict[str, str]:
     _database_url(config, secrets)
     webhooks = _webhooks(config, secrets)
     _llm_key(config, secrets)
+    _embeddings_key(config, secrets)
     return webhooks
 
 
@@ -189,6 +191,21 @@ def _llm_key(config: Config, secrets: SecretReader) -> None:
         key="[llm] api_key_env",
     )
     llm.api_key = value.strip() if value is not None else None
+
+
+def _embeddings_key(config: Config, secrets: SecretReader) -> None:
+    """The [embeddings] endpoint's API key, from the variable it names."""
+    embeddings = config.embeddings
+    if embeddings is None or not embeddings.api_key_env:
+        return
+    value = secrets.read(
+        "embeddings.api_key_env",
+        embeddings.api_key_env,
+        what="an API key",
+        kind=LLM_API_KEY,
+        key="[embeddings] api_key_env",
+    )
+    embeddings.api_key = value.strip() if value is not None else None
 
 
 def _database_url(config: Config, secrets: SecretReader) -> None:

@@ -22,6 +22,7 @@ from bot.config.sections import (
     DeliveryConfig,
     DigestConfig,
     EmailConfig,
+    EmbeddingsConfig,
     LlmConfig,
     PollingConfig,
     SlackConfig,
@@ -47,6 +48,7 @@ class Config(Section):
     email: EmailConfig | None = None
     slack: SlackConfig | None = None
     llm: LlmConfig | None = None
+    embeddings: EmbeddingsConfig | None = None
     subscribers: list[SubscriberConfig] = Field(default_factory=list)
     # Incoming webhook URLs by the environment variable that holds them (filled at load).
     webhooks: dict[str, str] = Field(default_factory=dict, exclude=True)

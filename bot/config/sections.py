@@ -388,3 +388,55 @@ class LlmConfig(Section):
                 "every request); http:// only on loopback"
             )
         return self
+
+
+class EmbeddingsConfig(Section):
+    """`[embeddings]`: dense embeddings for papers like these, in place of the default
+    TF-IDF ranking: an OpenAI-compatible `/v1/embeddings` endpoint (Ollama's
+    nomic-embed-text, text-embeddings-inference, a provider), or a local model through
+    fastembed (`provider = "fastembed"`, the optional extra; it downloads its model once).
+    Each paper is embedded once per model and kept; a failing endpoint leaves that run to
+    the default ranking, and the digests say so."""
+
+    provider: Literal["openai", "fastembed"] = "openai"
+    base_url: str | None = None  # required for "openai"
+    model: str = Field(min_length=1, max_length=200)
+    api_key_env: EnvName | None = None  # unset: no key (a local server)
+    timeout: float = Field(60.0, gt=0, le=600)  # one request, connecting to last byte
+    max_retries: int = Field(2, ge=0, le=10)  # of one request (429, 5xx, timeouts)
+    batch_size: int = Field(64, ge=1, le=2048)  # texts per request
+    # Every request of one digest run together: past it, that run ranks by the default.
+    deadline_seconds: float = Field(120.0, gt=0, le=3600)
+    api_key: str | None = Field(None, exclude=True)  # filled from the environment only
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not re.match(r"^https?://[^\s/?#]+", value):
+            raise ValueError(
+                "the endpoint's base URL, e.g. http://localhost:11434/v1 (Ollama) or "
+                "https://api.openai.com/v1"
+            )
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _endpoint(self) -> EmbeddingsConfig:
+        if self.provider == "openai" and not self.base_url:
+            raise ValueError(
+                'base_url is required (an OpenAI-compatible endpoint), or provider = "fastembed"'
+            )
+        loopback = ("http://127.0.0.1", "http://localhost", "http://[::1]")
+        url = self.base_url or ""
+        if self.api_key_env and url.startswith("http://") and not url.startswith(loopback):
+            raise ValueError(
+                "base_url: use https:// when an api_key_env is set (the key goes with "
+                "every request); http:// only on loopback"
+            )
+        return self
+
+    @property
+    def kind(self) -> str:
+        """The vectors' name in the store: the provider and model (each model's own)."""
+        return f"{self.provider}:{self.model}"

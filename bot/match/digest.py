@@ -279,14 +279,20 @@ def similar_items(
     taken: Mapping[str, object],
 ) -> list[DigestItem]:
     """The ranking's similar papers that are still owed to the subscriber (pending, in their
-    categories, not matched by a rule), best first, at most `similar_max`."""
+    categories, not matched by a rule), best first, at most `similar_max`: only papers
+    announced after every paper they were sent already, so that a digest adds the best of
+    its own days and the next digest does not add the runners-up of days already sent."""
     if subscriber.similar_max <= 0 or not ranking.similar:
         return []
     by_id = {paper.id: paper for paper in papers}
+    sent_days = [p.announced for p in papers if p.id in delivered and p.announced is not None]
+    last_sent = max(sent_days, default=None)
     found: list[DigestItem] = []
     for close in ranking.similar:
         paper = by_id.get(close.paper_id)
         if paper is None or paper.id in taken or paper.id in ranking.dropped:
+            continue
+        if last_sent is not None and (paper.announced is None or paper.announced <= last_sent):
             continue
         if not is_pending(subscriber, paper, delivered, since=since):
             continue

@@ -34,11 +34,12 @@ from bot.channels.outbox import Channels, drain
 from bot.config import SECRET_KEY, Config
 from bot.core.calendar import eastern_date
 from bot.core.errors import MissingSecrets, PaperbellError, RuleError
-from bot.core.models import Digest, Paper, Subscriber, target_label
+from bot.core.models import Digest, Paper, Ranking, Subscriber, target_label
 from bot.match.digest import RuleMatches, build_digest, match_rules, note_digest
 from bot.pipeline.activity import refresh_rule_counts
 from bot.pipeline.likes import sync_declared_likes
 from bot.pipeline.payloads import PAYLOADS
+from bot.pipeline.similar import rank_subscribers
 from bot.pipeline.texts import TextsRun, write_texts
 from bot.pipeline.wiring import DIGEST_CHANNELS, retry_policy
 from bot.rules import Rule, parse_rule
@@ -145,7 +146,10 @@ async def deliver(
         refresh_rule_counts(store, plan.parsed, now=now, shared=shared)
     if not isinstance(channels, Mapping):
         channels = {kind: channels for kind in DIGEST_CHANNELS}
-    built, reports = build_digests(store, plan, channels, request, now=now)
+    ranked = await rank_subscribers(config, store, plan.parsed, plan.papers, plan.matches, now=now)
+    built, reports = build_digests(
+        store, plan, channels, request, now=now, rankings=ranked.rankings
+    )
     digests, texts = await write_texts(
         config, store, [d for d, _ in built], now=now, ask=request.mode == "send"
     )
@@ -235,10 +239,13 @@ def build_digests(
     request: DeliveryRequest,
     *,
     now: datetime,
+    rankings: Mapping[int, Ranking] | None = None,
 ) -> tuple[list[tuple[Digest, str]], list[DeliveryReport]]:
     """Each planned subscriber's digest per channel kind they take, of the papers not
     delivered to them there yet, with its recipient; and a report for each kind without a
-    channel, each digest that holds nothing."""
+    channel, each digest that holds nothing. `rankings`: by subscriber id, how their
+    verdicts order their digests (bot.pipeline.similar)."""
+    rankings = rankings or {}
     built: list[tuple[Digest, str]] = []
     reports: list[DeliveryReport] = []
     for sub, rules in plan.parsed:
@@ -264,6 +271,7 @@ def build_digests(
                 channel=kind,
                 since=plan.since(sub),
                 matches=plan.matches,
+                ranking=rankings.get(sub.id) if sub.id is not None else None,
             )
             note = request.note
             text = note(sub) if note is not None and digest is None else None

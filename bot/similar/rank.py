@@ -34,10 +34,15 @@ DISLIKED = 0.5  # how hard the closest disliked paper pushes down
 DROP_AFTER = 3  # dislikes before a paper close to them is dropped
 DROP_COSINE = {HASHED: 0.75}  # dense-view cosine to a disliked paper that drops (by kind)
 DROP_COSINE_EMBEDDED = 0.8
-# The default threshold for a similar paper, by space (bench/similar.py: the score above
-# which about nine in ten of a day's papers share the seeds' category).
-SIMILAR_MIN = {HASHED: 0.55}
-SIMILAR_MIN_EMBEDDED = 0.55
+# The default threshold for a similar paper: among the day's best SIMILAR_SHARE of scores,
+# and at least SIMILAR_MIN (by space). Scores are not probabilities and their scale moves
+# with the liked set (five PDE papers: the day's best at 0.69; five cs.RO papers: 0.44), so
+# a fixed threshold alone adds nothing for some and too much for others; the floor keeps a
+# day with nothing close from adding its "best" anyway (measured on the bundled day,
+# bench/similar.py).
+SIMILAR_SHARE = 0.02
+SIMILAR_MIN = {HASHED: 0.35}
+SIMILAR_MIN_EMBEDDED = 0.45
 
 
 def default_min(kind: str) -> float:
@@ -121,7 +126,8 @@ def rank(
     """A subscriber's ranking of the day: the scores of the `matched` papers (the ids their
     rules matched among `day.ids`), those dropped by dislikes, and up to `similar_max` papers
     no rule matched (nor in `exclude`: delivered already, or the liked papers themselves)
-    with a score of at least `similar_min` (None: `default_min`), best first, each with the
+    with a score of at least `similar_min` (None: among the day's best SIMILAR_SHARE, and at
+    least `default_min`), best first, each with the
     liked paper it is closest to. `row_of`: the day's id -> row (made once per run)."""
     row_of = row_of if row_of is not None else {key: n for n, key in enumerate(day.ids)}
     scored = scores(day, model)
@@ -130,7 +136,10 @@ def rank(
     dropped = frozenset(day.ids[r] for r in rows if scored.dropped[r])
     similar: list[Closeness] = []
     if similar_max > 0 and model.liked.shape[0]:
-        threshold = default_min(day.kind) if similar_min is None else similar_min
+        threshold = similar_min
+        if threshold is None:
+            best = float(np.quantile(scored.score, 1 - SIMILAR_SHARE)) if len(day.ids) else 0.0
+            threshold = max(default_min(day.kind), best)
         skip = set(matched) | set(exclude) | set(model.liked_keys) | set(model.disliked_keys)
         eligible = (scored.score >= threshold) & ~scored.dropped
         candidates = np.flatnonzero(eligible)

@@ -187,7 +187,7 @@ class Subscribers(Repository):
             )
         return result
 
-    def set_schedule(self, name: str, **settings: str | bool | int | None) -> None:
+    def set_schedule(self, name: str, **settings: str | bool | int | float | None) -> None:
         """Change a database subscriber's settings (schedule, day, time, timezone,
         notify_empty, email_format, abstracts, max_papers, summaries, language, similar_max,
         similar_min); None sets a
