@@ -7,7 +7,7 @@ is `bot.render`'s, the sending the channels'; nothing here queues or sends.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from bot.channels.slack import WEBHOOK_PREFIX, slack_delivery
@@ -15,7 +15,7 @@ from bot.config import SECRET_KEY, Config
 from bot.core.links import placeholder_url
 from bot.core.models import Digest, Subscriber, version_key
 from bot.pipeline.wiring import email_settings
-from bot.render.email import DigestLinks, build_message, render_digest
+from bot.render.email import DigestLinks, VoteLinks, build_message, render_digest
 from bot.render.slack import build_posts
 
 # A digest as it goes to one recipient: the digest it shows (an email may hold fewer papers
@@ -23,9 +23,12 @@ from bot.render.slack import build_posts
 PayloadBuilder = Callable[[Config, Digest, str, datetime], tuple[Digest, bytes]]
 
 
-def digest_links(config: Config, subscriber: Subscriber, now: datetime) -> DigestLinks | None:
-    """The subscriber's signed manage and one-click unsubscribe links, when [web] is set up
-    for them (public_url, secret_key_env) and the subscriber is stored (has an id). When
+def digest_links(
+    config: Config, subscriber: Subscriber, now: datetime, papers: Sequence[str] = ()
+) -> DigestLinks | None:
+    """The subscriber's signed manage and one-click unsubscribe links, and the 👍 / 👎 links
+    of each of `papers` (paper ids), when [web] is set up for them (public_url,
+    secret_key_env) and the subscriber is stored (has an id). When
     the secret key's variable is not set (a preview: `digest --out`, `--dry-run`), the links
     are placeholders that say so (`placeholder_url`): nothing can sign them, and a message
     that is sent never carries them (`bot.pipeline.deliver` refuses to send without the
@@ -33,17 +36,26 @@ def digest_links(config: Config, subscriber: Subscriber, now: datetime) -> Diges
     if subscriber.id is None:
         return None
     signer = config.web.link_signer()
+    feedback: dict[str, VoteLinks] = {}
     if signer is not None:
         unsubscribe = signer.url("unsubscribe", subscriber, now=now)
         manage = signer.url("manage", subscriber, now=now)
+        for key in papers:
+            like = signer.feedback_url(subscriber, key, "like", now=now)
+            dislike = signer.feedback_url(subscriber, key, "dislike", now=now)
+            if like and dislike:
+                feedback[key] = VoteLinks(like=like, dislike=dislike)
     elif config.web.public_url and config.missing(SECRET_KEY):
         unsubscribe = placeholder_url(config.web.public_url, "unsubscribe")
         manage = placeholder_url(config.web.public_url, "manage")
+        vote = VoteLinks(*(placeholder_url(config.web.public_url, "feedback"),) * 2)
+        feedback = dict.fromkeys(papers, vote)
     else:
         return None
     return DigestLinks(
         unsubscribe=unsubscribe if unsubscribe.startswith("https://") else None,
         manage=manage,
+        feedback=feedback,
     )
 
 
@@ -52,7 +64,7 @@ def email_payload(
 ) -> tuple[Digest, bytes]:
     """The digest as the email message it is sent as, and the digest that message shows
     (the papers past what one email holds are left out: `render_digest`)."""
-    links = digest_links(config, digest.subscriber, now)
+    links = digest_links(config, digest.subscriber, now, [item.paper.id for item in digest.items])
     settings = email_settings(config)
     rendered = render_digest(digest, settings, links=links)
     shown = rendered.digest or digest
