@@ -16,7 +16,7 @@ from bot.core.links import placeholder_url
 from bot.core.models import Digest, Subscriber, version_key
 from bot.pipeline.wiring import email_settings
 from bot.render.email import DigestLinks, VoteLinks, build_message, render_digest
-from bot.render.slack import build_posts
+from bot.render.slack import VoteTokens, build_posts
 
 # A digest as it goes to one recipient: the digest it shows (an email may hold fewer papers
 # than its digest, the rest counted with those left out) and the bytes queued for it.
@@ -59,6 +59,22 @@ def digest_links(
     )
 
 
+def vote_tokens(config: Config, digest: Digest, now: datetime) -> dict[str, VoteTokens]:
+    """Each paper's 👍 / 👎 buttons' signed values, when [web] has its secret key and the
+    subscriber is stored; else none (no buttons)."""
+    signer = config.web.link_signer()
+    sub = digest.subscriber
+    if signer is None or sub.id is None:
+        return {}
+    votes: dict[str, VoteTokens] = {}
+    for item in digest.items:
+        like = signer.feedback_token(sub, item.paper.id, "like", now=now)
+        dislike = signer.feedback_token(sub, item.paper.id, "dislike", now=now)
+        if like and dislike:
+            votes[item.paper.id] = VoteTokens(like=like, dislike=dislike)
+    return votes
+
+
 def email_payload(
     config: Config, digest: Digest, recipient: str, now: datetime
 ) -> tuple[Digest, bytes]:
@@ -77,7 +93,10 @@ def slack_payload(
 ) -> tuple[Digest, bytes]:
     """The digest as the Slack messages it is posted as (a summary, then its thread)."""
     threaded = not recipient.startswith(WEBHOOK_PREFIX)
-    posts = build_posts(digest, threaded=threaded)
+    # 👍 / 👎 buttons need the app's interactivity: not in a webhook's posts (the webhook
+    # may be another app's), and only with the key that signs their values.
+    votes = vote_tokens(config, digest, now) if threaded else {}
+    posts = build_posts(digest, threaded=threaded, votes=votes)
     items = [item.paper for item in digest.items]
     papers = [
         [version_key(items[n - 1].id, items[n - 1].version) for n in p.numbers] for p in posts
