@@ -219,3 +219,14 @@ def test_a_cross_site_post_records_nothing(site: Site) -> None:
     )
     assert answer.status_code == 403
     assert site.store.feedback.of(site.subscriber("ada").id) == []
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["x" * 5000, "%00%00", "%E2%80%AE.%F0%9F%91%8D.x", "MTIK%0AbAo.Z0eygA.AAAA", "a.b.c", "..."],
+)
+def test_hostile_tokens_get_a_page_never_an_error(site: Site, token: str) -> None:
+    csrf = site.csrf(site.link("manage", "lab"))
+    for method, path in (("GET", ""), ("POST", ""), ("POST", "/undo"), ("POST", "/renew")):
+        answer = site.http.request(method, f"/feedback/{token}{path}", data={"csrf": csrf})
+        assert 400 <= answer.status_code < 500, (method, path, answer.status_code)
