@@ -1,5 +1,7 @@
 """What the pages reached from every email do, as plain logic: who a signed link names, and
-unsubscribe, resume, rules, settings, address confirmation, sign-up, fresh links; and how
+unsubscribe, resume, rules, settings, address confirmation, sign-up, fresh links, 👍 / 👎
+on a paper (from an email link, a Slack button or the manage page: `record_feedback`,
+`undo_feedback`, `remove_feedback`); and how
 a subscriber's reading settings (summaries, a language) are offered and described, for
 the pages, Slack and the command line alike.
 
@@ -26,7 +28,7 @@ from bot.core.checks import check_label
 from bot.core.errors import RuleError, StoreError
 from bot.core.languages import language_name
 from bot.core.links import LinkSigner, Purpose, TokenProblem, Visitor, address_tag
-from bot.core.models import Paper, Subscriber
+from bot.core.models import DECLARED_VIA, Feedback, FeedbackVia, Paper, Subscriber, Verdict
 from bot.pipeline import NOTICE_CHANNEL, email_settings, retry_policy
 from bot.render.notice import NoticeKind, build_notice
 from bot.rules import parse_rule
@@ -34,6 +36,7 @@ from bot.store import Store
 
 __all__ = [
     "LANGUAGES",
+    "FeedbackLink",
     "Manager",
     "Refused",
     "RuleActivity",
@@ -61,6 +64,16 @@ class Refused:
 
     reason: str  # "forged", "expired", "gone"
     subscriber: Subscriber | None = None  # for "expired": whose it was (never shown)
+
+
+@dataclass(frozen=True)
+class FeedbackLink:
+    """What a genuine 👍 / 👎 link (or Slack button) records: `verdict` on the paper with
+    key `paper`, for `subscriber`."""
+
+    subscriber: Subscriber
+    paper: str
+    verdict: Verdict
 
 
 @dataclass(frozen=True)
@@ -203,6 +216,9 @@ class Manager:
     def open(self, purpose: Purpose, token: str) -> Subscriber | Refused:
         """The subscriber a link names, if the link is genuine, in date, and still theirs
         (made for the address they have now)."""
+        if purpose == "feedback":
+            link = self.open_feedback(token)
+            return link.subscriber if isinstance(link, FeedbackLink) else link
         found = self.signer.read(purpose, token, now=self.clock())
         if isinstance(found, TokenProblem):
             whose = None
@@ -211,6 +227,20 @@ class Manager:
             return Refused(found.reason, whose)
         owner = self._owner(found)
         return owner if owner is not None else Refused("gone")
+
+    def open_feedback(self, token: str) -> FeedbackLink | Refused:
+        """The verdict a 👍 / 👎 link records, and for whom, if the link is genuine, in date
+        and still theirs; "gone" when the subscriber it names is not stored any more."""
+        found = self.signer.read_feedback(token, now=self.clock(), owner=self.subscriber)
+        if found is None:
+            return Refused("gone")
+        if isinstance(found, TokenProblem):
+            whose = self._owner(found.visitor) if found.visitor is not None else None
+            return Refused(found.reason, whose)
+        owner = self._owner(found)
+        if owner is None or found.paper is None or found.verdict is None:
+            return Refused("gone")
+        return FeedbackLink(owner, found.paper, found.verdict)
 
     def _owner(self, visitor: Visitor) -> Subscriber | None:
         sub = self.subscriber(visitor.subscriber_id)
@@ -377,6 +407,61 @@ class Manager:
         # passed sends at the next tick (only papers not sent yet), and none is skipped.
         self.store.subscribers.set_schedule(sub.name, **settings)
         return []
+
+    # -- 👍 / 👎 -------------------------------------------------------------------------------
+
+    def feedback(self, sub: Subscriber) -> list[Feedback]:
+        """The subscriber's verdicts, oldest first."""
+        return self.store.feedback.of(sub.id) if sub.id is not None else []
+
+    def feedback_on(self, sub: Subscriber, key: str) -> Feedback | None:
+        """The subscriber's verdict on the paper with key `key`, if any."""
+        return next((f for f in self.feedback(sub) if f.key == key), None)
+
+    def paper(self, key: str) -> Paper | None:
+        """The stored paper with key `key` (None: not stored, or no longer)."""
+        return self.store.papers.by_id([key]).get(key)
+
+    def record_feedback(
+        self, sub: Subscriber, key: str, verdict: Verdict, *, via: FeedbackVia
+    ) -> Feedback:
+        """Record `verdict` on the paper `key` (replacing an earlier verdict on it), with the
+        text the ranking reads: its title and abstract from the store ("" when it is not
+        stored: the ranking looks it up). The same verdict again changes nothing (a link
+        clicked twice, or a scanner's and then its reader's click)."""
+        if sub.id is None:
+            raise StoreError(f"{sub.name} is not stored")
+        earlier = self.feedback_on(sub, key)
+        if earlier is not None and earlier.verdict == verdict and earlier.via not in DECLARED_VIA:
+            return earlier
+        paper = self.paper(key)
+        if paper is not None:
+            title, text = paper.title, f"{paper.title}\n\n{paper.abstract}"
+        else:  # kept from an earlier verdict on it, if there was one
+            title = earlier.title if earlier else ""
+            text = earlier.text if earlier else ""
+        given = Feedback(
+            key=key, verdict=verdict, via=via, title=title, text=text, created=self.clock()
+        )
+        self.store.feedback.set(sub.id, given)
+        log.info("%s: %s on %s (%s)", sub.name, verdict, key, via)
+        return given
+
+    def undo_feedback(self, sub: Subscriber, key: str, verdict: Verdict) -> bool:
+        """Take back `verdict` on `key`, if it is still the one recorded (a 👍 undone after a
+        later 👎 on the same paper leaves the 👎). Whether one was taken back."""
+        earlier = self.feedback_on(sub, key)
+        if earlier is None or earlier.verdict != verdict or sub.id is None:
+            return False
+        return self.store.feedback.remove(sub.id, key)
+
+    def remove_feedback(self, sub: Subscriber, key: str) -> bool:
+        """Remove the verdict on `key` (the manage page's button). Verdicts from the config
+        file or a library file stay: they are changed there."""
+        earlier = self.feedback_on(sub, key)
+        if earlier is None or earlier.via in DECLARED_VIA or sub.id is None:
+            return False
+        return self.store.feedback.remove(sub.id, key)
 
     # -- mail on request ---------------------------------------------------------------------
 

@@ -276,6 +276,59 @@ def test_summaries_and_a_translation_are_chosen_on_the_manage_page_and_kept(
     context.close()
 
 
+def test_a_thumbs_up_in_the_email_is_recorded_shown_on_the_manage_page_and_undone(
+    demo: DemoServer, browser: Any
+) -> None:
+    """The 👍 beside a paper in a real digest: one click records it (the page's script
+    posts its form: a GET alone records nothing), the manage page lists it, Undo takes
+    it back; and nothing on the way is refused by the pages' script policy."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    console: list[str] = []
+    page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
+    page.on("pageerror", lambda error: console.append(f"pageerror: {error}"))
+    page.goto(demo.digest_html("ada").as_uri())
+    first = page.locator("div[id^='paper-']").first
+    title = first.locator("h3 a").inner_text().split(". ", 1)[-1].strip()
+    like = first.get_by_role("link", name="👍")
+    assert f"localhost:{demo.port}/feedback/" in str(like.get_attribute("href"))
+    like.click()
+    page.get_by_text("Thank you: noted").wait_for()
+    assert "You like" in page.locator(".notice").inner_text()
+    shot(page, "feedback-recorded")
+
+    page.get_by_role("link", name="Your liked and disliked papers").click()
+    page.wait_for_url(re.compile(r".*/manage/[^/#]*#feedback$"))
+    liked = page.locator("#feedback")
+    assert "👍 Liked · 1" in liked.inner_text()
+    assert title[:40] in liked.inner_text() and "from an email" in liked.inner_text()
+    shot(page, "manage-feedback")
+
+    # The same link again (a second click, days later): still one verdict, and Undo.
+    page.goto(demo.digest_html("ada").as_uri())
+    page.locator("div[id^='paper-']").first.get_by_role("link", name="👍").click()
+    page.get_by_text("Thank you: noted").wait_for()
+    page.get_by_role("button", name="Undo").click()
+    page.get_by_role("heading", name="Taken back").wait_for()
+    page.get_by_role("link", name="Your liked and disliked papers").click()
+    page.wait_for_url(re.compile(r".*/manage/.*"))
+    assert "None yet" in page.locator("#feedback").inner_text()
+
+    # 👎, then removed with its button on the manage page.
+    page.goto(demo.digest_html("ada").as_uri())
+    page.locator("div[id^='paper-']").nth(1).get_by_role("link", name="👎").click()
+    page.get_by_text("Thank you: noted").wait_for()
+    page.get_by_role("link", name="Your liked and disliked papers").click()
+    page.wait_for_url(re.compile(r".*/manage/.*"))
+    assert "👎 Not liked · 1" in page.locator("#feedback").inner_text()
+    page.locator("#feedback").get_by_role("button", name=re.compile("Remove")).click()
+    page.get_by_text("Removed from your liked and disliked papers.").wait_for()
+    assert "None yet" in page.locator("#feedback").inner_text()
+    assert not [line for line in console if "Content Security Policy" in line], console
+    assert not [line for line in console if line.startswith("pageerror")], console
+    context.close()
+
+
 def test_a_forged_link_gets_a_clear_page(demo: DemoServer, browser: Any) -> None:
     context = browser.new_context()
     page = context.new_page()

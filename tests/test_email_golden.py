@@ -153,6 +153,10 @@ def test_demo_message_shape(case: DemoCase) -> None:
     assert [line for line in text.splitlines() if len(line) > 72 and "://" not in line] == []
     assert "https://papers.lab.example/manage/TOKEN-" in text
     assert "https://papers.lab.example/unsubscribe/TOKEN-" in text
+    # Every paper's 👍 / 👎, in both parts.
+    for number in range(1, digest.count + 1):
+        like = f"https://papers.lab.example/feedback/TOKEN-{case.subscriber.name}-{number}-like-"
+        assert f"    👍 {like}" in text
     assert "Thank you to arXiv for use of its open access interoperability." in text
     assert (".html" in files) is (case.subscriber.email_format == "html")
     standard = layout_of(case.subscriber) == "standard"
@@ -168,6 +172,7 @@ def test_demo_message_shape(case: DemoCase) -> None:
         # One link per destination: the title is a paper's one link to its abstract page.
         for item in digest.items:
             assert html.count(f'href="{item.paper.abs_url}"') == 1
+        assert html.count(">👍</a>") == html.count(">👎</a>") == digest.count
     headers = files[".headers"]
     assert "List-Unsubscribe-Post: List-Unsubscribe=One-Click\n" in headers
     assert "Date: Thu, 28 Nov 2024 12:00:00 +0000\n" in headers

@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
-from datetime import date
+from dataclasses import replace
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
@@ -26,9 +27,17 @@ from support.servers import smtp_sink
 
 from bot.config import parse_config
 from bot.config.subscribers import SubscriberConfig
+from bot.core.links import LinkSigner, max_ages
 from bot.core.models import Digest, Paper
 from bot.pipeline import DeliveryReport, DeliveryRequest, build_channels, deliver
-from bot.render.email import HTML_BUDGET, SHORTENED_NOTES, html_size, render_digest
+from bot.render.email import (
+    HTML_BUDGET,
+    SHORTENED_NOTES,
+    DigestLinks,
+    VoteLinks,
+    html_size,
+    render_digest,
+)
 from bot.store import Store, utcnow
 from bot.store.tables import DeliveryRow
 
@@ -179,3 +188,60 @@ def test_papers_left_out_to_fit_are_recorded_and_not_sent_later(
         assert statuses == {"sent": report.count, "omitted": report.omitted}
         (again,) = run()  # nothing left out is sent later
         assert again.status == "nothing" and len(sink.messages) == 1
+
+
+# A long site address (48 characters) and a six-digit subscriber id: links as long as a
+# real deployment's get.
+LONG_SITE = "https://paperbell.robotics.example-university.edu"
+
+
+def with_signed_links(digest: Digest) -> tuple[Digest, DigestLinks]:
+    """The digest for a stored subscriber, with the links a sent email carries: manage,
+    one-click unsubscribe, and each paper's 👍 / 👎."""
+    signer = LinkSigner(
+        "k" * 40, LONG_SITE, max_age=max_ages(manage_days=1, unsubscribe_days=1, confirm_days=1)
+    )
+    sub = replace(digest.subscriber, id=123_456, created=datetime(2025, 1, 1, tzinfo=UTC))
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    votes = {}
+    for item in digest.items:
+        like = signer.feedback_url(sub, item.paper.id, "like", now=now)
+        dislike = signer.feedback_url(sub, item.paper.id, "dislike", now=now)
+        assert like and dislike
+        votes[item.paper.id] = VoteLinks(like=like, dislike=dislike)
+    links = DigestLinks(
+        unsubscribe=signer.url("unsubscribe", sub, now=now),
+        manage=signer.url("manage", sub, now=now),
+        feedback=votes,
+    )
+    return replace(digest, subscriber=sub), links
+
+
+@pytest.mark.parametrize("changes", LAYOUTS.values(), ids=LAYOUTS.keys())
+def test_fifty_of_the_heaviest_papers_with_their_votes_fit(changes: dict[str, Any]) -> None:
+    """With two signed links a paper (👍 / 👎, about 110 characters each at a long site
+    address), every one of the fifty heaviest papers is there with its links; their text is
+    shortened (and said so) where it would not fit."""
+    digest, links = with_signed_links(heaviest_digest(50, **changes))
+    email = render_digest(digest, links=links)
+    size = html_size(email.html)
+    print(f"{'+'.join(f'{k}={v}' for k, v in changes.items()) or 'short'}: {size / 1024:.1f} KB")
+    assert size <= HTML_BUDGET
+    assert email.digest is not None and email.digest.count == shown(email.html) == 50
+    for votes in links.feedback.values():
+        assert f'href="{votes.like}"' in email.html and f'href="{votes.dislike}"' in email.html
+        assert votes.like in email.text and votes.dislike in email.text
+
+
+@pytest.mark.parametrize("changes", [{}, {"language": "zh"}], ids=["short", "translated"])
+def test_a_realistic_fifty_paper_digest_with_its_votes_is_light(changes: dict[str, Any]) -> None:
+    """The bundled day's fifty papers with every signed link: whole (nothing shortened), and
+    the 👍 / 👎 links cost about 13 KB."""
+    digest, links = with_signed_links(fifty_paper_digest(**changes))
+    bare = html_size(render_digest(digest).html)
+    email = render_digest(digest, links=links)
+    size = html_size(email.html)
+    assert email.digest is not None and email.digest.count == 50
+    assert not any(note in email.html for note in SHORTENED_NOTES.values())
+    assert size < (75_000 if not changes else 90_000), size
+    assert size - bare < 15_000, size - bare

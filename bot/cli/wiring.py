@@ -89,7 +89,11 @@ class Front:
         async def connect() -> None:
             try:
                 await run_socket_mode(
-                    slack.responder, app_token=app_token, api_url=slack.api_url, stop=self.stop
+                    slack.responder,
+                    app_token=app_token,
+                    api_url=slack.api_url,
+                    stop=self.stop,
+                    buttons=slack.buttons,
                 )
             except Exception as exc:  # the daemon goes on; the commands are off
                 log.error("Socket Mode failed: %s; slash commands are unavailable", exc)
@@ -103,6 +107,8 @@ class Front:
             await asyncio.gather(self._socket, return_exceptions=True)
         if self.slack is not None:
             await self.slack.responder.wait()
+            if self.slack.buttons is not None:
+                await self.slack.buttons.wait()
 
 
 async def run_daemon(

@@ -175,6 +175,8 @@ class WebConfig(Section):
     manage_link_days: float = Field(60, gt=0, le=3650)
     unsubscribe_link_days: float = Field(365, gt=0, le=3650)
     confirm_link_days: float = Field(7, gt=0, le=365)
+    # The 👍 / 👎 links beside each paper of an email: people click them in old digests.
+    feedback_link_days: float = Field(730, gt=0, le=3650)
     # A public sign-up page (/subscribe): anyone may ask for digests by email, after
     # confirming the address; `signup_domains` limits it to addresses at those domains.
     signup: bool = False
@@ -203,6 +205,7 @@ class WebConfig(Section):
             manage_days=self.manage_link_days,
             unsubscribe_days=self.unsubscribe_link_days,
             confirm_days=self.confirm_link_days,
+            feedback_days=self.feedback_link_days,
         )
         return LinkSigner(self.secret_key, self.public_url, max_age=ages)
 

@@ -1,5 +1,6 @@
 """Links: the one check every URL passes before it becomes a link (`web_url`), and signed
-links (the manage page, one-click unsubscribe and address confirmation URLs).
+links (the manage page, one-click unsubscribe and address confirmation URLs, and the 👍 / 👎
+of each paper of a digest: `feedback` links, which name a paper and a verdict too).
 
 `web_url` is what every renderer (email HTML and text, Slack, the pages) calls on a paper's
 URLs: only plain http(s) URLs with a host become links; `javascript:`, `data:` and anything
@@ -10,24 +11,34 @@ it was made) naming one subscriber and the address it was sent to. A token prove
 paperbell made it, for that subscriber, at that time; it is checked against the purpose it
 was made for (a manage token does not confirm an address) and its age. Pure: the clock is
 passed in; nothing here reads the environment or the database.
+
+A feedback token is short, since an email carries two for each of up to 50 papers within
+Gmail's 102 KB: it carries the subscriber's id, the verdict and the paper's key, and its
+signature (HMAC-SHA256 cut to 96 bits) also covers the subscriber's `owner_tag` without
+carrying it, so it is checked against the subscriber it names (`read_feedback`).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 from urllib.parse import urlsplit
 
 from itsdangerous import BadSignature, SignatureExpired, TimestampSigner, URLSafeTimedSerializer
+from itsdangerous.signer import HMACAlgorithm
 
 from bot.core.checks import is_web_url
-from bot.core.models import Subscriber
+from bot.core.models import VERDICTS, Subscriber, Verdict
 
 __all__ = [
+    "MAX_FEEDBACK_KEY",
     "PURPOSES",
     "LinkSigner",
     "Purpose",
@@ -43,8 +54,14 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Purpose = Literal["manage", "unsubscribe", "confirm"]
-PURPOSES: tuple[Purpose, ...] = ("manage", "unsubscribe", "confirm")
+Purpose = Literal["manage", "unsubscribe", "confirm", "feedback"]
+PURPOSES: tuple[Purpose, ...] = ("manage", "unsubscribe", "confirm", "feedback")
+_VERDICT_CODES: dict[str, Verdict] = {"l": "like", "d": "dislike"}
+# The longest paper key a feedback link names (an arXiv id is 10-20 characters, a DOI key
+# rarely over 100): a paper with a longer one gets no 👍 / 👎 links.
+MAX_FEEDBACK_KEY = 200
+MAX_FEEDBACK_TOKEN = 400  # characters: anything longer is no token of ours
+FEEDBACK_SIGNATURE_BYTES = 12  # 96 bits: forging one takes ~2**96 tries
 MIN_SECRET = 32
 # The token of a link that could not be signed (a preview made without the secret key).
 UNSIGNED = "UNSIGNED-PREVIEW-no-secret-key"
@@ -101,11 +118,14 @@ def owner_tag(sub: Subscriber) -> str:
 
 @dataclass(frozen=True)
 class Visitor:
-    """Who a valid token names: a subscriber (by database id) at an address."""
+    """Who a valid token names: a subscriber (by database id) at an address; a feedback
+    link also names a paper (its key) and a verdict on it."""
 
     subscriber_id: int
     tag: str  # address_tag() of the address the link was sent to
     made: datetime
+    paper: str | None = None  # feedback links: the paper's key ("2411.18179", "doi:…")
+    verdict: Verdict | None = None  # feedback links: "like" or "dislike"
 
     def belongs_to(self, sub: Subscriber) -> bool:
         """Whether the link was made for this subscriber, at the address they have now."""
@@ -131,6 +151,40 @@ def _clock_signer(moment: datetime) -> type[TimestampSigner]:
     return ClockSigner
 
 
+class _ShortHMAC(HMACAlgorithm):
+    """HMAC-SHA256 cut to FEEDBACK_SIGNATURE_BYTES: a feedback link's signature."""
+
+    def __init__(self) -> None:
+        super().__init__(hashlib.sha256)
+
+    def get_signature(self, key: bytes, value: bytes) -> bytes:
+        return super().get_signature(key, value)[:FEEDBACK_SIGNATURE_BYTES]
+
+
+def _feedback_body(subscriber_id: int, paper: str, verdict: Verdict) -> str:
+    text = f"{subscriber_id}\n{verdict[0]}\n{paper}".encode()
+    return base64.urlsafe_b64encode(text).decode().rstrip("=")
+
+
+def _feedback_claim(token: str) -> tuple[int, Verdict, str] | None:
+    """The subscriber id, verdict and paper key a feedback token claims (unchecked)."""
+    if len(token) > MAX_FEEDBACK_TOKEN or token.count(".") != 2:
+        return None
+    body = token.partition(".")[0]
+    try:
+        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        text = raw.decode()
+    except (binascii.Error, ValueError):
+        return None
+    number, code, paper = [*text.split("\n", 2), "", ""][:3]
+    verdict = _VERDICT_CODES.get(code)
+    if not (number.isascii() and number.isdigit() and len(number) <= 12) or verdict is None:
+        return None
+    if not 0 < len(paper) <= MAX_FEEDBACK_KEY:
+        return None
+    return int(number), verdict, paper
+
+
 class LinkSigner:
     """Makes and reads the signed links of one site (`public_url`) with one secret."""
 
@@ -154,6 +208,8 @@ class LinkSigner:
         )
 
     def token(self, purpose: Purpose, sub: Subscriber, *, now: datetime) -> str:
+        if purpose == "feedback":
+            raise ValueError("a feedback link names a paper: use feedback_token")
         if sub.id is None:
             raise ValueError(f"{sub.name} is not stored: a link needs its database id")
         return str(self._serializer(purpose, now).dumps([sub.id, owner_tag(sub)]))
@@ -163,7 +219,9 @@ class LinkSigner:
         return f"{self.public_url}/{purpose}/{self.token(purpose, sub, now=now)}"
 
     def read(self, purpose: Purpose, token: str, *, now: datetime) -> Visitor | TokenProblem:
-        """Whose the token is, or why it is refused."""
+        """Whose the token is, or why it is refused (a feedback token: `read_feedback`)."""
+        if purpose == "feedback":
+            return TokenProblem("forged")
         serializer = self._serializer(purpose, now)
         max_age = int(self.max_age[purpose].total_seconds())
         try:
@@ -179,6 +237,68 @@ class LinkSigner:
         visitor = _visitor(payload, made)
         return visitor if visitor is not None else TokenProblem("forged")
 
+    # -- feedback links: 👍 / 👎 on one paper ------------------------------------------------
+
+    def _feedback_signer(self, tag: str, now: datetime) -> TimestampSigner:
+        return _clock_signer(now)(
+            self._secret,
+            salt=f"paperbell.feedback.{tag}",
+            key_derivation="hmac",
+            algorithm=_ShortHMAC(),
+        )
+
+    def feedback_token(
+        self, sub: Subscriber, paper: str, verdict: Verdict, *, now: datetime
+    ) -> str | None:
+        """A token that records `verdict` on `paper` for `sub`; None for a paper whose key
+        is too long (over MAX_FEEDBACK_KEY) to carry."""
+        if sub.id is None:
+            raise ValueError(f"{sub.name} is not stored: a link needs its database id")
+        if verdict not in VERDICTS:
+            raise ValueError(f"not a verdict: {verdict!r}")
+        if not paper or len(paper) > MAX_FEEDBACK_KEY:
+            return None
+        body = _feedback_body(sub.id, paper, verdict)
+        return self._feedback_signer(owner_tag(sub), now).sign(body).decode()
+
+    def feedback_url(
+        self, sub: Subscriber, paper: str, verdict: Verdict, *, now: datetime
+    ) -> str | None:
+        """The full link: `https://site/feedback/TOKEN` (None: see `feedback_token`)."""
+        token = self.feedback_token(sub, paper, verdict, now=now)
+        return f"{self.public_url}/feedback/{token}" if token else None
+
+    def read_feedback(
+        self,
+        token: str,
+        *,
+        now: datetime,
+        owner: Callable[[int], Subscriber | None],
+    ) -> Visitor | TokenProblem | None:
+        """Whose verdict on which paper the token records, or why it is refused; None when
+        it names a subscriber `owner` (a lookup by id) does not know (gone, or made up:
+        the signature covers the subscriber, so without them it cannot be checked)."""
+        claim = _feedback_claim(token)
+        if claim is None:
+            return TokenProblem("forged")
+        subscriber_id, verdict, paper = claim
+        sub = owner(subscriber_id)
+        if sub is None or sub.id != subscriber_id:
+            return None
+        tag = owner_tag(sub)
+        signer = self._feedback_signer(tag, now)
+        max_age = int(self.max_age["feedback"].total_seconds())
+        try:
+            _, made = signer.unsign(token, max_age=max_age, return_timestamp=True)
+        except SignatureExpired as exc:
+            if exc.date_signed is None:
+                return TokenProblem("forged")
+            visitor = Visitor(subscriber_id, tag, exc.date_signed, paper, verdict)
+            return TokenProblem("expired", visitor)
+        except BadSignature:
+            return TokenProblem("forged")
+        return Visitor(subscriber_id, tag, made, paper=paper, verdict=verdict)
+
 
 def _visitor(payload: object, made: datetime | None) -> Visitor | None:
     if (
@@ -193,11 +313,17 @@ def _visitor(payload: object, made: datetime | None) -> Visitor | None:
 
 
 def max_ages(
-    *, manage_days: float, unsubscribe_days: float, confirm_days: float
+    *,
+    manage_days: float,
+    unsubscribe_days: float,
+    confirm_days: float,
+    feedback_days: float = 730,
 ) -> dict[str, timedelta]:
-    """How long each kind of link works."""
+    """How long each kind of link works (👍 / 👎 links: two years unless said: people click
+    them in old digests)."""
     return {
         "manage": timedelta(days=manage_days),
         "unsubscribe": timedelta(days=unsubscribe_days),
         "confirm": timedelta(days=confirm_days),
+        "feedback": timedelta(days=feedback_days),
     }

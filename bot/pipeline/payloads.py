@@ -7,7 +7,7 @@ is `bot.render`'s, the sending the channels'; nothing here queues or sends.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from bot.channels.slack import WEBHOOK_PREFIX, slack_delivery
@@ -15,17 +15,20 @@ from bot.config import SECRET_KEY, Config
 from bot.core.links import placeholder_url
 from bot.core.models import Digest, Subscriber, version_key
 from bot.pipeline.wiring import email_settings
-from bot.render.email import DigestLinks, build_message, render_digest
-from bot.render.slack import build_posts
+from bot.render.email import DigestLinks, VoteLinks, build_message, render_digest
+from bot.render.slack import VoteTokens, build_posts
 
 # A digest as it goes to one recipient: the digest it shows (an email may hold fewer papers
 # than its digest, the rest counted with those left out) and the bytes queued for it.
 PayloadBuilder = Callable[[Config, Digest, str, datetime], tuple[Digest, bytes]]
 
 
-def digest_links(config: Config, subscriber: Subscriber, now: datetime) -> DigestLinks | None:
-    """The subscriber's signed manage and one-click unsubscribe links, when [web] is set up
-    for them (public_url, secret_key_env) and the subscriber is stored (has an id). When
+def digest_links(
+    config: Config, subscriber: Subscriber, now: datetime, papers: Sequence[str] = ()
+) -> DigestLinks | None:
+    """The subscriber's signed manage and one-click unsubscribe links, and the 👍 / 👎 links
+    of each of `papers` (paper ids), when [web] is set up for them (public_url,
+    secret_key_env) and the subscriber is stored (has an id). When
     the secret key's variable is not set (a preview: `digest --out`, `--dry-run`), the links
     are placeholders that say so (`placeholder_url`): nothing can sign them, and a message
     that is sent never carries them (`bot.pipeline.deliver` refuses to send without the
@@ -33,18 +36,43 @@ def digest_links(config: Config, subscriber: Subscriber, now: datetime) -> Diges
     if subscriber.id is None:
         return None
     signer = config.web.link_signer()
+    feedback: dict[str, VoteLinks] = {}
     if signer is not None:
         unsubscribe = signer.url("unsubscribe", subscriber, now=now)
         manage = signer.url("manage", subscriber, now=now)
+        for key in papers:
+            like = signer.feedback_url(subscriber, key, "like", now=now)
+            dislike = signer.feedback_url(subscriber, key, "dislike", now=now)
+            if like and dislike:
+                feedback[key] = VoteLinks(like=like, dislike=dislike)
     elif config.web.public_url and config.missing(SECRET_KEY):
         unsubscribe = placeholder_url(config.web.public_url, "unsubscribe")
         manage = placeholder_url(config.web.public_url, "manage")
+        vote = VoteLinks(*(placeholder_url(config.web.public_url, "feedback"),) * 2)
+        feedback = dict.fromkeys(papers, vote)
     else:
         return None
     return DigestLinks(
         unsubscribe=unsubscribe if unsubscribe.startswith("https://") else None,
         manage=manage,
+        feedback=feedback,
     )
+
+
+def vote_tokens(config: Config, digest: Digest, now: datetime) -> dict[str, VoteTokens]:
+    """Each paper's 👍 / 👎 buttons' signed values, when [web] has its secret key and the
+    subscriber is stored; else none (no buttons)."""
+    signer = config.web.link_signer()
+    sub = digest.subscriber
+    if signer is None or sub.id is None:
+        return {}
+    votes: dict[str, VoteTokens] = {}
+    for item in digest.items:
+        like = signer.feedback_token(sub, item.paper.id, "like", now=now)
+        dislike = signer.feedback_token(sub, item.paper.id, "dislike", now=now)
+        if like and dislike:
+            votes[item.paper.id] = VoteTokens(like=like, dislike=dislike)
+    return votes
 
 
 def email_payload(
@@ -52,7 +80,7 @@ def email_payload(
 ) -> tuple[Digest, bytes]:
     """The digest as the email message it is sent as, and the digest that message shows
     (the papers past what one email holds are left out: `render_digest`)."""
-    links = digest_links(config, digest.subscriber, now)
+    links = digest_links(config, digest.subscriber, now, [item.paper.id for item in digest.items])
     settings = email_settings(config)
     rendered = render_digest(digest, settings, links=links)
     shown = rendered.digest or digest
@@ -65,7 +93,10 @@ def slack_payload(
 ) -> tuple[Digest, bytes]:
     """The digest as the Slack messages it is posted as (a summary, then its thread)."""
     threaded = not recipient.startswith(WEBHOOK_PREFIX)
-    posts = build_posts(digest, threaded=threaded)
+    # 👍 / 👎 buttons need the app's interactivity: not in a webhook's posts (the webhook
+    # may be another app's), and only with the key that signs their values.
+    votes = vote_tokens(config, digest, now) if threaded else {}
+    posts = build_posts(digest, threaded=threaded, votes=votes)
     items = [item.paper for item in digest.items]
     papers = [
         [version_key(items[n - 1].id, items[n - 1].version) for n in p.numbers] for p in posts

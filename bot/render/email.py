@@ -22,6 +22,7 @@ import email.utils
 import functools
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from email.headerregistry import Address
@@ -58,6 +59,7 @@ __all__ = [
     "DigestLinks",
     "EmailSettings",
     "RenderedEmail",
+    "VoteLinks",
     "build_message",
     "check_address",
     "html_size",
@@ -110,12 +112,22 @@ class EmailSettings:
 
 
 @dataclass(frozen=True)
+class VoteLinks:
+    """A paper's 👍 and 👎 links (`bot.core.links.LinkSigner.feedback_url`)."""
+
+    like: str
+    dislike: str
+
+
+@dataclass(frozen=True)
 class DigestLinks:
     """The subscriber's signed links, made by the caller (`bot.core.links`): the RFC 8058
-    one-click unsubscribe URL (https) and the manage page (https, or http on loopback)."""
+    one-click unsubscribe URL (https), the manage page (https, or http on loopback), and
+    each paper's 👍 / 👎 links, by paper id (a paper without them shows none)."""
 
     unsubscribe: str | None = None
     manage: str | None = None
+    feedback: Mapping[str, VoteLinks] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -254,6 +266,17 @@ def _check_link_url(url: str, *, what: str) -> str:
     if any(c in url for c in " <>\"'") or any(ord(c) < 32 for c in url):
         raise ValueError(f"{what}: not a plain URL: {url!r}")
     return url
+
+
+def _vote_links(links: Mapping[str, VoteLinks]) -> dict[str, VoteLinks]:
+    """The papers' 👍 / 👎 links, each checked as the manage link is."""
+    return {
+        key: VoteLinks(
+            like=_check_link_url(votes.like, what="a 👍 link"),
+            dislike=_check_link_url(votes.dislike, what="a 👎 link"),
+        )
+        for key, votes in links.items()
+    }
 
 
 @functools.cache
@@ -414,6 +437,8 @@ def _render(
         "unsubscribe_subject": f"unsubscribe {subscriber.name}",
         "unsubscribe_url": _check_https_url(links.unsubscribe) if links.unsubscribe else None,
         "manage_url": manage_url,
+        # Each paper's 👍 / 👎 links, by paper id.
+        "feedback": _vote_links(links.feedback),
         "acknowledgement": ACKNOWLEDGEMENT,
         # Summaries and translations (bot.render.view.Layout); "standard" is the digest
         # without them.

@@ -22,6 +22,10 @@ Where paper text goes:
   formatting marks swapped for look-alikes as a title's are;
 - what a model wrote (`Digest.texts`: summaries, translated titles and texts, who wrote
   them) is `plain_text` only: never mrkdwn, so no link or formatting comes from it.
+
+Each paper of a thread ends with its 👍 / 👎 buttons (an actions block) when the caller
+gives its signed tokens (`VoteTokens`, by paper id): a button's value is the token, which
+names the subscriber, the paper and the verdict (`bot.slack.actions` reads it back).
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ from typing import Any
 from urllib.parse import quote
 
 from slack_sdk.models.blocks import (
+    ActionsBlock,
     Block,
+    ButtonElement,
     ContextBlock,
     DividerBlock,
     HeaderBlock,
@@ -64,6 +70,7 @@ __all__ = [
     "SLACK_LIMITS",
     "SlackLimits",
     "SlackMessage",
+    "VoteTokens",
     "as_code",
     "as_text",
     "build_posts",
@@ -135,6 +142,20 @@ _URL_SAFE = ":/?#[]@!$&'()*+,;=%~-._"
 _WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _TRAILING = re.compile(r"[\s,;:.(\[{\-\u2013\u2014]+$")
+
+
+# The action ids of the buttons paperbell posts (`bot.slack.actions` answers them).
+LIKE_ACTION = "paperbell_like"
+DISLIKE_ACTION = "paperbell_dislike"
+UNDO_ACTION = "paperbell_undo"
+
+
+@dataclass(frozen=True, slots=True)
+class VoteTokens:
+    """A paper's 👍 and 👎 buttons' values: signed tokens (`LinkSigner.feedback_token`)."""
+
+    like: str
+    dislike: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,14 +331,40 @@ def _title(item: DigestItem, limit: int) -> str:
     return _fit(tidy(letters(paper.title)) or paper.versioned_id, limit)
 
 
+def vote_buttons(number: int, votes: VoteTokens) -> dict[str, Any]:
+    """The 👍 / 👎 buttons of the thread's paper `number` (block ids are unique in a
+    message: the paper's number is)."""
+    return _dict(
+        ActionsBlock(
+            block_id=f"paperbell-vote-{number}",
+            elements=[
+                ButtonElement(
+                    text=PlainTextObject(text="\U0001f44d", emoji=True),
+                    action_id=LIKE_ACTION,
+                    value=votes.like,
+                    accessibility_label="I like this paper",
+                ),
+                ButtonElement(
+                    text=PlainTextObject(text="\U0001f44e", emoji=True),
+                    action_id=DISLIKE_ACTION,
+                    value=votes.dislike,
+                    accessibility_label="Fewer papers like this",
+                ),
+            ],
+        )
+    )
+
+
 def _paper_blocks(
     number: int,
     item: DigestItem,
     texts: TextsView | None = None,
     labels: Mapping[str, str] | None = None,
+    votes: VoteTokens | None = None,
 ) -> list[dict[str, Any]]:
     """A paper: linked title (its translation beneath); authors, categories and rules; the
-    abstract's start, or the summary in its place, then its translation; links."""
+    abstract's start, or the summary in its place, then its translation; links; its 👍 / 👎
+    buttons, with `votes`."""
     paper = item.paper
     view = item_view(number, item, abstracts="full", texts=texts, labels=labels)
     blocks = [_section(f"*{number}. {link(view.url, _title(item, TITLE_CHARS))}*")]
@@ -371,6 +418,8 @@ def _paper_blocks(
         footer.append(_plain(shorten(view.summary_label, SUMMARY_BY_CHARS)))
     footer.append(_mrkdwn(" \u00b7 ".join(links)))
     blocks.append(_context(*footer))
+    if votes is not None:
+        blocks.append(vote_buttons(number, votes))
     return blocks
 
 
@@ -475,7 +524,9 @@ class _Thread:
         self.blocks, self.numbers, self.text = [], [], 0
 
 
-def _thread_posts(digest: Digest, limits: SlackLimits) -> list[SlackMessage]:
+def _thread_posts(
+    digest: Digest, limits: SlackLimits, votes: Mapping[str, VoteTokens] | None = None
+) -> list[SlackMessage]:
     """The papers, grouped by rule, filled greedily into as few messages as fit the limits.
 
     A group's heading opens each message the group appears in ("continued" after the
@@ -490,7 +541,8 @@ def _thread_posts(digest: Digest, limits: SlackLimits) -> list[SlackMessage]:
         rule = SIMILAR_GROUP if group.similar else rule_name(group.rule, labels)
         for index, item in enumerate(group.items):
             number += 1
-            paper = _paper_blocks(number, item, texts, labels)
+            mine = votes.get(item.paper.id) if votes else None
+            paper = _paper_blocks(number, item, texts, labels, mine)
             heading = _heading(rule, len(group.items), continued=index > 0)
             unit = [_divider(), heading, *paper] if index == 0 else paper
             if thread.blocks and not thread.fits(unit):
@@ -503,12 +555,17 @@ def _thread_posts(digest: Digest, limits: SlackLimits) -> list[SlackMessage]:
 
 
 def build_posts(
-    digest: Digest, *, limits: SlackLimits = SLACK_LIMITS, threaded: bool = True
+    digest: Digest,
+    *,
+    limits: SlackLimits = SLACK_LIMITS,
+    threaded: bool = True,
+    votes: Mapping[str, VoteTokens] | None = None,
 ) -> list[SlackMessage]:
     """The summary message first, then the messages for its thread (`threaded=False`: an
-    incoming webhook, which cannot thread, posts them after it in the channel).
+    incoming webhook, which cannot thread, posts them after it in the channel); `votes`:
+    each paper's 👍 / 👎 buttons' tokens, by paper id (none: no buttons).
 
     A digest with no papers is one message: its note (why there is nothing today)."""
     if digest.count == 0:
         return [_note_post(digest)]
-    return [_summary_post(digest, threaded=threaded), *_thread_posts(digest, limits)]
+    return [_summary_post(digest, threaded=threaded), *_thread_posts(digest, limits, votes)]

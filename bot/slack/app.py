@@ -1,11 +1,13 @@
 """The Slack app's edges: the directory (users.info, conversations.info), acknowledge-first
-answers with slow results sent to `response_url`, request signatures, the HTTP endpoint,
+answers with slow results sent to `response_url`, request signatures, the HTTP endpoints,
 and Socket Mode.
 
-Wiring only: the command logic is `bot.slack.commands`; `slack_routes` builds `POST
-/slack/commands` (checked by `RequestChecker`, answered by `SlackResponder.answer`) for the
-web app to mount; `run_socket_mode` is the second way in for deployments without a public
-URL. Slack wants an answer within 3 seconds: a command that takes longer is answered
+Wiring only: the command logic is `bot.slack.commands`, the buttons' is `bot.slack.actions`;
+`slack_routes` builds `POST /slack/commands` (checked by `RequestChecker`, answered by
+`SlackResponder.answer`) and `POST /slack/actions` (the 👍 / 👎 buttons: Slack's
+interactivity requests, checked the same way, answered at each press's `response_url`) for
+the web app to mount; `run_socket_mode` is the second way in for deployments without a
+public URL. Slack wants an answer within 3 seconds: a command that takes longer is answered
 "working on it" and its reply goes to `response_url`.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -37,6 +40,7 @@ from bot.config import Config
 from bot.core.errors import PaperbellError
 from bot.manage import Manager, notice_sender
 from bot.pipeline import DeliveryRequest, deliver, slack_settings
+from bot.slack.actions import ButtonAnswers, ButtonPress, parse_actions
 from bot.slack.commands import SlashCommands
 from bot.slack.messages import CommandRequest, Reply, SlackChannelInfo, SlackUser
 from bot.store import Store
@@ -49,6 +53,10 @@ MAX_STAMP_DIGITS = 12  # a Unix time in seconds has 10 digits until the year 228
 ACK_WITHIN = 2.5  # seconds: Slack gives up on an answer after 3
 COMMANDS_PATH = "/slack/commands"
 MAX_BODY = 16 * 1024  # a slash command's form is a few hundred bytes; text is at most 4k
+ACTIONS_PATH = "/slack/actions"
+# A button press carries the whole message it was in (a thread message of up to 50 blocks
+# and 13,000 characters of text, URL-encoded: up to about 150 KB).
+MAX_ACTION_BODY = 1024 * 1024
 WORKING = Reply(":hourglass_flowing_sand: Working on it…")
 FAILED = Reply(":warning: Something went wrong; paperbell's log says what.")
 
@@ -142,18 +150,51 @@ class SlackResponder:
         except Exception:  # the handler turns errors into replies; this is a bug
             log.exception("slash command failed")
             reply = FAILED
-        try:
-            response = await AsyncWebhookClient(url).send_dict(reply.to_slack())
-        except (TimeoutError, SlackClientError, OSError) as exc:
-            log.error("cannot send the command's reply to Slack: %s", exc)
-            return
-        if response.status_code != 200:
-            log.error(
-                "Slack refused the command's reply: %s %s", response.status_code, response.body
-            )
+        await send_response(url, reply.to_slack(), what="the command's reply")
 
     async def wait(self) -> None:
         """Wait for the replies still being worked on (shutdown, tests)."""
+        while self._later:
+            await asyncio.gather(*self._later, return_exceptions=True)
+
+
+async def send_response(url: str, body: dict[str, Any], *, what: str) -> None:
+    """Post an answer to a `response_url` (logged, never raised, when it cannot go)."""
+    try:
+        response = await AsyncWebhookClient(url, timeout=10).send_dict(body)
+    except (TimeoutError, SlackClientError, OSError) as exc:
+        log.error("cannot send %s to Slack: %s", what, exc)
+        return
+    if response.status_code != 200:
+        log.error("Slack refused %s: %s %s", what, response.status_code, response.body)
+
+
+class ButtonResponder:
+    """Answers presses of paperbell's buttons: the verdict recorded at once (a few store
+    queries, in a thread), the answer posted to the press's `response_url` after the
+    request is acknowledged."""
+
+    def __init__(self, answers: ButtonAnswers) -> None:
+        self.answers = answers
+        self._later: set[asyncio.Task[None]] = set()
+
+    async def press(self, presses: list[ButtonPress]) -> None:
+        for press in presses:
+            try:
+                answer = await run_in_threadpool(self.answers.answer, press)
+            except PaperbellError as exc:
+                log.error("cannot record a Slack button press: %s", exc)
+                answer = FAILED.to_slack()
+            if press.response_url is None:
+                continue
+            later = asyncio.ensure_future(
+                send_response(press.response_url, answer, what="a button's answer")
+            )
+            self._later.add(later)
+            later.add_done_callback(self._later.discard)
+
+    async def wait(self) -> None:
+        """Wait for the answers still being sent (shutdown, tests)."""
         while self._later:
             await asyncio.gather(*self._later, return_exceptions=True)
 
@@ -251,8 +292,47 @@ class CommandEndpoint:
         return JSONResponse(answer)
 
 
+class ActionEndpoint:
+    """`POST /slack/actions`: Slack's interactivity requests (presses of the 👍 / 👎 and Undo
+    buttons), checked as the command's are (size, signature, age, replay), acknowledged
+    with an empty 200; the answer goes to the press's `response_url`. Whatever a stranger
+    sends gets a 4xx, never a 500."""
+
+    def __init__(self, buttons: ButtonResponder | None, checker: RequestChecker) -> None:
+        self.buttons = buttons
+        self.checker = checker
+
+    async def post(self, request: Request) -> Response:
+        body = await read_body(request, MAX_ACTION_BODY)
+        if body is None:
+            return PlainTextResponse("request too large", status_code=413)
+        try:  # the replay check reads the database: in a thread
+            problem = await run_in_threadpool(self.checker.check, body, request.headers)
+        except PaperbellError as exc:
+            log.error("cannot check a Slack interactivity request: %s", exc)
+            return PlainTextResponse("cannot check the request now", status_code=503)
+        if problem is not None:
+            log.warning("refused a Slack interactivity request: %s", problem)
+            return PlainTextResponse(problem, status_code=401)
+        form = parse_form(body)
+        if form.get("ssl_check"):
+            return PlainTextResponse("ok")
+        presses = parse_actions(form.get("payload", ""))
+        if isinstance(presses, str):
+            log.warning("refused a Slack interactivity request: %s", presses)
+            return PlainTextResponse(presses, status_code=400)
+        if self.buttons is None:
+            log.warning("a Slack button was pressed, but [web] has no secret key to check it")
+            return PlainTextResponse(
+                "buttons are not set up: [web] secret_key_env", status_code=404
+            )
+        await self.buttons.press(presses)
+        return Response(status_code=200)
+
+
 async def _not_set_up(request: Request) -> Response:
-    """`POST /slack/commands` when paperbell takes no signed requests: what to set."""
+    """`POST /slack/commands` (or `/slack/actions`) when paperbell takes no signed
+    requests: what to set."""
     return PlainTextResponse(
         "Slack commands are not set up: set [slack] signing_secret_env", status_code=404
     )
@@ -264,8 +344,10 @@ async def run_socket_mode(
     app_token: str,
     api_url: str,
     stop: asyncio.Event,
+    buttons: ButtonResponder | None = None,
 ) -> None:
-    """Receive slash commands over Socket Mode until `stop` is set (no public URL needed)."""
+    """Receive slash commands (and presses of the `buttons`) over Socket Mode until `stop`
+    is set (no public URL needed)."""
     client = SocketModeClient(
         app_token=app_token, web_client=AsyncWebClient(base_url=api_url), ping_interval=10
     )
@@ -273,6 +355,10 @@ async def run_socket_mode(
     async def on_request(client: SocketModeClient, request: SocketModeRequest) -> None:
         if request.type != "slash_commands":
             await client.send_socket_mode_response(SocketModeResponse(request.envelope_id))
+            if request.type == "interactive" and buttons is not None:
+                presses = parse_actions(_as_json(request.payload))
+                if isinstance(presses, list):
+                    await buttons.press(presses)
             return
         payload = await responder.answer(CommandRequest.from_form(dict(request.payload)))
         await client.send_socket_mode_response(
@@ -288,14 +374,23 @@ async def run_socket_mode(
         await client.close()
 
 
+def _as_json(payload: object) -> str:
+    """A Socket Mode payload (parsed already) as the JSON `parse_actions` reads."""
+    try:
+        return json.dumps(payload)
+    except (TypeError, ValueError, RecursionError):
+        return ""
+
+
 @dataclass(frozen=True)
 class SlackApp:
-    """The slash command's ways in, as the config sets them up."""
+    """The slash command's and the buttons' ways in, as the config sets them up."""
 
     responder: SlackResponder
     checker: RequestChecker | None  # POST /slack/commands (signing secret set)
     app_token: str | None  # Socket Mode
     api_url: str
+    buttons: ButtonResponder | None = None  # the 👍 / 👎 buttons ([web] secret key set)
 
     @property
     def http(self) -> tuple[SlackResponder, RequestChecker] | None:
@@ -341,13 +436,22 @@ def build_slack_app(
         mail_queued=notice_sender(config, store, channels, clock=clock),
     )
     checker = RequestChecker(slack.signing_secret, store=store) if slack.signing_secret else None
-    return SlackApp(SlackResponder(commands), checker, slack.app_token, slack.api_url)
+    buttons = ButtonResponder(ButtonAnswers(manager)) if manager is not None else None
+    return SlackApp(SlackResponder(commands), checker, slack.app_token, slack.api_url, buttons)
 
 
 def slack_routes(slack: SlackApp | None) -> list[Route]:
-    """`POST /slack/commands`, for `bot.web.app.create_app`: the slash command when `slack`
-    takes signed requests ([slack] signing_secret_env is set), else a 404 that says so."""
+    """`POST /slack/commands` and `POST /slack/actions`, for `bot.web.app.create_app`: the
+    slash command and the buttons when `slack` takes signed requests ([slack]
+    signing_secret_env is set), else a 404 that says so."""
     if slack is None or slack.checker is None:
-        return [Route(COMMANDS_PATH, _not_set_up, methods=["POST"])]
+        return [
+            Route(COMMANDS_PATH, _not_set_up, methods=["POST"]),
+            Route(ACTIONS_PATH, _not_set_up, methods=["POST"]),
+        ]
     endpoint = CommandEndpoint(slack.responder, slack.checker)
-    return [Route(COMMANDS_PATH, endpoint.post, methods=["POST"])]
+    actions = ActionEndpoint(slack.buttons, slack.checker)
+    return [
+        Route(COMMANDS_PATH, endpoint.post, methods=["POST"]),
+        Route(ACTIONS_PATH, actions.post, methods=["POST"]),
+    ]

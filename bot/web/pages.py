@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import email.policy
 import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from email import message_from_bytes
 from urllib.parse import urlsplit
@@ -28,7 +29,7 @@ from bot.channels import Channel
 from bot.config import Config
 from bot.core.errors import PaperbellError
 from bot.core.links import PURPOSES
-from bot.core.models import Subscriber
+from bot.core.models import DECLARED_VIA, Feedback, Subscriber
 from bot.core.schedule import WEEKDAYS
 from bot.manage import (
     Manager,
@@ -42,6 +43,7 @@ from bot.manage import (
 )
 from bot.render.notice import NoticeKind
 from bot.store import Store
+from bot.web.feedback import FEEDBACK_SCRIPT_PATH, FeedbackPages, paper_name
 from bot.web.guards import parse_form, read_body
 from bot.web.signup import SCRIPT_PATH, SignupPages
 from bot.web.site import MAX_FORM, Site
@@ -70,6 +72,16 @@ DONE = {
     "paused": "Paused: no digests until you resume.",
     "resumed": "Resumed: your next digest comes at its usual time.",
     "confirmed": "Address confirmed: your digests will come by email.",
+    "forgotten": "Removed from your liked and disliked papers.",
+}
+# Where a verdict came from, as the manage page says it.
+FEEDBACK_FROM = {
+    "email": "from an email",
+    "slack": "in Slack",
+    "page": "on this page",
+    "command": "with a command",
+    "config": "in the config file",
+    "file": "from your library file",
 }
 
 Form = dict[str, str]
@@ -177,6 +189,7 @@ class LinkPages:
         problems: list[str] | None = None,
     ) -> Response:
         activity = await run_in_threadpool(self.manager.activity, sub)
+        given = await run_in_threadpool(self.manager.feedback, sub)
         done = DONE.get(request.query_params.get("done", ""))
         return self.site.page(
             request,
@@ -199,6 +212,8 @@ class LinkPages:
             reading=reading_parts(sub),
             editable=sub.origin == "database",
             unsubscribe_url=self.manager.link("unsubscribe", sub),
+            liked=_verdicts(given, "like"),
+            disliked=_verdicts(given, "dislike"),
         )
 
     async def manage_page(self, request: Request) -> Response:
@@ -222,6 +237,7 @@ class LinkPages:
             "settings": self._settings,
             "pause": self._pause,
             "resume": self._resume,
+            "forget": self._forget,
         }.get(request.path_params["action"])
         if change is None:
             return self.site.message(request, "Not found", "There is no such page.", status=404)
@@ -275,6 +291,11 @@ class LinkPages:
         await run_in_threadpool(self.manager.resume, sub)
         return _done(token, "resumed")
 
+    async def _forget(self, request: Request, sub: Subscriber, form: Form, token: str) -> Response:
+        """Remove a 👍 or 👎 (field `key`: the paper's key)."""
+        await run_in_threadpool(self.manager.remove_feedback, sub, form.get("key", "")[:1000])
+        return _done(token, "forgotten#feedback")
+
     # -- confirm an address (double opt-in) ------------------------------------------------
 
     async def confirm_page(self, request: Request) -> Response:
@@ -304,9 +325,13 @@ def page_routes(
     """The routes of the pages, for `bot.web.app.create_app`. `mail_queued()` is awaited after a
     page queued mail (a confirmation, a fresh link): it sends what the outbox holds."""
     site = Site(manager, mail_queued=mail_queued)
-    links, signup = LinkPages(site), SignupPages(site)
+    links, signup, feedback = LinkPages(site), SignupPages(site), FeedbackPages(site)
     return [
         Route(SCRIPT_PATH, signup.script, methods=["GET"]),
+        Route(FEEDBACK_SCRIPT_PATH, feedback.script, methods=["GET"]),
+        Route("/feedback/{token}", feedback.page, methods=["GET"]),
+        Route("/feedback/{token}", feedback.post, methods=["POST"]),
+        Route("/feedback/{token}/undo", feedback.undo, methods=["POST"]),
         Route("/unsubscribe/{token}", links.unsubscribe_page, methods=["GET"]),
         Route("/unsubscribe/{token}", links.unsubscribe_post, methods=["POST"]),
         Route("/unsubscribe/{token}/undo", links.unsubscribe_undo, methods=["POST"]),
@@ -337,6 +362,32 @@ def build_pages(
     store.subscribers.sync_config(config.declared_subscribers(), now=clock())
     manager = Manager(config, store, signer, clock=clock)
     return page_routes(manager, mail_queued=notice_sender(config, store, channels, clock=clock))
+
+
+@dataclass(frozen=True)
+class VerdictView:
+    """One 👍 or 👎 as the manage page lists it."""
+
+    key: str
+    title: str
+    when: datetime | None
+    where: str
+    removable: bool
+
+
+def _verdicts(given: Sequence[Feedback], verdict: str) -> list[VerdictView]:
+    """The verdicts `verdict` ("like", "dislike"), newest first, as the page lists them."""
+    return [
+        VerdictView(
+            key=f.key,
+            title=paper_name(f.key, f.title),
+            when=f.created,
+            where=FEEDBACK_FROM.get(f.via, f.via),
+            removable=f.via not in DECLARED_VIA,
+        )
+        for f in reversed(given)  # newest first
+        if f.verdict == verdict
+    ]
 
 
 def one_click(body: bytes, content_type: str) -> bool:

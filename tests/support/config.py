@@ -56,9 +56,11 @@ def slack_config(
     *,
     interval: float = 0.0,
     signing_secret: str | None = None,
+    web: bool = False,
 ) -> Config:
     """A config whose [slack] points at the stand-in `slack` (bot token from the stand-in;
-    with `signing_secret`, the slash command's endpoint too)."""
+    with `signing_secret`, the slash command's endpoint too; `web`: [web] with its public
+    URL and secret key, which signs the 👍 / 👎 buttons' values)."""
     section: dict[str, Any] = {
         "bot_token_env": "SLACK_BOT_TOKEN",
         "api_url": slack.base_url,
@@ -68,12 +70,18 @@ def slack_config(
     if signing_secret is not None:
         section["signing_secret_env"] = "SLACK_SIGNING_SECRET"
         environ["SLACK_SIGNING_SECRET"] = signing_secret
-    data = {
+    data: dict[str, Any] = {
         "version": 1,
         "database": {"url": database_url},
         "slack": section,
         "subscribers": subscribers,
     }
+    if web:
+        data["web"] = {
+            "public_url": "https://papers.lab.example",
+            "secret_key_env": "PAPERBELL_SECRET_KEY",
+        }
+        environ["PAPERBELL_SECRET_KEY"] = WEB_SECRET
     return parse_config(data, environ=environ)
 
 

@@ -18,7 +18,7 @@ from bot.core.models import Digest, Paper, PaperTexts, Subscriber
 from bot.demo import DEMO_DAY, DEMO_HF_DAY, DEMO_SUBSCRIBERS, bundled_hf_papers, bundled_papers
 from bot.demo.data import IN_CONFIG
 from bot.match.digest import build_digest, match_rules
-from bot.render.email import DigestLinks, EmailSettings, build_message
+from bot.render.email import DigestLinks, EmailSettings, VoteLinks, build_message
 from bot.rules import parse_rule
 from support.demo_texts import (
     GRACE_CHINESE,
@@ -124,9 +124,19 @@ def demo_digests() -> dict[str, Digest]:
 
 
 def demo_links(name: str) -> DigestLinks:
+    """Fixed links, as signed ones stand in the email: manage, unsubscribe, and each paper's
+    👍 / 👎 (as long as real ones: about 50 characters of token)."""
+    votes = {
+        item.paper.id: VoteLinks(
+            like=f"https://papers.lab.example/feedback/TOKEN-{name}-{number}-like-{'L' * 24}",
+            dislike=f"https://papers.lab.example/feedback/TOKEN-{name}-{number}-dislike-{'D' * 21}",
+        )
+        for number, item in enumerate(demo_digests()[name].items, 1)
+    }
     return DigestLinks(
         unsubscribe=f"https://papers.lab.example/unsubscribe/TOKEN-{name}",
         manage=f"https://papers.lab.example/manage/TOKEN-{name}",
+        feedback=votes,
     )
 
 
