@@ -25,7 +25,10 @@ PROJECT = PYPROJECT["project"]
 UNBOUNDED = {"tzdata": "zone data: the newest release is always the right one"}
 # Imported by `bot` but deliberately not a core dependency: the extra that brings it, and the
 # one module allowed to import it (which must say what to install when it is missing).
-OPTIONAL = {"aiosmtpd": ("demo", "bot.demo.smtp")}
+OPTIONAL = {
+    "aiosmtpd": ("demo", "bot.demo.smtp"),
+    "fastembed": ("fastembed", "bot.similar.endpoint"),
+}
 
 
 def _name(requirement: str) -> str:
