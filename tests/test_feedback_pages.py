@@ -230,3 +230,58 @@ def test_hostile_tokens_get_a_page_never_an_error(site: Site, token: str) -> Non
     for method, path in (("GET", ""), ("POST", ""), ("POST", "/undo"), ("POST", "/renew")):
         answer = site.http.request(method, f"/feedback/{token}{path}", data={"csrf": csrf})
         assert 400 <= answer.status_code < 500, (method, path, answer.status_code)
+
+
+def test_a_dislike_from_the_email_moves_that_paper_down_in_the_next_digest(site: Site) -> None:
+    """👍 on three papers of the email, then 👎 on its first, each clicked from the email as
+    its reader would: the next digest of those papers (its preview, as `digest --out`
+    builds it) ranks the disliked paper lower than the likes alone did."""
+    import asyncio
+
+    from bot.match.digest import build_digest, match_rules
+    from bot.pipeline.similar import rank_subscribers
+    from bot.rules import parse_rule
+
+    message = ada_message(site)
+    text = part(message, "plain")
+    keys = list(dict.fromkeys(re.findall(r"https://arxiv\.org/abs/([0-9.]+\d)", text)))
+    pairs = votes(message)
+    assert len(keys) == len(pairs) >= 5
+
+    def click(link: str) -> None:
+        path = site.local(link)
+        opened = site.http.get(path)
+        assert site.http.post(path, data={"csrf": csrf_of(opened.text)}).status_code == 303
+
+    def next_digest() -> list[str]:
+        ada = site.subscriber("ada")
+        rules = [parse_rule(r) for r in ada.rules]
+        papers = site.store.papers.announced_since(site.clock().date())
+        matches = match_rules(rules, papers)
+        run = asyncio.run(
+            rank_subscribers(
+                site.config, site.store, [(ada, rules)], papers, matches, now=site.clock()
+            )
+        )
+        digest = build_digest(
+            ada,
+            rules,
+            papers,
+            delivered={},  # the same papers again: what changed is the ranking alone
+            now=site.clock(),
+            matches=matches,
+            ranking=run.rankings.get(ada.id),
+        )
+        assert digest is not None
+        return [item.paper.id for item in digest.items if item.similar_to is None]
+
+    for like, _ in pairs[2:5]:
+        click(like)
+    liked_only = next_digest()
+    first = keys[0]
+    click(pairs[0][1])  # 👎 on the email's first paper
+    (disliked,) = [f for f in site.store.feedback.of(site.subscriber("ada").id) if not f.liked]
+    assert (disliked.key, disliked.via) == (first, "email")
+    after = next_digest()
+    assert sorted(after) == sorted(liked_only)  # the same papers ...
+    assert after.index(first) > liked_only.index(first)  # ... the disliked one lower
