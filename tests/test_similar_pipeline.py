@@ -167,7 +167,13 @@ def test_embeddings_from_an_endpoint_each_text_once_and_a_failure_falls_back(
     with EmbeddingsStandIn() as standin:
         settings = f'[embeddings]\nbase_url = "{standin.base_url}"\nmodel = "stand-in-64"\n'
         for world in make_world(tmp_path, database_url, full_feed_bytes, settings):
-            seeds = [p.id for p in new_of(full_feed_papers, "math.AP")[:5]]
+            pde = new_of(full_feed_papers, "math.AP")
+            seeds = [p.id for p in pde[:5]]
+            # try --like ranks in the space a digest uses: the endpoint's.
+            tried = world.run("try", *(f"--like={key}" for key in seeds), "--limit", "5")
+            assert standin.requests and "note:" not in tried.output
+            shown = re.findall(r"^\s+\d+\. (\d{4}\.\d{5})", tried.output, re.M)
+            assert len(shown) == 5 and not set(shown) & set(seeds)
             world.run("subscribe", "ada", "--email", "ada@lab.example", "robot")
             world.run("like", "ada", *seeds)
             text = world.preview("ada")
@@ -181,13 +187,14 @@ def test_embeddings_from_an_endpoint_each_text_once_and_a_failure_falls_back(
 
             # A new paper's text to embed and the endpoint down: the default ranking, said.
             world.run("dislike", "ada", listed(text, "robot")[0])
-            with Store.open(database_url) as store:
-                store.vectors.put("other", {}, now=store.papers.latest_announcement())  # type: ignore[arg-type]
             standin.script[:] = [Fault(status=500)] * 10
             _drop_vectors(database_url)
             fallback = world.preview("ada")
             assert "ranked by their words today" in " ".join(fallback.split())
             assert len(listed(fallback, "Similar to what you like")) == 5  # never empty
+            standin.script[:] = [Fault(status=500)] * 10
+            tried = world.run("try", *(f"--like={key}" for key in seeds), "--limit", "5")
+            assert "note: " in tried.output and "failed (server error)" in tried.output
 
 
 def _drop_vectors(database_url: str) -> None:

@@ -31,7 +31,7 @@ from bot.cli.shell import (
     load_config,
     open_store,
 )
-from bot.config import DATABASE_URL, SECRET_KEY
+from bot.config import DATABASE_URL, SECRET_KEY, Config
 from bot.core.errors import ConfigError, PaperbellError
 from bot.core.links import placeholder_url
 from bot.core.models import Paper
@@ -384,6 +384,7 @@ def try_(
     rule = parse_rule(rule_text) if rule_text is not None else None  # bad: caret, exit 2
     model = None
     store = None
+    config = None
     if use_demo:
         from bot.demo import DEMO_DAY, DEMO_HF_DAY, demo_papers  # only `try --demo` needs it
 
@@ -409,7 +410,7 @@ def try_(
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     mark = (lambda text: click.style(text, fg="yellow", bold=True)) if color else stars
     if liked:
-        _try_like(liked, rule, papers, where, limit)
+        _try_like(liked, rule, papers, where, limit, config=config, store=store)
         return
     assert rule is not None
     trial = try_rule(rule, papers)
@@ -426,13 +427,18 @@ def try_(
 
 
 def _try_like(
-    liked: Sequence[str], rule: Rule | None, papers: Sequence[Paper], where: str, limit: int
+    liked: Sequence[str],
+    rule: Rule | None,
+    papers: Sequence[Paper],
+    where: str,
+    limit: int,
+    *,
+    config: Config | None = None,
+    store: Store | None = None,
 ) -> None:
-    """`try --like`: the papers (a rule's matches) by closeness to the liked ones."""
-    from bot.similar.model import fit
-    from bot.similar.rank import scores
-    from bot.similar.space import Day, raw_counts
-    from bot.similar.text import paper_text
+    """`try --like`: the papers (a rule's matches) by closeness to the liked ones, in the
+    space a digest would use (the config's [embeddings], else the default)."""
+    from bot.pipeline.similar import liked_ranking
 
     by_id = {p.id: p for p in papers}
     wanted = [key.strip() for key in liked]
@@ -445,17 +451,11 @@ def _try_like(
         )
     wanted = list(dict.fromkeys(wanted))
     unique = list(by_id.values())
-    day = Day.hashed([p.id for p in unique], [paper_text(p) for p in unique])
     seeds = [by_id[key] for key in wanted]
-    model = fit(
-        day,
-        liked=raw_counts([paper_text(p) for p in seeds]),
-        liked_keys=wanted,
-        liked_titles=[p.title for p in seeds],
-        disliked=raw_counts([]),
-        disliked_keys=[],
-    )
-    scored = scores(day, model)
+    ranked_by = asyncio.run(liked_ranking(config, store, unique, seeds, now=utcnow()))
+    day, scored = ranked_by.day, ranked_by.scores
+    if ranked_by.note:
+        click.echo(f"note: {ranked_by.note}")
     row = {key: n for n, key in enumerate(day.ids)}
     candidates = unique
     if rule is not None:

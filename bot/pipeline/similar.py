@@ -152,8 +152,8 @@ def _with_texts(store: Store, verdicts: dict[int, list[Feedback]]) -> dict[int, 
 
 
 async def _space(
-    config: Config,
-    store: Store,
+    config: Config | None,
+    store: Store | None,
     papers: Sequence[Paper],
     verdicts: Mapping[int, Sequence[Feedback]],
     run: RankingRun,
@@ -165,7 +165,7 @@ async def _space(
     (embeddings; empty for the default space, whose kept rows are word counts)."""
     ids = [paper.id for paper in papers]
     texts = [paper_text(paper) for paper in papers]
-    settings = config.embeddings
+    settings = config.embeddings if config is not None else None
     if settings is not None or embedder is not None:
         wanted = {text_hash(t): t for t in texts}
         for given in verdicts.values():
@@ -202,7 +202,7 @@ async def _space(
 
 
 async def _vectors(
-    store: Store,
+    store: Store | None,
     client: Embedder,
     kind: str,
     wanted: Mapping[str, str],
@@ -213,7 +213,7 @@ async def _vectors(
 ) -> dict[str, npt.NDArray[np.float32]]:
     """Every wanted text's vector (by text hash): those kept in the store, the rest asked of
     the endpoint (and kept). One dimension for all, else EmbeddingsFailure."""
-    stored = store.vectors.get(kind, wanted)
+    stored = store.vectors.get(kind, wanted) if store is not None else {}
     vectors = {h: np.frombuffer(data, dtype="<f4").astype(np.float32) for h, data in stored.items()}
     widths = {len(v) for v in vectors.values()}
     if len(widths) > 1:  # the model behind the name changed: ask again
@@ -226,7 +226,8 @@ async def _vectors(
                 "bad answer", f"vectors of {found.shape[1]} numbers, {next(iter(widths))} kept"
             )
         fresh = {h: row.astype("<f4") for h, row in zip(missing, found, strict=True)}
-        store.vectors.put(kind, {h: row.tobytes() for h, row in fresh.items()}, now=now)
+        if store is not None:
+            store.vectors.put(kind, {h: row.tobytes() for h, row in fresh.items()}, now=now)
         vectors.update(fresh)
         run.embedded += len(fresh)
     return vectors
@@ -281,3 +282,48 @@ def _rows(day: Day, given: Sequence[Feedback], kept: Mapping[str, npt.NDArray[np
     if not given:
         return np.zeros((0, width), dtype=np.float32)
     return np.vstack([kept[text_hash(f.text)] for f in given])
+
+
+@dataclass
+class LikedRanking:
+    """Papers scored by closeness to some liked papers (`paperbell try --like`)."""
+
+    day: Day
+    model: Model
+    scores: Any  # bot.similar.rank.Scored
+    note: str | None  # why the default space stood in for [embeddings]
+
+
+async def liked_ranking(
+    config: Config | None,
+    store: Store | None,
+    papers: Sequence[Paper],
+    liked: Sequence[Paper],
+    *,
+    now: datetime,
+    embedder: Embedder | None = None,
+) -> LikedRanking:
+    """`papers` scored by closeness to `liked` (among them), in the space a digest run would
+    use: `[embeddings]`'s when the config has one (vectors kept in `store`, if given), else
+    the default; nothing is stored of the model."""
+    from bot.similar.rank import scores
+
+    unique = list({paper.id: paper for paper in papers}.values())
+    verdicts = {
+        0: [
+            Feedback(p.id, "like", "command", title=p.title, text=paper_text(p), created=now)
+            for p in liked
+        ]
+    }
+    run = RankingRun()
+    day, kept = await _space(config, store, unique, verdicts, run, now=now, embedder=embedder)
+    model = fit(
+        day,
+        liked=_rows(day, verdicts[0], kept),
+        liked_keys=[p.id for p in liked],
+        liked_titles=[p.title for p in liked],
+        disliked=_rows(day, [], kept),
+        disliked_keys=[],
+    )
+    with threadpool_limits(1):
+        return LikedRanking(day, model, scores(day, model), run.note)
