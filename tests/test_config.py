@@ -497,3 +497,29 @@ def test_the_llm_key_comes_from_the_environment_and_is_masked() -> None:
     )
     with pytest.raises(ConfigError, match="holds a placeholder"):
         parse_config(data, environ={"PAPERBELL_LLM_KEY": "changeme"})
+
+
+def test_embeddings_section() -> None:
+    """[embeddings]: an endpoint (base_url) or fastembed; its key by variable only, over
+    https:// unless on loopback."""
+    local = {"base_url": "http://localhost:11434/v1/", "model": "nomic-embed-text"}
+    config = parse_config(minimal(embeddings=local), environ={})
+    assert config.embeddings is not None
+    assert (config.embeddings.base_url, config.embeddings.kind) == (
+        "http://localhost:11434/v1",
+        "openai:nomic-embed-text",
+    )
+    fast = parse_config(minimal(embeddings={"provider": "fastembed", "model": "m"}), environ={})
+    assert fast.embeddings is not None and fast.embeddings.kind == "fastembed:m"
+    keyed = {"base_url": "https://api.example.org/v1", "model": "e", "api_key_env": "EMB_KEY"}
+    config = parse_config(minimal(embeddings=keyed), environ={"EMB_KEY": "sk-123 "})
+    assert config.embeddings is not None and config.embeddings.api_key == "sk-123"
+    for bad, said in (
+        ({"model": "m"}, "base_url is required"),
+        ({**local, "base_url": "localhost:11434"}, "the endpoint's base URL"),
+        ({**keyed, "base_url": "http://api.example.org/v1"}, "use https://"),
+        ({**local, "api_key": "sk-1"}, "a secret does not belong in the file"),
+        ({**local, "batch_size": 0}, "batch_size"),
+        ({**local, "provider": "torch"}, "provider"),
+    ):
+        assert any(said in p for p in problems(minimal(embeddings=bad))), (bad, said)

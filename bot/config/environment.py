@@ -32,7 +32,7 @@ from bot.config.secrets import (
     MissingSecret,
     SecretKind,
 )
-from bot.config.sections import check_database_url
+from bot.config.sections import EmbeddingsConfig, LlmConfig, check_database_url
 from bot.core.links import MIN_SECRET
 
 MAKE_SECRET = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
@@ -180,32 +180,27 @@ def read_secrets(config: Config, secrets: SecretReader) -> dict[str, str]:
 
 def _llm_key(config: Config, secrets: SecretReader) -> None:
     """The [llm] endpoint's API key, from the variable it names."""
-    llm = config.llm
-    if llm is None or not llm.api_key_env:
-        return
-    value = secrets.read(
-        "llm.api_key_env",
-        llm.api_key_env,
-        what="an API key",
-        kind=LLM_API_KEY,
-        key="[llm] api_key_env",
-    )
-    llm.api_key = value.strip() if value is not None else None
+    _endpoint_key(config.llm, "llm", secrets)
 
 
 def _embeddings_key(config: Config, secrets: SecretReader) -> None:
     """The [embeddings] endpoint's API key, from the variable it names."""
-    embeddings = config.embeddings
-    if embeddings is None or not embeddings.api_key_env:
+    _endpoint_key(config.embeddings, "embeddings", secrets)
+
+
+def _endpoint_key(
+    section: LlmConfig | EmbeddingsConfig | None, name: str, secrets: SecretReader
+) -> None:
+    if section is None or not section.api_key_env:
         return
     value = secrets.read(
-        "embeddings.api_key_env",
-        embeddings.api_key_env,
+        f"{name}.api_key_env",
+        section.api_key_env,
         what="an API key",
         kind=LLM_API_KEY,
-        key="[embeddings] api_key_env",
+        key=f"[{name}] api_key_env",
     )
-    embeddings.api_key = value.strip() if value is not None else None
+    section.api_key = value.strip() if value is not None else None
 
 
 def _database_url(config: Config, secrets: SecretReader) -> None:

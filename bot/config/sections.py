@@ -374,23 +374,33 @@ class LlmConfig(Section):
     @field_validator("base_url")
     @classmethod
     def _base_url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^\s/?#]+", value):
-            raise ValueError(
-                "the endpoint's base URL, e.g. http://localhost:11434/v1 (Ollama) or "
-                "https://api.openai.com/v1"
-            )
-        return value.rstrip("/")
+        return endpoint_url(value)
 
     @model_validator(mode="after")
     def _key_over_https(self) -> LlmConfig:
-        loopback = ("http://127.0.0.1", "http://localhost", "http://[::1]")
-        plain = self.base_url.startswith("http://") and not self.base_url.startswith(loopback)
-        if self.api_key_env and plain:
-            raise ValueError(
-                "base_url: use https:// when an api_key_env is set (the key goes with "
-                "every request); http:// only on loopback"
-            )
+        key_over_https(self.base_url, self.api_key_env)
         return self
+
+
+def endpoint_url(value: str) -> str:
+    """An OpenAI-compatible endpoint's base URL, checked, without its trailing slash."""
+    if not re.match(r"^https?://[^\s/?#]+", value):
+        raise ValueError(
+            "the endpoint's base URL, e.g. http://localhost:11434/v1 (Ollama) or "
+            "https://api.openai.com/v1"
+        )
+    return value.rstrip("/")
+
+
+def key_over_https(base_url: str | None, api_key_env: str | None) -> None:
+    """An API key goes only over https://, or plain http:// on loopback."""
+    loopback = ("http://127.0.0.1", "http://localhost", "http://[::1]")
+    url = base_url or ""
+    if api_key_env and url.startswith("http://") and not url.startswith(loopback):
+        raise ValueError(
+            "base_url: use https:// when an api_key_env is set (the key goes with "
+            "every request); http:// only on loopback"
+        )
 
 
 class EmbeddingsConfig(Section):
@@ -415,14 +425,7 @@ class EmbeddingsConfig(Section):
     @field_validator("base_url")
     @classmethod
     def _base_url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if not re.match(r"^https?://[^\s/?#]+", value):
-            raise ValueError(
-                "the endpoint's base URL, e.g. http://localhost:11434/v1 (Ollama) or "
-                "https://api.openai.com/v1"
-            )
-        return value.rstrip("/")
+        return None if value is None else endpoint_url(value)
 
     @model_validator(mode="after")
     def _endpoint(self) -> EmbeddingsConfig:
@@ -430,13 +433,7 @@ class EmbeddingsConfig(Section):
             raise ValueError(
                 'base_url is required (an OpenAI-compatible endpoint), or provider = "fastembed"'
             )
-        loopback = ("http://127.0.0.1", "http://localhost", "http://[::1]")
-        url = self.base_url or ""
-        if self.api_key_env and url.startswith("http://") and not url.startswith(loopback):
-            raise ValueError(
-                "base_url: use https:// when an api_key_env is set (the key goes with "
-                "every request); http:// only on loopback"
-            )
+        key_over_https(self.base_url, self.api_key_env)
         return self
 
     @property
