@@ -174,11 +174,14 @@ def test_settings_pause_and_resume(site: Site) -> None:
             "email_format": "text",
             "abstracts": "full",
             "max_papers": "20",
+            "similar_max": "3",
         },
         page=path,
     )
     assert saved.status_code == 303
     ada = site.subscriber("ada")
+    assert ada.similar_max == 3
+    assert '<option value="3" selected>3</option>' in site.http.get(path).text
     assert ada.schedule.describe() == "weekly on Friday at 16:30 (Europe/Paris)"
     assert (ada.email_format, ada.abstracts, ada.max_papers) == ("text", "full", 20)
     assert '<option value="20" selected>20</option>' in site.http.get(path).text

@@ -157,6 +157,16 @@ def _tick_deadline_problems(config: Config) -> list[str]:
             f"longer than llm.deadline_seconds ({llm.deadline_seconds:g}): a tick writes "
             "the summaries of the digests it sends"
         )
+    embeddings = config.embeddings
+    if embeddings is not None and config.daemon.tick_deadline_seconds <= (
+        embeddings.deadline_seconds + (llm.deadline_seconds if llm is not None else 0)
+    ):
+        problems.append(
+            f"daemon.tick_deadline_seconds: {config.daemon.tick_deadline_seconds:g} must be "
+            f"longer than embeddings.deadline_seconds ({embeddings.deadline_seconds:g})"
+            + (" and llm.deadline_seconds together" if llm is not None else "")
+            + ": a tick embeds the papers of the digests it ranks"
+        )
     return problems
 
 

@@ -59,6 +59,7 @@ SETTING_FIELDS = (
     "email_format",
     "abstracts",
     "max_papers",  # how many papers an email shows
+    "similar_max",  # how many papers like the liked ones an email adds
     "summaries",  # "on", or "off" from a hidden field (an unchecked box sends nothing)
     "language",  # a tag, or "none": English only
 )
@@ -209,6 +210,7 @@ class LinkPages:
             timezones=_timezones(),
             languages=language_choices(sub.language),
             paper_counts=paper_count_choices(sub.max_papers),
+            similar_counts=sorted({0, 3, 5, 10, sub.similar_max}),
             reading=reading_parts(sub),
             editable=sub.origin == "database",
             unsubscribe_url=self.manager.link("unsubscribe", sub),
