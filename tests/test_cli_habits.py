@@ -82,7 +82,8 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
 def test_usage_lines_say_paperbell_however_it_was_started(tmp_path: Path) -> None:
     done = run("try", cwd=tmp_path)  # python -c ...: still `paperbell`
     assert done.returncode == 2
-    assert "Usage: paperbell try [OPTIONS] RULE" in done.stderr
+    assert "Usage: paperbell try [OPTIONS] [RULE]" in done.stderr
+    assert "give a RULE, or --like ID" in done.stderr
     code, out = outcome("nosuchcommand")
     assert code == 2 and "No such command 'nosuchcommand'" in out
 

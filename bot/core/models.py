@@ -366,6 +366,7 @@ class DigestItem:
     hits: tuple[Hit, ...]
     score: float = 0.0
     similar_to: str | None = None
+    rank: int = 0  # in a digest ranked by its reader's verdicts: its place (0 first)
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,6 +427,7 @@ class Digest:
     # and a line about the ranking for the reader (Ranking.note).
     disliked: tuple[Paper, ...] = ()
     ranking_note: str | None = None
+    ranked: bool = False  # ordered by its reader's verdicts (items carry their `rank`)
 
     @property
     def items(self) -> tuple[DigestItem, ...]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
 from bot.core.calendar import ArxivCalendar
@@ -241,6 +241,7 @@ def build_digest(
         position = {item.paper.id: n for n, item in enumerate(items)}  # the rules' order
         scores = ranking.scores
         items.sort(key=lambda i: (-scores.get(i.paper.id, float("-inf")), position[i.paper.id]))
+        items = [replace(item, rank=n) for n, item in enumerate(items)]
         similar = similar_items(subscriber, ranking, papers, delivered, since=since, taken=position)
     if not items and not similar:
         return None
@@ -266,6 +267,7 @@ def build_digest(
         channel=channel,
         disliked=disliked,
         ranking_note=ranking.note if ranking is not None else None,
+        ranked=ranking is not None,
     )
 
 

@@ -24,6 +24,7 @@ channels given and queues and records nothing.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -51,6 +52,8 @@ from bot.store import Store
 # (`digest --out`: files), queue and record no delivery (the config's subscribers are
 # synced first, as when sending: the files' manage and unsubscribe links name them).
 Mode = Literal["send", "dry-run", "files"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,10 +149,15 @@ async def deliver(
         refresh_rule_counts(store, plan.parsed, now=now, shared=shared)
     if not isinstance(channels, Mapping):
         channels = {kind: channels for kind in DIGEST_CHANNELS}
-    ranked = await rank_subscribers(config, store, plan.parsed, plan.papers, plan.matches, now=now)
-    built, reports = build_digests(
-        store, plan, channels, request, now=now, rankings=ranked.rankings
-    )
+    try:
+        ranked = await rank_subscribers(
+            config, store, plan.parsed, plan.papers, plan.matches, now=now
+        )
+        rankings = ranked.rankings
+    except Exception as exc:  # papers like these never stop a digest: sent unranked
+        log.error("papers like these: digests go unranked this run: %s", exc, exc_info=True)
+        rankings = {}
+    built, reports = build_digests(store, plan, channels, request, now=now, rankings=rankings)
     digests, texts = await write_texts(
         config, store, [d for d, _ in built], now=now, ask=request.mode == "send"
     )

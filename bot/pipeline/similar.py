@@ -14,6 +14,7 @@ Subscribers without verdicts cost nothing.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -36,6 +37,9 @@ from bot.store import RankingModel, Store
 
 log = logging.getLogger(__name__)
 
+# Texts asked of the endpoint between two writes to the store, in batches: a first run
+# that cannot embed a whole window in time keeps what it got for the next.
+CHUNK_BATCHES = 4
 # Similar papers asked of the ranking per one a digest may add: some may not be owed (sent
 # before, or outside the subscriber's categories), and the digest takes the first owed ones.
 SIMILAR_MARGIN = 3
@@ -98,6 +102,9 @@ async def rank_subscribers(
     run = RankingRun()
     day, kept = await _space(config, store, unique, verdicts, run, now=now, embedder=embedder)
     row_of = {key: n for n, key in enumerate(day.ids)}
+    announced = np.array(
+        [p.announced.toordinal() if p.announced else 0 for p in unique], dtype=np.int64
+    )
     models = store.ranking_models.get(verdicts)
     with threadpool_limits(1):  # one small product per subscriber: threads only cost here
         for sub, rules in parsed:
@@ -114,10 +121,11 @@ async def rank_subscribers(
                     similar_max=sub.similar_max * SIMILAR_MARGIN,
                     similar_min=sub.similar_min,
                     row_of=row_of,
+                    eligible=_eligible(store, sub, unique, announced),
                 )
-            except (ValueError, ModelError, MemoryError) as exc:
+            except Exception as exc:  # one subscriber's ranking never stops the others
                 log.warning("%s: not ranked by their verdicts this run: %s", sub.name, exc)
-                run.failed[sub.name] = str(exc)
+                run.failed[sub.name] = f"{type(exc).__name__}: {exc}"
                 continue
             run.rankings[sub.id] = replace(ranking, note=run.note) if run.note else ranking
     if run.rankings:
@@ -129,6 +137,25 @@ async def rank_subscribers(
             run.reused,
         )
     return run
+
+
+def _eligible(
+    store: Store, sub: Subscriber, papers: Sequence[Paper], announced: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """The papers that may be added to the subscriber's digest as similar ones: in their
+    categories, and announced after every paper they were sent (so that the best of the
+    digest's own days are picked, not the runners-up of days already sent)."""
+    mask = np.ones(len(papers), dtype=bool)
+    if sub.categories:
+        mask &= np.array([sub.takes_categories_of(p) for p in papers], dtype=bool)
+    assert sub.id is not None
+    sent: set[str] = set()
+    for kind, _ in sub.targets():
+        sent.update(store.outbox.delivered_versions(sub.id, kind))
+    days = [int(announced[n]) for n, p in enumerate(papers) if p.id in sent]
+    if days:
+        mask &= announced > max(days)
+    return mask
 
 
 def _with_texts(store: Store, verdicts: dict[int, list[Feedback]]) -> dict[int, list[Feedback]]:
@@ -184,15 +211,20 @@ async def _space(
             run.kind = kind
             day = Day.embedded(kind, ids, np.vstack([vectors[text_hash(t)] for t in texts]))
             return day, vectors
-        except EmbeddingsFailure as exc:
+        except Exception as exc:  # the endpoint, its answers, the store: this run falls back
+            failure = (
+                exc
+                if isinstance(exc, EmbeddingsFailure)
+                else EmbeddingsFailure("error", f"{type(exc).__name__}: {exc}")
+            )
             run.note = (
                 "Papers like the ones you liked were ranked by their words today: the "
-                f"embeddings service failed ({exc.reason})."
+                f"embeddings service failed ({failure.reason})."
             )
             log.warning(
                 "embeddings: %s%s; ranking by the default (TF-IDF) for this run",
-                exc.reason,
-                f": {exc.detail}" if exc.detail else "",
+                failure.reason,
+                f": {failure.detail}" if failure.detail else "",
             )
         finally:
             if own is not None:
@@ -210,23 +242,41 @@ async def _vectors(
     *,
     deadline: float,
     now: datetime,
+    retried: bool = False,
 ) -> dict[str, npt.NDArray[np.float32]]:
     """Every wanted text's vector (by text hash): those kept in the store, the rest asked of
     the endpoint (and kept). One dimension for all, else EmbeddingsFailure."""
     stored = store.vectors.get(kind, wanted) if store is not None else {}
     vectors = {h: np.frombuffer(data, dtype="<f4").astype(np.float32) for h, data in stored.items()}
     widths = {len(v) for v in vectors.values()}
-    if len(widths) > 1:  # the model behind the name changed: ask again
+    if len(widths) > 1:  # two models behind the name: ask again for all
         vectors = {}
     missing = [h for h in wanted if h not in vectors]
-    if missing:
-        found = await client.embed([wanted[h] for h in missing], deadline=deadline)
-        if vectors and found.shape[1] != next(iter(widths)):
-            raise EmbeddingsFailure(
-                "bad answer", f"vectors of {found.shape[1]} numbers, {next(iter(widths))} kept"
+    started = time.monotonic()
+    width = next(iter(widths)) if len(widths) == 1 else None
+    step = max(getattr(client, "batch_size", 64), 1) * CHUNK_BATCHES
+    for start in range(0, len(missing), step):
+        left = deadline - (time.monotonic() - started)
+        if left <= 0:
+            raise EmbeddingsFailure("timeout", f"not done within {deadline:g} s")
+        chunk = missing[start : start + step]
+        found = await client.embed([wanted[h] for h in chunk], deadline=left)
+        if width is not None and found.shape[1] != width:
+            if retried or store is None:
+                raise EmbeddingsFailure(
+                    "bad answer", f"vectors of {found.shape[1]} numbers, then {width}"
+                )
+            # The model behind the name changed (its vectors have another size): what was
+            # kept is of the old one, and everything is asked again, once.
+            log.warning("embeddings: %s now gives %d numbers, not %d", kind, found.shape[1], width)
+            store.vectors.forget(kind)
+            spent = time.monotonic() - started
+            return await _vectors(
+                store, client, kind, wanted, run, deadline=deadline - spent, now=now, retried=True
             )
-        fresh = {h: row.astype("<f4") for h, row in zip(missing, found, strict=True)}
-        if store is not None:
+        width = found.shape[1]
+        fresh = {h: row.astype("<f4") for h, row in zip(chunk, found, strict=True)}
+        if store is not None:  # kept as it comes: a slow first run is not lost
             store.vectors.put(kind, {h: row.tobytes() for h, row in fresh.items()}, now=now)
         vectors.update(fresh)
         run.embedded += len(fresh)

@@ -347,8 +347,14 @@ def _fits(rendered: RenderedEmail) -> bool:
 
 def _best(digest: Digest, count: int) -> Digest:
     """The digest with only its `count` best papers (by score; the digest's order breaks
-    ties), in their groups; the rest, best first, join the papers left out before them."""
+    ties; a digest ranked by its reader's verdicts: its order, the similar papers last), in
+    their groups; the rest, best first, join the papers left out before them."""
     ranked = sorted(enumerate(digest.items), key=lambda pair: (-pair[1].score, pair[0]))
+    if digest.ranked:
+        matched = [(n, item) for n, item in enumerate(digest.items) if item.similar_to is None]
+        ranked = sorted(matched, key=lambda pair: pair[1].rank) + [
+            (n, item) for n, item in enumerate(digest.items) if item.similar_to is not None
+        ]
     kept = {index for index, _ in ranked[:count]}
     dropped = tuple(item.paper for index, item in ranked[count:])
     groups: list[DigestGroup] = []

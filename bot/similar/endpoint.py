@@ -82,7 +82,10 @@ def check_vectors(
     dimensions = {len(row) for row in rows}
     if len(dimensions) != 1 or (dimension is not None and dimensions != {dimension}):
         raise EmbeddingsFailure("bad answer", f"vectors of dimension {sorted(dimensions)[:3]}")
-    matrix = np.asarray(rows, dtype=np.float64)
+    try:
+        matrix = np.asarray(rows, dtype=np.float64)
+    except (OverflowError, ValueError, TypeError) as exc:  # an integer of 400 digits
+        raise EmbeddingsFailure("bad answer", f"numbers out of range ({exc})") from None
     if not np.all(np.isfinite(matrix)) or np.any(np.abs(matrix) > 1e30):
         raise EmbeddingsFailure("bad answer", "a vector with NaN or infinite numbers")
     if np.any(~matrix.any(axis=1)):

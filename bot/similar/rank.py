@@ -122,13 +122,16 @@ def rank(
     similar_min: float | None = None,
     exclude: Collection[str] = (),
     row_of: Mapping[str, int] | None = None,
+    eligible: npt.NDArray[np.bool_] | None = None,
 ) -> Ranking:
     """A subscriber's ranking of the day: the scores of the `matched` papers (the ids their
     rules matched among `day.ids`), those dropped by dislikes, and up to `similar_max` papers
     no rule matched (nor in `exclude`: delivered already, or the liked papers themselves)
     with a score of at least `similar_min` (None: among the day's best SIMILAR_SHARE, and at
     least `default_min`), best first, each with the
-    liked paper it is closest to. `row_of`: the day's id -> row (made once per run)."""
+    liked paper it is closest to. `row_of`: the day's id -> row (made once per run);
+    `eligible`: the rows that may be added at all (a mask over `day.ids`: papers the
+    subscriber may still be sent), over which "the day's best" is also taken."""
     row_of = row_of if row_of is not None else {key: n for n, key in enumerate(day.ids)}
     scored = scores(day, model)
     rows = [row_of[key] for key in matched if key in row_of]
@@ -136,13 +139,14 @@ def rank(
     dropped = frozenset(day.ids[r] for r in rows if scored.dropped[r])
     similar: list[Closeness] = []
     if similar_max > 0 and model.liked.shape[0]:
+        pool = np.ones(len(day.ids), dtype=bool) if eligible is None else eligible
         threshold = similar_min
         if threshold is None:
-            best = float(np.quantile(scored.score, 1 - SIMILAR_SHARE)) if len(day.ids) else 0.0
+            among = scored.score[pool]
+            best = float(np.quantile(among, 1 - SIMILAR_SHARE)) if len(among) else 0.0
             threshold = max(default_min(day.kind), best)
         skip = set(matched) | set(exclude) | set(model.liked_keys) | set(model.disliked_keys)
-        eligible = (scored.score >= threshold) & ~scored.dropped
-        candidates = np.flatnonzero(eligible)
+        candidates = np.flatnonzero(pool & (scored.score >= threshold) & ~scored.dropped)
         order = candidates[np.argsort(-scored.score[candidates], kind="stable")]
         for r in order:
             key = day.ids[r]

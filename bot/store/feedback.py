@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from bot.core.models import DECLARED_VIA, Feedback, FeedbackVia, Verdict
@@ -41,7 +42,14 @@ class FeedbackStore(Repository):
 
     def set(self, subscriber_id: int, feedback: Feedback, *, now: datetime | None = None) -> bool:
         """Record a verdict (replacing the subscriber's earlier one on that paper); False when
-        it was already recorded as it is (a second click changes nothing)."""
+        it was already recorded as it is (a second click changes nothing). Two clicks at
+        once: the second finds the first's row and is a repeat, or replaces it."""
+        try:
+            return self._set(subscriber_id, feedback, now=now)
+        except IntegrityError:  # another request inserted it between our read and write
+            return self._set(subscriber_id, feedback, now=now)
+
+    def _set(self, subscriber_id: int, feedback: Feedback, *, now: datetime | None) -> bool:
         with self.database.session() as session:
             row = self._row(session, subscriber_id, feedback.key)
             if row is not None and row.verdict == feedback.verdict:
@@ -130,8 +138,10 @@ class FeedbackStore(Repository):
                     session.delete(row)
             for key, item in wanted.items():
                 found = by_key.get(key)
+                if found is not None and found.via not in DECLARED_VIA:
+                    continue  # given by hand: it wins over the file
                 if found is not None and found.via != via:
-                    continue  # given by hand, or by the other declared list
+                    found.via = via  # moved from the library file to the list, or back
                 new = found or FeedbackRow(
                     subscriber_id=subscriber_id,
                     paper_key=key,
@@ -190,7 +200,16 @@ class Vectors(Repository):
         return found
 
     def put(self, model: str, vectors: Mapping[str, bytes], *, now: datetime) -> None:
-        """Keep vectors by `model` (a text already there keeps the one stored first)."""
+        """Keep vectors by `model` (a text already there keeps the one stored first, also
+        when another process stored it at the same moment)."""
+        for _ in range(3):
+            try:
+                return self._put(model, vectors, now=now)
+            except IntegrityError:  # another run stored some of them meanwhile: again
+                continue
+        self._put(model, vectors, now=now)
+
+    def _put(self, model: str, vectors: Mapping[str, bytes], *, now: datetime) -> None:
         if not vectors:
             return
         have = self.get(model, vectors)
@@ -202,6 +221,13 @@ class Vectors(Repository):
                             model=model, text_hash=text_hash, vector=vector, created_at=now
                         )
                     )
+            session.commit()
+
+    def forget(self, model: str) -> None:
+        """Forget every vector of `model` (the model behind its name changed)."""
+        with self.database.session() as session:
+            for row in session.exec(select(TextVectorRow).where(TextVectorRow.model == model)):
+                session.delete(row)
             session.commit()
 
     def count(self, model: str | None = None) -> int:
