@@ -233,6 +233,11 @@ def test_try_like_ranks_the_bundled_papers_by_closeness() -> None:
     assert re.search(r"^  1\. \S+  2024-11-28  astro-ph\.", out, re.M)  # a galaxy paper first
     code, out = outcome("try", "robot", "--like", "2411.18040", "--demo", "--limit", "0")
     assert code == 0 and len(listed_ids(out)) == 30  # the rule's matches, ranked
+    # Five PDE papers: PDE papers first, titles with TeX shown as letters.
+    seeds = ["2411.17730", "2411.17929", "2411.17951", "2411.17974", "2411.17979"]
+    code, out = outcome("try", *(f"--like={key}" for key in seeds), "--demo", "--limit", "5")
+    assert code == 0 and out.count("  2024-11-28  math.AP") == 5, out
+    assert "Schrödinger" in out and '\\"o' not in out and "$" not in out
 
 
 def test_try_like_names_the_unknown_ids() -> None:

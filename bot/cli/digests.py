@@ -471,12 +471,16 @@ def _try_like(
         closest = wanted[int(scored.closest[r])]
         day_ = paper.announced.isoformat() if paper.announced else "-"
         click.echo(f"{n:>3}. {paper.id}  {day_}  {' '.join(paper.categories)}")
-        click.echo(f"     {paper.title}")
-        click.echo(
-            f"     score {scored.score[r]:.2f}, closest to {closest}: {by_id[closest].title}"
-        )
+        click.echo(f"     {_shown_title(paper)}")
+        near = _shown_title(by_id[closest])
+        click.echo(f"     score {scored.score[r]:.2f}, closest to {closest}: {near}")
     if len(ranked) > len(shown):
         click.echo(f"... and {len(ranked) - len(shown)} more (--limit 0 shows them all)")
+
+
+def _shown_title(paper: Paper) -> str:
+    """A title as the terminal shows it: TeX as letters, one line, no control character."""
+    return terminal_safe(tidy(letters(paper.title)))
 
 
 def stored_summaries(
