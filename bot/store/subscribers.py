@@ -126,15 +126,24 @@ class Subscribers(Repository):
         *,
         include_inactive: bool = False,
         defaults: Defaults | None = None,
+        only: int | None = None,
     ) -> list[Subscriber]:
         """Every subscriber: the config file's (with their ids, if stored) and the database's,
-        whose unset schedule settings take `defaults` (the config's [digest])."""
+        whose unset schedule settings take `defaults` (the config's [digest]); `only`: the
+        stored one with this id alone (one query each, not everyone's)."""
         defaults = defaults or Defaults()
         with self.database.session() as session:
-            rows = {r.name: r for r in session.exec(select(SubscriberRow)).all()}
+            query = select(SubscriberRow)
+            rule_query = select(RuleRow).order_by(col(RuleRow.id))
+            if only is not None:
+                query = query.where(SubscriberRow.id == only)
+                rule_query = rule_query.where(RuleRow.subscriber_id == only)
+            rows = {r.name: r for r in session.exec(query).all()}
+            if only is not None:
+                config_subscribers = [s for s in config_subscribers if s.name in rows]
             rules: dict[int, list[str]] = {}
             labels: dict[int, dict[str, str]] = {}
-            for rule in session.exec(select(RuleRow).order_by(col(RuleRow.id))).all():
+            for rule in session.exec(rule_query).all():
                 rules.setdefault(rule.subscriber_id, []).append(rule.text)
                 if rule.label:
                     labels.setdefault(rule.subscriber_id, {})[rule.text] = rule.label
