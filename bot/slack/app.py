@@ -261,6 +261,28 @@ class RequestChecker:
         return True
 
 
+async def checked_form(
+    request: Request, checker: RequestChecker, *, limit: int, what: str
+) -> dict[str, str] | Response:
+    """A Slack request's form, once checked (size, signature, age, replay); else the answer
+    that refuses it (413, 503, 401), or Slack's `ssl_check` answered."""
+    body = await read_body(request, limit)
+    if body is None:
+        return PlainTextResponse("request too large", status_code=413)
+    try:  # the replay check reads the database: in a thread
+        problem = await run_in_threadpool(checker.check, body, request.headers)
+    except PaperbellError as exc:
+        log.error("cannot check a Slack %s request: %s", what, exc)
+        return PlainTextResponse("cannot check the request now", status_code=503)
+    if problem is not None:
+        log.warning("refused a Slack %s request: %s", what, problem)
+        return PlainTextResponse(problem, status_code=401)
+    form = parse_form(body)
+    if form.get("ssl_check"):
+        return PlainTextResponse("ok")
+    return form
+
+
 class CommandEndpoint:
     """`POST /slack/commands`: a request checked (size, signature, age, replay), then answered
     by `responder`. Whatever a stranger sends gets a 4xx, never a 500."""
@@ -270,20 +292,9 @@ class CommandEndpoint:
         self.checker = checker
 
     async def post(self, request: Request) -> Response:
-        body = await read_body(request, MAX_BODY)
-        if body is None:
-            return PlainTextResponse("request too large", status_code=413)
-        try:  # the replay check reads the database: in a thread
-            problem = await run_in_threadpool(self.checker.check, body, request.headers)
-        except PaperbellError as exc:
-            log.error("cannot check a Slack command request: %s", exc)
-            return PlainTextResponse("cannot check the request now", status_code=503)
-        if problem is not None:
-            log.warning("refused a Slack command request: %s", problem)
-            return PlainTextResponse(problem, status_code=401)
-        form = parse_form(body)
-        if form.get("ssl_check"):
-            return PlainTextResponse("ok")
+        form = await checked_form(request, self.checker, limit=MAX_BODY, what="command")
+        if isinstance(form, Response):
+            return form
         try:
             answer = await self.responder.answer(CommandRequest.from_form(form))
         except Exception:  # the handler turns errors into replies; this is a bug
@@ -303,20 +314,11 @@ class ActionEndpoint:
         self.checker = checker
 
     async def post(self, request: Request) -> Response:
-        body = await read_body(request, MAX_ACTION_BODY)
-        if body is None:
-            return PlainTextResponse("request too large", status_code=413)
-        try:  # the replay check reads the database: in a thread
-            problem = await run_in_threadpool(self.checker.check, body, request.headers)
-        except PaperbellError as exc:
-            log.error("cannot check a Slack interactivity request: %s", exc)
-            return PlainTextResponse("cannot check the request now", status_code=503)
-        if problem is not None:
-            log.warning("refused a Slack interactivity request: %s", problem)
-            return PlainTextResponse(problem, status_code=401)
-        form = parse_form(body)
-        if form.get("ssl_check"):
-            return PlainTextResponse("ok")
+        form = await checked_form(
+            request, self.checker, limit=MAX_ACTION_BODY, what="interactivity"
+        )
+        if isinstance(form, Response):
+            return form
         presses = parse_actions(form.get("payload", ""))
         if isinstance(presses, str):
             log.warning("refused a Slack interactivity request: %s", presses)
