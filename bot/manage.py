@@ -32,6 +32,7 @@ from bot.core.models import DECLARED_VIA, Feedback, FeedbackVia, Paper, Subscrib
 from bot.pipeline import NOTICE_CHANNEL, email_settings, retry_policy
 from bot.render.notice import NoticeKind, build_notice
 from bot.rules import parse_rule
+from bot.similar.text import paper_text
 from bot.store import Store
 
 __all__ = [
@@ -443,7 +444,7 @@ class Manager:
             return earlier
         paper = self.paper(key)
         if paper is not None:
-            title, text = paper.title, f"{paper.title}\n\n{paper.abstract}"
+            title, text = paper.title, paper_text(paper)
         else:  # kept from an earlier verdict on it, if there was one
             title = earlier.title if earlier else ""
             text = earlier.text if earlier else ""

@@ -34,6 +34,7 @@ from bot.similar.refs import (
     plain_title,
     title_key,
 )
+from bot.similar.text import joined_text
 from bot.sources import Source
 from bot.sources.arxiv import ArxivListingSource
 from bot.sources.arxiv_api import API_BASE
@@ -73,10 +74,6 @@ class Found:
     where: str  # "store", "arxiv", "file", "" (the title only, or nothing)
 
 
-def _text(title: str, abstract: str) -> str:
-    return "\n\n".join(part for part in (title, abstract) if part)
-
-
 def resolve(
     store: Store, named: Sequence[Named], *, fetched: Mapping[str, Paper] | None = None
 ) -> list[Found | None]:
@@ -113,9 +110,9 @@ def resolve(
             continue
         title = n.title or (plain_title(paper.title) if paper is not None else "")
         if n.abstract:
-            text, where = _text(title, n.abstract), "file"
+            text, where = joined_text(title, n.abstract), "file"
         elif paper is not None:
-            text = _text(plain_title(paper.title), paper.abstract)
+            text = joined_text(plain_title(paper.title), paper.abstract)
         else:
             text = title
         found.append(Found(n, key, title, text, where))

@@ -38,6 +38,7 @@ from bot.similar.refs import (
     title_key,
     valid_arxiv_id,
 )
+from bot.similar.text import joined_text
 
 # bibtexparser logs each block it cannot read; here each is a skipped entry, counted and
 # named with the others (its warnings would repeat them, in its words, on every read).
@@ -125,7 +126,7 @@ class LibraryEntry:
     @property
     def text(self) -> str:
         """Title and abstract, as the ranking reads them ("" parts left out)."""
-        return "\n\n".join(part for part in (self.title, self.abstract) if part)
+        return joined_text(self.title, self.abstract)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from bot.core.models import Feedback, Paper
 
-__all__ = ["MAX_TEXT", "feedback_hash", "paper_text", "readable", "text_hash"]
+__all__ = ["MAX_TEXT", "feedback_hash", "joined_text", "paper_text", "readable", "text_hash"]
 
 MAX_TEXT = 20_000  # characters of one text read: an abstract is at most a few thousand
 # Commands that only format what follows (dropped, their argument kept).
@@ -38,6 +38,12 @@ def readable(text: str) -> str:
     text = _ACCENT_RE.sub("", text)
     text = _COMMAND_RE.sub(r" \1 ", text)
     return _NOISE_RE.sub(" ", text)
+
+
+def joined_text(title: str, abstract: str) -> str:
+    """A title and an abstract as the ranking reads them, the parts that are "" left out
+    (a library entry's, a paper resolved for one)."""
+    return "\n\n".join(part for part in (title, abstract) if part)
 
 
 def paper_text(paper: Paper) -> str:
