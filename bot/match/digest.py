@@ -7,7 +7,7 @@ Pure: takes papers, parsed rules, what was already delivered and the clock; retu
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
@@ -271,6 +271,13 @@ def build_digest(
     )
 
 
+def last_sent_day(papers: Iterable[Paper], sent: Container[str]) -> date | None:
+    """The latest announcement day of the papers (among `papers`) already `sent`: similar
+    papers are only taken from days after it."""
+    days = [p.announced for p in papers if p.id in sent and p.announced is not None]
+    return max(days, default=None)
+
+
 def similar_items(
     subscriber: Subscriber,
     ranking: Ranking,
@@ -287,8 +294,7 @@ def similar_items(
     if subscriber.similar_max <= 0 or not ranking.similar:
         return []
     by_id = {paper.id: paper for paper in papers}
-    sent_days = [p.announced for p in papers if p.id in delivered and p.announced is not None]
-    last_sent = max(sent_days, default=None)
+    last_sent = last_sent_day(papers, delivered)
     found: list[DigestItem] = []
     for close in ranking.similar:
         paper = by_id.get(close.paper_id)

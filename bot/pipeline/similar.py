@@ -26,7 +26,7 @@ from threadpoolctl import threadpool_limits
 
 from bot.config import Config, EmbeddingsConfig
 from bot.core.models import Feedback, Paper, Ranking, Subscriber
-from bot.match.digest import RuleMatches
+from bot.match.digest import RuleMatches, last_sent_day
 from bot.rules import Rule
 from bot.similar.endpoint import EmbeddingsClient, EmbeddingsFailure, FastembedEmbedder
 from bot.similar.model import Model, ModelError, fit
@@ -59,12 +59,11 @@ class RankingRun:
     kind: str = HASHED  # the space they were ranked in
     fitted: int = 0  # models fitted (verdicts changed, or none kept)
     reused: int = 0  # models kept from an earlier run
-    failed: dict[str, str] = field(default_factory=dict)  # subscriber name -> why (unranked)
     embedded: int = 0  # texts the endpoint embedded this run (the rest were kept)
     note: str | None = None  # why the run fell back to the default space
 
 
-def embedder_of(settings: EmbeddingsConfig) -> Any:
+def embedder_of(settings: EmbeddingsConfig) -> Embedder:
     """The embeddings client `[embeddings]` describes (EmbeddingsFailure: fastembed is not
     installed, or its model cannot be loaded)."""
     if settings.provider == "fastembed":
@@ -88,11 +87,10 @@ async def rank_subscribers(
     matches: RuleMatches,
     *,
     now: datetime,
-    embedder: Embedder | None = None,
 ) -> RankingRun:
     """A ranking for each of the `parsed` subscribers who liked or disliked papers, over
-    `papers` (the run's), their rules' matches taken from `matches`. `embedder`: the
-    embeddings client to use (default: `[embeddings]`'s, if the config has one)."""
+    `papers` (the run's), their rules' matches taken from `matches`; in `[embeddings]`'s
+    space when the config has one."""
     ids = [sub.id for sub, _ in parsed if sub.id is not None]
     verdicts = store.feedback.of_all(ids) if ids else {}
     if not verdicts or not papers:
@@ -100,7 +98,7 @@ async def rank_subscribers(
     verdicts = _with_texts(store, verdicts)
     unique = list({paper.id: paper for paper in papers}.values())
     run = RankingRun()
-    day, kept = await _space(config, store, unique, verdicts, run, now=now, embedder=embedder)
+    day, kept = await _space(config, store, unique, verdicts, run, now=now)
     row_of = {key: n for n, key in enumerate(day.ids)}
     announced = np.array(
         [p.announced.toordinal() if p.announced else 0 for p in unique], dtype=np.int64
@@ -125,7 +123,6 @@ async def rank_subscribers(
                 )
             except Exception as exc:  # one subscriber's ranking never stops the others
                 log.warning("%s: not ranked by their verdicts this run: %s", sub.name, exc)
-                run.failed[sub.name] = f"{type(exc).__name__}: {exc}"
                 continue
             run.rankings[sub.id] = replace(ranking, note=run.note) if run.note else ranking
     if run.rankings:
@@ -152,9 +149,9 @@ def _eligible(
     sent: set[str] = set()
     for kind, _ in sub.targets():
         sent.update(store.outbox.delivered_versions(sub.id, kind))
-    days = [int(announced[n]) for n, p in enumerate(papers) if p.id in sent]
-    if days:
-        mask &= announced > max(days)
+    last = last_sent_day(papers, sent)
+    if last is not None:
+        mask &= announced > last.toordinal()
     return mask
 
 
@@ -186,28 +183,24 @@ async def _space(
     run: RankingRun,
     *,
     now: datetime,
-    embedder: Embedder | None,
 ) -> tuple[Day, dict[str, npt.NDArray[np.float32]]]:
     """The run's papers as a `Day`, and the vectors of the verdicts' texts by text hash
     (embeddings; empty for the default space, whose kept rows are word counts)."""
     ids = [paper.id for paper in papers]
     texts = [paper_text(paper) for paper in papers]
     settings = config.embeddings if config is not None else None
-    if settings is not None or embedder is not None:
+    if settings is not None:
         wanted = {text_hash(t): t for t in texts}
         for given in verdicts.values():
             wanted.update({text_hash(f.text): f.text for f in given if f.text})
         own: EmbeddingsClient | None = None
         try:
-            if embedder is None:
-                assert settings is not None
-                client = embedder_of(settings)
-                own = client if isinstance(client, EmbeddingsClient) else None
-            else:
-                client = embedder
-            kind = settings.kind if settings is not None else f"openai:{client.model}"
-            deadline = settings.deadline_seconds if settings is not None else 120.0
-            vectors = await _vectors(store, client, kind, wanted, run, deadline=deadline, now=now)
+            client = embedder_of(settings)
+            own = client if isinstance(client, EmbeddingsClient) else None
+            kind = settings.kind
+            vectors = await _vectors(
+                store, client, kind, wanted, run, deadline=settings.deadline_seconds, now=now
+            )
             run.kind = kind
             day = Day.embedded(kind, ids, np.vstack([vectors[text_hash(t)] for t in texts]))
             return day, vectors
@@ -339,7 +332,6 @@ class LikedRanking:
     """Papers scored by closeness to some liked papers (`paperbell try --like`)."""
 
     day: Day
-    model: Model
     scores: Any  # bot.similar.rank.Scored
     note: str | None  # why the default space stood in for [embeddings]
 
@@ -351,7 +343,6 @@ async def liked_ranking(
     liked: Sequence[Paper],
     *,
     now: datetime,
-    embedder: Embedder | None = None,
 ) -> LikedRanking:
     """`papers` scored by closeness to `liked` (among them), in the space a digest run would
     use: `[embeddings]`'s when the config has one (vectors kept in `store`, if given), else
@@ -366,7 +357,7 @@ async def liked_ranking(
         ]
     }
     run = RankingRun()
-    day, kept = await _space(config, store, unique, verdicts, run, now=now, embedder=embedder)
+    day, kept = await _space(config, store, unique, verdicts, run, now=now)
     model = fit(
         day,
         liked=_rows(day, verdicts[0], kept),
@@ -376,4 +367,4 @@ async def liked_ranking(
         disliked_keys=[],
     )
     with threadpool_limits(1):
-        return LikedRanking(day, model, scores(day, model), run.note)
+        return LikedRanking(day, scores(day, model), run.note)
