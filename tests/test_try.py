@@ -189,6 +189,20 @@ def test_abstract_snippets_keep_whole_words_and_mark_every_hit() -> None:
     assert abstract_snippet(abstract, [Hit("title", 0, 3, "x")], str) == ""
 
 
+@pytest.mark.parametrize("formula_chars", [20, 400])
+def test_abstract_snippets_never_start_or_end_inside_tex_left_as_written(
+    formula_chars: int,
+) -> None:
+    # \\weird is not understood: the formula stays as written, dollars and all. A snippet
+    # takes a short one whole and leaves a long one out, never half of it.
+    formula = "$\\weird{" + " + ".join(["x"] * (formula_chars // 4)) + "}$"
+    abstract = " ".join(["filler"] * 30) + f" let {formula} be the hit we want " + "end " * 30
+    at = abstract.index("hit")
+    snippet = abstract_snippet(abstract, [Hit("abstract", at, at + 3, "hit")], str)
+    assert snippet.count("$") in (0, 2), snippet
+    assert (formula in snippet) == (formula_chars == 20)
+
+
 _SOME = [*demo_papers()[:40], *demo_papers()[-5:]]  # the listing's and Hugging Face's
 _ANALYZED = [analyze(p) for p in _SOME]
 _CATEGORIES = sorted({c for p in _SOME for c in p.categories})

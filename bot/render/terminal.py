@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from bot.core.models import DigestItem, Hit
 from bot.match.digest import Trial
-from bot.render.tex import letters, letters_segments
+from bot.render.tex import formulas, letters, letters_segments
 from bot.render.text import (
     highlight,
     merge_spans,
@@ -71,6 +71,19 @@ def _spans(hits: Sequence[Hit], field: str) -> list[tuple[int, int]]:
     return [(h.start, h.end) for h in hits if h.field == field]
 
 
+def _outside_math(math: Sequence[tuple[int, int]], left: int, right: int) -> tuple[int, int]:
+    """A snippet's edges moved out of the formulas they cut: taken whole when short (or
+    when it is all there is), else left out, so a snippet never starts or ends in TeX."""
+    for start, end in math:
+        if start < left < end:
+            whole = end - start <= 2 * SNIPPET_CONTEXT or end >= right
+            left = start if whole else end
+        if start < right < end:
+            whole = end - start <= 2 * SNIPPET_CONTEXT or start <= left
+            right = end if whole else start
+    return left, right
+
+
 def abstract_snippet(abstract: str, hits: Sequence[Hit], mark: Mark) -> str:
     """The parts of the abstract around its hits (at most MAX_SNIPPETS), hits marked, TeX
     as letters; empty when nothing matched in the abstract."""
@@ -93,6 +106,7 @@ def abstract_snippet(abstract: str, hits: Sequence[Hit], mark: Mark) -> str:
             windows[-1] = (windows[-1][0], right)
         elif len(windows) < MAX_SNIPPETS:
             windows.append((left, right))
+    math = formulas(shown)  # the TeX math left as written: never cut through
     pieces = []
     for left, right in windows:
         # Whole words only: move the edges out of the words they cut.
@@ -100,6 +114,7 @@ def abstract_snippet(abstract: str, hits: Sequence[Hit], mark: Mark) -> str:
             left -= 1
         while right < len(shown) and not shown[right].isspace():
             right += 1
+        left, right = _outside_math(math, left, right)
         window = tidy_segments(slice_segments(segments, left, right))
         text = "".join(mark(part) if hit else part for part, hit in window)
         pieces.append(("… " if left > 0 else "") + text + (" …" if right < len(shown) else ""))

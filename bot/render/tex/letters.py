@@ -54,7 +54,8 @@ _ACCENT_RE = re.compile(
 )
 _CONTROL_RE = re.compile(r"\\(?:[A-Za-z]+|.)", re.DOTALL)
 # Where something may need converting: a backslash, a brace, a dash or quote ligature.
-_SPECIAL_RE = re.compile(r"[\\{}]|-{2,}|``|''")
+# A tie (~) counts only before a command (MEGNet~\\cite{...}): "~10%" is an approximation.
+_SPECIAL_RE = re.compile(r"[\\{}]|-{2,}|``|''|~(?=\\)")
 _SPACES_RE = re.compile(r"[ \t\n\r]*")
 _DELIMITER_RE = re.compile(
     r"\\(?P<delim>[()\[\]])"
@@ -83,6 +84,9 @@ _SWITCHES = frozenset(
 )
 # Commands whose argument is shown as written, not read as TeX: a URL keeps its _ and %.
 _VERBATIM_COMMANDS = frozenset(["url"])
+# Citations, shown as their keys in brackets (\\cite{BCPR} -> [BCPR]): a key is what the
+# abstract refers to, and dropping it would leave "the results in ." behind.
+_CITATIONS = frozenset(["cite", "citep", "citet", "citealp", "citealt", "parencite", "textcite"])
 # Escaped characters and spacing commands in text: \& \% \_ \$ \{ \} "\ " \, and the
 # invisible ones (\- a hyphenation point, \/ italic correction, \@ a sentence's end).
 _TEXT_ESCAPES = {
@@ -263,6 +267,8 @@ class _Reader:
                 self.convert(at, at + 2, "\u201d")
         elif token[0] == "-":
             self.dashes(at, at + len(token))
+        elif token == "~":
+            self.convert(at, at + 1, " ")
         elif token == "}":
             if at in self.kept:
                 while self.groups and self.groups[-1][0] != at:
@@ -363,6 +369,16 @@ class _Reader:
                 self.closers[close] = ""
                 self.groups.append((close, -1))
                 return brace + 1
+        elif name in _CITATIONS and (close := self.closing.get(end)) is not None:
+            self.convert(at, end + 1, "[")  # the keys as written: they are names, not TeX
+            self.literal(end + 1, close)
+            self.convert(close, close + 1, "]")
+            return close + 1
+        elif name == "footnote" and (close := self.closing.get(end)) is not None:
+            self.convert(at, end + 1, " (")  # a footnote in an abstract: said in passing
+            self.closers[close] = ")"
+            self.groups.append((close, -1))
+            return end + 1
         elif name == "href" and (link := self.closing.get(end)) is not None:
             label = self.closing.get(link + 1)
             if label is not None:  # \href{URL}{text}: "URL (text)", in the order written

@@ -28,7 +28,13 @@ MATH_RE = re.compile(r"(?<!\\)(?P<open>\$\$?)(?P<tex>(?:[^$\\]|\\.)+?)(?<!\\)(?P
 _PROSE_RE = re.compile(r"(?<![\\A-Za-z{])[a-z]{3,}")
 _CONTROL_WORD_RE = re.compile(r"\\[A-Za-z]+\*?")
 _MATH_TOKEN_RE = re.compile(r"\\[A-Za-z]+\*?|\\.|[{}^_]|\s+|.", re.DOTALL)
-_SUPERSCRIPTS = dict(zip("0123456789+-−=()ni′'*†∘", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁻⁼⁽⁾ⁿⁱ′′*†°", strict=True))
+_SUPERSCRIPTS = dict(
+    zip(
+        "0123456789+-−=()ni′'*†∘abcdefghjklmoprstuvwxyz",
+        "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁻⁼⁽⁾ⁿⁱ′′*†°ᵃᵇᶜᵈᵉᶠᵍʰʲᵏˡᵐᵒᵖʳˢᵗᵘᵛʷˣʸᶻ",
+        strict=True,
+    )
+)
 _SUBSCRIPTS = dict(
     zip("0123456789+-−=()aehijklmnoprstuvx", "₀₁₂₃₄₅₆₇₈₉₊₋₋₌₍₎ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ", strict=True)
 )
@@ -95,8 +101,10 @@ _SYMBOL_FIXES = {
     # The number sets as authors define them for short: $\Z^d$, $\R^n$.
     **dict(zip(("N", "Z", "Q", "R", "C"), "ℕℤℚℝℂ", strict=True)),
     "Im": "ℑ",
+    "Bbbk": "𝕜",
     "bmod": "mod",
     **{name: name for name in ("dim", "ker", "deg", "det", "gcd", "lcm", "mod", "arg", "hom")},
+    **{name: name for name in ("coth", "sech", "csch", "arccot", "arsinh", "arcosh", "artanh")},
     "Pr": "Pr",
 }
 
@@ -175,6 +183,7 @@ class _MathReader:
 
     def sequence(self, until: str | None) -> str:
         parts: list[str] = []
+        operator = False  # the last part is a named operator (log, sin): set apart by spaces
         while (token := self.peek()) is not None and token != until:
             if token == "}":
                 raise _TexError("unbalanced }")
@@ -183,8 +192,17 @@ class _MathReader:
                 if parts:
                     parts[-1] = parts[-1].rstrip()
                 parts.append(_script(self.argument(), superscript=token == "^"))
-            else:
-                parts.append(self.atom())
+                continue
+            part = self.atom()
+            named = token.startswith("\\") and len(part) > 1 and part.isascii() and part.isalpha()
+            if part and (named or operator):
+                # O(n\log n) is O(n log n), not O(nlogn); \sin x is sin x.
+                before = next((p for p in reversed(parts) if p), "")
+                if before[-1:].isalnum() and part[0].isalnum():
+                    part = " " + part
+            if part.strip():
+                operator = named
+            parts.append(part)
         return "".join(parts)
 
     def argument(self) -> str:
@@ -235,9 +253,13 @@ class _MathReader:
             return _unicode_font(name, letters)
         if name in _ACCENTS:
             base = self.argument()
-            if len(base) != 1:
+            # One mark over each letter of a short word (\overline{TO}: T̅O̅), as the
+            # combining characters can: a longer argument is more than an accent.
+            if not 1 <= len(base) <= 4 or not base.isalnum():
                 raise _TexError(name)
-            return base + _ACCENTS[name]
+            return "".join(letter + _ACCENTS[name] for letter in base)
+        if name == "unicode":
+            return _code_point(self.argument())
         if name == "sqrt":
             if self.argument_token() == "[":
                 raise _TexError("sqrt[n]")
@@ -249,6 +271,18 @@ class _MathReader:
             bottom = bottom if _atomic(bottom) else f"({bottom})"
             return f"{top}/{bottom}"
         return _symbol(name)
+
+
+def _code_point(argument: str) -> str:
+    """MathJax's `\\unicode{x2013}` (or `{8211}`) as the character it names: a printable one."""
+    digits, base = (argument[1:], 16) if argument[:1] in ("x", "X") else (argument, 10)
+    try:
+        code = int(digits, base) if 0 < len(digits) <= 6 and digits.isalnum() else -1
+    except ValueError:
+        code = -1
+    if not 0x20 <= code <= 0x10FFFF or not chr(code).isprintable():
+        raise _TexError("unicode")
+    return chr(code)
 
 
 def _simple(text: str) -> bool:
