@@ -114,7 +114,7 @@ def noon(day: date) -> datetime:
     [
         pytest.param(
             datetime(2024, 5, 27, 12, 0, tzinfo=UTC),
-            4,
+            2,
             ["2024-05-24", "2024-05-27"],
             id="monday-reaches-back-over-the-weekend-to-friday",
         ),
@@ -127,15 +127,28 @@ def noon(day: date) -> datetime:
         pytest.param(
             datetime(2024, 5, 27, 8, 0, tzinfo=timezone(timedelta(hours=9))),
             3,
-            ["2024-05-24"],
+            ["2024-05-22", "2024-05-23", "2024-05-24"],
             id="monday-morning-in-tokyo-is-still-sunday-utc",
         ),
-        pytest.param(datetime(2024, 6, 1, 12, 0, tzinfo=UTC), 1, [], id="saturday-asks-nothing"),
+        # Hugging Face has no weekend issue, and Friday's list still grows: the last weekday.
+        pytest.param(
+            datetime(2024, 6, 1, 12, 0, tzinfo=UTC), 1, ["2024-05-31"], id="saturday-asks-friday"
+        ),
+        pytest.param(
+            datetime(2024, 6, 2, 12, 0, tzinfo=UTC), 14, None, id="fourteen-weekdays-on-a-sunday"
+        ),
     ],
 )
 def test_hf_harvest_asks_each_utc_weekday_oldest_first_with_the_user_agent(
-    now: datetime, days: int, asked: list[str]
+    now: datetime, days: int, asked: list[str] | None
 ) -> None:
+    if asked is None:  # the last `days` weekdays, up to now's UTC day
+        day = now.date()
+        asked = []
+        while len(asked) < days:
+            if day.weekday() < 5:
+                asked.insert(0, day.isoformat())
+            day -= timedelta(days=1)
     with feed_server() as server:
         server.answer = hf_answer
         fake = controlled(server)

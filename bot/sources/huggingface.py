@@ -504,7 +504,7 @@ class HuggingFaceOptions(SourceOptions):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     url: FetchURL = HF_BASE  # https://, http:// (a local stand-in), file:// (a saved day)
-    days: int = Field(2, ge=1, le=14)  # each poll reads today and the days before
+    days: int = Field(2, ge=1, le=14)  # each poll reads the last `days` weekdays
     interval_minutes: float | None = Field(60, gt=0, le=1440)
 
 
@@ -557,7 +557,7 @@ class HuggingFaceSource(Source):
         today = now.astimezone(UTC).date()
         wanted: list[date | None] = [None]
         if not self.saved_day:
-            wanted = list(_weekdays(today - timedelta(days=self.days - 1), today))
+            wanted = list(_last_weekdays(today, self.days))
         papers: list[Paper] = []
         problems: list[str] = []
         latest = None
@@ -579,6 +579,14 @@ class HuggingFaceSource(Source):
 
     async def backfill_day(self, http: Any, day: date) -> list[Paper]:
         return list((await self.fetch_day(http, day)).papers)
+
+
+def _last_weekdays(today: date, count: int) -> list[date]:
+    """The last `count` days up to `today` that have a Hugging Face issue, oldest first: on
+    a Saturday or Sunday the last one is Friday (whose list still grows)."""
+    # `count` weekdays lie within `count` + 2 days per started week before today.
+    first = today - timedelta(days=count - 1 + 2 * ((count + 6) // 5))
+    return _weekdays(first, today)[-count:]
 
 
 def _weekdays(first: date, last: date) -> list[date]:
