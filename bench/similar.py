@@ -215,8 +215,9 @@ def embeddings(
 ) -> dict[str, float]:
     import asyncio
 
-    from bot.similar.endpoint import EmbeddingsClient
     from support.embeddings import EmbeddingsStandIn, minilm
+
+    from bot.similar.endpoint import EmbeddingsClient
 
     model = minilm()
     with EmbeddingsStandIn(model) as standin:

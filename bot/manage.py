@@ -299,8 +299,8 @@ class Manager:
     def _editable(self, sub: Subscriber) -> None:
         if sub.origin == "config":
             raise StoreError(
-                "this subscription is set in the paperbell config file",
-                hint="ask the operator to change it there",
+                "this subscription is kept in this site's own settings (its config file)",
+                hint="only whoever runs this paperbell site can change it, in that file",
             )
 
     @staticmethod

@@ -235,6 +235,18 @@ def test_slack_problems(
     assert expected in "\n".join(problems(data, environ))
 
 
+def test_a_bad_slack_section_and_the_subscriber_it_leaves_unable_to_post_both_at_once() -> None:
+    # The [slack] section fails the schema (a bad variable name) and has no bot token: the
+    # subscriber who posts to a channel is named in the same run, not after the first fix.
+    data = minimal(subscribers=[{"name": "lab", "rules": ["robot"], "slack_channel": "#lab"}])
+    data["slack"] = {"signing_secret_env": "SSS", "app_token_env": "1BAD"}
+    found = problems(data, {"SSS": "s" * 32})
+    assert any(p.startswith("slack.app_token_env: ") for p in found), found
+    assert any(
+        p.startswith("subscribers[0].slack_channel: posting to Slack needs") for p in found
+    ), found
+
+
 @pytest.mark.parametrize(
     ("section", "subscriber", "expected"),
     [

@@ -157,6 +157,7 @@ def test_demo_without_its_extra_says_what_to_install(tmp_path: Path) -> None:
     result = _run_without_aiosmtpd("demo", "--out", str(tmp_path / "demo"), cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     assert "pip install 'paperbell[demo]'" in result.stderr
+    assert result.stderr.startswith("error: ")  # as every other message says it
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "demo").exists()  # nothing half-made
 

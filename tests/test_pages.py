@@ -329,10 +329,19 @@ def test_a_link_stops_working_when_the_address_changes(site: Site) -> None:
     assert gone.status_code == 404 and "no longer works" in gone.text
 
 
+def test_a_config_file_subscribers_unsubscribe_page_promises_no_rule_changes(site: Site) -> None:
+    page = site.http.get(site.link("unsubscribe", "lab"))
+    assert page.status_code == 200
+    assert "lets you change your rules" not in page.text and "Write to" in page.text
+    assert "lets you change your rules" in site.http.get(site.link("unsubscribe", "ada")).text
+
+
 def test_a_config_file_subscriber_can_pause_but_not_edit(site: Site) -> None:
     path = site.link("manage", "lab")
     page = site.http.get(path)
-    assert page.status_code == 200 and "set in the paperbell config file" in page.text
+    assert page.status_code == 200 and "cannot be changed on this page" in page.text
+    # In the reader's words: whom to write to (the digests' sender), no "operator".
+    assert 'href="mailto:' in page.text and "operator" not in page.text
     assert 'action="' + path + '/add"' not in page.text
     refused = site.post(path + "/add", {"rule": "robot"}, page=path)
     assert refused.status_code == 400 and "config file" in refused.text

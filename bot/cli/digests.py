@@ -155,12 +155,16 @@ def backfill(
     done_before = days_done(planned, store)
     if done_before:
         click.echo(f"resuming: {done_before} of {plural(total, 'day')} already done, skipped")
-    plain = no_progress or not sys.stderr.isatty()  # a bar only where a person watches
+    # A bar only where a person watches (on the terminal's stderr); a line per day wherever
+    # the output is kept (a log, a pipe), and in place of the bar: `backfill > log` on a
+    # terminal gets both.
+    no_bar = no_progress or not sys.stderr.isatty()
+    plain = no_bar or not sys.stdout.isatty()
     bar = tqdm(
         total=total,
         initial=done_before,
         unit="day",
-        disable=plain,
+        disable=no_bar,
         file=sys.stderr,
         dynamic_ncols=True,
     )

@@ -30,6 +30,7 @@ from bot.cli.service import (
 )
 from bot.cli.shell import EXIT_USAGE, config_option, handle_errors, load_config, stop_on_signals
 from bot.config import Config, example_config_text
+from bot.core.errors import PaperbellError
 
 
 @click.command()
@@ -55,19 +56,22 @@ from bot.config import Config, example_config_text
 )
 @handle_errors
 def demo(out_dir: Path, serve: bool, port: int) -> None:
-    """Run the whole pipeline offline on a bundled real arXiv feed.
+    """Run the whole pipeline offline on bundled real data: no network, no account.
 
-    Reads the real arXiv listing of 28 Nov 2024 shipped with paperbell, matches it against
-    example subscribers, sends their digests over real SMTP to a server started on
-    loopback, and saves each received message as .eml and .html in the output folder.
-    Run it twice: the second run sends nothing, because everything was delivered.
-    With --serve, the links in the emails work: manage a subscription, unsubscribe.
+    Reads the real arXiv listing of 28 Nov 2024 (all of arXiv) and a real Hugging Face
+    Daily Papers day (21 Aug 2026) shipped with paperbell, matches them against example
+    subscribers, sends their digests over real SMTP to a server started on loopback, and
+    saves each received message as .eml and .html in the output folder; a lab's digest
+    also goes to its Slack channel, posted to a local stand-in of the Slack Web API (saved
+    as slack/posted.json). Run it twice: the second run sends nothing, because everything
+    was delivered. With --serve, the links in the emails work: manage a subscription,
+    unsubscribe, 👍 / 👎.
     """
     if importlib.util.find_spec("aiosmtpd") is None:  # the demo's mail server: an extra
-        raise click.ClickException(
-            "the demo's mail server needs aiosmtpd, which is not installed; install "
-            "paperbell with its demo extra: pip install 'paperbell[demo]' "
-            "(from a checkout: pip install '.[demo]')"
+        raise PaperbellError(
+            "the demo's mail server needs aiosmtpd, which is not installed",
+            hint="install paperbell with its demo extra: pip install 'paperbell[demo]' "
+            "(from a checkout: pip install '.[demo]')",
         )
     from bot.demo import run_demo  # an SMTP server, the Slack stand-in: `demo` only
 

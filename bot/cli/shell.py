@@ -3,11 +3,12 @@ option, the store, and the exit codes paperbell errors turn into.
 
 Exit codes: 0 success; 1 a source, delivery or database failed (the others went on);
 2 bad usage or an invalid config (nothing was done); 130 interrupted (Ctrl-C). Output cut
-short by its reader (`paperbell list | head`) ends the command quietly. `-v` works before
-the command and after it (`paperbell poll -v`): the group gives every command it is handed
-the option. The commands are added to the group by `bot.cli`; this module knows none of
-them. Only the command line (with `config`) reads the environment, and only this module
-configures logging (secrets masked in every log line: `bot.core.redact`).
+short by its reader (`paperbell list | head`) ends the command quietly (exit 1: not all of
+it was read). `-v` works before the command and after it (`paperbell poll -v`): the group
+gives every command it is handed the option. The commands are added to the group by
+`bot.cli`; this module knows none of them. Only the command line (with `config`) reads the
+environment, and only this module configures logging (secrets masked in every log line:
+`bot.core.redact`).
 """
 
 from __future__ import annotations

@@ -25,7 +25,12 @@ from bot.config.environment import (
     strip_written_secrets,
 )
 from bot.config.problems import validation_problems
-from bot.config.schema import Config, cross_section_problems, duplicate_name_problems
+from bot.config.schema import (
+    Config,
+    cross_section_problems,
+    destination_problems,
+    duplicate_name_problems,
+)
 from bot.config.sections import web_link_problems
 from bot.core.errors import ConfigError
 
@@ -46,6 +51,7 @@ def parse_config(
     # These checks and secrets read the raw data, so their problems are reported even when
     # the schema fails too: every problem at once.
     problems += duplicate_name_problems(raw) + web_link_problems(raw.get("web"))
+    problems += destination_problems(raw)
     secrets = SecretReader(environ)
     password = read_password(raw.get("email"), secrets)
     slack_secrets = read_slack_secrets(raw.get("slack"), secrets)

@@ -105,13 +105,10 @@ class Config(Section):
 
 
 def cross_section_problems(config: Config) -> list[str]:
-    """The problems no one section sees: where subscribers' digests go, how many rules they
-    have ([digest] max_rules), and the tick deadline against the request deadlines."""
-    return (
-        _destination_problems(config)
-        + _rule_count_problems(config)
-        + _tick_deadline_problems(config)
-    )
+    """The problems no one section sees: how many rules subscribers have ([digest]
+    max_rules), and the tick deadline against the request deadlines. (Where their digests go
+    is read from the raw data: `destination_problems`.)"""
+    return _rule_count_problems(config) + _tick_deadline_problems(config)
 
 
 def config_notes(config: Config) -> list[str]:
@@ -170,24 +167,33 @@ def _tick_deadline_problems(config: Config) -> list[str]:
     return problems
 
 
-def _destination_problems(config: Config) -> list[str]:
-    """Each subscriber's channels need their section: [email] for mail, [slack] for posts."""
-    problems = []
-    for index, sub in enumerate(config.subscribers):
-        if sub.email and config.email is None:
+def destination_problems(raw: Mapping[str, Any]) -> list[str]:
+    """Each subscriber's channels need their section: [email] for mail, [slack] for posts.
+    Read from the raw data, so that they are reported even when a section fails the schema
+    (a bad [slack] key and a subscriber it leaves unable to post: both at once)."""
+    problems: list[str] = []
+    subscribers = raw.get("subscribers")
+    if not isinstance(subscribers, list):
+        return problems
+    slack = raw.get("slack")
+    bot_token = isinstance(slack, Mapping) and bool(slack.get("bot_token_env"))
+    for index, sub in enumerate(subscribers):
+        if not isinstance(sub, Mapping):
+            continue
+        name = sub.get("name") if isinstance(sub.get("name"), str) else f"subscriber {index}"
+        if sub.get("email") and not isinstance(raw.get("email"), Mapping):
             problems.append(
                 f"subscribers[{index}].email: an [email] section is needed to send "
-                f"{sub.name}'s digests by email"
+                f"{name}'s digests by email"
             )
-        if sub.slack_channel or sub.slack_user:
-            if sub.webhook_url_env:
-                continue  # the webhook posts; slack_channel only names it
-            if config.slack is None or not config.slack.bot_token_env:
-                key = "slack_channel" if sub.slack_channel else "slack_user"
-                problems.append(
-                    f"subscribers[{index}].{key}: posting to Slack needs [slack] bot_token_env "
-                    "(or, for a channel, the subscriber's webhook_url_env)"
-                )
+        posts = sub.get("slack_channel") or sub.get("slack_user")
+        # (with a webhook, the webhook posts: slack_channel only names it)
+        if posts and not sub.get("webhook_url_env") and not bot_token:
+            key = "slack_channel" if sub.get("slack_channel") else "slack_user"
+            problems.append(
+                f"subscribers[{index}].{key}: posting to Slack needs [slack] bot_token_env "
+                "(or, for a channel, the subscriber's webhook_url_env)"
+            )
     return problems
 
 

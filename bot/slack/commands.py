@@ -454,7 +454,7 @@ class SlashCommands:
         trial = await asyncio.to_thread(try_rule, rule, papers)
         found = len(trial.items)
         head = (
-            f"{as_code(rule.text)} matches {found} of the {trial.papers:,} papers "
+            f"{as_code(rule.text)} matches {found} of the {plural(trial.papers, 'paper')} "
             f"announced {first:%-d %b} – {latest:%-d %b %Y}"
         )
         if not found:

@@ -265,8 +265,8 @@ def _megabytes(size: int) -> str:
 
 
 _DNS_HINT = (
-    "check the host name in the source's `url`, and this machine's network and DNS; the "
-    "next poll will try again"
+    "check this machine's network and DNS (and the host name, if the source has a `url` of "
+    "its own); the next poll will try again"
 )
 _REFUSED_HINT = (
     "nothing answers at that address: check the source's `url` (and, for a server of "

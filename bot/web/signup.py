@@ -65,8 +65,13 @@ class SignupPages:
             return self.site.message(
                 request,
                 "Too many sign-ups",
-                "This page has sent many confirmation emails in the last hour. Try again "
-                "later, or ask the operator to subscribe you.",
+                "This page has sent many confirmation emails in the last hour. Please try "
+                "again in an hour"
+                + (
+                    f", or write to {contact} to be subscribed."
+                    if (contact := self.site.contact)
+                    else "."
+                ),
                 status=429,
             )
         if problems or rule_problem is not None:

@@ -44,6 +44,8 @@ class Site:
         self.csrf = Csrf(signer.derived_key("csrf"), public_url=signer.public_url)
         self.env = template_env()
         self.name = manager.config.email.from_name if manager.config.email else "paperbell"
+        # Whom a reader may write to about what the pages cannot do: the digests' sender.
+        self.contact = manager.config.email.from_address if manager.config.email else None
 
     def page(
         self,
@@ -57,6 +59,7 @@ class Site:
         token, fresh = self.csrf.token(request)
         html = self.env.get_template(f"web/{template}.html.j2").render(
             site_name=self.name,
+            contact=self.contact,
             title=title,
             csrf_field=CSRF_FIELD,
             csrf=token,
