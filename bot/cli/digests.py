@@ -322,8 +322,8 @@ TRY_DAYS = 30  # `try` without --since: this many announcement days up to the ne
     multiple=True,
     metavar="ID",
     help="Rank the papers (a RULE's matches, if one is given) by how close they are to "
-    "this paper (an arXiv id among the papers tried; repeat for more), best first, with "
-    "the score and the liked paper each is closest to.",
+    "this paper (an arXiv id, arXiv link or DOI of a paper tried or stored; repeat for "
+    "more), best first, with the score and the liked paper each is closest to.",
 )
 @config_option
 @click.option(
@@ -382,6 +382,7 @@ def try_(
     if rule_text is None and not liked:
         raise click.UsageError("give a RULE, or --like ID (or both)")
     rule = parse_rule(rule_text) if rule_text is not None else None  # bad: caret, exit 2
+    liked_keys = _liked_keys(liked)  # bad: exit 2, before any work
     model = None
     store = None
     config = None
@@ -409,8 +410,8 @@ def try_(
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     mark = (lambda text: click.style(text, fg="yellow", bold=True)) if color else stars
-    if liked:
-        _try_like(liked, rule, papers, where, limit, config=config, store=store)
+    if liked_keys:
+        _try_like(liked_keys, rule, papers, where, limit, config=config, store=store)
         return
     assert rule is not None
     trial = try_rule(rule, papers)
@@ -426,8 +427,19 @@ def try_(
         click.echo(line, color=color)
 
 
+def _liked_keys(liked: Sequence[str]) -> list[str]:
+    """The papers `--like` names, as keys (an arXiv id, link or DOI, as `paperbell like`
+    takes them); a value that names none is bad usage, shown as every command shows it."""
+    from bot.pipeline.likes import paper_keys
+
+    keys, problems = paper_keys(liked)
+    if problems:
+        raise click.BadParameter("; ".join(problems), param_hint="'--like'")
+    return keys
+
+
 def _try_like(
-    liked: Sequence[str],
+    wanted: Sequence[str],
     rule: Rule | None,
     papers: Sequence[Paper],
     where: str,
@@ -436,46 +448,76 @@ def _try_like(
     config: Config | None = None,
     store: Store | None = None,
 ) -> None:
-    """`try --like`: the papers (a rule's matches) by closeness to the liked ones, in the
-    space a digest would use (the config's [embeddings], else the default)."""
+    """`try --like`: the papers (a rule's matches) by closeness to the liked ones (among
+    the papers tried, else the stored ones), in the space a digest would use (the
+    config's [embeddings], else the default)."""
+    from bot.pipeline.likes import papers_named
     from bot.pipeline.similar import liked_ranking
 
-    by_id = {p.id: p for p in papers}
-    wanted = [key.strip() for key in liked]
-    unknown = [key for key in wanted if key not in by_id]
-    if unknown:
-        raise PaperbellError(
-            f"not among the {len(by_id):,} papers tried: {', '.join(unknown)}",
-            hint="--like takes an arXiv id (2411.18179, no version) of a paper stored "
-            "(or bundled, with --demo); `paperbell backfill` stores past days",
-        )
-    wanted = list(dict.fromkeys(wanted))
-    unique = list(by_id.values())
-    seeds = [by_id[key] for key in wanted]
-    ranked_by = asyncio.run(liked_ranking(config, store, unique, seeds, now=utcnow()))
+    seeds = papers_named(wanted, papers, store)
+    if missing := [key for key in wanted if key not in seeds]:
+        found = _not_found(missing, where, demo=store is None)
+        raise click.BadParameter(found, param_hint="'--like'")
+    unique = list({p.id: p for p in papers}.values())
+    heading = f"rule: {rule.text}, " if rule is not None else ""
+    shown_keys = ", ".join(wanted)
+    candidates = unique
+    if rule is not None:
+        candidates = [item.paper for item in try_rule(rule, unique).items]
+    liked_ids = {paper.id for paper in seeds.values()}
+    ranked_ids = [p for p in candidates if p.id not in liked_ids]
+    if not ranked_ids:
+        click.echo(f"{heading}ranked by closeness to {shown_keys}\ntried on {where}\n")
+        if rule is not None:
+            for line in absent_facts(rule, unique):
+                click.echo(f"note: {line}")
+        click.echo(_nothing_to_rank(rule, matched=len(candidates), tried=len(unique)))
+        return
+    liked = list({paper.id: paper for paper in seeds.values()}.values())
+    ranked_by = asyncio.run(liked_ranking(config, store, unique, liked, now=utcnow()))
     day, scored = ranked_by.day, ranked_by.scores
     if ranked_by.note:
         click.echo(f"note: {ranked_by.note}")
     row = {key: n for n, key in enumerate(day.ids)}
-    candidates = unique
-    if rule is not None:
-        candidates = [item.paper for item in try_rule(rule, unique).items]
-    ranked = sorted(
-        (p for p in candidates if p.id not in wanted), key=lambda p: -scored.score[row[p.id]]
-    )
-    heading = f"rule: {rule.text}, " if rule is not None else ""
-    click.echo(f"{heading}ranked by closeness to {', '.join(wanted)}\ntried on {where}\n")
+    ranked = sorted(ranked_ids, key=lambda p: -scored.score[row[p.id]])
+    click.echo(f"{heading}ranked by closeness to {shown_keys}\ntried on {where}\n")
     shown = ranked if limit == 0 else ranked[:limit]
     for n, paper in enumerate(shown, 1):
         r = row[paper.id]
-        closest = wanted[int(scored.closest[r])]
+        closest = liked[int(scored.closest[r])]
         day_ = paper.announced.isoformat() if paper.announced else "-"
         click.echo(f"{n:>3}. {paper.id}  {day_}  {' '.join(paper.categories)}")
         click.echo(f"     {_shown_title(paper)}")
-        near = _shown_title(by_id[closest])
-        click.echo(f"     score {scored.score[r]:.2f}, closest to {closest}: {near}")
+        near = _shown_title(closest)
+        click.echo(f"     score {scored.score[r]:.2f}, closest to {closest.id}: {near}")
     if len(ranked) > len(shown):
         click.echo(f"... and {len(ranked) - len(shown)} more (--limit 0 shows them all)")
+    if rule is not None:
+        click.echo(f"{len(candidates):,} of {plural(len(unique), 'paper')} matched the rule")
+
+
+def _not_found(keys: Sequence[str], where: str, *, demo: bool) -> str:
+    """Why `--like` cannot rank by these papers: neither tried nor stored."""
+    names = ", ".join(keys)
+    if demo:
+        return f"{names}: not among {where} (with --demo, --like names one of them)"
+    return (
+        f"{names}: not in the store (not among the {where}, nor stored from another "
+        "day): `paperbell backfill --since YYYY-MM-DD` stores past days, or name a "
+        "stored paper"
+    )
+
+
+def _nothing_to_rank(rule: Rule | None, *, matched: int, tried: int) -> str:
+    """What `try --like` says when no paper is left to rank."""
+    if rule is not None and not matched:
+        return f"no paper matched the rule: 0 of {plural(tried, 'paper')}; nothing to rank"
+    if rule is not None:
+        return (
+            f"the rule matched only the liked papers ({matched:,} of "
+            f"{plural(tried, 'paper')}): nothing else to rank"
+        )
+    return "no paper besides the liked ones: nothing to rank"
 
 
 def _shown_title(paper: Paper) -> str:

@@ -304,6 +304,25 @@ def paper_keys(texts: Iterable[str]) -> tuple[list[str], list[str]]:
     return keys, problems
 
 
+def papers_named(
+    keys: Sequence[str], papers: Sequence[Paper], store: Store | None = None
+) -> dict[str, Paper]:
+    """The papers these keys (`paper_key`'s) name, by key: among `papers` by id or DOI,
+    else (with a store) among the stored papers, by id or by another name of theirs (a
+    DOI). A key that names none is absent."""
+    by_id = {paper.id: paper for paper in papers}
+    by_doi = {DOI_PREFIX + doi.lower(): paper for paper in papers for doi in paper.dois}
+    found = {key: paper for key in keys if (paper := by_id.get(key) or by_doi.get(key))}
+    rest = [key for key in keys if key not in found]
+    if store is None or not rest:
+        return found
+    aliases = store.papers.ids_of_keys([key for key in rest if key.startswith(DOI_PREFIX)])
+    ids = {key: aliases.get(key, key) for key in rest}
+    stored = store.papers.by_id(sorted(set(ids.values())))
+    found.update({key: stored[i] for key, i in ids.items() if i in stored})
+    return found
+
+
 async def give_verdicts(
     store: Store,
     subscriber_id: int,
