@@ -288,6 +288,16 @@ def test_like_dislike_unlike_and_likes_commands(
     code, out = cli("likes", "bob")
     assert code == 0 and "bob: 1 liked, 2 disliked" in out
     assert "like     2411.17703  Probabilistic Forecasting" in out and "(from a command)" in out
+    code, out = cli("like", "bob", "2411.17703", "2411.17758")
+    assert code == 0 and "2411.17703 was already liked: Probabilistic Forecasting" in out
+    assert "liked 2411.17758 in place of the earlier dislike: PP-LEM" in out
+    code, out = cli("likes", "bob")  # the likes, then the dislikes, each as given
+    assert [line.split()[:2] for line in out.splitlines()[1:]] == [
+        ["like", "2411.17703"],
+        ["like", "2411.17758"],
+        ["dislike", "2411.17704"],
+    ], out
+    assert cli("dislike", "bob", "2411.17758")[0] == 0
     code, out = cli("unlike", "bob", "2411.17704")
     assert code == 0 and "removed bob's verdict on 2411.17704" in out
     code, out = cli("unlike", "bob", "2411.17704")
@@ -301,6 +311,64 @@ def test_like_dislike_unlike_and_likes_commands(
     assert code == 0 and "ada: 1 liked, 0 disliked" in out and "(from the config file)" in out
     code, out = cli("likes", "nobody")
     assert code == 1 and "no subscriber named 'nobody'" in out
+
+
+def test_likes_of_a_config_subscriber_without_any_points_at_the_file_and_makes_no_database(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "paperbell.sqlite"
+    path = tmp_path / "config.toml"
+    path.write_text(
+        local_feed_config(f"sqlite:///{database}")
+        + toml_table("email", sink_email(9))
+        + '[[subscribers]]\nname = "ada"\nemail = "ada@example.org"\nrules = ["qubit"]\n'
+    )
+    cli = lambda *args: outcome(*args, config=path)  # noqa: E731
+    for command in (("likes", "ada"), ("unlike", "bob", "2411.17703"), ("like", "bob", "1.1")):
+        code, out = cli(*command)
+        assert code in (1, 2) and not database.exists(), out
+    code, out = cli("likes", "ada")
+    assert code == 1 and "there is no database yet" in out and "paperbell poll -c" in out
+    code, out = cli("like", "ada", "2411.17703")  # said before the database is looked for
+    assert code == 1 and "declared in the config file" in out and not database.exists()
+    assert cli("subscribe", "bob", "--email", "bob@example.org", "robot")[0] == 0
+    code, out = cli("likes", "ada")
+    assert code == 0 and "ada has liked and disliked nothing yet: add papers to its `like`" in out
+    assert "paperbell like" not in out  # refused for ada
+    code, out = cli("likes", "bob")
+    assert code == 0 and "`paperbell like bob ID` adds one" in out
+
+
+def test_like_says_when_the_arxiv_api_gives_no_title_and_that_it_comes_later(
+    tmp_path: Path, database_url: str
+) -> None:
+    unknown = FIXTURES / "arxiv_api" / "edge_api2026_empty-result_idlist_0808.05394.xml"
+    with feed_server() as server:
+        server.answer = lambda path, headers: (
+            Route(unknown.read_bytes(), content_type="application/atom+xml")
+            if path.startswith("/api/query?id_list=2411.99999")
+            else Route(b"down", status=404)
+        )
+        path = tmp_path / "config.toml"
+        path.write_text(
+            local_feed_config(database_url)
+            + f'api_url = "{server.url("/api/query")}"\n'
+            + toml_table("email", sink_email(9))
+        )
+        cli = lambda *args: outcome(*args, config=path)  # noqa: E731
+        assert cli("subscribe", "bob", "--email", "bob@example.org", "robot")[0] == 0
+        code, out = cli("like", "bob", "1706.03762")
+        assert code == 0, out
+        assert "liked 1706.03762 (title not known yet)" in out
+        assert (
+            "note: the title and abstract of 1706.03762 could not be fetched from the arXiv "
+            "API (" in out
+        )
+        assert "they are filled in later: when paperbell stores the paper, or when this " in out
+        assert "1 papers" not in out and "the source's `url`" not in out and "hint:" not in out
+        code, out = cli("dislike", "bob", "2411.99999")
+        assert code == 0 and "note: the arXiv API has no paper 2411.99999: check the id" in out
+        assert "`paperbell unlike bob 2411.99999` removes it" in out
 
 
 IDS = st.one_of(
