@@ -85,9 +85,10 @@ def test_config_likes_are_kept_as_keys_and_bad_ones_named_with_the_subscriber(
             config_data(database_url, like=["2411.17703", "nonsense"], dislike=["2413.00001"])
         )
     assert caught.value.problems == [
-        "subscribers[0]: like[1] of ada: 'nonsense' is not an arXiv id (2411.18179), an arXiv "
-        "link or a DOI (doi:10.1101/…); dislike[0] of ada: '2413.00001' is not an arXiv id "
-        "(2411.18179), an arXiv link or a DOI (doi:10.1101/…)"
+        "subscribers[0].like[1]: 'nonsense' is not an arXiv id (2411.18179), an arXiv link or "
+        "a DOI (doi:10.1101/…)",
+        "subscribers[0].dislike[0]: '2413.00001' is not an arXiv id (2411.18179), an arXiv "
+        "link or a DOI (doi:10.1101/…)",
     ]
     with pytest.raises(ConfigError, match=r"ada both likes and dislikes 2411\.17703"):
         parse_config(config_data(database_url, like=["2411.17703"], dislike=["2411.17703v1"]))
@@ -119,10 +120,47 @@ def test_check_config_reads_each_like_file_and_names_its_skipped_entries(
     (tmp_path / "library.bib").unlink()
     code, out = outcome("check-config", config=path)
     assert code == 2
-    assert "subscribers[0] ada: like_file:" in out and "library.bib: no such file" in out
+    assert f"subscribers[0].like_file: {tmp_path / 'library.bib'}: no such file" in out
     (tmp_path / "library.bib").write_text("these are my notes")
     code, out = outcome("check-config", config=path)
     assert code == 2 and "not a BibTeX, RIS or CSL-JSON export" in out
+
+
+@pytest.mark.parametrize("library", [None, "these are my notes"])
+def test_check_config_lists_each_bad_like_and_the_like_file_with_every_other_problem(
+    tmp_path: Path, library: str | None
+) -> None:
+    if library is not None:
+        (tmp_path / "library.bib").write_text(library)
+    path = tmp_path / "config.toml"
+    path.write_text(  # no [email]: a problem of its own, beside the likes'
+        'version = 1\n[[subscribers]]\nname = "lib"\nemail = "lib@example.org"\n'
+        'rules = ["qubit"]\nlike = ["hello", "2411.18179", "doi:", ""]\n'
+        'like_file = "library.bib"\n[[subscribers]]\nname = "bob"\nemail = "b@example.org"\n'
+        'rules = ["x"]\nlike_file = 5\n'
+    )
+    code, out = outcome("check-config", config=path)
+    assert code == 2, out
+    lines = [line.strip() for line in out.splitlines()[1:]]
+    forms = "an arXiv link or a DOI (doi:10.1101/…)"
+    assert lines[:3] == [
+        f"subscribers[0].like[0]: 'hello' is not an arXiv id (2411.18179), {forms}",
+        f"subscribers[0].like[2]: 'doi:' is not an arXiv id (2411.18179), {forms}",
+        f"subscribers[0].like[3]: '' is not an arXiv id (2411.18179), {forms}",
+    ]
+    assert "subscribers[1].like_file: Input should be a valid string" in lines
+    why = "no such file" if library is None else "not a BibTeX, RIS or CSL-JSON export"
+    assert any(
+        line.startswith(f"subscribers[0].like_file: {tmp_path / 'library.bib'}: {why}")
+        for line in lines
+    ), out
+    # Without the likes' problems, the missing [email] is listed with the file's.
+    text = path.read_text().replace('like = ["hello", "2411.18179", "doi:", ""]\n', "")
+    path.write_text(text.replace("like_file = 5\n", ""))
+    code, out = outcome("check-config", config=path)
+    assert code == 2 and "3 problems" in out, out
+    assert "subscribers[0].email: an [email] section is needed" in out
+    assert f"subscribers[0].like_file: {tmp_path / 'library.bib'}: {why}" in out
 
 
 # -- finding the papers ------------------------------------------------------------------------
