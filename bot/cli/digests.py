@@ -31,10 +31,11 @@ from bot.cli.shell import (
 from bot.config import DATABASE_URL, SECRET_KEY
 from bot.core.errors import ConfigError, PaperbellError
 from bot.core.links import placeholder_url
+from bot.core.models import Digest, Paper
 from bot.core.plurals import plural
 from bot.render.terminal import terminal_safe
-from bot.render.text import letters, tidy
-from bot.render.view import rule_names
+from bot.render.text import clip, letters, tidy
+from bot.render.view import SIMILAR_TITLE_CHARS, rule_names
 from bot.store import utcnow
 
 if TYPE_CHECKING:
@@ -207,7 +208,13 @@ def backfill(
 
 @click.command()
 @config_option
-@click.option("--dry-run", is_flag=True, help="Print who would get which papers; change nothing.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print who would get which papers and why (the rules that matched; for a digest "
+    "ranked by 👍 / 👎, the papers added as close to liked ones and those left out as close "
+    "to a 👎); change nothing.",
+)
 @click.option(
     "--out",
     "out_dir",
@@ -269,6 +276,35 @@ def digest(
     sys.exit(code)
 
 
+def preview_lines(digest: Digest) -> list[str]:
+    """A digest as `digest --dry-run` shows it: each paper and the rules that matched it;
+    a paper no rule matched, the liked paper it is close to; the papers left out as close
+    to ones marked 👎; why the ranking is not the usual one today."""
+    labels = digest.subscriber.labels
+    lines = []
+    for item in digest.items:
+        if item.similar_to is None:
+            why = ", ".join(name.text for name in rule_names(item.rules, labels))
+        else:
+            liked = clip(tidy(letters(item.similar_to)), SIMILAR_TITLE_CHARS)
+            why = f"no rule matched; close to a paper they liked: “{liked}”"
+        lines.append(_paper_line(item.paper, terminal_safe(why)))
+    if dropped := len(digest.disliked):
+        lines.append(
+            f"  left out: {plural(dropped, 'paper')} their rules matched, close to ones they "
+            "marked 👎:"
+        )
+        lines += [_paper_line(paper, "close to a 👎") for paper in digest.disliked]
+    if digest.ranking_note:
+        lines.append(f"  note: {terminal_safe(tidy(digest.ranking_note))}")
+    return lines
+
+
+def _paper_line(paper: Paper, why: str) -> str:
+    title = tidy(letters(terminal_safe(paper.title)))
+    return f"    {paper.id:<18} {title[:70]}  [{why}]"
+
+
 def print_delivery(reports: Sequence[DeliveryReport], *, dry_run: bool = False) -> int:
     """Print one line per subscriber (and the papers, in a dry run); return the exit code."""
     failed = 0
@@ -280,12 +316,10 @@ def print_delivery(reports: Sequence[DeliveryReport], *, dry_run: bool = False) 
         elif r.status == "written":
             click.echo(f"{r.subscriber} {r.target}: {papers}{more} -> {r.where}")
         elif r.status == "would-send":
-            click.echo(f"{r.subscriber} {r.target}: would get {papers}{more}")
-            labels = r.digest.subscriber.labels if r.digest else {}
-            for item in r.digest.items if r.digest else ():
-                rules = ", ".join(name.text for name in rule_names(item.rules, labels))
-                title = tidy(letters(terminal_safe(item.paper.title)))
-                click.echo(f"    {item.paper.id:<18} {title[:70]}  [{rules}]")
+            ranked = " (ranked by their 👍 / 👎)" if r.digest and r.digest.ranked else ""
+            click.echo(f"{r.subscriber} {r.target}: would get {papers}{more}{ranked}")
+            for line in preview_lines(r.digest) if r.digest else ():
+                click.echo(line)
         elif r.status == "nothing":
             click.echo(f"{r.subscriber} {r.target}: no new matching papers")
         elif r.status == "queued-elsewhere":
