@@ -124,6 +124,10 @@ def test_check_config_reads_each_like_file_and_names_its_skipped_entries(
     (tmp_path / "library.bib").write_text("these are my notes")
     code, out = outcome("check-config", config=path)
     assert code == 2 and "not a BibTeX, RIS or CSL-JSON export" in out
+    (tmp_path / "library.bib").write_text("")  # an empty collection's export
+    code, out = outcome("check-config", config=path)
+    assert code == 0, out
+    assert "like_file library.bib: an empty file: 0 entries (nothing liked from it yet)" in out
 
 
 @pytest.mark.parametrize("library", [None, "these are my notes"])
