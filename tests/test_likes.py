@@ -7,6 +7,7 @@ paper's text, served by the local feed server from a real API answer."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 from datetime import UTC, datetime
@@ -440,3 +441,43 @@ def test_fuzz_any_like_list_is_a_config_or_a_problem_naming_the_key(
         sub = config.subscribers[0]
         assert not set(sub.like) & set(sub.dislike)
         assert all(k == k.strip() and len(k) <= 255 for k in sub.like + sub.dislike)
+
+
+@pytest.mark.parametrize(
+    ("like_file", "problem"),
+    [
+        ("a\\u0000b", "control or invisible characters in the path"),
+        ("\\u001b]0;pwned\\u0007.bib", "control or invisible characters in the path"),
+        ("x" * 5000, "String should have at most 4096 characters"),
+        ("", "String should have at least 1 character"),
+    ],
+)
+def test_check_config_refuses_a_like_file_that_is_no_path_and_never_opens_it(
+    tmp_path: Path, like_file: str, problem: str
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        'version = 1\n[[subscribers]]\nname = "lib"\nemail = "lib@example.org"\n'
+        f'rules = ["x"]\nlike_file = "{like_file}"\n'
+    )
+    code, out = outcome("check-config", config=path)
+    assert code == 2 and out.count("subscribers[0].like_file: ") == 1, out
+    assert f"subscribers[0].like_file: {problem}" in out
+    assert "\x1b" not in out and "\x00" not in out and len(out) < 1000
+
+
+@settings(max_examples=60, deadline=None)
+@given(like_file=st.text(max_size=60) | st.sampled_from(["/", ".", "..", "~", "/dev/null"]))
+def test_fuzz_check_config_reads_any_like_file_of_a_config_with_other_problems(
+    tmp_path_factory: pytest.TempPathFactory, like_file: str
+) -> None:
+    folder = tmp_path_factory.mktemp("fuzz")
+    path = folder / "config.toml"
+    path.write_text(  # no [email]: the file's like_file is read beside that problem
+        'version = 1\n[[subscribers]]\nname = "lib"\nemail = "lib@example.org"\n'
+        f'rules = ["x"]\nlike_file = {json.dumps(like_file)}\n'
+    )
+    code, out = outcome("check-config", config=path)
+    assert code == 2, out
+    assert out.startswith("error: ") and "Traceback" not in out
+    assert all(c.isprintable() or c == "\n" for c in out)

@@ -12,6 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+
+from bot.config.fields import FilePath
 from bot.config.load import read_config_data
 from bot.config.schema import Config
 from bot.config.subscribers import SubscriberConfig
@@ -51,9 +54,13 @@ def stat_like_file(path: Path) -> LikeFile:
         found = path.stat()
     except FileNotFoundError:
         raise LibraryError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise LibraryError(f"{path}: cannot read the file: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise LibraryError(f"{path}: cannot read the file: {_why(exc)}") from None
     return LikeFile(path, found.st_size, found.st_mtime_ns)
+
+
+def _why(exc: Exception) -> str:
+    return (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
 
 
 def read_like_file(path: Path) -> Library:
@@ -66,8 +73,8 @@ def read_like_file(path: Path) -> Library:
         raise LibraryError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise LibraryError(f"{path}: a folder, not a library file") from None
-    except OSError as exc:
-        raise LibraryError(f"{path}: cannot read the file: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise LibraryError(f"{path}: cannot read the file: {_why(exc)}") from None
     return read_library(data, name=str(path))
 
 
@@ -94,8 +101,19 @@ def like_file_problems(path: Path) -> list[str]:
         for n, sub in enumerate(subscribers if isinstance(subscribers, list) else [])
         if isinstance(sub, dict)
     ]
-    usable = [(n, name, file) for n, name, file in declared if isinstance(file, str) and file]
+    usable = [(n, name, found) for n, name, file in declared if (found := _usable(file))]
     return _report(usable, path.resolve().parent)[0]
+
+
+# A like_file as the schema takes it: what it refuses is its problem, not read here.
+_LIKE_FILE: TypeAdapter[str] = TypeAdapter(FilePath, config=ConfigDict(str_strip_whitespace=True))
+
+
+def _usable(value: object) -> str | None:
+    try:
+        return _LIKE_FILE.validate_python(value)
+    except ValidationError:
+        return None
 
 
 def _report(

@@ -30,6 +30,7 @@ from bot.config.fields import (
     EmailAddress,
     EnvName,
     Every,
+    FilePath,
     LanguageTag,
     RuleLabel,
     RuleText,
@@ -117,7 +118,7 @@ class SubscriberConfig(Section):
     # config file), at most how many papers no rule matched are added, from what score.
     like: list[PaperRef] = Field(default_factory=list, max_length=MAX_LIKES)
     dislike: list[PaperRef] = Field(default_factory=list, max_length=MAX_LIKES)
-    like_file: str | None = Field(None, min_length=1, max_length=4096)
+    like_file: FilePath | None = None
     similar_max: int = Field(5, ge=0, le=100)
     similar_min: float | None = Field(None, ge=0, le=1)
 
