@@ -35,9 +35,9 @@ def _changeable(config: Config, name: str) -> None:
         raise _declared(name)
 
 
-def _subscriber(config: Config, store: Store, name: str, *, changing: bool) -> SubscriberRecord:
-    if changing:
-        _changeable(config, name)
+def _subscriber(store: Store, name: str, *, changing: bool) -> SubscriberRecord:
+    """The stored subscriber; `changing` its verdicts: one of the database (the callers
+    refused the config file's first, `_changeable`)."""
     record = store.subscribers.get(name)
     if changing and record is not None and record.origin == "config":
         raise _declared(name)
@@ -57,7 +57,7 @@ def _give(config_path: Path, name: str, ids: tuple[str, ...], verdict: Verdict) 
     config = load_config(config_path)
     _changeable(config, name)
     store = open_store(config, create=False)  # no database: no subscriber of it either
-    record = _subscriber(config, store, name, changing=True)
+    record = _subscriber(store, name, changing=True)
 
     async def go() -> Given:
         async with make_client() as client:
@@ -146,7 +146,7 @@ def unlike(config_path: Path, name: str, ids: tuple[str, ...]) -> None:
     config = load_config(config_path)
     _changeable(config, name)
     store = open_store(config, create=False)  # no database: no verdict to remove
-    record = _subscriber(config, store, name, changing=True)
+    record = _subscriber(store, name, changing=True)
     missing = []
     for key in keys:
         if store.feedback.remove(record.id, key):
@@ -175,7 +175,7 @@ def likes(config_path: Path, name: str) -> None:
         report = sync_declared_likes(config, store, now=utcnow())
         for problem in report.problems:
             click.echo(f"warning: {problem}", err=True)
-    record = _subscriber(config, store, name, changing=False)
+    record = _subscriber(store, name, changing=False)
     feedback = store.feedback.of(record.id)
     if not feedback:
         where = (

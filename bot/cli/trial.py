@@ -184,8 +184,8 @@ def _try_like(
     if rule is not None:
         candidates = [item.paper for item in try_rule(rule, unique).items]
     liked_ids = {paper.id for paper in seeds.values()}
-    ranked_ids = [p for p in candidates if p.id not in liked_ids]
-    if not ranked_ids:
+    to_rank = [p for p in candidates if p.id not in liked_ids]
+    if not to_rank:
         click.echo(f"{heading}ranked by closeness to {shown_keys}\ntried on {where}\n")
         if rule is not None:
             for line in absent_facts(rule, unique):
@@ -198,7 +198,7 @@ def _try_like(
     if ranked_by.note:
         click.echo(f"note: {ranked_by.note}")
     row = {key: n for n, key in enumerate(day.ids)}
-    ranked = sorted(ranked_ids, key=lambda p: -scored.score[row[p.id]])
+    ranked = sorted(to_rank, key=lambda p: -scored.score[row[p.id]])
     click.echo(f"{heading}ranked by closeness to {shown_keys}\ntried on {where}\n")
     shown = ranked if limit == 0 else ranked[:limit]
     for n, paper in enumerate(shown, 1):
