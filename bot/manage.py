@@ -455,13 +455,13 @@ class Manager:
         log.info("%s: %s on %s (%s)", sub.name, verdict, key, via)
         return given
 
-    def undo_feedback(self, sub: Subscriber, key: str, verdict: Verdict) -> bool:
+    def undo_feedback(self, sub: Subscriber, key: str, verdict: Verdict) -> Feedback | None:
         """Take back `verdict` on `key`, if it is still the one recorded (a 👍 undone after a
-        later 👎 on the same paper leaves the 👎). Whether one was taken back."""
-        earlier = self.feedback_on(sub, key)
-        if earlier is None or earlier.verdict != verdict or sub.id is None:
-            return False
-        return self.store.feedback.remove(sub.id, key)
+        later 👎 on the same paper leaves the 👎): the verdict it replaced stands again (a
+        👎 clicked before it, the config file's), else none. The verdict that stands now."""
+        if sub.id is not None and self.store.feedback.take_back(sub.id, key, verdict):
+            log.info("%s: took back %s on %s", sub.name, verdict, key)
+        return self.feedback_on(sub, key)
 
     def remove_feedback(self, sub: Subscriber, key: str) -> bool:
         """Remove the verdict on `key` (the manage page's button). Verdicts from the config

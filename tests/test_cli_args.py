@@ -13,9 +13,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from support.cli import outcome
 
-from bot.cli.digests import try_
 from bot.cli.people import subscribe
 from bot.cli.shell import arguments_last, option_arity
+from bot.cli.trial import try_
 
 OPTIONS = {"-c": 1, "--config": 1, "--since": 1, "--demo": 0, "--limit": 1, "-h": 0, "-v": 0}
 

@@ -109,6 +109,23 @@ def test_a_click_records_once_undo_takes_it_back(site: Site) -> None:
     assert [f.verdict for f in site.store.feedback.of(ada.id)] == ["dislike"]
 
 
+def test_undo_of_a_click_that_replaced_another_puts_that_one_back(site: Site) -> None:
+    message = ada_message(site)
+    like, dislike = votes(message)[0]
+    ada = site.subscriber("ada")
+    opened = site.http.get(site.local(dislike))
+    site.http.post(site.local(dislike), data={"csrf": csrf_of(opened.text)})
+    (first,) = site.store.feedback.of(ada.id)
+    site.clock.advance(hours=1)
+    asked = site.http.get(site.local(like))
+    assert "in place of your earlier 👎" in asked.text
+    site.http.post(site.local(like), data={"csrf": csrf_of(asked.text)})
+    assert [f.verdict for f in site.store.feedback.of(ada.id)] == ["like"]
+    undone = site.http.post(site.local(like) + "/undo", data={"csrf": csrf_of(asked.text)})
+    assert undone.status_code == 200 and "Taken back: your 👎 on" in undone.text
+    assert site.store.feedback.of(ada.id) == [first]  # the 👎 as it was, its time too
+
+
 def test_the_manage_page_lists_verdicts_and_removes_them(site: Site) -> None:
     message = ada_message(site)
     (like, _), (_, dislike) = votes(message)[:2]

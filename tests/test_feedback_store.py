@@ -77,6 +77,61 @@ def test_a_verdict_given_by_hand_on_a_declared_paper_is_then_the_hand_s(store: S
     assert [(f.key, f.via) for f in store.feedback.of(ada)] == [("2411.00001", "slack")]
 
 
+def test_undo_puts_back_the_verdict_a_click_replaced(store: Store) -> None:
+    ada = subscriber(store)
+    key = "2411.18179"
+    disliked = Feedback(key, "dislike", "email", "A title", "A title\n\nAbstract", NOW)
+    store.feedback.set(ada, disliked)
+    store.feedback.set(ada, Feedback(key, "like", "email", created=NOW + timedelta(hours=1)))
+    assert not store.feedback.take_back(ada, key, "dislike")  # not the one recorded
+    assert store.feedback.take_back(ada, key, "like")
+    assert store.feedback.of(ada) == [disliked]  # as it was, its time too
+    assert store.feedback.take_back(ada, key, "dislike")  # nothing before it: gone
+    assert store.feedback.of(ada) == []
+    assert not store.feedback.take_back(ada, key, "dislike")
+    # 👍, 👎, 👍: Undo goes back one verdict.
+    for n, verdict in enumerate(("like", "dislike", "like")):
+        store.feedback.set(ada, Feedback(key, verdict, "slack", created=NOW + timedelta(n)))
+    assert store.feedback.take_back(ada, key, "like")
+    assert [(f.verdict, f.created) for f in store.feedback.of(ada)] == [
+        ("dislike", NOW + timedelta(1))
+    ]
+
+
+def test_undo_of_a_click_over_the_config_files_verdict_gives_it_back_to_the_file(
+    store: Store,
+) -> None:
+    ada = subscriber(store)
+    declared = [Feedback("2411.00001", "dislike", "config"), Feedback("2411.00002", "like", "file")]
+    store.feedback.replace_via(ada, "config", declared[:1], now=NOW)
+    store.feedback.replace_via(ada, "file", declared[1:], now=NOW)
+    store.feedback.set(ada, Feedback("2411.00001", "like", "email", created=NOW))
+    store.feedback.set(ada, Feedback("2411.00002", "like", "email", created=NOW))  # the same
+    assert store.feedback.take_back(ada, "2411.00001", "like")
+    assert store.feedback.take_back(ada, "2411.00002", "like")
+    verdicts = {(f.key, f.verdict, f.via) for f in store.feedback.of(ada)}
+    assert verdicts == {("2411.00001", "dislike", "config"), ("2411.00002", "like", "file")}
+    # The file changes under a click: Undo gives what the file says now, or nothing.
+    store.feedback.set(ada, Feedback("2411.00001", "like", "email", created=NOW))
+    store.feedback.set(ada, Feedback("2411.00002", "dislike", "email", created=NOW))
+    store.feedback.replace_via(ada, "config", [Feedback("2411.00001", "like", "config")], now=NOW)
+    store.feedback.replace_via(ada, "file", [], now=NOW)
+    assert store.feedback.take_back(ada, "2411.00001", "like")
+    assert store.feedback.take_back(ada, "2411.00002", "dislike")
+    assert {(f.key, f.verdict, f.via) for f in store.feedback.of(ada)} == {
+        ("2411.00001", "like", "config")
+    }
+
+
+def test_a_repeated_verdict_fills_in_a_text_not_known_before(store: Store) -> None:
+    ada = subscriber(store)
+    assert store.feedback.set(ada, Feedback("1706.03762", "like", "command", created=NOW))
+    known = Feedback("1706.03762", "like", "command", "Attention", "Attention\n\nThe dominant")
+    assert not store.feedback.set(ada, known, now=NOW + timedelta(days=1))  # no new verdict
+    (kept,) = store.feedback.of(ada)
+    assert (kept.title, kept.text, kept.created) == ("Attention", known.text, NOW)
+
+
 def test_vectors_are_kept_once_per_model_and_text(store: Store) -> None:
     store.vectors.put("minilm", {"h1": b"\x01" * 8, "h2": b"\x02" * 8}, now=NOW)
     store.vectors.put("minilm", {"h1": b"\x09" * 8, "h3": b"\x03" * 8}, now=NOW)

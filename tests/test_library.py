@@ -306,3 +306,22 @@ def test_fuzz_paper_key_is_a_key_or_a_paper_ref_error(text: str) -> None:
         assert "\x00" not in str(exc)
     else:
         assert len(key) <= 255 and key.strip() == key
+
+
+def test_an_empty_file_is_an_empty_library_and_other_json_is_refused() -> None:
+    for data, name, form in (
+        (b"", "library.bib", "bibtex"),
+        (b"\n  \n% exported by JabRef\n", "library.bib", "bibtex"),
+        (b"\xef\xbb\xbf\r\n", "my.ris", "ris"),
+        (b"", "export.json", "csl-json"),
+    ):
+        library = read_library(data, name=name)
+        assert (library.format, library.entries, library.skipped) == (form, (), ())
+        assert library.summary() == "an empty file: 0 entries (nothing liked from it yet)"
+    assert read_library(b"[]").summary().startswith("CSL-JSON, 0 entries")
+    for data in (b'{"not": "a list"}', b'{"items": 5}', b"{}"):
+        with pytest.raises(LibraryError, match=r"x\.json: not a CSL-JSON export: a JSON object"):
+            read_library(data, name="x.json")
+    # One item on its own (citeproc's export of one paper) is still a library of one.
+    one = read_library(b'{"id": "a", "type": "article", "title": "Lindel\\u00f6f spaces"}')
+    assert [e.title for e in one.entries] == ["Lindelöf spaces"]

@@ -7,6 +7,7 @@ paper's text, served by the local feed server from a real API answer."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 from datetime import UTC, datetime
@@ -85,9 +86,10 @@ def test_config_likes_are_kept_as_keys_and_bad_ones_named_with_the_subscriber(
             config_data(database_url, like=["2411.17703", "nonsense"], dislike=["2413.00001"])
         )
     assert caught.value.problems == [
-        "subscribers[0]: like[1] of ada: 'nonsense' is not an arXiv id (2411.18179), an arXiv "
-        "link or a DOI (doi:10.1101/…); dislike[0] of ada: '2413.00001' is not an arXiv id "
-        "(2411.18179), an arXiv link or a DOI (doi:10.1101/…)"
+        "subscribers[0].like[1]: 'nonsense' is not an arXiv id (2411.18179), an arXiv link or "
+        "a DOI (doi:10.1101/…)",
+        "subscribers[0].dislike[0]: '2413.00001' is not an arXiv id (2411.18179), an arXiv "
+        "link or a DOI (doi:10.1101/…)",
     ]
     with pytest.raises(ConfigError, match=r"ada both likes and dislikes 2411\.17703"):
         parse_config(config_data(database_url, like=["2411.17703"], dislike=["2411.17703v1"]))
@@ -119,10 +121,51 @@ def test_check_config_reads_each_like_file_and_names_its_skipped_entries(
     (tmp_path / "library.bib").unlink()
     code, out = outcome("check-config", config=path)
     assert code == 2
-    assert "subscribers[0] ada: like_file:" in out and "library.bib: no such file" in out
+    assert f"subscribers[0].like_file: {tmp_path / 'library.bib'}: no such file" in out
     (tmp_path / "library.bib").write_text("these are my notes")
     code, out = outcome("check-config", config=path)
     assert code == 2 and "not a BibTeX, RIS or CSL-JSON export" in out
+    (tmp_path / "library.bib").write_text("")  # an empty collection's export
+    code, out = outcome("check-config", config=path)
+    assert code == 0, out
+    assert "like_file library.bib: an empty file: 0 entries (nothing liked from it yet)" in out
+
+
+@pytest.mark.parametrize("library", [None, "these are my notes"])
+def test_check_config_lists_each_bad_like_and_the_like_file_with_every_other_problem(
+    tmp_path: Path, library: str | None
+) -> None:
+    if library is not None:
+        (tmp_path / "library.bib").write_text(library)
+    path = tmp_path / "config.toml"
+    path.write_text(  # no [email]: a problem of its own, beside the likes'
+        'version = 1\n[[subscribers]]\nname = "lib"\nemail = "lib@example.org"\n'
+        'rules = ["qubit"]\nlike = ["hello", "2411.18179", "doi:", ""]\n'
+        'like_file = "library.bib"\n[[subscribers]]\nname = "bob"\nemail = "b@example.org"\n'
+        'rules = ["x"]\nlike_file = 5\n'
+    )
+    code, out = outcome("check-config", config=path)
+    assert code == 2, out
+    lines = [line.strip() for line in out.splitlines()[1:]]
+    forms = "an arXiv link or a DOI (doi:10.1101/…)"
+    assert lines[:3] == [
+        f"subscribers[0].like[0]: 'hello' is not an arXiv id (2411.18179), {forms}",
+        f"subscribers[0].like[2]: 'doi:' is not an arXiv id (2411.18179), {forms}",
+        f"subscribers[0].like[3]: '' is not an arXiv id (2411.18179), {forms}",
+    ]
+    assert "subscribers[1].like_file: Input should be a valid string" in lines
+    why = "no such file" if library is None else "not a BibTeX, RIS or CSL-JSON export"
+    assert any(
+        line.startswith(f"subscribers[0].like_file: {tmp_path / 'library.bib'}: {why}")
+        for line in lines
+    ), out
+    # Without the likes' problems, the missing [email] is listed with the file's.
+    text = path.read_text().replace('like = ["hello", "2411.18179", "doi:", ""]\n', "")
+    path.write_text(text.replace("like_file = 5\n", ""))
+    code, out = outcome("check-config", config=path)
+    assert code == 2 and "3 problems" in out, out
+    assert "subscribers[0].email: an [email] section is needed" in out
+    assert f"subscribers[0].like_file: {tmp_path / 'library.bib'}: {why}" in out
 
 
 # -- finding the papers ------------------------------------------------------------------------
@@ -288,6 +331,16 @@ def test_like_dislike_unlike_and_likes_commands(
     code, out = cli("likes", "bob")
     assert code == 0 and "bob: 1 liked, 2 disliked" in out
     assert "like     2411.17703  Probabilistic Forecasting" in out and "(from a command)" in out
+    code, out = cli("like", "bob", "2411.17703", "2411.17758")
+    assert code == 0 and "2411.17703 was already liked: Probabilistic Forecasting" in out
+    assert "liked 2411.17758 in place of the earlier dislike: PP-LEM" in out
+    code, out = cli("likes", "bob")  # the likes, then the dislikes, each as given
+    assert [line.split()[:2] for line in out.splitlines()[1:]] == [
+        ["like", "2411.17703"],
+        ["like", "2411.17758"],
+        ["dislike", "2411.17704"],
+    ], out
+    assert cli("dislike", "bob", "2411.17758")[0] == 0
     code, out = cli("unlike", "bob", "2411.17704")
     assert code == 0 and "removed bob's verdict on 2411.17704" in out
     code, out = cli("unlike", "bob", "2411.17704")
@@ -301,6 +354,64 @@ def test_like_dislike_unlike_and_likes_commands(
     assert code == 0 and "ada: 1 liked, 0 disliked" in out and "(from the config file)" in out
     code, out = cli("likes", "nobody")
     assert code == 1 and "no subscriber named 'nobody'" in out
+
+
+def test_likes_of_a_config_subscriber_without_any_points_at_the_file_and_makes_no_database(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "paperbell.sqlite"
+    path = tmp_path / "config.toml"
+    path.write_text(
+        local_feed_config(f"sqlite:///{database}")
+        + toml_table("email", sink_email(9))
+        + '[[subscribers]]\nname = "ada"\nemail = "ada@example.org"\nrules = ["qubit"]\n'
+    )
+    cli = lambda *args: outcome(*args, config=path)  # noqa: E731
+    for command in (("likes", "ada"), ("unlike", "bob", "2411.17703"), ("like", "bob", "1.1")):
+        code, out = cli(*command)
+        assert code in (1, 2) and not database.exists(), out
+    code, out = cli("likes", "ada")
+    assert code == 1 and "there is no database yet" in out and "paperbell poll -c" in out
+    code, out = cli("like", "ada", "2411.17703")  # said before the database is looked for
+    assert code == 1 and "declared in the config file" in out and not database.exists()
+    assert cli("subscribe", "bob", "--email", "bob@example.org", "robot")[0] == 0
+    code, out = cli("likes", "ada")
+    assert code == 0 and "ada has liked and disliked nothing yet: add papers to its `like`" in out
+    assert "paperbell like" not in out  # refused for ada
+    code, out = cli("likes", "bob")
+    assert code == 0 and "`paperbell like bob ID` adds one" in out
+
+
+def test_like_says_when_the_arxiv_api_gives_no_title_and_that_it_comes_later(
+    tmp_path: Path, database_url: str
+) -> None:
+    unknown = FIXTURES / "arxiv_api" / "edge_api2026_empty-result_idlist_0808.05394.xml"
+    with feed_server() as server:
+        server.answer = lambda path, headers: (
+            Route(unknown.read_bytes(), content_type="application/atom+xml")
+            if path.startswith("/api/query?id_list=2411.99999")
+            else Route(b"down", status=404)
+        )
+        path = tmp_path / "config.toml"
+        path.write_text(
+            local_feed_config(database_url)
+            + f'api_url = "{server.url("/api/query")}"\n'
+            + toml_table("email", sink_email(9))
+        )
+        cli = lambda *args: outcome(*args, config=path)  # noqa: E731
+        assert cli("subscribe", "bob", "--email", "bob@example.org", "robot")[0] == 0
+        code, out = cli("like", "bob", "1706.03762")
+        assert code == 0, out
+        assert "liked 1706.03762 (title not known yet)" in out
+        assert (
+            "note: the title and abstract of 1706.03762 could not be fetched from the arXiv "
+            "API (" in out
+        )
+        assert "they are filled in later: when paperbell stores the paper, or when this " in out
+        assert "1 papers" not in out and "the source's `url`" not in out and "hint:" not in out
+        code, out = cli("dislike", "bob", "2411.99999")
+        assert code == 0 and "note: the arXiv API has no paper 2411.99999: check the id" in out
+        assert "`paperbell unlike bob 2411.99999` removes it" in out
 
 
 IDS = st.one_of(
@@ -330,3 +441,43 @@ def test_fuzz_any_like_list_is_a_config_or_a_problem_naming_the_key(
         sub = config.subscribers[0]
         assert not set(sub.like) & set(sub.dislike)
         assert all(k == k.strip() and len(k) <= 255 for k in sub.like + sub.dislike)
+
+
+@pytest.mark.parametrize(
+    ("like_file", "problem"),
+    [
+        ("a\\u0000b", "control or invisible characters in the path"),
+        ("\\u001b]0;pwned\\u0007.bib", "control or invisible characters in the path"),
+        ("x" * 5000, "String should have at most 4096 characters"),
+        ("", "String should have at least 1 character"),
+    ],
+)
+def test_check_config_refuses_a_like_file_that_is_no_path_and_never_opens_it(
+    tmp_path: Path, like_file: str, problem: str
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        'version = 1\n[[subscribers]]\nname = "lib"\nemail = "lib@example.org"\n'
+        f'rules = ["x"]\nlike_file = "{like_file}"\n'
+    )
+    code, out = outcome("check-config", config=path)
+    assert code == 2 and out.count("subscribers[0].like_file: ") == 1, out
+    assert f"subscribers[0].like_file: {problem}" in out
+    assert "\x1b" not in out and "\x00" not in out and len(out) < 1000
+
+
+@settings(max_examples=60, deadline=None)
+@given(like_file=st.text(max_size=60) | st.sampled_from(["/", ".", "..", "~", "/dev/null"]))
+def test_fuzz_check_config_reads_any_like_file_of_a_config_with_other_problems(
+    tmp_path_factory: pytest.TempPathFactory, like_file: str
+) -> None:
+    folder = tmp_path_factory.mktemp("fuzz")
+    path = folder / "config.toml"
+    path.write_text(  # no [email]: the file's like_file is read beside that problem
+        'version = 1\n[[subscribers]]\nname = "lib"\nemail = "lib@example.org"\n'
+        f'rules = ["x"]\nlike_file = {json.dumps(like_file)}\n'
+    )
+    code, out = outcome("check-config", config=path)
+    assert code == 2, out
+    assert out.startswith("error: ") and "Traceback" not in out
+    assert all(c.isprintable() or c == "\n" for c in out)

@@ -250,7 +250,7 @@ def test_0006_keeps_every_subscriber_from_the_oldest_database_with_no_feedback(
     engine.dispose()
     migrate_to(database_url, "0005")
     migrate_to(database_url, "0006")
-    assert differences(database_url) == []
+    migrate_to(database_url, head())  # read by today's store: later revisions keep it
     later = datetime(2026, 11, 25, 9, 0, tzinfo=UTC)
     with Store.open(database_url) as store:
         (ada,) = store.subscribers.all()
@@ -260,7 +260,6 @@ def test_0006_keeps_every_subscriber_from_the_oldest_database_with_no_feedback(
         liked = Feedback("2411.18179", "like", "command", "A title", "A title\n\nText", later)
         assert store.feedback.set(sid, liked)
         assert store.feedback.of(sid) == [liked]
-    migrate_to(database_url, head())
 
     engine = create_engine(normalize_url(database_url))
     try:
@@ -273,6 +272,53 @@ def test_0006_keeps_every_subscriber_from_the_oldest_database_with_no_feedback(
         engine.dispose()
     assert kept == ['"diffusion policy"']
     assert "feedback" not in tables and "subscribers" in tables
+
+
+@pytest.mark.database
+def test_0007_keeps_every_verdict_and_undo_then_removes_it_as_before(database_url: str) -> None:
+    """Revision 0007 lets a verdict keep the one it replaced (for Undo): the verdicts stored
+    at 0006 are kept, with none before them (Undo removes them, as at 0006); going back to
+    0006 keeps the verdicts as they stand."""
+    migrate_to(database_url, "0006")
+    when = datetime(2026, 11, 25, 9, 0, tzinfo=UTC)
+    liked = Feedback("2411.18179", "like", "email", "A title", "A title\n\nText", when)
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO subscribers (name, email, origin, active, categories, "
+                "max_papers, include, created_at, email_confirmed, email_format, abstracts, "
+                "summaries, similar_max) VALUES ('ada', 'ada@example.org', 'database', true, "
+                "'[]', 20, '[\"new\"]', :w, true, 'html', 'short', false, 5)"
+            ),
+            {"w": when},
+        )
+        (sid,) = connection.execute(text("SELECT id FROM subscribers")).scalars().all()
+        connection.execute(
+            text(
+                "INSERT INTO feedback (subscriber_id, paper_key, verdict, via, title, text, "
+                "created_at) VALUES (:s, '2411.18179', 'like', 'email', 'A title', :t, :w), "
+                "(:s, '2411.00001', 'dislike', 'email', '', '', :w)"
+            ),
+            {"s": sid, "t": liked.text, "w": when},
+        )
+    engine.dispose()
+    migrate_to(database_url, "0007")
+    assert differences(database_url) == []
+    with Store.open(database_url) as store:
+        assert store.feedback.of(sid)[0] == liked
+        assert store.feedback.take_back(sid, "2411.18179", "like")
+        assert [f.key for f in store.feedback.of(sid)] == ["2411.00001"]
+        store.feedback.set(sid, Feedback("2411.00001", "like", "slack", created=when))
+    engine = create_engine(normalize_url(database_url))
+    try:
+        with engine.begin() as connection:
+            command.downgrade(alembic_config(connection), "0006")
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT paper_key, verdict FROM feedback")).all()
+    finally:
+        engine.dispose()
+    assert [tuple(r) for r in rows] == [("2411.00001", "like")]
 
 
 def legacy_database(folder: Path) -> Path:

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
+from support.cli import outcome
+from support.config import local_feed_config, sink_email, toml_table
 from support.embeddings import EmbeddingsStandIn, Fault
 
 from bot.config import parse_config
@@ -165,3 +168,40 @@ def test_numbers_out_of_range_are_a_bad_answer() -> None:
     answer = json.loads('{"data": [{"index": 0, "embedding": [1, ' + "9" * 400 + "]}]}")
     with pytest.raises(EmbeddingsFailure, match="bad answer"):
         check_vectors(answer, 1)
+
+
+def test_a_dry_run_shows_the_ranking_in_words(
+    tmp_path: Path, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """`digest --dry-run` says what the ranking did: the papers added as similar to liked
+    ones (and to which), the papers left out as close to a 👎, and a fallback to the default
+    ranking, each in a line of its own."""
+    with Store.open(database_url) as store:
+        store.papers.upsert(full_feed_papers, now=NOW)
+    with EmbeddingsStandIn(script=[Fault(status=400, body={"error": "\x1b[31mno"})]) as standin:
+        path = tmp_path / "config.toml"
+        path.write_text(
+            local_feed_config(database_url)
+            + toml_table("email", sink_email(9))
+            + toml_table("embeddings", {"base_url": standin.base_url, "model": "m"})
+            + "max_retries = 0\n"
+        )
+        cli = lambda *args: outcome(*args, config=path)  # noqa: E731
+        made = cli("subscribe", "bob", "--email", "b@example.org", "robot", "--similar-min", "0.2")
+        assert made[0] == 0, made[1]
+        for verdict, ids in (
+            ("like", ("2411.18289", "2411.18295", "2411.17703")),
+            ("dislike", ("2411.18423", "2411.18443", "2411.12361")),
+        ):
+            assert cli(verdict, "bob", *ids)[0] == 0
+        code, out = cli("digest", "--dry-run", "--since", "2024-11-01")
+    assert code == 0, out
+    assert "bob <b@example.org>: would get " in out and "(ranked by their 👍 / 👎)" in out
+    similar = [line for line in out.splitlines() if "no rule matched" in line]
+    assert similar and all(
+        "[no rule matched; close to a paper they liked: “" in line for line in similar
+    )
+    assert "  left out: 3 papers their rules matched, close to ones they marked 👎:" in out
+    assert out.count("[close to a 👎]") == 3
+    assert "  note: Papers like the ones you liked were ranked by their words today" in out
+    assert "\x1b" not in out and "[]" not in out

@@ -219,6 +219,15 @@ def test_a_press_records_the_channels_verdict_once_and_undo_takes_it_back(
             second = w.buttons(ROBOTS)[1]
             await w.press(second["message"], second["block"], element(second, DISLIKE_ACTION))
             assert [f.verdict for f in w.store.feedback.of(robots)] == ["dislike"]
+            (disliked,) = w.store.feedback.of(robots)
+
+            # Then 👍 on it, and Undo: the 👎 stands again.
+            await w.press(second["message"], second["block"], element(second, LIKE_ACTION))
+            assert [f.verdict for f in w.store.feedback.of(robots)] == ["like"]
+            (undo,) = slack.responses[-1]["blocks"][1]["elements"]
+            await w.press({"ts": ""}, slack.responses[-1]["blocks"][1], undo, response="r4")
+            assert w.store.feedback.of(robots) == [disliked]
+            assert "Taken back: your :-1: on" in slack.responses[-1]["text"]
 
     asyncio.run(scenario())
 

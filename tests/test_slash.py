@@ -649,3 +649,24 @@ def test_papers_are_liked_disliked_unliked_and_listed_from_slack(
         "2411.17703": "like",
         "2411.17758": "dislike",
     }
+
+
+def test_likes_of_a_config_subscription_without_any_point_at_the_config_file(
+    slack: SlackStandIn, store: Store, database_url: str
+) -> None:
+    config = make_config(
+        slack, database_url, [{"name": "lab", "slack_channel": "#robot-learning", "rules": ["x"]}]
+    )
+    store.subscribers.sync_config(config.declared_subscribers(), now=NOW)
+    built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+    assert built is not None
+
+    async def scenario() -> str:
+        async with serving(create_app(routes=slack_routes(built))) as client:
+            s = Session(client, slack, built.responder)
+            said = await s.say(f"likes <#{ROBOTS}|robot-learning>", user=ADA)
+            return str(said["text"])
+
+    said = asyncio.run(scenario())
+    assert "No papers liked or disliked yet" in said and "config file" in said, said
+    assert "/papers like" not in said  # refused for a config file's subscription

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,8 +16,11 @@ from support.config import local_feed_config
 from bot.core.models import Hit, Paper
 from bot.demo import bundled_papers, demo_papers
 from bot.match.digest import absent_facts, try_rule
+from bot.pipeline.likes import paper_keys
 from bot.render.terminal import abstract_snippet, render_trial
 from bot.rules import analyze, leaf_hits, leaf_text, match, parse_rule
+from bot.similar.refs import REF_FORMS
+from bot.store import Store
 
 
 def listed_ids(output: str) -> list[str]:
@@ -255,7 +258,84 @@ def test_try_like_ranks_the_bundled_papers_by_closeness() -> None:
 
 
 def test_try_like_names_the_unknown_ids() -> None:
-    code, out = outcome("try", "--like", "2411.18040", "--like", "1234.56789", "--demo")
-    assert code == 1 and "not among the 1,521 papers tried: 1234.56789" in out
+    code, out = outcome("try", "--like", "2411.18040", "--like", "2411.99999", "--demo")
+    assert code == 2 and "Invalid value for '--like': 2411.99999: not among the bundled" in out
+    code, out = outcome("try", "--like", "1234.56789", "--demo")  # no month 34: no arXiv id
+    assert code == 2 and "'1234.56789' is not an arXiv id (2411.18179)" in out
     code, out = outcome("try", "--demo")
     assert code == 2 and "give a RULE, or --like ID" in out
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    ["\x1b[31mRED\x1b]0;pwned\x07", "\x9b31m" + "x" * 100, "x" * 100_000, "2411.18040\u202e"],
+)
+def test_try_like_shows_a_hostile_id_as_like_does(hostile: str) -> None:
+    code, out = outcome("try", "--like", hostile, "--demo")
+    assert code == 2 and "is not an arXiv id (2411.18179)" in out
+    assert all(c.isprintable() or c == "\n" for c in out), out  # no escape reaches a terminal
+    assert len(out) < 600  # cut as `paperbell like` cuts it
+    # `like` says the same of the same value: one way to show it.
+    shown = out.split("Invalid value for '--like': ", 1)[1].split(" is not", 1)[0]
+    assert paper_keys([hostile])[1] == [f"{shown} is not {REF_FORMS}"]
+
+
+@given(st.lists(st.text(max_size=40), min_size=1, max_size=3))
+@example(["\x1b]0;pwned\x07", "2411.18040v2"])
+def test_fuzz_try_like_any_id_is_a_ranking_or_a_usage_error(ids: list[str]) -> None:
+    code, out = outcome("try", *(f"--like={i}" for i in ids), "--demo", "--limit", "1")
+    assert code in (0, 2), out
+    assert all(c.isprintable() or c == "\n" for c in out)
+    if code == 2:
+        assert "Invalid value for '--like'" in out
+
+
+@pytest.mark.database
+def test_try_like_takes_what_like_takes_and_looks_in_the_store(
+    tmp_path: Path, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(local_feed_config(database_url))
+    old = Paper(
+        id="1706.03762",
+        version=7,
+        title="Attention Is All You Need",
+        abstract="The dominant sequence transduction models are based on complex recurrent "
+        "or convolutional neural networks in an encoder-decoder configuration.",
+        authors=("Ashish Vaswani",),
+        categories=("cs.CL", "cs.LG"),
+        announced=date(2017, 6, 13),
+    )
+    store = Store.open(database_url)
+    try:
+        store.papers.upsert([*full_feed_papers, old], now=datetime(2024, 11, 29, tzinfo=UTC))
+    finally:
+        store.close()
+    for named in (
+        "2411.18179v1",
+        "arXiv:2411.18179",
+        "https://arxiv.org/abs/2411.18179",
+        "doi:10.48550/arXiv.2411.18179",
+    ):
+        code, out = outcome("try", "--like", named, "--limit", "1", config=config)
+        assert code == 0, out
+        assert "ranked by closeness to 2411.18179\n" in out and "closest to 2411.18179: " in out
+    # A journal's DOI of a stored arXiv paper names it too.
+    code, out = outcome("try", "--like", "doi:10.1016/J.SEGAN.2024.101477", config=config)
+    assert code == 0 and "closest to 2411.17758: PP-LEM" in out, out
+    # An older paper, stored but outside the days tried, ranks the days tried.
+    code, out = outcome("try", "--like", "1706.03762", "--limit", "3", config=config)
+    assert code == 0, out
+    assert "tried on stored papers announced 2024-10-30 to 2024-11-28" in out
+    assert out.count("closest to 1706.03762: Attention Is All You Need") == 3
+    assert "1706.03762  2017" not in out  # the liked paper is not ranked
+    # A paper the store does not have: said so, bad usage.
+    code, out = outcome("try", "--like", "2411.18179", "--like", "1810.04805", config=config)
+    assert code == 2 and "1810.04805: not in the store" in out and "backfill" in out
+    # A rule that matches nothing: said, as `try` without --like says it.
+    code, out = outcome("try", "nomatchwordxyz", "--like", "2411.18179", config=config)
+    assert code == 0 and "no paper matched the rule: 0 of 1,504 papers" in out
+    code, out = outcome("try", "id:2411.18179", "--like", "2411.18179", config=config)
+    assert code == 0 and "the rule matched only the liked papers (1 of 1,504" in out
+    code, out = outcome("try", "robot", "--like", "2411.18179", "--limit", "1", config=config)
+    assert code == 0 and re.search(r"^\d+ of 1,504 papers matched the rule$", out, re.M)

@@ -3,13 +3,13 @@
 `main` is the `paperbell` group (`bot.cli.shell`: logging, errors, exit codes) with every
 command added: `setup` (init, demo), `reports` (check-config, status), `people` (subscribe,
 unsubscribe, resume, list), `likes` (like, dislike, unlike, likes), `digests` (poll,
-backfill, digest, try), `texts` (summarize), `daemon` (run, serve) and `db` (the schema:
+backfill, digest), `trial` (try), `texts` (summarize), `daemon` (run, serve) and `db` (the schema:
 current, upgrade).
 """
 
 from __future__ import annotations
 
-from bot.cli import daemon, db, digests, likes, people, reports, setup, texts
+from bot.cli import daemon, db, digests, likes, people, reports, setup, texts, trial
 from bot.cli.shell import main
 
 main.add_command(setup.init)
@@ -27,7 +27,7 @@ main.add_command(likes.likes)
 main.add_command(digests.poll)
 main.add_command(digests.backfill)
 main.add_command(digests.digest)
-main.add_command(digests.try_)
+main.add_command(trial.try_)
 main.add_command(texts.summarize)
 main.add_command(daemon.run)
 main.add_command(daemon.serve)

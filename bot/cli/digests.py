@@ -1,5 +1,5 @@
-"""The paper commands: `poll` and `backfill` fill the store, `digest` sends what it holds,
-`try` shows what a rule would match in it.
+"""The paper commands: `poll` and `backfill` fill the store, `digest` sends what it holds
+(`try`, which shows what a rule would match in it, is bot.cli.trial's).
 
 Each command runs one stage of `bot.pipeline` once and prints its reports. The pipeline
 (slack_sdk, aiosmtplib, httpx) is imported inside the commands that run it: the other
@@ -9,11 +9,9 @@ commands start without it.
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import sys
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,23 +23,20 @@ from bot.cli.shell import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    RuleCommand,
     config_option,
     handle_errors,
     load_config,
     open_store,
 )
-from bot.config import DATABASE_URL, SECRET_KEY, Config
+from bot.config import DATABASE_URL, SECRET_KEY
 from bot.core.errors import ConfigError, PaperbellError
 from bot.core.links import placeholder_url
-from bot.core.models import Paper
+from bot.core.models import Digest, Paper
 from bot.core.plurals import plural
-from bot.match.digest import absent_facts, try_rule
-from bot.render.terminal import render_trial, stars, terminal_safe
-from bot.render.text import letters, tidy
-from bot.render.view import rule_names
-from bot.rules import Rule, parse_rule
-from bot.store import Store, utcnow
+from bot.render.terminal import terminal_safe
+from bot.render.text import clip, letters, tidy
+from bot.render.view import SIMILAR_TITLE_CHARS, rule_names
+from bot.store import utcnow
 
 if TYPE_CHECKING:
     from bot.pipeline import DeliveryReport, PollReport, TextsRun
@@ -217,7 +212,13 @@ def backfill(
 
 @click.command()
 @config_option
-@click.option("--dry-run", is_flag=True, help="Print who would get which papers; change nothing.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print who would get which papers and why (the rules that matched; for a digest "
+    "ranked by 👍 / 👎, the papers added as close to liked ones and those left out as close "
+    "to a 👎); change nothing.",
+)
 @click.option(
     "--out",
     "out_dir",
@@ -279,6 +280,35 @@ def digest(
     sys.exit(code)
 
 
+def preview_lines(digest: Digest) -> list[str]:
+    """A digest as `digest --dry-run` shows it: each paper and the rules that matched it;
+    a paper no rule matched, the liked paper it is close to; the papers left out as close
+    to ones marked 👎; why the ranking is not the usual one today."""
+    labels = digest.subscriber.labels
+    lines = []
+    for item in digest.items:
+        if item.similar_to is None:
+            why = ", ".join(name.text for name in rule_names(item.rules, labels))
+        else:
+            liked = clip(tidy(letters(item.similar_to)), SIMILAR_TITLE_CHARS)
+            why = f"no rule matched; close to a paper they liked: “{liked}”"
+        lines.append(_paper_line(item.paper, terminal_safe(why)))
+    if dropped := len(digest.disliked):
+        lines.append(
+            f"  left out: {plural(dropped, 'paper')} their rules matched, close to ones they "
+            "marked 👎:"
+        )
+        lines += [_paper_line(paper, "close to a 👎") for paper in digest.disliked]
+    if digest.ranking_note:
+        lines.append(f"  note: {terminal_safe(tidy(digest.ranking_note))}")
+    return lines
+
+
+def _paper_line(paper: Paper, why: str) -> str:
+    title = tidy(letters(terminal_safe(paper.title)))
+    return f"    {paper.id:<18} {title[:70]}  [{why}]"
+
+
 def print_delivery(reports: Sequence[DeliveryReport], *, dry_run: bool = False) -> int:
     """Print one line per subscriber (and the papers, in a dry run); return the exit code."""
     failed = 0
@@ -290,12 +320,10 @@ def print_delivery(reports: Sequence[DeliveryReport], *, dry_run: bool = False) 
         elif r.status == "written":
             click.echo(f"{r.subscriber} {r.target}: {papers}{more} -> {r.where}")
         elif r.status == "would-send":
-            click.echo(f"{r.subscriber} {r.target}: would get {papers}{more}")
-            labels = r.digest.subscriber.labels if r.digest else {}
-            for item in r.digest.items if r.digest else ():
-                rules = ", ".join(name.text for name in rule_names(item.rules, labels))
-                title = tidy(letters(terminal_safe(item.paper.title)))
-                click.echo(f"    {item.paper.id:<18} {title[:70]}  [{rules}]")
+            ranked = " (ranked by their 👍 / 👎)" if r.digest and r.digest.ranked else ""
+            click.echo(f"{r.subscriber} {r.target}: would get {papers}{more}{ranked}")
+            for line in preview_lines(r.digest) if r.digest else ():
+                click.echo(line)
         elif r.status == "nothing":
             click.echo(f"{r.subscriber} {r.target}: no new matching papers")
         elif r.status == "queued-elsewhere":
@@ -313,194 +341,3 @@ def print_delivery(reports: Sequence[DeliveryReport], *, dry_run: bool = False) 
     if dry_run:
         click.echo("dry run: nothing was sent or recorded")
     return EXIT_FAILED if failed else EXIT_OK
-
-
-TRY_DAYS = 30  # `try` without --since: this many announcement days up to the newest stored
-
-
-@click.command("try", cls=RuleCommand)
-@click.argument("rule_text", metavar="[RULE]", required=False)
-@click.option(
-    "--like",
-    "liked",
-    multiple=True,
-    metavar="ID",
-    help="Rank the papers (a RULE's matches, if one is given) by how close they are to "
-    "this paper (an arXiv id among the papers tried; repeat for more), best first, with "
-    "the score and the liked paper each is closest to.",
-)
-@config_option
-@click.option(
-    "--since",
-    type=click.DateTime(formats=["%Y-%m-%d"]),
-    help=f"Papers announced on or after this date (YYYY-MM-DD); default: the {TRY_DAYS} days "
-    "up to the newest stored paper.",
-)
-@click.option(
-    "--demo",
-    "use_demo",
-    is_flag=True,
-    help="Try the rule on the real papers bundled with paperbell, as the demo stores them "
-    "(the arXiv listing of 28 Nov 2024, all of arXiv, and the Hugging Face Daily Papers of "
-    "21 Aug 2026) instead of the stored papers; needs no config file.",
-)
-@click.option(
-    "--limit",
-    type=click.IntRange(min=0),
-    default=20,
-    show_default=True,
-    help="Show at most this many papers (0: all); the counts cover every match.",
-)
-@click.option(
-    "--color/--no-color",
-    default=None,
-    help="Highlight hits with terminal colours (default: when writing to a terminal and "
-    "NO_COLOR is not set); without colour, hits are shown as *word*.",
-)
-@click.option(
-    "--summaries",
-    "show_summaries",
-    is_flag=True,
-    help="Show each paper's summary instead of its abstract where one is stored (written "
-    "by the [llm] model for a digest) or Hugging Face gives one; asks no model.",
-)
-@handle_errors
-def try_(
-    rule_text: str | None,
-    liked: tuple[str, ...],
-    config_path: Path,
-    since: datetime | None,
-    use_demo: bool,
-    limit: int,
-    color: bool | None,
-    show_summaries: bool,
-) -> None:
-    """Show which papers RULE matches, best first, with the hits highlighted, and how many
-    per announcement day: tune a rule before subscribing with it.
-
-    Examples: paperbell try '"diffusion policy" cat:cs.RO' --demo;
-    paperbell try 'au:"Yann LeCun" OR ti:jepa' -c config.toml --since 2026-10-01;
-    paperbell try '-survey robot*' --demo (a RULE may start with "-", before or after
-    the options); paperbell try --like 2411.18179 --like 2411.17700 --demo
-    """
-    if rule_text is None and not liked:
-        raise click.UsageError("give a RULE, or --like ID (or both)")
-    rule = parse_rule(rule_text) if rule_text is not None else None  # bad: caret, exit 2
-    model = None
-    store = None
-    config = None
-    if use_demo:
-        from bot.demo import DEMO_DAY, DEMO_HF_DAY, demo_papers  # only `try --demo` needs it
-
-        papers = demo_papers()
-        if since is not None:
-            papers = [p for p in papers if p.announced and p.announced >= since.date()]
-        where = f"the bundled arXiv listing of {DEMO_DAY} and Hugging Face day of {DEMO_HF_DAY}"
-    else:
-        config = load_config(config_path)
-        store = open_store(config, create=False, instead="; or try the rule with --demo")
-        model = config.llm.model if config.llm else None
-        latest = store.papers.latest_announcement()
-        if latest is None:
-            raise PaperbellError(
-                "no papers are stored yet",
-                hint="run `paperbell poll` first, or try the rule on the bundled papers "
-                "with --demo",
-            )
-        first = since.date() if since else latest - timedelta(days=TRY_DAYS - 1)
-        papers = store.papers.announced_since(first)
-        where = f"stored papers announced {first} to {latest}"
-    if color is None:
-        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    mark = (lambda text: click.style(text, fg="yellow", bold=True)) if color else stars
-    if liked:
-        _try_like(liked, rule, papers, where, limit, config=config, store=store)
-        return
-    assert rule is not None
-    trial = try_rule(rule, papers)
-    click.echo(f"rule: {rule.text}\ntried on {where}", color=color)
-    for line in absent_facts(rule, papers):  # a part that cannot match: say so, not a bare 0
-        click.echo(f"note: {line}")
-    click.echo("")
-    width = shutil.get_terminal_size((100, 24)).columns
-    shown = trial.items if limit == 0 else trial.items[:limit]
-    summaries = stored_summaries([i.paper for i in shown], store, model) if show_summaries else {}
-    lines = render_trial(trial, mark=mark, limit=limit, width=min(width, 120), summaries=summaries)
-    for line in lines:
-        click.echo(line, color=color)
-
-
-def _try_like(
-    liked: Sequence[str],
-    rule: Rule | None,
-    papers: Sequence[Paper],
-    where: str,
-    limit: int,
-    *,
-    config: Config | None = None,
-    store: Store | None = None,
-) -> None:
-    """`try --like`: the papers (a rule's matches) by closeness to the liked ones, in the
-    space a digest would use (the config's [embeddings], else the default)."""
-    from bot.pipeline.similar import liked_ranking
-
-    by_id = {p.id: p for p in papers}
-    wanted = [key.strip() for key in liked]
-    unknown = [key for key in wanted if key not in by_id]
-    if unknown:
-        raise PaperbellError(
-            f"not among the {len(by_id):,} papers tried: {', '.join(unknown)}",
-            hint="--like takes an arXiv id (2411.18179, no version) of a paper stored "
-            "(or bundled, with --demo); `paperbell backfill` stores past days",
-        )
-    wanted = list(dict.fromkeys(wanted))
-    unique = list(by_id.values())
-    seeds = [by_id[key] for key in wanted]
-    ranked_by = asyncio.run(liked_ranking(config, store, unique, seeds, now=utcnow()))
-    day, scored = ranked_by.day, ranked_by.scores
-    if ranked_by.note:
-        click.echo(f"note: {ranked_by.note}")
-    row = {key: n for n, key in enumerate(day.ids)}
-    candidates = unique
-    if rule is not None:
-        candidates = [item.paper for item in try_rule(rule, unique).items]
-    ranked = sorted(
-        (p for p in candidates if p.id not in wanted), key=lambda p: -scored.score[row[p.id]]
-    )
-    heading = f"rule: {rule.text}, " if rule is not None else ""
-    click.echo(f"{heading}ranked by closeness to {', '.join(wanted)}\ntried on {where}\n")
-    shown = ranked if limit == 0 else ranked[:limit]
-    for n, paper in enumerate(shown, 1):
-        r = row[paper.id]
-        closest = wanted[int(scored.closest[r])]
-        day_ = paper.announced.isoformat() if paper.announced else "-"
-        click.echo(f"{n:>3}. {paper.id}  {day_}  {' '.join(paper.categories)}")
-        click.echo(f"     {_shown_title(paper)}")
-        near = _shown_title(by_id[closest])
-        click.echo(f"     score {scored.score[r]:.2f}, closest to {closest}: {near}")
-    if len(ranked) > len(shown):
-        click.echo(f"... and {len(ranked) - len(shown)} more (--limit 0 shows them all)")
-
-
-def _shown_title(paper: Paper) -> str:
-    """A title as the terminal shows it: TeX as letters, one line, no control character."""
-    return terminal_safe(tidy(letters(paper.title)))
-
-
-def stored_summaries(
-    papers: Sequence[Paper], store: Store | None, model: str | None
-) -> dict[str, tuple[str, str]]:
-    """Each paper's summary as a digest shows it, and who wrote it: the [llm] model's, if
-    it wrote one already, else Hugging Face's. Asks no model (`try` is a preview)."""
-    from bot.pipeline.texts import known_summaries
-    from bot.texts.answers import shown_summary
-    from bot.texts.prompts import summary_request
-
-    requests = [r for p in papers if (r := summary_request(p)) is not None]
-    written: dict[tuple[str, int, str, str], str] = {}
-    if store is not None and model is not None:
-        written = store.texts.get(((r.key, r.source_hash) for r in requests), model)
-    return {
-        paper_id: (shown_summary(text), by)
-        for (paper_id, _), (text, by) in known_summaries(papers, written, model).items()
-    }

@@ -20,15 +20,27 @@ from bot.core.plurals import plural
 from bot.store import Store, SubscriberRecord, utcnow
 
 
-def _subscriber(config: Config, store: Store, name: str, *, changing: bool) -> SubscriberRecord:
-    declared = name in {s.name for s in config.subscribers}
+def _declared(name: str) -> PaperbellError:
+    return PaperbellError(
+        f"subscriber {name!r} is declared in the config file: add the papers to its "
+        "`like` or `dislike` list there (or to its like_file)",
+        hint="change it in the config file",
+    )
+
+
+def _changeable(config: Config, name: str) -> None:
+    """Refuse a config file's subscriber (before any database is opened): its verdicts
+    are changed in the file."""
+    if name in {s.name for s in config.subscribers}:
+        raise _declared(name)
+
+
+def _subscriber(store: Store, name: str, *, changing: bool) -> SubscriberRecord:
+    """The stored subscriber; `changing` its verdicts: one of the database (the callers
+    refused the config file's first, `_changeable`)."""
     record = store.subscribers.get(name)
-    if changing and (declared or (record is not None and record.origin == "config")):
-        raise PaperbellError(
-            f"subscriber {name!r} is declared in the config file: add the papers to its "
-            "`like` or `dislike` list there (or to its like_file)",
-            hint="change it in the config file",
-        )
+    if changing and record is not None and record.origin == "config":
+        raise _declared(name)
     if record is None:
         raise PaperbellError(f"no subscriber named {name!r}", hint="see `paperbell list`")
     return record
@@ -36,17 +48,18 @@ def _subscriber(config: Config, store: Store, name: str, *, changing: bool) -> S
 
 def _give(config_path: Path, name: str, ids: tuple[str, ...], verdict: Verdict) -> None:
     from bot.pipeline import build_fetcher, build_sources
-    from bot.pipeline.likes import give_verdicts, paper_keys
+    from bot.pipeline.likes import Given, give_verdicts, paper_keys
     from bot.sources.http import make_client
 
     keys, problems = paper_keys(ids)
     if problems:
         raise click.UsageError("\n".join(problems))
     config = load_config(config_path)
-    store = open_store(config)
-    record = _subscriber(config, store, name, changing=True)
+    _changeable(config, name)
+    store = open_store(config, create=False)  # no database: no subscriber of it either
+    record = _subscriber(store, name, changing=True)
 
-    async def go() -> list:  # type: ignore[type-arg]
+    async def go() -> Given:
         async with make_client() as client:
             return await give_verdicts(
                 store,
@@ -59,11 +72,37 @@ def _give(config_path: Path, name: str, ids: tuple[str, ...], verdict: Verdict) 
                 sources=build_sources(config),
             )
 
-    found = asyncio.run(go())
-    for item in found:
+    given = asyncio.run(go())
+    other = "dislike" if verdict == "like" else "like"
+    for item in given.found:
         title = f": {item.title}" if item.title else " (title not known yet)"
-        click.echo(f"{verdict}d {item.key}{title}")
+        if item.key in given.repeated:
+            click.echo(f"{item.key} was already {verdict}d{title}")
+        elif item.key in given.replaced:
+            click.echo(f"{verdict}d {item.key} in place of the earlier {other}{title}")
+        else:
+            click.echo(f"{verdict}d {item.key}{title}")
+    if given.without_text:
+        _say_without_text(name, given.without_text, given.failure)
     click.echo(f"{name} now has {plural(len(store.feedback.of(record.id)), 'verdict')}")
+
+
+def _say_without_text(name: str, keys: list[str], failure: str | None) -> None:
+    """Why some papers have no title yet, and when they get one."""
+    papers = ", ".join(keys)
+    if failure is not None:
+        click.echo(
+            f"note: the title and abstract of {papers} could not be fetched from the arXiv "
+            f"API ({failure}); the verdict is kept, and they are filled in later: when "
+            f"paperbell stores the paper, or when this command is run again",
+            err=True,
+        )
+    else:
+        click.echo(
+            f"note: the arXiv API has no paper {papers}: check the id; the verdict is kept "
+            f"(`paperbell unlike {name} {keys[0]}` removes it)",
+            err=True,
+        )
 
 
 @click.command()
@@ -105,8 +144,9 @@ def unlike(config_path: Path, name: str, ids: tuple[str, ...]) -> None:
     if problems:
         raise click.UsageError("\n".join(problems))
     config = load_config(config_path)
-    store = open_store(config)
-    record = _subscriber(config, store, name, changing=True)
+    _changeable(config, name)
+    store = open_store(config, create=False)  # no database: no verdict to remove
+    record = _subscriber(store, name, changing=True)
     missing = []
     for key in keys:
         if store.feedback.remove(record.id, key):
@@ -128,16 +168,22 @@ def likes(config_path: Path, name: str) -> None:
     from bot.pipeline.likes import sync_declared_likes, verdict_lines
 
     config = load_config(config_path)
-    store = open_store(config)
-    if name in {s.name for s in config.subscribers}:
+    store = open_store(config, create=False)  # reads: makes no database
+    declared = name in {s.name for s in config.subscribers}
+    if declared:
         store.subscribers.sync_config(config.declared_subscribers(), now=utcnow())
         report = sync_declared_likes(config, store, now=utcnow())
         for problem in report.problems:
             click.echo(f"warning: {problem}", err=True)
-    record = _subscriber(config, store, name, changing=False)
+    record = _subscriber(store, name, changing=False)
     feedback = store.feedback.of(record.id)
     if not feedback:
-        click.echo(f"{name} has liked and disliked nothing yet: `paperbell like {name} ID`")
+        where = (
+            f"add papers to its `like` or `dislike` list (or a `like_file`) in {config_path}"
+            if declared or record.origin == "config"
+            else f"`paperbell like {name} ID` adds one"
+        )
+        click.echo(f"{name} has liked and disliked nothing yet: {where}")
         return
     liked = sum(1 for f in feedback if f.liked)
     click.echo(f"{name}: {liked:,} liked, {len(feedback) - liked:,} disliked")

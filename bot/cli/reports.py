@@ -20,7 +20,7 @@ from bot.cli.people import subscriber_state
 from bot.cli.secrets import who_needs
 from bot.cli.shell import config_option, handle_errors, load_config, open_store, upgrade_command
 from bot.config import DATABASE_URL, SECRET_KINDS, Config, config_notes
-from bot.config.likes import like_file_report
+from bot.config.likes import like_file_problems, like_file_report
 from bot.core.checks import redact_url
 from bot.core.errors import ConfigError, StoreError
 from bot.core.models import Subscriber
@@ -41,7 +41,13 @@ def check_config(config_path: Path) -> None:
     """Validate the config file and report every problem at once; say which secrets'
     variables are not set, and which commands need them (the others run without), and
     what a subscriber asks for that the file cannot give yet (a note)."""
-    config = load_config(config_path)
+    try:
+        config = load_config(config_path)
+    except ConfigError as exc:  # every problem at once: the like_files' too
+        more = like_file_problems(config_path)
+        if not more:
+            raise
+        raise ConfigError(exc.problems + more, source=exc.source, hint=exc.hint) from None
     like_problems, like_lines = like_file_report(config)
     if like_problems:
         raise ConfigError(like_problems, source=str(config_path))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
 
 from bot.core.checks import canonical_category, check_address, check_header_text, check_label
 from bot.core.errors import RuleError
@@ -22,6 +22,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@\-]{0,63}$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SLACK_CHANNEL_RE = re.compile(r"^(#[a-z0-9][a-z0-9_\-]{0,79}|[CG][A-Z0-9]{6,20})$")
 SLACK_USER_RE = re.compile(r"^[UW][A-Z0-9]{6,20}$")
+MAX_PATH = 4096  # characters of a file's path
 # Keys that would hold a secret in the file; each has a `<key>_env` naming its variable.
 SECRET_KEYS = (
     "password",
@@ -104,6 +105,12 @@ def _check_slack_user(value: str) -> str:
     return value
 
 
+def _check_path(value: str) -> str:
+    if not value.isprintable():  # a NUL cannot be opened; an escape would reach a terminal
+        raise ValueError("control or invisible characters in the path")
+    return value
+
+
 RuleText = Annotated[str, AfterValidator(_check_rule)]
 RuleLabel = Annotated[str, AfterValidator(_check_label)]  # tidied: one line, NFC
 TimeOfDay = Annotated[str, AfterValidator(_check_time)]
@@ -117,3 +124,6 @@ EnvName = Annotated[str, AfterValidator(_check_env_name)]
 SlackChannel = Annotated[str, AfterValidator(_check_slack_channel)]
 SlackUser = Annotated[str, AfterValidator(_check_slack_user)]
 LanguageTag = Annotated[str, AfterValidator(_check_language)]  # BCP 47, standardised
+FilePath = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_PATH), AfterValidator(_check_path)
+]

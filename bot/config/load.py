@@ -82,9 +82,15 @@ def parse_config(
 
 def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> Config:
     """Read and validate a TOML config file: whatever the file holds (too large, not UTF-8,
-    a folder, TOML nested too deep), the outcome is a Config or a ConfigError. With
-    `secrets` false, the secrets are neither read nor asked for."""
+    a folder, TOML nested too deep), the outcome is a Config or a ConfigError."""
     file = Path(path)
+    data = read_config_data(file)
+    return parse_config(data, source=str(file), path=file.resolve(), environ=environ)
+
+
+def read_config_data(file: Path) -> dict[str, Any]:
+    """A config file's TOML as data, not yet validated. Raises ConfigError: no such file,
+    unreadable, too large, not UTF-8, not TOML."""
     try:
         with file.open("rb") as handle:
             raw = handle.read(MAX_CONFIG_BYTES + 1)
@@ -117,7 +123,7 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
         raise ConfigError(
             ["not valid TOML: a number with too many digits"], source=str(file)
         ) from None
-    return parse_config(data, source=str(file), path=file.resolve(), environ=environ)
+    return data
 
 
 def example_config_text() -> str:

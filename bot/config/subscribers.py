@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     Discriminator,
     Field,
     Tag,
@@ -29,6 +30,7 @@ from bot.config.fields import (
     EmailAddress,
     EnvName,
     Every,
+    FilePath,
     LanguageTag,
     RuleLabel,
     RuleText,
@@ -44,10 +46,13 @@ from bot.config.sections import MAX_RULES, DigestConfig
 from bot.core.languages import is_english
 from bot.core.models import Subscriber
 from bot.rules import format_rule, parse_rule
-from bot.similar.refs import PaperRefError, paper_key
+from bot.similar.refs import paper_key
 
 MAX_LIKES = 1000  # papers in one `like` or `dislike` list (a library file holds more)
-MAX_PROBLEMS_SHOWN = 5  # values that name no paper, shown one by one
+
+# A paper as a person names one (`2411.18179v2`, an abs link, `doi:…`), kept as its key; a
+# value that names none is a problem at its own key (`subscribers[0].like[2]`).
+PaperRef = Annotated[str, AfterValidator(paper_key)]
 
 
 class LabelledRule(Section):
@@ -111,40 +116,23 @@ class SubscriberConfig(Section):
     # Papers like these (bot.similar): the papers liked and disliked (arXiv ids, arXiv
     # links, DOIs; kept as their keys), a library export of liked papers (relative to the
     # config file), at most how many papers no rule matched are added, from what score.
-    like: list[str] = Field(default_factory=list, max_length=MAX_LIKES)
-    dislike: list[str] = Field(default_factory=list, max_length=MAX_LIKES)
-    like_file: str | None = Field(None, min_length=1, max_length=4096)
+    like: list[PaperRef] = Field(default_factory=list, max_length=MAX_LIKES)
+    dislike: list[PaperRef] = Field(default_factory=list, max_length=MAX_LIKES)
+    like_file: FilePath | None = None
     similar_max: int = Field(5, ge=0, le=100)
     similar_min: float | None = Field(None, ge=0, le=1)
 
     @model_validator(mode="after")
     def _papers(self) -> SubscriberConfig:
-        """`like` and `dislike` name papers: each kept as its key (2411.18179v2 and its
-        abs link are 2411.18179), once; none in both."""
-        problems: list[str] = []
-        lists = {}
-        for field in ("like", "dislike"):
-            keys: list[str] = []
-            for index, text in enumerate(getattr(self, field)):
-                try:
-                    key = paper_key(text)
-                except PaperRefError as exc:
-                    problems.append(f"{field}[{index}] of {self.name}: {exc}")
-                    continue
-                if key not in keys:
-                    keys.append(key)
-            lists[field] = keys
-        both = [key for key in lists["like"] if key in lists["dislike"]]
+        """`like` and `dislike` name each paper once (2411.18179v2 and its abs link are
+        2411.18179), and none in both."""
+        self.like, self.dislike = list(dict.fromkeys(self.like)), list(dict.fromkeys(self.dislike))
+        both = [key for key in self.like if key in self.dislike]
         if both:
-            problems.append(
+            raise ValueError(
                 f"{self.name} both likes and dislikes {', '.join(both[:5])}: keep each paper "
                 "in one of like and dislike"
             )
-        if problems:
-            more = len(problems) - MAX_PROBLEMS_SHOWN
-            shown = problems[:MAX_PROBLEMS_SHOWN] + ([f"and {more} more"] if more > 0 else [])
-            raise ValueError("; ".join(shown))
-        self.like, self.dislike = lists["like"], lists["dislike"]
         return self
 
     @model_validator(mode="after")

@@ -18,12 +18,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bot.config import Config, SubscriberConfig
 from bot.config.likes import like_file_path, read_like_file, stat_like_file
 from bot.core.errors import SourceError
 from bot.core.models import Feedback, FeedbackVia, Paper, Verdict, is_arxiv_id
+from bot.core.plurals import plural
 from bot.similar.library import Library, LibraryError
 from bot.similar.refs import (
     DOI_PREFIX,
@@ -148,18 +149,24 @@ def api_base(sources: Sequence[Source]) -> str:
     return API_BASE
 
 
-async def look_up(fetcher: Any, ids: Sequence[str], *, base_url: str) -> dict[str, Paper]:
+class Looked(NamedTuple):
+    """What the arXiv API gave: its papers by id, and why it gave none (None: it answered)."""
+
+    papers: dict[str, Paper]
+    failure: str | None = None
+
+
+async def look_up(fetcher: Any, ids: Sequence[str], *, base_url: str) -> Looked:
     """The arXiv API's papers with these ids (at most MAX_LOOKUPS), by id; none when the
-    API fails (logged: the verdicts keep their titles as text until the next try)."""
+    API fails, and why (the verdicts keep their titles as text until the next try)."""
     wanted = list(dict.fromkeys(ids))[:MAX_LOOKUPS]
     if not wanted:
-        return {}
+        return Looked({})
     try:
         papers = await papers_by_id(fetcher, base_url=base_url, ids=wanted)
-    except SourceError as exc:
-        log.warning("likes: the arXiv API did not give %d papers: %s", len(wanted), exc)
-        return {}
-    return {paper.id: paper for paper in papers}
+    except SourceError as exc:  # its message only: its hint is about a source's `url`
+        return Looked({}, exc.message)
+    return Looked({paper.id: paper for paper in papers})
 
 
 # -- the config's verdicts ----------------------------------------------------------------------
@@ -281,7 +288,14 @@ async def sync_declared_likes_online(
     report = sync_declared_likes(config, store, now=now)
     if not report.without_text:
         return report
-    papers = await look_up(fetcher, report.without_text, base_url=api_base(sources))
+    papers, failure = await look_up(fetcher, report.without_text, base_url=api_base(sources))
+    if failure is not None:
+        log.warning(
+            "likes: the arXiv API could not be asked for the title and abstract of %s (%s): "
+            "asked again at the next start",
+            plural(len(report.without_text), "liked paper"),
+            failure,
+        )
     return sync_declared_likes(config, store, now=now, fetched=papers) if papers else report
 
 
@@ -304,6 +318,38 @@ def paper_keys(texts: Iterable[str]) -> tuple[list[str], list[str]]:
     return keys, problems
 
 
+def papers_named(
+    keys: Sequence[str], papers: Sequence[Paper], store: Store | None = None
+) -> dict[str, Paper]:
+    """The papers these keys (`paper_key`'s) name, by key: among `papers` by id or DOI,
+    else (with a store) among the stored papers, by id or by another name of theirs (a
+    DOI). A key that names none is absent."""
+    by_id = {paper.id: paper for paper in papers}
+    by_doi = {DOI_PREFIX + doi.lower(): paper for paper in papers for doi in paper.dois}
+    found = {key: paper for key in keys if (paper := by_id.get(key) or by_doi.get(key))}
+    rest = [key for key in keys if key not in found]
+    if store is None or not rest:
+        return found
+    aliases = store.papers.ids_of_keys([key for key in rest if key.startswith(DOI_PREFIX)])
+    ids = {key: aliases.get(key, key) for key in rest}
+    stored = store.papers.by_id(sorted(set(ids.values())))
+    found.update({key: stored[i] for key, i in ids.items() if i in stored})
+    return found
+
+
+@dataclass
+class Given:
+    """What giving verdicts by hand did: the papers (in order), those that had this verdict
+    already or the other one, and the arXiv ids whose title and abstract are not known yet
+    (and why: the arXiv API could not be asked, or does not know them)."""
+
+    found: list[Found] = field(default_factory=list)
+    repeated: set[str] = field(default_factory=set)
+    replaced: set[str] = field(default_factory=set)  # had the other verdict
+    without_text: list[str] = field(default_factory=list)
+    failure: str | None = None  # why the arXiv API could not be asked
+
+
 async def give_verdicts(
     store: Store,
     subscriber_id: int,
@@ -314,21 +360,33 @@ async def give_verdicts(
     now: datetime,
     fetcher: Any = None,
     sources: Sequence[Source] = (),
-) -> list[Found]:
+) -> Given:
     """Record the subscriber's verdict on these papers (by key), each with its text: the
-    stored paper's, else (with a fetcher) the arXiv API's, else none yet."""
+    stored paper's, else (with a fetcher) the arXiv API's, else none yet (a verdict given
+    again takes a text found since)."""
     named = [Named.of_key(key) for key in keys]
     found = resolve(store, named)
+    given = Given()
     missing = [
         f.key for f in found if f is not None and "\n\n" not in f.text and is_arxiv_id(f.key)
     ]
     if fetcher is not None and missing:
-        fetched = await look_up(fetcher, missing, base_url=api_base(sources))
+        fetched, given.failure = await look_up(fetcher, missing, base_url=api_base(sources))
         if fetched:
             found = resolve(store, named, fetched=fetched)
+        if given.failure is not None:
+            log.info("likes: the arXiv API could not be asked: %s", given.failure)
+    before = {f.key: f.verdict for f in store.feedback.of(subscriber_id)}
     for feedback in verdicts(found, verdict, via, now=now):
         store.feedback.set(subscriber_id, feedback, now=now)
-    return [f for f in found if f is not None]
+        if before.get(feedback.key) == verdict:
+            given.repeated.add(feedback.key)
+        elif feedback.key in before:
+            given.replaced.add(feedback.key)
+    given.found = [f for f in found if f is not None]
+    if fetcher is not None:
+        given.without_text = [f.key for f in given.found if f.key in missing and not f.title]
+    return given
 
 
 VIA_WORDS: dict[str, str] = {
@@ -342,9 +400,10 @@ VIA_WORDS: dict[str, str] = {
 
 
 def verdict_lines(feedback: Sequence[Feedback]) -> list[str]:
-    """A subscriber's verdicts, one line each: 👍/👎, the paper, its title, where from."""
+    """A subscriber's verdicts, one line each: the likes, then the dislikes (each oldest
+    first, as given), each with the paper, its title and where it came from."""
     lines = []
-    for item in feedback:
+    for item in sorted(feedback, key=lambda f: not f.liked):
         mark = "like" if item.liked else "dislike"
         if is_title_key(item.key):  # found by no id: its title, as the file writes it
             shown, title = f'"{item.title or item.key.removeprefix("title:")}"', ""

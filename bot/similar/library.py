@@ -8,7 +8,7 @@ in a note, extra or journal field, arXiv's DOI 10.48550/arXiv.…), by DOI (lowe
 link's `https://doi.org/` taken off), or by its title alone. One entry that cannot be read
 is skipped and counted with why (its number and key); the file is never lost for it. A
 file over MAX_LIBRARY_BYTES is refused whole; entries past MAX_ENTRIES are left out and
-counted.
+counted. An empty file (blank, or BibTeX comments only) is an empty library, no error.
 
 Pure: the bytes come in, the entries go out; reading the file is the caller's.
 """
@@ -148,9 +148,12 @@ class Library:
     entries: tuple[LibraryEntry, ...]
     skipped: tuple[SkippedEntry, ...] = ()
     left_out: int = 0  # entries past MAX_ENTRIES
+    empty: bool = False  # the file holds nothing at all (an empty collection's export)
 
     def summary(self) -> str:
         """One line: how many entries, found how, and what was skipped or left out."""
+        if self.empty:
+            return "an empty file: 0 entries (nothing liked from it yet)"
         by_arxiv = sum(1 for e in self.entries if e.arxiv)
         by_doi = sum(1 for e in self.entries if not e.arxiv and e.doi)
         by_title = len(self.entries) - by_arxiv - by_doi
@@ -186,6 +189,8 @@ def read_library(data: bytes, *, name: str = "") -> Library:
             "one collection (the papers you want more like) rather than the whole library"
         )
     text = decode(data)
+    if _is_empty(text):  # an empty library is no error: it likes nothing yet
+        return Library(_format_by_name(name), (), empty=True)
     form = detect_format(text)
     if form is None:
         raise LibraryError(
@@ -199,6 +204,17 @@ def read_library(data: bytes, *, name: str = "") -> Library:
     else:
         records = _bibtex_records(text)
     return _library(form, records)
+
+
+def _is_empty(text: str) -> bool:
+    """Nothing but blank lines and BibTeX's `%` comments (an empty collection's export)."""
+    return all(not line.strip() or line.lstrip().startswith("%") for line in text.splitlines())
+
+
+def _format_by_name(name: str) -> LibraryFormat:
+    """An empty file's format, as its name says (BibTeX when it says none)."""
+    suffix = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    return "ris" if suffix == "ris" else "csl-json" if suffix == "json" else "bibtex"
 
 
 def decode(data: bytes) -> str:
@@ -411,7 +427,7 @@ def _ris_fields(record: Mapping[str, Any]) -> dict[str, list[str]]:
 
 def _csl_records(text: str, where: str) -> list[_Record]:
     """Each item of a CSL-JSON export: a list of items (Zotero, citeproc), an object with
-    `items`, or one item."""
+    `items`, or one item (an object with an item's fields); any other JSON is refused."""
     try:
         data = json.loads(text)
     except RecursionError:
@@ -420,10 +436,13 @@ def _csl_records(text: str, where: str) -> list[_Record]:
         raise LibraryError(f"{where}not valid JSON: {_short(str(exc))}") from None
     if isinstance(data, dict) and isinstance(data.get("items"), list):
         data = data["items"]
-    elif isinstance(data, dict):
+    elif isinstance(data, dict) and _CSL_ITEM_KEYS & {str(k).lower() for k in data}:
         data = [data]
     if not isinstance(data, list):
-        raise LibraryError(f"{where}not CSL-JSON: a list of items is expected")
+        raise LibraryError(  # an object that is no item: some other JSON file
+            f"{where}not a CSL-JSON export: a JSON object with none of an item's fields (id, "
+            "type, title, DOI); a CSL-JSON export is a list of items"
+        )
     records: list[_Record] = []
     for item in data:
         if not isinstance(item, dict):
@@ -439,6 +458,10 @@ def _csl_records(text: str, where: str) -> list[_Record]:
                 fields[str(name).lower()] = strings
         records.append((key, fields))
     return records
+
+
+# The fields that make a lone JSON object one CSL item (an export of a single paper).
+_CSL_ITEM_KEYS = frozenset({"id", "type", "title", "doi", "url"})
 
 
 def _json_kind(value: Any) -> str:

@@ -117,9 +117,12 @@ class ButtonAnswers:
         title = _title(self.manager, found)
         sub = found.subscriber
         if press.action == UNDO_ACTION:
-            self.manager.undo_feedback(sub, found.paper, found.verdict)
+            stands = self.manager.undo_feedback(sub, found.paper, found.verdict)
             log.info("%s took back %s on %s from Slack", sub.name, found.verdict, found.paper)
-            return _ephemeral(f"Taken back: no verdict on {title}.", replace=True)
+            if stands is None:
+                return _ephemeral(f"Taken back: no verdict on {title}.", replace=True)
+            mark = ":+1:" if stands.liked else ":-1:"  # the verdict the press had replaced
+            return _ephemeral(f"Taken back: your {mark} on {title} stands.", replace=True)
         wanted: Verdict = "like" if press.action == LIKE_ACTION else "dislike"
         if wanted != found.verdict:  # a 👍 token under a 👎 button: not paperbell's
             return _ephemeral(_REFUSED["forged"])

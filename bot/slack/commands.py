@@ -306,8 +306,8 @@ class SlashCommands:
                 lines.append(f"at most {MAX_IDS} papers at once")
             return Reply(":warning: " + "\n".join(lines))
         assert sub.id is not None
-        found = await give_verdicts(self.store, sub.id, keys, verdict, "slack", now=self.clock())
-        shown = [f"• `{f.key}` {escape_mrkdwn(f.title)}".rstrip() for f in found]
+        given = await give_verdicts(self.store, sub.id, keys, verdict, "slack", now=self.clock())
+        shown = [f"• `{f.key}` {escape_mrkdwn(f.title)}".rstrip() for f in given.found]
         word = "Liked" if verdict == "like" else "Disliked"
         more = (
             "digests add papers like these"
@@ -315,7 +315,7 @@ class SlashCommands:
             else "papers like these rank lower in digests"
         )
         return Reply(
-            f"{word} {plural(len(found), 'paper')}: {more}.\n" + "\n".join(shown),
+            f"{word} {plural(len(given.found), 'paper')}: {more}.\n" + "\n".join(shown),
             public=target.channel is not None,
         )
 
@@ -350,10 +350,10 @@ class SlashCommands:
         assert sub.id is not None
         feedback = self.store.feedback.of(sub.id)
         if not feedback:
-            return Reply(
-                f"No papers liked or disliked yet: `{self.command} like{target.suffix} "
-                "2411.18179` adds one."
-            )
+            how = f"`{self.command} like{target.suffix} 2411.18179` adds one"
+            if sub.origin == "config":  # `like` is refused for it: the file says
+                how = "ask your paperbell admin to add them to its `like` list in the config file"
+            return Reply(f"No papers liked or disliked yet: {how}.")
         liked = sum(1 for f in feedback if f.liked)
         lines = [f"{liked:,} liked, {len(feedback) - liked:,} disliked:"]
         lines += [f"• {escape_mrkdwn(line)}" for line in verdict_lines(feedback[-LIKES_SHOWN:])]

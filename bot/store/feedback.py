@@ -3,9 +3,10 @@ model, and each subscriber's fitted ranking model.
 
 `store.feedback`, `store.vectors`, `store.ranking_models`. Verdicts leave as
 `bot.core.models.Feedback`; a vector and a fitted model as bytes (their format is bot.similar's,
-not the store's). One verdict per paper per subscriber: a later one replaces it. The config
-file's verdicts (its `like`/`dislike` lists and `like_file`) are replaced whole each time it
-is read, and never over a verdict given by hand on the same paper.
+not the store's). One verdict per paper per subscriber: a later one replaces it, and a
+verdict given by hand keeps the one it replaced, which its Undo (`take_back`) puts back. The
+config file's verdicts (its `like`/`dislike` lists and `like_file`) are replaced whole each
+time it is read, and never over a verdict given by hand on the same paper.
 """
 
 from __future__ import annotations
@@ -37,6 +38,15 @@ def _feedback(row: FeedbackRow) -> Feedback:
     )
 
 
+def _remember(row: FeedbackRow) -> None:
+    """Keep the row's verdict as the one a new verdict replaces (for Undo)."""
+    row.earlier_verdict, row.earlier_via, row.earlier_at = row.verdict, row.via, row.created_at
+
+
+def _forget_earlier(row: FeedbackRow) -> None:
+    row.earlier_verdict = row.earlier_via = row.earlier_at = None
+
+
 class FeedbackStore(Repository):
     """Each subscriber's verdicts on papers (`store.feedback`)."""
 
@@ -50,11 +60,20 @@ class FeedbackStore(Repository):
             return self._set(subscriber_id, feedback, now=now)
 
     def _set(self, subscriber_id: int, feedback: Feedback, *, now: datetime | None) -> bool:
+        by_hand = feedback.via not in DECLARED_VIA
         with self.database.session() as session:
             row = self._row(session, subscriber_id, feedback.key)
             if row is not None and row.verdict == feedback.verdict:
-                if row.via in DECLARED_VIA and feedback.via not in DECLARED_VIA:
+                changed = False
+                if row.via in DECLARED_VIA and by_hand:
+                    _remember(row)  # Undo gives the verdict back to the file
                     row.via = feedback.via  # given by hand now: the file no longer owns it
+                    changed = True
+                if (feedback.text and not row.text) or (feedback.title and not row.title):
+                    row.title = row.title or feedback.title  # known now: kept, no new verdict
+                    row.text = row.text or feedback.text
+                    changed = True
+                if changed:
                     session.add(row)
                     session.commit()
                 return False
@@ -69,12 +88,34 @@ class FeedbackStore(Repository):
                     via=feedback.via,
                     created_at=created,
                 )
+            elif by_hand:
+                _remember(row)
+            else:
+                _forget_earlier(row)
             row.verdict = feedback.verdict
             row.via = feedback.via
             row.title = feedback.title or row.title
             row.text = feedback.text or row.text
             row.created_at = created
             session.add(row)
+            session.commit()
+            return True
+
+    def take_back(self, subscriber_id: int, key: str, verdict: Verdict) -> bool:
+        """Undo `verdict` on a paper, if it is still the one recorded: the verdict it
+        replaced (a click before it, the config file's) stands again, as it was; with none,
+        the paper has no verdict. Whether one was taken back."""
+        with self.database.session() as session:
+            row = self._row(session, subscriber_id, key)
+            if row is None or row.verdict != verdict:
+                return False
+            if row.earlier_verdict is None or row.earlier_via is None:
+                session.delete(row)
+            else:
+                row.verdict, row.via = row.earlier_verdict, row.earlier_via
+                row.created_at = row.earlier_at or row.created_at
+                _forget_earlier(row)
+                session.add(row)
             session.commit()
             return True
 
@@ -136,6 +177,13 @@ class FeedbackStore(Repository):
             for row in rows:
                 if row.via == via and row.paper_key not in wanted:
                     session.delete(row)
+                elif row.earlier_via == via and row.via not in DECLARED_VIA:
+                    # Given by hand over the file's: Undo puts back what the file says now.
+                    if row.paper_key in wanted:
+                        row.earlier_verdict = wanted[row.paper_key].verdict
+                    else:
+                        _forget_earlier(row)
+                    session.add(row)
             for key, item in wanted.items():
                 found = by_key.get(key)
                 if found is not None and found.via not in DECLARED_VIA:

@@ -324,7 +324,9 @@ class FeedbackRow(SQLModel, table=True):
     """A subscriber's verdict on one paper: liked or disliked, and where it was given (the
     config's `like` list, a library file, a command, an email or Slack button, the manage
     page). One per paper per subscriber; the text the ranking reads is kept with it, so a
-    liked paper need not be among the stored papers (migration 0006)."""
+    liked paper need not be among the stored papers (migration 0006). A verdict given by
+    hand in place of another keeps the one it replaced (`earlier_*`, migration 0007), so
+    Undo puts that back."""
 
     __tablename__ = "feedback"
     __table_args__ = (UniqueConstraint("subscriber_id", "paper_key"),)
@@ -337,6 +339,10 @@ class FeedbackRow(SQLModel, table=True):
     title: str = ""
     text: str = ""  # title and abstract, as the ranking reads them ("" when unknown)
     created_at: datetime
+    # The verdict this one replaced (a 👎 clicked before a 👍, the config file's), if any.
+    earlier_verdict: str | None = Field(default=None, max_length=8)
+    earlier_via: str | None = Field(default=None, max_length=16)
+    earlier_at: datetime | None = None
 
 
 class TextVectorRow(SQLModel, table=True):

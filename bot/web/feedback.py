@@ -7,7 +7,8 @@ records nothing: mail security scanners (Outlook's Safe Links, Proofpoint, Mimec
 every link of a message, both 👍 and 👎 of every paper, before its reader does. The page a
 link opens posts its form at once from a script (a scanner that fetches runs none), and
 shows a button when scripts are off; the post is CSRF-checked like every form here. The
-same verdict again changes nothing, and every page says what is recorded and offers Undo.
+same verdict again changes nothing, and every page says what is recorded and offers Undo,
+which puts back the verdict the click replaced (a 👎 before a 👍, the config file's).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from bot.core.links import web_url
-from bot.core.models import Feedback, Paper, Verdict
+from bot.core.models import DECLARED_VIA, Feedback, Paper, Verdict
 from bot.manage import FeedbackLink, Refused
 from bot.render import templates_dir
 from bot.render.text import letters, tidy
@@ -87,6 +88,9 @@ class FeedbackPages:
             verdict=verdict,
             said=SAID[verdict],
             other=current.verdict if current is not None and not recorded else None,
+            # Undone: the verdict it had replaced stands again (a click before, the file's).
+            restored=current.verdict if undone and current is not None else None,
+            restored_declared=current is not None and current.via in DECLARED_VIA,
             paper_title=paper_name(key, title),
             paper_url=paper_url(key, paper),
             key=key,
@@ -120,7 +124,8 @@ class FeedbackPages:
         return RedirectResponse(f"/feedback/{request.path_params['token']}", status_code=303)
 
     async def undo(self, request: Request) -> Response:
-        """`POST /feedback/{token}/undo`: take the verdict back (if it is still the one)."""
+        """`POST /feedback/{token}/undo`: take the verdict back (if it is still the one); the
+        one it replaced, if any, stands again."""
         form = await self.site.checked_form(request)
         if isinstance(form, Response):
             return form
