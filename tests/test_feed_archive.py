@@ -214,6 +214,17 @@ def test_hostile_tokens_are_refused_never_a_crash(site: Site, token: str) -> Non
         assert "Traceback" not in answer.text
 
 
+@pytest.mark.parametrize(
+    "digest_id",
+    ["\x00", "paperbell.\x00", "a" * 10_000, "é", "paperbell.%2e%2e", "' OR 1=1 --"],
+)
+def test_a_hostile_digest_id_in_a_genuine_archive_link_is_not_found(
+    site: Site, digest_id: str
+) -> None:
+    answer = site.http.get(f"{archive_path(site, 'ada')}/{quote(digest_id, safe='')}")
+    assert answer.status_code == 404 and "No such digest" in answer.text
+
+
 def test_the_archive_lists_the_digests_and_view_in_browser_opens_the_one_sent(
     site: Site,
 ) -> None:

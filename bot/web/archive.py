@@ -184,7 +184,8 @@ class ArchivePages:
             return sub
         digest_id = request.path_params["digest"]
         found = None
-        if len(digest_id) <= MAX_DIGEST_ID and digest_id.isascii():
+        # Ours are plain ASCII; PostgreSQL refuses a NUL in a query, so nothing else is asked.
+        if len(digest_id) <= MAX_DIGEST_ID and digest_id.isascii() and digest_id.isprintable():
             assert sub.id is not None
             found = await run_in_threadpool(
                 self.manager.store.archive.digest, sub.id, digest_id, leave_out=LEAVE_OUT
