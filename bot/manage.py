@@ -27,7 +27,14 @@ from bot.config import Config, subscriber_problems, subscriber_settings, too_man
 from bot.core.checks import check_label
 from bot.core.errors import RuleError, StoreError
 from bot.core.languages import language_name
-from bot.core.links import LinkSigner, Purpose, TokenProblem, Visitor, address_tag
+from bot.core.links import (
+    LinkSigner,
+    Purpose,
+    Standing,
+    TokenProblem,
+    Visitor,
+    address_tag,
+)
 from bot.core.models import DECLARED_VIA, Feedback, FeedbackVia, Paper, Subscriber, Verdict
 from bot.pipeline import NOTICE_CHANNEL, email_settings, retry_policy
 from bot.render.notice import NoticeKind, build_notice
@@ -63,8 +70,8 @@ PAPER_COUNTS = (10, 15, 20, 30, 50, 100)
 class Refused:
     """A link that does not let its bearer in: forged, expired, or no longer theirs."""
 
-    reason: str  # "forged", "expired", "gone"
-    subscriber: Subscriber | None = None  # for "expired": whose it was (never shown)
+    reason: str  # "forged", "expired", "gone", "stopped" (a standing link of an unsubscriber)
+    subscriber: Subscriber | None = None  # "expired", "stopped": whose it was (never shown)
 
 
 @dataclass(frozen=True)
@@ -221,12 +228,14 @@ class Manager:
         )
         return next((s for s in found if s.id == subscriber_id), None)
 
-    def open(self, purpose: Purpose, token: str) -> Subscriber | Refused:
+    def open(self, purpose: Purpose | Standing, token: str) -> Subscriber | Refused:
         """The subscriber a link names, if the link is genuine, in date, and still theirs
         (made for the address they have now)."""
         if purpose == "feedback":
             link = self.open_feedback(token)
             return link.subscriber if isinstance(link, FeedbackLink) else link
+        if purpose == "feed" or purpose == "archive":
+            return self.open_standing(purpose, token)
         found = self.signer.read(purpose, token, now=self.clock())
         if isinstance(found, TokenProblem):
             whose = None
@@ -249,6 +258,26 @@ class Manager:
         if owner is None or found.paper is None or found.verdict is None:
             return Refused("gone")
         return FeedbackLink(owner, found.paper, found.verdict)
+
+    def open_standing(self, purpose: Standing, token: str) -> Subscriber | Refused:
+        """Whose feed or archive a standing link opens (it never expires); "gone" when the
+        subscriber it names is not stored any more, or it was made for another address;
+        "stopped" while they are unsubscribed (it works again if they resume)."""
+        looked_up: dict[int, Subscriber | None] = {}
+
+        def lookup(subscriber_id: int) -> Subscriber | None:
+            looked_up[subscriber_id] = self.subscriber(subscriber_id)
+            return looked_up[subscriber_id]
+
+        found = self.signer.read_standing(purpose, token, owner=lookup)
+        if found is None:
+            return Refused("gone")
+        if isinstance(found, TokenProblem):
+            return Refused(found.reason)
+        owner = looked_up.get(found.subscriber_id)
+        if owner is None or not found.belongs_to(owner):
+            return Refused("gone")
+        return owner if owner.active else Refused("stopped", owner)
 
     def _owner(self, visitor: Visitor) -> Subscriber | None:
         sub = self.subscriber(visitor.subscriber_id)

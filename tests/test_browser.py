@@ -458,3 +458,66 @@ def _check_translations(page: Any, language: str, where: str) -> None:
     colour = first.evaluate("e => getComputedStyle(e).color")
     background = page.locator("table.card").evaluate("e => getComputedStyle(e).backgroundColor")
     assert colour != background, where
+
+
+# -- the archive ------------------------------------------------------------------------------
+
+
+def test_view_in_browser_opens_the_digest_in_the_archive_and_the_list(
+    demo: DemoServer, browser: Any
+) -> None:
+    """The "View in your browser" link of a real sent email opens that very digest in the
+    archive (as it was sent, under a bar back to the list: no script runs in it, nothing is
+    refused); the list has it by day, and opens it again; at phone width nothing overflows."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    console: list[str] = []
+    page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
+    page.on("pageerror", lambda error: console.append(f"pageerror: {error}"))
+    page.goto(demo.digest_html("ada").as_uri())
+    headline = page.locator("h1").inner_text()
+    titles = page.locator("h3 a").all_inner_texts()
+    view = page.get_by_role("link", name="View in your browser")
+    href = str(view.get_attribute("href"))
+    assert re.fullmatch(rf"http://localhost:{demo.port}/archive/[^/]+/paperbell\.[0-9a-f]+", href)
+    with page.expect_response(href) as opened:
+        view.click()
+    page.wait_for_url(href)
+    assert opened.value.status == 200
+    assert page.locator("h1").inner_text() == headline
+    assert page.locator("h3 a").all_inner_texts() == titles  # the same digest, whole
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    shot(page, "archive-digest-phone")
+
+    page.get_by_role("link", name=re.compile("All your past digests")).click()
+    page.wait_for_url(re.compile(r".*/archive/[^/]+$"))
+    assert page.locator("h1").inner_text() == "Your past digests"
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    listed = page.locator(
+        f"ul.digests a[href='{href.removeprefix(f'http://localhost:{demo.port}')}']"
+    )
+    assert listed.count() == 1
+    assert "new papers" in listed.inner_text()
+    shot(page, "archive-list-phone")
+    listed.click()
+    page.wait_for_url(href)
+    assert page.locator("h3 a").all_inner_texts() == titles
+    assert not [line for line in console if "Content Security Policy" in line], console
+    assert not [line for line in console if line.startswith("pageerror")], console
+    context.close()
+
+
+def test_the_manage_page_links_the_archive_and_the_feed(demo: DemoServer, browser: Any) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto(demo.digest_html("ada").as_uri())
+    page.locator("a[href*='/manage/']").first.click()
+    page.wait_for_url(re.compile(r".*/manage/.*"))
+    section = page.locator("#archive")
+    feed = section.locator("input[readonly]").input_value()
+    assert re.fullmatch(rf"http://localhost:{demo.port}/feed/\d+\.[\w-]+\.atom", feed)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    section.get_by_role("link", name="Your past digests").click()
+    page.wait_for_url(re.compile(r".*/archive/[^/]+$"))
+    assert page.locator("ul.digests a").count() >= 1
+    context.close()

@@ -197,7 +197,7 @@ LONG_SITE = "https://paperbell.robotics.example-university.edu"
 
 def with_signed_links(digest: Digest) -> tuple[Digest, DigestLinks]:
     """The digest for a stored subscriber, with the links a sent email carries: manage,
-    one-click unsubscribe, and each paper's 👍 / 👎."""
+    one-click unsubscribe, each paper's 👍 / 👎, the digest in the archive and the feed."""
     signer = LinkSigner(
         "k" * 40, LONG_SITE, max_age=max_ages(manage_days=1, unsubscribe_days=1, confirm_days=1)
     )
@@ -213,6 +213,8 @@ def with_signed_links(digest: Digest) -> tuple[Digest, DigestLinks]:
         unsubscribe=signer.url("unsubscribe", sub, now=now),
         manage=signer.url("manage", sub, now=now),
         feedback=votes,
+        archive=signer.archive_url(sub, digest.digest_id),
+        feed=signer.feed_url(sub),
     )
     return replace(digest, subscriber=sub), links
 

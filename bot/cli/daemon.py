@@ -86,8 +86,9 @@ def serve(config_path: Path, host: str | None, port: int | None) -> None:
     (no polling, no scheduled digests).
 
     POST /slack/commands (when [slack] signing_secret_env is set), Socket Mode (when [slack]
-    app_token_env is set), and the manage, one-click unsubscribe and confirmation pages
-    (when [web] public_url and secret_key_env are set). `paperbell run` serves the same
+    app_token_env is set), and the manage, one-click unsubscribe and confirmation pages,
+    each subscriber's Atom feed and archive of past digests (when [web] public_url and
+    secret_key_env are set). `paperbell run` serves the same
     beside the daemon. Every secret the config names must be set, but the webhooks'.
     """
     config = load_config(config_path)

@@ -16,6 +16,15 @@ A feedback token is short, since an email carries two for each of up to 50 paper
 Gmail's 102 KB: it carries the subscriber's id, the verdict and the paper's key, and its
 signature (HMAC-SHA256 cut to 96 bits) also covers the subscriber's `owner_tag` without
 carrying it, so it is checked against the subscriber it names (`read_feedback`).
+
+A standing link (the personal Atom feed, `/feed/TOKEN.atom`, and the digest archive,
+`/archive/TOKEN`) sits in a feed reader or an old email for years, so it does not expire:
+its token is the subscriber's id and an HMAC-SHA256 over it whose key covers the purpose and
+the `owner_tag`, the same for every email (`standing_token`, `read_standing`). What ends it
+is the subscriber's: a change of address, the subscriber deleted, or (checked by the pages)
+an unsubscribe; changing the secret key ends every link at once. The feed's and the
+archive's tokens differ: a feed URL given to a hosted feed reader does not open the archive
+(whose emails carry the manage and unsubscribe links).
 """
 
 from __future__ import annotations
@@ -27,11 +36,17 @@ import hmac
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 from urllib.parse import urlsplit
 
-from itsdangerous import BadSignature, SignatureExpired, TimestampSigner, URLSafeTimedSerializer
+from itsdangerous import (
+    BadSignature,
+    SignatureExpired,
+    Signer,
+    TimestampSigner,
+    URLSafeTimedSerializer,
+)
 from itsdangerous.signer import HMACAlgorithm
 
 from bot.core.checks import is_web_url
@@ -40,8 +55,10 @@ from bot.core.models import VERDICTS, Subscriber, Verdict
 __all__ = [
     "MAX_FEEDBACK_KEY",
     "PURPOSES",
+    "STANDING",
     "LinkSigner",
     "Purpose",
+    "Standing",
     "TokenProblem",
     "Visitor",
     "address_tag",
@@ -56,6 +73,10 @@ log = logging.getLogger(__name__)
 
 Purpose = Literal["manage", "unsubscribe", "confirm", "feedback"]
 PURPOSES: tuple[Purpose, ...] = ("manage", "unsubscribe", "confirm", "feedback")
+# The links that do not expire (see the module's docstring): the Atom feed and the archive.
+Standing = Literal["feed", "archive"]
+STANDING: tuple[Standing, ...] = ("feed", "archive")
+MAX_STANDING_TOKEN = 100  # characters: a standing token is about 56
 _VERDICT_CODES: dict[str, Verdict] = {"l": "like", "d": "dislike"}
 # The longest paper key a feedback link names (an arXiv id is 10-20 characters, a DOI key
 # rarely over 100): a paper with a longer one gets no 👍 / 👎 links.
@@ -96,10 +117,11 @@ def check_public_url(url: str) -> str:
     return url.rstrip("/")
 
 
-def placeholder_url(public_url: str, purpose: Purpose) -> str:
+def placeholder_url(public_url: str, purpose: Purpose | Standing) -> str:
     """Where a signed link would go, with a token that says it is none: for previews made
     without the secret key. The pages refuse it as any forged token."""
-    return f"{public_url.rstrip('/')}/{purpose}/{UNSIGNED}"
+    suffix = ".atom" if purpose == "feed" else ""
+    return f"{public_url.rstrip('/')}/{purpose}/{UNSIGNED}{suffix}"
 
 
 def address_tag(email: str | None) -> str:
@@ -298,6 +320,61 @@ class LinkSigner:
         except BadSignature:
             return TokenProblem("forged")
         return Visitor(subscriber_id, tag, made, paper=paper, verdict=verdict)
+
+    # -- standing links: the Atom feed and the archive ---------------------------------------
+
+    def _standing_signer(self, purpose: Standing, tag: str) -> Signer:
+        return Signer(
+            self._secret,
+            salt=f"paperbell.{purpose}.{tag}",
+            key_derivation="hmac",
+            digest_method=hashlib.sha256,
+        )
+
+    def standing_token(self, purpose: Standing, sub: Subscriber) -> str:
+        """The subscriber's feed or archive token: `ID.SIGNATURE`, the same every time."""
+        if purpose not in STANDING:
+            raise ValueError(f"not a standing link: {purpose!r}")
+        if sub.id is None:
+            raise ValueError(f"{sub.name} is not stored: a link needs its database id")
+        return self._standing_signer(purpose, owner_tag(sub)).sign(str(sub.id)).decode()
+
+    def feed_url(self, sub: Subscriber) -> str:
+        """The subscriber's Atom feed: `https://site/feed/TOKEN.atom`."""
+        return f"{self.public_url}/feed/{self.standing_token('feed', sub)}.atom"
+
+    def archive_url(self, sub: Subscriber, digest_id: str | None = None) -> str:
+        """The subscriber's archive (`https://site/archive/TOKEN`), or one digest in it."""
+        base = f"{self.public_url}/archive/{self.standing_token('archive', sub)}"
+        return f"{base}/{digest_id}" if digest_id else base
+
+    def read_standing(
+        self,
+        purpose: Standing,
+        token: str,
+        *,
+        owner: Callable[[int], Subscriber | None],
+    ) -> Visitor | TokenProblem | None:
+        """Whose feed or archive the token opens, or why it is refused; None when it names
+        a subscriber `owner` (a lookup by id) does not know (gone, or made up: the
+        signature covers the subscriber, so without them it cannot be checked)."""
+        number, dot, _ = token.partition(".")
+        if (
+            purpose not in STANDING
+            or len(token) > MAX_STANDING_TOKEN
+            or not token.isascii()  # ours are; and a lone surrogate cannot even be encoded
+            or not dot
+            or not (number.isascii() and number.isdigit() and 0 < len(number) <= 12)
+        ):
+            return TokenProblem("forged")
+        sub = owner(int(number))
+        if sub is None or sub.id != int(number):
+            return None
+        tag = owner_tag(sub)
+        if not self._standing_signer(purpose, tag).validate(token):
+            return TokenProblem("forged")
+        made = sub.created or datetime.fromtimestamp(0, tz=UTC)
+        return Visitor(sub.id, tag, made)
 
 
 def _visitor(payload: object, made: datetime | None) -> Visitor | None:

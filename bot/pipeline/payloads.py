@@ -24,11 +24,17 @@ PayloadBuilder = Callable[[Config, Digest, str, datetime], tuple[Digest, bytes]]
 
 
 def digest_links(
-    config: Config, subscriber: Subscriber, now: datetime, papers: Sequence[str] = ()
+    config: Config,
+    subscriber: Subscriber,
+    now: datetime,
+    papers: Sequence[str] = (),
+    *,
+    digest_id: str | None = None,
 ) -> DigestLinks | None:
     """The subscriber's signed manage and one-click unsubscribe links, and the 👍 / 👎 links
-    of each of `papers` (paper ids), when [web] is set up for them (public_url,
-    secret_key_env) and the subscriber is stored (has an id). When
+    of each of `papers` (paper ids), the digest `digest_id` in their archive and their Atom
+    feed, when [web] is set up for them (public_url, secret_key_env) and the subscriber is
+    stored (has an id). When
     the secret key's variable is not set (a preview: `digest --out`, `--dry-run`), the links
     are placeholders that say so (`placeholder_url`): nothing can sign them, and a message
     that is sent never carries them (`bot.pipeline.deliver` refuses to send without the
@@ -40,6 +46,8 @@ def digest_links(
     if signer is not None:
         unsubscribe = signer.url("unsubscribe", subscriber, now=now)
         manage = signer.url("manage", subscriber, now=now)
+        archive = signer.archive_url(subscriber, digest_id) if digest_id else None
+        feed = signer.feed_url(subscriber)
         for key in papers:
             like = signer.feedback_url(subscriber, key, "like", now=now)
             dislike = signer.feedback_url(subscriber, key, "dislike", now=now)
@@ -48,6 +56,8 @@ def digest_links(
     elif config.web.public_url and config.missing(SECRET_KEY):
         unsubscribe = placeholder_url(config.web.public_url, "unsubscribe")
         manage = placeholder_url(config.web.public_url, "manage")
+        archive = placeholder_url(config.web.public_url, "archive") if digest_id else None
+        feed = placeholder_url(config.web.public_url, "feed")
         vote = VoteLinks(*(placeholder_url(config.web.public_url, "feedback"),) * 2)
         feedback = dict.fromkeys(papers, vote)
     else:
@@ -56,6 +66,8 @@ def digest_links(
         unsubscribe=unsubscribe if unsubscribe.startswith("https://") else None,
         manage=manage,
         feedback=feedback,
+        archive=archive,
+        feed=feed,
     )
 
 
@@ -80,7 +92,8 @@ def email_payload(
 ) -> tuple[Digest, bytes]:
     """The digest as the email message it is sent as, and the digest that message shows
     (the papers past what one email holds are left out: `render_digest`)."""
-    links = digest_links(config, digest.subscriber, now, [item.paper.id for item in digest.items])
+    papers = [item.paper.id for item in digest.items]
+    links = digest_links(config, digest.subscriber, now, papers, digest_id=digest.digest_id)
     settings = email_settings(config)
     rendered = render_digest(digest, settings, links=links)
     shown = rendered.digest or digest

@@ -1,4 +1,5 @@
-"""Rendering: a Digest into email (HTML + text), Slack messages and terminal text.
+"""Rendering: a Digest into email (HTML + text), Slack messages and terminal text; the papers
+sent to a subscriber into their Atom feed (`bot.render.atom`).
 
 This package owns the Jinja2 environment over the `templates/` folder and the filters every
 template shares. Rendering is pure: it reads templates and nothing else; it never sends,

@@ -123,11 +123,14 @@ class VoteLinks:
 class DigestLinks:
     """The subscriber's signed links, made by the caller (`bot.core.links`): the RFC 8058
     one-click unsubscribe URL (https), the manage page (https, or http on loopback), and
-    each paper's 👍 / 👎 links, by paper id (a paper without them shows none)."""
+    each paper's 👍 / 👎 links, by paper id (a paper without them shows none); this very
+    digest in their archive ("view in browser"), and their Atom feed."""
 
     unsubscribe: str | None = None
     manage: str | None = None
     feedback: Mapping[str, VoteLinks] = field(default_factory=dict)
+    archive: str | None = None
+    feed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -416,6 +419,8 @@ def _render(
         part for part in (ranking_note(digest), texts_note_of(digest), shortened) if part
     )
     manage_url = _check_link_url(links.manage, what="manage_url") if links.manage else None
+    archive_url = _check_link_url(links.archive, what="archive_url") if links.archive else None
+    feed_url = _check_link_url(links.feed, what="feed_url") if links.feed else None
     more, more_url = _more(digest, full=dropped, manage_url=manage_url)
     context = {
         "subject": subject,
@@ -443,6 +448,8 @@ def _render(
         "unsubscribe_subject": f"unsubscribe {subscriber.name}",
         "unsubscribe_url": _check_https_url(links.unsubscribe) if links.unsubscribe else None,
         "manage_url": manage_url,
+        "archive_url": archive_url,  # this digest in the subscriber's archive
+        "feed_url": feed_url,
         # Each paper's 👍 / 👎 links, by paper id.
         "feedback": _vote_links(links.feedback),
         "acknowledgement": ACKNOWLEDGEMENT,
@@ -484,7 +491,8 @@ def build_message(
 
     `links.unsubscribe`, when given, is the subscriber's RFC 8058 one-click https URL; it
     is listed before the mailto link and `List-Unsubscribe-Post` is added. `links.manage`
-    is shown in the footer of both parts. `rendered`: the digest already rendered with
+    and `links.feed` are shown in the footer of both parts, `links.archive` ("view in your
+    browser") at the top. `rendered`: the digest already rendered with
     these settings and links (`render_digest`), to build it once.
     """
     unsubscribe_url = links.unsubscribe if links else None

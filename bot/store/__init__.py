@@ -6,13 +6,15 @@ a copy of a SQLite file while it is in use: `backup_database`) and
 hands out one repository per kind of data: `store.papers`, `store.sources` (their polls),
 `store.subscribers` (with their rules), `store.feedback` (verdicts on papers),
 `store.vectors` (texts' embeddings), `store.ranking_models`, `store.rule_counts`,
-`store.outbox` (digests to send, deliveries), `store.slack_requests` (replays refused) and
+`store.outbox` (digests to send, deliveries), `store.archive` (what each subscriber was
+sent, read back: their feed and archive), `store.slack_requests` (replays refused) and
 `store.texts` (summaries and translations, and each model's daily use). Callers get plain
 data (bot.core.models classes, or the frozen records below), never a table row.
 """
 
 from __future__ import annotations
 
+from bot.store.archive import Archive, DeliveredPaper, SentDigest
 from bot.store.database import (
     Backup,
     Database,
@@ -36,7 +38,9 @@ from bot.store.subscribers import SubscriberRecord, Subscribers
 from bot.store.texts import ModelDay, TextKey, Texts
 
 __all__ = [
+    "Archive",
     "Backup",
+    "DeliveredPaper",
     "LeftOut",
     "ModelDay",
     "OutboxItem",
@@ -44,6 +48,7 @@ __all__ = [
     "RankingModel",
     "RuleCount",
     "SchemaState",
+    "SentDigest",
     "SourceState",
     "Store",
     "SubscriberRecord",
@@ -71,6 +76,7 @@ class Store:
         self.subscribers = Subscribers(database)
         self.rule_counts = RuleCounts(database)
         self.outbox = Outbox(database)
+        self.archive = Archive(database)
         self.slack_requests = SlackRequests(database)
         self.texts = Texts(database)
         self.feedback = FeedbackStore(database)

@@ -288,7 +288,8 @@ HSTS = "max-age=31536000"  # a year; only when the site is served over https
 
 
 class SecurityHeaders:
-    """ASGI middleware: the security headers on every response, set in one place."""
+    """ASGI middleware: the security headers on every response, set in one place (a
+    response may carry a stricter Content-Security-Policy of its own beside the site's)."""
 
     def __init__(self, app: ASGIApp, *, https: bool = False) -> None:
         self.app = app
@@ -305,7 +306,13 @@ class SecurityHeaders:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
                 for name, value in self.headers.items():
-                    headers[name] = value
+                    if name == "Content-Security-Policy" and name in headers:
+                        # A route's own, stricter policy (an archived email: `sandbox`) is
+                        # kept beside the site's: a browser enforces every policy it gets,
+                        # so a route can add limits, never lift one.
+                        headers.append(name, value)
+                    else:
+                        headers[name] = value
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

@@ -1,6 +1,7 @@
 """The pages reached from every email, as Starlette routes: one-click unsubscribe (RFC 8058),
 the manage page, address confirmation (double opt-in) and a fresh link for an expired one;
-`page_routes` lists them with the sign-up page and the rule check (`bot.web.signup`).
+`page_routes` lists them with the sign-up page and the rule check (`bot.web.signup`), the
+personal Atom feed (`bot.web.feed`) and the digest archive (`bot.web.archive`).
 
 Wiring only: what each page does is `bot.manage`; this module reads forms, renders through
 `bot.web.site.Site` and answers. Links are capabilities (a signed token in the URL names
@@ -43,6 +44,8 @@ from bot.manage import (
 )
 from bot.render.notice import NoticeKind
 from bot.store import Store
+from bot.web.archive import ArchivePages
+from bot.web.feed import FeedPages
 from bot.web.feedback import FEEDBACK_SCRIPT_PATH, FeedbackPages, paper_name
 from bot.web.guards import parse_form, read_body
 from bot.web.signup import SCRIPT_PATH, SignupPages
@@ -214,6 +217,8 @@ class LinkPages:
             reading=reading_parts(sub),
             editable=sub.origin == "database",
             unsubscribe_url=self.manager.link("unsubscribe", sub),
+            archive_url=self.manager.signer.archive_url(sub),
+            feed_url=self.manager.signer.feed_url(sub),
             liked=_verdicts(given, "like"),
             disliked=_verdicts(given, "dislike"),
         )
@@ -328,6 +333,7 @@ def page_routes(
     page queued mail (a confirmation, a fresh link): it sends what the outbox holds."""
     site = Site(manager, mail_queued=mail_queued)
     links, signup, feedback = LinkPages(site), SignupPages(site), FeedbackPages(site)
+    feed, archive = FeedPages(site), ArchivePages(site)
     return [
         Route(SCRIPT_PATH, signup.script, methods=["GET"]),
         Route(FEEDBACK_SCRIPT_PATH, feedback.script, methods=["GET"]),
@@ -345,6 +351,9 @@ def page_routes(
         Route("/confirm/{token}", links.confirm_post, methods=["POST"]),
         Route("/subscribe", signup.signup_page, methods=["GET"]),
         Route("/subscribe", signup.signup_post, methods=["POST"]),
+        Route("/feed/{token}.atom", feed.feed, methods=["GET"]),
+        Route("/archive/{token}", archive.index, methods=["GET"]),
+        Route("/archive/{token}/{digest}", archive.digest, methods=["GET"]),
     ]
 
 

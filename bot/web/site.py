@@ -97,6 +97,14 @@ class Site:
                 renew_url=f"/{purpose}/{token}/renew",
                 address=mask(refusal.subscriber.email),
             )
+        if refusal.reason == "stopped":  # a feed or archive link of someone unsubscribed
+            return self.message(
+                request,
+                "This subscription is stopped",
+                "It was unsubscribed, and its past digests and feed stopped with it. Resume "
+                "it (the manage link in your most recent email) and this link works again.",
+                status=410,
+            )
         if refusal.reason == "gone":
             return self.message(
                 request,

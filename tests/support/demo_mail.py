@@ -124,8 +124,9 @@ def demo_digests() -> dict[str, Digest]:
 
 
 def demo_links(name: str) -> DigestLinks:
-    """Fixed links, as signed ones stand in the email: manage, unsubscribe, and each paper's
-    👍 / 👎 (as long as real ones: about 50 characters of token)."""
+    """Fixed links, as signed ones stand in the email: manage, unsubscribe, each paper's
+    👍 / 👎 (as long as real ones: about 50 characters of token), the digest in the archive
+    and the Atom feed."""
     votes = {
         item.paper.id: VoteLinks(
             like=f"https://papers.lab.example/feedback/TOKEN-{name}-{number}-like-{'L' * 24}",
@@ -137,6 +138,8 @@ def demo_links(name: str) -> DigestLinks:
         unsubscribe=f"https://papers.lab.example/unsubscribe/TOKEN-{name}",
         manage=f"https://papers.lab.example/manage/TOKEN-{name}",
         feedback=votes,
+        archive=f"https://papers.lab.example/archive/TOKEN-{name}/{demo_digests()[name].digest_id}",
+        feed=f"https://papers.lab.example/feed/TOKEN-{name}.atom",
     )
 
 
