@@ -1,6 +1,6 @@
 """Atom feeds checked as a feed reader and a validator would: parsed back with feedparser,
 and validated against RFC 4287's RELAX NG schema (tests/fixtures/atom/, with lxml) and the
-schema's two Schematron rules (which RELAX NG validators skip)."""
+schema's three Schematron rules (which RELAX NG validators skip)."""
 
 from __future__ import annotations
 
