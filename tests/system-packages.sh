@@ -1,12 +1,14 @@
 #!/bin/sh
 # The Debian packages the tests use beyond Python: headless Chromium (the email and the
-# pages in a real browser), a Chinese/Japanese/Korean font for it (the translated digests)
+# pages in a real browser), a Chinese/Japanese/Korean font for it (the translated digests),
+# a colour emoji font (the 👍 / 👎 links, as mail clients draw them, in the screenshots)
 # and SpamAssassin (the demo digests' spam score). Installs what is
 # missing; without apt-get (not Debian), says so: those tests then skip with the reason.
 set -eu
 missing=""
 [ -x /usr/bin/chromium ] || missing="$missing chromium chromium-driver"
 [ -e /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc ] || missing="$missing fonts-noto-cjk"
+[ -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || missing="$missing fonts-noto-color-emoji"
 command -v spamassassin >/dev/null 2>&1 || missing="$missing spamassassin"
 [ -z "$missing" ] && exit 0
 if ! command -v apt-get >/dev/null 2>&1; then
