@@ -30,6 +30,7 @@ from bot.core.languages import language_name
 from bot.core.links import LinkSigner, Purpose, TokenProblem, Visitor, address_tag
 from bot.core.models import DECLARED_VIA, Feedback, FeedbackVia, Paper, Subscriber, Verdict
 from bot.pipeline import NOTICE_CHANNEL, email_settings, retry_policy
+from bot.pipeline.wiring import targets
 from bot.render.notice import NoticeKind, build_notice
 from bot.rules import parse_rule
 from bot.similar.text import paper_text
@@ -263,7 +264,7 @@ class Manager:
         """Stop the digests at once (RFC 8058 one-click, or the page's button). A database
         subscriber who also gets Slack digests stops only the email ones (the link came in
         an email); otherwise the subscriber stops. Returns what stopped: "email" or "all"."""
-        others = any(kind != "email" for kind, _ in sub.targets())
+        others = any(target.kind != "email" for target in targets(self.config, sub))
         if sub.origin == "database" and sub.email and sub.email_confirmed and others:
             self.store.subscribers.stop_email(sub.name)
             log.info("%s stopped their email digests from a link", sub.name)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
 
-from bot.channels import Channel, SendOutcome
+from bot.channels.base import Channel, SendOutcome
 from bot.core.errors import StoreError
 from bot.core.plurals import plural
 from bot.store import OutboxItem, Store

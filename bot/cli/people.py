@@ -12,12 +12,13 @@ from pathlib import Path
 import click
 
 from bot.cli.shell import RuleCommand, config_option, handle_errors, load_config, open_store
-from bot.config import subscriber_problems, subscriber_settings, too_many_rules
+from bot.config import Config, subscriber_problems, subscriber_settings, too_many_rules
 from bot.core.checks import check_label
 from bot.core.errors import ConfigError, PaperbellError
 from bot.core.models import Subscriber, target_label
 from bot.core.plurals import plural
 from bot.manage import reading_parts
+from bot.pipeline.wiring import targets
 from bot.render.view import rule_name
 from bot.store import Store, utcnow
 
@@ -183,7 +184,7 @@ def subscribe(
     verb = "subscribed" if created else "updated"
     notes = ", with a note on empty days" if sub.notify_empty else ""
     notes += "".join(f", {part}" for part in reading_parts(sub))
-    click.echo(f"{verb} {sub.name} {_where(sub)}: {sub.schedule.describe()}{notes}")
+    click.echo(f"{verb} {sub.name} {_where(config, sub)}: {sub.schedule.describe()}{notes}")
     click.echo(f"{plural(len(sub.rules), 'rule')}:")
     for number, text in enumerate(sub.rules, 1):
         click.echo(f"  {number}. {_rule(sub, text)}")
@@ -249,7 +250,7 @@ def list_(config_path: Path) -> None:
         status = subscriber_state(store, sub)
         when = f", last {last:%Y-%m-%d %H:%M} UTC" if last else ""
         sent = plural(got, "paper")
-        click.echo(f"{sub.name} {_where(sub)} [{sub.origin}, {status}] {sent} sent{when}")
+        click.echo(f"{sub.name} {_where(config, sub)} [{sub.origin}, {status}] {sent} sent{when}")
         extra = []
         if sub.categories:
             extra.append("categories " + ", ".join(sub.categories))
@@ -270,10 +271,10 @@ def _rule(sub: Subscriber, text: str) -> str:
     return rule_name(text, sub.labels).both
 
 
-def _where(sub: Subscriber) -> str:
+def _where(config: Config, sub: Subscriber) -> str:
     """Where a subscriber's digests go: `<ada@lab.example>`, `slack #robots`, both; an
     address that waits for its owner's confirmation is shown, marked."""
-    places = [target_label(kind, recipient) for kind, recipient in sub.targets()]
+    places = [target.label for target in targets(config, sub)]
     if sub.email and not sub.email_confirmed:
         places.insert(0, f"{target_label('email', sub.email)} (unconfirmed)")
     return " + ".join(places) or "(nowhere)"

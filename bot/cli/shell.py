@@ -30,7 +30,6 @@ import click
 from bot import __version__
 from bot.cli.secrets import database_url
 from bot.config import Config, config_secrets
-from bot.config import load_config as read_config
 from bot.core.checks import redact_url
 from bot.core.errors import (
     ConfigError,
@@ -41,6 +40,7 @@ from bot.core.errors import (
     StoreError,
 )
 from bot.core.redact import SecretFilter
+from bot.pipeline.wiring import load_config as read_config
 from bot.store import Store, schema_state
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -371,16 +371,18 @@ class Outbox(Repository):
 
     # -- deliveries -------------------------------------------------------------------------
 
-    def delivered_versions(self, subscriber_id: int | None, channel: str) -> dict[str, int]:
-        """paper id -> highest version already delivered (or omitted) to this subscriber."""
+    def delivered_versions(self, subscriber_id: int | None, channel: str | None) -> dict[str, int]:
+        """paper id -> highest version already delivered (or omitted) to this subscriber on
+        `channel` (a target's: "email", "apprise:<key>"), or anywhere (None)."""
         if subscriber_id is None:
             return {}
+        query = select(DeliveryRow.paper_id, func.max(DeliveryRow.paper_version)).where(
+            DeliveryRow.subscriber_id == subscriber_id
+        )
+        if channel is not None:
+            query = query.where(DeliveryRow.channel == channel)
         with self.database.session() as session:
-            rows = session.exec(
-                select(DeliveryRow.paper_id, func.max(DeliveryRow.paper_version))
-                .where(DeliveryRow.subscriber_id == subscriber_id, DeliveryRow.channel == channel)
-                .group_by(col(DeliveryRow.paper_id))
-            ).all()
+            rows = session.exec(query.group_by(col(DeliveryRow.paper_id))).all()
             return {paper_id: int(version) for paper_id, version in rows}
 
     def delivery_counts(self) -> dict[int, tuple[int, datetime | None]]:
