@@ -215,6 +215,11 @@ class Subscriber:
     slack_channel: str | None = None
     slack_user: str | None = None
     slack_webhook: str | None = None
+    # Apprise (bot.channels.apprise): URLs of chat services and push servers (a database
+    # subscriber's, given on the manage page, may hold a secret: never shown unmasked, so
+    # left out of repr), and the environment variable that holds more of them.
+    apprise: tuple[str, ...] = field(default=(), repr=False)
+    apprise_env: str | None = None
     # An address learnt from Slack waits for its owner's confirmation before mail goes to it.
     email_confirmed: bool = True
     # How the email looks: "html" (HTML with a plain-text alternative) or "text" (plain
