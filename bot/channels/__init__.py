@@ -59,7 +59,7 @@ __all__ = [
 
 # The built-in kinds, in the order they register: the order a subscriber's targets are
 # listed and delivered in.
-BUILTIN_CHANNELS = ("email", "slack")
+BUILTIN_CHANNELS = ("email", "slack", "apprise")
 
 
 def load_builtin_channels() -> None:

@@ -259,7 +259,7 @@ def digest(
         deliver(
             config,
             store,
-            build_channels(config, out_dir=out_dir),
+            build_channels(config, out_dir=out_dir, store=store),
             request,
             now=utcnow(),
             clock=utcnow,

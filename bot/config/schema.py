@@ -17,6 +17,7 @@ from pydantic import Field, field_validator
 from bot.config.fields import Section
 from bot.config.secrets import DATABASE_URL, SECRET_KINDS, MissingSecret, SecretKind
 from bot.config.sections import (
+    AppriseConfig,
     DaemonConfig,
     DatabaseConfig,
     DeliveryConfig,
@@ -47,6 +48,7 @@ class Config(Section):
     sources: list[SourceConfig] = Field(default_factory=list)
     email: EmailConfig | None = None
     slack: SlackConfig | None = None
+    apprise: AppriseConfig = Field(default_factory=AppriseConfig)
     llm: LlmConfig | None = None
     embeddings: EmbeddingsConfig | None = None
     subscribers: list[SubscriberConfig] = Field(default_factory=list)

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     Discriminator,
     Field,
+    StringConstraints,
     Tag,
     ValidationError,
     field_validator,
@@ -47,6 +48,10 @@ from bot.rules import format_rule, parse_rule
 from bot.similar.refs import PaperRefError, paper_key
 
 MAX_LIKES = 1000  # papers in one `like` or `dislike` list (a library file holds more)
+MAX_APPRISE_URLS = 20  # in one subscriber's `apprise` list
+# An Apprise URL as the schema reads it; what it names is checked by the Apprise channel
+# kind (bot.channels.apprise: offline, every problem at its key).
+AppriseURL = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4096)]
 MAX_PROBLEMS_SHOWN = 5  # values that name no paper, shown one by one
 
 
@@ -92,6 +97,9 @@ class SubscriberConfig(Section):
     slack_channel: SlackChannel | None = None
     slack_user: SlackUser | None = None
     webhook_url_env: EnvName | None = None
+    # Apprise URLs (none may carry a secret), and a variable holding more (with secrets).
+    apprise: list[AppriseURL] = Field(default_factory=list, max_length=MAX_APPRISE_URLS)
+    apprise_env: EnvName | None = None
     rules: list[RuleEntry] = Field(min_length=1, max_length=MAX_RULES)
     categories: list[CategoryName] = Field(default_factory=list)
     max_papers: int = Field(50, ge=1, le=1000)
@@ -149,9 +157,11 @@ class SubscriberConfig(Section):
 
     @model_validator(mode="after")
     def _somewhere(self) -> SubscriberConfig:
-        if not (self.email or self.slack_channel or self.slack_user or self.webhook_url_env):
+        places = (self.email, self.slack_channel, self.slack_user, self.webhook_url_env)
+        if not any(places) and not (self.apprise or self.apprise_env):
             raise ValueError(
-                "say where the digests go: email, slack_channel, slack_user or webhook_url_env"
+                "say where the digests go: email, slack_channel, slack_user, webhook_url_env, "
+                "apprise or apprise_env"
             )
         if self.slack_user and (self.slack_channel or self.webhook_url_env):
             raise ValueError(
@@ -221,6 +231,8 @@ class SubscriberConfig(Section):
             slack_channel=self.slack_channel,
             slack_user=self.slack_user,
             slack_webhook=self.webhook_url_env,
+            apprise=tuple(self.apprise),
+            apprise_env=self.apprise_env,
             email_format=self.email_format,
             abstracts=self.abstracts,
             summaries=self.summaries,

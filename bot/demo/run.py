@@ -147,7 +147,7 @@ async def run_demo(
                 f"poll {r.source}: {plural(r.items, 'paper')} in the {r.announced} listing, "
                 f"{r.new:,} new, {r.unchanged:,} already stored{merged}"
             )
-        channels = build_channels(config)
+        channels = build_channels(config, store=store)
         results = await deliver(config, store, channels, DeliveryRequest(since=DEMO_DAY), now=now)
         if slack.messages():
             slack_file.parent.mkdir(parents=True, exist_ok=True)

@@ -272,11 +272,15 @@ def build_digests(
     rankings = rankings or {}
     built: list[tuple[Digest, Target]] = []
     reports: list[DeliveryReport] = []
+    paused = store.targets.paused()
     for sub, rules in plan.parsed:
         for target in plan.targets.get(sub.name, ()):
             kind, recipient = kind_of(target.channel), target.recipient
-            if kind not in channels or target.problem is not None:
+            pause = paused.get((sub.id, target.channel)) if sub.id is not None else None
+            if kind not in channels or target.problem is not None or pause is not None:
                 why = target.problem or f"no {kind} channel is configured ([{kind}])"
+                if pause is not None:
+                    why = f"paused: {pause.reason} (`paperbell resume {sub.name}`)"
                 reports.append(
                     DeliveryReport(
                         sub.name, recipient, "skipped", error=why, channel=target.channel
@@ -388,6 +392,9 @@ async def send(
             error = f"{error} (queued: next attempt {attempt.next_attempt:%Y-%m-%d %H:%M} UTC)"
         if attempt.paused:
             error = f"{error}; {item.subscriber} is paused (`paperbell resume {item.subscriber}`)"
+        elif attempt.paused_target:
+            where = target_label(item.channel, item.recipient)
+            error = f"{error}; {where} is paused (`paperbell resume {item.subscriber}`)"
         reports.append(
             DeliveryReport(
                 item.subscriber,

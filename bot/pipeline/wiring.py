@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from bot.channels import CHANNEL_KINDS, Channel, Target, load_builtin_channels, subscriber_targets
+from bot.channels.apprise import AppriseSettings, known_urls
 from bot.channels.email import EmailChannelSettings, FileChannel, SmtpSettings
 from bot.channels.outbox import RetryPolicy
 from bot.channels.slack import SlackSettings
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     import httpx
 
     from bot.sources.http import PoliteFetcher
+    from bot.store import Store
 
 from bot.core.models import Subscriber
 
@@ -98,11 +100,12 @@ def build_fetcher(
     return PoliteFetcher(client, limits=defaults, source_limits=own, **options)
 
 
-def channel_settings(config: Config) -> dict[str, Any]:
+def channel_settings(config: Config, store: Store | None = None) -> dict[str, Any]:
     """Each channel kind's settings from its section of the config (a kind the config sets
-    up nothing for is absent): what its targets, renderer and sender are given."""
+    up nothing for is absent): what its targets, renderer and sender are given. `store`:
+    where a sender finds what database subscribers gave (their Apprise destinations)."""
     load_builtin_channels()
-    found: dict[str, Any] = {}
+    found: dict[str, Any] = {"apprise": apprise_settings(config, store)}
     if config.email is not None:
         found["email"] = EmailChannelSettings(smtp_settings(config), email_settings(config))
     # A webhook whose variable is not set still makes a channel: a dry run reports what
@@ -112,16 +115,41 @@ def channel_settings(config: Config) -> dict[str, Any]:
     return found
 
 
+def apprise_settings(config: Config, store: Store | None = None) -> AppriseSettings:
+    """How Apprise destinations are reached: [apprise], the environment the config was read
+    from (the variables apprise_env names), and every URL a destination may be: the config
+    subscribers' and, with `store`, the database subscribers' (asked before each batch)."""
+
+    def urls() -> list[str]:
+        declared = config.declared_subscribers()
+        if store is None:
+            return known_urls(declared, config.environ)
+        everyone = store.subscribers.all(declared, include_inactive=True)
+        return known_urls(everyone, config.environ)
+
+    return AppriseSettings(
+        environ=config.environ,
+        urls=urls,
+        deadline=config.apprise.deadline_seconds,
+        pace=config.apprise.pace_seconds,
+    )
+
+
 def build_channels(
-    config: Config, *, out_dir: Path | None = None, settings: Mapping[str, Any] | None = None
+    config: Config,
+    *,
+    out_dir: Path | None = None,
+    store: Store | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Channel]:
     """The channels the config sets up, by kind (every registered kind's sender, from its
-    `settings`: by default `channel_settings`); with `out_dir`, one that writes files."""
+    `settings`: by default `channel_settings`, with `store`); with `out_dir`, one that
+    writes files."""
     load_builtin_channels()
     if out_dir is not None:
         files = FileChannel(out_dir)
         return dict.fromkeys(CHANNEL_KINDS, files)
-    settings = channel_settings(config) if settings is None else settings
+    settings = channel_settings(config, store) if settings is None else settings
     channels: dict[str, Channel] = {}
     for kind, registered in CHANNEL_KINDS.items():
         sender = registered.sender(settings.get(kind))
