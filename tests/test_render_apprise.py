@@ -124,6 +124,13 @@ def test_escaped_text_shows_as_written_and_makes_no_markup(text: str) -> None:
     counted_as_json=st.booleans(),
 )
 @example(titles=["x"], body=MIN_BODY, title=0, markdown=False, counted_as_json=False)
+@example(  # separators count as JSON counts them ("\n" is two characters there)
+    titles=["x", "x", "\U0010f9ad^", "<script>", "å\U0005cd84*\U000ccb04Ý!\x15¦", "x", "x", "x"],
+    body=1266,
+    title=250,
+    markdown=False,
+    counted_as_json=True,
+)
 @example(
     titles=["[a](https://evil.example)"] * 3,
     body=MIN_BODY,

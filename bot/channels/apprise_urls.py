@@ -86,7 +86,7 @@ def split_urls(text: str) -> list[str]:
     except ImportError:  # Apprise 1.x
         from apprise.utils import parse_urls  # type: ignore[attr-defined,no-redef]
     with captured():
-        return [str(url) for url in parse_urls(text) if str(url).strip()]
+        return [str(url).strip() for url in parse_urls(text) if str(url).strip()]
 
 
 def destination(url: str) -> Destination:

@@ -277,8 +277,8 @@ def _assemble(
     size = shape.size
     in_title = shape.title > 0
     body_head = "" if in_title else writer.strong(writer.text(clip(subject, 200)))
-    head_room = 0 if in_title else size(body_head) + PART_ROOM + len(SEPARATOR)
-    footer_room = size(footer) + len(SEPARATOR)
+    head_room = 0 if in_title else size(body_head) + PART_ROOM + size(SEPARATOR)
+    footer_room = size(footer) + size(SEPARATOR)
     room = shape.body - head_room - footer_room
     own_footer = room < MIN_BODY  # too little beside it: the footer is a message of its own
     if own_footer:
@@ -297,7 +297,7 @@ def _assemble(
         fresh = not parts[-1] or (len(parts[-1]) == 1 and parts[-1][0] == notes_text)
         heading = unit.heading if unit.opens_group else (unit.continued if fresh else None)
         chunk = _fit(shape, writer, unit, heading, room)
-        cost = size(chunk) + (len(SEPARATOR) if parts[-1] else 0)
+        cost = size(chunk) + (size(SEPARATOR) if parts[-1] else 0)
         if parts[-1] and used + cost > room:
             parts.append([])
             numbers.append([])
@@ -312,8 +312,10 @@ def _assemble(
         parts.append([])
         numbers.append([])
         used = 0
-    left = shape.body - head_room - used - (len(SEPARATOR) if parts[-1] else 0)
-    parts[-1].append(_fitting_footer(shape, writer, footer, max(left, shape.body - used - 2)))
+    left = shape.body - head_room - used - (size(SEPARATOR) if parts[-1] else 0)
+    parts[-1].append(
+        _fitting_footer(shape, writer, footer, max(left, shape.body - used - size(SEPARATOR)))
+    )
     total = len(parts)
     messages = []
     for index, (pieces, held) in enumerate(zip(parts, numbers, strict=True), start=1):
