@@ -261,7 +261,8 @@ def main(verbose: int) -> None:
     Reads its sources (each a kind of [[sources]]: arXiv's daily listings, `arxiv`; arXiv
     API searches, `arxiv_query`; Hugging Face Daily Papers, `huggingface`; any RSS or Atom
     feed, `feed`), matches the new papers against each subscriber's rules and sends each
-    subscriber a personalised digest, by email or Slack. Start with `paperbell demo`
+    subscriber a personalised digest: by email, in Slack, or to chat services and push servers
+    through Apprise (ntfy, Discord, Telegram, Matrix ...). Start with `paperbell demo`
     (offline, no account) or `paperbell init` to write a config file.
     """
     level = max(logging.WARNING - 10 * verbose, logging.DEBUG)
