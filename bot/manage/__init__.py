@@ -1,7 +1,7 @@
 """What the pages reached from every email do, as plain logic: who a signed link names, and
 unsubscribe, resume, rules, settings, address confirmation, sign-up, fresh links, 👍 / 👎
 on a paper (from an email link, a Slack button or the manage page: `record_feedback`,
-`undo_feedback`, `remove_feedback`); and how
+`undo_feedback`, `remove_feedback`), Apprise destinations (`bot.manage.destinations`); and how
 a subscriber's reading settings (summaries, a language) are offered and described, for
 the pages, Slack and the command line alike.
 
@@ -29,6 +29,7 @@ from bot.core.errors import RuleError, StoreError
 from bot.core.languages import language_name
 from bot.core.links import LinkSigner, Purpose, TokenProblem, Visitor, address_tag
 from bot.core.models import DECLARED_VIA, Feedback, FeedbackVia, Paper, Subscriber, Verdict
+from bot.manage.destinations import Destinations, DestinationView
 from bot.pipeline import NOTICE_CHANNEL, email_settings, retry_policy
 from bot.pipeline.wiring import targets
 from bot.render.notice import NoticeKind, build_notice
@@ -38,6 +39,7 @@ from bot.store import Store
 
 __all__ = [
     "LANGUAGES",
+    "DestinationView",
     "FeedbackLink",
     "Manager",
     "Refused",
@@ -193,7 +195,7 @@ def notice_sender(
     return send
 
 
-class Manager:
+class Manager(Destinations):
     """The subscription changes the web pages make, for one config and store."""
 
     def __init__(
