@@ -15,6 +15,8 @@ from typing import Any
 
 import apprise
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from support.chat import chat_server
 
 from bot.channels import RenderContext, SendOutcome, Target
@@ -94,6 +96,31 @@ def test_an_unreadable_url_is_named_by_its_scheme_only(url: str, said: str) -> N
         destination(url)
     assert str(raised.value).startswith(said)
     assert TOKEN not in str(raised.value)
+
+
+SCHEMES = st.sampled_from(["ntfy", "json", "mmost", "discord", "tgram", "matrix", "nosuch", ""])
+
+
+@given(
+    scheme=SCHEMES,
+    rest=st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300),
+)
+@example(scheme="json", rest="127.0.0.1:9/\x00")
+@example(scheme="discord", rest="\u202e/" + "9" * 5000)
+@settings(max_examples=200, deadline=None)
+def test_any_text_is_read_or_refused_never_a_crash_and_never_echoed(scheme: str, rest: str) -> None:
+    url = f"{scheme}://{rest}" if scheme else rest
+    try:
+        found = destination(url)
+    except Unreadable as exc:
+        said = str(exc)
+        hidden = [w for w in re.split(r"[/:@?&=#,;+\s]+", rest) if len(w) >= 8]
+        assert not any(word in said for word in hidden), said
+        return
+    assert found.channel.startswith("apprise:") and len(found.channel) <= 64
+    assert len(found.label) <= 200
+    for secret in found.secrets:
+        assert secret not in found.label
 
 
 def test_a_variable_holds_urls_whitespace_or_comma_separated() -> None:

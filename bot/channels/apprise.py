@@ -247,7 +247,8 @@ class AppriseChannel:
         self._sleep, self._monotonic = sleep, monotonic
         self._last: dict[str, float] = {}  # destination key -> when a message last went
         self._plugins: dict[str, Any] = {}  # destination key -> its plugin (kept: paced)
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks: dict[str, asyncio.Lock] = {}  # of the event loop that made them
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def load(self, payload: bytes, progress: str | None = None) -> AppriseDelivery:
         data = json.loads(payload)
@@ -274,6 +275,8 @@ class AppriseChannel:
         (a digest cut off there has no outcome and goes on later)."""
         if not batch:
             return []
+        if self._loop is not asyncio.get_running_loop():  # a lock serves one loop
+            self._loop, self._locks = asyncio.get_running_loop(), {}
         urls = self._urls()
         queues: dict[str, list[tuple[Any, AppriseDelivery]]] = {}
         for item, delivery in batch:
@@ -418,6 +421,21 @@ class AppriseChannel:
             wait = interval - (self._monotonic() - last)
             if wait > 0:
                 await self._sleep(wait)
+
+
+def url_secrets(urls: Iterable[str]) -> list[str]:
+    """The secrets of these URLs, for a log filter to hide: each URL that carries one, whole,
+    and its secret parts (a URL Apprise cannot read, whole)."""
+    found: list[str] = []
+    for url in urls:
+        try:
+            read = destination(url)
+        except Unreadable:
+            found.append(url)
+            continue
+        if read.secret:
+            found += [url, *read.secrets]
+    return found
 
 
 def known_urls(subscribers: Iterable[Subscriber], environ: Mapping[str, str]) -> list[str]:

@@ -40,6 +40,7 @@ from bot.core.errors import (
     StoreError,
 )
 from bot.core.redact import SecretFilter
+from bot.pipeline.wiring import channel_secrets
 from bot.pipeline.wiring import load_config as read_config
 from bot.store import Store, schema_state
 
@@ -58,6 +59,7 @@ def load_config(path: str | Path) -> Config:
     whose variable is not set is recorded; the command that uses it asks for it)."""
     config = read_config(path)
     SECRETS.add(config_secrets(config))
+    SECRETS.add(channel_secrets(config))
     return config
 
 

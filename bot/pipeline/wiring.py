@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from bot.channels import CHANNEL_KINDS, Channel, Target, load_builtin_channels, subscriber_targets
-from bot.channels.apprise import AppriseSettings, known_urls
+from bot.channels.apprise import AppriseSettings, known_urls, url_secrets
 from bot.channels.email import EmailChannelSettings, FileChannel, SmtpSettings
 from bot.channels.outbox import RetryPolicy
 from bot.channels.slack import SlackSettings
@@ -133,6 +133,12 @@ def apprise_settings(config: Config, store: Store | None = None) -> AppriseSetti
         deadline=config.apprise.deadline_seconds,
         pace=config.apprise.pace_seconds,
     )
+
+
+def channel_secrets(config: Config) -> list[str]:
+    """The secrets of the channels the config's subscribers name, for the log filter: the
+    Apprise URLs in their variables (apprise_env), whole and their secret parts."""
+    return url_secrets(known_urls(config.declared_subscribers(), config.environ))
 
 
 def build_channels(
