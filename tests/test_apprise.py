@@ -361,3 +361,23 @@ def test_no_secret_reaches_any_log_record_even_at_debug(
     assert "apprise mmost://127.0.0.1" in text  # what Apprise said is kept, masked
     assert TOKEN not in text
     assert all(not r.name.startswith(("apprise", "urllib3")) for r in caplog.records)
+
+
+def test_the_manage_link_goes_only_when_signed(papers: tuple[Paper, ...]) -> None:
+    from bot.core.links import placeholder_url
+    from bot.render.email import DigestLinks
+
+    found = destination("ntfy://ntfy.example/papers")
+    target = Target(found.channel, found.label, f"apprise {found.label}", shape=found.shape)
+    digest = digest_of(papers, 3)
+
+    def bodies(manage: str) -> str:
+        links = DigestLinks(unsubscribe=None, manage=manage)
+        context = RenderContext(now=NOW, links=lambda _s, _p: links)
+        data = json.loads(AppriseKind.render(digest, target, context).payload)
+        assert found.label == data["label"] and "://" not in data["destination"]
+        return "\n".join(m["body"] for m in data["messages"])
+
+    assert "https://papers.example/manage/signed" in bodies("https://papers.example/manage/signed")
+    unsigned = placeholder_url("https://papers.example", "manage")
+    assert "papers.example/manage" not in bodies(unsigned)

@@ -57,6 +57,7 @@ from bot.channels.base import (
     notify,
 )
 from bot.channels.registry import ChannelKind, register
+from bot.core.links import UNSIGNED
 from bot.core.models import Digest, Subscriber, version_key
 from bot.render.apprise import ChatShape, chat_messages
 
@@ -154,6 +155,8 @@ class AppriseKind(ChannelKind):
             raise ValueError(f"{target.label}: the destination could not be read")
         links = context.links(digest.subscriber, [])
         manage = getattr(links, "manage", None) if links is not None else None
+        if manage is not None and UNSIGNED in manage:  # a preview's: never sent to anyone
+            manage = None
         messages = chat_messages(digest, shape, manage_url=manage)
         items = [item.paper for item in digest.items]
         data = {
