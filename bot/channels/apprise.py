@@ -202,7 +202,7 @@ def _target(url: str, *, source: str | None = None) -> Target:
         found = destination(url)
     except Unreadable as exc:
         label = f"apprise {source or scheme_of(url)}"
-        return Target("apprise:?", source or scheme_of(url), label, problem=f"{label}: {exc}")
+        return Target("apprise:?", source or scheme_of(url), label, problem=str(exc))
     return Target(found.channel, found.label, f"apprise {found.label}", shape=found.shape)
 
 
