@@ -63,6 +63,8 @@ IO_LIBRARIES = {
     "prometheus_client",
     "aiohttp",
     "openai",
+    "apprise",
+    "requests",
 }
 # Modules (or whole packages) that must stay pure: no I/O library, no environment, no clock.
 PURE = [
@@ -107,6 +109,9 @@ ALLOWED = {
     # the clients of OpenAI-compatible endpoints: chat (texts) and embeddings (similar)
     "openai": {"bot.texts.client", "bot.similar.endpoint"},
     "aiohttp": set(),  # slack-sdk's async clients use it; paperbell does not
+    # Apprise's plugins: URLs read offline (apprise_urls) and messages sent (apprise)
+    "apprise": {"bot.channels.apprise", "bot.channels.apprise_urls"},
+    "requests": set(),  # Apprise's plugins use it; paperbell does not
 }
 ENVIRONMENT_READERS = {"bot.cli", "bot.config"}
 

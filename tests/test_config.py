@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import config_secrets, example_config_text, load_config, parse_config
+from bot.config import config_secrets, example_config_text
 from bot.core.errors import ConfigError, MissingSecrets
+from bot.pipeline.wiring import load_config, parse_config, targets
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -195,7 +196,9 @@ def test_slack_secrets_come_from_the_environment() -> None:
     assert config.slack.api_url == "http://127.0.0.1:9/api/"  # slack-sdk's base_url form
     assert "bot_token" not in config.model_dump()["slack"]  # never dumped
     [sub] = config.declared_subscribers()
-    assert sub.targets() == (("slack", "#robot-learning"),)
+    assert [(t.channel, t.recipient) for t in targets(config, sub)] == [
+        ("slack", "#robot-learning")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -310,7 +313,7 @@ def test_a_webhook_subscriber_needs_no_bot_token() -> None:
     )
     assert config.webhooks == {"HOOK": "https://hooks.slack.com/services/T0/B0/x"}
     [sub] = config.declared_subscribers()
-    assert sub.targets() == (("slack", "webhook:HOOK"),)
+    assert [(t.channel, t.recipient) for t in targets(config, sub)] == [("slack", "webhook:HOOK")]
 
 
 def test_the_database_url_may_come_from_the_environment(tmp_path: Path) -> None:

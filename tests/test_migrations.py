@@ -251,6 +251,7 @@ def test_0006_keeps_every_subscriber_from_the_oldest_database_with_no_feedback(
     migrate_to(database_url, "0005")
     migrate_to(database_url, "0006")
     migrate_to(database_url, head())  # read by today's store: later revisions keep it
+    assert differences(database_url) == []
     later = datetime(2026, 11, 25, 9, 0, tzinfo=UTC)
     with Store.open(database_url) as store:
         (ada,) = store.subscribers.all()
@@ -319,6 +320,98 @@ def test_0007_keeps_every_verdict_and_undo_then_removes_it_as_before(database_ur
     finally:
         engine.dispose()
     assert [tuple(r) for r in rows] == [("2411.00001", "like")]
+
+
+@pytest.mark.database
+def test_0008_keeps_every_delivery_from_the_oldest_database_and_widens_the_channel(
+    database_url: str,
+) -> None:
+    """Revision 0008 gives each target its own channel key: a database at the oldest schema
+    keeps every subscriber, outbox record and delivery ("email" and "slack" are their own
+    keys), and takes an Apprise target's longer key ("apprise:<12 hex digits>"), URLs given
+    on the manage page, apprise_env and paused targets; going back to 0007 keeps the email
+    history and drops what only 0008 holds."""
+    migrate_to(database_url, BASELINE)
+    engine = create_engine(normalize_url(database_url))
+    when = "2026-11-01 08:00:00+00:00"
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO subscribers (name, email, origin, active, categories, "
+                "max_papers, include, created_at, email_confirmed, email_format, abstracts) "
+                "VALUES ('ada', 'ada@example.org', 'database', true, '[]', 20, '[\"new\"]', "
+                ":when, true, 'html', 'short')"
+            ),
+            {"when": when},
+        )
+        (sid,) = connection.execute(text("SELECT id FROM subscribers")).scalars().all()
+        connection.execute(
+            text(
+                "INSERT INTO outbox (subscriber_id, channel, period, digest_id, recipient, "
+                "payload, papers, omitted, status, attempts, next_attempt, created_at, sent_at) "
+                "VALUES (:s, 'email', 'daily:2026-11-01', 'd1', 'ada@example.org', :p, 1, 0, "
+                "'sent', 0, :w, :w, :w)"
+            ),
+            {"s": sid, "p": b"message", "w": when},
+        )
+        (outbox_id,) = connection.execute(text("SELECT id FROM outbox")).scalars().all()
+        connection.execute(
+            text(
+                "INSERT INTO deliveries (subscriber_id, paper_id, paper_version, channel, "
+                "status, digest_id, outbox_id, created_at) "
+                "VALUES (:s, '2411.17700', 1, 'email', 'sent', 'd1', :o, :w)"
+            ),
+            {"s": sid, "o": outbox_id, "w": when},
+        )
+    engine.dispose()
+    migrate_to(database_url, "0007")
+    migrate_to(database_url, "0008")
+    migrate_to(database_url, head())  # read by today's store: later revisions keep it
+    assert differences(database_url) == []
+    later = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
+    channel = "apprise:" + "0123456789ab"
+    with Store.open(database_url) as store:
+        (ada,) = store.subscribers.all()
+        assert (ada.apprise, ada.apprise_env) == ((), None)
+        assert store.outbox.delivered_versions(sid, "email") == {"2411.17700": 1}
+        assert store.targets.add_destination(sid, channel, "ntfy://ntfy.example/t", now=later)
+        store.subscribers.add("ada", email=None, rules=[], now=later, apprise_env="ADA_CHATS")
+        store.targets.pause(sid, channel, "3 digests in a row refused", now=later)
+        (ada,) = store.subscribers.all()
+        assert (ada.apprise, ada.apprise_env) == (("ntfy://ntfy.example/t",), "ADA_CHATS")
+        assert list(store.targets.paused()) == [(sid, channel)]
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO outbox (subscriber_id, channel, period, digest_id, recipient, "
+                "payload, papers, omitted, status, attempts, next_attempt, created_at) "
+                "VALUES (:s, :c, 'daily:2026-11-27', 'd2', 'ntfy://ntfy.example/t', :p, 1, 0, "
+                "'pending', 0, :w, :w)"
+            ),
+            {"s": sid, "c": channel, "p": b"{}", "w": later},
+        )
+        (apprise_id,) = (
+            connection.execute(text("SELECT id FROM outbox WHERE channel = :c"), {"c": channel})
+            .scalars()
+            .all()
+        )
+        connection.execute(
+            text(
+                "INSERT INTO deliveries (subscriber_id, paper_id, paper_version, channel, "
+                "status, digest_id, outbox_id, created_at) "
+                "VALUES (:s, '2411.17700', 1, :c, 'queued', 'd2', :o, :w)"
+            ),
+            {"s": sid, "c": channel, "o": apprise_id, "w": later},
+        )
+        command.downgrade(alembic_config(connection), "0007")
+    with engine.connect() as connection:
+        kept = connection.execute(text("SELECT channel FROM deliveries")).scalars().all()
+        boxes = connection.execute(text("SELECT channel FROM outbox")).scalars().all()
+        tables = set(sqlalchemy_inspect(connection).get_table_names())
+    engine.dispose()
+    assert kept == boxes == ["email"]
+    assert "destinations" not in tables and "target_pauses" not in tables
 
 
 def legacy_database(folder: Path) -> Path:

@@ -15,6 +15,8 @@ import pytest
 from support.pages import SITE, START, Site
 from support.servers import SinkHandler
 
+from bot.pipeline.wiring import targets
+
 pytestmark = pytest.mark.database
 
 
@@ -366,7 +368,7 @@ def test_one_click_from_an_email_stops_only_the_email_of_a_slack_subscriber(site
     done = site.http.post(path, data={"List-Unsubscribe": "One-Click"})
     assert "Your Slack digests go on" in done.text
     bob = site.subscriber("bob")
-    assert bob.active and [kind for kind, _ in bob.targets()] == ["slack"]
+    assert bob.active and [t.kind for t in targets(site.config, bob)] == ["slack"]
     # The undo mails a confirmation: a link is no proof of owning the address.
     token = re.search(r'name="csrf" value="([^"]+)"', done.text)
     assert token
@@ -415,3 +417,39 @@ def test_the_sign_up_page_is_throttled_and_notices_never_pause_anyone(site: Site
         site.post("/subscribe", {"email": f"p{n}@lab.example", "rule": "robot"})
     throttled = site.post("/subscribe", {"email": "late@lab.example", "rule": "robot"})
     assert throttled.status_code == 429 and "Too many sign-ups" in throttled.text
+
+
+def test_the_manage_page_adds_and_removes_apprise_destinations_shown_masked(site: Site) -> None:
+    from support.chat import chat_server
+
+    token = "s3cr3tMattermostToken99"
+    path = site.link("manage", "ada")
+    page = site.http.get(path)
+    assert "Chat and push destinations" in page.text and "None yet." in page.text
+    bad = site.post(path + "/add-destination", {"url": "nosuch://x/y"}, page=path)
+    assert bad.status_code == 400 and "Apprise cannot read that URL (nosuch://…" in bad.text
+    with chat_server("ntfy") as ntfy, chat_server("mattermost") as mattermost:
+        for url in (ntfy.url("papers"), mattermost.url(token)):
+            added = site.post(path + "/add-destination", {"url": url}, page=path)
+            assert added.status_code == 303, added.text
+            assert added.headers["location"].endswith("done=destination-added#destinations")
+        again = site.post(path + "/add-destination", {"url": ntfy.url("papers")}, page=path)
+        assert again.status_code == 400 and "go to ntfy://127.0.0.1" in again.text
+        page = site.http.get(path)
+        assert f"ntfy://127.0.0.1:{ntfy.port}/papers" in page.text
+        assert f"mmost://127.0.0.1:{mattermost.port}/s...9/" in page.text
+        assert token not in page.text and page.text.count("added on this page") == 2
+
+        reports = site.deliver()
+        sent = {r.target for r in reports if r.subscriber == "ada" and r.status == "sent"}
+        assert f"apprise ntfy://127.0.0.1:{ntfy.port}/papers" in sent
+        assert ntfy.messages and mattermost.messages
+        assert token not in repr(reports)
+
+        channel = re.findall(r'name="channel" value="([^"]+)"', page.text)
+        assert len(channel) == 2 and all(c.startswith("apprise:") for c in channel)
+        removed = site.post(path + "/remove-destination", {"channel": channel[1]}, page=path)
+        assert removed.status_code == 303
+        assert [len(site.subscriber("ada").apprise)] == [1]
+    lab = site.http.get(site.link("manage", "lab"))
+    assert "Chat and push destinations" in lab.text and "add-destination" not in lab.text

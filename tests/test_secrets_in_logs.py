@@ -163,3 +163,45 @@ def test_a_failed_poll_stores_and_shows_no_password_from_the_source_url(tmp_path
     assert "HTTP 404" in status.stdout, status.stdout
     for output in (polled.stdout, polled.stderr, status.stdout, status.stderr):
         assert "hunter2secret" not in output
+
+
+def test_an_apprise_digest_at_debug_level_logs_no_token(tmp_path: Path) -> None:
+    """At -vv Apprise logs each request (its URL, its payload) and urllib3 each path: none
+    of it reaches the log as written; paperbell's own lines show the masked form."""
+    from support.chat import chat_server
+
+    token = "mm-S3cretHookToken-4242"
+    database = f"sqlite:///{tmp_path / 'paperbell.sqlite'}"
+    with Store.open(database) as store:
+        store.papers.upsert(bundled_papers(), now=datetime(2024, 11, 28, 15, tzinfo=UTC))
+    with chat_server("mattermost") as mattermost:
+        mattermost.fail = [500]
+        (tmp_path / "config.toml").write_text(
+            f"""version = 1
+[database]
+url = "{database}"
+[apprise]
+pace_seconds = 0
+[[subscribers]]
+name = "lab"
+apprise_env = "LAB_CHATS"
+rules = ["robot"]
+"""
+        )
+        env = {**clean_env(), "LAB_CHATS": mattermost.url(token)}
+        runs = [
+            subprocess.run(
+                [*PAPERBELL, "-vv", "digest", "-c", "config.toml", "--since", "2024-11-28"],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=env,
+            )
+            for _ in range(2)  # a failure (500), then the digest goes
+        ]
+        assert mattermost.messages and mattermost.requests[0][0] == f"/hooks/{token}"
+    output = "".join(done.stdout + done.stderr for done in runs)
+    assert "DEBUG bot.channels.apprise: apprise mmost://127.0.0.1" in output, output[-2000:]
+    assert "HTTP 500" in output
+    assert token not in output

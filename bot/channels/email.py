@@ -1,24 +1,41 @@
 """The email channel: sends rendered digests over SMTP (aiosmtplib), one connection a batch.
 
-Owns the SMTP conversation and its failure modes. Must not render or touch the database:
-it gets finished messages and reports each one's fate through `on_sent` and its outcomes.
+Owns the SMTP conversation and its failure modes (`EmailChannel`), and the kind's entry in
+the channel registry (`EmailKind`: a subscriber's confirmed address is its target, the
+digest rendered by `bot.render.email`, [email] needed by whoever has an address). The
+sender must not render or touch the database: it gets finished messages and reports each
+one's fate through `on_sent` and its outcomes.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, Literal, cast
 
 import aiosmtplib
 
-from bot.channels import OnProgress, OnSent, SendOutcome, ShouldStop, describe, failed, notify
+from bot.channels.base import (
+    OnProgress,
+    OnSent,
+    RenderContext,
+    Rendered,
+    SendOutcome,
+    ShouldStop,
+    Target,
+    describe,
+    failed,
+    notify,
+)
+from bot.channels.registry import CHANNEL_KINDS, ChannelKind, kind_of, register
 from bot.core.errors import DeliveryError
 from bot.core.mail import MAIL_POLICY
+from bot.core.models import Digest, Subscriber
+from bot.render.email import EmailSettings, build_message, render_digest
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +48,67 @@ class SmtpSettings:
     username: str | None = None
     password: str | None = None
     timeout: float = 30.0
+
+
+@dataclass(frozen=True)
+class EmailChannelSettings:
+    """The email kind's settings from [email]: how to reach the SMTP server, and how its
+    messages are built (sender, list id)."""
+
+    smtp: SmtpSettings
+    message: EmailSettings
+
+
+@register("email")
+class EmailKind(ChannelKind):
+    """Digests by email: to a subscriber's confirmed address, one message each."""
+
+    pauses = "subscriber"  # an address that keeps bouncing
+    file_suffix = ".eml"
+
+    @classmethod
+    def config_problems(cls, raw: Mapping[str, Any], environ: Mapping[str, str]) -> list[str]:
+        """A subscriber with an address needs [email] (read from the raw data, so that it
+        is reported even when a section fails the schema)."""
+        problems: list[str] = []
+        subscribers = raw.get("subscribers")
+        if not isinstance(subscribers, list) or isinstance(raw.get("email"), Mapping):
+            return problems
+        for index, sub in enumerate(subscribers):
+            if isinstance(sub, Mapping) and sub.get("email"):
+                name = sub.get("name") if isinstance(sub.get("name"), str) else None
+                problems.append(
+                    f"subscribers[{index}].email: an [email] section is needed to send "
+                    f"{name or f'subscriber {index}'}'s digests by email"
+                )
+        return problems
+
+    @classmethod
+    def targets(cls, subscriber: Subscriber, settings: Any) -> list[Target]:
+        """The subscriber's address, once confirmed (one learnt from Slack waits for it)."""
+        if not (subscriber.email and subscriber.email_confirmed):
+            return []
+        return [Target("email", subscriber.email, f"<{subscriber.email}>")]
+
+    @classmethod
+    def render(cls, digest: Digest, target: Target, context: RenderContext) -> Rendered:
+        """The digest as the email message it is sent as, and the digest that message
+        shows (the papers past what one email holds are left out: `render_digest`)."""
+        settings = context.settings.get("email")
+        if not isinstance(settings, EmailChannelSettings):
+            raise ValueError("no [email] section: emails cannot be built")
+        papers = [item.paper.id for item in digest.items]
+        links = context.links(digest.subscriber, papers, digest.digest_id)
+        rendered = render_digest(digest, settings.message, links=links)
+        shown = rendered.digest or digest
+        message = build_message(
+            shown, settings.message, now=context.now, links=links, rendered=rendered
+        )
+        return Rendered(shown, bytes(message))
+
+    @classmethod
+    def sender(cls, settings: Any) -> EmailChannel | None:
+        return EmailChannel(settings.smtp) if isinstance(settings, EmailChannelSettings) else None
 
 
 class EmailChannel:
@@ -180,11 +258,10 @@ def html_part(message: EmailMessage) -> str | None:
 
 class FileChannel:
     """Writes each digest into a folder (`digest --out DIR`): an email as .eml and its HTML
-    part beside it as .html (to open in a browser), a Slack digest as the .json of its
-    messages; sends nothing."""
+    part beside it as .html (to open in a browser), any other kind as its kind's
+    `file_suffix` says (a Slack digest: the .json of its messages); sends nothing."""
 
     name = "file"
-    SUFFIXES: ClassVar[dict[str, str]] = {"email": ".eml", "slack": ".json"}
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -206,7 +283,7 @@ class FileChannel:
         for digest, payload in batch:
             if should_stop is not None and should_stop():
                 break
-            suffix = self.SUFFIXES.get(getattr(digest, "channel", "email"), ".txt")
+            suffix = _suffix(getattr(digest, "channel", "email"))
             path = self.folder / f"{digest.subscriber.name}-{digest.digest_id}{suffix}"
             try:
                 self.folder.mkdir(parents=True, exist_ok=True)
@@ -221,3 +298,9 @@ class FileChannel:
             await notify(on_sent, digest)
             outcomes.append(SendOutcome(item=digest, ok=True, where=str(path)))
         return outcomes
+
+
+def _suffix(channel: str) -> str:
+    """The file suffix of a digest of `channel`: its kind's (`ChannelKind.file_suffix`)."""
+    registered = CHANNEL_KINDS.get(kind_of(channel))
+    return registered.file_suffix if registered is not None else ".txt"

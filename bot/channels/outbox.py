@@ -37,8 +37,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
 
-from bot.channels import Channel, SendOutcome
+from bot.channels.base import Channel, SendOutcome
+from bot.channels.registry import channel_kind, kind_of
 from bot.core.errors import StoreError
+from bot.core.models import target_label
 from bot.core.plurals import plural
 from bot.store import OutboxItem, Store
 
@@ -76,6 +78,7 @@ class Attempt:
     error: str | None = None
     next_attempt: datetime | None = None
     paused: bool = False  # the subscriber was paused after this failure
+    paused_target: bool = False  # this target alone was (an Apprise service refusing)
 
 
 def worker_name() -> str:
@@ -102,7 +105,9 @@ async def drain(
 
     `due_only=False` (a run from the command line) also takes records waiting for a retry:
     the person running it asked for delivery now. Each record is tried at most once per
-    call. `channels` maps a record's channel kind ("email", "slack") to what sends it."""
+    call. `channels` maps a record's channel kind ("email", "slack", "apprise": the kind
+    of "apprise:<key>") to what sends it. The kinds of a batch are sent side by side: a
+    slow service holds up no email."""
     if not isinstance(channels, Mapping):
         channels = {channels.name: channels}
     retry = retry or RetryPolicy()
@@ -125,7 +130,8 @@ async def drain(
         held = Held(store, items, owner=owner, clock=clock, lease=retry.lease)
         kinds: dict[str, list[OutboxItem]] = {}
         for item in items:
-            kinds.setdefault(item.channel, []).append(item)
+            kinds.setdefault(kind_of(item.channel), []).append(item)
+        sends = []
         for kind, group in kinds.items():
             channel = channels.get(kind)
             if channel is None:
@@ -133,16 +139,20 @@ async def drain(
                     store, held, group, kind, clock=clock, retry=retry, rand=rand
                 )
                 continue
-            attempts += await _send_batch(
-                store,
-                channel,
-                held,
-                group,
-                clock=clock,
-                retry=retry,
-                rand=rand,
-                should_stop=should_stop,
+            sends.append(
+                _send_batch(
+                    store,
+                    channel,
+                    held,
+                    group,
+                    clock=clock,
+                    retry=retry,
+                    rand=rand,
+                    should_stop=should_stop,
+                )
             )
+        for sent in await asyncio.gather(*sends):
+            attempts += sent
         untried = held.hand_back()
         if held.broken:  # the database is gone: claiming more would only fail
             return attempts
@@ -360,21 +370,30 @@ def _record_failure(
         )
         if failed_in_row is None:
             return None
-        # Only mail bounces pause a subscriber: a Slack channel the bot left should not
-        # stop their email (its papers go to the next digest, with the error in status).
-        paused = (
-            item.channel == "email" and outcome.permanent and failed_in_row >= retry.bounce_limit
-        )
+        # What repeated refusals pause is the kind's to say: mail bounces pause the
+        # subscriber; a refusing Apprise service, itself alone; a Slack channel the bot
+        # left, nothing (its papers go to the next digest, with the error in status).
+        kind = channel_kind(item.channel)
+        pauses = kind.pauses if kind is not None else None
+        refused = pauses is not None and outcome.permanent and failed_in_row >= retry.bounce_limit
+        reason = f"{plural(failed_in_row, 'digest')} in a row refused: {error}"
+        paused = refused and pauses == "subscriber"
+        paused_target = refused and pauses == "target"
         if paused:
-            store.subscribers.pause(
-                item.subscriber_id,
-                f"{plural(failed_in_row, 'digest')} in a row refused: {error}",
-            )
+            store.subscribers.pause(item.subscriber_id, reason)
             log.error(
                 "paused %s: %s in a row refused", item.subscriber, plural(failed_in_row, "digest")
             )
+        elif paused_target:
+            store.targets.pause(item.subscriber_id, item.channel, reason, now=clock())
+            log.error(
+                "paused %s's %s: %s in a row refused",
+                item.subscriber,
+                target_label(item.channel, item.recipient),
+                plural(failed_in_row, "digest"),
+            )
         log.error("digest for %s failed: %s", item.subscriber, why)
-        return Attempt(item, "failed", error=why, paused=paused)
+        return Attempt(item, "failed", error=why, paused=paused, paused_target=paused_target)
     when = clock() + retry.delay(attempt, rand)
     if not store.outbox.mark_retry(item.id, owner=owner, error=error, next_attempt=when):
         return None

@@ -6,6 +6,10 @@ permanent errors with the fix for each, and progress through a digest's messages
 render or touch the database: it gets finished messages (a `SlackDelivery`, queued as JSON)
 and reports each one's fate through `on_sent`, `on_progress` and its outcomes.
 
+`SlackKind` is the kind's entry in the channel registry: a subscriber's Slack channel,
+direct message or webhook is its target, the digest rendered by `bot.render.slack`, and
+posting needs [slack] bot_token_env (or a webhook).
+
 A digest is several messages. Each accepted message is reported with `on_progress` at once,
 so a digest cut off half-way (a crash, a 500, a shutdown) goes on with its next message on
 the next attempt, in the same thread: nothing is posted twice, nothing is lost.
@@ -29,7 +33,21 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from bot.channels import OnProgress, OnSent, SendOutcome, ShouldStop, describe, failed, notify
+from bot.channels.base import (
+    OnProgress,
+    OnSent,
+    RenderContext,
+    Rendered,
+    SendOutcome,
+    ShouldStop,
+    Target,
+    describe,
+    failed,
+    notify,
+)
+from bot.channels.registry import ChannelKind, register
+from bot.core.models import Digest, Subscriber, version_key
+from bot.render.slack import build_posts
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +142,65 @@ def slack_delivery(
         "papers": [list(p) for p in papers],
     }
     return json.dumps(data, ensure_ascii=False).encode()
+
+
+@register("slack")
+class SlackKind(ChannelKind):
+    """Digests in Slack: a channel or a direct message (the bot token), or a channel's
+    incoming webhook (named by its variable); a summary, then the papers in its thread."""
+
+    file_suffix = ".json"
+
+    @classmethod
+    def config_problems(cls, raw: Mapping[str, Any], environ: Mapping[str, str]) -> list[str]:
+        """Posting to a channel or a user needs [slack] bot_token_env, unless a webhook
+        posts (read from the raw data, so it is reported even when [slack] fails the
+        schema)."""
+        problems: list[str] = []
+        subscribers = raw.get("subscribers")
+        if not isinstance(subscribers, list):
+            return problems
+        slack = raw.get("slack")
+        bot_token = isinstance(slack, Mapping) and bool(slack.get("bot_token_env"))
+        for index, sub in enumerate(subscribers):
+            if not isinstance(sub, Mapping):
+                continue
+            posts = sub.get("slack_channel") or sub.get("slack_user")
+            # (with a webhook, the webhook posts: slack_channel only names it)
+            if posts and not sub.get("webhook_url_env") and not bot_token:
+                key = "slack_channel" if sub.get("slack_channel") else "slack_user"
+                problems.append(
+                    f"subscribers[{index}].{key}: posting to Slack needs [slack] bot_token_env "
+                    "(or, for a channel, the subscriber's webhook_url_env)"
+                )
+        return problems
+
+    @classmethod
+    def targets(cls, subscriber: Subscriber, settings: Any) -> list[Target]:
+        """The subscriber's webhook (by its variable), else its channel or user."""
+        if subscriber.slack_webhook:
+            where = WEBHOOK_PREFIX + subscriber.slack_webhook
+        else:
+            where = subscriber.slack_channel or subscriber.slack_user or ""
+        return [Target("slack", where, f"slack {where}")] if where else []
+
+    @classmethod
+    def render(cls, digest: Digest, target: Target, context: RenderContext) -> Rendered:
+        """The digest as the Slack messages it is posted as (a summary, then its thread)."""
+        threaded = not target.recipient.startswith(WEBHOOK_PREFIX)
+        # 👍 / 👎 buttons need the app's interactivity: not in a webhook's posts (the webhook
+        # may be another app's), and only with the key that signs their values.
+        votes = context.votes(digest) if threaded else {}
+        posts = build_posts(digest, threaded=threaded, votes=votes)
+        items = [item.paper for item in digest.items]
+        papers = [
+            [version_key(items[n - 1].id, items[n - 1].version) for n in p.numbers] for p in posts
+        ]
+        return Rendered(digest, slack_delivery(target.recipient, posts, papers))
+
+    @classmethod
+    def sender(cls, settings: Any) -> SlackChannel | None:
+        return SlackChannel(settings) if isinstance(settings, SlackSettings) else None
 
 
 class _Poster(Protocol):

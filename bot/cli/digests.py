@@ -244,8 +244,10 @@ def digest(
     """Build and send every subscriber's digest of papers they have not received yet.
 
     Sending needs the secrets of the channels ([email] password_env, [slack] bot_token_env,
-    webhooks) and the key that signs the emails' links ([web] secret_key_env); --dry-run
-    and --out need none (without the key, the links in the files are placeholders).
+    webhooks) and the key that signs the emails' links ([web] secret_key_env); an Apprise
+    destination whose variable (apprise_env) is not set waits for it, the others go.
+    --dry-run and --out need none (without the key, the links in the files are
+    placeholders).
     """
     from bot.pipeline import DeliveryRequest, build_channels, deliver
 
@@ -260,7 +262,7 @@ def digest(
         deliver(
             config,
             store,
-            build_channels(config, out_dir=out_dir),
+            build_channels(config, out_dir=out_dir, store=store),
             request,
             now=utcnow(),
             clock=utcnow,

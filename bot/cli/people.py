@@ -7,17 +7,20 @@ means for the outbox and the schedule is the store's business.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
+from bot.channels.apprise_urls import Destination, Unreadable, destination, destination_channel
 from bot.cli.shell import RuleCommand, config_option, handle_errors, load_config, open_store
-from bot.config import subscriber_problems, subscriber_settings, too_many_rules
+from bot.config import Config, subscriber_problems, subscriber_settings, too_many_rules
 from bot.core.checks import check_label
 from bot.core.errors import ConfigError, PaperbellError
 from bot.core.models import Subscriber, target_label
 from bot.core.plurals import plural
 from bot.manage import reading_parts
+from bot.pipeline.wiring import targets
 from bot.render.view import rule_name
 from bot.store import Store, utcnow
 
@@ -31,6 +34,21 @@ from bot.store import Store, utcnow
     "--slack-channel", metavar="CHANNEL", help="Post to this Slack channel (#name or id)."
 )
 @click.option("--slack-user", metavar="ID", help="Send as a Slack direct message (member id).")
+@click.option(
+    "--apprise",
+    "apprise_urls",
+    metavar="URL",
+    multiple=True,
+    help="Also send to this Apprise URL (ntfy://, discord://, json:// ...); refused if it "
+    "carries a secret (a token, a password): a command line is kept in shell history, so "
+    "give those with --apprise-env, or on the manage page.",
+)
+@click.option(
+    "--apprise-env",
+    metavar="NAME",
+    help="Also send to the Apprise URLs (whitespace or comma separated) in the environment "
+    "variable NAME of the process that sends (`paperbell run`); 'none' removes it.",
+)
 @click.option(
     "--label",
     "labels",
@@ -88,6 +106,8 @@ def subscribe(
     email: str | None,
     slack_channel: str | None,
     slack_user: str | None,
+    apprise_urls: tuple[str, ...],
+    apprise_env: str | None,
     labels: tuple[str, ...],
     categories: tuple[str, ...],
     max_papers: int | None,
@@ -110,6 +130,7 @@ def subscribe(
     paperbell subscribe ada --email ada@example.org '"diffusion policy"' 'multi-agent cat:cs.RO'
     paperbell subscribe ada 'marl OR "multi-agent reinforcement learning"' --label 'multi-agent RL'
     paperbell subscribe robot-lab --slack-channel '#robot-learning' 'manipulation cat:cs.RO'
+    paperbell subscribe lab --apprise ntfy://ntfy.example/papers --apprise-env LAB_CHATS 'robot'
     paperbell subscribe ada --schedule weekly --day friday --time 16:00 --timezone Europe/Paris
     paperbell subscribe ada --summaries --language zh
     """
@@ -138,10 +159,25 @@ def subscribe(
         problems.append("posting to Slack needs [slack] bot_token_env in the config")
     if name in {s.name for s in config.subscribers}:
         problems.append(f"{name!r} is declared in the config file: change it there")
+    env = (
+        None if apprise_env is None or apprise_env.strip().lower() in ("none", "") else apprise_env
+    )
+    if env is not None:
+        problems += [
+            f"--apprise-env: {p.partition(': ')[2]}"
+            for p in subscriber_problems(
+                name=name, email=email, rules=["placeholder"], settings={"apprise_env": env}
+            )
+        ]
+    places, url_problems = given_destinations(apprise_urls)
+    problems += url_problems
     store = open_store(config)
     row = store.subscribers.get(name)
-    if row is None and not (email or slack_given):
-        problems.append("say where its digests go: --email, --slack-channel or --slack-user")
+    if row is None and not (email or slack_given or places or env):
+        problems.append(
+            "say where its digests go: --email, --slack-channel, --slack-user, --apprise or "
+            "--apprise-env"
+        )
     if row is None and not rules:
         problems.append("give at least one RULE for a new subscriber")
     have = store.subscribers.rule_texts(name)
@@ -160,9 +196,13 @@ def subscribe(
         include=include or None,
         slack_channel=slack_channel,
         slack_user=slack_user,
+        apprise_env=None if apprise_env is None else env or "",
         max_rules=config.digest.max_rules,
         labels={rule: check_label(label) for rule, label in named.items()},  # checked above
     )
+    assert sub.id is not None
+    for url, found in places:
+        store.targets.add_destination(sub.id, found.channel, url, now=utcnow())
     similar = {"similar_max": similar_max, "similar_min": similar_min}
     similar_given = {k: v for k, v in similar.items() if v is not None}
     if settings_given or notify_empty is not None or reading_given or similar_given:
@@ -183,7 +223,11 @@ def subscribe(
     verb = "subscribed" if created else "updated"
     notes = ", with a note on empty days" if sub.notify_empty else ""
     notes += "".join(f", {part}" for part in reading_parts(sub))
-    click.echo(f"{verb} {sub.name} {_where(sub)}: {sub.schedule.describe()}{notes}")
+    click.echo(f"{verb} {sub.name} {_where(config, sub)}: {sub.schedule.describe()}{notes}")
+    if env is not None and env not in config.environ:
+        click.echo(
+            f"note: {env} is not set here: the process that sends (`paperbell run`) needs it"
+        )
     click.echo(f"{plural(len(sub.rules), 'rule')}:")
     for number, text in enumerate(sub.rules, 1):
         click.echo(f"  {number}. {_rule(sub, text)}")
@@ -193,15 +237,44 @@ def subscribe(
 @config_option
 @click.argument("name")
 @click.option("--rule", "rule_number", type=int, metavar="N", help="Remove only rule N.")
+@click.option(
+    "--apprise",
+    "apprise_place",
+    metavar="URL",
+    help="Remove only this Apprise destination: its URL, or its masked form as `list` shows "
+    "it (ntfy://ntfy.example/papers, discord://1...4/a...z/).",
+)
 @click.option("--delete", is_flag=True, help="Delete the subscriber and its history.")
 @handle_errors
-def unsubscribe(config_path: Path, name: str, rule_number: int | None, delete: bool) -> None:
-    """Stop sending digests to NAME (or remove one of its rules with --rule N).
+def unsubscribe(
+    config_path: Path,
+    name: str,
+    rule_number: int | None,
+    apprise_place: str | None,
+    delete: bool,
+) -> None:
+    """Stop sending digests to NAME (or remove one of its rules with --rule N, one of its
+    Apprise destinations with --apprise URL).
 
     Works for subscribers from the config file too: they stay unsubscribed until
     `paperbell subscribe`-d again (database) or renamed in the file."""
     config = load_config(config_path)
     store = open_store(config)
+    if apprise_place is not None:
+        row = store.subscribers.get(name)
+        if row is None or row.origin != "database":
+            raise PaperbellError(
+                f"no database subscriber named {name!r}",
+                hint="a config file's subscriber's destinations are changed in the file",
+            )
+        channel = destination_channel(apprise_place)
+        if not store.targets.remove_destination(row.id, channel):
+            raise PaperbellError(
+                f"{name} has no such Apprise destination given on the page or with --apprise",
+                hint="see `paperbell list` (a variable's URLs are changed in the variable)",
+            )
+        click.echo(f"removed an Apprise destination of {name}")
+        return
     if rule_number is not None:
         text = store.subscribers.remove_rule(name, rule_number)
         click.echo(f"removed rule {rule_number} of {name}: {text}")
@@ -221,14 +294,18 @@ def unsubscribe(config_path: Path, name: str, rule_number: int | None, delete: b
 @click.argument("name")
 @handle_errors
 def resume(config_path: Path, name: str) -> None:
-    """Send digests to NAME again, after `unsubscribe` or a pause for a bouncing address."""
+    """Send digests to NAME again, after `unsubscribe`, a pause for a bouncing address, or
+    a pause of one of its Apprise destinations that kept refusing."""
     config = load_config(config_path)
     store = open_store(config)
     if name in {s.name for s in config.subscribers}:
         store.subscribers.sync_config(config.declared_subscribers(), now=utcnow())
     if not store.subscribers.set_active(name, True, now=utcnow()):
         raise PaperbellError(f"no subscriber named {name!r}", hint="see `paperbell list`")
-    click.echo(f"resumed {name}: digests will be sent again")
+    row = store.subscribers.get(name)
+    targets_resumed = store.targets.resume(row.id) if row is not None else 0
+    again = f" (and to {plural(targets_resumed, 'paused destination')})" if targets_resumed else ""
+    click.echo(f"resumed {name}: digests will be sent again{again}")
 
 
 @click.command("list")
@@ -249,7 +326,7 @@ def list_(config_path: Path) -> None:
         status = subscriber_state(store, sub)
         when = f", last {last:%Y-%m-%d %H:%M} UTC" if last else ""
         sent = plural(got, "paper")
-        click.echo(f"{sub.name} {_where(sub)} [{sub.origin}, {status}] {sent} sent{when}")
+        click.echo(f"{sub.name} {_where(config, sub)} [{sub.origin}, {status}] {sent} sent{when}")
         extra = []
         if sub.categories:
             extra.append("categories " + ", ".join(sub.categories))
@@ -270,10 +347,34 @@ def _rule(sub: Subscriber, text: str) -> str:
     return rule_name(text, sub.labels).both
 
 
-def _where(sub: Subscriber) -> str:
+def given_destinations(
+    urls: Sequence[str],
+) -> tuple[list[tuple[str, Destination]], list[str]]:
+    """Apprise URLs given on the command line: each read (offline), and the problems (one
+    Apprise cannot read, one with a secret: a command line is kept in shell history)."""
+    places: list[tuple[str, Destination]] = []
+    problems: list[str] = []
+    for url in urls:
+        try:
+            found = destination(url)
+        except Unreadable as exc:
+            problems.append(f"--apprise: {exc}")
+            continue
+        if found.secret:
+            problems.append(
+                f"--apprise: {found.label} carries a secret (shown masked): a command line is "
+                "kept in shell history; give it in a variable named with --apprise-env, or on "
+                "the manage page"
+            )
+            continue
+        places.append((url.strip(), found))
+    return places, problems
+
+
+def _where(config: Config, sub: Subscriber) -> str:
     """Where a subscriber's digests go: `<ada@lab.example>`, `slack #robots`, both; an
     address that waits for its owner's confirmation is shown, marked."""
-    places = [target_label(kind, recipient) for kind, recipient in sub.targets()]
+    places = [target.label for target in targets(config, sub)]
     if sub.email and not sub.email_confirmed:
         places.insert(0, f"{target_label('email', sub.email)} (unconfirmed)")
     return " + ".join(places) or "(nowhere)"

@@ -28,6 +28,7 @@ from bot.core.plurals import plural
 from bot.store import Store, schema_state, utcnow
 
 if TYPE_CHECKING:
+    from bot.channels import Target
     from bot.core.calendar import PollPlan
     from bot.pipeline.health import SourceHealth
     from bot.pipeline.scheduler import DigestPlan
@@ -116,6 +117,10 @@ def status(config_path: Path) -> None:
         if each.nothing is not None and each.subscriber.active:
             slot, why = each.nothing
             click.echo(f"  {each.subscriber.name}: nothing on {slot}: {why}")
+    if lines := target_lines(found):
+        click.echo("\ndestinations:")
+        for line in lines:
+            click.echo(f"  {line}")
     totals = ", ".join(f"{n} {state}" for state, n in found.outbox.items())
     click.echo(f"\noutbox: {totals} (digests)")
     for line in texts_lines(config, found):
@@ -181,6 +186,17 @@ class SubscriberStatus:
     papers_sent: int
     outbox: OutboxStatus | None
     nothing: tuple[str, str] | None = None  # its last slot sent nothing: (slot, why)
+    # Each place its digests go, with that target's outbox and pause (if any).
+    targets: tuple[TargetStatus, ...] = ()
+
+
+@dataclass(frozen=True)
+class TargetStatus:
+    """One place a subscriber's digests go: its outbox, and why it is paused or skipped."""
+
+    target: Target
+    outbox: OutboxStatus | None
+    paused: str | None = None
 
 
 @dataclass(frozen=True)
@@ -196,9 +212,11 @@ class Status:
 
 def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
     """Read the store and plan the next polls and digests, as the daemon would at `now`."""
-    from bot.pipeline import build_sources, listing_checks  # only `status` needs them here
+    from bot.channels import subscriber_targets  # only `status` needs them here
+    from bot.pipeline import build_sources, listing_checks
     from bot.pipeline.health import source_health, source_plans
     from bot.pipeline.scheduler import digest_plans
+    from bot.pipeline.wiring import channel_settings
 
     calendar, policy = config.polling.calendar(), config.polling.policy()
     sources = build_sources(config)
@@ -211,6 +229,9 @@ def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
     }
     nothing = store.subscribers.slot_notes()
     outbox = store.outbox.status()
+    per_target = store.outbox.target_status()
+    paused = store.targets.paused()
+    settings = channel_settings(config)
     counts = store.outbox.delivery_counts()
     everyone = store.subscribers.all(
         config.declared_subscribers(), include_inactive=True, defaults=config.digest.defaults()
@@ -234,12 +255,64 @@ def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
                 counts.get(sub.id or -1, (0, None))[0],
                 outbox.get(sub.id or -1),
                 nothing.get(sub.id or -1),
+                tuple(
+                    TargetStatus(
+                        target,
+                        per_target.get((sub.id or -1, target.channel)),
+                        pause.reason
+                        if (pause := paused.get((sub.id or -1, target.channel)))
+                        else None,
+                    )
+                    for target in subscriber_targets(sub, settings)
+                ),
             )
             for sub in everyone
         ],
         outbox=store.outbox.totals(now=now),
         models=store.texts.day(now.date()),
     )
+
+
+def target_lines(found: Status) -> list[str]:
+    """A line per place digests go, for subscribers whose digests go to more than one
+    place or anywhere but email: what it was last sent, its retry or failure, its pause;
+    none when every subscriber only gets email (the table says it all)."""
+    shown = [
+        each
+        for each in found.subscribers
+        if len(each.targets) > 1 or any(t.target.kind != "email" for t in each.targets)
+    ]
+    lines: list[str] = []
+    for each in shown:
+        for place in each.targets:
+            lines.append(f"{each.subscriber.name} {place.target.label}: {_target_state(place)}")
+    return lines
+
+
+def _target_state(place: TargetStatus) -> str:
+    box = place.outbox
+    if place.paused:
+        return f"paused: {place.paused}"
+    if place.target.problem:
+        return f"skipped: {place.target.problem}"
+    sent = (
+        f"last sent {box.last_sent.astimezone(UTC):%Y-%m-%d %H:%M}"
+        if box and box.last_sent
+        else "never sent"
+    )
+    if box is None:
+        return sent
+    if box.pending and box.next_attempt and box.attempts:
+        tried = plural(box.attempts, "attempt")
+        return (
+            f"{sent}; retry at {box.next_attempt.astimezone(UTC):%Y-%m-%d %H:%M} UTC "
+            f"({tried} failed): {box.last_error}"
+        )
+    if box.pending:
+        return f"{sent}; {plural(box.pending, 'digest')} waiting to be sent"
+    if box.last_status == "failed" and box.last_error:
+        return f"{sent}; last digest failed: {box.last_error}"
+    return sent
 
 
 def _source_rows(found: Status) -> list[list[str]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import click
 
 from bot.config import (
+    APPRISE_URLS,
     DATABASE_URL,
     LLM_API_KEY,
     SECRET_KEY,
@@ -61,6 +62,8 @@ def who_needs(config: Config, missing: MissingSecret) -> str:
     """Which commands need a variable that is not set, for `check-config`."""
     if missing.kind == DATABASE_URL:
         return "every command that opens the database needs it"
+    if missing.kind == APPRISE_URLS:
+        return "the digests to those Apprise destinations wait until it is set (the others go)"
     names = [f"`{c}`" for c in COMMAND_SECRETS if missing.kind in secrets_of(config, c)]
     if not names:
         return "no command uses it with this config"

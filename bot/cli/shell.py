@@ -30,7 +30,6 @@ import click
 from bot import __version__
 from bot.cli.secrets import database_url
 from bot.config import Config, config_secrets
-from bot.config import load_config as read_config
 from bot.core.checks import redact_url
 from bot.core.errors import (
     ConfigError,
@@ -41,6 +40,8 @@ from bot.core.errors import (
     StoreError,
 )
 from bot.core.redact import SecretFilter
+from bot.pipeline.wiring import channel_secrets
+from bot.pipeline.wiring import load_config as read_config
 from bot.store import Store, schema_state
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -58,6 +59,7 @@ def load_config(path: str | Path) -> Config:
     whose variable is not set is recorded; the command that uses it asks for it)."""
     config = read_config(path)
     SECRETS.add(config_secrets(config))
+    SECRETS.add(channel_secrets(config))
     return config
 
 
@@ -261,7 +263,8 @@ def main(verbose: int) -> None:
     Reads its sources (each a kind of [[sources]]: arXiv's daily listings, `arxiv`; arXiv
     API searches, `arxiv_query`; Hugging Face Daily Papers, `huggingface`; any RSS or Atom
     feed, `feed`), matches the new papers against each subscriber's rules and sends each
-    subscriber a personalised digest, by email or Slack. Start with `paperbell demo`
+    subscriber a personalised digest: by email, in Slack, or to chat services and push servers
+    through Apprise (ntfy, Discord, Telegram, Matrix ...). Start with `paperbell demo`
     (offline, no account) or `paperbell init` to write a config file.
     """
     level = max(logging.WARNING - 10 * verbose, logging.DEBUG)

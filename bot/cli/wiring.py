@@ -123,9 +123,9 @@ async def run_daemon(
     the exit code."""
     stop = asyncio.Event()
     _stop_on_signals_twice(stop)
-    channels = build_channels(config)
-    if not channels:
-        log.warning("no [email] or [slack] section: polling only, no digests are sent")
+    channels = build_channels(config, store=store)
+    if not channels.keys() - {"apprise"}:  # Apprise needs no section
+        log.warning("no [email] or [slack] section: digests go to Apprise destinations only")
     front = Front(config, store, channels, clock=clock, stop=stop)
     async with make_client() as client:
         daemon = Daemon(
@@ -185,7 +185,7 @@ async def serve_web(config: Config, store: Store, where: tuple[str, int]) -> int
     """Serve the web app alone on `where` (host, port) until SIGINT or SIGTERM; the exit
     code."""
     stop = stop_on_signals()
-    front = Front(config, store, build_channels(config), clock=utcnow, stop=stop)
+    front = Front(config, store, build_channels(config, store=store), clock=utcnow, stop=stop)
     server = front.server(where)
     front.start_socket_mode()
     web = asyncio.create_task(server.serve())

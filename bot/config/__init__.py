@@ -7,7 +7,7 @@ sources; nothing above them.
 
 - fields: the base of every section and the checked field types;
 - sections: [database], [digest], [polling], [daemon], [web], [delivery], [[sources]],
-  [email], [slack], [llm];
+  [email], [slack], [apprise], [llm];
 - subscribers: [[subscribers]], and checking a subscriber given elsewhere;
 - schema: `Config`, the sections together, and the checks across them;
 - problems: how a validation failure reads, one line per problem;
@@ -20,6 +20,7 @@ from bot.config.environment import config_secrets
 from bot.config.load import MAX_CONFIG_BYTES, example_config_text, load_config, parse_config
 from bot.config.schema import Config, config_notes
 from bot.config.secrets import (
+    APPRISE_URLS,
     DATABASE_URL,
     LLM_API_KEY,
     SECRET_KEY,
@@ -33,6 +34,7 @@ from bot.config.secrets import (
     SecretKind,
 )
 from bot.config.sections import (
+    AppriseConfig,
     DaemonConfig,
     DatabaseConfig,
     DeliveryConfig,
@@ -54,6 +56,7 @@ from bot.config.subscribers import (
 )
 
 __all__ = [
+    "APPRISE_URLS",
     "DATABASE_URL",
     "LLM_API_KEY",
     "MAX_CONFIG_BYTES",
@@ -65,6 +68,7 @@ __all__ = [
     "SLACK_SIGNING_SECRET",
     "SMTP_PASSWORD",
     "WEBHOOK_URL",
+    "AppriseConfig",
     "Config",
     "DaemonConfig",
     "DatabaseConfig",

@@ -1,7 +1,7 @@
 """The config's secrets: never in the file, read from the environment variables the file
 names (`password_env`, `bot_token_env`, `secret_key_env`, a subscriber's
-`webhook_url_env`, the database's `url_env`...). A value that is set is checked (not
-empty, not a placeholder, the right shape): a wrong one is a problem of the config. A
+`webhook_url_env` and `apprise_env`, the database's `url_env`...). A value that is set is
+checked (not empty, not a placeholder, the right shape): a wrong one is a problem of the config. A
 variable that is not set is recorded as missing (`Config.missing_secrets`), for the
 command that uses it to ask for. And the list of a loaded config's secret values, for
 the log filter to hide.
@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlsplit
 from bot.config.fields import ENV_NAME_RE, SECRET_KEYS
 from bot.config.schema import Config
 from bot.config.secrets import (
+    APPRISE_URLS,
     DATABASE_URL,
     LLM_API_KEY,
     SECRET_KEY,
@@ -173,6 +174,7 @@ def read_secrets(config: Config, secrets: SecretReader) -> dict[str, str]:
     (The SMTP password, the Slack secrets and the web key are read from the raw tables.)"""
     _database_url(config, secrets)
     webhooks = _webhooks(config, secrets)
+    _apprise_variables(config, secrets)
     _llm_key(config, secrets)
     _embeddings_key(config, secrets)
     return webhooks
@@ -237,6 +239,25 @@ def _webhooks(config: Config, secrets: SecretReader) -> dict[str, str]:
         elif value is not None:
             webhooks[name] = value
     return webhooks
+
+
+def _apprise_variables(config: Config, secrets: SecretReader) -> None:
+    """Each variable a subscriber's apprise_env names: not set, recorded as missing (its
+    Apprise digests wait for it; nothing else does); set but empty or a placeholder, a
+    problem. What the URLs in it name is the Apprise channel kind's to check."""
+    seen: set[str] = set()
+    for index, sub in enumerate(config.subscribers):
+        name = sub.apprise_env
+        if not name or name in seen:
+            continue
+        seen.add(name)
+        secrets.read(
+            f"subscribers[{index}].apprise_env",
+            name,
+            what="Apprise URLs",
+            kind=APPRISE_URLS,
+            key=f"[[subscribers]] {sub.name}: apprise_env",
+        )
 
 
 def config_secrets(config: Config) -> list[str]:

@@ -10,7 +10,7 @@ checks and describes.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +25,15 @@ from bot.config.environment import (
     strip_written_secrets,
 )
 from bot.config.problems import validation_problems
-from bot.config.schema import (
-    Config,
-    cross_section_problems,
-    destination_problems,
-    duplicate_name_problems,
-)
+from bot.config.schema import Config, cross_section_problems, duplicate_name_problems
 from bot.config.sections import web_link_problems
 from bot.core.errors import ConfigError
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a config file larger than this is a mistake
+
+# A check of the raw data given from above (each channel kind's: `bot.pipeline.wiring`): the
+# data and the environment the secrets are read from in, its problems out.
+RawCheck = Callable[[Mapping[str, Any], Mapping[str, str]], list[str]]
 
 
 def parse_config(
@@ -43,16 +42,19 @@ def parse_config(
     source: str = "config",
     path: Path | None = None,
     environ: Mapping[str, str] | None = None,
+    checks: Sequence[RawCheck] = (),
 ) -> Config:
     """Validate a config mapping; raise ConfigError listing every problem at once. A secret
     whose variable is not set is no problem here: the Config records it (`missing_secrets`)
-    and the command that uses it asks for it."""
+    and the command that uses it asks for it. `checks` read the raw data too (the channel
+    kinds': where each subscriber's digests go), their problems reported with the rest."""
     raw, problems = strip_written_secrets(data)
     # These checks and secrets read the raw data, so their problems are reported even when
     # the schema fails too: every problem at once.
     problems += duplicate_name_problems(raw) + web_link_problems(raw.get("web"))
-    problems += destination_problems(raw)
     secrets = SecretReader(environ)
+    for check in checks:
+        problems += check(raw, secrets.env)
     password = read_password(raw.get("email"), secrets)
     slack_secrets = read_slack_secrets(raw.get("slack"), secrets)
     web_key = read_web_secret(raw.get("web"), secrets)
@@ -69,6 +71,7 @@ def parse_config(
     if problems:
         raise ConfigError(problems, source=source)
     config.path = path
+    config.environ = secrets.env
     config.webhooks = webhooks
     config.missing_secrets = secrets.missing
     if config.email is not None:
@@ -80,12 +83,18 @@ def parse_config(
     return config
 
 
-def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> Config:
+def load_config(
+    path: str | Path,
+    *,
+    environ: Mapping[str, str] | None = None,
+    checks: Sequence[RawCheck] = (),
+) -> Config:
     """Read and validate a TOML config file: whatever the file holds (too large, not UTF-8,
-    a folder, TOML nested too deep), the outcome is a Config or a ConfigError."""
+    a folder, TOML nested too deep), the outcome is a Config or a ConfigError (`checks`:
+    as `parse_config` takes them)."""
     file = Path(path)
     data = read_config_data(file)
-    return parse_config(data, source=str(file), path=file.resolve(), environ=environ)
+    return parse_config(data, source=str(file), path=file.resolve(), environ=environ, checks=checks)
 
 
 def read_config_data(file: Path) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pydantic import Field, field_validator
 from bot.config.fields import Section
 from bot.config.secrets import DATABASE_URL, SECRET_KINDS, MissingSecret, SecretKind
 from bot.config.sections import (
+    AppriseConfig,
     DaemonConfig,
     DatabaseConfig,
     DeliveryConfig,
@@ -47,11 +48,15 @@ class Config(Section):
     sources: list[SourceConfig] = Field(default_factory=list)
     email: EmailConfig | None = None
     slack: SlackConfig | None = None
+    apprise: AppriseConfig = Field(default_factory=AppriseConfig)
     llm: LlmConfig | None = None
     embeddings: EmbeddingsConfig | None = None
     subscribers: list[SubscriberConfig] = Field(default_factory=list)
     # Incoming webhook URLs by the environment variable that holds them (filled at load).
     webhooks: dict[str, str] = Field(default_factory=dict, exclude=True)
+    # The environment the secrets were read from (filled at load): a database subscriber's
+    # secret is named by its variable too (apprise_env), and looked up there.
+    environ: Mapping[str, str] = Field(default_factory=dict, exclude=True)
     # The secrets whose variables are not set, by the key that names them (filled at
     # load): the commands that use one ask for it.
     missing_secrets: dict[str, MissingSecret] = Field(default_factory=dict, exclude=True)
@@ -107,7 +112,7 @@ class Config(Section):
 def cross_section_problems(config: Config) -> list[str]:
     """The problems no one section sees: how many rules subscribers have ([digest]
     max_rules), and the tick deadline against the request deadlines. (Where their digests go
-    is read from the raw data: `destination_problems`.)"""
+    is each channel kind's to check: the `checks` of `bot.config.load.parse_config`.)"""
     return _rule_count_problems(config) + _tick_deadline_problems(config)
 
 
@@ -164,36 +169,6 @@ def _tick_deadline_problems(config: Config) -> list[str]:
             + (" and llm.deadline_seconds together" if llm is not None else "")
             + ": a tick embeds the papers of the digests it ranks"
         )
-    return problems
-
-
-def destination_problems(raw: Mapping[str, Any]) -> list[str]:
-    """Each subscriber's channels need their section: [email] for mail, [slack] for posts.
-    Read from the raw data, so that they are reported even when a section fails the schema
-    (a bad [slack] key and a subscriber it leaves unable to post: both at once)."""
-    problems: list[str] = []
-    subscribers = raw.get("subscribers")
-    if not isinstance(subscribers, list):
-        return problems
-    slack = raw.get("slack")
-    bot_token = isinstance(slack, Mapping) and bool(slack.get("bot_token_env"))
-    for index, sub in enumerate(subscribers):
-        if not isinstance(sub, Mapping):
-            continue
-        name = sub.get("name") if isinstance(sub.get("name"), str) else f"subscriber {index}"
-        if sub.get("email") and not isinstance(raw.get("email"), Mapping):
-            problems.append(
-                f"subscribers[{index}].email: an [email] section is needed to send "
-                f"{name}'s digests by email"
-            )
-        posts = sub.get("slack_channel") or sub.get("slack_user")
-        # (with a webhook, the webhook posts: slack_channel only names it)
-        if posts and not sub.get("webhook_url_env") and not bot_token:
-            key = "slack_channel" if sub.get("slack_channel") else "slack_user"
-            problems.append(
-                f"subscribers[{index}].{key}: posting to Slack needs [slack] bot_token_env "
-                "(or, for a channel, the subscriber's webhook_url_env)"
-            )
     return problems
 
 

@@ -20,6 +20,7 @@ SecretKind = Literal[
     "slack_signing_secret",
     "slack_app_token",
     "webhook_url",
+    "apprise_urls",
     "llm_api_key",
 ]
 DATABASE_URL: SecretKind = "database_url"
@@ -29,6 +30,7 @@ SLACK_BOT_TOKEN: SecretKind = "slack_bot_token"
 SLACK_SIGNING_SECRET: SecretKind = "slack_signing_secret"
 SLACK_APP_TOKEN: SecretKind = "slack_app_token"
 WEBHOOK_URL: SecretKind = "webhook_url"
+APPRISE_URLS: SecretKind = "apprise_urls"
 LLM_API_KEY: SecretKind = "llm_api_key"
 SECRET_KINDS: tuple[SecretKind, ...] = (
     DATABASE_URL,
@@ -38,6 +40,7 @@ SECRET_KINDS: tuple[SecretKind, ...] = (
     SLACK_SIGNING_SECRET,
     SLACK_APP_TOKEN,
     WEBHOOK_URL,
+    APPRISE_URLS,
     LLM_API_KEY,
 )
 
@@ -50,6 +53,7 @@ USES: dict[SecretKind, str] = {
     SLACK_SIGNING_SECRET: "checks Slack's slash-command requests (POST /slack/commands)",
     SLACK_APP_TOKEN: "connects to Slack in Socket Mode",
     WEBHOOK_URL: "posts to that Slack webhook",
+    APPRISE_URLS: "sends to that subscriber's Apprise destinations",
     LLM_API_KEY: "asks the [llm] model for summaries and translations",
 }
 

@@ -240,6 +240,17 @@ class DeliveryConfig(Section):
     bounce_limit: int = Field(3, ge=1, le=100)
 
 
+class AppriseConfig(Section):
+    """`[apprise]`: how digests go to Apprise destinations (chat services, push servers)."""
+
+    # One message (one part of a digest) may take this long, connection to answer; then it
+    # is retried later, as a server error is.
+    deadline_seconds: float = Field(60, gt=0, le=600)
+    # Seconds between two messages to one service; unset: each service's own (Apprise's
+    # pacing for it: ntfy 5.5 s, Discord none...).
+    pace_seconds: float | None = Field(None, ge=0, le=600)
+
+
 class SourceConfig(BaseModel):
     """One `[[sources]]` table: `kind`, `name`, and the options of that kind."""
 

@@ -18,6 +18,7 @@ from pydantic import (
     AfterValidator,
     Discriminator,
     Field,
+    StringConstraints,
     Tag,
     ValidationError,
     field_validator,
@@ -49,10 +50,13 @@ from bot.rules import format_rule, parse_rule
 from bot.similar.refs import paper_key
 
 MAX_LIKES = 1000  # papers in one `like` or `dislike` list (a library file holds more)
-
 # A paper as a person names one (`2411.18179v2`, an abs link, `doi:…`), kept as its key; a
 # value that names none is a problem at its own key (`subscribers[0].like[2]`).
 PaperRef = Annotated[str, AfterValidator(paper_key)]
+MAX_APPRISE_URLS = 20  # in one subscriber's `apprise` list
+# An Apprise URL as the schema reads it; what it names is checked by the Apprise channel
+# kind (bot.channels.apprise: offline, every problem at its key).
+AppriseURL = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4096)]
 
 
 class LabelledRule(Section):
@@ -97,6 +101,9 @@ class SubscriberConfig(Section):
     slack_channel: SlackChannel | None = None
     slack_user: SlackUser | None = None
     webhook_url_env: EnvName | None = None
+    # Apprise URLs (none may carry a secret), and a variable holding more (with secrets).
+    apprise: list[AppriseURL] = Field(default_factory=list, max_length=MAX_APPRISE_URLS)
+    apprise_env: EnvName | None = None
     rules: list[RuleEntry] = Field(min_length=1, max_length=MAX_RULES)
     categories: list[CategoryName] = Field(default_factory=list)
     max_papers: int = Field(50, ge=1, le=1000)
@@ -137,9 +144,11 @@ class SubscriberConfig(Section):
 
     @model_validator(mode="after")
     def _somewhere(self) -> SubscriberConfig:
-        if not (self.email or self.slack_channel or self.slack_user or self.webhook_url_env):
+        places = (self.email, self.slack_channel, self.slack_user, self.webhook_url_env)
+        if not any(places) and not (self.apprise or self.apprise_env):
             raise ValueError(
-                "say where the digests go: email, slack_channel, slack_user or webhook_url_env"
+                "say where the digests go: email, slack_channel, slack_user, webhook_url_env, "
+                "apprise or apprise_env"
             )
         if self.slack_user and (self.slack_channel or self.webhook_url_env):
             raise ValueError(
@@ -209,6 +218,8 @@ class SubscriberConfig(Section):
             slack_channel=self.slack_channel,
             slack_user=self.slack_user,
             slack_webhook=self.webhook_url_env,
+            apprise=tuple(self.apprise),
+            apprise_env=self.apprise_env,
             email_format=self.email_format,
             abstracts=self.abstracts,
             summaries=self.summaries,

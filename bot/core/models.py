@@ -215,6 +215,11 @@ class Subscriber:
     slack_channel: str | None = None
     slack_user: str | None = None
     slack_webhook: str | None = None
+    # Apprise (bot.channels.apprise): URLs of chat services and push servers (a database
+    # subscriber's, given on the manage page, may hold a secret: never shown unmasked, so
+    # left out of repr), and the environment variable that holds more of them.
+    apprise: tuple[str, ...] = field(default=(), repr=False)
+    apprise_env: str | None = None
     # An address learnt from Slack waits for its owner's confirmation before mail goes to it.
     email_confirmed: bool = True
     # How the email looks: "html" (HTML with a plain-text alternative) or "text" (plain
@@ -245,26 +250,6 @@ class Subscriber:
         """Whether its digests show anything a model writes (summaries, translations)."""
         return self.summaries or self.language is not None
 
-    def targets(self) -> tuple[tuple[str, str], ...]:
-        """Where this subscriber's digests go: (channel kind, recipient) pairs, one per kind."""
-        found: list[tuple[str, str]] = []
-        if self.email and self.email_confirmed:
-            found.append(("email", self.email))
-        slack = (
-            f"webhook:{self.slack_webhook}"
-            if self.slack_webhook
-            else self.slack_channel or self.slack_user
-        )
-        if slack:
-            found.append(("slack", slack))
-        return tuple(found)
-
-    @property
-    def address(self) -> str | None:
-        """Where digests go, for people to read: the email, or the Slack channel or user."""
-        targets = self.targets()
-        return ", ".join(recipient for _, recipient in targets) if targets else None
-
     def takes_categories_of(self, paper: Paper) -> bool:
         """Whether the paper is in one of the subscriber's categories (or any, if none)."""
         if not self.categories:
@@ -272,8 +257,10 @@ class Subscriber:
         return any(_category_covers(c, pc) for c in self.categories for pc in paper.categories)
 
 
-def target_label(kind: str, recipient: str) -> str:
-    """A destination, for people: `<ada@lab.example>`, `slack #robot-learning`."""
+def target_label(channel: str, recipient: str) -> str:
+    """A destination, for people: `<ada@lab.example>`, `slack #robot-learning`, `apprise
+    ntfy://ntfy.example/papers` (a channel "apprise:<key>" is of the kind "apprise")."""
+    kind = channel.partition(":")[0]
     return f"<{recipient}>" if kind == "email" else f"{kind} {recipient}"
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from bot.channels import Channel
-from bot.config import Config, parse_config
+from bot.config import Config
 from bot.core.plurals import plural
 from bot.demo.data import (
     ALL_ARCHIVES,
@@ -33,6 +33,7 @@ from bot.demo.data import (
 from bot.demo.slack_standin import SlackStandIn
 from bot.demo.smtp import SavingHandler, mail_server
 from bot.pipeline import DeliveryReport, DeliveryRequest, build_channels, deliver, poll
+from bot.pipeline.wiring import parse_config
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store, utcnow
 from bot.web.app import create_app, make_server
@@ -146,7 +147,7 @@ async def run_demo(
                 f"poll {r.source}: {plural(r.items, 'paper')} in the {r.announced} listing, "
                 f"{r.new:,} new, {r.unchanged:,} already stored{merged}"
             )
-        channels = build_channels(config)
+        channels = build_channels(config, store=store)
         results = await deliver(config, store, channels, DeliveryRequest(since=DEMO_DAY), now=now)
         if slack.messages():
             slack_file.parent.mkdir(parents=True, exist_ok=True)

@@ -7,11 +7,12 @@ Owns the order of a delivery run, as visible steps, and what a caller may ask of
     plan_delivery   who is due, their rules parsed; the papers of their windows, each
                     distinct rule matched once (and, when recording, the rules' counts
                     for the manage page: `bot.pipeline.activity`)
-    build_digests   per subscriber and channel kind they take: the digest built (or the
-                    empty day's note)
+    build_digests   per subscriber and target (each place their digests go: the channel
+                    registry's kinds say where): the digest built (or the empty day's note)
     write_texts     the summaries and translations their subscribers asked for, of the
                     papers going out (`bot.pipeline.texts`; a preview asks no model)
-    render          each digest rendered for its channel (`bot.pipeline.payloads`)
+    render          each digest rendered for its target by its channel kind
+                    (`bot.pipeline.payloads`)
     queue           each payload into the outbox with its papers, once per period
     send            the outbox drained through the channels, each message recorded once
                     the far end accepted it
@@ -30,7 +31,15 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Literal
 
-from bot.channels import Channel
+from bot.channels import (
+    CHANNEL_KINDS,
+    Channel,
+    Target,
+    kind_of,
+    load_builtin_channels,
+    subscriber_targets,
+    where,
+)
 from bot.channels.outbox import Channels, drain
 from bot.config import SECRET_KEY, Config
 from bot.core.calendar import eastern_date
@@ -39,10 +48,10 @@ from bot.core.models import Digest, Paper, Ranking, Subscriber, target_label
 from bot.match.digest import RuleMatches, build_digest, match_rules, note_digest
 from bot.pipeline.activity import refresh_rule_counts
 from bot.pipeline.likes import sync_declared_likes
-from bot.pipeline.payloads import PAYLOADS
+from bot.pipeline.payloads import render_context, render_for
 from bot.pipeline.similar import rank_subscribers
 from bot.pipeline.texts import TextsRun, write_texts
-from bot.pipeline.wiring import DIGEST_CHANNELS, retry_policy
+from bot.pipeline.wiring import channel_settings, retry_policy
 from bot.rules import Rule, parse_rule
 from bot.store import Store
 
@@ -108,6 +117,7 @@ class DeliveryPlan:
 
     subscribers: list[Subscriber]  # the run's, in the order of its reports
     parsed: list[tuple[Subscriber, list[Rule]]]  # those with somewhere to go and good rules
+    targets: Mapping[str, list[Target]]  # where each one's digests go, by subscriber name
     left_out: list[DeliveryReport]  # the others, and why
     since: Callable[[Subscriber], date]  # each one's first announcement day
     first: date  # the earliest of those
@@ -148,7 +158,8 @@ async def deliver(
         shared = (plan.first, plan.papers, plan.matches)
         refresh_rule_counts(store, plan.parsed, now=now, shared=shared)
     if not isinstance(channels, Mapping):
-        channels = {kind: channels for kind in DIGEST_CHANNELS}
+        load_builtin_channels()
+        channels = dict.fromkeys(CHANNEL_KINDS, channels)
     try:
         ranked = await rank_subscribers(
             config, store, plan.parsed, plan.papers, plan.matches, now=now
@@ -224,8 +235,11 @@ def plan_delivery(
 
     left_out: list[DeliveryReport] = []
     parsed: list[tuple[Subscriber, list[Rule]]] = []
+    settings = channel_settings(config)
+    targets: dict[str, list[Target]] = {}
     for sub in subscribers:
-        if not sub.targets():
+        targets[sub.name] = subscriber_targets(sub, settings)
+        if not targets[sub.name]:
             why = "no confirmed email address" if sub.email else "nowhere to deliver"
             left_out.append(DeliveryReport(sub.name, None, "skipped", error=why))
             continue
@@ -233,11 +247,13 @@ def plan_delivery(
             parsed.append((sub, [parse_rule(text) for text in sub.rules]))
         except RuleError as exc:
             left_out.append(
-                DeliveryReport(sub.name, sub.address, "failed", error=f"bad rule: {exc}")
+                DeliveryReport(
+                    sub.name, where(targets[sub.name]), "failed", error=f"bad rule: {exc}"
+                )
             )
     # One matcher for everyone: each distinct rule once, each paper analyzed once.
     matches = match_rules((rule for _, rules in parsed for rule in rules), papers)
-    return DeliveryPlan(subscribers, parsed, left_out, since_of, first, papers, matches)
+    return DeliveryPlan(subscribers, parsed, targets, left_out, since_of, first, papers, matches)
 
 
 def build_digests(
@@ -248,35 +264,38 @@ def build_digests(
     *,
     now: datetime,
     rankings: Mapping[int, Ranking] | None = None,
-) -> tuple[list[tuple[Digest, str]], list[DeliveryReport]]:
-    """Each planned subscriber's digest per channel kind they take, of the papers not
-    delivered to them there yet, with its recipient; and a report for each kind without a
-    channel, each digest that holds nothing. `rankings`: by subscriber id, how their
-    verdicts order their digests (bot.pipeline.similar)."""
+) -> tuple[list[tuple[Digest, Target]], list[DeliveryReport]]:
+    """Each planned subscriber's digest per target (each place their digests go), of the
+    papers not delivered to them there yet; and a report for each target without a channel
+    or that cannot take a digest now, each digest that holds nothing. `rankings`: by
+    subscriber id, how their verdicts order their digests (bot.pipeline.similar)."""
     rankings = rankings or {}
-    built: list[tuple[Digest, str]] = []
+    built: list[tuple[Digest, Target]] = []
     reports: list[DeliveryReport] = []
+    paused = store.targets.paused()
     for sub, rules in plan.parsed:
-        for kind, recipient in sub.targets():
-            if kind not in channels:
+        for target in plan.targets.get(sub.name, ()):
+            kind, recipient = kind_of(target.channel), target.recipient
+            pause = paused.get((sub.id, target.channel)) if sub.id is not None else None
+            if kind not in channels or target.problem is not None or pause is not None:
+                why = target.problem or f"no {kind} channel is configured ([{kind}])"
+                if pause is not None:
+                    why = f"paused: {pause.reason} (`paperbell resume {sub.name}`)"
                 reports.append(
                     DeliveryReport(
-                        sub.name,
-                        recipient,
-                        "skipped",
-                        error=f"no {kind} channel is configured ([{kind}])",
-                        channel=kind,
+                        sub.name, recipient, "skipped", error=why, channel=target.channel
                     )
                 )
                 continue
-            delivered = store.outbox.delivered_versions(sub.id, kind) if sub.id else {}
+            channel = target.channel
+            delivered = store.outbox.delivered_versions(sub.id, channel) if sub.id else {}
             digest = build_digest(
                 sub,
                 rules,
                 plan.papers,
                 delivered=delivered,
                 now=now,
-                channel=kind,
+                channel=channel,
                 since=plan.since(sub),
                 matches=plan.matches,
                 ranking=rankings.get(sub.id) if sub.id is not None else None,
@@ -285,28 +304,30 @@ def build_digests(
             text = note(sub) if note is not None and digest is None else None
             if digest is None and text is not None:
                 slot = request.period(sub) if request.period else f"note:{now:%Y-%m-%d}"
-                digest = note_digest(sub, text, period=slot, now=now, channel=kind)
+                digest = note_digest(sub, text, period=slot, now=now, channel=channel)
             if digest is None:
-                reports.append(DeliveryReport(sub.name, recipient, "nothing", channel=kind))
+                reports.append(DeliveryReport(sub.name, recipient, "nothing", channel=channel))
                 continue
-            built.append((digest, recipient))
+            built.append((digest, target))
     return built, reports
 
 
 def render(
-    config: Config, digests: Iterable[tuple[Digest, str]], *, now: datetime
+    config: Config, digests: Iterable[tuple[Digest, Target]], *, now: datetime
 ) -> tuple[list[Outgoing], list[DeliveryReport]]:
-    """Each digest rendered for its channel and recipient (as the digest it shows: an email
-    holds at most what mail apps show whole); a report for each that could not be."""
+    """Each digest rendered for its target by the target's channel kind (as the digest it
+    shows: an email holds at most what mail apps show whole); a report for each that could
+    not be."""
     outgoing: list[Outgoing] = []
     reports: list[DeliveryReport] = []
-    for digest, recipient in digests:
+    context = render_context(config, now)
+    for digest, target in digests:
         try:
-            shown, payload = PAYLOADS[digest.channel](config, digest, recipient, now)
+            rendered = render_for(digest, target, context)
         except ValueError as exc:
-            reports.append(_report(digest, recipient, "failed", error=str(exc)))
+            reports.append(_report(digest, target.recipient, "failed", error=str(exc)))
             continue
-        outgoing.append(Outgoing(shown, recipient, payload))
+        outgoing.append(Outgoing(rendered.digest, target.recipient, rendered.payload))
     return outgoing, reports
 
 
@@ -371,6 +392,9 @@ async def send(
             error = f"{error} (queued: next attempt {attempt.next_attempt:%Y-%m-%d %H:%M} UTC)"
         if attempt.paused:
             error = f"{error}; {item.subscriber} is paused (`paperbell resume {item.subscriber}`)"
+        elif attempt.paused_target:
+            where = target_label(item.channel, item.recipient)
+            error = f"{error}; {where} is paused (`paperbell resume {item.subscriber}`)"
         reports.append(
             DeliveryReport(
                 item.subscriber,
@@ -393,9 +417,10 @@ async def write_files(
     nothing: "written", or "failed" with why."""
     recipients = {id(o.digest): o.recipient for o in outgoing}
     reports = []
-    for kind in dict.fromkeys(o.digest.channel for o in outgoing):
-        files = [(o.digest, o.payload) for o in outgoing if o.digest.channel == kind]
-        for outcome in await channels[kind].send_all(files, lambda _: None):
+    for channel in dict.fromkeys(o.digest.channel for o in outgoing):
+        files = [(o.digest, o.payload) for o in outgoing if o.digest.channel == channel]
+        sender = channels.get(channel) or channels[kind_of(channel)]
+        for outcome in await sender.send_all(files, lambda _: None):
             reports.append(
                 _report(
                     outcome.item,

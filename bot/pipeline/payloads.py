@@ -1,26 +1,25 @@
-"""How a digest becomes the bytes queued for each kind of channel (delivery's second step).
+"""How a digest becomes the bytes queued for each of its targets (delivery's render step).
 
-Owns the choice of renderer per channel kind and what it is given from the config: the
-email settings and the subscriber's signed links, Slack's threading. The rendering itself
-is `bot.render`'s, the sending the channels'; nothing here queues or sends.
+Owns what a renderer is given from the config (`render_context`: each kind's settings,
+the subscriber's signed links, the 👍 / 👎 buttons' values); the renderer itself is the
+target's channel kind's (`bot.channels.registry`), the sending the channels'; nothing here
+queues or sends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
-from bot.channels.slack import WEBHOOK_PREFIX, slack_delivery
+from bot.channels import RenderContext, Rendered, Target, channel_kind
 from bot.config import SECRET_KEY, Config
 from bot.core.links import placeholder_url
-from bot.core.models import Digest, Subscriber, version_key
-from bot.pipeline.wiring import email_settings
-from bot.render.email import DigestLinks, VoteLinks, build_message, render_digest
-from bot.render.slack import VoteTokens, build_posts
-
-# A digest as it goes to one recipient: the digest it shows (an email may hold fewer papers
-# than its digest, the rest counted with those left out) and the bytes queued for it.
-PayloadBuilder = Callable[[Config, Digest, str, datetime], tuple[Digest, bytes]]
+from bot.core.models import Digest, Subscriber
+from bot.pipeline.wiring import channel_settings
+from bot.render.email import DigestLinks, VoteLinks
+from bot.render.slack import VoteTokens
 
 
 def digest_links(
@@ -87,38 +86,29 @@ def vote_tokens(config: Config, digest: Digest, now: datetime) -> dict[str, Vote
     return votes
 
 
-def email_payload(
-    config: Config, digest: Digest, recipient: str, now: datetime
-) -> tuple[Digest, bytes]:
-    """The digest as the email message it is sent as, and the digest that message shows
-    (the papers past what one email holds are left out: `render_digest`)."""
-    papers = [item.paper.id for item in digest.items]
-    links = digest_links(config, digest.subscriber, now, papers, digest_id=digest.digest_id)
-    settings = email_settings(config)
-    rendered = render_digest(digest, settings, links=links)
-    shown = rendered.digest or digest
-    message = build_message(shown, settings, now=now, links=links, rendered=rendered)
-    return shown, bytes(message)
+def render_context(
+    config: Config, now: datetime, settings: Mapping[str, Any] | None = None
+) -> RenderContext:
+    """What every renderer is given for a run at `now`: each kind's settings (by default
+    `channel_settings`), the subscribers' signed links and vote buttons' values."""
+    return RenderContext(
+        now=now,
+        settings=channel_settings(config) if settings is None else settings,
+        links=functools.partial(_links, config, now),
+        votes=lambda digest: vote_tokens(config, digest, now),
+    )
 
 
-def slack_payload(
-    config: Config, digest: Digest, recipient: str, now: datetime
-) -> tuple[Digest, bytes]:
-    """The digest as the Slack messages it is posted as (a summary, then its thread)."""
-    threaded = not recipient.startswith(WEBHOOK_PREFIX)
-    # 👍 / 👎 buttons need the app's interactivity: not in a webhook's posts (the webhook
-    # may be another app's), and only with the key that signs their values.
-    votes = vote_tokens(config, digest, now) if threaded else {}
-    posts = build_posts(digest, threaded=threaded, votes=votes)
-    items = [item.paper for item in digest.items]
-    papers = [
-        [version_key(items[n - 1].id, items[n - 1].version) for n in p.numbers] for p in posts
-    ]
-    return digest, slack_delivery(recipient, posts, papers)
+def _links(
+    config: Config, now: datetime, sub: Subscriber, papers: Sequence[str], digest_id: str | None
+) -> DigestLinks | None:
+    return digest_links(config, sub, now, papers, digest_id=digest_id)
 
 
-# The builder for each of `wiring.DIGEST_CHANNELS`.
-PAYLOADS: dict[str, PayloadBuilder] = {
-    "email": email_payload,
-    "slack": slack_payload,
-}
+def render_for(digest: Digest, target: Target, context: RenderContext) -> Rendered:
+    """The digest rendered for `target` by its channel kind. Raises ValueError when it
+    cannot be (its kind is not registered, or refuses the digest)."""
+    kind = channel_kind(target.channel)
+    if kind is None:
+        raise ValueError(f"no channel kind {target.kind!r} is known")
+    return kind.render(digest, target, context)

@@ -146,9 +146,7 @@ def _eligible(
     if sub.categories:
         mask &= np.array([sub.takes_categories_of(p) for p in papers], dtype=bool)
     assert sub.id is not None
-    sent: set[str] = set()
-    for kind, _ in sub.targets():
-        sent.update(store.outbox.delivered_versions(sub.id, kind))
+    sent = set(store.outbox.delivered_versions(sub.id, None))  # on any channel
     last = last_sent_day(papers, sent)
     if last is not None:
         mask &= announced > last.toordinal()

@@ -7,15 +7,19 @@ pages and the demo build their parts alike. It decides nothing about polling or 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from bot.channels import Channel
-from bot.channels.email import EmailChannel, FileChannel, SmtpSettings
+from bot.channels import CHANNEL_KINDS, Channel, Target, load_builtin_channels, subscriber_targets
+from bot.channels.apprise import AppriseSettings, known_urls, url_secrets
+from bot.channels.email import EmailChannelSettings, FileChannel, SmtpSettings
 from bot.channels.outbox import RetryPolicy
-from bot.channels.slack import SlackChannel, SlackSettings
+from bot.channels.slack import SlackSettings
 from bot.config import Config, EmailConfig
+from bot.config import load_config as load_config_file
+from bot.config import parse_config as parse_config_data
 from bot.core.errors import ConfigError
 from bot.pipeline.health import ListingChecks
 from bot.render.email import EmailSettings
@@ -25,14 +29,36 @@ if TYPE_CHECKING:
     import httpx
 
     from bot.sources.http import PoliteFetcher
+    from bot.store import Store
 
-# The kinds of channel a digest goes out through (`bot.pipeline.payloads` renders a digest
-# for each), in the order `build_channels` sets them up.
-DIGEST_CHANNELS = ("email", "slack")
+from bot.core.models import Subscriber
+
 # The outbox's kind for the mails people ask for on the pages or in Slack (a confirmation
 # link, a fresh manage link): sent by email, but counted apart from the digests, so a
 # mistyped address never counts as a digest bounce (nor pauses anyone).
 NOTICE_CHANNEL = "notice"
+
+
+def channel_problems(raw: Mapping[str, Any], environ: Mapping[str, str]) -> list[str]:
+    """What each channel kind finds in the raw config data: its keys in each subscriber
+    checked offline, and the sections they need ([email] for mail, [slack] for posts)."""
+    load_builtin_channels()
+    problems: list[str] = []
+    for kind in CHANNEL_KINDS.values():
+        problems += kind.config_problems(raw, environ)
+    return problems
+
+
+def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> Config:
+    """Read and validate a config file, each channel kind's checks included (every problem
+    at once, as `bot.config.load_config` reports them)."""
+    return load_config_file(path, environ=environ, checks=[channel_problems])
+
+
+def parse_config(data: Mapping[str, Any], **options: Any) -> Config:
+    """Validate config data, each channel kind's checks included (`bot.config.parse_config`
+    takes `options`)."""
+    return parse_config_data(data, checks=[channel_problems], **options)
 
 
 def build_sources(config: Config) -> list[Source]:
@@ -74,19 +100,75 @@ def build_fetcher(
     return PoliteFetcher(client, limits=defaults, source_limits=own, **options)
 
 
-def build_channels(config: Config, *, out_dir: Path | None = None) -> dict[str, Channel]:
-    """The channels the config sets up, by kind; with `out_dir`, one that writes files."""
-    if out_dir is not None:
-        files = FileChannel(out_dir)
-        return {kind: files for kind in DIGEST_CHANNELS}
-    channels: dict[str, Channel] = {}
+def channel_settings(config: Config, store: Store | None = None) -> dict[str, Any]:
+    """Each channel kind's settings from its section of the config (a kind the config sets
+    up nothing for is absent): what its targets, renderer and sender are given. `store`:
+    where a sender finds what database subscribers gave (their Apprise destinations)."""
+    load_builtin_channels()
+    found: dict[str, Any] = {"apprise": apprise_settings(config, store)}
     if config.email is not None:
-        channels["email"] = channels[NOTICE_CHANNEL] = EmailChannel(smtp_settings(config))
+        found["email"] = EmailChannelSettings(smtp_settings(config), email_settings(config))
     # A webhook whose variable is not set still makes a channel: a dry run reports what
     # would go there; a send asks for the variable first (`bot.cli.secrets`).
     if config.slack is not None or any(s.webhook_url_env for s in config.subscribers):
-        channels["slack"] = SlackChannel(slack_settings(config))
+        found["slack"] = slack_settings(config)
+    return found
+
+
+def apprise_settings(config: Config, store: Store | None = None) -> AppriseSettings:
+    """How Apprise destinations are reached: [apprise], the environment the config was read
+    from (the variables apprise_env names), and every URL a destination may be: the config
+    subscribers' and, with `store`, the database subscribers' (asked before each batch)."""
+
+    def urls() -> list[str]:
+        declared = config.declared_subscribers()
+        if store is None:
+            return known_urls(declared, config.environ)
+        everyone = store.subscribers.all(declared, include_inactive=True)
+        return known_urls(everyone, config.environ)
+
+    return AppriseSettings(
+        environ=config.environ,
+        urls=urls,
+        deadline=config.apprise.deadline_seconds,
+        pace=config.apprise.pace_seconds,
+    )
+
+
+def channel_secrets(config: Config) -> list[str]:
+    """The secrets of the channels the config's subscribers name, for the log filter: the
+    Apprise URLs in their variables (apprise_env), whole and their secret parts."""
+    return url_secrets(known_urls(config.declared_subscribers(), config.environ))
+
+
+def build_channels(
+    config: Config,
+    *,
+    out_dir: Path | None = None,
+    store: Store | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> dict[str, Channel]:
+    """The channels the config sets up, by kind (every registered kind's sender, from its
+    `settings`: by default `channel_settings`, with `store`); with `out_dir`, one that
+    writes files."""
+    load_builtin_channels()
+    if out_dir is not None:
+        files = FileChannel(out_dir)
+        return dict.fromkeys(CHANNEL_KINDS, files)
+    settings = channel_settings(config, store) if settings is None else settings
+    channels: dict[str, Channel] = {}
+    for kind, registered in CHANNEL_KINDS.items():
+        sender = registered.sender(settings.get(kind))
+        if sender is not None:
+            channels[kind] = sender
+    if "email" in channels:
+        channels[NOTICE_CHANNEL] = channels["email"]
     return channels
+
+
+def targets(config: Config, subscriber: Subscriber) -> list[Target]:
+    """Everywhere the subscriber's digests go (every registered kind's targets)."""
+    return subscriber_targets(subscriber, channel_settings(config))
 
 
 def smtp_settings(config: Config) -> SmtpSettings:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from datetime import date
+from typing import Protocol
 
 from bot.core.models import DigestItem, Hit
-from bot.match.digest import Trial
 from bot.render.tex import formulas, letters, letters_segments
 from bot.render.text import (
     highlight,
@@ -27,6 +28,21 @@ from bot.render.text import (
 )
 
 Mark = Callable[[str], str]
+
+
+class Trial(Protocol):
+    """What one rule matched among some papers (`bot.match.digest.Trial`), as read here:
+    render stands on the core alone, so it names the shape, not the stage that makes it."""
+
+    @property
+    def items(self) -> Sequence[DigestItem]: ...  # ranked as a digest ranks them
+
+    @property
+    def days(self) -> Sequence[tuple[date | None, int, int]]: ...  # (day, matched, papers)
+
+    @property
+    def papers(self) -> int: ...  # how many papers were tried
+
 
 SNIPPET_CONTEXT = 70  # characters of abstract shown on each side of a hit
 MAX_SNIPPETS = 2  # pieces of abstract shown per paper

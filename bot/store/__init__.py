@@ -7,7 +7,8 @@ hands out one repository per kind of data: `store.papers`, `store.sources` (thei
 `store.subscribers` (with their rules), `store.feedback` (verdicts on papers),
 `store.vectors` (texts' embeddings), `store.ranking_models`, `store.rule_counts`,
 `store.outbox` (digests to send, deliveries), `store.archive` (what each subscriber was
-sent, read back: their feed and archive), `store.slack_requests` (replays refused) and
+sent, read back: their feed and archive), `store.targets` (destinations subscribers gave,
+paused targets), `store.slack_requests` (replays refused) and
 `store.texts` (summaries and translations, and each model's daily use). Callers get plain
 data (bot.core.models classes, or the frozen records below), never a table row.
 """
@@ -35,6 +36,7 @@ from bot.store.schema import SchemaState, Upgrade
 from bot.store.slack_requests import SlackRequests
 from bot.store.sources import LeftOut, Sources, SourceState
 from bot.store.subscribers import SubscriberRecord, Subscribers
+from bot.store.targets import TargetPause, Targets
 from bot.store.texts import ModelDay, TextKey, Texts
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "SourceState",
     "Store",
     "SubscriberRecord",
+    "TargetPause",
     "TextKey",
     "Upgrade",
     "UpsertCounts",
@@ -77,6 +80,7 @@ class Store:
         self.rule_counts = RuleCounts(database)
         self.outbox = Outbox(database)
         self.archive = Archive(database)
+        self.targets = Targets(database)
         self.slack_requests = SlackRequests(database)
         self.texts = Texts(database)
         self.feedback = FeedbackStore(database)

@@ -43,13 +43,32 @@ class OutboxItem:
 
 @dataclass(frozen=True, slots=True)
 class OutboxStatus:
-    """One subscriber's outbox, for `paperbell status`."""
+    """One subscriber's outbox (or one target's), for `paperbell status`."""
 
     pending: int
     failed: int
     last_sent: datetime | None
     last_error: str | None
     next_attempt: datetime | None
+    attempts: int = 0  # failed attempts of the latest record, while it is pending
+    last_status: str | None = None  # the latest record's: pending, sent, failed
+
+
+def _status_of(items: Sequence[OutboxRow]) -> OutboxStatus:
+    """What some outbox records (in the order queued) say, for `status`."""
+    pending = [r for r in items if r.status == "pending"]
+    sent = [r.sent_at for r in items if r.sent_at is not None]
+    errors = [r for r in items if r.last_error]
+    latest = items[-1] if items else None
+    return OutboxStatus(
+        pending=len(pending),
+        failed=sum(1 for r in items if r.status == "failed"),
+        last_sent=max(sent) if sent else None,
+        last_error=errors[-1].last_error if errors else None,
+        next_attempt=min((r.next_attempt for r in pending), default=None),
+        attempts=latest.attempts if latest is not None and latest.status == "pending" else 0,
+        last_status=latest.status if latest is not None else None,
+    )
 
 
 class Outbox(Repository):
@@ -340,17 +359,18 @@ class Outbox(Repository):
         for row in rows:
             by_sub.setdefault(row.subscriber_id, []).append(row)
         for sid, items in by_sub.items():
-            pending = [r for r in items if r.status == "pending"]
-            sent = [r.sent_at for r in items if r.sent_at is not None]
-            errors = [r for r in items if r.last_error]
-            found[sid] = OutboxStatus(
-                pending=len(pending),
-                failed=sum(1 for r in items if r.status == "failed"),
-                last_sent=max(sent) if sent else None,
-                last_error=errors[-1].last_error if errors else None,
-                next_attempt=min((r.next_attempt for r in pending), default=None),
-            )
+            found[sid] = _status_of(items)
         return found
+
+    def target_status(self) -> dict[tuple[int, str], OutboxStatus]:
+        """(subscriber id, channel) -> that target's outbox: pending and failed records,
+        last sent, last error, next attempt (`paperbell status`, a line per target)."""
+        with self.database.session() as session:
+            rows = session.exec(select(OutboxRow).order_by(col(OutboxRow.id))).all()
+        by_target: dict[tuple[int, str], list[OutboxRow]] = {}
+        for row in rows:
+            by_target.setdefault((row.subscriber_id, row.channel), []).append(row)
+        return {key: _status_of(items) for key, items in by_target.items()}
 
     def totals(self, *, now: datetime) -> dict[str, int]:
         """How many outbox records are pending, in flight (leased now), sent and failed."""
@@ -371,16 +391,18 @@ class Outbox(Repository):
 
     # -- deliveries -------------------------------------------------------------------------
 
-    def delivered_versions(self, subscriber_id: int | None, channel: str) -> dict[str, int]:
-        """paper id -> highest version already delivered (or omitted) to this subscriber."""
+    def delivered_versions(self, subscriber_id: int | None, channel: str | None) -> dict[str, int]:
+        """paper id -> highest version already delivered (or omitted) to this subscriber on
+        `channel` (a target's: "email", "apprise:<key>"), or anywhere (None)."""
         if subscriber_id is None:
             return {}
+        query = select(DeliveryRow.paper_id, func.max(DeliveryRow.paper_version)).where(
+            DeliveryRow.subscriber_id == subscriber_id
+        )
+        if channel is not None:
+            query = query.where(DeliveryRow.channel == channel)
         with self.database.session() as session:
-            rows = session.exec(
-                select(DeliveryRow.paper_id, func.max(DeliveryRow.paper_version))
-                .where(DeliveryRow.subscriber_id == subscriber_id, DeliveryRow.channel == channel)
-                .group_by(col(DeliveryRow.paper_id))
-            ).all()
+            rows = session.exec(query.group_by(col(DeliveryRow.paper_id))).all()
             return {paper_id: int(version) for paper_id, version in rows}
 
     def delivery_counts(self) -> dict[int, tuple[int, datetime | None]]:

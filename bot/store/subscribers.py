@@ -22,12 +22,14 @@ from bot.core.schedule import Defaults
 from bot.store.database import Repository, aware
 from bot.store.tables import (
     DeliveryRow,
+    DestinationRow,
     FeedbackRow,
     OutboxRow,
     RankingModelRow,
     RuleCountRow,
     RuleRow,
     SubscriberRow,
+    TargetPauseRow,
     as_record,
     dump_list,
     load_list,
@@ -141,6 +143,12 @@ class Subscribers(Repository):
             rows = {r.name: r for r in session.exec(query).all()}
             if only is not None:
                 config_subscribers = [s for s in config_subscribers if s.name in rows]
+            places = select(DestinationRow).order_by(col(DestinationRow.id))
+            if only is not None:
+                places = places.where(DestinationRow.subscriber_id == only)
+            urls: dict[int, list[str]] = {}
+            for place in session.exec(places).all():
+                urls.setdefault(place.subscriber_id, []).append(place.url)
             rules: dict[int, list[str]] = {}
             labels: dict[int, dict[str, str]] = {}
             for rule in session.exec(rule_query).all():
@@ -185,6 +193,8 @@ class Subscribers(Repository):
                     slack_channel=row.slack_channel,
                     slack_user=row.slack_user,
                     slack_webhook=row.slack_webhook,
+                    apprise=tuple(urls.get(row.id, ())),
+                    apprise_env=row.apprise_env,
                     email_confirmed=row.email_confirmed,
                     email_format=cast(EmailFormat, row.email_format),
                     abstracts=cast(AbstractLength, row.abstracts),
@@ -245,6 +255,7 @@ class Subscribers(Repository):
         include: Iterable[str] | None = None,
         slack_channel: str | None = None,
         slack_user: str | None = None,
+        apprise_env: str | None = None,
         email_confirmed: bool = True,
         max_rules: int | None = None,
         labels: Mapping[str, str] | None = None,
@@ -252,7 +263,8 @@ class Subscribers(Repository):
         """Create a subscriber, or add rules to an existing one (and reactivate it).
         Returns the subscriber and whether it was created. An address learnt from Slack
         (`email_confirmed=False`) receives nothing until its owner confirms it. More than
-        `max_rules` rules in all is refused (a StoreError), and nothing changes. `labels`
+        `max_rules` rules in all is refused (a StoreError), and nothing changes.
+        `apprise_env` names the variable holding its Apprise URLs ("": none). `labels`
         (checked: `bot.core.checks.check_label`) label rules by their text, those it adds
         and those it has; two rules with one label are refused (a StoreError)."""
         labels = labels or {}
@@ -283,6 +295,8 @@ class Subscribers(Repository):
                 row.slack_channel = slack_channel
             if slack_user is not None:
                 row.slack_user = slack_user
+            if apprise_env is not None:  # "" clears it
+                row.apprise_env = apprise_env or None
             if categories:
                 row.categories = dump_list(categories)
             if max_papers is not None:
@@ -463,6 +477,8 @@ class Subscribers(Repository):
             # one flush each, so that a database that enforces foreign keys accepts it.
             for model in (
                 RuleRow,
+                DestinationRow,
+                TargetPauseRow,
                 DeliveryRow,
                 RuleCountRow,
                 OutboxRow,

@@ -19,6 +19,10 @@ from sqlmodel import Field, SQLModel
 
 from bot.core.models import MAX_ID_LENGTH
 
+# A target's channel key: a kind ("email") or a kind and a key ("apprise:1a2b3c4d5e6f")
+# (migration 0008 widened it from 16).
+CHANNEL_LENGTH = 64
+
 Record = TypeVar("Record")
 
 
@@ -108,6 +112,9 @@ class SubscriberRow(SQLModel, table=True):
     slack_channel: str | None = Field(default=None, max_length=82)  # "#name" or an id
     slack_user: str | None = Field(default=None, max_length=32, index=True)  # a user id
     slack_webhook: str | None = Field(default=None, max_length=128)  # the URL's variable
+    # Apprise URLs, whitespace or comma separated, in this environment variable (migration
+    # 0008); those given on the manage page are `destinations`.
+    apprise_env: str | None = Field(default=None, max_length=128)
     email_confirmed: bool = True  # False: learnt from Slack, not confirmed by its owner
     email_format: str = Field(default="html", max_length=8)  # html, text
     abstracts: str = Field(default="short", max_length=8)  # short, full
@@ -143,7 +150,7 @@ class DeliveryRow(SQLModel, table=True):
     subscriber_id: int = Field(foreign_key="subscribers.id", index=True)
     paper_id: str = Field(max_length=MAX_ID_LENGTH)
     paper_version: int
-    channel: str = Field(max_length=16)
+    channel: str = Field(max_length=CHANNEL_LENGTH)  # the target's: "email", "apprise:<key>"
     # "queued" (in a digest waiting in the outbox), "sent", or "omitted" (over the
     # subscriber's max_papers, or past what one email holds, in a digest that was queued
     # or sent)
@@ -164,7 +171,7 @@ class OutboxRow(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     subscriber_id: int = Field(foreign_key="subscribers.id", index=True)
-    channel: str = Field(max_length=16)
+    channel: str = Field(max_length=CHANNEL_LENGTH)  # the target's: "email", "apprise:<key>"
     period: str = Field(max_length=128)  # the schedule slot ("daily:2026-11-23"), or the digest id
     digest_id: str = Field(max_length=128)
     recipient: str = Field(max_length=320)
@@ -182,6 +189,34 @@ class OutboxRow(SQLModel, table=True):
     # A digest sent as several messages (Slack: a summary and its thread) records each
     # message as it is accepted, so a retry goes on after the last one (JSON).
     progress: str | None = None
+
+
+class DestinationRow(SQLModel, table=True):
+    """A place a database subscriber's digests go that they gave on the manage page (or the
+    command line): an Apprise URL, kept under its target's channel key. The URL may hold a
+    secret (a webhook's token): it is shown masked only, never logged (migration 0008)."""
+
+    __tablename__ = "destinations"
+    __table_args__ = (UniqueConstraint("subscriber_id", "channel"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    subscriber_id: int = Field(foreign_key="subscribers.id", index=True)
+    channel: str = Field(max_length=CHANNEL_LENGTH)  # "apprise:1a2b3c4d5e6f"
+    url: str
+    created_at: datetime
+
+
+class TargetPauseRow(SQLModel, table=True):
+    """One target of a subscriber that refused its digests too many times in a row (an
+    Apprise service answering 404): no digest is built for it until it is resumed; the
+    subscriber's other targets go on (migration 0008)."""
+
+    __tablename__ = "target_pauses"
+
+    subscriber_id: int = Field(primary_key=True, foreign_key="subscribers.id")
+    channel: str = Field(primary_key=True, max_length=CHANNEL_LENGTH)
+    reason: str
+    paused_at: datetime
 
 
 class SourceStateRow(SQLModel, table=True):

@@ -27,6 +27,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from bot.channels import Channel
+from bot.channels.apprise_urls import MAX_URL
 from bot.config import Config
 from bot.core.errors import PaperbellError
 from bot.core.links import PURPOSES
@@ -77,6 +78,8 @@ DONE = {
     "resumed": "Resumed: your next digest comes at its usual time.",
     "confirmed": "Address confirmed: your digests will come by email.",
     "forgotten": "Removed from your liked and disliked papers.",
+    "destination-added": "Destination added: your next digest goes there too.",
+    "destination-removed": "Destination removed.",
 }
 # Where a verdict came from, as the manage page says it.
 FEEDBACK_FROM = {
@@ -191,9 +194,11 @@ class LinkPages:
         rule_problem: RuleProblem | None = None,
         editing: int | None = None,
         problems: list[str] | None = None,
+        destination_problem: str | None = None,
     ) -> Response:
         activity = await run_in_threadpool(self.manager.activity, sub)
         given = await run_in_threadpool(self.manager.feedback, sub)
+        places = await run_in_threadpool(self.manager.destinations, sub)
         done = DONE.get(request.query_params.get("done", ""))
         return self.site.page(
             request,
@@ -221,6 +226,8 @@ class LinkPages:
             feed_url=self.manager.signer.feed_url(sub),
             liked=_verdicts(given, "like"),
             disliked=_verdicts(given, "dislike"),
+            destinations=places,
+            destination_problem=destination_problem,
         )
 
     async def manage_page(self, request: Request) -> Response:
@@ -245,6 +252,8 @@ class LinkPages:
             "pause": self._pause,
             "resume": self._resume,
             "forget": self._forget,
+            "add-destination": self._add_destination,
+            "remove-destination": self._remove_destination,
         }.get(request.path_params["action"])
         if change is None:
             return self.site.message(request, "Not found", "There is no such page.", status=404)
@@ -297,6 +306,26 @@ class LinkPages:
     async def _resume(self, request: Request, sub: Subscriber, form: Form, token: str) -> Response:
         await run_in_threadpool(self.manager.resume, sub)
         return _done(token, "resumed")
+
+    async def _add_destination(
+        self, request: Request, sub: Subscriber, form: Form, token: str
+    ) -> Response:
+        """Add an Apprise URL (field `url`); the page again with why, if it cannot be."""
+        url = form.get("url", "")[:MAX_URL]
+        problem = await run_in_threadpool(self.manager.add_destination, sub, url)
+        if problem is not None:
+            return await self.manage_view(
+                request, sub, token, status=400, destination_problem=problem
+            )
+        return _done(token, "destination-added#destinations")
+
+    async def _remove_destination(
+        self, request: Request, sub: Subscriber, form: Form, token: str
+    ) -> Response:
+        """Remove a destination given here (field `channel`: its key, never its URL)."""
+        channel = form.get("channel", "")[:100]
+        await run_in_threadpool(self.manager.remove_destination, sub, channel)
+        return _done(token, "destination-removed#destinations")
 
     async def _forget(self, request: Request, sub: Subscriber, form: Form, token: str) -> Response:
         """Remove a 👍 or 👎 (field `key`: the paper's key)."""

@@ -67,7 +67,7 @@ class Site:
             deliver(
                 self.config,
                 self.store,
-                build_channels(self.config),
+                build_channels(self.config, store=self.store),
                 DeliveryRequest(since=START.date()),
                 now=self.clock(),
                 clock=self.clock,
@@ -97,7 +97,7 @@ def open_site(database_url: str) -> Iterator[Site]:
             rules=['"large language models" reasoning', "robot cat:cs.RO"],
             now=START,
         )
-        channels = build_channels(config)
+        channels = build_channels(config, store=store)
         pages = build_pages(config, store, channels, clock=clock)
         with web_server(create_app(routes=pages or [])) as base:
             site = Site(config, store, clock, base, sink)

@@ -1,7 +1,7 @@
 """What the pages reached from every email do, as plain logic: who a signed link names, and
 unsubscribe, resume, rules, settings, address confirmation, sign-up, fresh links, 👍 / 👎
 on a paper (from an email link, a Slack button or the manage page: `record_feedback`,
-`undo_feedback`, `remove_feedback`); and how
+`undo_feedback`, `remove_feedback`), Apprise destinations (`bot.manage.destinations`); and how
 a subscriber's reading settings (summaries, a language) are offered and described, for
 the pages, Slack and the command line alike.
 
@@ -36,7 +36,9 @@ from bot.core.links import (
     address_tag,
 )
 from bot.core.models import DECLARED_VIA, Feedback, FeedbackVia, Paper, Subscriber, Verdict
+from bot.manage.destinations import Destinations, DestinationView
 from bot.pipeline import NOTICE_CHANNEL, email_settings, retry_policy
+from bot.pipeline.wiring import targets
 from bot.render.notice import NoticeKind, build_notice
 from bot.rules import parse_rule
 from bot.similar.text import paper_text
@@ -44,6 +46,7 @@ from bot.store import Store
 
 __all__ = [
     "LANGUAGES",
+    "DestinationView",
     "FeedbackLink",
     "Manager",
     "Refused",
@@ -199,7 +202,7 @@ def notice_sender(
     return send
 
 
-class Manager:
+class Manager(Destinations):
     """The subscription changes the web pages make, for one config and store."""
 
     def __init__(
@@ -292,7 +295,7 @@ class Manager:
         """Stop the digests at once (RFC 8058 one-click, or the page's button). A database
         subscriber who also gets Slack digests stops only the email ones (the link came in
         an email); otherwise the subscriber stops. Returns what stopped: "email" or "all"."""
-        others = any(kind != "email" for kind, _ in sub.targets())
+        others = any(target.kind != "email" for target in targets(self.config, sub))
         if sub.origin == "database" and sub.email and sub.email_confirmed and others:
             self.store.subscribers.stop_email(sub.name)
             log.info("%s stopped their email digests from a link", sub.name)

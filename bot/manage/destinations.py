@@ -1,0 +1,88 @@
+"""The manage page's Apprise destinations: those a subscriber's digests go to, masked, and
+the ones they add or remove there (kept in the database, never shown unmasked). A part of
+`Manager` (its mixin): it asks the store and the Apprise channel kind, and decides nothing
+a page shows beyond that.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.channels.apprise_urls import Unreadable, destination, destination_channel
+from bot.config import Config
+from bot.core.models import Subscriber
+from bot.pipeline.wiring import targets
+from bot.store import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DestinationView:
+    """An Apprise destination as the manage page shows it: masked; given on the page
+    (`here`: removable) or by the site; paused, or unreadable, and why."""
+
+    channel: str
+    label: str
+    here: bool
+    paused: str | None = None
+    problem: str | None = None
+
+
+class Destinations:
+    """The Apprise destinations part of `Manager`."""
+
+    config: Config
+    store: Store
+    clock: Callable[[], datetime]
+
+    def _editable(self, sub: Subscriber) -> None:  # pragma: no cover - Manager's
+        raise NotImplementedError
+
+    def destinations(self, sub: Subscriber) -> list[DestinationView]:
+        """Where the subscriber's digests go through Apprise, masked: those they gave here
+        (removable), then the site's (its config file, a variable), each paused or not."""
+        paused = self.store.targets.paused(sub.id) if sub.id is not None else {}
+        given = (
+            {destination_channel(url) for url in sub.apprise} if sub.origin == "database" else set()
+        )
+        return [
+            DestinationView(
+                target.channel,
+                target.recipient,
+                here=target.channel in given,
+                paused=pause.reason
+                if (pause := paused.get((sub.id or 0, target.channel)))
+                else None,
+                problem=target.problem,
+            )
+            for target in targets(self.config, sub)
+            if target.kind == "apprise"
+        ]
+
+    def add_destination(self, sub: Subscriber, url: str) -> str | None:
+        """Keep an Apprise URL the subscriber typed; the problem, if any (then nothing
+        changes). Its secret stays in the database, shown masked only."""
+        self._editable(sub)
+        try:
+            found = destination(url)
+        except Unreadable as exc:
+            return f"Apprise cannot read that URL ({exc})"
+        assert sub.id is not None
+        if any(d.channel == found.channel for d in self.destinations(sub)):
+            return f"your digests go to {found.label} already"
+        if not self.store.targets.add_destination(
+            sub.id, found.channel, url.strip(), now=self.clock()
+        ):
+            return "you have as many destinations as one subscriber may: remove one first"
+        log.info("%s added an Apprise destination: %s", sub.name, found.label)
+        return None
+
+    def remove_destination(self, sub: Subscriber, channel: str) -> bool:
+        """Forget a destination the subscriber gave here (its history stays)."""
+        self._editable(sub)
+        assert sub.id is not None
+        return self.store.targets.remove_destination(sub.id, channel)
