@@ -373,7 +373,7 @@ def test_the_manage_link_goes_only_when_signed(papers: tuple[Paper, ...]) -> Non
 
     def bodies(manage: str) -> str:
         links = DigestLinks(unsubscribe=None, manage=manage)
-        context = RenderContext(now=NOW, links=lambda _s, _p: links)
+        context = RenderContext(now=NOW, links=lambda _s, _p, _d: links)
         data = json.loads(AppriseKind.render(digest, target, context).payload)
         assert found.label == data["label"] and "://" not in data["destination"]
         return "\n".join(m["body"] for m in data["messages"])
