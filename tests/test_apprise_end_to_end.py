@@ -4,7 +4,8 @@ Apprise URL (stand-ins on loopback, reached by Apprise's own plugins) gets one d
 each, every paper present and none cut; a third service (a Mattermost webhook whose URL
 holds its token, so it comes from apprise_env) fails, is retried, shows in `paperbell
 status`, and delays none of the others; once it answers, it catches up, and nothing is sent
-twice anywhere."""
+twice anywhere; and the subscriber's personal Atom feed, served by the web app, lists every
+paper delivered (valid Atom, RFC 4287's schema)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,23 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 from click.testing import Result
+from support.atom import atom_problems, parsed_feed
 from support.chat import ChatServer, chat_server
 from support.cli import invoke
-from support.config import sink_email, toml_table
-from support.servers import SinkHandler, smtp_sink
+from support.config import WEB_SECRET, sink_email, toml_table
+from support.servers import SinkHandler, smtp_sink, web_server
 
 from bot.channels.apprise_urls import destination
+from bot.pipeline.wiring import build_channels, load_config
+from bot.store import Store
+from bot.web.app import create_app
+from bot.web.pages import build_pages
 
 pytestmark = pytest.mark.database
 
@@ -34,6 +42,10 @@ url = "{database_url}"
 
 [digest]
 window_days = 7
+
+[web]
+public_url = "https://papers.lab.example"
+secret_key_env = "PAPERBELL_SECRET_KEY"
 
 [apprise]
 pace_seconds = 0
@@ -93,7 +105,7 @@ def world(tmp_path: Path, database_url: str, fixtures_dir: Path) -> Iterator[Wor
             )
         )
         token = "s3cr3tMattermostToken42"
-        env = {"ADA_CHATS": mattermost.url(token)}
+        env = {"ADA_CHATS": mattermost.url(token), "PAPERBELL_SECRET_KEY": WEB_SECRET}
         yield World(config, sink, ntfy, webhook, mattermost, env)
 
 
@@ -125,6 +137,7 @@ def test_one_digest_at_each_place_and_a_failing_service_retried_without_delaying
     assert check.exit_code == 0, check.output
 
     first = world.run("digest", "--since", "2024-11-28")
+    print(first.output)  # what the operator sees (pytest -s)
     assert first.exit_code == 1, first.output  # a digest failed: exit code 1
     sent = sent_papers(first.output)
     mail = world.sink.messages
@@ -163,6 +176,7 @@ def test_one_digest_at_each_place_and_a_failing_service_retried_without_delaying
     assert "s3cr3tMattermostToken42" not in first.output
     status = world.run("status")
     assert status.exit_code == 0, status.output
+    print(status.output)
     lines = [line for line in status.output.splitlines() if mm.label in line]
     assert lines and "retry at" in lines[0] and "HTTP 500" in lines[0], status.output
     assert "s3cr3tMattermostToken42" not in status.output
@@ -191,3 +205,27 @@ def test_one_digest_at_each_place_and_a_failing_service_retried_without_delaying
     line = next(line for line in after.output.splitlines() if mm.label in line)
     assert "last sent" in line and "retry" not in line
     assert "s3cr3tMattermostToken42" not in json.dumps([second.output, third.output, after.output])
+
+    # Ada's personal Atom feed, from the web app the daemon serves: every paper delivered,
+    # by any channel, once; valid Atom.
+    config = load_config(world.config, environ=world.env)
+    with Store.open(config.database_url()) as store:
+        (ada,) = [
+            s for s in store.subscribers.all(config.declared_subscribers()) if s.name == "ada"
+        ]
+        delivered = {each.paper.id for each in store.archive.delivered(ada.id, limit=10_000)}
+        signer = config.web.link_signer()
+        assert signer is not None and ada.id is not None
+        feed_url = signer.feed_url(ada)
+        channels = build_channels(config, store=store)
+        pages = build_pages(config, store, channels, clock=lambda: datetime.now(UTC))
+        with web_server(create_app(routes=pages or [])) as base:
+            local = base.rstrip("/") + feed_url.removeprefix("https://papers.lab.example")
+            answer = httpx.get(local, timeout=10)
+    assert answer.status_code == 200, answer.text
+    assert atom_problems(answer.content) == []
+    entries = parsed_feed(answer.content).entries
+    in_feed = [re.search(r"abs/(\d{4}\.\d{4,5})", e.link).group(1) for e in entries]
+    assert len(in_feed) == len(set(in_feed)) == len(delivered)
+    assert set(in_feed) == delivered and set(expected) <= delivered
+    print(f"feed: {len(entries)} entries, {len(delivered)} papers delivered, valid Atom")
