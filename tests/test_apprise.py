@@ -381,3 +381,16 @@ def test_the_manage_link_goes_only_when_signed(papers: tuple[Paper, ...]) -> Non
     assert "https://papers.example/manage/signed" in bodies("https://papers.example/manage/signed")
     unsigned = placeholder_url("https://papers.example", "manage")
     assert "papers.example/manage" not in bodies(unsigned)
+
+
+def test_the_kinds_keep_their_order_whichever_module_is_imported_first() -> None:
+    # bot.pipeline.wiring imports bot.channels.apprise before the others register: the
+    # registry still lists (and a subscriber's targets still go) email, Slack, Apprise.
+    from bot.channels import CHANNEL_KINDS, load_builtin_channels, subscriber_targets
+    from bot.pipeline.wiring import channel_settings  # noqa: F401 (imports apprise first)
+
+    load_builtin_channels()
+    assert list(CHANNEL_KINDS)[:3] == ["email", "slack", "apprise"]
+    sub = Subscriber("ada", "ada@lab.example", ("robot",), apprise=("json://127.0.0.1:9/hooks/x",))
+    kinds = [target.kind for target in subscriber_targets(sub, {})]
+    assert kinds[0] == "email" and kinds[-1] == "apprise", kinds

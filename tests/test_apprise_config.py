@@ -106,6 +106,14 @@ def test_apprise_env_must_name_a_variable_and_an_unset_one_waits(tmp_path: Path)
     (sub,) = config.declared_subscribers()
     (target,) = targets(config, sub)
     assert target.problem == "the variable CHATS (apprise_env) is not set in this process"
+    # ... and no command refuses to start for it: the daemon's other digests go, `serve`
+    # sends none, `digest` skips those destinations (check-config says so).
+    from bot.cli.secrets import COMMAND_SECRETS, secrets_of, who_needs
+    from bot.config.secrets import APPRISE_URLS
+
+    assert all(APPRISE_URLS not in secrets_of(config, command) for command in COMMAND_SECRETS)
+    (missing,) = config.missing(APPRISE_URLS)
+    assert "wait until it is set" in who_needs(config, missing)
 
 
 JUNK = st.recursive(

@@ -286,3 +286,8 @@ def test_a_plain_text_email_and_a_slack_digest_are_shown_too(site: Site) -> None
     assert slack.status_code == 200 and "Slack · sent" in slack.text
     for paper in papers:
         assert f'href="https://arxiv.org/abs/{paper.id}"' in slack.text
+
+    # A digest to a chat service (an Apprise target): named by its kind, not its key.
+    send_by_slack(site, ada.id, papers, digest_id="paperbell.chat1", channel="apprise:0123456789ab")
+    listing = site.http.get(archive_path(site, "ada"))
+    assert "Chat / push" in listing.text and "0123456789" not in listing.text

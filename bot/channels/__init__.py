@@ -63,6 +63,13 @@ BUILTIN_CHANNELS = ("email", "slack", "apprise")
 
 
 def load_builtin_channels() -> None:
-    """Import the built-in channel modules so they register themselves."""
+    """Import the built-in channel modules so they register themselves, and keep the
+    registry in `BUILTIN_CHANNELS`' order (another kind after them), whichever module was
+    imported first: a subscriber's targets are listed and delivered in that order."""
     for name in BUILTIN_CHANNELS:
         importlib.import_module(f"bot.channels.{name}")
+    order = {name: n for n, name in enumerate(BUILTIN_CHANNELS)}
+    if list(CHANNEL_KINDS) != sorted(CHANNEL_KINDS, key=lambda k: order.get(k, len(order))):
+        kinds = sorted(CHANNEL_KINDS.items(), key=lambda item: order.get(item[0], len(order)))
+        CHANNEL_KINDS.clear()
+        CHANNEL_KINDS.update(kinds)

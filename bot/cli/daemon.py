@@ -45,10 +45,12 @@ def run(
     arXiv listings are polled from 00:05 US Eastern on arXiv's feed days until the new
     listing is in ([polling]); each subscriber's digest is built at their `time` in their
     `timezone`, daily or weekly, and sent through the outbox (retries, leases). The web app
-    serves GET /healthz and GET /metrics ([web]). Ctrl-C or SIGTERM stops it cleanly: the
-    digest being sent is finished, nothing is lost. `paperbell digest` from cron can share
-    its database without sending anything twice. Every secret the config names must be set
-    (with --no-web, all but [slack] signing_secret_env's).
+    ([web]) serves GET /healthz, GET /metrics, the Slack endpoints and the pages reached
+    from emails (manage, unsubscribe, each subscriber's Atom feed and archive). Ctrl-C or
+    SIGTERM stops it cleanly: the digest being sent is finished, nothing is lost.
+    `paperbell digest` from cron can share its database without sending anything twice.
+    Every secret the config names must be set (with --no-web, all but [slack]
+    signing_secret_env's), but for a variable apprise_env names: its destinations wait.
     """
     # Testing aid (hidden): run on a clock that starts at --clock-start (UTC) and runs
     # --clock-speed times faster than real time.

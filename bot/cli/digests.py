@@ -224,7 +224,8 @@ def backfill(
     "out_dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Write each digest into DIR instead of sending (an email as .eml, and its HTML "
-    "part as .html to open in a browser; Slack as .json); record no delivery.",
+    "part as .html to open in a browser; a Slack or Apprise digest as the .json of its "
+    "messages); record no delivery.",
 )
 @click.option("--subscriber", "only", metavar="NAME", help="Only this subscriber.")
 @click.option(

@@ -312,7 +312,8 @@ def resume(config_path: Path, name: str) -> None:
 @config_option
 @handle_errors
 def list_(config_path: Path) -> None:
-    """List subscribers (config file and database) with their numbered rules."""
+    """List subscribers (config file and database): where their digests go (Apprise URLs
+    masked), their settings and numbered rules."""
     config = load_config(config_path)
     store = open_store(config, create=False)
     subscribers = store.subscribers.all(

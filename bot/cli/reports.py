@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 def check_config(config_path: Path) -> None:
     """Validate the config file and report every problem at once; say which secrets'
     variables are not set, and which commands need them (the others run without), and
-    what a subscriber asks for that the file cannot give yet (a note)."""
+    what a subscriber asks for that the file cannot give yet (a note). Apprise URLs are
+    read offline (one with a secret belongs in the variable apprise_env names)."""
     try:
         config = load_config(config_path)
     except ConfigError as exc:  # every problem at once: the like_files' too
@@ -102,8 +103,9 @@ def schema_line(config: Config) -> str:
 @config_option
 @handle_errors
 def status(config_path: Path) -> None:
-    """Show the sources' polls, each subscriber's next digest and deliveries, the outbox,
-    and today's summaries and translations (requests, budget, failures, tokens)."""
+    """Show the sources' polls, each subscriber's next digest and deliveries (a line per
+    destination, with its retry or pause), the outbox, and today's summaries and
+    translations (requests, budget, failures, tokens)."""
     config = load_config(config_path)
     store = open_store(config, create=False)
     found = gather_status(config, store, now=utcnow())

@@ -34,8 +34,10 @@ from bot.core.errors import MissingSecrets
 COMMAND_SECRETS: dict[str, tuple[SecretKind, ...]] = {
     "digest": (SMTP_PASSWORD, SECRET_KEY, SLACK_BOT_TOKEN, WEBHOOK_URL, LLM_API_KEY),
     "summarize": (LLM_API_KEY,),
-    "run": tuple(k for k in SECRET_KINDS if k != DATABASE_URL),
-    "serve": tuple(k for k in SECRET_KINDS if k not in (DATABASE_URL, WEBHOOK_URL)),
+    # An Apprise variable that is not set is no reason to stop: its destinations wait (the
+    # others go, `status` says why), in the daemon as in `digest`; `serve` sends none.
+    "run": tuple(k for k in SECRET_KINDS if k not in (DATABASE_URL, APPRISE_URLS)),
+    "serve": tuple(k for k in SECRET_KINDS if k not in (DATABASE_URL, WEBHOOK_URL, APPRISE_URLS)),
 }
 
 

@@ -30,6 +30,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from bot.channels import kind_of
 from bot.core.links import web_url
 from bot.core.models import Paper, Subscriber
 from bot.manage import Refused
@@ -45,10 +46,17 @@ PAGE_SIZE = 100
 MAX_PAGE = 10_000
 MAX_DIGEST_ID = 128  # the outbox's column
 LEAVE_OUT = (NOTICE_CHANNEL,)
-CHANNEL_NAMES = {"email": "Email", "slack": "Slack"}
+# By kind: an Apprise target's channel is "apprise:<key>", one name for all of them.
+CHANNEL_NAMES = {"email": "Email", "slack": "Slack", "apprise": "Chat / push"}
 # An archived email may run no script and load nothing: added to the site's policy.
 SHOWN_EMAIL_POLICY = "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 _BODY = re.compile(rb"<body\b[^>]*>", re.IGNORECASE)
+
+
+def channel_name(channel: str) -> str:
+    """A digest's channel as the list names it: Email, Slack, Chat / push."""
+    kind = kind_of(channel)
+    return CHANNEL_NAMES.get(kind, kind.title())
 
 
 @dataclass(frozen=True)
@@ -161,7 +169,7 @@ class ArchivePages:
                 DigestLine(
                     url=f"{base}/{digest.digest_id}",
                     time=f"{sent:%H:%M}",
-                    channel=CHANNEL_NAMES.get(digest.channel, digest.channel.title()),
+                    channel=channel_name(digest.channel),
                     title=_title(digest),
                 )
             )
@@ -212,7 +220,7 @@ class ArchivePages:
             title=_title(digest),
             heading=_title(digest),
             when=when,
-            channel=CHANNEL_NAMES.get(digest.channel, digest.channel.title()),
+            channel=channel_name(digest.channel),
             back=back,
             text=_part(message, "plain") if message is not None else None,
             papers=[_paper_line(paper) for paper in papers],
