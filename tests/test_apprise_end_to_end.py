@@ -177,6 +177,9 @@ def test_one_digest_at_each_place_and_a_failing_service_retried_without_delaying
     status = world.run("status")
     assert status.exit_code == 0, status.output
     print(status.output)
+    # Papers sent counts each paper once, however many places it went to.
+    (ada_row,) = [line for line in status.output.splitlines() if line.startswith("ada ")]
+    assert f" {count} " in ada_row and f" {3 * count} " not in ada_row, ada_row
     lines = [line for line in status.output.splitlines() if mm.label in line]
     assert lines and "retry at" in lines[0] and "HTTP 500" in lines[0], status.output
     assert "s3cr3tMattermostToken42" not in status.output

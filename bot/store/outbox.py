@@ -406,12 +406,13 @@ class Outbox(Repository):
             return {paper_id: int(version) for paper_id, version in rows}
 
     def delivery_counts(self) -> dict[int, tuple[int, datetime | None]]:
-        """subscriber id -> (papers delivered, last delivery time)."""
+        """subscriber id -> (papers delivered, last delivery time). A paper that went to
+        several places (email, Slack, a chat service) counts once."""
         with self.database.session() as session:
             rows = session.exec(
                 select(
                     DeliveryRow.subscriber_id,
-                    func.count(),
+                    func.count(func.distinct(DeliveryRow.paper_id)),
                     func.max(DeliveryRow.created_at),
                 )
                 .where(DeliveryRow.status == "sent")
