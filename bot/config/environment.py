@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from bot.config.fields import ENV_NAME_RE, SECRET_KEYS
@@ -34,6 +34,7 @@ from bot.config.secrets import (
     SecretKind,
 )
 from bot.config.sections import EmbeddingsConfig, LlmConfig, check_database_url
+from bot.config.subscribers import SubscriberConfig
 from bot.core.links import MIN_SECRET
 
 MAKE_SECRET = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
@@ -222,15 +223,23 @@ def _database_url(config: Config, secrets: SecretReader) -> None:
         secrets.refuse(f"{label}: {name} does not hold a database URL: {exc}")
 
 
+def _variables_named(
+    config: Config, key: Literal["webhook_url_env", "apprise_env"]
+) -> Iterator[tuple[int, SubscriberConfig, str]]:
+    """Each variable the subscribers name under `key`, once (the first subscriber that
+    names it, and its index): several may share one."""
+    seen: set[str] = set()
+    for index, sub in enumerate(config.subscribers):
+        name = getattr(sub, key)
+        if name and name not in seen:
+            seen.add(name)
+            yield index, sub, name
+
+
 def _webhooks(config: Config, secrets: SecretReader) -> dict[str, str]:
     """The subscribers' incoming webhook URLs, by the variable that holds each."""
     webhooks: dict[str, str] = {}
-    seen: set[str] = set()
-    for index, sub in enumerate(config.subscribers):
-        name = sub.webhook_url_env
-        if not name or name in seen:
-            continue
-        seen.add(name)
+    for index, sub, name in _variables_named(config, "webhook_url_env"):
         label = f"subscribers[{index}].webhook_url_env"
         key = f"[[subscribers]] {sub.name}: webhook_url_env"
         value = secrets.read(label, name, what="a webhook URL", kind=WEBHOOK_URL, key=key)
@@ -245,12 +254,7 @@ def _apprise_variables(config: Config, secrets: SecretReader) -> None:
     """Each variable a subscriber's apprise_env names: not set, recorded as missing (its
     Apprise digests wait for it; nothing else does); set but empty or a placeholder, a
     problem. What the URLs in it name is the Apprise channel kind's to check."""
-    seen: set[str] = set()
-    for index, sub in enumerate(config.subscribers):
-        name = sub.apprise_env
-        if not name or name in seen:
-            continue
-        seen.add(name)
+    for index, sub, name in _variables_named(config, "apprise_env"):
         secrets.read(
             f"subscribers[{index}].apprise_env",
             name,

@@ -17,8 +17,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from support.servers import http_serving
 
 
 @dataclass
@@ -106,15 +108,5 @@ def chat_server(kind: str) -> Iterator[ChatServer]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.port = server.server_address[1]
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    try:
+    with http_serving(Handler) as state.port:
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

@@ -102,14 +102,21 @@ def feed_server() -> Iterator[FeedServer]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.port = server.server_address[1]
+    with http_serving(Handler) as state.port:
+        yield state
+
+
+@contextmanager
+def http_serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
+    """`handler` served on 127.0.0.1 on a free port (yielded), in a thread, until the block
+    ends: the feed server's and the chat services' stand-ins share it."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
     )
     thread.start()
     try:
-        yield state
+        yield server.server_address[1]
     finally:
         server.shutdown()
         server.server_close()
