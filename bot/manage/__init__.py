@@ -1,9 +1,9 @@
 """What the pages reached from every email do, as plain logic: who a signed link names, and
 unsubscribe, resume, rules, settings, address confirmation, sign-up, fresh links, 👍 / 👎
 on a paper (from an email link, a Slack button or the manage page: `record_feedback`,
-`undo_feedback`, `remove_feedback`), Apprise destinations (`bot.manage.destinations`); and how
+`undo_feedback`, `remove_feedback`), Apprise destinations (`bot.manage.destinations`); how
 a subscriber's reading settings (summaries, a language) are offered and described, for
-the pages, Slack and the command line alike.
+the pages, Slack and the command line alike, is `bot.manage.reading`.
 
 No HTTP here (that is `bot.web.pages`); like `bot.slack.commands` for Slack, a request
 comes in as plain values and an outcome goes out. Mail this module asks for (a
@@ -26,7 +26,6 @@ from bot.channels.outbox import drain
 from bot.config import Config, subscriber_problems, subscriber_settings, too_many_rules
 from bot.core.checks import check_label
 from bot.core.errors import RuleError, StoreError
-from bot.core.languages import language_name
 from bot.core.links import (
     LinkSigner,
     Purpose,
@@ -37,6 +36,13 @@ from bot.core.links import (
 )
 from bot.core.models import DECLARED_VIA, Feedback, FeedbackVia, Paper, Subscriber, Verdict
 from bot.manage.destinations import Destinations, DestinationView
+from bot.manage.reading import (
+    LANGUAGES,
+    language_called,
+    language_choices,
+    paper_count_choices,
+    reading_parts,
+)
 from bot.pipeline import NOTICE_CHANNEL, email_settings, retry_policy
 from bot.pipeline.wiring import targets
 from bot.render.notice import NoticeKind, build_notice
@@ -61,12 +67,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-# The translations the settings page offers first (any other tag a subscriber has is added).
-LANGUAGES = ("zh", "zh-Hant", "ja", "ko", "de", "fr", "es", "pt", "ru", "it", "ar", "hi")
-# How many papers an email may show, as the settings page offers them (the subscriber's own
-# number is added). The best ones are shown; an email says how many more matched.
-PAPER_COUNTS = (10, 15, 20, 30, 50, 100)
 
 
 @dataclass(frozen=True)
@@ -129,42 +129,6 @@ def free_name(store: Store, config: Config, wanted: str, *, fallback: str) -> st
         number += 1
         name = f"{base}-{number}"
     return name
-
-
-def language_called(tag: str) -> str:
-    """A stored language's name ("Chinese", "Portuguese (Brazil)"); a tag that is not one
-    (stored by hand) as it is, so a page or a reply never fails on it."""
-    try:
-        return language_name(tag)
-    except ValueError:
-        return tag
-
-
-def language_label(tag: str) -> str:
-    """A language as the settings page names it: "zh" is written in simplified characters,
-    named so beside zh-Hant's "Chinese (Traditional)"."""
-    return language_called("zh-Hans" if tag == "zh" else tag)
-
-
-def language_choices(current: str | None) -> list[tuple[str, str]]:
-    """The settings page's translation choices, (tag, name), with the subscriber's own tag
-    when it is not among LANGUAGES; "English only" (tag "none") is the page's own."""
-    tags = [*LANGUAGES, *([current] if current and current not in LANGUAGES else [])]
-    return [(tag, language_label(tag)) for tag in tags]
-
-
-def paper_count_choices(current: int) -> list[int]:
-    """The settings page's choices of papers per email, with the subscriber's own number."""
-    return sorted({*PAPER_COUNTS, current})
-
-
-def reading_parts(sub: Subscriber) -> list[str]:
-    """How a subscriber's digests read beyond the abstracts, as short phrases for a status
-    line: "summaries", "in Chinese beside the English" (none: English abstracts)."""
-    parts = ["summaries"] if sub.summaries else []
-    if sub.language:
-        parts.append(f"in {language_called(sub.language)} beside the English")
-    return parts
 
 
 def mailbox_tag(email: str) -> str:
