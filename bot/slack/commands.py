@@ -2,7 +2,8 @@
 
 Owns the subcommands (subscribe, list, remove, label, pause, resume, summaries, language,
 try, digest, email, manage, like, dislike, unlike, likes, help) and the words of every
-reply; its syntax is `bot.slack.syntax`, whose subscription a command reaches and who may
+reply (those of like, dislike, unlike and likes are `bot.slack.verdicts`'); its syntax is
+`bot.slack.syntax`, whose subscription a command reaches and who may
 change it `bot.slack.subscriptions`. Must
 not speak HTTP or WebSocket: the web app (`POST /slack/commands`) and the Socket Mode
 adapter are thin shells over `SlashCommands.handle`. Slack is reached only through the
@@ -22,18 +23,18 @@ from datetime import datetime, timedelta
 from bot.config import Config, subscriber_problems, subscriber_settings, too_many_rules
 from bot.core.checks import MAX_LABEL_LENGTH, check_label
 from bot.core.errors import PaperbellError, RuleError
-from bot.core.models import Subscriber, Verdict
+from bot.core.models import Subscriber
 from bot.core.plurals import plural
 from bot.core.schedule import check_timezone
 from bot.manage import Manager, free_name, language_called, reading_parts
 from bot.match.digest import try_rule
-from bot.pipeline.likes import give_verdicts, paper_keys, verdict_lines
 from bot.render.slack import as_code, as_text, escape_mrkdwn, link
 from bot.render.tex import letters
 from bot.rules import format_rule, parse_rule
 from bot.slack.messages import CommandRequest, Directory, Reply, SendNow, SlackUser
 from bot.slack.subscriptions import Subscriptions, Target
 from bot.slack.syntax import rule_error, rule_text, split_label, split_words, usage
+from bot.slack.verdicts import VerdictCommands
 from bot.store import Store, SubscriberRecord
 
 log = logging.getLogger(__name__)
@@ -46,8 +47,6 @@ FAILED = ("failed", "retry", "skipped", "unrecorded")
 # Subcommands that may take longer than Slack's 3 seconds: answered at once, then at
 # response_url.
 SLOW = frozenset({"digest", "try", "email"})
-MAX_IDS = 20  # papers liked or disliked in one command
-LIKES_SHOWN = 30  # verdicts `likes` lists (the latest)
 
 
 @dataclass
@@ -66,6 +65,7 @@ class SlashCommands:
     # user id -> when their recent `try`s came (the last minute's).
     _tries: dict[str, deque[datetime]] = field(default_factory=dict, repr=False)
     subscriptions: Subscriptions = field(init=False, repr=False)
+    verdicts: VerdictCommands = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         slack = self.config.slack
@@ -73,6 +73,7 @@ class SlashCommands:
         self.subscriptions = Subscriptions(
             self.config, self.store, self.directory, self.command, managers
         )
+        self.verdicts = VerdictCommands(self.store, self.subscriptions, self.command, self.clock)
 
     @property
     def command(self) -> str:
@@ -104,10 +105,10 @@ class SlashCommands:
             "digest": self._digest,
             "email": self._email,
             "manage": self._manage,
-            "like": self._like,
-            "dislike": self._dislike,
-            "unlike": self._unlike,
-            "likes": self._likes,
+            "like": self.verdicts.like,
+            "dislike": self.verdicts.dislike,
+            "unlike": self.verdicts.unlike,
+            "likes": self.verdicts.likes,
             "help": self._help,
         }.get(verb)
         if handler is None:
@@ -282,95 +283,6 @@ class SlashCommands:
             public=bool(target.channel),
         )
 
-    async def _like(self, request: CommandRequest, args: list[str]) -> Reply:
-        """`like [#channel] ID…`: papers liked; digests add papers like them."""
-        return await self._give(request, args, "like")
-
-    async def _dislike(self, request: CommandRequest, args: list[str]) -> Reply:
-        """`dislike [#channel] ID…`: papers disliked; papers like them rank lower."""
-        return await self._give(request, args, "dislike")
-
-    async def _give(self, request: CommandRequest, args: list[str], verdict: Verdict) -> Reply:
-        target, args = await self.subscriptions.target(request, args, manage=True)
-        sub = self._verdicts_of(request, target)
-        ids = " ".join(args).split()
-        if not ids:
-            return Reply(
-                f":warning: Give the papers: `{self.command} {verdict}{target.suffix} "
-                "2411.18179` (arXiv ids, arXiv links or DOIs)"
-            )
-        keys, problems = paper_keys(ids[:MAX_IDS])
-        if problems or len(ids) > MAX_IDS:
-            lines = [escape_mrkdwn(p) for p in problems[:5]]
-            if len(ids) > MAX_IDS:
-                lines.append(f"at most {MAX_IDS} papers at once")
-            return Reply(":warning: " + "\n".join(lines))
-        assert sub.id is not None
-        given = await give_verdicts(self.store, sub.id, keys, verdict, "slack", now=self.clock())
-        shown = [f"• `{f.key}` {escape_mrkdwn(f.title)}".rstrip() for f in given.found]
-        word = "Liked" if verdict == "like" else "Disliked"
-        more = (
-            "digests add papers like these"
-            if verdict == "like"
-            else "papers like these rank lower in digests"
-        )
-        return Reply(
-            f"{word} {plural(len(given.found), 'paper')}: {more}.\n" + "\n".join(shown),
-            public=target.channel is not None,
-        )
-
-    async def _unlike(self, request: CommandRequest, args: list[str]) -> Reply:
-        """`unlike [#channel] ID…`: the verdicts on these papers removed."""
-        target, args = await self.subscriptions.target(request, args, manage=True)
-        sub = self._verdicts_of(request, target)
-        keys, problems = paper_keys(" ".join(args).split()[:MAX_IDS])
-        if problems or not keys:
-            shown = [escape_mrkdwn(p) for p in problems[:5]]
-            return Reply(
-                ":warning: "
-                + ("\n".join(shown) or f"Give the papers: `{self.command} unlike 2411.18179`")
-            )
-        assert sub.id is not None
-        removed = [key for key in keys if self.store.feedback.remove(sub.id, key)]
-        missing = [key for key in keys if key not in removed]
-        lines = []
-        if removed:
-            lines.append(f"Forgot {_whose(target)} verdict on {', '.join(removed)}.")
-        if missing:
-            lines.append(
-                f"No verdict on {', '.join(missing)}: `{self.command} likes{target.suffix}` "
-                "lists them."
-            )
-        return Reply("\n".join(lines), public=target.channel is not None and bool(removed))
-
-    async def _likes(self, request: CommandRequest, args: list[str]) -> Reply:
-        """`likes [#channel]`: the papers liked and disliked, and where each came from."""
-        target, args = await self.subscriptions.target(request, args, manage=False)
-        sub = self.subscriptions.owned(request, target, allow_config=True)
-        assert sub.id is not None
-        feedback = self.store.feedback.of(sub.id)
-        if not feedback:
-            how = f"`{self.command} like{target.suffix} 2411.18179` adds one"
-            if sub.origin == "config":  # `like` is refused for it: the file says
-                how = "ask your paperbell admin to add them to its `like` list in the config file"
-            return Reply(f"No papers liked or disliked yet: {how}.")
-        liked = sum(1 for f in feedback if f.liked)
-        lines = [f"{liked:,} liked, {len(feedback) - liked:,} disliked:"]
-        lines += [f"• {escape_mrkdwn(line)}" for line in verdict_lines(feedback[-LIKES_SHOWN:])]
-        if len(feedback) > LIKES_SHOWN:
-            lines.append(f"_the latest {LIKES_SHOWN} shown_")
-        return Reply("\n".join(lines))
-
-    def _verdicts_of(self, request: CommandRequest, target: Target) -> Subscriber:
-        """The subscription whose verdicts a command changes: not one of the config file's."""
-        sub = self.subscriptions.owned(request, target, allow_config=True)
-        if sub.origin == "config":
-            raise PaperbellError(
-                "this subscription is set in paperbell's config file: ask your paperbell "
-                "admin to add the papers to its `like` or `dislike` list there"
-            )
-        return sub
-
     async def _summaries(self, request: CommandRequest, args: list[str]) -> Reply:
         """`summaries [#channel] on|off`: a short summary in place of each abstract."""
         target, args = await self.subscriptions.target(request, args, manage=True)
@@ -383,7 +295,7 @@ class SlashCommands:
                 "shows the abstracts."
             )
         self.store.subscribers.set_schedule(sub.name, summaries=wanted == "on")
-        whose = _whose(target)
+        whose = target.whose
         if wanted == "off":
             text = f"Summaries off: {whose} digests show each paper's abstract."
         else:
@@ -402,7 +314,7 @@ class SlashCommands:
         """`language [#channel] TAG|off`: each title and abstract also in that language."""
         target, args = await self.subscriptions.target(request, args, manage=True)
         sub = self.subscriptions.owned(request, target)
-        whose = _whose(target)
+        whose = target.whose
         if not args or not args[0].strip():
             now = f"in {language_called(sub.language)} beside" if sub.language else "only in"
             return Reply(
@@ -617,11 +529,6 @@ def _rule(text: str, label: str | None, *, both: bool = False) -> str:
     if both:
         return f"*{as_text(label)}*: {as_code(text)}"
     return f"{as_code(text)} as *{as_text(label)}*"
-
-
-def _whose(target: Target) -> str:
-    """Whose digests a reply is about, inside a sentence: "your", or "<#C0123>'s"."""
-    return f"<#{target.channel.id}>'s" if target.channel else "your"
 
 
 def _known_zone(name: str) -> bool:

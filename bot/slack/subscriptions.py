@@ -31,6 +31,11 @@ class Target:
         """The channel as the user wrote it, to repeat in a command line ('' for oneself)."""
         return f" {self.word}" if self.channel is not None else ""
 
+    @property
+    def whose(self) -> str:
+        """Whose digests a reply is about, inside a sentence: "your", or "<#C0123>'s"."""
+        return f"<#{self.channel.id}>'s" if self.channel else "your"
+
 
 @dataclass
 class Subscriptions:
