@@ -33,7 +33,6 @@ from starlette.responses import HTMLResponse, Response
 from bot.channels import kind_of
 from bot.core.links import web_url
 from bot.core.models import Paper, Subscriber
-from bot.manage import Refused
 from bot.pipeline import NOTICE_CHANNEL
 from bot.render.text import letters, plural, shorten_authors, tidy
 from bot.store import SentDigest
@@ -139,11 +138,7 @@ class ArchivePages:
         self.manager = site.manager
 
     async def _opened(self, request: Request) -> Subscriber | Response:
-        token = request.path_params["token"]
-        sub = await self.site.opened("archive", token)
-        if isinstance(sub, Refused):
-            return self.site.refused(request, sub, token=token, purpose="archive")
-        return sub
+        return await self.site.open_link(request, "archive")
 
     async def index(self, request: Request) -> Response:
         """`GET /archive/{token}`: the digests sent, by day, newest first."""

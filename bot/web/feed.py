@@ -24,7 +24,6 @@ from starlette.staticfiles import StaticFiles
 
 from bot.core.links import owner_tag
 from bot.core.models import Subscriber
-from bot.manage import Refused
 from bot.render.atom import FEED_TYPE, FeedEntry, FeedInfo, render_feed
 from bot.web.site import Site
 
@@ -65,10 +64,9 @@ class FeedPages:
 
     async def feed(self, request: Request) -> Response:
         """`GET /feed/{token}.atom` (and HEAD): the feed, or 304 when the reader has it."""
-        token = request.path_params["token"]
-        sub = await self.site.opened("feed", token)
-        if isinstance(sub, Refused):
-            return self.site.refused(request, sub, token=token, purpose="feed")
+        sub = await self.site.open_link(request, "feed")
+        if isinstance(sub, Response):
+            return sub
         body, updated = await run_in_threadpool(self.document, sub)
         headers = {
             "ETag": f'"{hashlib.sha256(body).hexdigest()[:32]}"',

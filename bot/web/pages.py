@@ -120,9 +120,9 @@ class LinkPages:
 
     async def unsubscribe_page(self, request: Request) -> Response:
         token = request.path_params["token"]
-        sub = await self.site.opened("unsubscribe", token)
-        if isinstance(sub, Refused):
-            return self.site.refused(request, sub, token=token, purpose="unsubscribe")
+        sub = await self.site.open_link(request, "unsubscribe")
+        if isinstance(sub, Response):
+            return sub
         done = not sub.active or (bool(sub.email) and not sub.email_confirmed)
         stopped = "all" if not sub.active else "email"
         return self.unsubscribe_view(request, sub, token, done=done, stopped=stopped)
@@ -139,9 +139,9 @@ class LinkPages:
                 f"An unsubscribe request carries {ONE_CLICK}; this one did not.",
                 status=400,
             )
-        sub = await self.site.opened("unsubscribe", token)
-        if isinstance(sub, Refused):
-            return self.site.refused(request, sub, token=token, purpose="unsubscribe")
+        sub = await self.site.open_link(request, "unsubscribe")
+        if isinstance(sub, Response):
+            return sub
         stopped = await run_in_threadpool(self.manager.unsubscribe, sub)
         return self.unsubscribe_view(request, sub, token, done=True, stopped=stopped)
 
@@ -232,9 +232,9 @@ class LinkPages:
 
     async def manage_page(self, request: Request) -> Response:
         token = request.path_params["token"]
-        sub = await self.site.opened("manage", token)
-        if isinstance(sub, Refused):
-            return self.site.refused(request, sub, token=token, purpose="manage")
+        sub = await self.site.open_link(request, "manage")
+        if isinstance(sub, Response):
+            return sub
         return await self.manage_view(request, sub, token)
 
     async def manage_post(self, request: Request) -> Response:
@@ -335,10 +335,9 @@ class LinkPages:
     # -- confirm an address (double opt-in) ------------------------------------------------
 
     async def confirm_page(self, request: Request) -> Response:
-        token = request.path_params["token"]
-        sub = await self.site.opened("confirm", token)
-        if isinstance(sub, Refused):
-            return self.site.refused(request, sub, token=token, purpose="confirm")
+        sub = await self.site.open_link(request, "confirm")
+        if isinstance(sub, Response):
+            return sub
         return self.site.page(
             request, "confirm", title="Confirm your address", sub=sub, address=sub.email
         )

@@ -143,6 +143,15 @@ class Site:
         """The subscriber a link names, or why it does not work (the database: in a thread)."""
         return await run_in_threadpool(self.manager.open, purpose, token)  # type: ignore[arg-type]
 
+    async def open_link(self, request: Request, purpose: str) -> Subscriber | Response:
+        """The subscriber the link of this request (its `token`) names, or the page that
+        refuses it (forged, expired, no longer theirs)."""
+        token = request.path_params["token"]
+        sub = await self.opened(purpose, token)
+        if isinstance(sub, Refused):
+            return self.refused(request, sub, token=token, purpose=purpose)
+        return sub
+
     async def posted(
         self, request: Request, purpose: str
     ) -> tuple[Subscriber, dict[str, str], str] | Response:
