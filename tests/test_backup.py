@@ -163,6 +163,9 @@ def test_a_file_locked_for_writing_too_long_is_an_error_not_a_hang(
 ) -> None:
     _, database = populated(tmp_path, made)
     writer = sqlite3.connect(database, isolation_level=None)
+    # paperbell keeps its files in write-ahead-log mode, where no writer holds readers off;
+    # a file in rollback-journal mode (set back by hand, or by another tool) can be held.
+    writer.execute("PRAGMA journal_mode=DELETE")
     writer.execute("BEGIN EXCLUSIVE")  # what a writer spilling a large change holds
     target = tmp_path / "locked.sqlite"
     started = time.monotonic()
@@ -176,6 +179,21 @@ def test_a_file_locked_for_writing_too_long_is_an_error_not_a_hang(
     writer.execute("ROLLBACK")
     writer.close()
     assert sorted(p.name for p in tmp_path.iterdir() if "locked" in p.name) == []
+
+
+def test_a_writer_does_not_hold_the_backup_of_a_write_ahead_log_file(
+    tmp_path: Path, made: Path
+) -> None:
+    _, database = populated(tmp_path, made)
+    writer = sqlite3.connect(database, isolation_level=None)
+    assert writer.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    writer.execute("BEGIN EXCLUSIVE")
+    writer.execute("DELETE FROM papers")  # not committed: the copy does not see it
+    target = tmp_path / "during.sqlite"
+    backup_database(f"sqlite:///{database}", target, timeout=0.5)
+    writer.execute("ROLLBACK")
+    writer.close()
+    assert count(target, "SELECT count(*) FROM papers") == PAPERS
 
 
 def test_an_existing_file_is_kept_unless_force(tmp_path: Path, made: Path) -> None:

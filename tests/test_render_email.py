@@ -21,6 +21,8 @@ from bot.render.email import (
     DigestLinks,
     EmailSettings,
     RenderedEmail,
+    VoteLinks,
+    _shared_block,
     build_message,
     check_address,
     render_digest,
@@ -1112,3 +1114,84 @@ def test_math_in_title_renders_as_unicode_in_both_parts() -> None:
     rendered = render_digest(digest, SETTINGS)
     assert "Learning ϵ-optimal policies in O(√T) rounds</a>" in rendered.html
     assert "Learning ϵ-optimal policies in O(√T) rounds" in rendered.text
+
+
+# A paper's block is rendered once for every email that shows it alike (bot.render.email
+# `_shared_block`), its number and 👍 / 👎 links filled in per email: each email must be
+# exactly what rendering it alone gives.
+
+
+def _alone(digest: Digest, links: DigestLinks) -> tuple[str, str]:
+    """The digest rendered with no block remembered from another email."""
+    _shared_block.cache_clear()
+    rendered = render_digest(digest, SETTINGS, links=links)
+    return rendered.text, rendered.html
+
+
+def _votes(digest: Digest, who: str) -> DigestLinks:
+    return DigestLinks(
+        feedback={
+            item.paper.id: VoteLinks(
+                like=f"https://bell.example.org/feedback/{who}-{item.paper.id}-up?a=1&b=2",
+                dislike=f"https://bell.example.org/feedback/{who}-{item.paper.id}-down",
+            )
+            for item in digest.items
+        }
+    )
+
+
+def test_a_paper_block_shared_by_emails_gives_each_email_its_own_numbers_and_votes() -> None:
+    first = sample_digest()
+    # The same papers in another order, for another reader with other links.
+    group = first.groups[0]
+    second = replace(
+        first,
+        subscriber=replace(first.subscriber, name="bob", email="bob@uni.example.edu"),
+        groups=(replace(group, items=group.items[::-1]), *first.groups[1:]),
+        digest_id="d-2024-11-28-bob-77aa",
+    )
+    expected = [_alone(d, _votes(d, d.subscriber.name)) for d in (first, second)]
+    _shared_block.cache_clear()
+    for digest, (text, html) in zip((first, second), expected, strict=True):
+        rendered = render_digest(digest, SETTINGS, links=_votes(digest, digest.subscriber.name))
+        assert (rendered.text, rendered.html) == (text, html)
+    assert _shared_block.cache_info().hits > 0  # the second email reused the first's blocks
+    assert "bob-2411.00003-up?a=1&amp;b=2" in expected[1][1]
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "A title that holds \ue000\ue001. the placeholder of a number",
+        "Votes \ue002 and \ue003 in a title",
+    ],
+)
+def test_a_paper_whose_text_holds_a_placeholder_is_rendered_alone(title: str) -> None:
+    digest = sample_digest()
+    group = digest.groups[0]
+    odd = replace(group.items[1], paper=replace(group.items[1].paper, title=title), hits=())
+    digest = replace(
+        digest, groups=(replace(group, items=(group.items[0], odd)), *digest.groups[1:])
+    )
+    text, html = _alone(digest, _votes(digest, "alice"))
+    assert f"\n2.  {title}\n" in text  # its own text is kept as it is
+    assert re.search(r"<h3[^>]*>2\. ", html) and html_module.escape(title) in html
+    assert html.count("alice-2411.00003-up") == 1
+
+
+def test_papers_numbered_from_100_wrap_as_rendered_alone() -> None:
+    papers = [
+        make_paper(n, title=f"A long title about multi-agent planning for paper {n} " * 2)
+        for n in range(1, 106)
+    ]
+    items = tuple(DigestItem(paper=p, rules=("multi-agent",), hits=()) for p in papers)
+    digest = replace(
+        sample_digest(),
+        subscriber=replace(sample_digest().subscriber, max_papers=200, abstracts="none"),
+        groups=(DigestGroup(rule="multi-agent", items=items),),
+        omitted=(),
+    )
+    text, html = _alone(digest, _votes(digest, "alice"))
+    assert "\n100. A long title" in text and "\n99. A long title" in text
+    again = render_digest(digest, SETTINGS, links=_votes(digest, "alice"))
+    assert (again.text, again.html) == (text, html)

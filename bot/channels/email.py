@@ -13,7 +13,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from email import message_from_bytes, policy
-from email.message import EmailMessage
+from email.message import EmailMessage, Message
+from email.parser import BytesHeaderParser
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -119,10 +120,9 @@ class EmailChannel:
     def __init__(self, settings: SmtpSettings) -> None:
         self.settings = settings
 
-    def load(self, payload: bytes, progress: str | None = None) -> EmailMessage:
-        """The queued message, parsed back (and written out again as it was built: with
-        `MAIL_POLICY`, see `_send`)."""
-        return cast(EmailMessage, message_from_bytes(payload, policy=MAIL_POLICY))
+    def load(self, payload: bytes, progress: str | None = None) -> bytes:
+        """The queued message: its bytes, sent as they were built (`_send`)."""
+        return payload
 
     def _client(self) -> aiosmtplib.SMTP:
         s = self.settings
@@ -157,14 +157,15 @@ class EmailChannel:
 
     async def send_all(
         self,
-        batch: Sequence[tuple[Any, EmailMessage]],
+        batch: Sequence[tuple[Any, bytes | EmailMessage]],
         on_sent: OnSent,
         *,
         should_stop: ShouldStop | None = None,
         on_progress: OnProgress | None = None,
     ) -> list[SendOutcome]:
-        """Send every message over one connection; reconnect once if the server drops it.
-        An item is what the caller tracks the message by; it comes back in the outcome.
+        """Send every message (its bytes as built, or a message) over one connection;
+        reconnect once if the server drops it. An item is what the caller tracks the
+        message by; it comes back in the outcome.
         Before each message, `should_stop()` may end the batch (a daemon shutting down):
         the messages not tried get no outcome."""
         outcomes: list[SendOutcome] = []
@@ -238,16 +239,31 @@ class EmailChannel:
         return outcomes
 
 
-async def _send(smtp: aiosmtplib.SMTP, message: EmailMessage) -> Any:
-    """Send one message, its bytes written with `MAIL_POLICY` (aiosmtplib's `send_message`
-    would write them again with `email.policy.SMTP`, whose folding of a non-ASCII subject
-    Python 3.11 gets wrong: see bot.core.mail). The envelope is the From and To addresses;
+async def _send(smtp: aiosmtplib.SMTP, message: bytes | EmailMessage) -> Any:
+    """Send one message as it was built: its bytes, unchanged (they were written with
+    `MAIL_POLICY`; aiosmtplib's `send_message` would write them again with
+    `email.policy.SMTP`, whose folding of a non-ASCII subject Python 3.11 gets wrong: see
+    bot.core.mail). The envelope is the From and To addresses, read from the headers alone;
     an address that is not ASCII needs SMTPUTF8, which `send_message` negotiates."""
-    sender = [a.addr_spec for a in message["From"].addresses]
-    recipients = [a.addr_spec for address in message.get_all("To", []) for a in address.addresses]
+    if isinstance(message, EmailMessage):
+        payload = message.as_bytes(policy=MAIL_POLICY)
+        headers: Message = message
+    else:
+        payload = message
+        end = payload.find(b"\r\n\r\n")
+        head = payload if end < 0 else payload[: end + 2]
+        headers = BytesHeaderParser(policy=MAIL_POLICY).parsebytes(head)
+    sender = [a.addr_spec for a in _addresses(headers, "From")]
+    recipients = [a.addr_spec for a in _addresses(headers, "To")]
     if len(sender) == 1 and recipients and all(a.isascii() for a in (*sender, *recipients)):
-        return await smtp.sendmail(sender[0], recipients, message.as_bytes(policy=MAIL_POLICY))
-    return await smtp.send_message(message)
+        return await smtp.sendmail(sender[0], recipients, payload)
+    whole = message_from_bytes(payload, policy=MAIL_POLICY)
+    return await smtp.send_message(cast(EmailMessage, whole))
+
+
+def _addresses(headers: Message, name: str) -> list[Any]:
+    """The addresses of every `name` header (none: an empty list)."""
+    return [a for header in headers.get_all(name, []) for a in getattr(header, "addresses", ())]
 
 
 def html_part(message: EmailMessage) -> str | None:

@@ -53,6 +53,7 @@ class RetryPolicy:
 
     lease: timedelta = timedelta(minutes=5)  # renewed while sending; a dead worker's wait
     batch: int = 20  # records claimed at a time (sent over one SMTP connection)
+    connections: int = 1  # batches sent side by side, each over its own connection
     max_attempts: int = 8  # transient failures before a record is given up
     first_delay: timedelta = timedelta(minutes=1)
     max_delay: timedelta = timedelta(hours=3)
@@ -99,68 +100,80 @@ async def drain(
     due_only: bool = True,
     rand: Callable[[], float] = random.random,
     should_stop: Callable[[], bool] = lambda: False,
+    tried: set[int] | None = None,
 ) -> list[Attempt]:
     """Send every claimable record once, batch by batch, until none is left (or
     `should_stop()` says so between batches: a daemon shutting down).
 
     `due_only=False` (a run from the command line) also takes records waiting for a retry:
     the person running it asked for delivery now. Each record is tried at most once per
-    call. `channels` maps a record's channel kind ("email", "slack", "apprise": the kind
-    of "apprise:<key>") to what sends it. The kinds of a batch are sent side by side: a
-    slow service holds up no email."""
+    call, or once for all the calls that share `tried` (a run that queues and sends its
+    digests a share at a time). `channels` maps a record's channel kind ("email", "slack",
+    "apprise": the kind of "apprise:<key>") to what sends it. The kinds of a batch are
+    sent side by side: a slow service holds up no email; and `retry.connections` batches
+    at a time, each over its own connection."""
     if not isinstance(channels, Mapping):
         channels = {channels.name: channels}
     retry = retry or RetryPolicy()
     owner = owner or worker_name()
     attempts: list[Attempt] = []
-    tried: set[int] = set()
+    tried = set() if tried is None else tried
     handed_back: set[int] = set()  # records of a batch cut short, claimable once more
-    while not should_stop():
-        items = store.outbox.claim(
-            owner,
-            now=clock(),
-            lease=retry.lease,
-            limit=retry.batch,
-            due_only=due_only,
-            exclude=tried,
-        )
-        if not items:
-            return attempts
-        tried.update(item.id for item in items)
-        held = Held(store, items, owner=owner, clock=clock, lease=retry.lease)
-        kinds: dict[str, list[OutboxItem]] = {}
-        for item in items:
-            kinds.setdefault(kind_of(item.channel), []).append(item)
-        sends = []
-        for kind, group in kinds.items():
-            channel = channels.get(kind)
-            if channel is None:
-                attempts += _unsendable(
-                    store, held, group, kind, clock=clock, retry=retry, rand=rand
-                )
-                continue
-            sends.append(
-                _send_batch(
-                    store,
-                    channel,
-                    held,
-                    group,
-                    clock=clock,
-                    retry=retry,
-                    rand=rand,
-                    should_stop=should_stop,
-                )
+    broken = False  # the database is gone: claiming more would only fail
+
+    async def batches() -> None:
+        nonlocal broken
+        while not should_stop() and not broken:
+            # Claimed without an await between the read and the lease: the other batches
+            # of this call never claim the same records.
+            items = store.outbox.claim(
+                owner,
+                now=clock(),
+                lease=retry.lease,
+                limit=retry.batch,
+                due_only=due_only,
+                exclude=tried,
             )
-        for sent in await asyncio.gather(*sends):
-            attempts += sent
-        untried = held.hand_back()
-        if held.broken:  # the database is gone: claiming more would only fail
-            return attempts
-        # A batch cut short (a lost lease, a shutdown): its untried records may be claimed
-        # again, once, if no other worker holds them by then.
-        again = untried - handed_back
-        handed_back |= again
-        tried -= again
+            if not items:
+                return
+            tried.update(item.id for item in items)
+            held = Held(store, items, owner=owner, clock=clock, lease=retry.lease)
+            kinds: dict[str, list[OutboxItem]] = {}
+            for item in items:
+                kinds.setdefault(kind_of(item.channel), []).append(item)
+            sends = []
+            for kind, group in kinds.items():
+                channel = channels.get(kind)
+                if channel is None:
+                    attempts.extend(
+                        _unsendable(store, held, group, kind, clock=clock, retry=retry, rand=rand)
+                    )
+                    continue
+                sends.append(
+                    _send_batch(
+                        store,
+                        channel,
+                        held,
+                        group,
+                        clock=clock,
+                        retry=retry,
+                        rand=rand,
+                        should_stop=should_stop,
+                    )
+                )
+            for sent in await asyncio.gather(*sends):
+                attempts.extend(sent)
+            untried = held.hand_back()
+            if held.broken:
+                broken = True
+                return
+            # A batch cut short (a lost lease, a shutdown): its untried records may be
+            # claimed again, once, if no other worker holds them by then.
+            again = untried - handed_back
+            handed_back.update(again)
+            tried.difference_update(again)
+
+    await asyncio.gather(*(batches() for _ in range(max(1, retry.connections))))
     return attempts
 
 

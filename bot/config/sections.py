@@ -232,6 +232,7 @@ class DeliveryConfig(Section):
 
     lease_seconds: float = Field(300, gt=0, le=86400)
     batch: int = Field(20, ge=1, le=1000)
+    connections: int = Field(4, ge=1, le=32)  # batches sent side by side, a connection each
     # At most 30: the retry delay doubles each time (86400 s * 2**29 still fits a timedelta;
     # 60 s * 2**41 did not, and the outbox crashed with OverflowError on the 42nd attempt).
     max_attempts: int = Field(8, ge=1, le=30)

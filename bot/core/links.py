@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import logging
@@ -164,8 +165,11 @@ class TokenProblem:
 
 
 def _clock_signer(moment: datetime) -> type[TimestampSigner]:
-    stamp = int(moment.timestamp())
+    return _signer_at(int(moment.timestamp()))
 
+
+@functools.lru_cache(maxsize=64)  # a run signs thousands of links at one time
+def _signer_at(stamp: int) -> type[TimestampSigner]:
     class ClockSigner(TimestampSigner):
         def get_timestamp(self) -> int:
             return stamp
@@ -216,6 +220,8 @@ class LinkSigner:
         self._secret = secret
         self.public_url = check_public_url(public_url)
         self.max_age = max_age
+        # One feedback signer per subscriber and time: an email signs two links a paper.
+        self._feedback_signers: dict[tuple[str, datetime], TimestampSigner] = {}
 
     def derived_key(self, name: str) -> str:
         """A key for another use (the pages' CSRF tokens), derived from the secret."""
@@ -262,12 +268,17 @@ class LinkSigner:
     # -- feedback links: 👍 / 👎 on one paper ------------------------------------------------
 
     def _feedback_signer(self, tag: str, now: datetime) -> TimestampSigner:
-        return _clock_signer(now)(
-            self._secret,
-            salt=f"paperbell.feedback.{tag}",
-            key_derivation="hmac",
-            algorithm=_ShortHMAC(),
-        )
+        signer = self._feedback_signers.get((tag, now))
+        if signer is None:
+            if len(self._feedback_signers) >= 256:
+                self._feedback_signers.clear()
+            signer = self._feedback_signers[(tag, now)] = _clock_signer(now)(
+                self._secret,
+                salt=f"paperbell.feedback.{tag}",
+                key_derivation="hmac",
+                algorithm=_ShortHMAC(),
+            )
+        return signer
 
     def feedback_token(
         self, sub: Subscriber, paper: str, verdict: Verdict, *, now: datetime

@@ -19,6 +19,11 @@ Owns the order of a delivery run, as visible steps, and what a caller may ask of
     (report)        one `DeliveryReport` per digest, or per reason there is none, in the
                     subscribers' order
 
+The plan is made once for everyone (one matcher pass); the steps after it run a share of
+the subscribers at a time (`shares`: those who want summaries or translations together,
+then SHARE at a time), so that the first digests are sent seconds after the start and
+no more than a share's messages are held in memory.
+
 A dry run stops after rendering; a run to files sends the payloads through the
 channels given and queues and records nothing.
 """
@@ -26,7 +31,7 @@ channels given and queues and records nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Literal
@@ -53,7 +58,7 @@ from bot.pipeline.similar import rank_subscribers
 from bot.pipeline.texts import TextsRun, write_texts
 from bot.pipeline.wiring import channel_settings, retry_policy
 from bot.rules import Rule, parse_rule
-from bot.store import Store
+from bot.store import Queued, Store
 
 # "send": queue each digest in the outbox, then send what it holds, recording each message
 # (the config's subscribers are synced and the rules' counts refreshed first); "dry-run":
@@ -148,15 +153,14 @@ async def deliver(
     """Build every subscriber's digest, per channel they take (email, Slack), from stored
     papers they have not received there, queue it in the outbox (with its papers, in one
     transaction), then send what the outbox holds through `channels` (kind -> channel; one
-    channel serves every kind), recording each message right after it was accepted: as
+    channel serves every kind), recording each message right after it was accepted; a
+    share of the subscribers at a time (`shares`), so that the first digests go out while
+    the others are made: as
     `request` says (see `DeliveryRequest`). `clock` times the sending (default: `now`);
     `should_stop()` is checked before each message (the daemon shutting down);
     `on_texts` hears what the run's summaries and translations came to."""
     _refuse_unsigned_links(config, channels, request)
     plan = plan_delivery(config, store, request, now=now)
-    if request.mode == "send":
-        shared = (plan.first, plan.papers, plan.matches)
-        refresh_rule_counts(store, plan.parsed, now=now, shared=shared)
     if not isinstance(channels, Mapping):
         load_builtin_channels()
         channels = dict.fromkeys(CHANNEL_KINDS, channels)
@@ -168,31 +172,62 @@ async def deliver(
     except Exception as exc:  # papers like these never stop a digest: sent unranked
         log.error("papers like these: digests go unranked this run: %s", exc, exc_info=True)
         rankings = {}
-    built, reports = build_digests(store, plan, channels, request, now=now, rankings=rankings)
-    digests, texts = await write_texts(
-        config, store, [d for d, _ in built], now=now, ask=request.mode == "send"
-    )
-    if on_texts is not None:
-        on_texts(texts)
-    outgoing, failed = render(config, zip(digests, (r for _, r in built), strict=True), now=now)
-    reports = [*plan.left_out, *reports, *failed]
-    if request.mode == "dry-run":
-        reports += [_report(o.digest, o.recipient, "would-send") for o in outgoing]
-    elif request.mode == "files":
-        reports += await write_files(channels, outgoing)
-    else:
-        queued, elsewhere = queue(store, outgoing, period=request.period, now=now)
-        reports += elsewhere
-        reports += await send(
-            config,
-            store,
-            channels,
-            queued,
-            clock=clock or (lambda: now),
-            catch_up=request.catch_up,
-            should_stop=should_stop,
+    reports = list(plan.left_out)
+    texts_run: TextsRun | None = None
+    tried: set[int] = set()  # the outbox records this run tried to send
+    # A share at a time: the first digests go out while the others are being made, and no
+    # more than a share's messages are held at once.
+    for share in shares(plan.parsed):
+        built, skipped = build_digests(
+            store, plan, channels, request, now=now, rankings=rankings, parsed=share
         )
+        digests, texts = await write_texts(
+            config, store, [d for d, _ in built], now=now, ask=request.mode == "send"
+        )
+        texts_run = texts_run or texts
+        outgoing, failed = render(config, zip(digests, (r for _, r in built), strict=True), now=now)
+        reports += [*skipped, *failed]
+        if request.mode == "dry-run":
+            reports += [_report(o.digest, o.recipient, "would-send") for o in outgoing]
+        elif request.mode == "files":
+            reports += await write_files(channels, outgoing)
+        else:
+            queued, elsewhere = queue(store, outgoing, period=request.period, now=now)
+            reports += elsewhere
+            reports += await send(
+                config,
+                store,
+                channels,
+                queued,
+                clock=clock or (lambda: now),
+                catch_up=request.catch_up,
+                should_stop=should_stop,
+                tried=tried,
+            )
+    if on_texts is not None:
+        on_texts(texts_run or TextsRun(model=config.llm.model if config.llm else None))
+    if request.mode == "send":  # for the manage pages: after the digests, not before
+        shared = (plan.first, plan.papers, plan.matches)
+        refresh_rule_counts(store, plan.parsed, now=now, shared=shared)
     return _in_order(reports, plan.subscribers)
+
+
+# Subscribers whose digests are made, queued and sent at a time.
+SHARE = 250
+
+
+def shares(
+    parsed: Sequence[tuple[Subscriber, list[Rule]]], size: int = SHARE
+) -> Iterator[list[tuple[Subscriber, list[Rule]]]]:
+    """The run's subscribers a share at a time: first, in one share, all who asked for
+    summaries or translations (the model is asked once for the texts of all their digests,
+    within one deadline and budget), then the others, `size` at a time."""
+    texts = [pair for pair in parsed if pair[0].wants_texts]
+    if texts:
+        yield texts
+    others = [pair for pair in parsed if not pair[0].wants_texts]
+    for start in range(0, len(others), size):
+        yield others[start : start + size]
 
 
 def _refuse_unsigned_links(config: Config, channels: Channels, request: DeliveryRequest) -> None:
@@ -264,16 +299,21 @@ def build_digests(
     *,
     now: datetime,
     rankings: Mapping[int, Ranking] | None = None,
+    parsed: Sequence[tuple[Subscriber, list[Rule]]] | None = None,
 ) -> tuple[list[tuple[Digest, Target]], list[DeliveryReport]]:
     """Each planned subscriber's digest per target (each place their digests go), of the
     papers not delivered to them there yet; and a report for each target without a channel
     or that cannot take a digest now, each digest that holds nothing. `rankings`: by
-    subscriber id, how their verdicts order their digests (bot.pipeline.similar)."""
+    subscriber id, how their verdicts order their digests (bot.pipeline.similar);
+    `parsed`: these of the planned subscribers only (a share of the run)."""
     rankings = rankings or {}
+    parsed = plan.parsed if parsed is None else parsed
     built: list[tuple[Digest, Target]] = []
     reports: list[DeliveryReport] = []
     paused = store.targets.paused()
-    for sub, rules in plan.parsed:
+    # What each of them has received, in one query (not one per subscriber).
+    received = store.outbox.delivered_versions_of([s.id for s, _ in parsed if s.id is not None])
+    for sub, rules in parsed:
         for target in plan.targets.get(sub.name, ()):
             kind, recipient = kind_of(target.channel), target.recipient
             pause = paused.get((sub.id, target.channel)) if sub.id is not None else None
@@ -288,7 +328,7 @@ def build_digests(
                 )
                 continue
             channel = target.channel
-            delivered = store.outbox.delivered_versions(sub.id, channel) if sub.id else {}
+            delivered = received.get((sub.id, channel), {}) if sub.id is not None else {}
             digest = build_digest(
                 sub,
                 rules,
@@ -343,25 +383,28 @@ def queue(
     queued first."""
     queued: dict[int, Digest] = {}
     elsewhere: list[DeliveryReport] = []
+    entries = []
     for o in outgoing:
         digest = o.digest
         sub = digest.subscriber
         assert sub.id is not None
-        outbox_id = store.outbox.enqueue(
-            sub.id,
-            channel=digest.channel,
-            period=period(sub) if period else digest.digest_id,
-            digest_id=digest.digest_id,
-            recipient=o.recipient,
-            payload=o.payload,
-            sent=[item.paper for item in digest.items],
-            omitted=(*digest.omitted, *digest.disliked),
-            now=now,
+        entries.append(
+            Queued(
+                sub.id,
+                channel=digest.channel,
+                period=period(sub) if period else digest.digest_id,
+                digest_id=digest.digest_id,
+                recipient=o.recipient,
+                payload=o.payload,
+                sent=[item.paper for item in digest.items],
+                omitted=(*digest.omitted, *digest.disliked),
+            )
         )
+    for o, outbox_id in zip(outgoing, store.outbox.enqueue_many(entries, now=now), strict=True):
         if outbox_id is None:
-            elsewhere.append(_report(digest, o.recipient, "queued-elsewhere"))
+            elsewhere.append(_report(o.digest, o.recipient, "queued-elsewhere"))
         else:
-            queued[outbox_id] = digest
+            queued[outbox_id] = o.digest
     return queued, elsewhere
 
 
@@ -374,9 +417,11 @@ async def send(
     clock: Callable[[], datetime],
     catch_up: bool,
     should_stop: Callable[[], bool],
+    tried: set[int] | None = None,
 ) -> list[DeliveryReport]:
     """Send what the outbox holds (and is due, unless `catch_up`), this run's `queued`
-    digests among it; a report per attempt."""
+    digests among it; a report per attempt. `tried`: the records this run tried already
+    (each is tried once a run)."""
     reports = []
     for attempt in await drain(
         store,
@@ -385,6 +430,7 @@ async def send(
         retry=retry_policy(config),
         due_only=not catch_up,
         should_stop=should_stop,
+        tried=tried,
     ):
         item = attempt.item
         error = attempt.error

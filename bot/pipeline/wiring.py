@@ -215,6 +215,7 @@ def retry_policy(config: Config) -> RetryPolicy:
     return RetryPolicy(
         lease=timedelta(seconds=d.lease_seconds),
         batch=d.batch,
+        connections=d.connections,
         max_attempts=d.max_attempts,
         first_delay=timedelta(seconds=d.retry_first_seconds),
         max_delay=timedelta(seconds=d.retry_max_seconds),

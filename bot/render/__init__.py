@@ -47,6 +47,7 @@ def template_env() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        auto_reload=False,  # templates ship with the package: each is compiled once
     )
     env.filters.update(FILTERS)
     # `url|web_url`: the URL if it may become a link (http or https), else None.

@@ -11,6 +11,7 @@ highlight always covers exactly the words it covered before.
 
 from __future__ import annotations
 
+import functools
 import re
 import textwrap
 import unicodedata
@@ -117,6 +118,8 @@ def shorten_authors(authors: Sequence[str], limit: int = 10, *, keep: int = 3) -
     return f"{', '.join(shown)} et al. ({len(names)} authors)"
 
 
+# Remembered: a day's digests wrap the same titles and abstracts for many subscribers.
+@functools.lru_cache(maxsize=16384)
 def wrap(text: str, width: int = 72, indent: str = "", first_indent: str | None = None) -> str:
     """Fill plain text to `width` columns; blank lines separate paragraphs; URLs never break.
     Chinese, Japanese and Korean text (no spaces between words, each character two columns

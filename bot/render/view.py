@@ -19,6 +19,7 @@ bidi-override characters and are capped (`model_text`); they never become links.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
@@ -274,26 +275,44 @@ def item_view(
     (`TextLength`: "short" is the first lines and a snippet around the hits); `texts`: what
     the digest carries of summaries and translations for its subscriber (`texts_view`),
     None: none; `labels`: the subscriber's rule labels (`Subscriber.labels`)."""
-    paper = item.paper
+    title_spans = tuple((h.start, h.end) for h in item.hits if h.field == "title")
+    abstract_spans = tuple((h.start, h.end) for h in item.hits if h.field == "abstract")
+    shown, abstract = _paper_view(item.paper, title_spans, abstract_spans, abstracts)
+    view = replace(shown, number=number, rules=tuple(rule_names(item.rules, labels)))
+    if item.similar_to is not None:
+        view = replace(view, markers=(*view.markers, similar_marker(item.similar_to)))
+    if texts is None:
+        return view
+    return _with_texts(view, texts.of(item.paper), texts, abstract=abstract, length=abstracts)
+
+
+# Remembered: a day's papers are shown to many subscribers, most with the same highlights,
+# and the TeX, the excerpt and the checked links are the same each time (the view is
+# immutable; `item_view` copies it with the subscriber's numbering and rules).
+@functools.lru_cache(maxsize=8192)
+def _paper_view(
+    paper: Paper,
+    title_spans: tuple[tuple[int, int], ...],
+    abstract_spans: tuple[tuple[int, int], ...],
+    abstracts: TextLength,
+) -> tuple[ItemView, tuple[Segment, ...]]:
+    """What an item's view owes to its paper, its highlights and the length of text shown
+    alone (numbered 0, no rules, no "similar to" marker), and its highlighted abstract."""
     primary = paper.primary_category
     markers: list[str] = []
     if paper.is_cross and primary:
         markers.append(f"cross-list from {primary}")
     if paper.is_update:
         markers.append(f"updated: v{paper.version}")
-    if item.similar_to is not None:
-        markers.append(similar_marker(item.similar_to))
-    title_spans = [(h.start, h.end) for h in item.hits if h.field == "title"]
-    abstract_spans = [(h.start, h.end) for h in item.hits if h.field == "abstract"]
     title = highlight(paper.title, title_spans)
     abstract = highlight(paper.abstract, abstract_spans)
     shown = _excerpt(abstract, abstracts, seen=[text for text, marked in title if marked])
     whose = f"paper {paper.id[:80]}: a link"
     code_url = web_url(paper.github, what=whose)
     view = ItemView(
-        number=number,
+        number=0,
         paper=paper,
-        rules=tuple(rule_names(item.rules, labels)),
+        rules=(),
         title=tuple(title),
         abstract=shown,
         categories=tuple(
@@ -316,9 +335,7 @@ def item_view(
         # Hugging Face lists arXiv papers only: its page of any other id is no page.
         hf_url=web_url(paper.hf_url, what=whose) if paper.on_arxiv else None,
     )
-    if texts is None:
-        return view
-    return _with_texts(view, texts.of(paper), texts, abstract=abstract, length=abstracts)
+    return view, tuple(abstract)
 
 
 def _excerpt(abstract: Sequence[Segment], length: TextLength, *, seen: Sequence[str]) -> Excerpt:

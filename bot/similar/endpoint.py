@@ -20,11 +20,13 @@ import math
 import time
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import openai
+
+if TYPE_CHECKING:
+    import openai
 
 from bot.similar.text import MAX_TEXT
 
@@ -114,6 +116,8 @@ class EmbeddingsClient:
     ) -> None:
         self.model = model
         self.batch_size = max(1, min(batch_size, MAX_BATCH))
+        import openai  # here, not at the top: ~50 MB and half a second, for runs that ask no model
+
         self._client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key or NO_KEY, timeout=timeout, max_retries=max_retries
         )
@@ -150,6 +154,8 @@ class EmbeddingsClient:
         return np.vstack(rows)
 
     async def _ask(self, batch: list[str]) -> Any:
+        import openai  # here, not at the top: ~50 MB and half a second, for runs that ask no model
+
         try:
             return await self._client.embeddings.create(
                 model=self.model, input=batch, encoding_format="float"

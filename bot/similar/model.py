@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
-from sklearn.linear_model import LogisticRegression
 
 from bot.similar.space import HASHED, Day, Matrix
 
@@ -261,6 +260,9 @@ def _classifier(
         np.full(negative.shape[0], DISLIKE_WEIGHT),
         np.ones(day_rows.shape[0]),
     ]
+    # Imported here: scikit-learn takes a second to load, and most runs fit no model.
+    from sklearn.linear_model import LogisticRegression
+
     model = LogisticRegression(C=c, class_weight="balanced", max_iter=500)
     model.fit(rows, labels, sample_weight=sample_weight)
     coef = model.coef_.ravel().astype(np.float32)

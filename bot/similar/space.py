@@ -19,6 +19,7 @@ and weighed into today's space by `Day.weigh`. Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -26,8 +27,6 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
-from sklearn.decomposition import TruncatedSVD
-from sklearn.feature_extraction.text import HashingVectorizer
 
 from bot.similar.text import readable
 
@@ -40,22 +39,29 @@ LSA_MIN_PAPERS = 30  # fewer papers: no dense view (the sparse rows stand in)
 Floats = npt.NDArray[np.float32]
 Matrix: TypeAlias = Any  # rows: a scipy.sparse CSR matrix or a float32 ndarray
 
-_VECTORISER = HashingVectorizer(
-    n_features=FEATURES,
-    alternate_sign=False,
-    norm=None,
-    stop_words="english",
-    token_pattern=r"(?u)\b[^\W\d_][\w-]*\w\b",  # words of 2+ characters starting by a letter
-    preprocessor=lambda text: readable(text).lower(),
-    dtype=np.float32,
-)
+
+@functools.cache
+def _vectoriser() -> Any:
+    """The hashing vectoriser, made when first needed: scikit-learn takes a second and
+    tens of megabytes to load, and most runs rank nothing."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    return HashingVectorizer(
+        n_features=FEATURES,
+        alternate_sign=False,
+        norm=None,
+        stop_words="english",
+        token_pattern=r"(?u)\b[^\W\d_][\w-]*\w\b",  # words of 2+ characters, a letter first
+        preprocessor=lambda text: readable(text).lower(),
+        dtype=np.float32,
+    )
 
 
 def raw_counts(texts: Sequence[str]) -> sp.csr_matrix:
     """The texts' damped word counts in the hashed space (1 + log count), one row each."""
     if not texts:
         return sp.csr_matrix((0, FEATURES), dtype=np.float32)
-    counts = _VECTORISER.transform(list(texts)).tocsr()
+    counts = _vectoriser().transform(list(texts)).tocsr()
     counts.data = (1.0 + np.log(counts.data)).astype(np.float32)
     return counts
 
@@ -91,6 +97,8 @@ class Day:
             columns = np.unique(rows.indices)
             k = min(LSA_COMPONENTS, n - 1, len(columns) - 1)
             if k >= 2:
+                from sklearn.decomposition import TruncatedSVD
+
                 svd = TruncatedSVD(k, random_state=seed).fit(rows[:, columns])
                 lsa = svd.components_.astype(np.float32)
                 dense = _unit_dense(np.asarray(rows[:, columns] @ lsa.T))

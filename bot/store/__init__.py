@@ -29,7 +29,7 @@ from bot.store.database import (
     utcnow,
 )
 from bot.store.feedback import FeedbackStore, RankingModel, RankingModels, Vectors
-from bot.store.outbox import Outbox, OutboxItem, OutboxStatus
+from bot.store.outbox import Outbox, OutboxItem, OutboxStatus, Queued
 from bot.store.papers import Papers, UpsertCounts
 from bot.store.rule_counts import RuleCount, RuleCounts
 from bot.store.schema import SchemaState, Upgrade
@@ -47,6 +47,7 @@ __all__ = [
     "ModelDay",
     "OutboxItem",
     "OutboxStatus",
+    "Queued",
     "RankingModel",
     "RuleCount",
     "SchemaState",

@@ -8,6 +8,7 @@ tables through `Database.session`. SQLite by default, PostgreSQL through the sam
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shlex
 import sqlite3
@@ -18,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import URL, Engine, inspect, make_url
+from sqlalchemy import URL, Engine, event, inspect, make_url
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlmodel import Session, col, create_engine, select
 
@@ -63,6 +64,7 @@ class Database:
                 done = migrate(engine, state)
                 copied = f" (the file before it: {done.backup})" if done.backup else ""
                 log.warning("%s: %s%s", redact_url(url), describe_upgrade(done), copied)
+            _write_ahead(engine)
         return cls(engine)
 
     def close(self) -> None:
@@ -86,6 +88,8 @@ def opening(url: str) -> Iterator[Engine]:
     engine = None
     try:
         engine = create_engine(url)
+        if engine.dialect.name == "sqlite":
+            event.listen(engine, "connect", _sqlite_settings)
         yield engine
     except BaseException as exc:
         if engine is not None:
@@ -101,6 +105,27 @@ def opening(url: str) -> Iterator[Engine]:
                 hint="check [database] url; PostgreSQL needs `pip install 'paperbell[postgres]'`",
             ) from None
         raise
+
+
+def _sqlite_settings(connection: sqlite3.Connection, _record: Any) -> None:
+    """Each SQLite connection commits with `synchronous=NORMAL`: in write-ahead-log mode
+    (`_write_ahead`) a commit is then one append to the log, not a sync of the file, and a
+    crash of paperbell (not of the machine) still loses no commit."""
+    connection.execute("PRAGMA synchronous=NORMAL")
+
+
+def _write_ahead(engine: Engine) -> None:
+    """Put a SQLite file in write-ahead-log mode (it stays with the file: NAME-wal and
+    NAME-shm appear beside it while it is open): readers and the writer no longer block
+    each other, and a commit appends to the log instead of rewriting pages through a
+    rollback journal. Only once the schema is known good: a database refused for its
+    schema is left exactly as it was. `paperbell db backup` copies it safely while
+    paperbell runs; copy the file alone only when nothing has it open."""
+    if engine.dialect.name != "sqlite":
+        return
+    # A read-only file keeps its mode.
+    with engine.connect() as connection, contextlib.suppress(OperationalError):
+        connection.exec_driver_sql("PRAGMA journal_mode=WAL")
 
 
 def create(engine: Engine, state: SchemaState) -> None:

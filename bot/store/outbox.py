@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, update
+from sqlalchemy import func, insert, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
@@ -71,6 +71,21 @@ def _status_of(items: Sequence[OutboxRow]) -> OutboxStatus:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """A built digest to queue (`Outbox.enqueue_many`): for whom, where, for which slot,
+    its finished payload, and the papers it sends and leaves out."""
+
+    subscriber_id: int
+    channel: str
+    period: str
+    digest_id: str
+    recipient: str
+    payload: bytes
+    sent: Sequence[Paper]
+    omitted: Sequence[Paper] = ()
+
+
 class Outbox(Repository):
     """The outbox and the deliveries (`store.outbox`)."""
 
@@ -91,45 +106,65 @@ class Outbox(Repository):
 
         None when another run queued this period's digest, or one of these papers, first:
         nothing is written then (the unique keys decide; no lock is needed)."""
-        with failing_as("queue the digest"):
+        entry = Queued(subscriber_id, channel, period, digest_id, recipient, payload, sent, omitted)
+        return self.enqueue_many([entry], now=now)[0]
+
+    def enqueue_many(self, entries: Sequence[Queued], *, now: datetime) -> list[int | None]:
+        """Queue many built digests (each as `enqueue` does), in one transaction when none
+        clashes with what another run queued first; else each in its own, so that only the
+        ones that clash are left out. Each entry's outbox id, or None (queued elsewhere)."""
+        if not entries:
+            return []
+        with failing_as("queue the digests"):
             try:
                 with self.database.session() as session:
-                    row = OutboxRow(
-                        subscriber_id=subscriber_id,
-                        channel=channel,
-                        period=period,
-                        digest_id=digest_id,
-                        recipient=recipient,
-                        payload=payload,
-                        papers=len(sent),
-                        omitted=len(omitted),
-                        next_attempt=now,
-                        created_at=now,
-                    )
-                    session.add(row)
-                    session.flush()
-                    seen: set[tuple[str, int]] = set()
-                    for papers, status in ((sent, "queued"), (omitted, "omitted")):
-                        for paper in papers:
-                            if (paper.id, paper.version) in seen:
-                                continue
-                            seen.add((paper.id, paper.version))
-                            session.add(
-                                DeliveryRow(
-                                    subscriber_id=subscriber_id,
-                                    paper_id=paper.id,
-                                    paper_version=paper.version,
-                                    channel=channel,
-                                    status=status,
-                                    digest_id=digest_id,
-                                    outbox_id=row.id,
-                                    created_at=now,
-                                )
-                            )
+                    ids: list[int | None] = [self._add(session, entry, now) for entry in entries]
                     session.commit()
-                    return row.id
+                    return ids
             except IntegrityError:
-                return None
+                if len(entries) == 1:
+                    return [None]
+            return [self.enqueue_many([entry], now=now)[0] for entry in entries]
+
+    @staticmethod
+    def _add(session: Any, entry: Queued, now: datetime) -> int:
+        row = OutboxRow(
+            subscriber_id=entry.subscriber_id,
+            channel=entry.channel,
+            period=entry.period,
+            digest_id=entry.digest_id,
+            recipient=entry.recipient,
+            payload=entry.payload,
+            papers=len(entry.sent),
+            omitted=len(entry.omitted),
+            next_attempt=now,
+            created_at=now,
+        )
+        session.add(row)
+        session.flush()
+        assert row.id is not None
+        seen: set[tuple[str, int]] = set()
+        deliveries = []
+        for papers, status in ((entry.sent, "queued"), (entry.omitted, "omitted")):
+            for paper in papers:
+                if (paper.id, paper.version) in seen:
+                    continue
+                seen.add((paper.id, paper.version))
+                deliveries.append(
+                    {
+                        "subscriber_id": entry.subscriber_id,
+                        "paper_id": paper.id,
+                        "paper_version": paper.version,
+                        "channel": entry.channel,
+                        "status": status,
+                        "digest_id": entry.digest_id,
+                        "outbox_id": row.id,
+                        "created_at": now,
+                    }
+                )
+        if deliveries:  # one INSERT of many rows, not an object each
+            session.execute(insert(DeliveryRow), deliveries)
+        return row.id
 
     def claim(
         self,
@@ -404,6 +439,33 @@ class Outbox(Repository):
         with self.database.session() as session:
             rows = session.exec(query.group_by(col(DeliveryRow.paper_id))).all()
             return {paper_id: int(version) for paper_id, version in rows}
+
+    def delivered_versions_of(
+        self, subscriber_ids: Sequence[int], *, size: int = 500
+    ) -> dict[tuple[int, str], dict[str, int]]:
+        """`delivered_versions` of many subscribers at once, per channel: (subscriber id,
+        channel) -> paper id -> highest version; `size` subscribers a query."""
+        found: dict[tuple[int, str], dict[str, int]] = {}
+        with self.database.session() as session:
+            for start in range(0, len(subscriber_ids), size):
+                chunk = subscriber_ids[start : start + size]
+                query = (
+                    select(
+                        DeliveryRow.subscriber_id,
+                        DeliveryRow.channel,
+                        DeliveryRow.paper_id,
+                        func.max(DeliveryRow.paper_version),
+                    )
+                    .where(col(DeliveryRow.subscriber_id).in_(chunk))
+                    .group_by(
+                        col(DeliveryRow.subscriber_id),
+                        col(DeliveryRow.channel),
+                        col(DeliveryRow.paper_id),
+                    )
+                )
+                for sub_id, channel, paper_id, version in session.exec(query):
+                    found.setdefault((sub_id, channel), {})[paper_id] = int(version)
+        return found
 
     def delivery_counts(self) -> dict[int, tuple[int, datetime | None]]:
         """subscriber id -> (papers delivered, last delivery time). A paper that went to

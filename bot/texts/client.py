@@ -16,9 +16,10 @@ import logging
 import time
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
+if TYPE_CHECKING:
+    import openai
 
 from bot.texts.answers import Unusable, clean_answer
 from bot.texts.prompts import TextRequest, messages
@@ -74,6 +75,8 @@ class TextClient:
         self.model = model
         self.temperature = temperature
         self._token_field = "max_tokens"
+        import openai  # here, not at the top: ~50 MB and half a second, for runs that ask no model
+
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or NO_KEY,
@@ -124,6 +127,8 @@ class TextClient:
         )
 
     async def _complete(self, request: TextRequest, timeout: float | None) -> Any:
+        import openai  # here, not at the top: ~50 MB and half a second, for runs that ask no model
+
         limit = MAX_TOKENS.get(request.kind, DEFAULT_MAX_TOKENS)
         options: dict[str, Any] = {self._token_field: limit}
         if timeout is not None:
