@@ -24,20 +24,25 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import text, update
+from sqlalchemy import func, select, text, update
+from sqlmodel import col
 from support.cli import INTERRUPTIBLE, clean_env, invoke, run
 from support.clock import Clock
 from support.config import local_feed_config, sink_email, toml_table
 from support.servers import Route, SinkHandler, feed_server, smtp_sink
 
+from bot.channels.email import EmailChannel, SmtpSettings
+from bot.channels.outbox import RetryPolicy, drain
 from bot.config import parse_config
 from bot.core.models import Paper, Subscriber
 from bot.demo import free_port
 from bot.pipeline.scheduler import Daemon
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Leadership, Store, utcnow, workers
+from bot.store.database import aware
 from bot.store.tables import OutboxRow
 
 POSTGRES = os.environ.get("PAPERBELL_TEST_DATABASE_URL", "").startswith("postgres")
@@ -107,6 +112,46 @@ def test_claims_at_the_same_moment_take_other_records_and_do_not_wait(
     assert [item.subscriber for item in mine] == ["s0003", "s0004", "s0005", "s0006"]
     rest = store.outbox.claim("other", now=utcnow(), lease=lease, limit=10)
     assert [item.subscriber for item in rest] == ["s0000", "s0001", "s0002", "s0007"]
+
+
+@pytest.mark.database
+def test_a_batch_renews_its_lease_once_a_third_of_it_has_passed(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """Ten messages, each taking 10 s of a 60 s lease: the lease is renewed when 20 s have
+    passed since the claim or the last renewal (before the 3rd, 5th, 7th and 9th message),
+    not before every message, and never runs low: each message starts with 40 s of it left
+    at least."""
+    queue(store, full_feed_papers, 10)
+    release(store)
+    start = utcnow()
+    clock = Clock(start)
+    renewed: list[datetime] = []
+    left: list[timedelta] = []
+    renew = store.outbox.renew
+
+    def counting(ids: Any, *, owner: str, lease_until: datetime) -> set[int]:
+        renewed.append(clock.now)
+        return renew(ids, owner=owner, lease_until=lease_until)
+
+    store.outbox.renew = counting  # type: ignore[method-assign]
+    policy = RetryPolicy(lease=timedelta(seconds=60), batch=10)
+
+    def accepted(_: EmailMessage) -> None:
+        soonest = select(func.min(OutboxRow.lease_until)).where(col(OutboxRow.status) == "pending")
+        with store.database.session() as session:
+            until = session.execute(soonest).scalar()
+        if until is not None:
+            left.append(aware(until) - clock.now)
+        clock.now += timedelta(seconds=10)
+
+    with smtp_sink() as (sink, port):
+        sink.on_accept = accepted
+        channel = EmailChannel(SmtpSettings("127.0.0.1", port, security="none", timeout=5))
+        attempts = asyncio.run(drain(store, channel, clock=clock, owner="w", retry=policy))
+    assert [a.status for a in attempts] == ["sent"] * 10
+    assert [(t - start).seconds for t in renewed] == [20, 40, 60, 80]
+    assert min(left) >= timedelta(seconds=40)
 
 
 # -- the lead ----------------------------------------------------------------------------
