@@ -195,3 +195,20 @@ def test_compose_and_the_readme_agree() -> None:
     (volume,) = json.loads(one("VOLUME"))
     assert f"./config.toml:{volume}/config.toml:ro" in mounts
     assert any(m.endswith(f":{volume}") for m in mounts)
+
+
+def test_compose_runs_workers_beside_paperbell_on_the_same_database() -> None:
+    """More `paperbell run` processes (README, "Several workers"): the same image, command,
+    config and secrets as `paperbell`, started with it once PostgreSQL is healthy; no port
+    published (one service publishes the web app); how many set by `--scale worker=N`."""
+    readme = README.read_text()
+    services = compose()["services"]
+    paperbell, worker = services["paperbell"], services["worker"]
+    for key in ("build", "image", "command", "env_file", "depends_on", "restart"):
+        assert worker[key] == paperbell[key], key
+    assert "ports" not in worker
+    assert worker["deploy"]["replicas"] >= 1
+    config_mount = next(m for m in paperbell["volumes"] if m.startswith("./config.toml:"))
+    assert config_mount in worker["volumes"]
+    assert "--scale worker=N" in readme and "--scale worker=N" in COMPOSE.read_text()
+    assert "### Several workers" in readme

@@ -8,21 +8,24 @@ record holds the finished message, so a digest re-sent after a crash is the same
 (same Message-ID) as the one that may already have arrived.
 
 Leases: a worker holds the records it claimed for `RetryPolicy.lease`, and renews the lease
-of every record of its batch not yet done before each message, and every third of a lease
-while one message is slow (`Held`, the same for every channel): a batch that takes longer
-than the lease keeps it. A record claimed by a worker that dies is taken by the next one
-when the lease runs out. A worker that finds a record of its batch taken over (it was frozen
-past the lease) stops the batch and never sends a record it no longer holds; nor does it go
-on once a send could not be recorded (the database is down): the records not tried are
-handed back, untouched.
+of every record of its batch not yet done once a third of it has passed: looked at before
+each message, and every third of a lease while one message is slow (`Held`, the same for
+every channel). So before each message the worker holds every record of its batch for two
+thirds of a lease more at least, which no other worker can have taken; and a batch that
+takes longer than the lease keeps it. A record claimed by a worker that dies is taken by
+the next one when the lease runs out. A worker that finds a record of its batch taken over
+(it was frozen past the lease) stops the batch and never sends a record it no longer holds;
+nor does it go on once a send could not be recorded (the database is down): the records not
+tried are handed back, untouched.
 
 The window in which a digest can be sent twice: the channel accepted it and its
 `store.outbox.mark_sent` did not commit, because the process died in between (one small UPDATE
 later), or the database failed that write (the batch stops there: at most one digest per
-worker per outage), or the worker was frozen longer than the lease while sending it and
-another took it over (the late send is still recorded, so the other one does not repeat it
-unless it had sent it already). A channel may add its own: an SMTP connection that drops
-after the server took the message but before its "250" is sent again.
+worker per outage), or the worker was frozen while sending it until its lease ran out (two
+thirds of a lease at least after it last looked) and another took it over (the late send is
+still recorded, so the other one does not repeat it unless it had sent it already). A
+channel may add its own: an SMTP connection that drops after the server took the message
+but before its "250" is sent again.
 """
 
 from __future__ import annotations
@@ -178,10 +181,13 @@ async def drain(
 
 
 class Held:
-    """The records of one claimed batch that its worker still holds, renewed before each
-    message: a batch that takes longer than the lease keeps it, and a worker that lost a
-    record (it stalled past the lease and another worker took over) stops the batch before
-    it sends anything it no longer holds. So does a failure to write to the database."""
+    """The records of one claimed batch that its worker still holds, their lease renewed
+    once a third of it has passed (one UPDATE for the batch, not one per message): a batch
+    that takes longer than the lease keeps it, and a worker that lost a record (it stalled
+    past the lease and another worker took over) stops the batch before it sends anything
+    it no longer holds. So does a failure to write to the database."""
+
+    RENEW_AFTER = 1 / 3  # of the lease, since the claim or the last renewal
 
     def __init__(
         self,
@@ -196,21 +202,27 @@ class Held:
         self.open: dict[int, OutboxItem] = {item.id: item for item in items}  # not yet done
         self.lost = False  # another worker took over one of the records
         self.broken = False  # the database could not record a send (or renew a lease)
+        # Until when every open record is surely this worker's: the claim's lease, then
+        # each renewal's (None: not known, renew at the first chance).
+        self.until = min((i.lease_until for i in items if i.lease_until), default=None)
 
     @property
     def stopped(self) -> bool:
         return self.lost or self.broken
 
     def renew(self) -> bool:
-        """Extend the lease of every record not yet done; False: stop the batch."""
+        """Extend the lease of every record not yet done, if a third of it has passed;
+        False: stop the batch."""
         if self.stopped:
             return False
         if not self.open:
             return True
+        now = self.clock()
+        if self.until is not None and self.until - now > self.lease * (1 - self.RENEW_AFTER):
+            return True  # held for two thirds of a lease more at least: no one can take it
+        until = now + self.lease
         try:
-            held = self.store.outbox.renew(
-                self.open, owner=self.owner, lease_until=self.clock() + self.lease
-            )
+            held = self.store.outbox.renew(self.open, owner=self.owner, lease_until=until)
         except StoreError as exc:
             log.error("cannot renew the lease of the digests being sent; stopping: %s", exc)
             self.broken = True
@@ -218,6 +230,8 @@ class Held:
         taken = [item.subscriber for i, item in self.open.items() if i not in held]
         if taken:
             self.lose(f"another worker took over the digests for {', '.join(taken)}")
+        else:
+            self.until = until
         return not self.stopped
 
     def lose(self, why: str) -> None:

@@ -49,6 +49,9 @@ def run(
     from emails (manage, unsubscribe, each subscriber's Atom feed and archive). Ctrl-C or
     SIGTERM stops it cleanly: the digest being sent is finished, nothing is lost.
     `paperbell digest` from cron can share its database without sending anything twice.
+    Several `run` processes may share a PostgreSQL database: one of them polls and plans,
+    every one sends (README, "Several workers"); on SQLite a second `run` on one database
+    is refused.
     Every secret the config names must be set (with --no-web, all but [slack]
     signing_secret_env's), but for a variable apprise_env names: its destinations wait.
     """

@@ -25,7 +25,7 @@ from bot.core.checks import redact_url
 from bot.core.errors import ConfigError, StoreError
 from bot.core.models import Subscriber
 from bot.core.plurals import plural
-from bot.store import Store, schema_state, utcnow
+from bot.store import Store, Workers, schema_state, utcnow, workers
 
 if TYPE_CHECKING:
     from bot.channels import Target
@@ -125,8 +125,22 @@ def status(config_path: Path) -> None:
             click.echo(f"  {line}")
     totals = ", ".join(f"{n} {state}" for state, n in found.outbox.items())
     click.echo(f"\noutbox: {totals} (digests)")
+    click.echo(f"daemon: {workers_line(found.workers)}")
     for line in texts_lines(config, found):
         click.echo(line)
+
+
+def workers_line(found: Workers) -> str:
+    """The `paperbell run` processes on the database, and which one leads (polls, plans);
+    every one sends."""
+    if not found.running:
+        return "no `paperbell run` on this database"
+    if found.running == (found.leader,):
+        return f"`paperbell run` {found.leader}, leading"
+    others = [name for name in found.running if name != found.leader]
+    lead = f"{found.leader} leads" if found.leader else "none leads yet: the next to look will"
+    count = plural(len(found.running), "`paperbell run` process", "`paperbell run` processes")
+    return f"{count} ({lead}; {', '.join(others)})" if others else f"{count} ({lead})"
 
 
 def texts_lines(config: Config, found: Status) -> list[str]:
@@ -210,6 +224,7 @@ class Status:
     subscribers: list[SubscriberStatus]
     outbox: dict[str, int]  # digests by outbox status
     models: list[ModelDay]  # each model's use today (UTC)
+    workers: Workers  # the `paperbell run` processes on the database, and the leader
 
 
 def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
@@ -272,6 +287,7 @@ def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
         ],
         outbox=store.outbox.totals(now=now),
         models=store.texts.day(now.date()),
+        workers=workers(store.database),
     )
 
 

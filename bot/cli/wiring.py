@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from bot import __version__
 from bot.channels import Channel
+from bot.channels.outbox import worker_name
 from bot.cli.shell import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, stop_on_signals
 from bot.config import Config
 from bot.core.plurals import plural
@@ -25,7 +26,7 @@ from bot.pipeline import build_channels, build_fetcher
 from bot.pipeline.scheduler import Daemon
 from bot.slack.app import SlackApp, build_slack_app, run_socket_mode, slack_routes
 from bot.sources.http import make_client
-from bot.store import Store, utcnow
+from bot.store import Leadership, Store, utcnow
 from bot.web.app import create_app, make_server
 from bot.web.pages import build_pages
 
@@ -121,6 +122,10 @@ async def run_daemon(
 ) -> int:
     """Run the daemon until SIGINT or SIGTERM, the web app on `web` (host, port) beside;
     the exit code."""
+    # Which process polls and plans (PostgreSQL: the one holding an advisory lock; SQLite: a
+    # second `run` on the same file is refused here, before anything starts).
+    leadership = Leadership(store.database, name=worker_name())
+    leadership.take()
     stop = asyncio.Event()
     _stop_on_signals_twice(stop)
     channels = build_channels(config, store=store)
@@ -134,6 +139,7 @@ async def run_daemon(
             fetcher=build_fetcher(config, client),
             channels=channels,
             clock=clock,
+            leadership=leadership,
         )
         server = front.server(web, daemon) if web is not None else None
         front.start_socket_mode()

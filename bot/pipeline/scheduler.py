@@ -9,6 +9,14 @@ Every `tick` does three things in order, each decided elsewhere and each safe to
    outbox is unique per slot, so neither a restart nor a second process queues one twice;
 3. send what the outbox holds and is due (`bot.channels.outbox.drain`).
 
+Several processes may run on one PostgreSQL database: one of them leads (`Leadership`, an
+advisory lock) and alone does 1 and 2; every one does 3, the outbox handing each digest to
+one of them (`FOR UPDATE SKIP LOCKED`). The others ask for the lead at each of their ticks,
+which come every `FOLLOWER_SECONDS` at most (so they join a long send soon after it starts),
+and the first to ask after the leader stopped or died takes over, with a leader's start-up
+work (the config's subscribers and likes mirrored). Without a `Leadership` (the tests, a
+single process) the daemon leads. On SQLite one `run` per database file.
+
 A plain asyncio loop fires the ticks (`serve`): every `[daemon] tick_seconds` it starts one
 unless the last is still running. The schedule itself lives in the database (slots handled,
 the outbox unique per slot), so restarts and a second process agree; see "How it is built"
@@ -46,9 +54,13 @@ from bot.pipeline.likes import sync_declared_likes_online
 from bot.pipeline.poll import PollReport, check_listing, poll_source
 from bot.pipeline.texts import TextsRun
 from bot.pipeline.wiring import build_sources, listing_checks, retry_policy
-from bot.store import Store
+from bot.store import Leadership, Store, workers
 
 log = logging.getLogger(__name__)
+
+# A process that does not lead ticks at least this often (seconds): a tick of its own is
+# one look at the lock and one at the outbox.
+FOLLOWER_SECONDS = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +118,7 @@ class Counters:
     digests: dict[str, int] = field(default_factory=dict)  # by report status
     sends: dict[str, int] = field(default_factory=dict)  # by attempt status
     left_out: dict[str, int] = field(default_factory=dict)  # items polls left out, by source
+    leader_since: datetime | None = None  # when this process took the lead (None: it does not lead)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +129,8 @@ class TickReport:
 
 
 class Daemon:
-    """Polls, digests and sends, one `tick` at a time; `serve` runs it on a timer."""
+    """Polls, digests and sends, one `tick` at a time; `serve` runs it on a timer. With a
+    `leadership`, polls and digests only while it leads."""
 
     def __init__(
         self,
@@ -127,6 +141,7 @@ class Daemon:
         channels: Mapping[str, Channel],
         clock: Callable[[], datetime],
         owner: str | None = None,
+        leadership: Leadership | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -134,6 +149,8 @@ class Daemon:
         self.channels = dict(channels)
         self.clock = clock
         self.owner = owner or worker_name()
+        self.leadership = leadership
+        self.leading = leadership is None  # whether this process polls and plans
         self.calendar = config.polling.calendar()
         self.policy = config.polling.policy()
         self.retry = retry_policy(config)
@@ -161,17 +178,59 @@ class Daemon:
         return source_health(self.sources, self.store, self.checks, now=now, plans=plans)
 
     async def tick(self) -> TickReport:
-        """Poll what is due, queue the digests that are due, send what is queued."""
+        """Poll what is due, queue the digests that are due (both while this process
+        leads), send what is queued."""
         now = self.clock()
         self.counters.tick_started = now
-        self._check_calendar(now)
-        polls = await self.poll_due(now)
-        digests = await self.digests_due(self.clock())
+        polls: list[PollReport] = []
+        digests: list[DeliveryReport] = []
+        if await self.lead(now):
+            self._check_calendar(now)
+            polls = await self.poll_due(now)
+            digests = await self.digests_due(self.clock())
         attempts = await self.send_due()
         self.counters.ticks += 1
         self.counters.last_tick = self.clock()
         self.counters.last_tick_error = None
         return TickReport(polls, digests, attempts)
+
+    async def lead(self, now: datetime) -> bool:
+        """Whether this process leads: the lead taken if it is free (the leader stopped or
+        died), a leader's start-up work done on taking it."""
+        if self.leadership is None:
+            return True
+        was = self.leading
+        self.leading = self.leadership.take()
+        if self.leading and not was:
+            self.counters.leader_since = now
+            log.info("leading: this process polls the sources and plans the digests")
+            await self._start_leading(now)
+        elif was and not self.leading:
+            self.counters.leader_since = None
+            log.warning("no longer leading: this process sends queued digests only")
+        return self.leading
+
+    async def _start_leading(self, now: datetime) -> None:
+        """What a leader does first: mirror the config's subscribers and likes."""
+        self.store.subscribers.sync_config(self.config.declared_subscribers(), now=now)
+        try:  # the verdicts' texts: a failure here must not keep the daemon from starting
+            await sync_declared_likes_online(
+                self.config, self.store, self.fetcher, self.sources, now=now
+            )
+        except Exception:
+            log.exception("likes: could not mirror the config's likes")
+
+    def _follow(self) -> None:
+        """Say, once, that another process leads and this one sends."""
+        try:
+            leader = workers(self.store.database).leader
+        except Exception:  # only the log line's detail
+            leader = None
+        log.info(
+            "another `paperbell run` leads (%s): this one sends queued digests and takes "
+            "the lead when that one stops",
+            leader or "which one, the database does not say",
+        )
 
     async def poll_due(self, now: datetime) -> list[PollReport]:
         """Poll each source whose planned time has come (at most once per tick)."""
@@ -357,13 +416,10 @@ class Daemon:
         tick_seconds), the web app (a uvicorn server) beside."""
         now = self.clock()
         self.counters.started = now
-        self.store.subscribers.sync_config(self.config.declared_subscribers(), now=now)
-        try:  # the verdicts' texts: a failure here must not keep the daemon from starting
-            await sync_declared_likes_online(
-                self.config, self.store, self.fetcher, self.sources, now=now
-            )
-        except Exception:
-            log.exception("likes: could not mirror the config's likes")
+        if self.leadership is None:
+            await self._start_leading(now)
+        elif not await self.lead(now):
+            self._follow()
         timer = asyncio.create_task(self._timer(stop, interval or self.config.daemon.tick_seconds))
         web_task = asyncio.create_task(self._web(web)) if web is not None else None
         stopped = asyncio.create_task(stop.wait())
@@ -378,14 +434,16 @@ class Daemon:
 
     async def _timer(self, stop: asyncio.Event, interval: float) -> None:
         """A tick now, then one every `interval` seconds of the event loop's monotonic clock
-        (a tick still running when the next is due makes that beat a no-op)."""
+        (`FOLLOWER_SECONDS` at most while another process leads); a tick still running when
+        the next is due makes that beat a no-op."""
         loop = asyncio.get_running_loop()
         due = loop.time()
         while not self.stopping and not stop.is_set():
             self._on_timer()
-            due += interval
+            step = interval if self.leading else min(interval, FOLLOWER_SECONDS)
+            due += step
             if due < loop.time():  # the loop was blocked or the machine slept: no burst
-                due = loop.time() + interval
+                due = loop.time() + step
             await asyncio.sleep(due - loop.time())
 
     @staticmethod
@@ -413,6 +471,9 @@ class Daemon:
         released = self.store.outbox.release(self.owner)
         if released:
             log.info("handed back %s", plural(released, "claimed digest"))
+        if self.leadership is not None:
+            self.leadership.resign()  # another process takes the lead at its next tick
+            self.leading = False
         if web is not None:
             web.should_exit = True
             if web_task is not None:

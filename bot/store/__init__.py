@@ -11,6 +11,7 @@ sent, read back: their feed and archive), `store.targets` (destinations subscrib
 paused targets), `store.slack_requests` (replays refused) and
 `store.texts` (summaries and translations, and each model's daily use). Callers get plain
 data (bot.core.models classes, or the frozen records below), never a table row.
+`Leadership` (bot.store.leader) says which `paperbell run` leads; `workers`, which run.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from bot.store.database import (
     utcnow,
 )
 from bot.store.feedback import FeedbackStore, RankingModel, RankingModels, Vectors
+from bot.store.leader import Leadership, Workers, workers
 from bot.store.outbox import Outbox, OutboxItem, OutboxStatus, Queued
 from bot.store.papers import Papers, UpsertCounts
 from bot.store.rule_counts import RuleCount, RuleCounts
@@ -43,6 +45,7 @@ __all__ = [
     "Archive",
     "Backup",
     "DeliveredPaper",
+    "Leadership",
     "LeftOut",
     "ModelDay",
     "OutboxItem",
@@ -59,6 +62,7 @@ __all__ = [
     "TextKey",
     "Upgrade",
     "UpsertCounts",
+    "Workers",
     "backup_database",
     "database_file",
     "describe_upgrade",
@@ -67,6 +71,7 @@ __all__ = [
     "schema_state",
     "upgrade_schema",
     "utcnow",
+    "workers",
 ]
 
 

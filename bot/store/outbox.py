@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, update
+from sqlalchemy import ARRAY, ColumnElement, Integer, all_, bindparam, func, insert, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
@@ -39,6 +39,7 @@ class OutboxItem:
     omitted: int
     attempts: int  # failed attempts before this one
     progress: str | None = None  # how far a multi-message digest got (the channel's JSON)
+    lease_until: datetime | None = None  # the worker holds it until then, unless it renews
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,30 @@ class Queued:
     payload: bytes
     sent: Sequence[Paper]
     omitted: Sequence[Paper] = ()
+
+
+# What a claimed record's OutboxItem is made of (the UPDATE that leases it returns them).
+_ITEM_COLUMNS = (
+    col(OutboxRow.id),
+    col(OutboxRow.subscriber_id),
+    col(OutboxRow.channel),
+    col(OutboxRow.recipient),
+    col(OutboxRow.digest_id),
+    col(OutboxRow.payload),
+    col(OutboxRow.papers),
+    col(OutboxRow.omitted),
+    col(OutboxRow.attempts),
+    col(OutboxRow.progress),
+)
+
+
+def _not_one_of(ids: list[int], *, postgres: bool) -> ColumnElement[bool]:
+    """`outbox.id` is none of `ids`, however many (a drain excludes every record it tried):
+    one array parameter on PostgreSQL, the numbers written into the statement on SQLite
+    (which limits a statement's parameters)."""
+    if postgres:
+        return col(OutboxRow.id) != all_(bindparam("skip", ids, type_=ARRAY(Integer)))
+    return col(OutboxRow.id).not_in(bindparam("skip", ids, expanding=True, literal_execute=True))
 
 
 class Outbox(Repository):
@@ -176,55 +201,66 @@ class Outbox(Repository):
         due_only: bool = True,
         exclude: Iterable[int] = (),
     ) -> list[OutboxItem]:
-        """Lease up to `limit` pending records to `owner` until now + lease: records due
-        (`due_only`: their retry time has come), not leased, or whose lease expired (a
-        worker that died). Each claim is a conditional UPDATE: two workers never hold one
-        record."""
-        skip = set(exclude)
+        """Lease up to `limit` pending records to `owner` until now + lease, oldest first:
+        records due (`due_only`: their retry time has come), not leased, or whose lease
+        expired (a worker that died), but for those in `exclude`.
+
+        One transaction for the batch, whatever its size: the records are picked with their
+        subscribers' names, then leased by one conditional UPDATE. On PostgreSQL the pick
+        locks them `FOR UPDATE SKIP LOCKED`, so workers claiming at the same moment take
+        different records and never wait for one another; on SQLite (one writer at a time)
+        the UPDATE's own condition leaves out a record another worker leased in between.
+        Either way two workers never hold one record."""
         claimable = (col(OutboxRow.lease_until).is_(None)) | (col(OutboxRow.lease_until) < now)
-        query = select(OutboxRow.id).where(OutboxRow.status == "pending", claimable)
+        pending = col(OutboxRow.status) == "pending"
+        postgres = self.database.engine.dialect.name == "postgresql"
+        pick = (
+            select(OutboxRow.id, SubscriberRow.name)
+            .join(
+                SubscriberRow, col(SubscriberRow.id) == col(OutboxRow.subscriber_id), isouter=True
+            )
+            .where(pending, claimable)
+        )
         if due_only:
-            query = query.where(col(OutboxRow.next_attempt) <= now)
-        claimed: list[OutboxItem] = []
+            pick = pick.where(col(OutboxRow.next_attempt) <= now)
+        if skip := sorted(set(exclude)):
+            pick = pick.where(_not_one_of(skip, postgres=postgres))
+        pick = pick.order_by(col(OutboxRow.id)).limit(limit)
+        if postgres:
+            pick = pick.with_for_update(of=OutboxRow, skip_locked=True)
+        until = now + lease
         with self.database.session() as session:
-            ids = [
-                i for i in session.exec(query.order_by(col(OutboxRow.id))).all() if i not in skip
-            ]
-            for outbox_id in ids:
-                result = session.execute(
-                    update(OutboxRow)
-                    .where(
-                        col(OutboxRow.id) == outbox_id,
-                        col(OutboxRow.status) == "pending",
-                        claimable,
-                    )
-                    .values(lease_owner=owner, lease_until=now + lease)
+            names: dict[int, str | None] = {i: n for i, n in session.execute(pick)}
+            if not names:
+                return []
+            leased = session.execute(
+                update(OutboxRow)
+                .where(col(OutboxRow.id).in_(list(names)), pending, claimable)
+                .values(lease_owner=owner, lease_until=until)
+                .returning(*_ITEM_COLUMNS)
+                .execution_options(synchronize_session=False)
+            ).all()
+            session.commit()
+        return sorted(
+            (
+                OutboxItem(
+                    id=row.id,
+                    subscriber_id=row.subscriber_id,
+                    subscriber=names.get(row.id) or str(row.subscriber_id),
+                    channel=row.channel,
+                    recipient=row.recipient,
+                    digest_id=row.digest_id,
+                    payload=row.payload,
+                    papers=row.papers,
+                    omitted=row.omitted,
+                    attempts=row.attempts,
+                    progress=row.progress,
+                    lease_until=until,
                 )
-                session.commit()
-                if result.rowcount != 1:  # type: ignore[attr-defined]
-                    continue  # another worker took it first
-                row = session.get(OutboxRow, outbox_id)
-                sub = session.get(SubscriberRow, row.subscriber_id) if row else None
-                if row is None or row.id is None:
-                    continue
-                claimed.append(
-                    OutboxItem(
-                        id=row.id,
-                        subscriber_id=row.subscriber_id,
-                        subscriber=sub.name if sub else str(row.subscriber_id),
-                        channel=row.channel,
-                        recipient=row.recipient,
-                        digest_id=row.digest_id,
-                        payload=row.payload,
-                        papers=row.papers,
-                        omitted=row.omitted,
-                        attempts=row.attempts,
-                        progress=row.progress,
-                    )
-                )
-                if len(claimed) == limit:
-                    break
-        return claimed
+                for row in leased
+            ),
+            key=lambda item: item.id,
+        )
 
     def release(self, owner: str, ids: Iterable[int] | None = None) -> int:
         """Give up `owner`'s leases on records it has not sent (a worker stopping; with
@@ -242,25 +278,27 @@ class Outbox(Repository):
 
     def renew(self, ids: Iterable[int], *, owner: str, lease_until: datetime) -> set[int]:
         """Extend `owner`'s lease on these pending records to `lease_until` (a worker about
-        to send the next message of its batch); the ids it still holds. A record missing
-        from the answer was taken over by another worker (its lease ran out) or is no
-        longer pending: the worker must not send it."""
+        to send the next message of its batch), in one statement; the ids it still holds. A
+        record missing from the answer was taken over by another worker (its lease ran out)
+        or is no longer pending: the worker must not send it."""
         wanted = list(ids)
         if not wanted:
             return set()
-        mine = (
-            col(OutboxRow.id).in_(wanted),
-            col(OutboxRow.lease_owner) == owner,
-            col(OutboxRow.status) == "pending",
-        )
         with failing_as("renew the lease"), self.database.session() as session:
-            result = session.execute(update(OutboxRow).where(*mine).values(lease_until=lease_until))
-            if result.rowcount == len(wanted):  # type: ignore[attr-defined]
-                session.commit()
-                return set(wanted)
-            held = set(session.exec(select(OutboxRow.id).where(*mine)).all())
+            held = session.execute(
+                update(OutboxRow)
+                .where(
+                    col(OutboxRow.id).in_(wanted),
+                    col(OutboxRow.lease_owner) == owner,
+                    col(OutboxRow.status) == "pending",
+                )
+                .values(lease_until=lease_until)
+                .returning(col(OutboxRow.id))
+                .execution_options(synchronize_session=False)
+            ).scalars()
+            found = set(held)
             session.commit()
-            return {i for i in held if i is not None}
+            return found
 
     def mark_sent(self, outbox_id: int, *, owner: str, now: datetime) -> bool:
         """The channel accepted the message: record it, at once, in one transaction.

@@ -188,6 +188,11 @@ class DaemonCollector:
 
         yield from text_metrics(daemon.store.texts.day(now.date()))
 
+        yield GaugeMetricFamily(
+            "paperbell_leader",
+            "1 while this process leads (polls the sources and plans the digests), else 0",
+            value=int(daemon.leading),
+        )
         yield CounterMetricFamily("paperbell_ticks", "Daemon ticks", value=counters.ticks)
         yield CounterMetricFamily(
             "paperbell_tick_errors", "Daemon ticks that failed", value=counters.tick_errors
@@ -220,6 +225,10 @@ def health(daemon: Daemon, *, strict: bool = False) -> tuple[int, dict[str, Any]
         "last_tick": counters.last_tick.isoformat() if counters.last_tick else None,
         "ticks": counters.ticks,
         "tick_errors": counters.tick_errors,
+        # Whether this process polls and plans (several `paperbell run` on one PostgreSQL:
+        # one leads, every one sends).
+        "leader": daemon.leading,
+        "leader_since": counters.leader_since.isoformat() if counters.leader_since else None,
     }
     if counters.last_tick_error:
         body["last_tick_error"] = counters.last_tick_error
