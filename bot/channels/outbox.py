@@ -20,8 +20,9 @@ tried are handed back, untouched.
 
 The window in which a digest can be sent twice: the channel accepted it and its
 `store.outbox.mark_sent` did not commit, because the process died in between (one small UPDATE
-later), or the database failed that write (the batch stops there: at most one digest per
-worker per outage), or the worker was frozen while sending it until its lease ran out (two
+later: one digest for each batch being sent, `RetryPolicy.connections` at most), or the
+database failed that write (the batch stops there: at most one digest per batch being sent
+per outage), or the worker was frozen while sending it until its lease ran out (two
 thirds of a lease at least after it last looked) and another took it over (the late send is
 still recorded, so the other one does not repeat it unless it had sent it already). A
 channel may add its own: an SMTP connection that drops after the server took the message
