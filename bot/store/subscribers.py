@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import cast
 
@@ -491,9 +491,10 @@ class Subscribers(Repository):
     def records(self) -> list[SubscriberRecord]:
         """Every stored subscriber's record (the config file's and the database's), by
         name: one query."""
-        with self.database.session() as session:
-            rows = session.exec(select(SubscriberRow).order_by(col(SubscriberRow.name)))
-            return [as_record(SubscriberRecord, row) for row in rows]
+        columns = [getattr(SubscriberRow, f.name) for f in fields(SubscriberRecord)]
+        with self.database.session() as session:  # the columns alone: no row objects
+            rows = session.exec(select(*columns).order_by(col(SubscriberRow.name)))
+            return [SubscriberRecord(*row) for row in rows]
 
     def get(self, name: str) -> SubscriberRecord | None:
         """The subscriber named `name`, config or database, if it is stored."""
