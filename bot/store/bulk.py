@@ -1,9 +1,9 @@
 """Subscribers written many at a time: database subscribers added in bulk (`add_many`), and
 the config file's mirrored (`mirror_config`), each in one transaction, set-based.
 
-A few queries whatever the number of subscribers: the rows concerned are read at once
-(asked `CHUNK` names or ids at a time: databases limit a statement's parameters), compared
-in memory, and only what differs is written, by executemany. Used by
+A few queries whatever the number of subscribers: the rows concerned are read at once (by
+name, or for many names the whole table in one query), compared in memory, and only what
+differs is written, by executemany. Used by
 `bot.store.subscribers.Subscribers`, which callers ask; no other repository's tables here.
 """
 
@@ -21,7 +21,7 @@ from bot.core.errors import StoreError
 from bot.core.models import Subscriber
 from bot.store.tables import RuleRow, SubscriberRow, dump_list
 
-CHUNK = 500  # names or ids in one `IN (...)`
+CHUNK = 500  # names or ids in one `IN (...)`; more: the table is read once instead
 SUBSCRIBERS = SubscriberRow.__table__  # type: ignore[attr-defined]
 RULES = RuleRow.__table__  # type: ignore[attr-defined]
 # The columns the config file's subscribers mirror (beside their rules).
@@ -173,8 +173,9 @@ def mirror_config(session: Session, subscribers: Sequence[Subscriber], *, now: d
             | {"created_at": since.get(text, now)}
             for text, label in rules
         ]
-    for chunk in _chunks(gone):
-        session.connection().execute(delete(RULES).where(RULES.c.id.in_(chunk)))
+    if gone:  # one statement by id, executemany: no IN list to scan
+        removal = delete(RULES).where(RULES.c.id == bindparam("_id"))
+        session.connection().execute(removal, [{"_id": rule_id} for rule_id in gone])
     _insert_rules(session, fresh)
 
 
@@ -201,11 +202,13 @@ def _mirrored(sub: Subscriber) -> dict[str, Any]:
 
 
 def _insert_subscribers(session: Session, rows: list[dict[str, Any]]) -> dict[str, int]:
-    """Insert subscriber rows (in their order: ids ascend with it); their ids by name."""
-    statement = insert(SUBSCRIBERS).returning(
-        SUBSCRIBERS.c.id, SUBSCRIBERS.c.name, sort_by_parameter_order=True
-    )
-    return {name: sid for sid, name in session.connection().execute(statement, rows)}
+    """Insert subscriber rows (in their order: ids ascend with it); their ids by name, read
+    back in one query (an executemany with RETURNING is slower: it is sent as statements of
+    a thousand rows' values, each one long text the driver parses)."""
+    session.connection().execute(insert(SUBSCRIBERS), rows)
+    names = [row["name"] for row in rows]
+    columns = [SUBSCRIBERS.c.id, SUBSCRIBERS.c.name]
+    return {row.name: row.id for row in _where_in(session, columns, SUBSCRIBERS.c.name, names)}
 
 
 def _insert_rules(session: Session, rows: list[dict[str, Any]]) -> None:
@@ -215,38 +218,46 @@ def _insert_rules(session: Session, rows: list[dict[str, Any]]) -> None:
 
 
 def _stored_names(session: Session, names: list[str]) -> Iterator[str]:
-    for chunk in _chunks(names):
-        yield from (
-            session.connection()
-            .execute(select(SUBSCRIBERS.c.name).where(SUBSCRIBERS.c.name.in_(chunk)))
-            .scalars()
-        )
+    for row in _where_in(session, [SUBSCRIBERS.c.name], SUBSCRIBERS.c.name, names):
+        yield row.name
 
 
 def _rows_named(session: Session, names: list[str]) -> Iterator[Any]:
     """The stored subscribers named `names`: their id, name, origin and mirrored columns."""
     columns = [SUBSCRIBERS.c.id, SUBSCRIBERS.c.name, SUBSCRIBERS.c.origin]
     columns += [SUBSCRIBERS.c[key] for key in MIRRORED]
-    for chunk in _chunks(names):
-        yield from session.connection().execute(
-            select(*columns).where(SUBSCRIBERS.c.name.in_(chunk))
-        )
+    return _where_in(session, columns, SUBSCRIBERS.c.name, names)
 
 
 def _rules_of(session: Session, ids: list[int]) -> dict[int, list[Any]]:
-    """The stored rules of these subscribers, by subscriber id, in the order `list` numbers
-    them."""
+    """The stored rules of these subscribers (the config file's), by subscriber id, in the
+    order `list` numbers them."""
+    query = select(RULES).order_by(RULES.c.id)
+    if len(ids) > CHUNK:  # the config file's subscribers' rules, in one query
+        query = query.join(SUBSCRIBERS, SUBSCRIBERS.c.id == RULES.c.subscriber_id).where(
+            SUBSCRIBERS.c.origin == "config"
+        )
+    else:
+        query = query.where(RULES.c.subscriber_id.in_(ids))
+    wanted = set(ids)
     found: dict[int, list[Any]] = {}
-    for chunk in _chunks(ids):
-        query = select(RULES).where(RULES.c.subscriber_id.in_(chunk)).order_by(RULES.c.id)
-        for rule in session.connection().execute(query):
+    for rule in session.connection().execute(query):
+        if rule.subscriber_id in wanted:
             found.setdefault(rule.subscriber_id, []).append(rule)
     return found
 
 
-def _chunks(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(values), CHUNK):
-        yield values[start : start + CHUNK]
+def _where_in(session: Session, columns: list[Any], column: Any, values: list[Any]) -> Any:
+    """`columns` of the rows whose `column` is one of `values`: asked with `IN (...)` for up
+    to CHUNK values; for more, the whole table read once, without parameters, and the rows
+    kept here. (Many long IN lists cost more: PostgreSQL, once it prepares one, compares
+    each row with every value.)"""
+    if len(values) <= CHUNK:
+        return session.connection().execute(select(*columns).where(column.in_(values)))
+    wanted = set(values)
+    selected = [*columns, column] if column not in columns else columns
+    rows = session.connection().execute(select(*selected))
+    return (row for row in rows if row._mapping[column] in wanted)
 
 
 def check_labels(name: str, rules: Iterable[tuple[str, str | None]]) -> None:
