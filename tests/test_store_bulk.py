@@ -173,3 +173,18 @@ def test_sync_config_refuses_a_database_name_and_writes_nothing(store: Store) ->
     with pytest.raises(StoreError, match="'bob' is in the config file and in the database"):
         store.subscribers.sync_config(subs, now=NOW)
     assert set(everyone(store)) == {"bob"}
+
+
+def test_add_many_meets_a_subscriber_added_meanwhile(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process added one of them between the look-up and the insert: the unique
+    name refuses it, nothing is added, and running it again is the way out."""
+    store.subscribers.add("bob", email="bob@x.org", rules=["x"], now=NOW)
+    monkeypatch.setattr(bot.store.bulk, "_stored_names", lambda session, names: iter(()))
+    people = [NewSubscriber("ada", "a@x.org", ["y"]), NewSubscriber("bob", "b@x.org", ["y"])]
+    with pytest.raises(StoreError, match="another process added some of these subscribers"):
+        store.subscribers.add_many(people, now=NOW)
+    assert set(everyone(store)) == {"bob"}
+    monkeypatch.undo()
+    assert store.subscribers.add_many(people, now=NOW).created == ("ada",)

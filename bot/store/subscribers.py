@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import cast
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from bot.core.errors import StoreError
@@ -96,8 +97,16 @@ class Subscribers(Repository):
         `max_rules` rules or two rules under one label is refused (a StoreError), and
         nothing is added."""
         with self.database.session() as session:
-            added = insert_people(session, people, now=now, settings=SETTINGS, max_rules=max_rules)
-            session.commit()
+            try:
+                added = insert_people(
+                    session, people, now=now, settings=SETTINGS, max_rules=max_rules
+                )
+                session.commit()
+            except IntegrityError:  # another process added one of them meanwhile
+                raise StoreError(
+                    "another process added some of these subscribers meanwhile: nothing was added",
+                    hint="run it again: those stored by then are left as they are",
+                ) from None
         return added
 
     def all(
