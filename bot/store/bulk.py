@@ -91,7 +91,8 @@ def add_many(
             raise too_many_rules(person.name, count, max_rules)
         check_labels(person.name, [(t, person.labels.get(t)) for t in rules[person.name]])
     if new:
-        ids = _insert_subscribers(session, [_subscriber_values(p, now) for p in new])
+        base = _column_defaults() | {"origin": "database", "created_at": now}
+        ids = _insert_subscribers(session, [_subscriber_values(p, base) for p in new])
         _insert_rules(
             session,
             [
@@ -107,14 +108,13 @@ def add_many(
     )
 
 
-def _subscriber_values(person: NewSubscriber, now: datetime) -> dict[str, Any]:
-    """A new database subscriber's row, every column given (executemany takes one shape)."""
-    values = _column_defaults() | {
+def _subscriber_values(person: NewSubscriber, base: dict[str, Any]) -> dict[str, Any]:
+    """A new database subscriber's row, every column given (executemany takes one shape):
+    `base`'s values, then the person's."""
+    values = base | {
         "name": person.name,
         "email": person.email,
         "email_confirmed": person.email_confirmed,
-        "origin": "database",
-        "created_at": now,
     }
     if person.categories:
         values["categories"] = dump_list(person.categories)
