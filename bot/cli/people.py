@@ -1,5 +1,6 @@
-"""The people commands: `subscribe`, `unsubscribe`, `resume` and `list`, over the subscribers
-stored in the database and those declared in the config file.
+"""The people commands: `subscribe` (one, or everyone a CSV file lists: bot.cli.people_file),
+`unsubscribe`, `resume` and `list`, over the subscribers stored in the database and those
+declared in the config file.
 
 Shared: `subscriber_state` (also shown by `status`). Argument checks only; what a change
 means for the outbox and the schedule is the store's business.
@@ -9,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import click
+from click.core import ParameterSource
 
 from bot.channels.apprise_urls import Destination, Unreadable, destination, destination_channel
+from bot.cli.people_file import subscribe_from_file
 from bot.cli.shell import RuleCommand, config_option, handle_errors, load_config, open_store
 from bot.config import Config, subscriber_problems, subscriber_settings, too_many_rules
 from bot.core.checks import check_label
@@ -27,7 +31,7 @@ from bot.store import Store, utcnow
 
 @click.command(cls=RuleCommand)
 @config_option
-@click.argument("name")
+@click.argument("name", required=False)
 @click.argument("rules", nargs=-1)
 @click.option("--email", help="The subscriber's email address.")
 @click.option(
@@ -98,6 +102,26 @@ from bot.store import Store, utcnow
     type=click.FloatRange(0, 1),
     help="The score (0 to 1) such a paper needs. [default: the ranking's own]",
 )
+@click.option(
+    "--from-file",
+    "from_file",
+    type=click.File("rb"),
+    metavar="FILE",
+    help="Subscribe everyone a CSV file lists (`-`: standard input), in place of NAME and "
+    "RULES: a header line naming the columns, email and rules, and any of name, labels, "
+    "categories, include, max_papers, schedule, day, time, timezone, notify_empty, "
+    "summaries, language, similar_max, similar_min; several rules in one cell separated "
+    "by ';'. Every row is checked first; those stored already are left as they are.",
+)
+@click.option(
+    "--skip-bad",
+    is_flag=True,
+    help="With --from-file: add the good rows even if some are bad (those are listed, exit "
+    "code 1). Without it, one bad row and nothing is added (exit code 2).",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="With --from-file: check the file, say what it would add."
+)
 @handle_errors
 def subscribe(
     config_path: Path,
@@ -121,8 +145,12 @@ def subscribe(
     language: str | None,
     similar_max: int | None,
     similar_min: float | None,
+    from_file: BinaryIO | None,
+    skip_bad: bool,
+    dry_run: bool,
 ) -> None:
-    """Subscribe NAME with one or more RULES (stored in the database).
+    """Subscribe NAME with one or more RULES (stored in the database), or everyone a CSV
+    file lists (--from-file).
 
     Adds the rules to NAME if it exists; the options change its settings. Examples:
 
@@ -133,8 +161,13 @@ def subscribe(
     paperbell subscribe lab --apprise ntfy://ntfy.example/papers --apprise-env LAB_CHATS 'robot'
     paperbell subscribe ada --schedule weekly --day friday --time 16:00 --timezone Europe/Paris
     paperbell subscribe ada --summaries --language zh
+    paperbell subscribe --from-file people.csv
     """
+    name = _one_way(name, rules, from_file, skip_bad=skip_bad, dry_run=dry_run)
     config = load_config(config_path)
+    if from_file is not None:
+        subscribe_from_file(config, from_file, dry_run=dry_run, skip_bad=skip_bad)
+        return
     settings = {"schedule": schedule, "day": day, "time": at, "timezone": timezone}
     settings_given = {k: v for k, v in settings.items() if v is not None}
     slack = {"slack_channel": slack_channel, "slack_user": slack_user}
@@ -212,10 +245,8 @@ def subscribe(
         # Checked above: the values as stored (a language's standard tag, None for English).
         extra |= subscriber_settings(name, reading_given)[0]
         store.subscribers.set_schedule(name, **settings_given, **extra)
-    sub = next(
-        s
-        for s in store.subscribers.all(include_inactive=True, defaults=config.digest.defaults())
-        if s.name == name
+    (sub,) = store.subscribers.all(
+        include_inactive=True, defaults=config.digest.defaults(), only=sub.id
     )
     # The slot already handled stays as it is: marking the new schedule's latest slot
     # handled would move the next digest's window past papers not sent yet. A new time or
@@ -340,6 +371,39 @@ def list_(config_path: Path) -> None:
         click.echo("    " + "; ".join(extra))
         for number, text in enumerate(sub.rules, 1):
             click.echo(f"    {number}. {_rule(sub, text)}")
+
+
+def _one_way(
+    name: str | None,
+    rules: Sequence[str],
+    from_file: BinaryIO | None,
+    *,
+    skip_bad: bool,
+    dry_run: bool,
+) -> str:
+    """NAME (and RULES, options) or --from-file, not both; the options of a file with it."""
+    if from_file is None:
+        if skip_bad or dry_run:
+            raise click.UsageError("--skip-bad and --dry-run go with --from-file")
+        if name is None:
+            raise click.UsageError("Missing argument 'NAME'.")
+        return name
+    ctx = click.get_current_context()
+    alone = {"config_path", "from_file", "skip_bad", "dry_run", "name", "rules"}
+    given = [
+        param.opts[-1]
+        for param in ctx.command.params
+        if param.name not in alone
+        and param.name is not None
+        and ctx.get_parameter_source(param.name) == ParameterSource.COMMANDLINE
+    ]
+    if name is not None or rules or given:
+        arguments = [*(["NAME"] if name is not None else []), *(["RULES"] if rules else [])]
+        what = ", ".join([*arguments, *given])
+        raise click.UsageError(
+            f"--from-file takes each subscriber from the file's columns; give no {what} with it"
+        )
+    return ""
 
 
 def _rule(sub: Subscriber, text: str) -> str:

@@ -9,6 +9,7 @@ sources; nothing above them.
 - sections: [database], [digest], [polling], [daemon], [web], [delivery], [[sources]],
   [email], [slack], [apprise], [llm];
 - subscribers: [[subscribers]], and checking a subscriber given elsewhere;
+- people: subscribers listed in a CSV file (`subscribe --from-file`), each row checked;
 - schema: `Config`, the sections together, and the checks across them;
 - problems: how a validation failure reads, one line per problem;
 - environment: the secrets, read from the variables the file names;
@@ -18,6 +19,7 @@ sources; nothing above them.
 
 from bot.config.environment import config_secrets
 from bot.config.load import MAX_CONFIG_BYTES, example_config_text, load_config, parse_config
+from bot.config.people import BadRow, PeopleFile, Person, read_people
 from bot.config.schema import Config, config_notes
 from bot.config.secrets import (
     APPRISE_URLS,
@@ -69,6 +71,7 @@ __all__ = [
     "SMTP_PASSWORD",
     "WEBHOOK_URL",
     "AppriseConfig",
+    "BadRow",
     "Config",
     "DaemonConfig",
     "DatabaseConfig",
@@ -78,6 +81,8 @@ __all__ = [
     "EmbeddingsConfig",
     "LlmConfig",
     "MissingSecret",
+    "PeopleFile",
+    "Person",
     "PollingConfig",
     "SecretKind",
     "SlackConfig",
@@ -89,6 +94,7 @@ __all__ = [
     "example_config_text",
     "load_config",
     "parse_config",
+    "read_people",
     "subscriber_problems",
     "subscriber_settings",
     "too_many_rules",

@@ -41,12 +41,12 @@ from bot.config.fields import (
     TimeOfDay,
     TimeZoneName,
     Weekday,
+    rule_key,
 )
 from bot.config.problems import validation_problems
 from bot.config.sections import MAX_RULES, DigestConfig
 from bot.core.languages import is_english
 from bot.core.models import Subscriber
-from bot.rules import format_rule, parse_rule
 from bot.similar.refs import paper_key
 
 MAX_LIKES = 1000  # papers in one `like` or `dislike` list (a library file holds more)
@@ -162,7 +162,7 @@ class SubscriberConfig(Section):
         seen: dict[str, int] = {}
         labels: dict[str, int] = {}
         for index, text in enumerate(self.rule_texts):
-            key = format_rule(parse_rule(text))
+            key = rule_key(text)
             if key in seen:
                 raise ValueError(f"rules[{index}] repeats rules[{seen[key]}] ({text!r})")
             seen[key] = index

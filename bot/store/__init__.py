@@ -4,8 +4,9 @@
 migrations and the schema's version: bot.store.schema, `schema_state`, `upgrade_schema`;
 a copy of a SQLite file while it is in use: `backup_database`) and
 hands out one repository per kind of data: `store.papers`, `store.sources` (their polls),
-`store.subscribers` (with their rules), `store.feedback` (verdicts on papers),
-`store.vectors` (texts' embeddings), `store.ranking_models`, `store.rule_counts`,
+`store.subscribers` (with their rules; many added or mirrored at once: bot.store.bulk),
+`store.feedback` (verdicts on papers), `store.vectors` (texts' embeddings),
+`store.ranking_models`, `store.rule_counts`,
 `store.outbox` (digests to send, deliveries), `store.archive` (what each subscriber was
 sent, read back: their feed and archive), `store.targets` (destinations subscribers gave,
 paused targets), `store.slack_requests` (replays refused) and
@@ -17,6 +18,7 @@ data (bot.core.models classes, or the frozen records below), never a table row.
 from __future__ import annotations
 
 from bot.store.archive import Archive, DeliveredPaper, SentDigest
+from bot.store.bulk import Added, NewSubscriber
 from bot.store.database import (
     Backup,
     Database,
@@ -42,12 +44,14 @@ from bot.store.targets import TargetPause, Targets
 from bot.store.texts import ModelDay, TextKey, Texts
 
 __all__ = [
+    "Added",
     "Archive",
     "Backup",
     "DeliveredPaper",
     "Leadership",
     "LeftOut",
     "ModelDay",
+    "NewSubscriber",
     "OutboxItem",
     "OutboxStatus",
     "Queued",

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import cast
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from bot.core.errors import StoreError
 from bot.core.models import DEFAULT_INCLUDE, AbstractLength, EmailFormat, Subscriber
 from bot.core.schedule import Defaults
+from bot.store.bulk import Added, NewSubscriber, check_labels, mirror_config, too_many_rules
+from bot.store.bulk import add_many as insert_people
 from bot.store.database import Repository, aware
 from bot.store.tables import (
     DeliveryRow,
@@ -79,48 +82,32 @@ class Subscribers(Repository):
 
     def sync_config(self, subscribers: Sequence[Subscriber], *, now: datetime) -> None:
         """Mirror the config file's subscribers into the database so deliveries can refer to
-        them. The file stays the truth for their settings; an unsubscribe stays in force."""
-
+        them. The file stays the truth for their settings; an unsubscribe stays in force.
+        One transaction, a few queries however many there are (bot.store.bulk)."""
         with self.database.session() as session:
-            for sub in subscribers:
-                row = session.exec(select(SubscriberRow).where(SubscriberRow.name == sub.name))
-                found = row.first()
-                if found is not None and found.origin != "config":
-                    raise StoreError(
-                        f"subscriber {sub.name!r} is in the config file and in the database",
-                        hint=f"rename one of them, or `paperbell unsubscribe {sub.name} --delete`",
-                    )
-                found = found or SubscriberRow(name=sub.name, origin="config", created_at=now)
-                found.email = sub.email
-                found.slack_channel = sub.slack_channel
-                found.slack_user = sub.slack_user
-                found.slack_webhook = sub.slack_webhook
-                found.categories = dump_list(sub.categories)
-                found.max_papers = sub.max_papers
-                found.include = dump_list(sorted(sub.include))
-                session.add(found)
-                session.flush()
-                self._mirror_rules(session, found, sub, now=now)
+            mirror_config(session, subscribers, now=now)
             session.commit()
 
-    @classmethod
-    def _mirror_rules(
-        cls, session: Session, row: SubscriberRow, sub: Subscriber, *, now: datetime
-    ) -> None:
-        """A config subscriber's rules and labels as the file has them, in its order (a rule
-        kept keeps when it was first stored)."""
-        stored = cls._rules(session, row)
-        wanted = [(text, sub.label_of(text)) for text in sub.rules]
-        if [(r.text, r.label) for r in stored] == wanted:
-            return
-        since = {r.text: r.created_at for r in stored}
-        for rule in stored:
-            session.delete(rule)
-        session.flush()
-        assert row.id is not None
-        for text, label in wanted:
-            created = since.get(text, now)
-            session.add(RuleRow(subscriber_id=row.id, text=text, label=label, created_at=created))
+    def add_many(
+        self, people: Sequence[NewSubscriber], *, now: datetime, max_rules: int | None = None
+    ) -> Added:
+        """Add many database subscribers at once, in one transaction: those not stored yet,
+        with their rules; a name stored already (from the config file or the database) is
+        left as it is, and returned among `existing`. A name given twice, more than
+        `max_rules` rules or two rules under one label is refused (a StoreError), and
+        nothing is added."""
+        with self.database.session() as session:
+            try:
+                added = insert_people(
+                    session, people, now=now, settings=SETTINGS, max_rules=max_rules
+                )
+                session.commit()
+            except IntegrityError:  # another process added one of them meanwhile
+                raise StoreError(
+                    "another process added some of these subscribers meanwhile: nothing was added",
+                    hint="run it again: those stored by then are left as they are",
+                ) from None
+        return added
 
     def all(
         self,
@@ -310,7 +297,7 @@ class Subscribers(Repository):
             have = {rule.text: rule for rule in self._rules(session, row)}
             count = len(set(have) | set(rules))
             if max_rules is not None and count > max(max_rules, len(have)):
-                raise _too_many_rules(name, count, max_rules)
+                raise too_many_rules(name, count, max_rules)
             for text in rules:
                 label = labels.get(text)
                 if text in have:
@@ -322,7 +309,8 @@ class Subscribers(Repository):
                 session.add(have[text])
             _check_labels(name, have.values())
             session.commit()
-        subscriber = next(s for s in self.all(include_inactive=True) if s.name == name)
+            subscriber_id = row.id
+        (subscriber,) = self.all(include_inactive=True, only=subscriber_id)
         return subscriber, created
 
     def remove_rule(self, name: str, number: int, *, last_pauses: bool = False) -> str:
@@ -371,7 +359,7 @@ class Subscribers(Repository):
                 return False
             count = len(rules) + 1
             if max_rules is not None and count > max_rules:
-                raise _too_many_rules(name, count, max_rules)
+                raise too_many_rules(name, count, max_rules)
             assert row.id is not None
             new = RuleRow(subscriber_id=row.id, text=text, label=label or None, created_at=now)
             _check_labels(name, [*rules, new])
@@ -509,6 +497,14 @@ class Subscribers(Repository):
             row = session.exec(query.order_by(col(SubscriberRow.id))).first()
             return None if row is None else as_record(SubscriberRecord, row)
 
+    def records(self) -> list[SubscriberRecord]:
+        """Every stored subscriber's record (the config file's and the database's), by
+        name: one query."""
+        columns = [getattr(SubscriberRow, f.name) for f in fields(SubscriberRecord)]
+        with self.database.session() as session:  # the columns alone: no row objects
+            rows = session.exec(select(*columns).order_by(col(SubscriberRow.name)))
+            return [SubscriberRecord(*row) for row in rows]
+
     def get(self, name: str) -> SubscriberRecord | None:
         """The subscriber named `name`, config or database, if it is stored."""
         with self.database.session() as session:
@@ -535,23 +531,5 @@ class Subscribers(Repository):
 
 
 def _check_labels(name: str, rules: Iterable[RuleRow]) -> None:
-    """Refuse two rules of one subscriber with one label (case aside): the digests would
-    show two headings alike."""
-    seen: dict[str, str] = {}
-    for rule in rules:
-        if not rule.label:
-            continue
-        key = rule.label.casefold()
-        if key in seen and seen[key] != rule.text:
-            raise StoreError(
-                f"{name!r} has a rule labelled {rule.label!r} already",
-                hint="give each rule its own label",
-            )
-        seen[key] = rule.text
-
-
-def _too_many_rules(name: str, count: int, max_rules: int) -> StoreError:
-    return StoreError(
-        f"{name!r} would have {count} rules, more than the {max_rules} a subscriber may have",
-        hint="remove a rule first, or join rules with OR ([digest] max_rules sets the limit)",
-    )
+    """Refuse two rules of one subscriber with one label (case aside)."""
+    check_labels(name, [(rule.text, rule.label) for rule in rules])
