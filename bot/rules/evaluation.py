@@ -195,7 +195,26 @@ def _spans(
     ]
 
 
+def _word_hits(term: Term, text: PaperText) -> tuple[Hit, ...] | None:
+    """`_term_hits` of a one-word term without a wildcard (most terms): its positions are
+    those of the indexes."""
+    word = term.words[0]
+    title = text.title_index.get(word, ()) if term.field != "abs" else ()
+    abstract = text.abstract_index.get(word, ()) if term.field != "ti" else ()
+    if not title and not abstract:
+        return None
+    label = leaf_text(term)
+    tokens = text.title
+    found = [Hit("title", tokens[i].start, tokens[i].end, label) for i in title]
+    if abstract:
+        tokens = text.abstract
+        found += [Hit("abstract", tokens[i].start, tokens[i].end, label) for i in abstract]
+    return tuple(found)
+
+
 def _term_hits(term: Term, text: PaperText) -> tuple[Hit, ...] | None:
+    if len(term.words) == 1 and not term.prefix:
+        return _word_hits(term, text)
     title: list[Span] = []
     abstract: list[Span] = []
     if term.field != "abs":
