@@ -3,22 +3,30 @@
 Owns `Matched` (rule id -> that rule's `PaperMatches`), the answer of
 `bot.match.matcher.Matcher.match(papers, hits=False)`, and `indexes` (the members of a bit
 set). A rule's matches are a bit set over the batch (bit i: the i-th paper), shared by
-every rule id with the same tree; the hits of one rule on one paper are put together from
-the paper's leaf hits (kept by the matcher while it read the paper) when they are asked
-for, so that nothing is made per (rule, paper) match until someone needs it: a digest
-asks for the papers it ranks and shows, not for every match of every rule.
+every rule id with the same tree; nothing is made per (rule, paper) match until someone
+asks for its hits: a digest asks for those of the papers it ranks and shows.
+
+The first time a paper's hits are asked for, its text is read again (kept by the caller,
+or analyzed anew) and `bot.rules.leaf_hits` asked about every leaf it matched; those leaf
+hits are kept (one small tuple per leaf and paper, shared by every tree that has the
+leaf) and the text let go. A tree's hits on the paper are then put together from them
+(`bot.match.code.hits_of`), each time they are asked for.
 
 Both classes are read-only `Mapping`s: `Matched[rule_id]` (KeyError for a rule id that
-matched nothing), `PaperMatches[paper_id]` -> hits, and iterating, `in` and `len` on
-either never make hits. Pure: no I/O.
+matched nothing), `PaperMatches[paper_id]` -> hits; iterating, `in` and `len` on either
+make no hits. Reading fills caches, each made whole before it is stored: threads may
+share one (a race only repeats work). Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+import gc
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from bot.core.models import Paper
 from bot.match.code import Hits, TreeCode, hits_of
+from bot.rules import Leaf, PaperText, leaf_hits
 
 __all__ = ["Hits", "Matched", "PaperMatches", "indexes"]
 
@@ -47,7 +55,18 @@ class Matched(Mapping[Hashable, "PaperMatches"]):
     """Which papers of a batch each rule id matched (in the order the rules were given;
     those that matched none are absent), with each match's hits on demand."""
 
-    __slots__ = ("_codes", "_index_of", "_memos", "_slot_bits", "_slot_of", "papers")
+    __slots__ = (
+        "_codes",
+        "_index_of",
+        "_leaf_bits",
+        "_leaves",
+        "_leaves_at",
+        "_memos",
+        "_slot_bits",
+        "_slot_of",
+        "_text_of",
+        "papers",
+    )
 
     def __init__(
         self,
@@ -55,14 +74,22 @@ class Matched(Mapping[Hashable, "PaperMatches"]):
         slot_of: Mapping[Hashable, int],
         slot_bits: Mapping[int, int],
         codes: Sequence[TreeCode],
-        memos: Sequence[Mapping[int, Hits]],
+        leaves: Sequence[Leaf],
+        leaf_bits: Sequence[int],
+        text_of: Callable[[int], PaperText],
     ) -> None:
         self.papers = papers  # the batch, in the order read
         self._slot_of = slot_of  # rule id -> its distinct tree
         self._slot_bits = slot_bits  # distinct tree -> the papers it matched
-        self._codes = codes
-        self._memos = memos  # per paper: leaf -> hits, for every leaf it matched
+        self._codes = codes  # distinct tree -> its code
+        self._leaves = leaves
+        self._leaf_bits = leaf_bits  # leaf -> the papers it matched
+        self._text_of = text_of  # position -> the paper's text (analyzed again, or kept)
         self._index_of: dict[str, int] | None = None
+        # Per paper, once its hits are first asked for: leaf -> hits, for every leaf it
+        # matched; and, made then, the leaves each paper matched.
+        self._memos: list[dict[int, Hits] | None] = [None] * len(papers)
+        self._leaves_at: list[list[int]] | None = None
 
     def __getitem__(self, rule_id: Hashable) -> PaperMatches:
         slot = self._slot_of.get(rule_id)
@@ -70,7 +97,7 @@ class Matched(Mapping[Hashable, "PaperMatches"]):
         if not bits:
             raise KeyError(rule_id)
         assert slot is not None
-        return PaperMatches(self.papers, self._positions(), self._memos, self._codes[slot], bits)
+        return PaperMatches(self, self._positions(), self._codes[slot], bits)
 
     def __iter__(self) -> Iterator[Hashable]:
         bits = self._slot_bits
@@ -98,25 +125,57 @@ class Matched(Mapping[Hashable, "PaperMatches"]):
         slot = self._slot_of.get(rule_id)
         if slot is None or not (self._slot_bits.get(slot, 0) >> index) & 1:
             raise KeyError((rule_id, index))
-        return self._hits(slot, index)
+        return self.hits_of(self._codes[slot], index)
 
     def with_hits(self) -> dict[Hashable, list[tuple[Paper, Hits]]]:
         """Every match with its hits, at once: rule id -> [(paper, hits)] in the order of
         the papers, for the rule ids that matched something."""
-        papers = self.papers
+        papers, codes = self.papers, self._codes
         by_slot: dict[int, list[tuple[Paper, Hits]]] = {}
-        for slot, bits in self._slot_bits.items():
-            by_slot[slot] = [(papers[i], self._hits(slot, i)) for i in indexes(bits)]  # type: ignore[misc]
-        # A list copy per rule id is C; the hits are shared by the rule ids of a tree.
-        return {
-            rule_id: matched.copy()
-            for rule_id, slot in self._slot_of.items()
-            if (matched := by_slot.get(slot)) is not None
-        }
+        with _collector_paused():
+            for slot, bits in self._slot_bits.items():
+                code = codes[slot]
+                by_slot[slot] = [(papers[i], self.hits_of(code, i)) for i in indexes(bits)]  # type: ignore[misc]
+            # A list copy per rule id is C; the hits are shared by the rule ids of a tree.
+            return {
+                rule_id: matched.copy()
+                for rule_id, slot in self._slot_of.items()
+                if (matched := by_slot.get(slot)) is not None
+            }
 
     def index_of(self, paper_id: str) -> int | None:
         """The position of the paper with this id in `papers` (the last, if several)."""
         return self._positions().get(paper_id)
+
+    def position(self, paper_id: str) -> int:
+        """The position of the paper with this id in `papers`; KeyError if none has it."""
+        return self._positions()[paper_id]
+
+    def hits_of(self, code: TreeCode, index: int) -> Hits:
+        """The hits of a tree (`code`) on the paper at `index`, which it matched."""
+        memo = self._memos[index]
+        if memo is None:
+            memo = self._memos[index] = self._leaf_hits(index)
+        hits = hits_of(code, memo)
+        assert hits is not None, "a tree's papers and its leaves' hits disagree"
+        return hits
+
+    def _leaf_hits(self, index: int) -> dict[int, Hits]:
+        """The hits of every leaf the paper at `index` matched, its text read once."""
+        if self._leaves_at is None:
+            at: list[list[int]] = [[] for _ in self.papers]
+            for number, bits in enumerate(self._leaf_bits):
+                if bits:
+                    for i in indexes(bits):
+                        at[i].append(number)
+            self._leaves_at = at
+        text, leaves = self._text_of(index), self._leaves
+        memo = {}
+        for number in self._leaves_at[index]:
+            hits = leaf_hits(leaves[number], text)
+            assert hits is not None, "a leaf's papers and its hits disagree"
+            memo[number] = hits
+        return memo
 
     def _positions(self) -> dict[str, int]:
         if self._index_of is None:
@@ -125,27 +184,18 @@ class Matched(Mapping[Hashable, "PaperMatches"]):
             }
         return self._index_of
 
-    def _hits(self, slot: int, index: int) -> Hits:
-        return _checked(hits_of(self._codes[slot], self._memos[index]))
-
 
 class PaperMatches(Mapping[str, Hits]):
     """One rule's matches in a batch: paper id -> its hits (put together when asked for),
     in the order of the papers. Iterating, `in` and `len` make no hits."""
 
-    __slots__ = ("_bits", "_code", "_memos", "_papers", "_positions")
+    __slots__ = ("_bits", "_code", "_found", "_positions")
 
     def __init__(
-        self,
-        papers: Sequence[Paper | None],
-        positions: Mapping[str, int],
-        memos: Sequence[Mapping[int, Hits]],
-        code: TreeCode,
-        bits: int,
+        self, found: Matched, positions: Mapping[str, int], code: TreeCode, bits: int
     ) -> None:
-        self._papers = papers
-        self._positions = positions  # paper id -> its position in `papers`
-        self._memos = memos
+        self._found = found
+        self._positions = positions  # paper id -> its position in the batch
         self._code = code
         self._bits = bits
 
@@ -153,20 +203,30 @@ class PaperMatches(Mapping[str, Hits]):
         index = self._positions.get(paper_id)
         if index is None or not (self._bits >> index) & 1:
             raise KeyError(paper_id)
-        return _checked(hits_of(self._code, self._memos[index]))
+        return self._found.hits_of(self._code, index)
 
     def __contains__(self, paper_id: object) -> bool:
         index = self._positions.get(paper_id) if isinstance(paper_id, str) else None
         return index is not None and bool((self._bits >> index) & 1)
 
     def __iter__(self) -> Iterator[str]:
-        papers = self._papers
+        papers = self._found.papers
         return (papers[i].id for i in indexes(self._bits))  # type: ignore[union-attr]
 
     def __len__(self) -> int:
         return self._bits.bit_count()
 
 
-def _checked(hits: Hits | None) -> Hits:
-    assert hits is not None, "a tree's papers and its leaves' hits disagree"
-    return hits
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while every match's hits are made: millions of
+    small objects that live on, no cycles; each young-generation overflow would otherwise
+    trigger a pass over a heap that holds every rule and paper (it halves the time)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

@@ -1,5 +1,5 @@
 """Many rules x many papers, fast: each paper read once, each distinct rule tree evaluated
-once for every paper at a time, on bit sets.
+once for the whole batch, on bit sets of papers.
 
 Owns `Matcher`. Built once from every subscriber's parsed rules, it answers "which papers
 does each rule match?" for a batch of papers (a day, a week) without asking every rule
@@ -9,21 +9,22 @@ about every paper:
   has them (many subscribers write the same rules), and so are identical leaves (a word, a
   phrase, `au:`, `cat:` ...): 100,000 rules of a day have ~47,000 distinct trees over
   ~8,000 distinct leaves;
-* one pass over the papers reads each paper's keys (`bot.match.keys.paper_keys`: words,
-  word pairs, `cat:` ...) and asks `bot.rules.leaf_hits` about the leaves indexed under a
-  key the paper has (a leaf is indexed under one key every paper it matches has, or its
-  wildcard prefix), keeping the hits of those that match (one small tuple per leaf and
-  paper, shared by every tree that has the leaf);
-* each leaf's matches are then a bit set over the batch (bit i: the i-th paper), and each
-  distinct tree is evaluated once for the whole batch with AND/OR/NOT on those bit sets,
-  within the papers its *trigger* (`bot.match.keys.cheapest_trigger`) and *key test*
-  (`bot.match.keys.key_filter`) let through.
+* one pass over the papers records which papers have each key some rule is looked up by
+  (`bot.match.keys.paper_keys`: words, word pairs, `cat:` ...), as a bit set over the batch
+  (bit i: the i-th paper). A leaf that one key decides (a word, a two-word phrase, a
+  category: `bot.match.keys.exact_keys`) matches the papers with that key; any other leaf
+  (a longer phrase, `ti:`, `au:`, a wildcard ...) is asked (`bot.rules.holds`) about the
+  papers that have the key it is looked up by and every key it needs;
+* each distinct tree is then evaluated once for the whole batch with AND/OR/NOT on its
+  leaves' bit sets, within the papers its *trigger* (`bot.match.keys.cheapest_trigger`) and
+  *key test* (`bot.match.keys.key_filter`) let through.
 
-The result (`Matched`, from `bot.match.matched`) says which papers each rule id matched;
-the hits of one rule on one paper (which words where, for ranking and highlighting) are
-put together from the leaves' hits only when asked for, so that a run pays for the hits of
-the papers that go out, not for every match of every rule (1.5 million a day for 100,000
-rules). `match(papers)` gives every rule's matches with their hits at once, as before.
+The answer (`Matched`, from `bot.match.matched`) says which papers each rule id matched.
+No hits are made meanwhile: the hits of one rule on one paper (which words where, for
+ranking and highlighting) are made when they are first asked for, so that a run pays for
+the hits of the papers its digests rank and show, not for every match of every rule (1.5
+million a day for 100,000 rules), and no per-match object is made or collected.
+`match(papers)` gives every rule's matches with their hits at once, as it always did.
 
 Pure: no I/O, no clock, no logging setup. It must not give the rule language a second
 meaning: whether a leaf matches, and with which hits, is always `bot.rules`' answer, and
@@ -34,9 +35,7 @@ decide which leaves are worth asking and which papers a tree is worth evaluating
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, overload
 
@@ -52,7 +51,7 @@ from bot.match.keys import (
     paper_keys,
 )
 from bot.match.matched import Hits, Matched
-from bot.rules import Node, PaperText, Rule, analyze, leaf_hits
+from bot.rules import Node, PaperText, Rule, analyze, holds
 
 __all__ = ["Hits", "MatchStats", "Matched", "Matcher", "RuleId"]
 
@@ -71,8 +70,8 @@ class MatchStats:
     matches: int = 0  # pairs that matched
 
 
-# What the batch evaluation needs of one distinct tree: its trigger's keys and prefixes
-# (None: no trigger, every paper is a candidate), its key test, its code.
+# What the batch evaluation needs of one distinct tree: its trigger's keys and wildcards
+# (`transfor*`; None: no trigger, every paper is a candidate), its key test, its code.
 _Plan: TypeAlias = tuple[tuple[str, ...] | None, tuple[str, ...], KeyFilter | None, TreeCode]
 
 
@@ -102,11 +101,6 @@ class Matcher:
             if slot == len(nodes):
                 nodes.append(rule.node)
         del slot_of_node
-        self._position = {rule_id: i for i, rule_id in enumerate(self._slot_of)}
-        ids: list[list[RuleId]] = [[] for _ in nodes]
-        for rule_id, slot in self._slot_of.items():
-            ids[slot].append(rule_id)
-        self._ids = [tuple(found) for found in ids]
 
         code = Code()
         plans: list[_Plan] = []
@@ -122,28 +116,33 @@ class Matcher:
             else:
                 keys.update(trigger.keys)
                 prefixes.update(trigger.prefixes)
-                plans.append((tuple(trigger.keys), tuple(trigger.prefixes), test, code.tree(node)))
+                wildcards = tuple(prefix + "*" for prefix in trigger.prefixes)
+                plans.append((tuple(trigger.keys), wildcards, test, code.tree(node)))
             if test is not None:
                 required, alternatives, excluded = test
                 keys.update(required or (), *alternatives, excluded)
         self._plans = plans
+        self._codes = [plan[3] for plan in plans]
         self._always = always
         self._leaves = code.leaves
 
-        # Each leaf is looked up under one key every paper it matches has (for a word, a
-        # two-word phrase, a category, an id, a source: the key that decides it), or under
-        # its wildcard prefix; `_needs[n]` are the keys a paper it matches has for sure.
+        # A leaf that one key decides (a word, a two-word phrase, a category, an id, a
+        # source: `exact_keys`) matches the papers that have the key. Any other is asked
+        # about the papers that have the one key it is looked up by (or its wildcard
+        # prefix) and every key it needs (`_needs`).
+        self._exact: list[tuple[int, str]] = []  # (leaf, its key)
         by_key: dict[str, list[int]] = {}
         by_prefix: dict[str, list[int]] = {}
-        self._needs: list[frozenset[str] | None] = []  # None: the key decides
+        self._needs: dict[int, frozenset[str]] = {}
         for number, leaf in enumerate(code.leaves):
             exact = exact_keys(leaf)
             if exact is not None and len(exact) == 1:
                 (key,) = exact
-                by_key.setdefault(key, []).append(number)
-                self._needs.append(None)
+                self._exact.append((number, key))
+                keys.add(key)
                 continue
-            self._needs.append(needed_keys(leaf)[0])
+            self._needs[number] = needs = needed_keys(leaf)[0]
+            keys.update(needs)
             trigger = cheapest_trigger(leaf, frequencies)
             assert trigger is not None and len(trigger.keys) + len(trigger.prefixes) == 1
             for key in trigger.keys:
@@ -172,6 +171,11 @@ class Matcher:
     def distinct_leaves(self) -> int:
         """How many distinct leaves (words, phrases, `au:` ...) the rule trees have."""
         return len(self._leaves)
+
+    @property
+    def exact_leaves(self) -> int:
+        """How many of those one key decides (a word, a two-word phrase, a category ...)."""
+        return len(self._exact)
 
     @property
     def always_evaluated(self) -> int:
@@ -207,58 +211,60 @@ class Matcher:
         that match nothing are absent.
 
         `hits=False`: a `Matched` instead, which says which papers each rule id matched and
-        puts a match's hits together only when asked. `texts` holds papers already
-        analyzed (paper id -> `PaperText`); the others are analyzed here, once each."""
+        makes a match's hits when they are asked for. `texts` holds papers already analyzed
+        (paper id -> `PaperText`); the others are analyzed here, and analyzed again for
+        their hits (one paper's text at a time is kept, not the batch's)."""
 
-        def read() -> Iterator[PaperText]:
-            for paper in papers:
-                text = texts.get(paper.id) if texts is not None else None
-                yield analyze(paper) if text is None else text
+        def text_of(i: int) -> PaperText:
+            paper = papers[i]
+            text = texts.get(paper.id) if texts is not None else None
+            return analyze(paper) if text is None else text
 
-        found = self._scan(read(), papers)
+        found = self._scan(map(text_of, range(len(papers))), papers, text_of)
         return found.with_hits() if hits else found
 
     def match_one(self, text: PaperText) -> list[tuple[RuleId, Hits]]:
         """The rules one analyzed paper matches, in the order they were given, with hits."""
-        found = self._scan(iter((text,)), (None,))
+        found = self._scan([text], (None,), [text].__getitem__)
         return [(rule_id, found.hits(rule_id, 0)) for rule_id in found]
 
     # -----------------------------------------------------------------------------------------
 
-    def _scan(self, texts: Iterator[PaperText], papers: Sequence[Paper | None]) -> Matched:
-        """Read each paper once (its keys, the hits of the leaves it has the key of), then
-        evaluate each distinct tree on the whole batch."""
-        leaves = self._leaves
-        needs, by_key, by_prefix = self._needs, self._by_key, self._by_prefix
+    def _scan(
+        self,
+        texts: Iterable[PaperText],
+        papers: Sequence[Paper | None],
+        text_of: Callable[[int], PaperText],
+    ) -> Matched:
+        """Read each paper once (its keys; the leaves no key decides, asked about the papers
+        that have their keys), then evaluate each distinct tree on the whole batch.
+        `text_of(i)`: the i-th paper's text again, for its hits (`Matched`)."""
+        leaves, needs, by_key, by_prefix = self._leaves, self._needs, self._by_key, self._by_prefix
         keyset = self._keyset
         papers_with: dict[str, int] = {}  # key or prefix -> bit set of the papers that have it
         leaf_bits = [0] * len(leaves)
-        memos: list[dict[int, Hits]] = []  # per paper: leaf -> hits, for the leaves it matches
-        with _collector_paused():
-            for i, text in enumerate(texts):
-                bit = 1 << i
-                keys = paper_keys(text)
-                memo: dict[int, Hits] = {}
-                memos.append(memo)
-                for key in keys & keyset:
-                    papers_with[key] = papers_with.get(key, 0) | bit
-                    for number in by_key.get(key, ()):
-                        need = needs[number]
-                        if need is not None and not need <= keys:
-                            continue
-                        if (hits := leaf_hits(leaves[number], text)) is not None:
-                            memo[number] = hits
+        count = 0
+        for i, text in enumerate(texts):
+            bit = 1 << i
+            keys = paper_keys(text)
+            for key in keys & keyset:
+                papers_with[key] = papers_with.get(key, 0) | bit
+                for number in by_key.get(key, ()):
+                    if needs[number] <= keys and holds(leaves[number], text):
+                        leaf_bits[number] |= bit
+            if self._prefixes:
+                for prefix in self._prefixes_of(text):
+                    wildcard = prefix + "*"  # not a key: `transfor*` is not `transfor`
+                    papers_with[wildcard] = papers_with.get(wildcard, 0) | bit
+                    for number in by_prefix.get(prefix, ()):
+                        if needs[number] <= keys and holds(leaves[number], text):
                             leaf_bits[number] |= bit
-                if self._prefixes:
-                    for prefix in self._prefixes_of(text):
-                        papers_with[prefix] = papers_with.get(prefix, 0) | bit
-                        for number in by_prefix.get(prefix, ()):
-                            if (hits := leaf_hits(leaves[number], text)) is not None:
-                                memo[number] = hits
-                                leaf_bits[number] |= bit
-            by_slot = self._evaluate(leaf_bits, papers_with, (1 << len(memos)) - 1)
-        self.stats.papers += len(memos)
-        return Matched(papers, self._slot_of, by_slot, [plan[3] for plan in self._plans], memos)
+            count += 1
+        for number, key in self._exact:
+            leaf_bits[number] = papers_with.get(key, 0)
+        by_slot = self._evaluate(leaf_bits, papers_with, (1 << count) - 1)
+        self.stats.papers += count
+        return Matched(papers, self._slot_of, by_slot, self._codes, leaves, leaf_bits, text_of)
 
     def _evaluate(
         self, leaf_bits: list[int], papers_with: dict[str, int], everyone: int
@@ -268,15 +274,15 @@ class Matcher:
         found: dict[int, int] = {}
         candidates = evaluations = matches = 0
         get = papers_with.get
-        for slot, (trigger, prefixes, test, code) in enumerate(self._plans):
+        for slot, (trigger, wildcards, test, code) in enumerate(self._plans):
             if trigger is None:
                 within = everyone
             else:
                 within = 0
                 for key in trigger:
                     within |= get(key, 0)
-                for prefix in prefixes:
-                    within |= get(prefix, 0)
+                for wildcard in wildcards:
+                    within |= get(wildcard, 0)
                 if not within:
                     continue
             candidates += within.bit_count()
@@ -331,18 +337,3 @@ class Matcher:
             if known:
                 found.update(known)
         return found
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: reading a batch makes many small objects (the
-    leaves' hits) that live on, no cycles, and each young-generation overflow would otherwise
-    trigger passes over a heap that holds every rule and paper."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
