@@ -45,7 +45,7 @@ import bot.match.matcher  # noqa: E402
 from bot.core.errors import RuleError  # noqa: E402
 from bot.core.models import Digest, Paper, Subscriber  # noqa: E402
 from bot.match.digest import RuleMatches, build_digest  # noqa: E402
-from bot.match.keys import key_frequencies, paper_keys  # noqa: E402
+from bot.match.keys import key_frequencies  # noqa: E402
 from bot.match.matcher import Matched, Matcher  # noqa: E402
 from bot.rules import PaperText, Rule, analyze, match, parse_rule, tokenize  # noqa: E402
 from bot.sources.arxiv import parse_listing  # noqa: E402
@@ -324,28 +324,36 @@ def as_days(
     return all_papers, all_texts
 
 
-def leaf_time(
-    matcher: Matcher, papers: Sequence[Paper], texts: dict[str, PaperText]
-) -> tuple[float, int, int]:
-    """CPU time spent in bot.rules.leaf_hits during a match (a wrapped copy of the function;
-    the wrapper's own cost is not counted)."""
-    original = bot.match.matcher.leaf_hits
-    spent = [0.0, 0, 0]
+class Spent:
+    """CPU time spent in some functions (`owner.name`: a module's function, a class's
+    method) while the matcher runs, through wrapped copies (the wrappers' own cost is not
+    counted)."""
 
-    def timed_leaf_hits(leaf: Any, text: PaperText) -> Any:
-        start = time.thread_time()
-        hits = original(leaf, text)
-        spent[0] += time.thread_time() - start
-        spent[1] += 1
-        spent[2] += len(hits) if hits else 0
-        return hits
+    def __init__(self, *functions: tuple[object, str]) -> None:
+        self.functions = functions
+        self.seconds = {name: 0.0 for _, name in functions}
+        self.calls = {name: 0 for _, name in functions}
 
-    bot.match.matcher.leaf_hits = timed_leaf_hits  # type: ignore[assignment]
-    try:
-        matcher.match(papers, texts=texts, hits=False)
-    finally:
-        bot.match.matcher.leaf_hits = original
-    return spent[0], int(spent[1]), int(spent[2])
+    def __enter__(self) -> Spent:
+        self.originals = [(owner, name, getattr(owner, name)) for owner, name in self.functions]
+        for owner, name, original in self.originals:
+            setattr(owner, name, self._timed(name, original))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, name, original in self.originals:
+            setattr(owner, name, original)
+
+    def _timed(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def timed_call(*args: Any, **kwargs: Any) -> Any:
+            start = time.thread_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds[name] += time.thread_time() - start
+                self.calls[name] += 1
+
+        return timed_call
 
 
 def verdict(ok: bool) -> str:
@@ -456,13 +464,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" p90 {per_rule[len(per_rule) * 9 // 10]}, p99 {per_rule[len(per_rule) * 99 // 100]},"
         f" none {sum(1 for n in per_rule if n == 0) / len(per_rule):.0%}"
     )
-    keys_seconds = timed(lambda: [paper_keys(texts[p.id]) for p in papers])[1].cpu
-    leaf_seconds, calls, hits_made = leaf_time(matcher, papers, texts)
+    matching = bot.match.matcher
+    with Spent((matching, "paper_keys"), (matching, "holds"), (Matcher, "_evaluate")) as spent:
+        matcher.match(papers, texts=texts, hits=False)
+    seconds_in = spent.seconds
     print(
-        f"  of which: paper keys ~{keys_seconds:.2f} s; bot.rules.leaf_hits ~{leaf_seconds:.2f} s"
-        f" ({calls:,} calls, {hits_made:,} Hit objects, kept per (leaf, paper) and shared by"
-        " every tree); the rest (recording which papers have which keys, the trees on bit"
-        " sets, the garbage collector's pass over the leaves' hits) is the matcher's own"
+        f"  of which: paper keys ~{seconds_in['paper_keys']:.2f} s; asking the"
+        f" {matcher.distinct_leaves - matcher.exact_leaves:,} leaves no key decides about the"
+        f" papers with their keys (bot.rules.holds) ~{seconds_in['holds']:.2f} s"
+        f" ({spent.calls['holds']:,} calls); the trees on bit sets ~{seconds_in['_evaluate']:.2f} s;"
+        " the rest (recording which papers have which keys) is the matcher's own. No hits are"
+        " made"
     )
     everything, all_time = best_of(args.repeat, lambda: matcher.match(papers, texts=texts))
     print(
@@ -520,7 +532,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     del everything, got, on_demand, expected
     if args.subscribers:
-        agree = digests(papers, texts, rules, args.subscribers, args.seed) and agree
+        agree = digests(papers, rules, args.subscribers, args.seed) and agree
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"process peak RSS (all of the above: papers, rules, results): {rss_mb:.0f} MB")
     return 0 if agree else 1
@@ -563,28 +575,30 @@ def build_all(
 
 def digests(
     papers: Sequence[Paper],
-    texts: dict[str, PaperText],
     rules: Sequence[tuple[int, Rule]],
     count: int,
     seed: int,
 ) -> bool:
-    """Time `count` subscribers' digests built from matches whose hits are made on demand
-    (`match_rules`) against the same from matches with every hit made at once (as
-    `match_rules` gave them before), and check that both give the same digests."""
+    """Time `count` subscribers' digests from the matches of every rule, the papers analyzed
+    inside as in a run: with hits made on demand (`match_rules`: each paper analyzed while
+    matching, and again for its hits when a digest first asks for them) against every
+    match's hits made at once (as `match_rules` gave them before: each paper analyzed once,
+    its text kept while its hits are made); and check that both give the same digests."""
     subscribers = readers(rules, count, seed)
     everyone = [rule for _, rule in rules]  # the matches cover every rule, as in a run
     distinct = {rule.node: rule for rule in everyone}
-    shared = Matcher(distinct.items())
-
-    def on_demand() -> RuleMatches:
-        return match_rules_with(shared, papers, texts)
+    shared = Matcher(distinct.items())  # built once for both (as match_rules builds it)
 
     def at_once() -> RuleMatches:
+        texts = {paper.id: analyze(paper) for paper in papers}
         found = shared.match(papers, texts=texts)
         return {node: {paper.id: hits for paper, hits in found[node]} for node in found}
 
-    lazy, lazy_match = timed(on_demand)
-    built, lazy_build = timed(lambda: build_all(subscribers, papers, lazy))
+    with Spent((bot.match.matcher, "analyze")) as reading:
+        lazy, lazy_match = timed(lambda: match_rules_with(shared, papers))
+        analyzed = reading.seconds["analyze"]
+        built, lazy_build = timed(lambda: build_all(subscribers, papers, lazy))
+        again = reading.seconds["analyze"] - analyzed
     eager, eager_match = timed(at_once)
     expected, eager_build = timed(lambda: build_all(subscribers, papers, eager))
     asked = sum(
@@ -599,15 +613,17 @@ def digests(
     print(
         f"\ndigests of {count:,} subscribers ({sum(len(r) for _, r in subscribers):,} of the"
         " rules, 1-3 each; nothing delivered before, at most 50 papers each) from the matches"
-        f" of all {len(rules):,} rules ({len(distinct):,} distinct) over {len(papers):,} papers:"
+        f" of all {len(rules):,} rules ({len(distinct):,} distinct) over {len(papers):,} papers,"
+        " analyzed inside as in a run (index build not counted):"
     )
     print(
-        f"  hits on demand (match_rules): match {lazy_match}; {count:,} digests {lazy_build},"
-        f" hits made for {asked:,} (rule, paper) matches of their rules ({shown:,} papers"
-        f" shown, {left_out:,} left out by the cap); total {lazy_total:.2f} s CPU"
+        f"  hits on demand (match_rules): match {lazy_match} (analyzing {analyzed:.2f} s);"
+        f" {count:,} digests {lazy_build}, hits made for {asked:,} (rule, paper) matches of"
+        f" their rules ({shown:,} papers shown, {left_out:,} left out by the cap; analyzing"
+        f" papers again for their hits {again:.2f} s); total {lazy_total:.2f} s CPU"
     )
     print(
-        f"  baseline, every match's hits at once ({results:,} (rule, paper) entries, as"
+        f"  baseline, every match's hits at once ({results:,} (rule tree, paper) entries, as"
         f" match_rules gave them before): match {eager_match}; digests {eager_build};"
         f" total {eager_total:.2f} s CPU; on demand / at once: {lazy_total / eager_total:.2f}"
     )
@@ -616,12 +632,10 @@ def digests(
     return same
 
 
-def match_rules_with(
-    matcher: Matcher, papers: Sequence[Paper], texts: dict[str, PaperText]
-) -> RuleMatches:
-    """What `bot.match.digest.match_rules` returns, from a matcher built already (its build
-    is the same either way, and timed above)."""
-    return cast(RuleMatches, matcher.match(papers, texts=texts, hits=False))
+def match_rules_with(matcher: Matcher, papers: Sequence[Paper]) -> RuleMatches:
+    """What `bot.match.digest.match_rules(rules, papers)` returns, from a matcher built
+    already (its build is the same either way)."""
+    return cast(RuleMatches, matcher.match(papers, hits=False))
 
 
 if __name__ == "__main__":

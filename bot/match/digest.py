@@ -23,7 +23,7 @@ from bot.core.models import (
     Subscriber,
     announce_kind,
 )
-from bot.match.matcher import Hits, Matcher
+from bot.match.matcher import Hits, Matched, Matcher
 from bot.rules import (
     LEAVES,
     And,
@@ -182,9 +182,9 @@ def select(
                 entry.append((rule, matched))
     items: list[DigestItem] = []
     rule_of: dict[str, str] = {}
-    for paper in papers:
-        entry = found.get(paper.id)
-        if entry is None or not is_pending(subscriber, paper, delivered, since=since):
+    for paper in _matched_papers(papers, found, matches):
+        entry = found[paper.id]
+        if not is_pending(subscriber, paper, delivered, since=since):
             continue
         # Only the papers still owed cost hits (a match's hits are made when asked for).
         hits = [hit for _, matched in entry for hit in matched[paper.id]]
@@ -192,6 +192,17 @@ def select(
         rule_of[paper.id] = entry[0][0].text
     items.sort(key=_rank_key)
     return Selection(items=tuple(items), rule_of=rule_of)
+
+
+def _matched_papers(
+    papers: Sequence[Paper], found: Mapping[str, object], matches: RuleMatches
+) -> Sequence[Paper]:
+    """The papers whose id is in `found`, in the order of `papers`: by their positions when
+    `matches` were made over these very papers (a run: one subscriber's few papers, not a
+    pass over the day's), else by a pass over `papers`."""
+    if isinstance(matches, Matched) and matches.papers is papers:
+        return [papers[i] for i in sorted(map(matches.position, found))]
+    return [paper for paper in papers if paper.id in found]
 
 
 def digest_item(paper: Paper, rules: Sequence[str], hits: Iterable[Hit]) -> DigestItem:
