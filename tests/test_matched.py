@@ -23,7 +23,7 @@ from support.paths import FULL_FEED
 import bot.match.matched
 from bot.core.errors import RuleError
 from bot.core.models import Hit, Paper, Subscriber
-from bot.match.digest import build_digest, is_pending, match_rules
+from bot.match.digest import build_digest, count_matches, is_pending, match_rules
 from bot.match.matched import indexes
 from bot.match.matcher import Matcher
 from bot.rules import (
@@ -246,3 +246,24 @@ def test_hits_of_a_rule_that_did_not_match_are_refused() -> None:
     for rule_id, index in ((2, 0), (1, 1), (3, 0)):
         with pytest.raises(KeyError):
             found.hits(rule_id, index)
+
+
+def test_counting_a_rules_matches_takes_its_matches_not_every_paper() -> None:
+    """`count_matches` (the manage page's counts) reads each rule's matches among some of
+    the papers: the same counts and examples from the answer with hits on demand as from
+    one with every hit, over a window of the papers, and with a paper id twice."""
+    written = ["learning", '"neural network"', "quantum -cat:quant-ph", "zzzunmatched"]
+    rules_ = [parse_rule(text) for text in written]
+    window = papers()[20:150]
+    on_demand = match_rules(rules_, papers())
+    found = Matcher([(rule.node, rule) for rule in rules_]).match(papers())
+    at_once = {node: {paper.id: hits for paper, hits in found[node]} for node in found}
+    counts = count_matches(rules_, window, on_demand, examples=3)
+    assert counts == count_matches(rules_, window, at_once, examples=3)
+    assert counts["learning"][0] == sum(
+        1 for paper in window if match(rules_[0], texts()[paper.id]) is not None
+    )
+    assert counts["zzzunmatched"] == (0, ())
+    twice = [*window, window[0]]
+    again = count_matches(rules_, twice, on_demand, examples=3)
+    assert again == count_matches(rules_, twice, at_once, examples=3)

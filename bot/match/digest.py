@@ -391,9 +391,14 @@ def count_matches(
     `examples` (ranked as in a digest). `matches` is `match_rules` over (at least) these rules
     and papers: nothing is matched here."""
     out: dict[str, tuple[int, tuple[str, ...]]] = {}
+    by_id = {paper.id: paper for paper in papers}
     for rule in rules:
         found = matches.get(rule.node, _NO_MATCHES)
-        items = [digest_item(p, [rule.text], found[p.id]) for p in papers if p.id in found]
+        if len(by_id) == len(papers):  # each rule's matches, not a pass over the papers
+            among = [by_id[paper_id] for paper_id in found if paper_id in by_id]
+        else:  # a paper id twice: counted as often as it comes
+            among = [paper for paper in papers if paper.id in found]
+        items = [digest_item(paper, [rule.text], found[paper.id]) for paper in among]
         items.sort(key=_rank_key)
         out[rule.text] = (len(items), tuple(item.paper.id for item in items[:examples]))
     return out
