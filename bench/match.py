@@ -6,9 +6,11 @@ authors' surnames, categories), drawn from a Zipf-like distribution so popular r
 as they do among real subscribers; matches them against the real 1,504-paper listing of
 2024-11-28 (and against that listing five times with distinct ids, as five days); times the
 same work done naively (every rule x every paper through `bot.rules.match`) on a sample;
-checks that both agree; builds the digests of --subscribers subscribers (1-3 of those rules
-each) from the shared matches, whose hits are made only for the papers each digest ranks;
-and prints PASS/MISS against the targets. Not part of the test suite.
+checks that both agree; times a run for --subscribers subscribers (1-3 of those rules each:
+their rules matched together, then their digests, whose hits are made only for the papers
+each digest ranks) against the same with every match's hits made at once, and checks that
+both give the same digests; and prints PASS/MISS against the targets. Not part of the test
+suite.
 
     .venv/bin/python bench/match.py [--rules N] [--days D] [--naive-sample K] [--seed S]
                                     [--subscribers M]
@@ -467,14 +469,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     matching = bot.match.matcher
     with Spent((matching, "paper_keys"), (matching, "holds"), (Matcher, "_evaluate")) as spent:
         matcher.match(papers, texts=texts, hits=False)
-    seconds_in = spent.seconds
+    keys_s, holds_s, trees_s = (spent.seconds[n] for n in ("paper_keys", "holds", "_evaluate"))
     print(
-        f"  of which: paper keys ~{seconds_in['paper_keys']:.2f} s; asking the"
+        f"  of which: paper keys ~{keys_s:.2f} s; asking the"
         f" {matcher.distinct_leaves - matcher.exact_leaves:,} leaves no key decides about the"
-        f" papers with their keys (bot.rules.holds) ~{seconds_in['holds']:.2f} s"
-        f" ({spent.calls['holds']:,} calls); the trees on bit sets ~{seconds_in['_evaluate']:.2f} s;"
-        " the rest (recording which papers have which keys) is the matcher's own. No hits are"
-        " made"
+        f" papers with their keys (bot.rules.holds) ~{holds_s:.2f} s"
+        f" ({spent.calls['holds']:,} calls); the trees on bit sets ~{trees_s:.2f} s; the rest"
+        " (recording which papers have which keys) is the matcher's own. No hits are made"
     )
     everything, all_time = best_of(args.repeat, lambda: matcher.match(papers, texts=texts))
     print(
@@ -579,14 +580,14 @@ def digests(
     count: int,
     seed: int,
 ) -> bool:
-    """Time `count` subscribers' digests from the matches of every rule, the papers analyzed
-    inside as in a run: with hits made on demand (`match_rules`: each paper analyzed while
-    matching, and again for its hits when a digest first asks for them) against every
-    match's hits made at once (as `match_rules` gave them before: each paper analyzed once,
-    its text kept while its hits are made); and check that both give the same digests."""
+    """Time a run's matching and digests for `count` subscribers (their rules matched
+    together, the papers analyzed inside, as `bot.pipeline.deliver` does): with hits made
+    on demand (`match_rules`: each paper analyzed while matching, and again for its hits
+    when a digest first asks for them) against every match's hits made at once (as
+    `match_rules` gave them before: each paper analyzed once, its text kept while its hits
+    are made); and check that both give the same digests."""
     subscribers = readers(rules, count, seed)
-    everyone = [rule for _, rule in rules]  # the matches cover every rule, as in a run
-    distinct = {rule.node: rule for rule in everyone}
+    distinct = {rule.node: rule for _, rules_of in subscribers for rule in rules_of}
     shared = Matcher(distinct.items())  # built once for both (as match_rules builds it)
 
     def at_once() -> RuleMatches:
@@ -611,16 +612,15 @@ def digests(
     results = sum(len(matched) for matched in eager.values())
     lazy_total, eager_total = lazy_match.cpu + lazy_build.cpu, eager_match.cpu + eager_build.cpu
     print(
-        f"\ndigests of {count:,} subscribers ({sum(len(r) for _, r in subscribers):,} of the"
-        " rules, 1-3 each; nothing delivered before, at most 50 papers each) from the matches"
-        f" of all {len(rules):,} rules ({len(distinct):,} distinct) over {len(papers):,} papers,"
-        " analyzed inside as in a run (index build not counted):"
+        f"\na run for {count:,} subscribers (1-3 rules each: {len(distinct):,} distinct of"
+        f" {sum(len(r) for _, r in subscribers):,}; nothing delivered before, at most 50"
+        f" papers each) over {len(papers):,} papers, analyzed inside (index build not counted):"
     )
     print(
         f"  hits on demand (match_rules): match {lazy_match} (analyzing {analyzed:.2f} s);"
-        f" {count:,} digests {lazy_build}, hits made for {asked:,} (rule, paper) matches of"
-        f" their rules ({shown:,} papers shown, {left_out:,} left out by the cap; analyzing"
-        f" papers again for their hits {again:.2f} s); total {lazy_total:.2f} s CPU"
+        f" {count:,} digests {lazy_build}, with the hits of {asked:,} (rule, paper) matches"
+        f" ({shown:,} papers shown, {left_out:,} left out by the cap; analyzing papers again"
+        f" for their hits {again:.2f} s); total {lazy_total:.2f} s CPU"
     )
     print(
         f"  baseline, every match's hits at once ({results:,} (rule tree, paper) entries, as"
