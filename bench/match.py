@@ -597,9 +597,10 @@ def digests(
 
     with Spent((bot.match.matcher, "analyze")) as reading:
         lazy, lazy_match = timed(lambda: match_rules_with(shared, papers))
-        analyzed = reading.seconds["analyze"]
+        analyzed, papers_read = reading.seconds["analyze"], reading.calls["analyze"]
         built, lazy_build = timed(lambda: build_all(subscribers, papers, lazy))
         again = reading.seconds["analyze"] - analyzed
+        read_again = reading.calls["analyze"] - papers_read
     eager, eager_match = timed(at_once)
     expected, eager_build = timed(lambda: build_all(subscribers, papers, eager))
     asked = sum(
@@ -619,8 +620,8 @@ def digests(
     print(
         f"  hits on demand (match_rules): match {lazy_match} (analyzing {analyzed:.2f} s);"
         f" {count:,} digests {lazy_build}, with the hits of {asked:,} (rule, paper) matches"
-        f" ({shown:,} papers shown, {left_out:,} left out by the cap; analyzing papers again"
-        f" for their hits {again:.2f} s); total {lazy_total:.2f} s CPU"
+        f" ({shown:,} papers shown, {left_out:,} left out by the cap; analyzing {read_again:,}"
+        f" papers again for their hits {again:.2f} s); total {lazy_total:.2f} s CPU"
     )
     print(
         f"  baseline, every match's hits at once ({results:,} (rule tree, paper) entries, as"
