@@ -6,9 +6,14 @@ authors' surnames, categories), drawn from a Zipf-like distribution so popular r
 as they do among real subscribers; matches them against the real 1,504-paper listing of
 2024-11-28 (and against that listing five times with distinct ids, as five days); times the
 same work done naively (every rule x every paper through `bot.rules.match`) on a sample;
-checks that both agree; and prints PASS/MISS against the targets. Not part of the test suite.
+checks that both agree; times a run for --subscribers subscribers (1-3 of those rules each:
+their rules matched together, then their digests, whose hits are made only for the papers
+each digest ranks) against the same with every match's hits made at once, and checks that
+both give the same digests; and prints PASS/MISS against the targets. Not part of the test
+suite.
 
     .venv/bin/python bench/match.py [--rules N] [--days D] [--naive-sample K] [--seed S]
+                                    [--subscribers M]
     .venv/bin/python bench/match.py --frequencies     # print bot.match.keys's frequency table
 
 Deterministic: the same arguments build the same rules.
@@ -30,8 +35,9 @@ import time
 import tracemalloc
 from collections import Counter
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -39,15 +45,16 @@ if str(ROOT) not in sys.path:
 
 import bot.match.matcher  # noqa: E402
 from bot.core.errors import RuleError  # noqa: E402
-from bot.core.models import Paper  # noqa: E402
+from bot.core.models import Digest, Paper, Subscriber  # noqa: E402
+from bot.match.digest import RuleMatches, build_digest  # noqa: E402
 from bot.match.keys import key_frequencies  # noqa: E402
-from bot.match.matcher import Matcher  # noqa: E402
+from bot.match.matcher import Matched, Matcher  # noqa: E402
 from bot.rules import PaperText, Rule, analyze, match, parse_rule, tokenize  # noqa: E402
 from bot.sources.arxiv import parse_listing  # noqa: E402
 
 FEED = ROOT / "tests" / "fixtures" / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
 
-TARGET_SECONDS = 2.0  # 100,000 rules x 1,504 papers, one core, papers already analyzed
+TARGET_SECONDS = 1.0  # 100,000 rules x 1,504 papers, one core, papers already analyzed
 TARGET_SPEEDUP = 50.0
 TARGET_BUILD_SECONDS = 5.0
 TARGET_INDEX_MB = 500.0
@@ -319,27 +326,36 @@ def as_days(
     return all_papers, all_texts
 
 
-def leaf_time(
-    matcher: Matcher, papers: Sequence[Paper], texts: dict[str, PaperText]
-) -> tuple[float, int, int]:
-    """Time spent in bot.rules.leaf_hits during a match (a wrapped copy of the function)."""
-    original = bot.match.matcher.leaf_hits
-    spent = [0.0, 0, 0]
+class Spent:
+    """CPU time spent in some functions (`owner.name`: a module's function, a class's
+    method) while the matcher runs, through wrapped copies (the wrappers' own cost is not
+    counted)."""
 
-    def timed_leaf_hits(leaf: Any, text: PaperText) -> Any:
-        start = time.perf_counter()
-        hits = original(leaf, text)
-        spent[0] += time.perf_counter() - start
-        spent[1] += 1
-        spent[2] += len(hits) if hits else 0
-        return hits
+    def __init__(self, *functions: tuple[object, str]) -> None:
+        self.functions = functions
+        self.seconds = {name: 0.0 for _, name in functions}
+        self.calls = {name: 0 for _, name in functions}
 
-    bot.match.matcher.leaf_hits = timed_leaf_hits  # type: ignore[assignment]
-    try:
-        matcher.match(papers, texts=texts)
-    finally:
-        bot.match.matcher.leaf_hits = original
-    return spent[0], int(spent[1]), int(spent[2])
+    def __enter__(self) -> Spent:
+        self.originals = [(owner, name, getattr(owner, name)) for owner, name in self.functions]
+        for owner, name, original in self.originals:
+            setattr(owner, name, self._timed(name, original))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, name, original in self.originals:
+            setattr(owner, name, original)
+
+    def _timed(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def timed_call(*args: Any, **kwargs: Any) -> Any:
+            start = time.thread_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds[name] += time.thread_time() - start
+                self.calls[name] += 1
+
+        return timed_call
 
 
 def verdict(ok: bool) -> str:
@@ -373,6 +389,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--repeat", type=int, default=3, help="runs of the 1-day match (best)")
     parser.add_argument("--seed", type=int, default=20241128)
+    parser.add_argument(
+        "--subscribers", type=int, default=10_000, help="digests to build (0: none)"
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile one matcher run")
     parser.add_argument("--frequencies", action="store_true", help="print the frequency table")
     args = parser.parse_args(argv)
@@ -419,10 +438,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" building   [target <= {TARGET_INDEX_MB:.0f} MB: {verdict(peak_mb <= TARGET_INDEX_MB)}]"
     )
 
-    # One day, papers already analyzed (analysis is bot.rules' and is shared with the naive run).
-    def one_day() -> dict[int, list[tuple[Paper, Any]]]:
+    # One day, papers already analyzed (analysis is bot.rules' and is shared with the naive
+    # run): which papers each rule matches, the answer a digest run asks for.
+    def one_day() -> Matched:
         matcher.stats = type(matcher.stats)()
-        return matcher.match(papers, texts=texts)
+        return matcher.match(papers, texts=texts, hits=False)
 
     found, match_time = best_of(args.repeat, one_day)
     stats, seconds = matcher.stats, match_time.cpu
@@ -432,39 +452,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" paper pairs/s   [target <= {TARGET_SECONDS:.0f} s: {verdict(seconds <= TARGET_SECONDS)}]"
     )
     distinct_pairs = matcher.distinct_rules * len(papers)
+    per_rule = sorted(found.bits(rule_id).bit_count() for rule_id, _ in rules)
     print(
-        f"  candidates {stats.candidates:,} ({stats.candidates / distinct_pairs:.2%} of the"
-        f" distinct rule x paper pairs), evaluated {stats.evaluations:,},"
-        f" matched {stats.matches:,}; {sum(len(v) for v in found.values()):,}"
-        f" (rule id, paper) results; {len(found):,} rule ids matched something"
+        f"  {matcher.distinct_rules:,} distinct trees over {matcher.distinct_leaves:,} distinct"
+        f" leaves; candidates {stats.candidates:,} ({stats.candidates / distinct_pairs:.2%} of the"
+        f" distinct rule x paper pairs), evaluated {stats.evaluations:,}, matched"
+        f" {stats.matches:,}; {sum(per_rule):,} (rule id, paper) results; {len(found):,} rule"
+        " ids matched something"
     )
-    per_rule = sorted(len(found.get(rule_id, ())) for rule_id, _ in rules)
     print(
         "  the workload, papers per rule id: median"
         f" {per_rule[len(per_rule) // 2]}, mean {sum(per_rule) / len(per_rule):.1f},"
         f" p90 {per_rule[len(per_rule) * 9 // 10]}, p99 {per_rule[len(per_rule) * 99 // 100]},"
         f" none {sum(1 for n in per_rule if n == 0) / len(per_rule):.0%}"
     )
-    leaf_seconds, calls, hits_made = leaf_time(matcher, papers, texts)
+    matching = bot.match.matcher
+    with Spent((matching, "paper_keys"), (matching, "holds"), (Matcher, "_evaluate")) as spent:
+        matcher.match(papers, texts=texts, hits=False)
+    keys_s, holds_s, trees_s = (spent.seconds[n] for n in ("paper_keys", "holds", "_evaluate"))
     print(
-        f"  of which in bot.rules.leaf_hits: ~{leaf_seconds:.2f} s ({calls:,} calls,"
-        f" {hits_made:,} Hit objects made); the rest (paper keys, index, key tests,"
-        f" AND/OR/NOT, results) is the matcher's own"
+        f"  of which: paper keys ~{keys_s:.2f} s; asking the"
+        f" {matcher.distinct_leaves - matcher.exact_leaves:,} leaves no key decides about the"
+        f" papers with their keys (bot.rules.holds) ~{holds_s:.2f} s"
+        f" ({spent.calls['holds']:,} calls); the trees on bit sets ~{trees_s:.2f} s; the rest"
+        " (recording which papers have which keys) is the matcher's own. No hits are made"
     )
-    _, with_analyze = timed(lambda: Matcher(rules).match(papers))
+    everything, all_time = best_of(args.repeat, lambda: matcher.match(papers, texts=texts))
+    print(
+        "  with every match's hits at once (`match(papers)`: rule id -> [(paper, hits)],"
+        f" {sum(len(v) for v in everything.values()):,} entries): {all_time}"
+    )
+    _, with_analyze = timed(lambda: Matcher(rules).match(papers, hits=False))
     print(f"  index build + analyze + match (texts=None), from scratch: {with_analyze}")
 
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()
-        matcher.match(papers, texts=texts)
+        matcher.match(papers, texts=texts, hits=False)
         profiler.disable()
         pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
 
     if args.days > 1:
         day_papers, day_texts = as_days(papers, texts, args.days)
         matcher.stats = type(matcher.stats)()
-        _, days_time = timed(lambda: matcher.match(day_papers, texts=day_texts))
+        _, days_time = timed(lambda: matcher.match(day_papers, texts=day_texts, hits=False))
         print(
             f"match, {args.days} days (the same listing {args.days} times, ids made distinct):"
             f" {len(rules):,} rules x {len(day_papers):,} papers in {days_time}"
@@ -489,15 +520,123 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" {verdict(speedup >= TARGET_SPEEDUP)}]"
     )
     sampled = {rule_id for rule_id, _ in sample}
-    got = {rule_id: hits for rule_id, hits in found.items() if rule_id in sampled}
-    agree = got == expected
+    got = {rule_id: hits for rule_id, hits in everything.items() if rule_id in sampled}
+    on_demand = {
+        rule_id: [(papers[i], found.hits(rule_id, i)) for i in found.indexes(rule_id)]
+        for rule_id in sampled
+        if rule_id in found
+    }
+    agree = got == expected == on_demand
     print(
-        f"agreement on the {len(sample):,} sampled rules x {len(papers):,} papers:"
-        f" {'OK' if agree else 'MISMATCH'}"
+        f"agreement on the {len(sample):,} sampled rules x {len(papers):,} papers (papers and"
+        f" hits, at once and on demand): {'OK' if agree else 'MISMATCH'}"
     )
+    del everything, got, on_demand, expected
+    if args.subscribers:
+        agree = digests(papers, rules, args.subscribers, args.seed) and agree
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"process peak RSS (all of the above: papers, rules, results): {rss_mb:.0f} MB")
     return 0 if agree else 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Digests: the hits of the papers that go out
+
+
+NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
+
+
+def readers(
+    rules: Sequence[tuple[int, Rule]], count: int, seed: int
+) -> list[tuple[Subscriber, list[Rule]]]:
+    """`count` subscribers with 1-3 of the rules each (the next ones in order: the rules are
+    drawn at random already), nothing delivered to them yet, the default cap of 50."""
+    rng = random.Random(seed + 1)
+    found: list[tuple[Subscriber, list[Rule]]] = []
+    at = 0
+    for n in range(count):
+        taken = [rules[(at + k) % len(rules)][1] for k in range(rng.choice((1, 2, 3)))]
+        at += len(taken)
+        texts = tuple(rule.text for rule in taken)
+        found.append((Subscriber(f"r{n}", f"r{n}@example.org", texts, id=n + 1), taken))
+    return found
+
+
+def build_all(
+    subscribers: Sequence[tuple[Subscriber, list[Rule]]],
+    papers: Sequence[Paper],
+    matches: RuleMatches,
+) -> list[Digest | None]:
+    """Each subscriber's digest from the matches every subscriber shares, as a run does."""
+    return [
+        build_digest(sub, rules, papers, delivered={}, now=NOW, matches=matches)
+        for sub, rules in subscribers
+    ]
+
+
+def digests(
+    papers: Sequence[Paper],
+    rules: Sequence[tuple[int, Rule]],
+    count: int,
+    seed: int,
+) -> bool:
+    """Time a run's matching and digests for `count` subscribers (their rules matched
+    together, the papers analyzed inside, as `bot.pipeline.deliver` does): with hits made
+    on demand (`match_rules`: each paper analyzed while matching, and again for its hits
+    when a digest first asks for them) against every match's hits made at once (as
+    `match_rules` gave them before: each paper analyzed once, its text kept while its hits
+    are made); and check that both give the same digests."""
+    subscribers = readers(rules, count, seed)
+    distinct = {rule.node: rule for _, rules_of in subscribers for rule in rules_of}
+    shared = Matcher(distinct.items())  # built once for both (as match_rules builds it)
+
+    def at_once() -> RuleMatches:
+        texts = {paper.id: analyze(paper) for paper in papers}
+        found = shared.match(papers, texts=texts)
+        return {node: {paper.id: hits for paper, hits in found[node]} for node in found}
+
+    with Spent((bot.match.matcher, "analyze")) as reading:
+        lazy, lazy_match = timed(lambda: match_rules_with(shared, papers))
+        analyzed, papers_read = reading.seconds["analyze"], reading.calls["analyze"]
+        built, lazy_build = timed(lambda: build_all(subscribers, papers, lazy))
+        again = reading.seconds["analyze"] - analyzed
+        read_again = reading.calls["analyze"] - papers_read
+    eager, eager_match = timed(at_once)
+    expected, eager_build = timed(lambda: build_all(subscribers, papers, eager))
+    asked = sum(
+        len(lazy.get(node, ()))
+        for _, rules_of in subscribers
+        for node in {rule.node for rule in rules_of}
+    )
+    shown = sum(digest.count for digest in built if digest is not None)
+    left_out = sum(len(digest.omitted) for digest in built if digest is not None)
+    results = sum(len(matched) for matched in eager.values())
+    lazy_total, eager_total = lazy_match.cpu + lazy_build.cpu, eager_match.cpu + eager_build.cpu
+    print(
+        f"\na run for {count:,} subscribers (1-3 rules each: {len(distinct):,} distinct of"
+        f" {sum(len(r) for _, r in subscribers):,}; nothing delivered before, at most 50"
+        f" papers each) over {len(papers):,} papers, analyzed inside (index build not counted):"
+    )
+    print(
+        f"  hits on demand (match_rules): match {lazy_match} (analyzing {analyzed:.2f} s);"
+        f" {count:,} digests {lazy_build}, with the hits of {asked:,} (rule, paper) matches"
+        f" ({shown:,} papers shown, {left_out:,} left out by the cap; analyzing {read_again:,}"
+        f" papers again for their hits {again:.2f} s); total {lazy_total:.2f} s CPU"
+    )
+    print(
+        f"  baseline, every match's hits at once ({results:,} (rule tree, paper) entries, as"
+        f" match_rules gave them before): match {eager_match}; digests {eager_build};"
+        f" total {eager_total:.2f} s CPU; on demand / at once: {lazy_total / eager_total:.2f}"
+    )
+    same = built == expected
+    print(f"digests equal: {'OK' if same else 'MISMATCH'}")
+    return same
+
+
+def match_rules_with(matcher: Matcher, papers: Sequence[Paper]) -> RuleMatches:
+    """What `bot.match.digest.match_rules(rules, papers)` returns, from a matcher built
+    already (its build is the same either way)."""
+    return cast(RuleMatches, matcher.match(papers, hits=False))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import hashlib
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
+from typing import cast
 
 from bot.core.calendar import ArxivCalendar
 from bot.core.models import (
@@ -22,7 +23,7 @@ from bot.core.models import (
     Subscriber,
     announce_kind,
 )
-from bot.match.matcher import Hits, Matcher
+from bot.match.matcher import Hits, Matched, Matcher
 from bot.rules import (
     LEAVES,
     And,
@@ -126,16 +127,23 @@ def score(hits: Iterable[Hit], rules_matched: int) -> float:
 
 def match_rules(
     rules: Iterable[Rule], papers: Sequence[Paper], *, texts: Mapping[str, PaperText] | None = None
-) -> dict[Node, dict[str, Hits]]:
+) -> RuleMatches:
     """Every rule against every paper through one `Matcher` (each distinct rule tree once,
-    each paper analyzed once): rule tree -> paper id -> hits, for the papers it matched."""
+    each paper analyzed once): rule tree -> paper id -> hits, for the papers it matched.
+
+    Which papers each rule matched is known at once; a match's hits are put together when
+    they are first asked for (`bot.match.matched`), so that only the papers a digest ranks
+    and shows cost any."""
     distinct = {rule.node: rule for rule in rules}
-    found = Matcher(distinct.items()).match(papers, texts=texts)
-    return {
-        node: {paper.id: hits for paper, hits in matched}
-        for node in distinct
-        if (matched := found.get(node))
-    }
+    matcher = Matcher(distinct.items())
+    if len({paper.id for paper in papers}) < len(papers):  # a paper id twice: the last wins
+        found = matcher.match(papers, texts=texts)
+        return {
+            node: {paper.id: hits for paper, hits in matched}
+            for node in distinct
+            if (matched := found.get(node))
+        }
+    return cast(RuleMatches, matcher.match(papers, texts=texts, hits=False))
 
 
 def distinct_rules(rules: Sequence[Rule]) -> list[Rule]:
@@ -162,25 +170,39 @@ def select(
     rules = distinct_rules(rules)
     if matches is None:
         matches = match_rules(rules, papers)
-    found: dict[str, tuple[list[str], list[Hit]]] = {}  # paper id -> rules, hits
+    # Paper id -> the rules that matched it, in order, each with its matches.
+    found: dict[str, list[tuple[Rule, Mapping[str, Hits]]]] = {}
     for rule in rules:
-        for paper_id, hits in matches.get(rule.node, _NO_MATCHES).items():
+        matched = matches.get(rule.node, _NO_MATCHES)
+        for paper_id in matched:
             entry = found.get(paper_id)
             if entry is None:
-                entry = found[paper_id] = ([], [])
-            entry[0].append(rule.text)
-            entry[1].extend(hits)
+                found[paper_id] = [(rule, matched)]
+            else:
+                entry.append((rule, matched))
     items: list[DigestItem] = []
     rule_of: dict[str, str] = {}
-    for paper in papers:
-        entry = found.get(paper.id)
-        if entry is None or not is_pending(subscriber, paper, delivered, since=since):
+    for paper in _matched_papers(papers, found, matches):
+        entry = found[paper.id]
+        if not is_pending(subscriber, paper, delivered, since=since):
             continue
-        matched, all_hits = entry
-        items.append(digest_item(paper, matched, all_hits))
-        rule_of[paper.id] = matched[0]
+        # Only the papers still owed cost hits (a match's hits are made when asked for).
+        hits = [hit for _, matched in entry for hit in matched[paper.id]]
+        items.append(digest_item(paper, [rule.text for rule, _ in entry], hits))
+        rule_of[paper.id] = entry[0][0].text
     items.sort(key=_rank_key)
     return Selection(items=tuple(items), rule_of=rule_of)
+
+
+def _matched_papers(
+    papers: Sequence[Paper], found: Mapping[str, object], matches: RuleMatches
+) -> Sequence[Paper]:
+    """The papers whose id is in `found`, in the order of `papers`: by their positions when
+    `matches` were made over these very papers (a run: one subscriber's few papers, not a
+    pass over the day's), else by a pass over `papers`."""
+    if isinstance(matches, Matched) and matches.papers is papers:
+        return [papers[i] for i in sorted(map(matches.position, found))]
+    return [paper for paper in papers if paper.id in found]
 
 
 def digest_item(paper: Paper, rules: Sequence[str], hits: Iterable[Hit]) -> DigestItem:
@@ -369,9 +391,14 @@ def count_matches(
     `examples` (ranked as in a digest). `matches` is `match_rules` over (at least) these rules
     and papers: nothing is matched here."""
     out: dict[str, tuple[int, tuple[str, ...]]] = {}
+    by_id = {paper.id: paper for paper in papers}
     for rule in rules:
         found = matches.get(rule.node, _NO_MATCHES)
-        items = [digest_item(p, [rule.text], found[p.id]) for p in papers if p.id in found]
+        if len(by_id) == len(papers):  # each rule's matches, not a pass over the papers
+            among = [by_id[paper_id] for paper_id in found if paper_id in by_id]
+        else:  # a paper id twice: counted as often as it comes
+            among = [paper for paper in papers if paper.id in found]
+        items = [digest_item(paper, [rule.text], found[paper.id]) for paper in among]
         items.sort(key=_rank_key)
         out[rule.text] = (len(items), tuple(item.paper.id for item in items[:examples]))
     return out

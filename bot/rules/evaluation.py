@@ -195,7 +195,26 @@ def _spans(
     ]
 
 
+def _word_hits(term: Term, text: PaperText) -> tuple[Hit, ...] | None:
+    """`_term_hits` of a one-word term without a wildcard (most terms): its positions are
+    those of the indexes."""
+    word = term.words[0]
+    title = text.title_index.get(word, ()) if term.field != "abs" else ()
+    abstract = text.abstract_index.get(word, ()) if term.field != "ti" else ()
+    if not title and not abstract:
+        return None
+    label = leaf_text(term)
+    tokens = text.title
+    found = [Hit("title", tokens[i].start, tokens[i].end, label) for i in title]
+    if abstract:
+        tokens = text.abstract
+        found += [Hit("abstract", tokens[i].start, tokens[i].end, label) for i in abstract]
+    return tuple(found)
+
+
 def _term_hits(term: Term, text: PaperText) -> tuple[Hit, ...] | None:
+    if len(term.words) == 1 and not term.prefix:
+        return _word_hits(term, text)
     title: list[Span] = []
     abstract: list[Span] = []
     if term.field != "abs":
@@ -210,6 +229,52 @@ def _term_hits(term: Term, text: PaperText) -> tuple[Hit, ...] | None:
     return (
         *(Hit("title", start, end, label) for start, end in title),
         *(Hit("abstract", start, end, label) for start, end in abstract),
+    )
+
+
+def _occurs(
+    term: Term, tokens: Sequence[Token], index: Index, variants: Index, forms: Sequence[str]
+) -> bool:
+    """Whether `_spans` would find any span (for a multi-word or wildcard term): the same
+    tests, stopping at the first occurrence, making no spans."""
+    words = term.words
+    last = len(words) - 1
+    if term.prefix:
+        stem = words[-1]
+        at = bisect_left(forms, stem)
+        if last == 0:  # every form of `forms` has positions in `index` or `variants`
+            return at < len(forms) and forms[at].startswith(stem)
+        ends: set[int] = set()
+        while at < len(forms) and forms[at].startswith(stem):
+            ends.update(index.get(forms[at], ()))
+            ends.update(variants.get(forms[at], ()))
+            at += 1
+        return any(
+            first + last in ends and all(tokens[first + i].norm == words[i] for i in range(1, last))
+            for first in index.get(words[0], ())
+        )
+    return any(
+        first + last < len(tokens)
+        and all(tokens[first + i].norm == words[i] for i in range(1, last + 1))
+        for first in index.get(words[0], ())
+    )
+
+
+def _term_holds(term: Term, text: PaperText) -> bool:
+    """`_term_hits(term, text) is not None`, without the hits."""
+    if not term.prefix and len(term.words) == 1:
+        word = term.words[0]
+        return (term.field != "abs" and word in text.title_index) or (
+            term.field != "ti" and word in text.abstract_index
+        )
+    return (
+        term.field != "abs"
+        and _occurs(term, text.title, text.title_index, text.title_variants, text.title_forms)
+    ) or (
+        term.field != "ti"
+        and _occurs(
+            term, text.abstract, text.abstract_index, text.abstract_variants, text.abstract_forms
+        )
     )
 
 
@@ -334,12 +399,7 @@ def evaluate(node: Node, text: PaperText) -> tuple[Hit, ...] | None:
 def holds(node: Node, text: PaperText) -> bool:
     """Whether the paper matches `node` (`evaluate(...) is not None`, without the hits)."""
     if isinstance(node, Term):
-        if node.prefix or len(node.words) > 1:
-            return _term_hits(node, text) is not None
-        word = node.words[0]
-        return (node.field != "abs" and word in text.title_index) or (
-            node.field != "ti" and word in text.abstract_index
-        )
+        return _term_holds(node, text)
     if isinstance(node, And):
         return all(holds(child, text) for child in node.nodes)
     if isinstance(node, Or):
