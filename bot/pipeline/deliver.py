@@ -420,8 +420,9 @@ async def send(
     tried: set[int] | None = None,
 ) -> list[DeliveryReport]:
     """Send what the outbox holds (and is due, unless `catch_up`), this run's `queued`
-    digests among it; a report per attempt. `tried`: the records this run tried already
-    (each is tried once a run)."""
+    digests among it; a report per attempt (without the digest: a run of many thousands
+    holds none once sent). `tried`: the records this run tried already (each is tried once
+    a run)."""
     reports = []
     for attempt in await drain(
         store,
@@ -449,7 +450,6 @@ async def send(
                 count=item.papers,
                 omitted=item.omitted,
                 error=error,
-                digest=queued.get(item.id),
                 channel=item.channel,
             )
         )

@@ -532,7 +532,7 @@ def _paper_block(
     return _render_block(kind, item, rule, layout, many_days, feedback)
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=4096)
 def _shared_block(
     kind: str, item: ItemView, rule: RuleName, layout: Layout, many_days: bool, votes: bool
 ) -> str | None:

@@ -289,7 +289,7 @@ def item_view(
 # Remembered: a day's papers are shown to many subscribers, most with the same highlights,
 # and the TeX, the excerpt and the checked links are the same each time (the view is
 # immutable; `item_view` copies it with the subscriber's numbering and rules).
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=4096)
 def _paper_view(
     paper: Paper,
     title_spans: tuple[tuple[int, int], ...],
