@@ -403,8 +403,9 @@ def test_status_and_metrics_count_todays_requests_failures_and_tokens(
     assert "paperbell_llm_completion_tokens_today" in scraped
 
     from bot.cli.reports import Status, texts_lines
+    from bot.store import Workers
 
-    found = Status(NOW, [], [], {}, store.texts.day(NOW.date()))
+    found = Status(NOW, [], [], {}, store.texts.day(NOW.date()), Workers(None, ()))
     lines = "\n".join(texts_lines(cfg, found))
     assert (
         f"{DEFAULT_MODEL}: 3 requests of 3 allowed, 2 written, 0 already stored, "
