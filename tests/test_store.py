@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 import pytest
 
@@ -260,3 +263,25 @@ def test_deleting_a_subscriber_takes_its_outbox_and_deliveries_along(
 def test_bad_database_url_is_a_clear_error(tmp_path: object) -> None:
     with pytest.raises(StoreError, match="cannot open the database"):
         Store.open("sqlite:////nonexistent-dir/sub/x.sqlite")
+
+
+def test_a_sqlite_file_lets_readers_in_while_a_writer_holds_it(tmp_path: Path) -> None:
+    """SQLite files are kept in write-ahead-log mode: lookups (the slash command's, the
+    pages') go on while a digest run holds a write transaction open, where the rollback
+    journal would make them wait for its end (or fail after the busy timeout)."""
+    database = tmp_path / "paperbell.sqlite"
+    with Store.open(f"sqlite:///{database}") as store:
+        store.subscribers.add("ada", email="ada@example.org", rules=["robot"], now=NOW)
+        writer = sqlite3.connect(database, isolation_level=None)
+        try:
+            writer.execute("BEGIN EXCLUSIVE")
+            writer.execute("UPDATE subscribers SET max_papers = 7")
+            started = time.monotonic()
+            found = store.subscribers.get("ada")
+            assert time.monotonic() - started < 1
+            writer.execute("ROLLBACK")
+            mode = writer.execute("PRAGMA journal_mode").fetchone()[0]
+        finally:
+            writer.close()
+    assert found is not None and found.name == "ada"
+    assert mode == "wal"

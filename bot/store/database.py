@@ -63,6 +63,7 @@ class Database:
                 done = migrate(engine, state)
                 copied = f" (the file before it: {done.backup})" if done.backup else ""
                 log.warning("%s: %s%s", redact_url(url), describe_upgrade(done), copied)
+            write_ahead(engine)
         return cls(engine)
 
     def close(self) -> None:
@@ -101,6 +102,20 @@ def opening(url: str) -> Iterator[Engine]:
                 hint="check [database] url; PostgreSQL needs `pip install 'paperbell[postgres]'`",
             ) from None
         raise
+
+
+def write_ahead(engine: Engine) -> None:
+    """Put a SQLite file in write-ahead-log mode (kept in the file): readers never wait
+    for a writer, and a commit appends to the log instead of rewriting a journal, so the
+    web app's lookups go on while a digest run writes. Left as it is when another
+    connection holds the file locked (it is tried again at the next start)."""
+    if engine.dialect.name != "sqlite" or sqlite_file(engine.url) is None:
+        return
+    try:
+        with engine.connect() as connection:
+            connection.exec_driver_sql("PRAGMA journal_mode=WAL")
+    except OperationalError as exc:
+        log.warning("SQLite stays in its journal mode: %s", first_line(exc))
 
 
 def create(engine: Engine, state: SchemaState) -> None:
