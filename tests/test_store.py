@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, time
 from pathlib import Path
+from time import monotonic
 
 import pytest
 
 from bot.core.errors import StoreError
 from bot.core.models import Paper, Subscriber
+from bot.core.schedule import Defaults, Schedule
 from bot.sources import FetchState
 from bot.store import Store
 
@@ -128,6 +129,42 @@ def test_subscribers_from_config_and_database(store: Store) -> None:
     assert [s.active for s in store.subscribers.all([ada], include_inactive=True)] == [False, True]
     store.subscribers.delete("bob")
     assert store.subscribers.all([]) == []
+
+
+def test_one_subscriber_is_read_by_id_name_or_slack_place_as_everyone_s_list_has_it(
+    store: Store,
+) -> None:
+    """`one` (by id or name) and `stored` (a `by_slack` record) read a subscriber alone,
+    the same value `all` gives: rules in order, labels, destinations, schedule defaults, a
+    config file's with its stored id and state (and none once the file drops it)."""
+    ada = Subscriber(name="ada", email="ada@example.org", rules=("robot", "arm"), slack_user="U1")
+    store.subscribers.sync_config([ada], now=NOW)
+    store.subscribers.set_active("ada", False, now=NOW)
+    store.subscribers.add(
+        "bob", email=None, rules=["b", "a"], now=NOW, slack_user="U2", labels={"a": "A"}
+    )
+    store.subscribers.add("cy", email="cy@example.org", rules=["c"], now=NOW, slack_channel="C9")
+    store.subscribers.set_schedule("cy", schedule="weekly", day="friday")
+    bob = store.subscribers.get("bob")
+    assert bob is not None
+    store.targets.add_destination(bob.id, "apprise:abc", "json://example.org/hook", now=NOW)
+    defaults = Defaults(Schedule(at=time(7, 30), timezone="Europe/Paris"), notify_empty=True)
+    declared = {"ada": ada}.get
+    everyone = store.subscribers.all([ada], include_inactive=True, defaults=defaults)
+    assert [s.name for s in everyone] == ["ada", "bob", "cy"]
+    for sub in everyone:
+        assert sub.id is not None
+        by_id = store.subscribers.one(subscriber_id=sub.id, declared=declared, defaults=defaults)
+        by_name = store.subscribers.one(name=sub.name, declared=declared, defaults=defaults)
+        assert by_id == by_name == sub
+    for user, channel, name in (("U1", None, "ada"), ("U2", None, "bob"), (None, "C9", "cy")):
+        record = store.subscribers.by_slack(user=user, channel=channel)
+        assert record is not None
+        found = store.subscribers.stored(record, declared=declared, defaults=defaults)
+        assert found is not None and found.name == name
+    assert store.subscribers.one(name="ada") is None  # the file declares it no more
+    assert store.subscribers.one(name="nobody") is None
+    assert store.subscribers.one(subscriber_id=10**6) is None
 
 
 def test_rules_keep_their_labels(store: Store) -> None:
@@ -276,9 +313,9 @@ def test_a_sqlite_file_lets_readers_in_while_a_writer_holds_it(tmp_path: Path) -
         try:
             writer.execute("BEGIN EXCLUSIVE")
             writer.execute("UPDATE subscribers SET max_papers = 7")
-            started = time.monotonic()
+            started = monotonic()
             found = store.subscribers.get("ada")
-            assert time.monotonic() - started < 1
+            assert monotonic() - started < 1
             writer.execute("ROLLBACK")
             mode = writer.execute("PRAGMA journal_mode").fetchone()[0]
         finally:

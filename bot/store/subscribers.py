@@ -9,7 +9,7 @@ file's subscribers are changed in the file: the database's only here.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import cast
@@ -508,6 +508,37 @@ class Subscribers(Repository):
                 query = select(SubscriberRow).where(col(SubscriberRow.slack_channel).in_(names))
             row = session.exec(query.order_by(col(SubscriberRow.id))).first()
             return None if row is None else as_record(SubscriberRecord, row)
+
+    def one(
+        self,
+        *,
+        subscriber_id: int | None = None,
+        name: str | None = None,
+        declared: Callable[[str], Subscriber | None] = lambda name: None,
+        defaults: Defaults | None = None,
+    ) -> Subscriber | None:
+        """One stored subscriber, active or not, by its id or its name (their indexes:
+        never everyone's rows), as `stored` reads it."""
+        with self.database.session() as session:
+            key = SubscriberRow.id == subscriber_id if name is None else SubscriberRow.name == name
+            row = session.exec(select(SubscriberRow).where(key)).first()
+            record = None if row is None else as_record(SubscriberRecord, row)
+        return None if record is None else self.stored(record, declared=declared, defaults=defaults)
+
+    def stored(
+        self,
+        record: SubscriberRecord,
+        *,
+        declared: Callable[[str], Subscriber | None] = lambda name: None,
+        defaults: Defaults | None = None,
+    ) -> Subscriber | None:
+        """A record's subscriber (`get`, `by_slack`) as `all` gives it, its rules and places
+        read alone: a config file's is `declared(name)` (None: the file has it no more)."""
+        mirrored = declared(record.name) if record.origin == "config" else None
+        found = self.all(
+            [mirrored] if mirrored else [], include_inactive=True, defaults=defaults, only=record.id
+        )
+        return next((s for s in found if s.id == record.id), None)
 
     def get(self, name: str) -> SubscriberRecord | None:
         """The subscriber named `name`, config or database, if it is stored."""
