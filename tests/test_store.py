@@ -134,7 +134,7 @@ def test_subscribers_from_config_and_database(store: Store) -> None:
 def test_one_subscriber_is_read_by_id_name_or_slack_place_as_everyone_s_list_has_it(
     store: Store,
 ) -> None:
-    """`one` (by id or name) and `stored` (a `by_slack` record) read a subscriber alone,
+    """`stored` reads the subscriber of a record (`get` by id or name, `by_slack`) alone,
     the same value `all` gives: rules in order, labels, destinations, schedule defaults, a
     config file's with its stored id and state (and none once the file drops it)."""
     ada = Subscriber(name="ada", email="ada@example.org", rules=("robot", "arm"), slack_user="U1")
@@ -154,17 +154,24 @@ def test_one_subscriber_is_read_by_id_name_or_slack_place_as_everyone_s_list_has
     assert [s.name for s in everyone] == ["ada", "bob", "cy"]
     for sub in everyone:
         assert sub.id is not None
-        by_id = store.subscribers.one(subscriber_id=sub.id, declared=declared, defaults=defaults)
-        by_name = store.subscribers.one(name=sub.name, declared=declared, defaults=defaults)
-        assert by_id == by_name == sub
+        by_id, by_name = store.subscribers.get(sub.id), store.subscribers.get(sub.name)
+        assert by_id is not None and by_id == by_name
+        assert store.subscribers.stored(by_id, declared=declared, defaults=defaults) == sub
     for user, channel, name in (("U1", None, "ada"), ("U2", None, "bob"), (None, "C9", "cy")):
         record = store.subscribers.by_slack(user=user, channel=channel)
         assert record is not None
         found = store.subscribers.stored(record, declared=declared, defaults=defaults)
         assert found is not None and found.name == name
-    assert store.subscribers.one(name="ada") is None  # the file declares it no more
-    assert store.subscribers.one(name="nobody") is None
-    assert store.subscribers.one(subscriber_id=10**6) is None
+    # Counted as `all` lists them: a config subscriber the file declares, stored or not.
+    assert store.subscribers.tally(["ada"]) == (2, 1)
+    assert store.subscribers.tally(["ada", "dan"]) == (3, 1)
+    assert store.subscribers.tally([]) == (2, 0)
+    store.subscribers.set_active("bob", False, now=NOW)
+    assert store.subscribers.tally(["ada"]) == (1, 2)
+    ada_record = store.subscribers.get("ada")
+    assert ada_record is not None
+    assert store.subscribers.stored(ada_record) is None  # the file declares it no more
+    assert store.subscribers.get("nobody") is None and store.subscribers.get(10**6) is None
 
 
 def test_rules_keep_their_labels(store: Store) -> None:

@@ -187,10 +187,12 @@ class Manager(Destinations):
     def subscriber(self, subscriber_id: int) -> Subscriber | None:
         """The stored subscriber with this id (config-file ones included), active or not:
         one lookup (a made-up id in a link costs a query, not everyone's load)."""
-        return self.store.subscribers.one(
-            subscriber_id=subscriber_id,
-            declared=self.config.declared_subscriber,
-            defaults=self.config.digest.defaults(),
+        row = self.store.subscribers.get(subscriber_id)
+        declared, defaults = self.config.declared_subscriber, self.config.digest.defaults()
+        return (
+            self.store.subscribers.stored(row, declared=declared, defaults=defaults)
+            if row
+            else None
         )
 
     def open(self, purpose: Purpose | Standing, token: str) -> Subscriber | Refused:

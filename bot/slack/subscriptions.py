@@ -19,7 +19,7 @@ from bot.core.errors import PaperbellError
 from bot.core.models import Subscriber
 from bot.slack.messages import CommandRequest, Directory, SlackChannelInfo
 from bot.slack.syntax import CHANNEL_RE
-from bot.store import Store
+from bot.store import Store, SubscriberRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,19 +111,16 @@ class Subscriptions:
     def subscriber(self, name: str) -> Subscriber | None:
         """The stored subscriber named `name` (config or database, active or not): one
         lookup by its name (blocking: from a coroutine, in a thread)."""
-        return self.store.subscribers.one(
-            name=name,
-            declared=self.config.declared_subscriber,
-            defaults=self.config.digest.defaults(),
-        )
+        row = self.store.subscribers.get(name)
+        return self._stored(row) if row is not None else None
 
     def _find(self, user_id: str, target: Target) -> Subscriber | None:
         if target.channel is not None:
             row = self.store.subscribers.by_slack(channel=target.channel.keys)
         else:
             row = self.store.subscribers.by_slack(user=user_id)
-        if row is None:
-            return None
-        return self.store.subscribers.stored(
-            row, declared=self.config.declared_subscriber, defaults=self.config.digest.defaults()
-        )
+        return self._stored(row) if row is not None else None
+
+    def _stored(self, row: SubscriberRecord) -> Subscriber | None:
+        declared, defaults = self.config.declared_subscriber, self.config.digest.defaults()
+        return self.store.subscribers.stored(row, declared=declared, defaults=defaults)
