@@ -163,10 +163,10 @@ def test_a_file_locked_for_writing_too_long_is_an_error_not_a_hang(
 ) -> None:
     _, database = populated(tmp_path, made)
     writer = sqlite3.connect(database, isolation_level=None)
-    # paperbell keeps its files in write-ahead-log mode, where no writer holds readers off;
-    # a file in rollback-journal mode (set back by hand, or by another tool) can be held.
-    writer.execute("PRAGMA journal_mode=DELETE")
-    writer.execute("BEGIN EXCLUSIVE")  # what a writer spilling a large change holds
+    # In write-ahead-log mode a writer's transaction leaves readers be (a backup copies
+    # the last commit); one in exclusive locking mode shuts them out.
+    writer.execute("PRAGMA locking_mode=EXCLUSIVE")
+    writer.execute("BEGIN EXCLUSIVE")
     target = tmp_path / "locked.sqlite"
     started = time.monotonic()
     with pytest.raises(StoreError, match="database is locked") as raised:

@@ -415,6 +415,54 @@ def test_0008_keeps_every_delivery_from_the_oldest_database_and_widens_the_chann
     assert "destinations" not in tables and "target_pauses" not in tables
 
 
+@pytest.mark.database
+def test_0009_indexes_the_slack_channel_and_keeps_every_subscriber(database_url: str) -> None:
+    """Revision 0009 adds an index on subscribers.slack_channel (a channel's commands find
+    its subscription through it): a database at the oldest schema keeps its subscribers,
+    the channel's is found; going back to 0008 drops the index alone."""
+    migrate_to(database_url, BASELINE)
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        for name, channel in (("robots", "C07ROBOTS"), ("ada", None)):
+            connection.execute(
+                text(
+                    "INSERT INTO subscribers (name, email, origin, active, categories, "
+                    "max_papers, include, created_at, email_confirmed, email_format, "
+                    "abstracts, slack_channel) VALUES (:n, NULL, 'database', true, '[]', 20, "
+                    "'[\"new\"]', :w, true, 'html', 'short', :c)"
+                ),
+                {"n": name, "c": channel, "w": "2026-11-01 08:00:00+00:00"},
+            )
+    engine.dispose()
+
+    def indexes() -> set[str]:
+        engine = create_engine(normalize_url(database_url))
+        try:
+            with engine.connect() as connection:
+                found = sqlalchemy_inspect(connection).get_indexes("subscribers")
+                return {str(index["name"]) for index in found}
+        finally:
+            engine.dispose()
+
+    migrate_to(database_url, "0008")
+    assert "ix_subscribers_slack_channel" not in indexes()
+    migrate_to(database_url, "0009")
+    assert "ix_subscribers_slack_channel" in indexes()
+    migrate_to(database_url, head())
+    assert differences(database_url) == []
+    with Store.open(database_url) as store:
+        robots = store.subscribers.by_slack(channel=("C07ROBOTS", "#robot-learning"))
+        assert robots is not None and robots.name == "robots"
+        assert [s.name for s in store.subscribers.all()] == ["ada", "robots"]
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        command.downgrade(alembic_config(connection), "0008")
+        names = connection.execute(text("SELECT name FROM subscribers ORDER BY name")).scalars()
+        assert list(names) == ["ada", "robots"]
+    engine.dispose()
+    assert "ix_subscribers_slack_channel" not in indexes()
+
+
 def legacy_database(folder: Path) -> Path:
     """A copy of the database 0d0a80b wrote, in `folder`."""
     path = folder / "paperbell-0d0a80b.sqlite"

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, time
+from pathlib import Path
+from time import monotonic
 
 import pytest
 
 from bot.core.errors import StoreError
 from bot.core.models import Paper, Subscriber
+from bot.core.schedule import Defaults, Schedule
 from bot.sources import FetchState
 from bot.store import Store
 
@@ -125,6 +129,49 @@ def test_subscribers_from_config_and_database(store: Store) -> None:
     assert [s.active for s in store.subscribers.all([ada], include_inactive=True)] == [False, True]
     store.subscribers.delete("bob")
     assert store.subscribers.all([]) == []
+
+
+def test_one_subscriber_is_read_by_id_name_or_slack_place_as_everyone_s_list_has_it(
+    store: Store,
+) -> None:
+    """`stored` reads the subscriber of a record (`get` by id or name, `by_slack`) alone,
+    the same value `all` gives: rules in order, labels, destinations, schedule defaults, a
+    config file's with its stored id and state (and none once the file drops it)."""
+    ada = Subscriber(name="ada", email="ada@example.org", rules=("robot", "arm"), slack_user="U1")
+    store.subscribers.sync_config([ada], now=NOW)
+    store.subscribers.set_active("ada", False, now=NOW)
+    store.subscribers.add(
+        "bob", email=None, rules=["b", "a"], now=NOW, slack_user="U2", labels={"a": "A"}
+    )
+    store.subscribers.add("cy", email="cy@example.org", rules=["c"], now=NOW, slack_channel="C9")
+    store.subscribers.set_schedule("cy", schedule="weekly", day="friday")
+    bob = store.subscribers.get("bob")
+    assert bob is not None
+    store.targets.add_destination(bob.id, "apprise:abc", "json://example.org/hook", now=NOW)
+    defaults = Defaults(Schedule(at=time(7, 30), timezone="Europe/Paris"), notify_empty=True)
+    declared = {"ada": ada}.get
+    everyone = store.subscribers.all([ada], include_inactive=True, defaults=defaults)
+    assert [s.name for s in everyone] == ["ada", "bob", "cy"]
+    for sub in everyone:
+        assert sub.id is not None
+        by_id, by_name = store.subscribers.get(sub.id), store.subscribers.get(sub.name)
+        assert by_id is not None and by_id == by_name
+        assert store.subscribers.stored(by_id, declared=declared, defaults=defaults) == sub
+    for user, channel, name in (("U1", None, "ada"), ("U2", None, "bob"), (None, "C9", "cy")):
+        record = store.subscribers.by_slack(user=user, channel=channel)
+        assert record is not None
+        found = store.subscribers.stored(record, declared=declared, defaults=defaults)
+        assert found is not None and found.name == name
+    # Counted as `all` lists them: a config subscriber the file declares, stored or not.
+    assert store.subscribers.tally(["ada"]) == (2, 1)
+    assert store.subscribers.tally(["ada", "dan"]) == (3, 1)
+    assert store.subscribers.tally([]) == (2, 0)
+    store.subscribers.set_active("bob", False, now=NOW)
+    assert store.subscribers.tally(["ada"]) == (1, 2)
+    ada_record = store.subscribers.get("ada")
+    assert ada_record is not None
+    assert store.subscribers.stored(ada_record) is None  # the file declares it no more
+    assert store.subscribers.get("nobody") is None and store.subscribers.get(10**6) is None
 
 
 def test_rules_keep_their_labels(store: Store) -> None:
@@ -260,3 +307,25 @@ def test_deleting_a_subscriber_takes_its_outbox_and_deliveries_along(
 def test_bad_database_url_is_a_clear_error(tmp_path: object) -> None:
     with pytest.raises(StoreError, match="cannot open the database"):
         Store.open("sqlite:////nonexistent-dir/sub/x.sqlite")
+
+
+def test_a_sqlite_file_lets_readers_in_while_a_writer_holds_it(tmp_path: Path) -> None:
+    """SQLite files are kept in write-ahead-log mode: lookups (the slash command's, the
+    pages') go on while a digest run holds a write transaction open, where the rollback
+    journal would make them wait for its end (or fail after the busy timeout)."""
+    database = tmp_path / "paperbell.sqlite"
+    with Store.open(f"sqlite:///{database}") as store:
+        store.subscribers.add("ada", email="ada@example.org", rules=["robot"], now=NOW)
+        writer = sqlite3.connect(database, isolation_level=None)
+        try:
+            writer.execute("BEGIN EXCLUSIVE")
+            writer.execute("UPDATE subscribers SET max_papers = 7")
+            started = monotonic()
+            found = store.subscribers.get("ada")
+            assert monotonic() - started < 1
+            writer.execute("ROLLBACK")
+            mode = writer.execute("PRAGMA journal_mode").fetchone()[0]
+        finally:
+            writer.close()
+    assert found is not None and found.name == "ada"
+    assert mode == "wal"

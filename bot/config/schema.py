@@ -73,6 +73,12 @@ class Config(Section):
         """The subscribers the config file declares, as the pipeline sees them."""
         return [s.to_subscriber(self.digest) for s in self.subscribers]
 
+    def declared_subscriber(self, name: str) -> Subscriber | None:
+        """The subscriber the config file declares under `name`, if any (only that one
+        made: a lookup does not build every declared subscriber)."""
+        found = next((s for s in self.subscribers if s.name == name), None)
+        return found.to_subscriber(self.digest) if found is not None else None
+
     def missing(self, *kinds: SecretKind) -> list[MissingSecret]:
         """The secrets of these kinds whose variables are not set, the database's first."""
         found = [m for m in self.missing_secrets.values() if m.kind in kinds]

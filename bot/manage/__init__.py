@@ -187,13 +187,13 @@ class Manager(Destinations):
     def subscriber(self, subscriber_id: int) -> Subscriber | None:
         """The stored subscriber with this id (config-file ones included), active or not:
         one lookup (a made-up id in a link costs a query, not everyone's load)."""
-        found = self.store.subscribers.all(
-            self.config.declared_subscribers(),
-            include_inactive=True,
-            defaults=self.config.digest.defaults(),
-            only=subscriber_id,
+        row = self.store.subscribers.get(subscriber_id)
+        declared, defaults = self.config.declared_subscriber, self.config.digest.defaults()
+        return (
+            self.store.subscribers.stored(row, declared=declared, defaults=defaults)
+            if row
+            else None
         )
-        return next((s for s in found if s.id == subscriber_id), None)
 
     def open(self, purpose: Purpose | Standing, token: str) -> Subscriber | Refused:
         """The subscriber a link names, if the link is genuine, in date, and still theirs

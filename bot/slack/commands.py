@@ -8,7 +8,8 @@ change it `bot.slack.subscriptions`. Must
 not speak HTTP or WebSocket: the web app (`POST /slack/commands`) and the Socket Mode
 adapter are thin shells over `SlashCommands.handle`. Slack is reached only through the
 injected `Directory` (who a user is, what a channel is) and `send_now` (deliver one
-subscriber's digest).
+subscriber's digest). The store is asked in threads (`asyncio.to_thread`), never on the
+event loop the web app and the daemon share.
 """
 
 from __future__ import annotations
@@ -141,10 +142,13 @@ class SlashCommands:
                 return Reply(self._label_problem(exc, target))
         now = self.clock()
         if target.channel is not None:
-            row = self.store.subscribers.by_slack(channel=target.channel.keys)
-            name = self._name(row, f"channel.{target.channel.name}")
-            rule_text_ = self._check_new(name, row, rule.text, label)
-            sub, created = self.store.subscribers.add(
+            row = await asyncio.to_thread(
+                self.store.subscribers.by_slack, channel=target.channel.keys
+            )
+            name = await self._name(row, f"channel.{target.channel.name}")
+            rule_text_ = await self._check_new(name, row, rule.text, label)
+            sub, created = await asyncio.to_thread(
+                self.store.subscribers.add,
                 name,
                 email=None,
                 rules=[rule_text_],
@@ -164,11 +168,12 @@ class SlashCommands:
                 f"{self._when(sub)}{heads_up}",
                 public=True,
             )
-        row = self.store.subscribers.by_slack(user=request.user_id)
+        row = await asyncio.to_thread(self.store.subscribers.by_slack, user=request.user_id)
         user = await self.directory.user(request.user_id) if row is None else None
-        name = self._name(row, f"slack.{_handle(request, user)}")
-        rule_text_ = self._check_new(name, row, rule.text, label)
-        sub, created = self.store.subscribers.add(
+        name = await self._name(row, f"slack.{_handle(request, user)}")
+        rule_text_ = await self._check_new(name, row, rule.text, label)
+        sub, created = await asyncio.to_thread(
+            self.store.subscribers.add,
             name,
             email=user.email if user else None,
             rules=[rule_text_],
@@ -179,8 +184,9 @@ class SlashCommands:
             labels={rule_text_: label} if label else None,
         )
         if created and user is not None and user.tz and _known_zone(user.tz):
-            self.store.subscribers.set_schedule(name, timezone=user.tz)
-            sub = self.subscriptions.subscriber(name) or sub
+            await asyncio.to_thread(self.store.subscribers.set_schedule, name, timezone=user.tz)
+            fresh = await asyncio.to_thread(self.subscriptions.subscriber, name)
+            sub = fresh or sub
         first = "Welcome! " if created else ""
         return Reply(
             f"{first}Subscribed to {_rule(rule_text_, label)} "
@@ -191,7 +197,7 @@ class SlashCommands:
 
     async def _list(self, request: CommandRequest, args: list[str]) -> Reply:
         target, _ = await self.subscriptions.target(request, args, manage=False)
-        sub = self.subscriptions.find(request, target)
+        sub = await self.subscriptions.find(request, target)
         whose = f"<#{target.channel.id}>" if target.channel else "You"
         if sub is None or not sub.rules:
             return Reply(
@@ -215,14 +221,16 @@ class SlashCommands:
 
     async def _remove(self, request: CommandRequest, args: list[str]) -> Reply:
         target, args = await self.subscriptions.target(request, args, manage=True)
-        sub = self.subscriptions.owned(request, target)
+        sub = await self.subscriptions.owned(request, target)
         if len(args) != 1 or not args[0].isdigit():
             return Reply(
                 f":warning: Say which rule: `{self.command} remove 2` "
                 f"(`{self.command} list` numbers them)"
             )
         number = int(args[0])
-        text = self.store.subscribers.remove_rule(sub.name, number, last_pauses=True)
+        text = await asyncio.to_thread(
+            self.store.subscribers.remove_rule, sub.name, number, last_pauses=True
+        )
         stopped = (
             f" That was the last rule: the digests stop until you `{self.command} subscribe"
             f"{target.suffix}` again."
@@ -237,7 +245,7 @@ class SlashCommands:
     async def _label(self, request: CommandRequest, args: list[str]) -> Reply:
         """`label [#channel] N LABEL|off`: the name the digests show in place of rule N."""
         target, args = await self.subscriptions.target(request, args, manage=True)
-        sub = self.subscriptions.owned(request, target)
+        sub = await self.subscriptions.owned(request, target)
         words = args[0].split(None, 1) if args else []
         if len(words) != 2 or not words[0].isdigit():
             return Reply(
@@ -246,7 +254,7 @@ class SlashCommands:
             )
         number, typed = int(words[0]), words[1].strip()
         if typed.lower() in ("off", "none"):
-            text = self.store.subscribers.set_label(sub.name, number, None)
+            text = await asyncio.to_thread(self.store.subscribers.set_label, sub.name, number, None)
             return Reply(
                 f"Rule {number}, {as_code(text)}, is shown as itself again.",
                 public=target.channel is not None,
@@ -257,7 +265,7 @@ class SlashCommands:
             label = check_label(typed)
         except ValueError as exc:
             return Reply(self._label_problem(exc, target))
-        text = self.store.subscribers.set_label(sub.name, number, label)
+        text = await asyncio.to_thread(self.store.subscribers.set_label, sub.name, number, label)
         return Reply(
             f"Rule {number}, {as_code(text)}, is now shown as *{as_text(label)}*.",
             public=target.channel is not None,
@@ -271,8 +279,10 @@ class SlashCommands:
 
     async def _set_active(self, request: CommandRequest, args: list[str], *, active: bool) -> Reply:
         target, _ = await self.subscriptions.target(request, args, manage=True)
-        sub = self.subscriptions.owned(request, target, allow_config=True)
-        self.store.subscribers.set_active(sub.name, active, now=self.clock())
+        sub = await self.subscriptions.owned(request, target, allow_config=True)
+        await asyncio.to_thread(
+            self.store.subscribers.set_active, sub.name, active, now=self.clock()
+        )
         whose = f"<#{target.channel.id}>'s" if target.channel else "Your"
         if active:
             return Reply(
@@ -286,7 +296,7 @@ class SlashCommands:
     async def _summaries(self, request: CommandRequest, args: list[str]) -> Reply:
         """`summaries [#channel] on|off`: a short summary in place of each abstract."""
         target, args = await self.subscriptions.target(request, args, manage=True)
-        sub = self.subscriptions.owned(request, target)
+        sub = await self.subscriptions.owned(request, target)
         wanted = args[0].strip().lower() if len(args) == 1 else ""
         if wanted not in ("on", "off"):
             return Reply(
@@ -294,7 +304,9 @@ class SlashCommands:
                 f"{target.suffix} on` puts a short summary in place of each abstract; `off` "
                 "shows the abstracts."
             )
-        self.store.subscribers.set_schedule(sub.name, summaries=wanted == "on")
+        await asyncio.to_thread(
+            self.store.subscribers.set_schedule, sub.name, summaries=wanted == "on"
+        )
         whose = target.whose
         if wanted == "off":
             text = f"Summaries off: {whose} digests show each paper's abstract."
@@ -313,7 +325,7 @@ class SlashCommands:
     async def _language(self, request: CommandRequest, args: list[str]) -> Reply:
         """`language [#channel] TAG|off`: each title and abstract also in that language."""
         target, args = await self.subscriptions.target(request, args, manage=True)
-        sub = self.subscriptions.owned(request, target)
+        sub = await self.subscriptions.owned(request, target)
         whose = target.whose
         if not args or not args[0].strip():
             now = f"in {language_called(sub.language)} beside" if sub.language else "only in"
@@ -330,7 +342,7 @@ class SlashCommands:
                 f"or pt-BR, or `{self.command} language{target.suffix} off` for English only."
             )
         language = settings["language"]
-        self.store.subscribers.set_schedule(sub.name, language=language)
+        await asyncio.to_thread(self.store.subscribers.set_schedule, sub.name, language=language)
         public = target.channel is not None
         if language is None:
             return Reply(f"From now on {whose} digests are in English only.", public=public)
@@ -358,7 +370,7 @@ class SlashCommands:
                 f":hourglass: You tried {TRIES_PER_MINUTE} rules in the last minute; each one "
                 "reads a week of papers. Try again in a minute."
             )
-        latest = self.store.papers.latest_announcement()
+        latest = await asyncio.to_thread(self.store.papers.latest_announcement)
         if latest is None:
             return Reply("No papers are stored yet: try again after the first poll.")
         first = latest - timedelta(days=TRY_DAYS - 1)
@@ -387,7 +399,7 @@ class SlashCommands:
 
     async def _digest(self, request: CommandRequest, args: list[str]) -> Reply:
         target, _ = await self.subscriptions.target(request, args, manage=True)
-        sub = self.subscriptions.owned(request, target, allow_config=True)
+        sub = await self.subscriptions.owned(request, target, allow_config=True)
         whose = f"<#{target.channel.id}>'s" if target.channel else "Your"
         if not sub.active:
             return Reply(
@@ -408,7 +420,7 @@ class SlashCommands:
 
     async def _email(self, request: CommandRequest, args: list[str]) -> Reply:
         """`email [ADDRESS|off]`: digests by email too, once the address is confirmed."""
-        sub = self.subscriptions.owned(request, Target())
+        sub = await self.subscriptions.owned(request, Target())
         if self.manager is None:
             return Reply(
                 ":warning: Email digests from Slack need paperbell's web pages (the address "
@@ -416,7 +428,9 @@ class SlashCommands:
                 "secret_key_env."
             )
         if args and args[0].lower() == "off":
-            self.store.subscribers.set_email(sub.name, None, confirmed=False)
+            await asyncio.to_thread(
+                self.store.subscribers.set_email, sub.name, None, confirmed=False
+            )
             return Reply("No more email digests; your Slack digests go on.")
         email = args[0].strip("<>").removeprefix("mailto:").split("|")[0] if args else None
         if email is None:
@@ -429,7 +443,7 @@ class SlashCommands:
             return Reply(f":warning: {escape_mrkdwn(problems[0].partition(': ')[2])}")
         if sub.email == email and sub.email_confirmed:
             return Reply(f"Your digests already come to {escape_mrkdwn(email)} too.")
-        sent = self.manager.ask_email(sub, email, origin="from Slack")
+        sent = await asyncio.to_thread(self.manager.ask_email, sub, email, origin="from Slack")
         if self.mail_queued is not None:
             await self.mail_queued()
         if not sent:
@@ -445,7 +459,7 @@ class SlashCommands:
     async def _manage(self, request: CommandRequest, args: list[str]) -> Reply:
         """`manage`: a private link to the web page for rules, schedule and format."""
         target, _ = await self.subscriptions.target(request, args, manage=True)
-        sub = self.subscriptions.owned(request, target, allow_config=True)
+        sub = await self.subscriptions.owned(request, target, allow_config=True)
         if self.manager is None:
             return Reply(
                 "The web pages are not set up here; use "
@@ -472,11 +486,13 @@ class SlashCommands:
         times.append(now)
         return True
 
-    def _name(self, row: SubscriberRecord | None, wanted: str) -> str:
+    async def _name(self, row: SubscriberRecord | None, wanted: str) -> str:
         """The subscriber's name: the one it has, or a free one like `wanted`."""
-        return row.name if row else free_name(self.store, self.config, wanted, fallback="slack")
+        if row is not None:
+            return row.name
+        return await asyncio.to_thread(free_name, self.store, self.config, wanted, fallback="slack")
 
-    def _check_new(
+    async def _check_new(
         self, name: str, row: SubscriberRecord | None, rule: str, label: str | None
     ) -> str:
         """The text to store the rule under: the one the subscription has for the same rule
@@ -493,7 +509,7 @@ class SlashCommands:
         )
         if problems:
             raise PaperbellError("; ".join(problems))
-        known = self.subscriptions.subscriber(name)
+        known = await asyncio.to_thread(self.subscriptions.subscriber, name)
         if known is None:
             return rule
         same = format_rule(parse_rule(rule))

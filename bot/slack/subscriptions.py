@@ -4,11 +4,14 @@ workspace admins and the channel managers the config names; one set in the confi
 nobody from Slack).
 
 Lookups and refusals only: every refusal is a `PaperbellError` whose message the user
-reads. Changing a subscription is `bot.slack.commands`'.
+reads. Changing a subscription is `bot.slack.commands`'. A subscription is found by the
+user's or the channel's index and read alone (never everyone's rows), in a thread: the
+event loop serves the other requests meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from bot.config import Config
@@ -16,7 +19,7 @@ from bot.core.errors import PaperbellError
 from bot.core.models import Subscriber
 from bot.slack.messages import CommandRequest, Directory, SlackChannelInfo
 from bot.slack.syntax import CHANNEL_RE
-from bot.store import Store
+from bot.store import Store, SubscriberRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,18 +88,16 @@ class Subscriptions:
         user = await self.directory.user(user_id)
         return user is not None and user.is_admin
 
-    def find(self, request: CommandRequest, target: Target) -> Subscriber | None:
-        if target.channel is not None:
-            row = self.store.subscribers.by_slack(channel=target.channel.keys)
-        else:
-            row = self.store.subscribers.by_slack(user=request.user_id)
-        return self.subscriber(row.name) if row else None
+    async def find(self, request: CommandRequest, target: Target) -> Subscriber | None:
+        """The target's subscription, if any: one lookup by the user's or the channel's
+        index, in a thread (never on the event loop)."""
+        return await asyncio.to_thread(self._find, request.user_id, target)
 
-    def owned(
+    async def owned(
         self, request: CommandRequest, target: Target, *, allow_config: bool = False
     ) -> Subscriber:
         """The target's subscription, which the user may change (else a refusal)."""
-        sub = self.find(request, target)
+        sub = await self.find(request, target)
         if sub is None:
             whose = f"<#{target.channel.id}> has" if target.channel else "You have"
             raise PaperbellError(f"{whose} no subscription: `{self.command} subscribe RULE`")
@@ -108,9 +109,18 @@ class Subscriptions:
         return sub
 
     def subscriber(self, name: str) -> Subscriber | None:
-        everyone = self.store.subscribers.all(
-            self.config.declared_subscribers(),
-            include_inactive=True,
-            defaults=self.config.digest.defaults(),
-        )
-        return next((s for s in everyone if s.name == name), None)
+        """The stored subscriber named `name` (config or database, active or not): one
+        lookup by its name (blocking: from a coroutine, in a thread)."""
+        row = self.store.subscribers.get(name)
+        return self._stored(row) if row is not None else None
+
+    def _find(self, user_id: str, target: Target) -> Subscriber | None:
+        if target.channel is not None:
+            row = self.store.subscribers.by_slack(channel=target.channel.keys)
+        else:
+            row = self.store.subscribers.by_slack(user=user_id)
+        return self._stored(row) if row is not None else None
+
+    def _stored(self, row: SubscriberRecord) -> Subscriber | None:
+        declared, defaults = self.config.declared_subscriber, self.config.digest.defaults()
+        return self.store.subscribers.stored(row, declared=declared, defaults=defaults)

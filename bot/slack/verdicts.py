@@ -5,6 +5,7 @@ logic as `bot.slack.commands` is (which hands them their words): text in, a repl
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -42,7 +43,7 @@ class VerdictCommands:
 
     async def _give(self, request: CommandRequest, args: list[str], verdict: Verdict) -> Reply:
         target, args = await self.subscriptions.target(request, args, manage=True)
-        sub = self._verdicts_of(request, target)
+        sub = await self._verdicts_of(request, target)
         ids = " ".join(args).split()
         if not ids:
             return Reply(
@@ -72,7 +73,7 @@ class VerdictCommands:
     async def unlike(self, request: CommandRequest, args: list[str]) -> Reply:
         """`unlike [#channel] ID…`: the verdicts on these papers removed."""
         target, args = await self.subscriptions.target(request, args, manage=True)
-        sub = self._verdicts_of(request, target)
+        sub = await self._verdicts_of(request, target)
         keys, problems = paper_keys(" ".join(args).split()[:MAX_IDS])
         if problems or not keys:
             shown = [escape_mrkdwn(p) for p in problems[:5]]
@@ -81,7 +82,7 @@ class VerdictCommands:
                 + ("\n".join(shown) or f"Give the papers: `{self.command} unlike 2411.18179`")
             )
         assert sub.id is not None
-        removed = [key for key in keys if self.store.feedback.remove(sub.id, key)]
+        removed = await asyncio.to_thread(self._remove, sub.id, keys)
         missing = [key for key in keys if key not in removed]
         lines = []
         if removed:
@@ -96,9 +97,9 @@ class VerdictCommands:
     async def likes(self, request: CommandRequest, args: list[str]) -> Reply:
         """`likes [#channel]`: the papers liked and disliked, and where each came from."""
         target, args = await self.subscriptions.target(request, args, manage=False)
-        sub = self.subscriptions.owned(request, target, allow_config=True)
+        sub = await self.subscriptions.owned(request, target, allow_config=True)
         assert sub.id is not None
-        feedback = self.store.feedback.of(sub.id)
+        feedback = await asyncio.to_thread(self.store.feedback.of, sub.id)
         if not feedback:
             how = f"`{self.command} like{target.suffix} 2411.18179` adds one"
             if sub.origin == "config":  # `like` is refused for it: the file says
@@ -111,9 +112,13 @@ class VerdictCommands:
             lines.append(f"_the latest {LIKES_SHOWN} shown_")
         return Reply("\n".join(lines))
 
-    def _verdicts_of(self, request: CommandRequest, target: Target) -> Subscriber:
+    def _remove(self, subscriber_id: int, keys: list[str]) -> list[str]:
+        """The keys of the verdicts removed (of those given)."""
+        return [key for key in keys if self.store.feedback.remove(subscriber_id, key)]
+
+    async def _verdicts_of(self, request: CommandRequest, target: Target) -> Subscriber:
         """The subscription whose verdicts a command changes: not one of the config file's."""
-        sub = self.subscriptions.owned(request, target, allow_config=True)
+        sub = await self.subscriptions.owned(request, target, allow_config=True)
         if sub.origin == "config":
             raise PaperbellError(
                 "this subscription is set in paperbell's config file: ask your paperbell "

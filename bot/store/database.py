@@ -8,7 +8,6 @@ tables through `Database.session`. SQLite by default, PostgreSQL through the sam
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import shlex
 import sqlite3
@@ -64,7 +63,7 @@ class Database:
                 done = migrate(engine, state)
                 copied = f" (the file before it: {done.backup})" if done.backup else ""
                 log.warning("%s: %s%s", redact_url(url), describe_upgrade(done), copied)
-            _write_ahead(engine)
+            write_ahead(engine)
         return cls(engine)
 
     def close(self) -> None:
@@ -109,23 +108,25 @@ def opening(url: str) -> Iterator[Engine]:
 
 def _sqlite_settings(connection: sqlite3.Connection, _record: Any) -> None:
     """Each SQLite connection commits with `synchronous=NORMAL`: in write-ahead-log mode
-    (`_write_ahead`) a commit is then one append to the log, not a sync of the file, and a
+    (`write_ahead`) a commit is then one append to the log, not a sync of the file, and a
     crash of paperbell (not of the machine) still loses no commit."""
     connection.execute("PRAGMA synchronous=NORMAL")
 
 
-def _write_ahead(engine: Engine) -> None:
-    """Put a SQLite file in write-ahead-log mode (it stays with the file: NAME-wal and
-    NAME-shm appear beside it while it is open): readers and the writer no longer block
-    each other, and a commit appends to the log instead of rewriting pages through a
-    rollback journal. Only once the schema is known good: a database refused for its
-    schema is left exactly as it was. `paperbell db backup` copies it safely while
-    paperbell runs; copy the file alone only when nothing has it open."""
-    if engine.dialect.name != "sqlite":
+def write_ahead(engine: Engine) -> None:
+    """Put a SQLite file in write-ahead-log mode (kept in the file): readers never wait
+    for a writer, and a commit appends to the log instead of rewriting a journal, so the
+    web app's lookups go on while a digest run writes. Only once the schema is known good:
+    a database refused for its schema is left exactly as it was. Left as it is when
+    another connection holds the file locked (it is tried again at the next start).
+    `paperbell db backup` copies it safely while paperbell runs."""
+    if engine.dialect.name != "sqlite" or sqlite_file(engine.url) is None:
         return
-    # A read-only file keeps its mode.
-    with engine.connect() as connection, contextlib.suppress(OperationalError):
-        connection.exec_driver_sql("PRAGMA journal_mode=WAL")
+    try:
+        with engine.connect() as connection:
+            connection.exec_driver_sql("PRAGMA journal_mode=WAL")
+    except OperationalError as exc:
+        log.warning("SQLite stays in its journal mode: %s", first_line(exc))
 
 
 def create(engine: Engine, state: SchemaState) -> None:

@@ -9,13 +9,13 @@ file's subscribers are changed in the file: the database's only here.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import cast
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 from bot.core.errors import StoreError
 from bot.core.models import DEFAULT_INCLUDE, AbstractLength, EmailFormat, Subscriber
@@ -505,10 +505,40 @@ class Subscribers(Repository):
             rows = session.exec(select(*columns).order_by(col(SubscriberRow.name)))
             return [SubscriberRecord(*row) for row in rows]
 
-    def get(self, name: str) -> SubscriberRecord | None:
-        """The subscriber named `name`, config or database, if it is stored."""
+    def stored(
+        self,
+        record: SubscriberRecord,
+        *,
+        declared: Callable[[str], Subscriber | None] = lambda name: None,
+        defaults: Defaults | None = None,
+    ) -> Subscriber | None:
+        """A record's subscriber (`get`, `by_slack`: by an index) as `all` gives it, its
+        rules and places read alone, never everyone's: a config file's is `declared(name)`
+        (None: the file has it no more)."""
+        mirrored = declared(record.name) if record.origin == "config" else None
+        found = self.all(
+            [mirrored] if mirrored else [], include_inactive=True, defaults=defaults, only=record.id
+        )
+        return next((s for s in found if s.id == record.id), None)
+
+    def tally(self, declared: Iterable[str] = ()) -> tuple[int, int]:
+        """(active, paused) as `all` lists them with the config file's subscribers
+        (`declared`: their names), counted by the database, not read one by one."""
+        inactive = ~col(SubscriberRow.active)
         with self.database.session() as session:
-            row = session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
+            stored = session.exec(select(func.count()).where(SubscriberRow.origin == "database"))
+            total = stored.one()
+            stopped = session.exec(select(SubscriberRow.name, SubscriberRow.origin).where(inactive))
+            stopped_rows = stopped.all()
+        names = set(declared)
+        paused = sum(1 for name, origin in stopped_rows if origin == "database" or name in names)
+        return total + len(names) - paused, paused
+
+    def get(self, name: str | int) -> SubscriberRecord | None:
+        """The subscriber named `name` (or whose id it is), config or database, if stored."""
+        key = SubscriberRow.name == name if isinstance(name, str) else SubscriberRow.id == name
+        with self.database.session() as session:
+            row = session.exec(select(SubscriberRow).where(key)).first()
             return None if row is None else as_record(SubscriberRecord, row)
 
     @staticmethod

@@ -109,7 +109,8 @@ class SubscriberRow(SQLModel, table=True):
     # Why that slot sent nothing ("No arXiv announcement ...", "nothing matched ..."); None
     # when it sent a digest (migration 0003).
     last_slot_note: str | None = None
-    slack_channel: str | None = Field(default=None, max_length=82)  # "#name" or an id
+    # "#name" or an id; indexed (migration 0009): a channel's commands look it up
+    slack_channel: str | None = Field(default=None, max_length=82, index=True)
     slack_user: str | None = Field(default=None, max_length=32, index=True)  # a user id
     slack_webhook: str | None = Field(default=None, max_length=128)  # the URL's variable
     # Apprise URLs, whitespace or comma separated, in this environment variable (migration

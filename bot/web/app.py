@@ -157,12 +157,10 @@ class DaemonCollector:
         subscribers = GaugeMetricFamily(
             "paperbell_subscribers", "Subscribers, by state", labels=["state"]
         )
-        everyone = daemon.store.subscribers.all(
-            daemon.config.declared_subscribers(), include_inactive=True
-        )
-        active = sum(1 for s in everyone if s.active)
+        declared = (s.name for s in daemon.config.subscribers)
+        active, paused = daemon.store.subscribers.tally(declared)  # counted, not read
         subscribers.add_metric(["active"], active)
-        subscribers.add_metric(["paused"], len(everyone) - active)
+        subscribers.add_metric(["paused"], paused)
         yield subscribers
         yield GaugeMetricFamily(
             "paperbell_papers", "Papers in the store", value=daemon.store.papers.count()
