@@ -30,6 +30,7 @@ channels given and queues and records nothing.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -185,7 +186,9 @@ async def deliver(
             config, store, [d for d, _ in built], now=now, ask=request.mode == "send"
         )
         texts_run = texts_run or texts
+        await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
         outgoing, failed = render(config, zip(digests, (r for _, r in built), strict=True), now=now)
+        await asyncio.sleep(0)
         reports += [*skipped, *failed]
         if request.mode == "dry-run":
             reports += [_report(o.digest, o.recipient, "would-send") for o in outgoing]
@@ -212,8 +215,10 @@ async def deliver(
     return _in_order(reports, plan.subscribers)
 
 
-# Subscribers whose digests are made, queued and sent at a time.
-SHARE = 250
+# Subscribers whose digests are made, queued and sent at a time: small enough that the
+# event loop is given back every few tenths of a second (the daemon's web app and slash
+# command share it), large enough that a share's queries and transaction are few.
+SHARE = 50
 
 
 def shares(
