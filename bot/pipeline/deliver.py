@@ -31,6 +31,7 @@ channels given and queues and records nothing.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -173,40 +174,49 @@ async def deliver(
     except Exception as exc:  # papers like these never stop a digest: sent unranked
         log.error("papers like these: digests go unranked this run: %s", exc, exc_info=True)
         rankings = {}
-    reports = list(plan.left_out)
-    texts_run: TextsRun | None = None
-    tried: set[int] = set()  # the outbox records this run tried to send
-    # A share at a time: the first digests go out while the others are being made, and no
-    # more than a share's messages are held at once.
-    for share in shares(plan.parsed):
-        built, skipped = build_digests(
-            store, plan, channels, request, now=now, rankings=rankings, parsed=share
-        )
-        digests, texts = await write_texts(
-            config, store, [d for d, _ in built], now=now, ask=request.mode == "send"
-        )
-        texts_run = texts_run or texts
-        await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
-        outgoing, failed = render(config, zip(digests, (r for _, r in built), strict=True), now=now)
-        await asyncio.sleep(0)
-        reports += [*skipped, *failed]
-        if request.mode == "dry-run":
-            reports += [_report(o.digest, o.recipient, "would-send") for o in outgoing]
-        elif request.mode == "files":
-            reports += await write_files(channels, outgoing)
-        else:
-            queued, elsewhere = queue(store, outgoing, period=request.period, now=now)
-            reports += elsewhere
-            reports += await send(
-                config,
-                store,
-                channels,
-                queued,
-                clock=clock or (lambda: now),
-                catch_up=request.catch_up,
-                should_stop=should_stop,
-                tried=tried,
+    # The plan's many long-lived objects (papers, rules, matches) are set aside from the
+    # garbage collector for the run: its full collections would otherwise walk them all,
+    # holding the event loop (and the web app's answers) for a quarter of a second each.
+    gc.freeze()
+    try:
+        reports = list(plan.left_out)
+        texts_run: TextsRun | None = None
+        tried: set[int] = set()  # the outbox records this run tried to send
+        # A share at a time: the first digests go out while the others are being made, and no
+        # more than a share's messages are held at once.
+        for share in shares(plan.parsed):
+            built, skipped = build_digests(
+                store, plan, channels, request, now=now, rankings=rankings, parsed=share
             )
+            digests, texts = await write_texts(
+                config, store, [d for d, _ in built], now=now, ask=request.mode == "send"
+            )
+            texts_run = texts_run or texts
+            await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
+            outgoing, failed = render(
+                config, zip(digests, (r for _, r in built), strict=True), now=now
+            )
+            await asyncio.sleep(0)
+            reports += [*skipped, *failed]
+            if request.mode == "dry-run":
+                reports += [_report(o.digest, o.recipient, "would-send") for o in outgoing]
+            elif request.mode == "files":
+                reports += await write_files(channels, outgoing)
+            else:
+                queued, elsewhere = queue(store, outgoing, period=request.period, now=now)
+                reports += elsewhere
+                reports += await send(
+                    config,
+                    store,
+                    channels,
+                    queued,
+                    clock=clock or (lambda: now),
+                    catch_up=request.catch_up,
+                    should_stop=should_stop,
+                    tried=tried,
+                )
+    finally:
+        gc.unfreeze()
     if on_texts is not None:
         on_texts(texts_run or TextsRun(model=config.llm.model if config.llm else None))
     if request.mode == "send":  # for the manage pages: after the digests, not before
