@@ -38,6 +38,7 @@ from bot.channels import Channel
 from bot.channels.slack import make_client
 from bot.config import Config
 from bot.core.errors import PaperbellError
+from bot.core.models import Subscriber
 from bot.manage import Manager, notice_sender
 from bot.pipeline import DeliveryRequest, deliver, slack_settings
 from bot.slack.actions import ButtonAnswers, ButtonPress, parse_actions
@@ -421,8 +422,21 @@ def build_slack_app(
     # `slack_channel` is found when its person or channel uses /papers.
     store.subscribers.sync_config(config.declared_subscribers(), now=clock())
 
+    def subscriber_named(name: str) -> Subscriber | None:
+        """The active subscriber `name`, read alone (by its index, not with everyone)."""
+        record = store.subscribers.get(name)
+        if record is None:
+            return None
+        defaults = config.digest.defaults()
+        found = store.subscribers.stored(
+            record, declared=config.declared_subscriber, defaults=defaults
+        )
+        return found if found is not None and found.active else None
+
     async def send_now(name: str) -> list[Any]:
-        request = DeliveryRequest(only=name)
+        # Their digest alone: the run plans for them, not for every subscriber.
+        sub = await asyncio.to_thread(subscriber_named, name)
+        request = DeliveryRequest(only=name, subscribers=[sub] if sub is not None else None)
         return await deliver(config, store, channels, request, now=clock(), clock=clock)
 
     signer = config.web.link_signer()
