@@ -16,13 +16,13 @@ import pytest
 
 from bot.core.models import Digest, DigestGroup, DigestItem, Hit, Paper, Subscriber
 from bot.render import template_env, templates_dir
+from bot.render.blocks import shared_block as _shared_block
 from bot.render.email import (
     ACKNOWLEDGEMENT,
     DigestLinks,
     EmailSettings,
     RenderedEmail,
     VoteLinks,
-    _shared_block,
     build_message,
     check_address,
     render_digest,
@@ -1116,8 +1116,8 @@ def test_math_in_title_renders_as_unicode_in_both_parts() -> None:
     assert "Learning ϵ-optimal policies in O(√T) rounds" in rendered.text
 
 
-# A paper's block is rendered once for every email that shows it alike (bot.render.email
-# `_shared_block`), its number and 👍 / 👎 links filled in per email: each email must be
+# A paper's block is rendered once for every email that shows it alike (bot.render.blocks
+# `shared_block`), its number and 👍 / 👎 links filled in per email: each email must be
 # exactly what rendering it alone gives.
 
 

@@ -27,11 +27,10 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from email.headerregistry import Address
 from email.message import EmailMessage
-from typing import cast
 from urllib.parse import quote, urlsplit
 
 import css_inline
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from bot.core.checks import check_address, check_header_text
 from bot.core.languages import language_script
@@ -39,14 +38,13 @@ from bot.core.links import LOOPBACK_HOSTS
 from bot.core.mail import MAIL_POLICY
 from bot.core.models import Digest, DigestGroup, DigestItem, Paper
 from bot.render import template_env
+from bot.render.blocks import paper_block
 from bot.render.text import clip, plural, tidy
 from bot.render.view import (
     SIMILAR_GROUP,
     TEXT_LENGTHS,
     GroupView,
     ItemView,
-    Layout,
-    RuleName,
     TextLength,
     asked_length,
     day_span,
@@ -481,7 +479,7 @@ def _render(
     many_days = bool(context["many_days"])
 
     def block(kind: str, item: ItemView, group: GroupView) -> str:
-        return _paper_block(kind, item, group.rule, layout, many_days, feedback)
+        return paper_block(kind, item, group.rule, layout, many_days, feedback)
 
     text = env.get_template("email/digest.txt.j2").render(
         context, paper=lambda item, group: block("txt", item, group)
@@ -490,88 +488,6 @@ def _render(
         context, paper=lambda item, group: Markup(block("html", item, group))
     )
     return RenderedEmail(subject=subject, text=text, html=inline_css(html), digest=digest)
-
-
-# A paper looks the same in every digest that shows it alike (`_shared_block`), but for
-# its number and its 👍 / 👎 links: rendered once with these placeholders, filled in per
-# email. Private-use characters: no paper text is taken for one (a block whose text holds
-# one anyway is rendered for its email alone). The number's is two columns wide, as a
-# number below 100 with its period is: the title's first line wraps the same.
-_NUMBER = "\ue000\ue001"
-_LIKE = "\ue002"
-_DISLIKE = "\ue003"
-
-
-def _paper_block(
-    kind: str,
-    item: ItemView,
-    rule: RuleName,
-    layout: Layout,
-    many_days: bool,
-    feedback: Mapping[str, VoteLinks],
-) -> str:
-    """A paper's block of an email's `kind` part ("html", "txt"): the template
-    email/paper.KIND.j2, rendered once for the digests that show the paper alike."""
-    votes = feedback.get(item.paper.id)
-    number = item.number
-    if kind == "html" or (isinstance(number, int) and number < 100):
-        # The placeholder stands where the number goes: only the templates read it.
-        placeholder = replace(item, number=cast(int, _NUMBER))
-        block = _shared_block(kind, placeholder, rule, layout, many_days, votes is not None)
-        if block is not None:
-            if kind == "txt":
-                block = block.replace(f"{_NUMBER}. ", f"{number}.".ljust(3) + " ", 1)
-            else:
-                block = block.replace(_NUMBER, str(number), 1)
-            if votes is not None:
-                like, dislike = votes.like, votes.dislike
-                if kind == "html":
-                    like, dislike = str(escape(like)), str(escape(dislike))
-                block = block.replace(_LIKE, like, 1).replace(_DISLIKE, dislike, 1)
-            return block
-    return _render_block(kind, item, rule, layout, many_days, feedback)
-
-
-@functools.lru_cache(maxsize=4096)
-def _shared_block(
-    kind: str, item: ItemView, rule: RuleName, layout: Layout, many_days: bool, votes: bool
-) -> str | None:
-    """The block of a paper numbered `_NUMBER`, with placeholder 👍 / 👎 links if `votes`;
-    None when its text holds a placeholder of its own (it is rendered alone)."""
-    marks = {item.paper.id: VoteLinks(like=_LIKE, dislike=_DISLIKE)} if votes else {}
-    block = _render_block(kind, item, rule, layout, many_days, marks)
-    once = 1 if votes else 0
-    if (block.count(_NUMBER), block.count(_LIKE), block.count(_DISLIKE)) != (1, once, once):
-        return None
-    return block
-
-
-def _render_block(
-    kind: str,
-    item: ItemView,
-    rule: RuleName,
-    layout: Layout,
-    many_days: bool,
-    feedback: Mapping[str, VoteLinks],
-) -> str:
-    return (
-        template_env()
-        .get_template(f"email/paper.{kind}.j2")
-        .render(
-            item=item,
-            group=_Filed(rule),
-            layout=layout,
-            many_days=many_days,
-            feedback=feedback,
-        )
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Filed:
-    """What a paper's block knows of its group: the rule it is filed under."""
-
-    rule: RuleName
 
 
 def _phrase(text: str) -> str:
