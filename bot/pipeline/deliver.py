@@ -203,13 +203,11 @@ async def deliver(
             elif request.mode == "files":
                 reports += await write_files(channels, outgoing)
             else:
-                queued, elsewhere = queue(store, outgoing, period=request.period, now=now)
-                reports += elsewhere
+                reports += queue(store, outgoing, period=request.period, now=now)
                 reports += await send(
                     config,
                     store,
                     channels,
-                    queued,
                     clock=clock or (lambda: now),
                     catch_up=request.catch_up,
                     should_stop=should_stop,
@@ -392,11 +390,9 @@ def queue(
     *,
     period: Callable[[Subscriber], str] | None,
     now: datetime,
-) -> tuple[dict[int, Digest], list[DeliveryReport]]:
+) -> list[DeliveryReport]:
     """Queue each payload in the outbox with its papers, once per (subscriber, channel,
-    period): the digests queued, by outbox id, and a report for each that another run had
-    queued first."""
-    queued: dict[int, Digest] = {}
+    period): a report for each that another run had queued first."""
     elsewhere: list[DeliveryReport] = []
     entries = []
     for o in outgoing:
@@ -418,24 +414,21 @@ def queue(
     for o, outbox_id in zip(outgoing, store.outbox.enqueue_many(entries, now=now), strict=True):
         if outbox_id is None:
             elsewhere.append(_report(o.digest, o.recipient, "queued-elsewhere"))
-        else:
-            queued[outbox_id] = o.digest
-    return queued, elsewhere
+    return elsewhere
 
 
 async def send(
     config: Config,
     store: Store,
     channels: Mapping[str, Channel],
-    queued: Mapping[int, Digest],
     *,
     clock: Callable[[], datetime],
     catch_up: bool,
     should_stop: Callable[[], bool],
     tried: set[int] | None = None,
 ) -> list[DeliveryReport]:
-    """Send what the outbox holds (and is due, unless `catch_up`), this run's `queued`
-    digests among it; a report per attempt (without the digest: a run of many thousands
+    """Send what the outbox holds (and is due, unless `catch_up`), this run's digests
+    among it; a report per attempt (without the digest: a run of many thousands
     holds none once sent). `tried`: the records this run tried already (each is tried once
     a run)."""
     reports = []
