@@ -36,7 +36,7 @@ from bot.channels.registry import CHANNEL_KINDS, ChannelKind, kind_of, register
 from bot.core.errors import DeliveryError
 from bot.core.mail import MAIL_POLICY
 from bot.core.models import Digest, Subscriber
-from bot.render.email import EmailSettings, build_message, render_digest
+from bot.render.email import EmailSettings, build_message_bytes, render_digest
 
 log = logging.getLogger(__name__)
 
@@ -102,10 +102,10 @@ class EmailKind(ChannelKind):
         links = context.links(digest.subscriber, papers, digest.digest_id)
         rendered = render_digest(digest, settings.message, links=links)
         shown = rendered.digest or digest
-        message = build_message(
+        message = build_message_bytes(
             shown, settings.message, now=context.now, links=links, rendered=rendered
         )
-        return Rendered(shown, bytes(message))
+        return Rendered(shown, message)
 
     @classmethod
     def sender(cls, settings: Any) -> EmailChannel | None:

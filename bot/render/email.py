@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import email.utils
 import functools
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from email.headerregistry import Address
 from email.message import EmailMessage
+from typing import cast
 from urllib.parse import quote, urlsplit
 
 import css_inline
@@ -39,6 +39,7 @@ from bot.core.mail import MAIL_POLICY
 from bot.core.models import Digest, DigestGroup, DigestItem, Paper
 from bot.render import template_env
 from bot.render.blocks import paper_block
+from bot.render.mime import message_bytes
 from bot.render.text import clip, plural, tidy
 from bot.render.view import (
     SIMILAR_GROUP,
@@ -64,6 +65,7 @@ __all__ = [
     "RenderedEmail",
     "VoteLinks",
     "build_message",
+    "build_message_bytes",
     "check_address",
     "html_size",
     "inline_css",
@@ -510,8 +512,22 @@ def build_message(
     links: DigestLinks | None = None,
     rendered: RenderedEmail | None = None,
 ) -> EmailMessage:
-    """Build the message for one digest: multipart/alternative (text first, HTML last), or
-    plain text alone for a subscriber whose `email_format` is "text".
+    """The message `build_message_bytes` writes, as an `EmailMessage` (to read its parts)."""
+    raw = build_message_bytes(digest, settings, now=now, links=links, rendered=rendered)
+    return cast(EmailMessage, email.message_from_bytes(raw, policy=MAIL_POLICY))
+
+
+def build_message_bytes(
+    digest: Digest,
+    settings: EmailSettings,
+    *,
+    now: datetime,
+    links: DigestLinks | None = None,
+    rendered: RenderedEmail | None = None,
+) -> bytes:
+    """Build the message for one digest, as the bytes it is queued and sent as:
+    multipart/alternative (text first, HTML last), or plain text alone for a subscriber
+    whose `email_format` is "text" (`bot.render.mime`).
 
     `links.unsubscribe`, when given, is the subscriber's RFC 8058 one-click https URL; it
     is listed before the mailto link and `List-Unsubscribe-Post` is added. `links.manage`
@@ -523,36 +539,40 @@ def build_message(
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError("now must be a timezone-aware datetime")
     to_addr = check_address(digest.subscriber.email, what=f"{digest.subscriber.name}: email")
+    if not _MSGID_LEFT_RE.fullmatch(digest.digest_id):
+        raise ValueError(f"digest_id not usable in a Message-ID: {digest.digest_id!r}")
+    sender, list_id, unsubscribe_address = _sender_headers(settings)
+
+    rendered = rendered or render_digest(digest, settings, links=links)
+
+    mailto = f"<{_unsubscribe_mailto_url(unsubscribe_address, digest.subscriber.name)}>"
+    headers = [
+        ("From", sender),
+        ("To", to_addr),
+        ("Subject", tidy(rendered.subject)),
+        ("Date", email.utils.format_datetime(now)),
+        ("Message-ID", f"<{digest.digest_id}@{settings.domain}>"),
+        ("List-Id", list_id),
+    ]
+    if unsubscribe_url:
+        headers.append(("List-Unsubscribe", f"<{_check_https_url(unsubscribe_url)}>, {mailto}"))
+        headers.append(("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"))
+    else:
+        headers.append(("List-Unsubscribe", mailto))
+    headers.append(("Auto-Submitted", "auto-generated"))
+    headers.append(("X-Auto-Response-Suppress", "All"))
+    html = rendered.html if digest.subscriber.email_format != "text" else None
+    return message_bytes(headers, rendered.text, html)
+
+
+@functools.lru_cache(maxsize=16)
+def _sender_headers(settings: EmailSettings) -> tuple[str, str, str]:
+    """The From and List-Id values and the unsubscribe address of `settings`, checked
+    (once per settings: every message of a run has the same)."""
     from_addr = check_address(settings.from_addr, what="from_addr")
     unsubscribe_address = check_address(settings.unsubscribe_address, what="unsubscribe_mailto")
     from_name = tidy(check_header_text(settings.from_name, what="from_name"))
     list_name = tidy(check_header_text(settings.list_id, what="list_id"))
-    if not _MSGID_LEFT_RE.fullmatch(digest.digest_id):
-        raise ValueError(f"digest_id not usable in a Message-ID: {digest.digest_id!r}")
-    domain = settings.domain
-
-    rendered = rendered or render_digest(digest, settings, links=links)
-
-    msg = EmailMessage(policy=MAIL_POLICY)
-    msg["From"] = Address(display_name=from_name, addr_spec=from_addr)  # quoted as needed
-    msg["To"] = to_addr
-    msg["Subject"] = tidy(rendered.subject)
-    msg["Date"] = email.utils.format_datetime(now)
-    msg["Message-ID"] = f"<{digest.digest_id}@{domain}>"
-    msg["List-Id"] = f"{_phrase(list_name)} <{_slug(list_name)}.{domain}>"
-    mailto = f"<{_unsubscribe_mailto_url(unsubscribe_address, digest.subscriber.name)}>"
-    if unsubscribe_url:
-        msg["List-Unsubscribe"] = f"<{_check_https_url(unsubscribe_url)}>, {mailto}"
-        msg["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
-    else:
-        msg["List-Unsubscribe"] = mailto
-    msg["Auto-Submitted"] = "auto-generated"
-    msg["X-Auto-Response-Suppress"] = "All"
-    msg.set_content(rendered.text, charset="utf-8", cte="quoted-printable")
-    if digest.subscriber.email_format != "text":
-        msg.add_alternative(rendered.html, subtype="html", charset="utf-8", cte="quoted-printable")
-        # A boundary made from the content, not at random: the same digest gives the same
-        # bytes. "=_" never occurs in a quoted-printable body, so it cannot clash with it.
-        content = hashlib.sha256(f"{rendered.text}\0{rendered.html}".encode()).hexdigest()
-        msg.set_boundary(f"=_paperbell_{content[:32]}")
-    return msg
+    sender = str(Address(display_name=from_name, addr_spec=from_addr))  # quoted as needed
+    list_id = f"{_phrase(list_name)} <{_slug(list_name)}.{settings.domain}>"
+    return sender, list_id, unsubscribe_address
