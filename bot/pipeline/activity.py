@@ -36,9 +36,11 @@ def refresh_rule_counts(
     """Count what each rule matched among the papers of the last `days` announcement days
     stored (up to the latest), for the subscribers not counted yet today (UTC), and store
     it for the manage page, which only reads it. `shared` is a run's (first day, papers,
-    matches) of these subscribers' rules: used when it covers those days, so that nothing
-    is matched twice. Returns how many subscribers were counted; a database error is
-    logged, never stops a delivery."""
+    matches) of these subscribers' rules: used when it covers those days (or no paper
+    stored was announced on the days it leaves out), so that nothing is matched twice.
+    Each distinct rule is counted once, and everyone's counts are stored in one
+    transaction. Returns how many subscribers were counted; a database error is logged,
+    never stops a delivery."""
     try:
         counted = store.rule_counts.times()
         stale = [
@@ -51,22 +53,25 @@ def refresh_rule_counts(
         if latest is None:
             return 0
         first = latest - timedelta(days=days - 1)
-        if shared is not None and shared[0] <= first:
+        if shared is not None and _covers(store, shared[0], first):
             papers, matches = shared[1], shared[2]
         else:
             papers = store.papers.announced_since(first)
             matches = match_rules((rule for _, rules in stale for rule in rules), papers)
         recent = [p for p in papers if p.announced is not None and first <= p.announced <= latest]
-        for sub, rules in stale:
-            assert sub.id is not None
-            found = count_matches(rules, recent, matches, examples=ACTIVITY_EXAMPLES)
-            store.rule_counts.save(
-                sub.id,
-                [
-                    RuleCount(text, matched, len(recent), first, latest, examples, now)
-                    for text, (matched, examples) in found.items()
-                ],
-            )
+        # Each distinct rule counted once: many subscribers share their rules.
+        distinct = {rule.text: rule for _, rules in stale for rule in rules}
+        found = count_matches(list(distinct.values()), recent, matches, examples=ACTIVITY_EXAMPLES)
+        store.rule_counts.save_many(
+            {
+                sub.id: [
+                    RuleCount(text, found[text][0], len(recent), first, latest, found[text][1], now)
+                    for text in dict.fromkeys(rule.text for rule in rules)
+                ]
+                for sub, rules in stale
+                if sub.id is not None
+            }
+        )
         return len(stale)
     except PaperbellError as exc:
         log.warning("rule counts not refreshed: %s", exc)
@@ -74,3 +79,9 @@ def refresh_rule_counts(
     except Exception:  # the manage page's figures must never cost anyone their digest
         log.exception("rule counts not refreshed")
         return 0
+
+
+def _covers(store: Store, shared_first: date, first: date) -> bool:
+    """Whether the papers announced since `shared_first` are all those announced since
+    `first`: it is no later, or no paper stored was announced in between."""
+    return shared_first <= first or not store.papers.per_day(first, shared_first - timedelta(1))

@@ -5,14 +5,14 @@ the page only reads. Handed out as `RuleCount` records.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from sqlalchemy import func
+from sqlalchemy import bindparam, delete, func, insert
 from sqlmodel import col, select
 
-from bot.store.database import Repository, aware
+from bot.store.database import Repository, aware, failing_as
 from bot.store.tables import RuleCountRow, dump_list, load_list
 
 
@@ -34,23 +34,34 @@ class RuleCounts(Repository):
 
     def save(self, subscriber_id: int, counts: Sequence[RuleCount]) -> None:
         """Replace the subscriber's stored rule counts with `counts`."""
-        with self.database.session() as session:
-            query = select(RuleCountRow).where(RuleCountRow.subscriber_id == subscriber_id)
-            for row in session.exec(query):
-                session.delete(row)
-            for count in counts:
-                session.add(
-                    RuleCountRow(
-                        subscriber_id=subscriber_id,
-                        rule=count.rule,
-                        matched=count.matched,
-                        papers=count.papers,
-                        first=count.first,
-                        last=count.last,
-                        examples=dump_list(count.examples),
-                        counted_at=count.counted_at,
-                    )
-                )
+        self.save_many({subscriber_id: counts})
+
+    def save_many(self, counts: Mapping[int, Sequence[RuleCount]]) -> None:
+        """Replace each subscriber's stored rule counts (subscriber id -> counts), all in one
+        transaction: a statement by id for the removal, one executemany for the rows."""
+        if not counts:
+            return
+        table = RuleCountRow.__table__  # type: ignore[attr-defined]
+        rows = [
+            {
+                "subscriber_id": subscriber_id,
+                "rule": count.rule,
+                "matched": count.matched,
+                "papers": count.papers,
+                "first": count.first,
+                "last": count.last,
+                "examples": dump_list(count.examples),
+                "counted_at": count.counted_at,
+            }
+            for subscriber_id, theirs in counts.items()
+            for count in theirs
+        ]
+        with failing_as("save the rule counts"), self.database.session() as session:
+            connection = session.connection()
+            removal = delete(table).where(table.c.subscriber_id == bindparam("_id"))
+            connection.execute(removal, [{"_id": subscriber_id} for subscriber_id in counts])
+            if rows:
+                connection.execute(insert(table), rows)
             session.commit()
 
     def get(self, subscriber_id: int) -> dict[str, RuleCount]:
