@@ -11,7 +11,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from bot.core.mail import MAIL_POLICY
-from bot.render.mime import header, message_bytes
+from bot.render.mime import header, list_header, message_bytes
 
 NAMES = ("Subject", "To", "Message-ID", "List-Unsubscribe", "List-Id", "X-Note", "From", "Date")
 
@@ -89,3 +89,26 @@ def test_a_message_reads_as_the_email_package_builds_it(
     assert decoded_headers(raw) == decoded_headers(expected)
     assert all(len(line) <= 78 for line in raw.split(b"\r\n")[: raw.count(b"\r\n")])
     assert b"\n" not in raw.replace(b"\r\n", b"")
+
+
+urls = st.from_regex(r"\A<https://[a-z.]{1,20}/[A-Za-z0-9._%-]{0,120}>\Z")
+
+
+@given(st.lists(urls, min_size=1, max_size=3))
+def test_a_list_header_is_folded_between_its_entries_and_never_encoded(
+    entries: list[str],
+) -> None:
+    line = list_header("List-Unsubscribe", entries)
+    assert b"=?" not in line
+    parsed = email.message_from_bytes(line + b"\r\nbody", policy=email.policy.default)
+    assert str(parsed["List-Unsubscribe"]) == ", ".join(entries)
+    assert all(len(part) <= 998 for part in line.split(b"\r\n"))
+
+
+def test_a_list_header_refuses_a_line_break_or_non_ascii() -> None:
+    for entry in ("<https://a.example/x>\r\nBcc: b@c.example", "<https://ä.example/>"):
+        try:
+            list_header("List-Unsubscribe", [entry])
+        except ValueError:
+            continue
+        raise AssertionError(f"accepted {entry!r}")

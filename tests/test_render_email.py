@@ -24,6 +24,7 @@ from bot.render.email import (
     RenderedEmail,
     VoteLinks,
     build_message,
+    build_message_bytes,
     check_address,
     render_digest,
     subject_line,
@@ -273,6 +274,28 @@ def test_one_click_unsubscribe_url() -> None:
     text, html = parts(msg)
     assert url in text
     assert f'href="{url}"' in html
+
+
+def test_a_long_one_click_url_is_folded_between_entries_never_encoded() -> None:
+    """A real signed URL is longer than a header line: it stays one URL in angle brackets
+    (the header folded after its comma), never RFC 2047 encoded words, which no mail app
+    reads as a link (Gmail's and Yahoo's one-click unsubscribe would be lost)."""
+    token = "WzEsIjdlNmM0YzYyNjg5MiJd.Z0ivoA.2AloM0W4QN2pNPGCMaso4PZTNMO2FKsLuUr8dUawviQ"
+    url = f"https://papers.bench.example/unsubscribe/{token}"
+    raw = build_message_bytes(
+        sample_digest(), SETTINGS, now=NOW, links=DigestLinks(unsubscribe=url)
+    )
+    head = raw.split(b"\r\n\r\n", 1)[0]
+    assert (
+        b"=?" not in head.split(b"List-Unsubscribe:", 1)[1].split(b"\r\nList-Unsubscribe-Post")[0]
+    )
+    assert f"List-Unsubscribe: <{url}>,\r\n <mailto:".encode() in head
+    msg = parse(
+        build_message(sample_digest(), SETTINGS, now=NOW, links=DigestLinks(unsubscribe=url))
+    )
+    assert msg["List-Unsubscribe"] == (
+        f"<{url}>, <mailto:off@bell.example.org?subject=unsubscribe%20alice>"
+    )
 
 
 @pytest.mark.parametrize(

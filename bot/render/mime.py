@@ -14,12 +14,12 @@ import binascii
 import functools
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from email.headerregistry import UnstructuredHeader
 
 from bot.core.mail import MAIL_POLICY
 
-__all__ = ["header", "message_bytes"]
+__all__ = ["header", "list_header", "message_bytes", "quoted_printable"]
 
 CRLF = b"\r\n"
 # A value the policy writes unchanged, short enough for one line (`header`): in a header of
@@ -36,6 +36,19 @@ _STRUCTURED_RE = {
 _LINE = 78  # MAIL_POLICY.max_line_length
 
 _PART = b'Content-Type: text/%s; charset="utf-8"\r\nContent-Transfer-Encoding: quoted-printable\r\n'
+
+
+def list_header(name: str, entries: Sequence[str]) -> bytes:
+    """A header of comma-separated entries never to be encoded (RFC 2369's List-*: URLs
+    in angle brackets, which readers take as they stand), folded between entries only:
+    the policy's folder writes an entry longer than a line as RFC 2047 encoded words,
+    which no mail app reads as a URL. A line may pass 78 characters (RFC 5322 allows
+    998); the entries are checked ASCII (UnicodeEncodeError, a ValueError, if not)."""
+    one = f"{name}: {', '.join(entries)}\r\n"
+    folded = one if len(one) <= _LINE + 2 else f"{name}: " + ",\r\n ".join(entries) + "\r\n"
+    if any("\r" in entry or "\n" in entry for entry in entries):
+        raise ValueError(f"{name}: an entry holds a line break")
+    return folded.encode("ascii")
 
 
 def header(name: str, value: str) -> bytes:
@@ -74,12 +87,18 @@ def quoted_printable(text: str) -> bytes:
     return binascii.b2a_qp(CRLF.join(lines) + CRLF, istext=True)
 
 
-def message_bytes(headers: Iterable[tuple[str, str]], text: str, html: str | None) -> bytes:
-    """The message: `headers` (name, value) in order, then the text part, or
+def message_bytes(
+    headers: Iterable[tuple[str, str | tuple[str, ...]]], text: str, html: str | None
+) -> bytes:
+    """The message: `headers` (name, value) in order (a tuple value: the entries of a
+    `list_header`), then the text part, or
     multipart/alternative of the text and the HTML parts when `html` is given. The MIME
     boundary is made from the content, not at random: the same digest gives the same
     bytes ("=_" never occurs in a quoted-printable body, so it cannot clash with it)."""
-    head = b"".join(header(name, value) for name, value in headers)
+    head = b"".join(
+        list_header(name, value) if isinstance(value, tuple) else header(name, value)
+        for name, value in headers
+    )
     if html is None:
         return head + _PART % b"plain" + b"MIME-Version: 1.0\r\n\r\n" + quoted_printable(text)
     digest = hashlib.sha256(f"{text}\0{html}".encode()).hexdigest()
