@@ -174,6 +174,16 @@ def _signer_at(stamp: int) -> type[TimestampSigner]:
         def get_timestamp(self) -> int:
             return stamp
 
+        def derive_key(self, secret_key: str | bytes | None = None) -> bytes:
+            # The signing key, derived once per signer (itsdangerous derives it again for
+            # every signature: an HMAC more for each of a run's many thousand links).
+            if secret_key is not None:
+                return super().derive_key(secret_key)
+            key: bytes | None = self.__dict__.get("_derived_key")
+            if key is None:
+                key = self.__dict__["_derived_key"] = super().derive_key()
+            return key
+
     return ClockSigner
 
 

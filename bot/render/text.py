@@ -136,7 +136,7 @@ def wrap(text: str, width: int = 72, indent: str = "", first_indent: str | None 
     filled = []
     for number, paragraph in enumerate(p for p in paragraphs if p):
         wrapper.initial_indent = first if number == 0 else indent
-        if any(_wide(char) for char in paragraph):
+        if not paragraph.isascii() and any(_wide(char) for char in paragraph):
             filled.append(_fill_wide(paragraph, width, wrapper.initial_indent, indent))
         else:
             filled.append(wrapper.fill(paragraph))

@@ -23,6 +23,10 @@ from bot.core.models import Paper, version_key
 from bot.store.database import Repository, failing_as
 from bot.store.tables import DeliveryRow, OutboxRow, SubscriberRow
 
+# The tables themselves, for Core statements where a run writes many rows.
+OUTBOX = OutboxRow.__table__  # type: ignore[attr-defined]
+DELIVERIES = DeliveryRow.__table__  # type: ignore[attr-defined]
+
 
 @dataclass(frozen=True, slots=True)
 class OutboxItem:
@@ -153,21 +157,24 @@ class Outbox(Repository):
 
     @staticmethod
     def _add(session: Any, entry: Queued, now: datetime) -> int:
-        row = OutboxRow(
-            subscriber_id=entry.subscriber_id,
-            channel=entry.channel,
-            period=entry.period,
-            digest_id=entry.digest_id,
-            recipient=entry.recipient,
-            payload=entry.payload,
-            papers=len(entry.sent),
-            omitted=len(entry.omitted),
-            next_attempt=now,
-            created_at=now,
-        )
-        session.add(row)
-        session.flush()
-        assert row.id is not None
+        # Core statements on the session's connection: no ORM object, no flush, a digest
+        # queued in two statements (the row, then its deliveries in one INSERT).
+        connection = session.connection()
+        row = {
+            "subscriber_id": entry.subscriber_id,
+            "channel": entry.channel,
+            "period": entry.period,
+            "digest_id": entry.digest_id,
+            "recipient": entry.recipient,
+            "payload": entry.payload,
+            "papers": len(entry.sent),
+            "omitted": len(entry.omitted),
+            "status": "pending",
+            "attempts": 0,
+            "next_attempt": now,
+            "created_at": now,
+        }
+        outbox_id = int(connection.execute(insert(OUTBOX).returning(OUTBOX.c.id), row).scalar_one())
         seen: set[tuple[str, int]] = set()
         deliveries = []
         for papers, status in ((entry.sent, "queued"), (entry.omitted, "omitted")):
@@ -183,13 +190,13 @@ class Outbox(Repository):
                         "channel": entry.channel,
                         "status": status,
                         "digest_id": entry.digest_id,
-                        "outbox_id": row.id,
+                        "outbox_id": outbox_id,
                         "created_at": now,
                     }
                 )
         if deliveries:  # one INSERT of many rows, not an object each
-            session.execute(insert(DeliveryRow), deliveries)
-        return row.id
+            connection.execute(insert(DELIVERIES), deliveries)
+        return outbox_id
 
     def claim(
         self,
@@ -306,24 +313,22 @@ class Outbox(Repository):
         False if `owner` no longer held the lease (it ran out and another worker took the
         record, which may be sending it too): the send is recorded all the same while the
         record is still pending, since the message did go out, so that the other worker
-        does not send it again; a record already sent or given up is left as it is."""
+        does not send it again; a record already sent or given up is left as it is.
+        Core statements on the session's connection (a run records thousands)."""
         with failing_as("record the delivery"), self.database.session() as session:
-            pending = (col(OutboxRow.id) == outbox_id, col(OutboxRow.status) == "pending")
+            connection = session.connection()
+            pending = (OUTBOX.c.id == outbox_id, OUTBOX.c.status == "pending")
             sent = dict(status="sent", sent_at=now, lease_owner=None, lease_until=None)
-            mine = update(OutboxRow).where(*pending, col(OutboxRow.lease_owner) == owner)
-            held = session.execute(mine.values(**sent)).rowcount  # type: ignore[attr-defined]
+            mine = update(OUTBOX).where(*pending, OUTBOX.c.lease_owner == owner)
+            held = connection.execute(mine.values(**sent)).rowcount
             if not held:
-                anyone = update(OutboxRow).where(*pending)
-                written = session.execute(anyone.values(**sent)).rowcount  # type: ignore[attr-defined]
+                written = connection.execute(update(OUTBOX).where(*pending).values(**sent)).rowcount
             else:
                 written = held
             if written:
-                session.execute(
-                    update(DeliveryRow)
-                    .where(
-                        col(DeliveryRow.outbox_id) == outbox_id,
-                        col(DeliveryRow.status) == "queued",
-                    )
+                connection.execute(
+                    update(DELIVERIES)
+                    .where(DELIVERIES.c.outbox_id == outbox_id, DELIVERIES.c.status == "queued")
                     .values(status="sent")
                 )
             session.commit()
