@@ -9,6 +9,7 @@ one's fate through `on_sent` and its outcomes.
 
 from __future__ import annotations
 
+import email.utils
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -252,18 +253,25 @@ async def _send(smtp: aiosmtplib.SMTP, message: bytes | EmailMessage) -> Any:
         payload = message
         end = payload.find(b"\r\n\r\n")
         head = payload if end < 0 else payload[: end + 2]
-        headers = BytesHeaderParser(policy=MAIL_POLICY).parsebytes(head)
-    sender = [a.addr_spec for a in _addresses(headers, "From")]
-    recipients = [a.addr_spec for a in _addresses(headers, "To")]
+        headers = _HEADERS.parsebytes(head)
+    sender = _envelope(headers, "From")
+    recipients = _envelope(headers, "To")
     if len(sender) == 1 and recipients and all(a.isascii() for a in (*sender, *recipients)):
         return await smtp.sendmail(sender[0], recipients, payload)
     whole = message_from_bytes(payload, policy=MAIL_POLICY)
     return await smtp.send_message(cast(EmailMessage, whole))
 
 
-def _addresses(headers: Message, name: str) -> list[Any]:
-    """The addresses of every `name` header (none: an empty list)."""
-    return [a for header in headers.get_all(name, []) for a in getattr(header, "addresses", ())]
+# The envelope is read from the headers as plain strings (compat32: no header objects,
+# a tenth of the cost of MAIL_POLICY's for a digest's fifteen headers).
+_HEADERS = BytesHeaderParser(policy=policy.compat32)
+
+
+def _envelope(headers: Message, name: str) -> list[str]:
+    """The addresses of every `name` header (none: an empty list); an address that cannot
+    be read is left out (no envelope then: the message is refused, not sent elsewhere)."""
+    values = [str(value) for value in headers.get_all(name, [])]
+    return [address for _, address in email.utils.getaddresses(values) if address]
 
 
 def html_part(message: EmailMessage) -> str | None:

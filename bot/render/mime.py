@@ -73,7 +73,7 @@ def _free_text(name: str) -> bool:
     return issubclass(kind, UnstructuredHeader)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=4096)
 def _folded(name: str, value: str) -> bytes:
     """The policy's own parse and fold (cached: a run's From and List-Id are the same for
     every message, and many subjects repeat)."""
