@@ -112,7 +112,8 @@ async def drain(
     `due_only=False` (a run from the command line) also takes records waiting for a retry:
     the person running it asked for delivery now. Each record is tried at most once per
     call, or once for all the calls that share `tried` (a run that queues and sends its
-    digests a share at a time). `channels` maps a record's channel kind ("email", "slack",
+    digests a share at a time: the records it tried that may still be pending, a record
+    sent leaving it). `channels` maps a record's channel kind ("email", "slack",
     "apprise": the kind of "apprise:<key>") to what sends it. The kinds of a batch are
     sent side by side: a slow service holds up no email; and `retry.connections` batches
     at a time, each over its own connection."""
@@ -167,6 +168,10 @@ async def drain(
                 )
             for sent in await asyncio.gather(*sends):
                 attempts.extend(sent)
+                # A record sent (and recorded) can never be claimed again: it leaves the
+                # set each claim excludes, which so stays as small as what failed this run
+                # (not every record the run sent: a claim would name thousands).
+                tried.difference_update(a.item.id for a in sent if a.status == "sent")
             untried = held.hand_back()
             if held.broken:
                 broken = True

@@ -181,7 +181,7 @@ async def deliver(
     try:
         reports = list(plan.left_out)
         texts_run: TextsRun | None = None
-        tried: set[int] = set()  # the outbox records this run tried to send
+        tried: set[int] = set()  # the outbox records this run tried to send, not sent
         # A share at a time: the first digests go out while the others are being made, and no
         # more than a share's messages are held at once.
         for share in shares(plan.parsed):
