@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Protocol, cast
+from dataclasses import dataclass
+from typing import Protocol
 
 from markupsafe import escape
 
@@ -59,7 +59,7 @@ def paper_block(
     number = item.number
     if kind == "html" or (isinstance(number, int) and number < 100):
         # The placeholder stands where the number goes: only the templates read it.
-        placeholder = replace(item, number=cast(int, _NUMBER))
+        placeholder = item.but(number=_NUMBER)
         block = shared_block(kind, placeholder, rule, layout, many_days, votes is not None)
         if block is not None:
             if kind == "txt":

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import date
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import quote
 
 from bot.core.languages import (
@@ -209,6 +209,17 @@ class ItemView:
     def anchor(self) -> str:
         return f"paper-{self.number}"
 
+    def but(self, **changes: Any) -> ItemView:
+        """This view with `changes` (fields by name), as `dataclasses.replace` makes it, at
+        a fifth of its cost: the fields are copied as they are (a view has no checks to run
+        again), and a day's digests copy one for each paper they show, twice."""
+        if not changes.keys() <= _ITEM_FIELDS:
+            raise TypeError(f"ItemView has no field {sorted(changes.keys() - _ITEM_FIELDS)}")
+        copy = object.__new__(ItemView)
+        copy.__dict__.update(self.__dict__)
+        copy.__dict__.update(changes)
+        return copy
+
     @property
     def summary_label(self) -> str | None:
         """Who wrote the summary, as shown beside it: `Summary by Hugging Face`,
@@ -250,6 +261,9 @@ class ItemView:
         return "".join(text for text, _ in self.title)
 
 
+_ITEM_FIELDS = frozenset(f.name for f in fields(ItemView))
+
+
 @dataclass(frozen=True)
 class GroupView:
     """One rule's papers, under its heading."""
@@ -278,9 +292,9 @@ def item_view(
     title_spans = tuple((h.start, h.end) for h in item.hits if h.field == "title")
     abstract_spans = tuple((h.start, h.end) for h in item.hits if h.field == "abstract")
     shown, abstract = _paper_view(item.paper, title_spans, abstract_spans, abstracts)
-    view = replace(shown, number=number, rules=tuple(rule_names(item.rules, labels)))
+    view = shown.but(number=number, rules=tuple(rule_names(item.rules, labels)))
     if item.similar_to is not None:
-        view = replace(view, markers=(*view.markers, similar_marker(item.similar_to)))
+        view = view.but(markers=(*view.markers, similar_marker(item.similar_to)))
     if texts is None:
         return view
     return _with_texts(view, texts.of(item.paper), texts, abstract=abstract, length=abstracts)
