@@ -193,10 +193,13 @@ async def deliver(
             )
             texts_run = texts_run or texts
             await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
-            outgoing, failed = render(
-                config, zip(digests, (r for _, r in built), strict=True), now=now
-            )
-            await asyncio.sleep(0)
+            pairs = list(zip(digests, (r for _, r in built), strict=True))
+            outgoing, failed = [], []
+            for start in range(0, len(pairs), RENDER_TURN):
+                rendered, refused = render(config, pairs[start : start + RENDER_TURN], now=now)
+                outgoing += rendered
+                failed += refused
+                await asyncio.sleep(0)
             reports += [*skipped, *failed]
             if request.mode == "dry-run":
                 reports += [_report(o.digest, o.recipient, "would-send") for o in outgoing]
@@ -227,6 +230,8 @@ async def deliver(
 # event loop is given back every few tenths of a second (the daemon's web app and slash
 # command share it), large enough that a share's queries and transaction are few.
 SHARE = 50
+# Digests rendered between two turns of the event loop (a few tens of milliseconds).
+RENDER_TURN = 10
 
 
 def shares(
