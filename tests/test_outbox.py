@@ -386,7 +386,10 @@ def test_one_message_slower_than_the_lease_is_not_taken_over(
     with smtp_sink() as (sink, port), ThreadPoolExecutor(1) as workers:
         sink.delay = 2.0  # a slow server: more than three leases for one message
         first = workers.submit(cron, port)
-        time.sleep(0.2)  # the cron run claimed the digest and is sending it
+        # The cron run claimed the digest and is sending it (however busy the machine).
+        deadline = time.monotonic() + 30
+        while sink.data_started < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
         while not first.done():  # the daemon's worker ticks
             beside += asyncio.run(
                 drain(store, channel(port), clock=utcnow, owner="daemon", retry=policy)

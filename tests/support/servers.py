@@ -135,6 +135,7 @@ class SinkHandler:
         self.transient: dict[str, int] = {}  # recipient -> how many times to answer 451 first
         self.drop_data = 0  # how many DATA commands to answer by dropping the connection
         self.delay = 0.0  # seconds to wait before accepting a message (a slow server)
+        self.data_started = 0  # DATA commands received (a message being sent, or sent)
         # Called with each message just before the server answers "250 accepted" (from the
         # server's thread): a test makes something happen at that moment.
         self.on_accept: Callable[[EmailMessage], None] | None = None
@@ -151,6 +152,7 @@ class SinkHandler:
         return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        self.data_started += 1
         if self.drop_data > 0:
             self.drop_data -= 1
             server.transport.close()  # mid-DATA: the message was not accepted
