@@ -75,7 +75,8 @@ def paper_block(
     return _render_block(kind, item, rule, layout, many_days, feedback)
 
 
-@functools.lru_cache(maxsize=4096)
+# 16,384 blocks (about 40 MB): the distinct blocks of a day's 10,000 digests all fit.
+@functools.lru_cache(maxsize=16384)
 def shared_block(
     kind: str, item: ItemView, rule: RuleName, layout: Layout, many_days: bool, votes: bool
 ) -> str | None:

@@ -119,7 +119,7 @@ def shorten_authors(authors: Sequence[str], limit: int = 10, *, keep: int = 3) -
 
 
 # Remembered: a day's digests wrap the same titles and abstracts for many subscribers.
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=16384)
 def wrap(text: str, width: int = 72, indent: str = "", first_indent: str | None = None) -> str:
     """Fill plain text to `width` columns; blank lines separate paragraphs; URLs never break.
     Chinese, Japanese and Korean text (no spaces between words, each character two columns
