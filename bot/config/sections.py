@@ -308,7 +308,17 @@ class EmailConfig(Section):
     timeout: float = Field(30.0, gt=0, le=600)
     list_id: HeaderText = "paperbell digest"
     unsubscribe_mailto: EmailAddress | None = None
+    # Where bounces go: each message's envelope sender becomes bounces+TOKEN@domain (VERP,
+    # signed with [web]'s secret key), read back by `paperbell bounce`.
+    bounce_address: EmailAddress | None = None
     password: str | None = Field(None, exclude=True)  # filled from the environment only
+
+    @field_validator("bounce_address")
+    @classmethod
+    def _bounce_address(cls, value: str | None) -> str | None:
+        if value is not None and ("+" in value.partition("@")[0] or not value.isascii()):
+            raise ValueError("a plain ASCII address with no '+' (paperbell adds +TOKEN to it)")
+        return value
 
     @field_validator("from_")
     @classmethod
