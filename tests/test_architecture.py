@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("texts", ("bot.texts",)),  # what models write about papers: summaries, translations
     ("render", ("bot.render",)),
     ("channels", ("bot.channels",)),
+    ("bounces", ("bot.bounces",)),  # what comes back to the bounce address, read [pure]
     ("config", ("bot.config",)),
     ("pipeline", ("bot.pipeline",)),
     ("front ends", ("bot.manage", "bot.slack")),  # plain logic, no HTTP
@@ -85,6 +86,7 @@ PURE = [
     "bot.texts.answers",
     "bot.similar.library",
     "bot.similar.refs",
+    "bot.bounces",
 ]
 # Pure data classes inside an I/O library that a pure module may still use.
 PURE_EXCEPTIONS = {"bot.render.slack": "slack_sdk.models"}  # Block Kit models: no I/O
