@@ -29,7 +29,7 @@ from datetime import datetime
 from bot.bounces import BounceReport, read_bounce
 from bot.core.plurals import plural
 from bot.core.verp import Verp
-from bot.store import Bounce, SentMessage, Store
+from bot.store import Bounce, BounceDay, SentMessage, Store, TargetPause
 
 log = logging.getLogger(__name__)
 
@@ -178,3 +178,29 @@ def _record(
     level = logging.WARNING if action in ("paused", "unsubscribed") else logging.INFO
     log.log(level, "bounce: %s", line)
     return BounceOutcome(action, report.kind, message.subscriber if message else None, line)
+
+
+def bounces_line(day: BounceDay) -> str:
+    """Today's bounces for `status`: "bounces today (2026-12-03 UTC): 2 of 200 emails sent
+    (1.0%: 1 hard, 1 soft); complaints: 0 (0.0%); ignored: 3 auto-replies"."""
+    kinds = f"{day.hard} hard, {day.soft} soft"
+    if day.sent:
+        line = (
+            f"{day.bounces} of {plural(day.sent, 'email')} sent ({day.bounces / day.sent:.1%}: "
+            f"{kinds}); complaints: {day.complaints} ({day.complaints / day.sent:.1%})"
+        )
+    else:
+        line = f"{day.bounces} ({kinds}), no email sent; complaints: {day.complaints}"
+    ignored = []
+    if day.auto_replies:
+        ignored.append(plural(day.auto_replies, "auto-reply", "auto-replies"))
+    if day.unmatched:
+        ignored.append(f"{day.unmatched} unreadable, forged or about no message sent")
+    more = f"; ignored: {', '.join(ignored)}" if ignored else ""
+    return f"bounces today ({day.day:%Y-%m-%d} UTC): {line}{more}"
+
+
+def pause_line(pause: TargetPause, label: str = "email") -> str:
+    """A paused target said in one line, for `list` and the manage page: "email paused
+    since 3 Dec: mailbox unknown (5.1.1)"."""
+    return f"{label} paused since {pause.paused_at:%-d %b}: {pause.reason}"

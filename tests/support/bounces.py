@@ -1,13 +1,16 @@
 """Bounces as Postfix writes them, for a message paperbell sent: the real DSNs Postfix made
 on loopback (tests/fixtures/bounces/postfix-*.eml) with their envelope sender, failed
 address and quoted message replaced by the ones of the message at hand; and running
-`paperbell bounce` on one."""
+`paperbell bounce` on one, as a mail server does."""
 
 from __future__ import annotations
 
 import re
+import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
+from support.cli import PAPERBELL, clean_env
 from support.paths import FIXTURES
 
 BOUNCES = FIXTURES / "bounces"
@@ -62,3 +65,24 @@ def bounce_file(folder: Path, raw: bytes, name: str = "bounce.eml") -> Path:
     path = folder / name
     path.write_bytes(raw)
     return path
+
+
+def pipe_bounce(
+    raw: bytes, config: Path, *, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`paperbell bounce -c CONFIG` as the mail server runs it: a process of its own, the
+    message on its standard input."""
+    done = subprocess.run(
+        [*PAPERBELL, "bounce", "-c", str(config)],
+        input=raw,
+        capture_output=True,
+        timeout=120,
+        env={**clean_env(), **(env or {})},
+        cwd=config.parent,
+    )
+    return subprocess.CompletedProcess(
+        done.args,
+        done.returncode,
+        done.stdout.decode("utf-8", "replace"),
+        done.stderr.decode("utf-8", "replace"),
+    )

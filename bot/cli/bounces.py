@@ -1,0 +1,69 @@
+"""`paperbell bounce`: one message that came back to the bounce address, read from standard
+input (the mail server pipes it in: README "Bounces"), acted on and recorded by
+bot.pipeline.bounces.
+
+It always exits 0, whatever the message was and whatever went wrong: a mail server retries
+(or bounces the bounce) on any other exit code, and a bounce that cannot be used is no
+reason to try again. What it did, or why it could not, is on one line of its output and in
+the log; what it recorded, in `paperbell status`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import BinaryIO
+
+import click
+
+from bot.cli.shell import config_option, load_config, open_store
+from bot.core.errors import PaperbellError
+from bot.pipeline.bounces import handle_bounce
+from bot.pipeline.wiring import verp
+from bot.store import utcnow
+
+log = logging.getLogger(__name__)
+
+MAX_INPUT = 10 * 1024 * 1024  # bytes of a message read; the rest is read and dropped
+_CHUNK = 1024 * 1024
+
+
+def read_capped(stream: BinaryIO, limit: int = MAX_INPUT) -> tuple[bytes, bool]:
+    """At most `limit` bytes of `stream`, and whether there was more (read to its end and
+    dropped, so that the mail server writing into the pipe is not cut off)."""
+    data = stream.read(limit)
+    more = False
+    while stream.read(_CHUNK):
+        more = True
+    return data, more
+
+
+@click.command()
+@config_option
+def bounce(config_path: Path) -> None:
+    """Read one bounce (a DSN, a complaint, an auto-reply) on standard input and act on it:
+    a hard bounce pauses that subscriber's email, soft ones after [delivery] bounce_limit in
+    a row, a complaint stops it; anything else is recorded and changes nothing. Always
+    exits 0, so the mail server never retries. For the mail server's aliases file:
+    `bounces: "|paperbell bounce -c /etc/paperbell/config.toml"`."""
+    try:
+        raw, cut = read_capped(sys.stdin.buffer)
+        if cut:
+            log.warning("bounce: a message over %d bytes; read its start only", MAX_INPUT)
+        config = load_config(config_path)
+        store = open_store(config)
+        outcome = handle_bounce(
+            raw,
+            store=store,
+            verp=verp(config),
+            bounce_limit=config.delivery.bounce_limit,
+            now=utcnow(),
+        )
+        click.echo(f"bounce: {outcome.action}: {outcome.line}")
+    except PaperbellError as exc:
+        click.echo(f"bounce: not recorded: {exc}", err=True)
+    except Exception as exc:  # never a non-zero exit: the mail server would retry
+        log.exception("bounce: not recorded")
+        click.echo(f"bounce: not recorded: {type(exc).__name__}: {exc}", err=True)
+    sys.exit(0)
