@@ -117,6 +117,13 @@ def test_bounce_exits_0_whatever_comes_in(tmp_path: Path, raw: bytes) -> None:
     assert done.returncode == 0 and done.stdout.startswith("bounce: "), done.stderr
 
 
+def test_without_the_secret_key_it_says_so_and_goes_by_the_message_id(tmp_path: Path) -> None:
+    config = write_config(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", 9)
+    done = pipe_bounce(fixture("postfix-unknown-user.eml"), config)  # PB_SECRET_KEY unset
+    assert done.returncode == 0 and done.stdout.startswith("bounce: unknown: ")
+    assert "secret_key_env names PB_SECRET_KEY, which is not set" in done.stderr
+
+
 def test_bounce_exits_0_with_a_broken_config(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text("version = 1\n[email\n")

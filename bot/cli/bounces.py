@@ -52,6 +52,14 @@ def bounce(config_path: Path) -> None:
         if cut:
             log.warning("bounce: a message over %d bytes; read its start only", MAX_INPUT)
         config = load_config(config_path)
+        if config.email is not None and config.email.bounce_address and not config.web.secret_key:
+            # Mail servers run pipes with a bare environment: say what is missing.
+            click.echo(
+                f"bounce: [web] secret_key_env names {config.web.secret_key_env}, which is not "
+                "set: the VERP tokens cannot be checked, so the bounce is tied to its digest "
+                "by the Message-ID it quotes, if any",
+                err=True,
+            )
         store = open_store(config)
         outcome = handle_bounce(
             raw,
