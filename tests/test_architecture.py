@@ -66,6 +66,7 @@ IO_LIBRARIES = {
     "openai",
     "apprise",
     "requests",
+    "imaplib",
 }
 # Modules (or whole packages) that must stay pure: no I/O library, no environment, no clock.
 PURE = [
@@ -86,7 +87,8 @@ PURE = [
     "bot.texts.answers",
     "bot.similar.library",
     "bot.similar.refs",
-    "bot.bounces",
+    "bot.bounces.report",
+    "bot.bounces.text",
 ]
 # Pure data classes inside an I/O library that a pure module may still use.
 PURE_EXCEPTIONS = {"bot.render.slack": "slack_sdk.models"}  # Block Kit models: no I/O
@@ -114,6 +116,7 @@ ALLOWED = {
     # Apprise's plugins: URLs read offline (apprise_urls) and messages sent (apprise)
     "apprise": {"bot.channels.apprise", "bot.channels.apprise_urls"},
     "requests": set(),  # Apprise's plugins use it; paperbell does not
+    "imaplib": {"bot.bounces.imap"},  # the bounce mailbox ([bounces] imap_url)
 }
 ENVIRONMENT_READERS = {"bot.cli", "bot.config"}
 

@@ -18,6 +18,7 @@ from bot.config.fields import Section
 from bot.config.secrets import DATABASE_URL, SECRET_KINDS, MissingSecret, SecretKind
 from bot.config.sections import (
     AppriseConfig,
+    BouncesConfig,
     DaemonConfig,
     DatabaseConfig,
     DeliveryConfig,
@@ -51,6 +52,7 @@ class Config(Section):
     apprise: AppriseConfig = Field(default_factory=AppriseConfig)
     llm: LlmConfig | None = None
     embeddings: EmbeddingsConfig | None = None
+    bounces: BouncesConfig | None = None
     subscribers: list[SubscriberConfig] = Field(default_factory=list)
     # Incoming webhook URLs by the environment variable that holds them (filled at load).
     webhooks: dict[str, str] = Field(default_factory=dict, exclude=True)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.bounces import BounceReport, read_bounce
+from bot.bounces.imap import BounceMailbox
 from bot.core.plurals import plural
 from bot.core.verp import Verp
 from bot.store import Bounce, BounceDay, SentMessage, Store, TargetPause
@@ -34,6 +35,8 @@ from bot.store import Bounce, BounceDay, SentMessage, Store, TargetPause
 log = logging.getLogger(__name__)
 
 EMAIL = "email"
+# What is left in the IMAP mailbox as it was, for a person to look at.
+UNTOUCHED = frozenset({"unreadable", "forged", "unknown"})
 # What an enhanced status code means, said shortly (RFC 3463), most precise first.
 _REASONS = (
     ("5.1.1", "mailbox unknown"),
@@ -75,16 +78,51 @@ def reason(report: BounceReport) -> str:
 
 
 def handle_bounce(
-    raw: bytes, *, store: Store, verp: Verp | None, bounce_limit: int, now: datetime
+    raw: bytes,
+    *,
+    store: Store,
+    verp: Verp | None,
+    bounce_limit: int,
+    now: datetime,
+    source: str | None = None,
 ) -> BounceOutcome:
-    """Read one returned message, act on it, record it (see the module's docstring)."""
+    """Read one returned message, act on it, record it (see the module's docstring);
+    `source`: where it was read, when that names it for good (an IMAP message)."""
     report = read_bounce(raw)
+    context = _Context(store, now, source)
     if report.form == "unreadable":
-        return _record(store, report, now, "unreadable", None, f"unreadable: {report.problem}")
+        return context.record(report, "unreadable", None, f"unreadable: {report.problem}")
     found = _answered(store, report, verp)
     if isinstance(found, str):
-        return _record(store, report, now, found, None, _unmatched(found, report))
-    return _act(store, report, found, now=now, bounce_limit=bounce_limit)
+        return context.record(report, found, None, _unmatched(found, report))
+    return _act(context, report, found, bounce_limit=bounce_limit)
+
+
+def read_mailbox(
+    mailbox: BounceMailbox, *, store: Store, verp: Verp | None, bounce_limit: int, now: datetime
+) -> list[BounceOutcome]:
+    """Every message of the bounce mailbox, each handled once (recorded under its IMAP
+    key: read again, it is not counted twice): one dealt with is moved aside; one that is
+    unreadable, forged or about no message paperbell sent stays as it was, for a person to
+    look at."""
+    outcomes = []
+    for message in mailbox.messages():
+        before = store.bounces.read_before(message.key)
+        if before is not None:
+            outcome = BounceOutcome(before.action, before.kind, None, "read before")
+        else:
+            outcome = handle_bounce(
+                message.raw,
+                store=store,
+                verp=verp,
+                bounce_limit=bounce_limit,
+                now=now,
+                source=message.key,
+            )
+        if outcome.action not in UNTOUCHED:
+            mailbox.move_aside(message)
+        outcomes.append(outcome)
+    return outcomes
 
 
 def _answered(store: Store, report: BounceReport, verp: Verp | None) -> SentMessage | str:
@@ -116,36 +154,37 @@ def _digest_id(message_id: str | None) -> str | None:
 
 
 def _act(
-    store: Store, report: BounceReport, message: SentMessage, *, now: datetime, bounce_limit: int
+    context: _Context, report: BounceReport, message: SentMessage, *, bounce_limit: int
 ) -> BounceOutcome:
+    store, now, record = context.store, context.now, context.record
     who = message.subscriber
     said = reason(report)
     if report.kind in ("auto-reply", "unknown"):
         what = "an auto-reply" if report.kind == "auto-reply" else f"not a failure ({said})"
-        return _record(store, report, now, "ignored", message, f"{who}: {what}, ignored")
+        return record(report, "ignored", message, f"{who}: {what}, ignored")
     if message.channel != EMAIL:
         line = f"{who}: a {message.channel} mail came back ({said}); digests go on"
-        return _record(store, report, now, "counted", message, line)
+        return record(report, "counted", message, line)
     current = store.subscribers.get(message.subscriber_id)
     if current is None or (current.email or "").lower() != message.recipient.lower():
         line = f"{who}: a bounce for an address they no longer have ({said}), ignored"
-        return _record(store, report, now, "ignored", message, line)
+        return record(report, "ignored", message, line)
     if report.kind == "complaint":
         if current.origin == "database" and current.email_confirmed:
             store.subscribers.stop_email(current.name)
         store.targets.pause(message.subscriber_id, EMAIL, said, now=now)
         line = f"{who}: {said}; their email digests stop"
-        return _record(store, report, now, "unsubscribed", message, line)
+        return record(report, "unsubscribed", message, line)
     if report.kind == "hard":
         store.targets.pause(message.subscriber_id, EMAIL, said, now=now)
-        return _record(store, report, now, "paused", message, f"{who}: email paused: {said}")
+        return record(report, "paused", message, f"{who}: email paused: {said}")
     streak = store.bounces.streak(message)
     if streak >= bounce_limit:
         why = f"{plural(streak, 'digest')} in a row came back: {said}"
         store.targets.pause(message.subscriber_id, EMAIL, why, now=now)
-        return _record(store, report, now, "paused", message, f"{who}: email paused: {why}")
+        return record(report, "paused", message, f"{who}: email paused: {why}")
     line = f"{who}: {said}, {streak} of {bounce_limit} in a row before their email pauses"
-    return _record(store, report, now, "counted", message, line)
+    return record(report, "counted", message, line)
 
 
 def _unmatched(action: str, report: BounceReport) -> str:
@@ -155,29 +194,34 @@ def _unmatched(action: str, report: BounceReport) -> str:
     return f"{what} about no message paperbell sent, ignored"
 
 
-def _record(
-    store: Store,
-    report: BounceReport,
-    now: datetime,
-    action: str,
-    message: SentMessage | None,
-    line: str,
-) -> BounceOutcome:
-    store.bounces.record(
-        Bounce(
-            received_at=now,
-            kind=report.kind,
-            action=action,
-            outbox_id=message.id if message else None,
-            subscriber_id=message.subscriber_id if message else None,
-            status=report.status,
-            diagnostic=report.diagnostic or report.problem,
-            recipient=report.recipient,
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """Where a bounce is recorded, when, and where it was read."""
+
+    store: Store
+    now: datetime
+    source: str | None = None
+
+    def record(
+        self, report: BounceReport, action: str, message: SentMessage | None, line: str
+    ) -> BounceOutcome:
+        """Record the bounce and what was done, log it, and say so."""
+        self.store.bounces.record(
+            Bounce(
+                received_at=self.now,
+                kind=report.kind,
+                action=action,
+                outbox_id=message.id if message else None,
+                subscriber_id=message.subscriber_id if message else None,
+                status=report.status,
+                diagnostic=report.diagnostic or report.problem,
+                recipient=report.recipient,
+                source=self.source,
+            )
         )
-    )
-    level = logging.WARNING if action in ("paused", "unsubscribed") else logging.INFO
-    log.log(level, "bounce: %s", line)
-    return BounceOutcome(action, report.kind, message.subscriber if message else None, line)
+        level = logging.WARNING if action in ("paused", "unsubscribed") else logging.INFO
+        log.log(level, "bounce: %s", line)
+        return BounceOutcome(action, report.kind, message.subscriber if message else None, line)
 
 
 def bounces_line(day: BounceDay) -> str:

@@ -8,14 +8,14 @@ counts and reads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 
 from sqlalchemy import ColumnElement, func
 from sqlmodel import col, select
 
 from bot.store.database import Repository, aware, failing_as
-from bot.store.tables import MAX_DIAGNOSTIC, BounceRow, OutboxRow, SubscriberRow
+from bot.store.tables import MAX_DIAGNOSTIC, BounceRow, OutboxRow, SubscriberRow, as_record
 
 KINDS = ("hard", "soft", "complaint", "auto-reply", "unknown")
 ACTIONS = ("paused", "counted", "unsubscribed", "ignored", "unknown", "forged", "unreadable")
@@ -49,6 +49,7 @@ class Bounce:
     status: str | None = None  # "5.1.1"
     diagnostic: str | None = None
     recipient: str | None = None
+    source: str | None = None  # where it was read, when that names it ("imap:...")
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,12 +126,20 @@ class Bounces(Repository):
             diagnostic=(bounce.diagnostic or None) and bounce.diagnostic[:MAX_DIAGNOSTIC],
             recipient=(bounce.recipient or None) and bounce.recipient[:320],
             action=bounce.action,
+            source=(bounce.source or None) and bounce.source[:256],
         )
         with failing_as("record the bounce"), self.database.session() as session:
             session.add(row)
             session.commit()
             assert row.id is not None
             return row.id
+
+    def read_before(self, source: str) -> Bounce | None:
+        """The bounce recorded from `source` ("imap:..."), if it was read before."""
+        query = select(BounceRow).where(BounceRow.source == source[:256])
+        with failing_as("read the bounces"), self.database.session() as session:
+            row = session.exec(query).first()
+            return _bounce(row) if row is not None else None
 
     def streak(self, message: SentMessage) -> int:
         """How many of the subscriber's messages on `message`'s channel in a row bounced
@@ -201,16 +210,8 @@ class Bounces(Repository):
             .limit(limit)
         )
         with failing_as("read the bounces"), self.database.session() as session:
-            return [
-                Bounce(
-                    received_at=aware(row.received_at),
-                    kind=row.kind,
-                    action=row.action,
-                    outbox_id=row.outbox_id,
-                    subscriber_id=row.subscriber_id,
-                    status=row.status,
-                    diagnostic=row.diagnostic,
-                    recipient=row.recipient,
-                )
-                for row in session.exec(query).all()
-            ]
+            return [_bounce(row) for row in session.exec(query).all()]
+
+
+def _bounce(row: BounceRow) -> Bounce:
+    return replace(as_record(Bounce, row), received_at=aware(row.received_at))

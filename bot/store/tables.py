@@ -425,6 +425,9 @@ class BounceRow(SQLModel, table=True):
     recipient: str | None = Field(default=None, max_length=320)  # the address that failed
     # What was done: paused, counted, unsubscribed, ignored, unknown, forged, unreadable
     action: str = Field(max_length=16)
+    # Where it was read, when that names it for good (an IMAP message: "imap:UIDVALIDITY:UID
+    # @mailbox"): read again, it is not recorded twice.
+    source: str | None = Field(default=None, max_length=256, unique=True, index=True)
 
 
 # Every table above: what the migrations (bot/store/migrations/) must give, and what Alembic

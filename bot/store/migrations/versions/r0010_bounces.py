@@ -1,5 +1,6 @@
 """Bounces: every message that comes back to the bounce address (a DSN, a complaint, an
-auto-reply, or something unreadable), what it said and what was done (`bounces`); and an
+auto-reply, or something unreadable), what it said, what was done and where it was read
+(an IMAP message, so that it is recorded once) (`bounces`); and an
 index on outbox.digest_id, through which a bounce without a VERP token finds the message
 it answers (its Message-ID). No row changes.
 
@@ -33,7 +34,9 @@ def upgrade() -> None:
         sa.Column("diagnostic", sa.String(500), nullable=True),
         sa.Column("recipient", sa.String(320), nullable=True),
         sa.Column("action", sa.String(16), nullable=False),
+        sa.Column("source", sa.String(256), nullable=True),
     )
+    op.create_index("ix_bounces_source", "bounces", ["source"], unique=True)
     op.create_index("ix_bounces_received_at", "bounces", ["received_at"])
     op.create_index("ix_bounces_subscriber_id", "bounces", ["subscriber_id"])
     op.create_index("ix_outbox_digest_id", "outbox", ["digest_id"])
@@ -42,6 +45,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     """Back to 0009: the bounces recorded go (nothing else refers to them)."""
     op.drop_index("ix_outbox_digest_id", table_name="outbox")
+    op.drop_index("ix_bounces_source", table_name="bounces")
     op.drop_index("ix_bounces_subscriber_id", table_name="bounces")
     op.drop_index("ix_bounces_received_at", table_name="bounces")
     op.drop_table("bounces")
