@@ -89,6 +89,23 @@ def test_a_hard_bounce_pauses_that_subscribers_email_alone(store: Store) -> None
     )
 
 
+def test_a_bounce_after_the_pause_keeps_its_date(store: Store) -> None:
+    """Digests sent before the pause bounce too, later: the pause says since when it is."""
+    first, second = (sent(store, "ada", n) for n in (1, 2))
+    assert bounce(store, dsn_for(*first, "ada@lab.example")).action == "paused"
+    later = handle_bounce(
+        dsn_for(*second, "ada@lab.example"),
+        store=store,
+        verp=VERP,
+        bounce_limit=3,
+        now=T0 + timedelta(days=2),
+    )
+    assert later.action == "counted" and "email paused since 3 Dec" in later.line
+    ada = store.subscribers.get("ada")
+    assert ada is not None
+    assert store.targets.paused(ada.id)[(ada.id, "email")].paused_at == T0
+
+
 def test_soft_bounces_pause_after_the_limit_in_a_row(store: Store) -> None:
     records = [sent(store, "ada", n) for n in range(1, 4)]
     template = {"template": "postfix-mailbox-full.eml"}

@@ -175,6 +175,10 @@ def _act(
         store.targets.pause(message.subscriber_id, EMAIL, said, now=now)
         line = f"{who}: {said}; their email digests stop"
         return record(report, "unsubscribed", message, line)
+    paused = store.targets.paused(message.subscriber_id).get((message.subscriber_id, EMAIL))
+    if paused is not None:  # a digest sent before the pause came back too: "since" stays
+        line = f"{who}: {said}; {pause_line(paused)} already"
+        return record(report, "counted", message, line)
     if report.kind == "hard":
         store.targets.pause(message.subscriber_id, EMAIL, said, now=now)
         return record(report, "paused", message, f"{who}: email paused: {said}")
