@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("texts", ("bot.texts",)),  # what models write about papers: summaries, translations
     ("render", ("bot.render",)),
     ("channels", ("bot.channels",)),
+    ("bounces", ("bot.bounces",)),  # what comes back to the bounce address, read [pure]
     ("config", ("bot.config",)),
     ("pipeline", ("bot.pipeline",)),
     ("front ends", ("bot.manage", "bot.slack")),  # plain logic, no HTTP
@@ -65,6 +66,7 @@ IO_LIBRARIES = {
     "openai",
     "apprise",
     "requests",
+    "imaplib",
 }
 # Modules (or whole packages) that must stay pure: no I/O library, no environment, no clock.
 PURE = [
@@ -85,6 +87,8 @@ PURE = [
     "bot.texts.answers",
     "bot.similar.library",
     "bot.similar.refs",
+    "bot.bounces.report",
+    "bot.bounces.text",
 ]
 # Pure data classes inside an I/O library that a pure module may still use.
 PURE_EXCEPTIONS = {"bot.render.slack": "slack_sdk.models"}  # Block Kit models: no I/O
@@ -112,6 +116,7 @@ ALLOWED = {
     # Apprise's plugins: URLs read offline (apprise_urls) and messages sent (apprise)
     "apprise": {"bot.channels.apprise", "bot.channels.apprise_urls"},
     "requests": set(),  # Apprise's plugins use it; paperbell does not
+    "imaplib": {"bot.bounces.imap"},  # the bounce mailbox ([bounces] imap_url)
 }
 ENVIRONMENT_READERS = {"bot.cli", "bot.config"}
 

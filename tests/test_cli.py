@@ -44,6 +44,7 @@ def test_help_lists_every_command() -> None:
     listed = re.findall(r"^  ([a-z-]+) ", out.split("Commands:", 1)[1], re.M)
     assert listed == [
         "backfill",
+        "bounce",
         "check-config",
         "db",
         "demo",

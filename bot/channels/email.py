@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import email.utils
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from email import message_from_bytes, policy
 from email.message import EmailMessage, Message
@@ -59,6 +59,9 @@ class EmailChannelSettings:
 
     smtp: SmtpSettings
     message: EmailSettings
+    # The envelope sender (MAIL FROM) of each message, from what the caller tracks it by
+    # (None: the From address): a VERP address naming the message ([email] bounce_address).
+    envelope_from: Callable[[Any], str | None] | None = None
 
 
 @register("email")
@@ -110,7 +113,9 @@ class EmailKind(ChannelKind):
 
     @classmethod
     def sender(cls, settings: Any) -> EmailChannel | None:
-        return EmailChannel(settings.smtp) if isinstance(settings, EmailChannelSettings) else None
+        if not isinstance(settings, EmailChannelSettings):
+            return None
+        return EmailChannel(settings.smtp, envelope_from=settings.envelope_from)
 
 
 class EmailChannel:
@@ -118,8 +123,14 @@ class EmailChannel:
 
     name = "email"
 
-    def __init__(self, settings: SmtpSettings) -> None:
+    def __init__(
+        self,
+        settings: SmtpSettings,
+        *,
+        envelope_from: Callable[[Any], str | None] | None = None,
+    ) -> None:
         self.settings = settings
+        self.envelope_from = envelope_from
 
     def load(self, payload: bytes, progress: str | None = None) -> bytes:
         """The queued message: its bytes, sent as they were built (`_send`)."""
@@ -183,7 +194,8 @@ class EmailChannel:
                     try:
                         if smtp is None:
                             smtp = await self._connect()
-                        errors, _ = await _send(smtp, message)
+                        mail_from = self.envelope_from(item) if self.envelope_from else None
+                        errors, _ = await _send(smtp, message, mail_from)
                     except aiosmtplib.SMTPServerDisconnected as exc:
                         smtp = None
                         if attempt < 2:
@@ -240,12 +252,15 @@ class EmailChannel:
         return outcomes
 
 
-async def _send(smtp: aiosmtplib.SMTP, message: bytes | EmailMessage) -> Any:
+async def _send(
+    smtp: aiosmtplib.SMTP, message: bytes | EmailMessage, mail_from: str | None = None
+) -> Any:
     """Send one message as it was built: its bytes, unchanged (they were written with
     `MAIL_POLICY`; aiosmtplib's `send_message` would write them again with
     `email.policy.SMTP`, whose folding of a non-ASCII subject Python 3.11 gets wrong: see
     bot.core.mail). The envelope is the From and To addresses, read from the headers alone;
-    an address that is not ASCII needs SMTPUTF8, which `send_message` negotiates."""
+    an address that is not ASCII needs SMTPUTF8, which `send_message` negotiates.
+    `mail_from`, when given, is the envelope sender in place of the From address."""
     if isinstance(message, EmailMessage):
         payload = message.as_bytes(policy=MAIL_POLICY)
         headers: Message = message
@@ -257,9 +272,9 @@ async def _send(smtp: aiosmtplib.SMTP, message: bytes | EmailMessage) -> Any:
     sender = _envelope(headers, "From")
     recipients = _envelope(headers, "To")
     if len(sender) == 1 and recipients and all(a.isascii() for a in (*sender, *recipients)):
-        return await smtp.sendmail(sender[0], recipients, payload)
+        return await smtp.sendmail(mail_from or sender[0], recipients, payload)
     whole = message_from_bytes(payload, policy=MAIL_POLICY)
-    return await smtp.send_message(cast(EmailMessage, whole))
+    return await smtp.send_message(cast(EmailMessage, whole), sender=mail_from)
 
 
 # The envelope is read from the headers as plain strings (compat32: no header objects,

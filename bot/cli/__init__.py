@@ -3,13 +3,13 @@
 `main` is the `paperbell` group (`bot.cli.shell`: logging, errors, exit codes) with every
 command added: `setup` (init, demo), `reports` (check-config, status), `people` (subscribe,
 unsubscribe, resume, list), `likes` (like, dislike, unlike, likes), `digests` (poll,
-backfill, digest), `trial` (try), `texts` (summarize), `daemon` (run, serve) and `db` (the schema:
-current, upgrade).
+backfill, digest), `trial` (try), `texts` (summarize), `daemon` (run, serve), `db` (the schema:
+current, upgrade) and `bounces` (bounce: what comes back to the bounce address).
 """
 
 from __future__ import annotations
 
-from bot.cli import daemon, db, digests, likes, people, reports, setup, texts, trial
+from bot.cli import bounces, daemon, db, digests, likes, people, reports, setup, texts, trial
 from bot.cli.shell import main
 
 main.add_command(setup.init)
@@ -32,5 +32,6 @@ main.add_command(texts.summarize)
 main.add_command(daemon.run)
 main.add_command(daemon.serve)
 main.add_command(db.db)
+main.add_command(bounces.bounce)
 
 __all__ = ["main"]

@@ -24,6 +24,7 @@ from bot.core.errors import ConfigError, PaperbellError
 from bot.core.models import Subscriber, target_label
 from bot.core.plurals import plural
 from bot.manage import reading_parts
+from bot.pipeline.bounces import pause_line
 from bot.pipeline.wiring import targets
 from bot.render.view import rule_name
 from bot.store import Store, utcnow
@@ -351,6 +352,7 @@ def list_(config_path: Path) -> None:
         config.declared_subscribers(), include_inactive=True, defaults=config.digest.defaults()
     )
     counts = store.outbox.delivery_counts()
+    pauses = store.targets.paused()
     if not subscribers:
         click.echo("no subscribers")
     for sub in subscribers:
@@ -359,6 +361,9 @@ def list_(config_path: Path) -> None:
         when = f", last {last:%Y-%m-%d %H:%M} UTC" if last else ""
         sent = plural(got, "paper")
         click.echo(f"{sub.name} {_where(config, sub)} [{sub.origin}, {status}] {sent} sent{when}")
+        email = pauses.get((sub.id or -1, "email"))
+        if email is not None:
+            click.echo(f"    {pause_line(email)} (`paperbell resume {sub.name}`)")
         extra = []
         if sub.categories:
             extra.append("categories " + ", ".join(sub.categories))

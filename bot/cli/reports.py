@@ -25,7 +25,8 @@ from bot.core.checks import redact_url
 from bot.core.errors import ConfigError, StoreError
 from bot.core.models import Subscriber
 from bot.core.plurals import plural
-from bot.store import Store, Workers, schema_state, utcnow, workers
+from bot.pipeline.bounces import bounces_line
+from bot.store import BounceDay, Store, Workers, schema_state, utcnow, workers
 
 if TYPE_CHECKING:
     from bot.channels import Target
@@ -126,6 +127,8 @@ def status(config_path: Path) -> None:
     totals = ", ".join(f"{n} {state}" for state, n in found.outbox.items())
     click.echo(f"\noutbox: {totals} (digests)")
     click.echo(f"daemon: {workers_line(found.workers)}")
+    if found.bounces is not None:
+        click.echo(bounces_line(found.bounces))
     for line in texts_lines(config, found):
         click.echo(line)
 
@@ -225,6 +228,7 @@ class Status:
     outbox: dict[str, int]  # digests by outbox status
     models: list[ModelDay]  # each model's use today (UTC)
     workers: Workers  # the `paperbell run` processes on the database, and the leader
+    bounces: BounceDay | None = None  # what came back to the bounce address today (UTC)
 
 
 def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
@@ -288,6 +292,7 @@ def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
         outbox=store.outbox.totals(now=now),
         models=store.texts.day(now.date()),
         workers=workers(store.database),
+        bounces=store.bounces.day(now.date()),
     )
 
 

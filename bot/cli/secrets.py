@@ -15,6 +15,7 @@ import click
 from bot.config import (
     APPRISE_URLS,
     DATABASE_URL,
+    IMAP_PASSWORD,
     LLM_API_KEY,
     SECRET_KEY,
     SECRET_KINDS,
@@ -34,10 +35,13 @@ from bot.core.errors import MissingSecrets
 COMMAND_SECRETS: dict[str, tuple[SecretKind, ...]] = {
     "digest": (SMTP_PASSWORD, SECRET_KEY, SLACK_BOT_TOKEN, WEBHOOK_URL, LLM_API_KEY),
     "summarize": (LLM_API_KEY,),
+    "bounce": (IMAP_PASSWORD,),  # with --imap; from a pipe, none (the secret key: if set)
     # An Apprise variable that is not set is no reason to stop: its destinations wait (the
     # others go, `status` says why), in the daemon as in `digest`; `serve` sends none.
-    "run": tuple(k for k in SECRET_KINDS if k not in (DATABASE_URL, APPRISE_URLS)),
-    "serve": tuple(k for k in SECRET_KINDS if k not in (DATABASE_URL, WEBHOOK_URL, APPRISE_URLS)),
+    "run": tuple(k for k in SECRET_KINDS if k not in (DATABASE_URL, APPRISE_URLS, IMAP_PASSWORD)),
+    "serve": tuple(
+        k for k in SECRET_KINDS if k not in (DATABASE_URL, WEBHOOK_URL, APPRISE_URLS, IMAP_PASSWORD)
+    ),
 }
 
 

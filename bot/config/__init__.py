@@ -24,6 +24,7 @@ from bot.config.schema import Config, config_notes
 from bot.config.secrets import (
     APPRISE_URLS,
     DATABASE_URL,
+    IMAP_PASSWORD,
     LLM_API_KEY,
     SECRET_KEY,
     SECRET_KINDS,
@@ -60,6 +61,7 @@ from bot.config.subscribers import (
 __all__ = [
     "APPRISE_URLS",
     "DATABASE_URL",
+    "IMAP_PASSWORD",
     "LLM_API_KEY",
     "MAX_CONFIG_BYTES",
     "NO_LANGUAGE",

@@ -23,6 +23,7 @@ from bot.config.schema import Config
 from bot.config.secrets import (
     APPRISE_URLS,
     DATABASE_URL,
+    IMAP_PASSWORD,
     LLM_API_KEY,
     SECRET_KEY,
     SLACK_APP_TOKEN,
@@ -55,6 +56,7 @@ def strip_written_secrets(data: Mapping[str, Any]) -> tuple[dict[str, Any], list
     problems: list[str] = []
     secret_fields = (
         ("email", "password"),
+        ("bounces", "password"),
         *(("slack", k) for k in SECRET_KEYS[1:4]),
         ("web", "secret_key"),
         ("llm", "api_key"),
@@ -118,6 +120,24 @@ def read_password(email: Any, secrets: SecretReader) -> str | None:
         what="a password",
         kind=SMTP_PASSWORD,
         key="[email] password_env",
+    )
+
+
+def read_imap_password(bounces: Any, secrets: SecretReader) -> str | None:
+    """The bounce mailbox's password from the variable the raw [bounces] table names."""
+    if not isinstance(bounces, dict):
+        return None
+    name = _named(bounces, "password_env")
+    if name is None:
+        if not bounces.get("password_env"):
+            secrets.refuse("bounces.password_env: name the variable that holds the password")
+        return None
+    return secrets.read(
+        "bounces.password_env",
+        name,
+        what="a password",
+        kind=IMAP_PASSWORD,
+        key="[bounces] password_env",
     )
 
 
@@ -272,6 +292,8 @@ def config_secrets(config: Config) -> list[str]:
         found += [config.slack.bot_token, config.slack.app_token, config.slack.signing_secret]
     if config.email is not None:
         found.append(config.email.password)
+    if config.bounces is not None:
+        found.append(config.bounces.password)
     if config.llm is not None:
         found.append(config.llm.api_key)
     with contextlib.suppress(ValueError):  # not a URL urlsplit reads: no password in it

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from bot.config.environment import (
     SecretReader,
+    read_imap_password,
     read_password,
     read_secrets,
     read_slack_secrets,
@@ -56,6 +57,7 @@ def parse_config(
     for check in checks:
         problems += check(raw, secrets.env)
     password = read_password(raw.get("email"), secrets)
+    imap_password = read_imap_password(raw.get("bounces"), secrets)
     slack_secrets = read_slack_secrets(raw.get("slack"), secrets)
     web_key = read_web_secret(raw.get("web"), secrets)
     try:
@@ -76,6 +78,8 @@ def parse_config(
     config.missing_secrets = secrets.missing
     if config.email is not None:
         config.email.password = password
+    if config.bounces is not None:
+        config.bounces.password = imap_password
     if config.slack is not None:
         for field, value in slack_secrets.items():
             setattr(config.slack, field, value)

@@ -18,6 +18,7 @@ from bot.config.fields import Section
 from bot.config.secrets import DATABASE_URL, SECRET_KINDS, MissingSecret, SecretKind
 from bot.config.sections import (
     AppriseConfig,
+    BouncesConfig,
     DaemonConfig,
     DatabaseConfig,
     DeliveryConfig,
@@ -51,6 +52,7 @@ class Config(Section):
     apprise: AppriseConfig = Field(default_factory=AppriseConfig)
     llm: LlmConfig | None = None
     embeddings: EmbeddingsConfig | None = None
+    bounces: BouncesConfig | None = None
     subscribers: list[SubscriberConfig] = Field(default_factory=list)
     # Incoming webhook URLs by the environment variable that holds them (filled at load).
     webhooks: dict[str, str] = Field(default_factory=dict, exclude=True)
@@ -119,7 +121,19 @@ def cross_section_problems(config: Config) -> list[str]:
     """The problems no one section sees: how many rules subscribers have ([digest]
     max_rules), and the tick deadline against the request deadlines. (Where their digests go
     is each channel kind's to check: the `checks` of `bot.config.load.parse_config`.)"""
-    return _rule_count_problems(config) + _tick_deadline_problems(config)
+    return _rule_count_problems(config) + _tick_deadline_problems(config) + _bounce_problems(config)
+
+
+def _bounce_problems(config: Config) -> list[str]:
+    """VERP addresses are signed with the site's secret key."""
+    if config.email is None or config.email.bounce_address is None:
+        return []
+    if config.web.secret_key_env:
+        return []
+    return [
+        "email.bounce_address: needs [web] secret_key_env (and public_url): the key signs "
+        "the address each message is sent from"
+    ]
 
 
 def config_notes(config: Config) -> list[str]:

@@ -22,6 +22,7 @@ SecretKind = Literal[
     "webhook_url",
     "apprise_urls",
     "llm_api_key",
+    "imap_password",
 ]
 DATABASE_URL: SecretKind = "database_url"
 SMTP_PASSWORD: SecretKind = "smtp_password"
@@ -32,6 +33,7 @@ SLACK_APP_TOKEN: SecretKind = "slack_app_token"
 WEBHOOK_URL: SecretKind = "webhook_url"
 APPRISE_URLS: SecretKind = "apprise_urls"
 LLM_API_KEY: SecretKind = "llm_api_key"
+IMAP_PASSWORD: SecretKind = "imap_password"
 SECRET_KINDS: tuple[SecretKind, ...] = (
     DATABASE_URL,
     SMTP_PASSWORD,
@@ -42,6 +44,7 @@ SECRET_KINDS: tuple[SecretKind, ...] = (
     WEBHOOK_URL,
     APPRISE_URLS,
     LLM_API_KEY,
+    IMAP_PASSWORD,
 )
 
 # What a command does with each kind: "`paperbell digest` sends email and needs it".
@@ -55,6 +58,7 @@ USES: dict[SecretKind, str] = {
     WEBHOOK_URL: "posts to that Slack webhook",
     APPRISE_URLS: "sends to that subscriber's Apprise destinations",
     LLM_API_KEY: "asks the [llm] model for summaries and translations",
+    IMAP_PASSWORD: "reads the bounce mailbox ([bounces] imap_url)",
 }
 
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from datetime import date, timedelta
 from email.utils import parseaddr
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bot.bounces.imap import ImapSettings, parse_imap_url
 from bot.config.fields import (
     EmailAddress,
     EnvName,
@@ -308,7 +310,17 @@ class EmailConfig(Section):
     timeout: float = Field(30.0, gt=0, le=600)
     list_id: HeaderText = "paperbell digest"
     unsubscribe_mailto: EmailAddress | None = None
+    # Where bounces go: each message's envelope sender becomes bounces+TOKEN@domain (VERP,
+    # signed with [web]'s secret key), read back by `paperbell bounce`.
+    bounce_address: EmailAddress | None = None
     password: str | None = Field(None, exclude=True)  # filled from the environment only
+
+    @field_validator("bounce_address")
+    @classmethod
+    def _bounce_address(cls, value: str | None) -> str | None:
+        if value is not None and ("+" in value.partition("@")[0] or not value.isascii()):
+            raise ValueError("a plain ASCII address with no '+' (paperbell adds +TOKEN to it)")
+        return value
 
     @field_validator("from_")
     @classmethod
@@ -328,6 +340,39 @@ class EmailConfig(Section):
     @property
     def effective_port(self) -> int:
         return self.port or {"starttls": 587, "tls": 465, "none": 25}[self.security]
+
+
+class BouncesConfig(Section):
+    """`[bounces]`: the bounce mailbox read over IMAP (`paperbell bounce --imap`), for a
+    site whose mail server cannot pipe bounces into `paperbell bounce`."""
+
+    imap_url: str  # imaps://USER@HOST[:PORT]/MAILBOX (a USER with "@" writes it %40)
+    password_env: EnvName | None = None
+    processed_folder: str = Field("paperbell-processed", min_length=1, max_length=200)
+    timeout: float = Field(30.0, gt=0, le=600)
+    password: str | None = Field(None, exclude=True)  # filled from the environment only
+
+    @field_validator("imap_url")
+    @classmethod
+    def _imap_url(cls, value: str) -> str:
+        parse_imap_url(value)
+        return value.strip()
+
+    @field_validator("processed_folder")
+    @classmethod
+    def _folder(cls, value: str) -> str:
+        if any(c in value for c in '\r\n"\\'):
+            raise ValueError("a folder name without quotes, backslashes or line breaks")
+        return value
+
+    def imap(self) -> ImapSettings:
+        """Where the mailbox is, with the password and options."""
+        return replace(
+            parse_imap_url(self.imap_url),
+            password=self.password,
+            processed_folder=self.processed_folder,
+            timeout=self.timeout,
+        )
 
 
 class SlackConfig(Section):

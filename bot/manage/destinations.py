@@ -1,5 +1,6 @@
 """The manage page's Apprise destinations: those a subscriber's digests go to, masked, and
-the ones they add or remove there (kept in the database, never shown unmasked). A part of
+the ones they add or remove there (kept in the database, never shown unmasked); and their
+email, when bounces paused it (why, since when, and resuming it). A part of
 `Manager` (its mixin): it asks the store and the Apprise channel kind, and decides nothing
 a page shows beyond that.
 """
@@ -14,6 +15,7 @@ from datetime import datetime
 from bot.channels.apprise_urls import Unreadable, destination, destination_channel
 from bot.config import Config
 from bot.core.models import Subscriber
+from bot.pipeline.bounces import pause_line
 from bot.pipeline.wiring import targets
 from bot.store import Store
 
@@ -80,6 +82,24 @@ class Destinations:
             return "you have as many destinations as one subscriber may: remove one first"
         log.info("%s added an Apprise destination: %s", sub.name, found.label)
         return None
+
+    def email_pause(self, sub: Subscriber) -> str | None:
+        """Why the subscriber's email is paused, if it is (bounces, a complaint): "email
+        paused since 3 Dec: mailbox unknown (5.1.1)"."""
+        if sub.id is None:
+            return None
+        pause = self.store.targets.paused(sub.id).get((sub.id, "email"))
+        return pause_line(pause) if pause is not None else None
+
+    def resume_email(self, sub: Subscriber) -> bool:
+        """Send email digests again after a bounce paused them (the subscriber says the
+        mailbox works again); False if they were not paused."""
+        if sub.id is None:
+            return False
+        resumed = bool(self.store.targets.resume(sub.id, "email"))
+        if resumed:
+            log.info("%s resumed their email digests after a bounce", sub.name)
+        return resumed
 
     def remove_destination(self, sub: Subscriber, channel: str) -> bool:
         """Forget a destination the subscriber gave here (its history stays)."""

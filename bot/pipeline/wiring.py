@@ -7,7 +7,7 @@ pages and the demo build their parts alike. It decides nothing about polling or 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
@@ -21,6 +21,7 @@ from bot.config import Config, EmailConfig
 from bot.config import load_config as load_config_file
 from bot.config import parse_config as parse_config_data
 from bot.core.errors import ConfigError
+from bot.core.verp import Verp
 from bot.pipeline.health import ListingChecks
 from bot.render.email import EmailSettings
 from bot.sources import SOURCE_KINDS, Source, load_builtin_sources
@@ -107,7 +108,9 @@ def channel_settings(config: Config, store: Store | None = None) -> dict[str, An
     load_builtin_channels()
     found: dict[str, Any] = {"apprise": apprise_settings(config, store)}
     if config.email is not None:
-        found["email"] = EmailChannelSettings(smtp_settings(config), email_settings(config))
+        found["email"] = EmailChannelSettings(
+            smtp_settings(config), email_settings(config), envelope_from=envelope_senders(config)
+        )
     # A webhook whose variable is not set still makes a channel: a dry run reports what
     # would go there; a send asks for the variable first (`bot.cli.secrets`).
     if config.slack is not None or any(s.webhook_url_env for s in config.subscribers):
@@ -193,6 +196,31 @@ def email_settings(config: Config) -> EmailSettings:
         list_id=e.list_id,
         unsubscribe_mailto=e.unsubscribe_mailto or "",
     )
+
+
+def verp(config: Config) -> Verp | None:
+    """The signer of the envelope senders ([email] bounce_address, keyed by [web]'s secret
+    key), when bounces are set up."""
+    if config.email is None or config.email.bounce_address is None:
+        return None
+    signer = config.web.link_signer()
+    if signer is None:
+        return None
+    return Verp(signer.derived_key("verp"), config.email.bounce_address)
+
+
+def envelope_senders(config: Config) -> Callable[[Any], str | None] | None:
+    """Each queued message's envelope sender: the VERP address naming its outbox record
+    (a message sent from anything but the outbox keeps its From address)."""
+    signer = verp(config)
+    if signer is None:
+        return None
+    from bot.store import OutboxItem
+
+    def envelope_from(item: Any) -> str | None:
+        return signer.address(item.id) if isinstance(item, OutboxItem) else None
+
+    return envelope_from
 
 
 def slack_settings(config: Config) -> SlackSettings:

@@ -9,7 +9,8 @@ hands out one repository per kind of data: `store.papers`, `store.sources` (thei
 `store.ranking_models`, `store.rule_counts`,
 `store.outbox` (digests to send, deliveries), `store.archive` (what each subscriber was
 sent, read back: their feed and archive), `store.targets` (destinations subscribers gave,
-paused targets), `store.slack_requests` (replays refused) and
+paused targets), `store.bounces` (what came back to the bounce address, and the messages
+it answers), `store.slack_requests` (replays refused) and
 `store.texts` (summaries and translations, and each model's daily use). Callers get plain
 data (bot.core.models classes, or the frozen records below), never a table row.
 `Leadership` (bot.store.leader) says which `paperbell run` leads; `workers`, which run.
@@ -18,6 +19,7 @@ data (bot.core.models classes, or the frozen records below), never a table row.
 from __future__ import annotations
 
 from bot.store.archive import Archive, DeliveredPaper, SentDigest
+from bot.store.bounces import Bounce, BounceDay, Bounces, SentMessage
 from bot.store.bulk import Added, NewSubscriber
 from bot.store.database import (
     Backup,
@@ -47,6 +49,8 @@ __all__ = [
     "Added",
     "Archive",
     "Backup",
+    "Bounce",
+    "BounceDay",
     "DeliveredPaper",
     "Leadership",
     "LeftOut",
@@ -59,6 +63,7 @@ __all__ = [
     "RuleCount",
     "SchemaState",
     "SentDigest",
+    "SentMessage",
     "SourceState",
     "Store",
     "SubscriberRecord",
@@ -96,6 +101,7 @@ class Store:
         self.feedback = FeedbackStore(database)
         self.vectors = Vectors(database)
         self.ranking_models = RankingModels(database)
+        self.bounces = Bounces(database)
 
     @classmethod
     def open(cls, url: str, *, upgrade: bool = False) -> Store:

@@ -24,6 +24,7 @@ from bot.store.bulk import Added, NewSubscriber, check_labels, mirror_config, to
 from bot.store.bulk import add_many as insert_people
 from bot.store.database import Repository, aware
 from bot.store.tables import (
+    BounceRow,
     DeliveryRow,
     DestinationRow,
     FeedbackRow,
@@ -457,8 +458,8 @@ class Subscribers(Repository):
 
     def delete(self, name: str) -> None:
         """Remove a database subscriber with its rules, delivery history, outbox (digests
-        sent and still queued: they go nowhere once the subscriber is gone), verdicts on
-        papers and fitted ranking model."""
+        sent and still queued: they go nowhere once the subscriber is gone), the bounces of
+        its mail, verdicts on papers and fitted ranking model."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
             # Deliveries point at the outbox, and everything at the subscriber: in that order,
@@ -469,6 +470,7 @@ class Subscribers(Repository):
                 TargetPauseRow,
                 DeliveryRow,
                 RuleCountRow,
+                BounceRow,
                 OutboxRow,
                 FeedbackRow,
                 RankingModelRow,

@@ -22,6 +22,7 @@ from bot.core.models import MAX_ID_LENGTH
 # A target's channel key: a kind ("email") or a kind and a key ("apprise:1a2b3c4d5e6f")
 # (migration 0008 widened it from 16).
 CHANNEL_LENGTH = 64
+MAX_DIAGNOSTIC = 500  # characters of a bounce's diagnostic text kept (a DSN's can be long)
 
 Record = TypeVar("Record")
 
@@ -174,7 +175,7 @@ class OutboxRow(SQLModel, table=True):
     subscriber_id: int = Field(foreign_key="subscribers.id", index=True)
     channel: str = Field(max_length=CHANNEL_LENGTH)  # the target's: "email", "apprise:<key>"
     period: str = Field(max_length=128)  # the schedule slot ("daily:2026-11-23"), or the digest id
-    digest_id: str = Field(max_length=128)
+    digest_id: str = Field(max_length=128, index=True)  # a bounce names it (Message-ID)
     recipient: str = Field(max_length=320)
     payload: bytes = Field(sa_type=LargeBinary)  # the finished message, sent as it is
     papers: int = 0
@@ -404,6 +405,29 @@ class RankingModelRow(SQLModel, table=True):
     feedback_hash: str = Field(max_length=64)
     data: bytes = Field(sa_type=LargeBinary)
     fitted_at: datetime
+
+
+class BounceRow(SQLModel, table=True):
+    """One message that came back to the bounce address (a DSN, a complaint, an
+    auto-reply, or something unreadable), what it said and what paperbell did about it
+    (migration 0010). The outbox record and subscriber are those it names, when known."""
+
+    __tablename__ = "bounces"
+
+    id: int | None = Field(default=None, primary_key=True)
+    received_at: datetime = Field(index=True)
+    outbox_id: int | None = Field(default=None, foreign_key="outbox.id")
+    subscriber_id: int | None = Field(default=None, foreign_key="subscribers.id", index=True)
+    # hard, soft, complaint, auto-reply, unknown
+    kind: str = Field(max_length=16)
+    status: str | None = Field(default=None, max_length=16)  # the enhanced status: "5.1.1"
+    diagnostic: str | None = Field(default=None, max_length=MAX_DIAGNOSTIC)
+    recipient: str | None = Field(default=None, max_length=320)  # the address that failed
+    # What was done: paused, counted, unsubscribed, ignored, unknown, forged, unreadable
+    action: str = Field(max_length=16)
+    # Where it was read, when that names it for good (an IMAP message: "imap:UIDVALIDITY:UID
+    # @mailbox"): read again, it is not recorded twice.
+    source: str | None = Field(default=None, max_length=256, unique=True, index=True)
 
 
 # Every table above: what the migrations (bot/store/migrations/) must give, and what Alembic

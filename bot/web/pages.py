@@ -80,6 +80,7 @@ DONE = {
     "forgotten": "Removed from your liked and disliked papers.",
     "destination-added": "Destination added: your next digest goes there too.",
     "destination-removed": "Destination removed.",
+    "email-resumed": "Email resumed: your next digest comes by email at its usual time.",
 }
 # Where a verdict came from, as the manage page says it.
 FEEDBACK_FROM = {
@@ -199,6 +200,7 @@ class LinkPages:
         activity = await run_in_threadpool(self.manager.activity, sub)
         given = await run_in_threadpool(self.manager.feedback, sub)
         places = await run_in_threadpool(self.manager.destinations, sub)
+        email_paused = await run_in_threadpool(self.manager.email_pause, sub)
         done = DONE.get(request.query_params.get("done", ""))
         return self.site.page(
             request,
@@ -228,6 +230,7 @@ class LinkPages:
             disliked=_verdicts(given, "dislike"),
             destinations=places,
             destination_problem=destination_problem,
+            email_paused=email_paused,
         )
 
     async def manage_page(self, request: Request) -> Response:
@@ -251,6 +254,7 @@ class LinkPages:
             "settings": self._settings,
             "pause": self._pause,
             "resume": self._resume,
+            "resume-email": self._resume_email,
             "forget": self._forget,
             "add-destination": self._add_destination,
             "remove-destination": self._remove_destination,
@@ -306,6 +310,12 @@ class LinkPages:
     async def _resume(self, request: Request, sub: Subscriber, form: Form, token: str) -> Response:
         await run_in_threadpool(self.manager.resume, sub)
         return _done(token, "resumed")
+
+    async def _resume_email(
+        self, request: Request, sub: Subscriber, form: Form, token: str
+    ) -> Response:
+        await run_in_threadpool(self.manager.resume_email, sub)
+        return _done(token, "email-resumed")
 
     async def _add_destination(
         self, request: Request, sub: Subscriber, form: Form, token: str

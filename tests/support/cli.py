@@ -26,12 +26,17 @@ INTERRUPTIBLE = [
 ]
 
 
-def invoke(*args: str, config: Path | None = None, env: dict[str, str] | None = None) -> Result:
+def invoke(
+    *args: str,
+    config: Path | None = None,
+    env: dict[str, str] | None = None,
+    stdin: bytes | None = None,
+) -> Result:
     """Run `paperbell ARGS` in this process; with `config`, `-c CONFIG` follows the
-    command's name (so it stays before a `--`)."""
+    command's name (so it stays before a `--`); `stdin`: what it reads on its input."""
     if config is not None:
         args = (args[0], "-c", str(config), *args[1:])
-    return CliRunner().invoke(main, list(args), env=env)
+    return CliRunner().invoke(main, list(args), env=env, input=stdin)
 
 
 def outcome(

@@ -1,0 +1,254 @@
+"""Acting on what comes back to the bounce address: one raw message in (the pipe from the
+mail server, `paperbell bounce`), read (bot.bounces), tied to the message paperbell sent,
+acted on, and recorded (store.bounces), whatever it was.
+
+Which message a bounce answers: the VERP token of the address it was delivered to (or the
+sender the report quotes), checked against the site's key; failing a token, the
+Message-ID of the original message it quotes, when that is a digest paperbell sent to the
+address that failed. What it does to that message's subscriber:
+
+- a hard bounce (5.x.x) pauses their email (a target pause: Slack and the rest go on);
+- a soft bounce (4.x.x) counts, and pauses their email once `bounce_limit` of their digests
+  in a row came back;
+- a complaint (ARF) stops their email at once (a database subscriber's address must be
+  confirmed again to restart it);
+- an auto-reply, a delay warning, a bounce of a notice (a confirmation mail) or of an
+  address the subscriber has since changed: recorded, nothing else.
+
+Mail that cannot be read, carries a forged token, or answers no message paperbell sent is
+recorded and logged, and changes nothing for anyone. Never raises for what the message
+holds: only a database that cannot be written stops it (StoreError).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.bounces import BounceReport, read_bounce
+from bot.bounces.imap import BounceMailbox
+from bot.core.plurals import plural
+from bot.core.verp import Verp
+from bot.store import Bounce, BounceDay, SentMessage, Store, TargetPause
+
+log = logging.getLogger(__name__)
+
+EMAIL = "email"
+# What is left in the IMAP mailbox as it was, for a person to look at.
+UNTOUCHED = frozenset({"unreadable", "forged", "unknown"})
+# What an enhanced status code means, said shortly (RFC 3463), most precise first.
+_REASONS = (
+    ("5.1.1", "mailbox unknown"),
+    ("5.1.2", "domain unknown"),
+    ("5.1.6", "mailbox moved"),
+    ("5.1.10", "address has no mail server"),
+    ("5.2.1", "mailbox disabled"),
+    ("5.2.2", "mailbox full"),
+    ("4.2.2", "mailbox full"),
+    ("5.1.", "address refused"),
+    ("5.2.", "mailbox refused"),
+    ("4.2.", "mailbox busy"),
+    ("4.4.", "mail server unreachable"),
+    ("5.4.", "mail server unreachable"),
+    ("5.7.", "refused by the receiving server's policy"),
+    ("4.7.", "deferred by the receiving server's policy"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BounceOutcome:
+    """What was done with one returned message: `action` as recorded (paused, counted,
+    unsubscribed, ignored, unknown, forged, unreadable), and a line for the log."""
+
+    action: str
+    kind: str
+    subscriber: str | None
+    line: str
+
+
+def reason(report: BounceReport) -> str:
+    """A bounce said shortly: "mailbox unknown (5.1.1)"."""
+    status = report.status
+    if report.kind == "complaint":
+        return "marked a digest as spam (a complaint from the mail provider)"
+    said = next((text for prefix, text in _REASONS if status and status.startswith(prefix)), None)
+    said = said or ("refused" if report.kind == "hard" else "not delivered for now")
+    return f"{said} ({status})" if status else said
+
+
+def handle_bounce(
+    raw: bytes,
+    *,
+    store: Store,
+    verp: Verp | None,
+    bounce_limit: int,
+    now: datetime,
+    source: str | None = None,
+) -> BounceOutcome:
+    """Read one returned message, act on it, record it (see the module's docstring);
+    `source`: where it was read, when that names it for good (an IMAP message)."""
+    report = read_bounce(raw)
+    context = _Context(store, now, source)
+    if report.form == "unreadable":
+        return context.record(report, "unreadable", None, f"unreadable: {report.problem}")
+    found = _answered(store, report, verp)
+    if isinstance(found, str):
+        return context.record(report, found, None, _unmatched(found, report))
+    return _act(context, report, found, bounce_limit=bounce_limit)
+
+
+def read_mailbox(
+    mailbox: BounceMailbox, *, store: Store, verp: Verp | None, bounce_limit: int, now: datetime
+) -> list[BounceOutcome]:
+    """Every message of the bounce mailbox, each handled once (recorded under its IMAP
+    key: read again, it is not counted twice): one dealt with is moved aside; one that is
+    unreadable, forged or about no message paperbell sent stays as it was, for a person to
+    look at."""
+    outcomes = []
+    for message in mailbox.messages():
+        before = store.bounces.read_before(message.key)
+        if before is not None:
+            outcome = BounceOutcome(before.action, before.kind, None, "read before")
+        else:
+            outcome = handle_bounce(
+                message.raw,
+                store=store,
+                verp=verp,
+                bounce_limit=bounce_limit,
+                now=now,
+                source=message.key,
+            )
+        if outcome.action not in UNTOUCHED:
+            mailbox.move_aside(message)
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _answered(store: Store, report: BounceReport, verp: Verp | None) -> SentMessage | str:
+    """The message the report answers, or why none: "forged" (a token not ours) or
+    "unknown" (no token, and no Message-ID of a digest sent to the address that failed)."""
+    if verp is not None:
+        for address in report.addresses:
+            token = verp.read(address)
+            if token is None:
+                continue
+            if token.status == "forged":
+                return "forged"
+            return store.bounces.message(token.record) or "unknown"
+    digest = _digest_id(report.message_id)
+    message = store.bounces.message_by_digest(digest) if digest else None
+    if message is None or message.status != "sent":
+        return "unknown"
+    if not report.recipient or report.recipient.lower() != message.recipient.lower():
+        return "unknown"  # a Message-ID alone, for another address, is no proof
+    return message
+
+
+def _digest_id(message_id: str | None) -> str | None:
+    """The digest id of one of paperbell's Message-IDs (`<digest_id@domain>`)."""
+    if not message_id or "@" not in message_id:
+        return None
+    local = message_id.rpartition("@")[0]
+    return local if local.startswith("paperbell.") else None
+
+
+def _act(
+    context: _Context, report: BounceReport, message: SentMessage, *, bounce_limit: int
+) -> BounceOutcome:
+    store, now, record = context.store, context.now, context.record
+    who = message.subscriber
+    said = reason(report)
+    if report.kind in ("auto-reply", "unknown"):
+        what = "an auto-reply" if report.kind == "auto-reply" else f"not a failure ({said})"
+        return record(report, "ignored", message, f"{who}: {what}, ignored")
+    if message.channel != EMAIL:
+        line = f"{who}: a {message.channel} mail came back ({said}); digests go on"
+        return record(report, "counted", message, line)
+    current = store.subscribers.get(message.subscriber_id)
+    if current is None or (current.email or "").lower() != message.recipient.lower():
+        line = f"{who}: a bounce for an address they no longer have ({said}), ignored"
+        return record(report, "ignored", message, line)
+    if report.kind == "complaint":
+        if current.origin == "database" and current.email_confirmed:
+            store.subscribers.stop_email(current.name)
+        store.targets.pause(message.subscriber_id, EMAIL, said, now=now)
+        line = f"{who}: {said}; their email digests stop"
+        return record(report, "unsubscribed", message, line)
+    paused = store.targets.paused(message.subscriber_id).get((message.subscriber_id, EMAIL))
+    if paused is not None:  # a digest sent before the pause came back too: "since" stays
+        line = f"{who}: {said}; {pause_line(paused)} already"
+        return record(report, "counted", message, line)
+    if report.kind == "hard":
+        store.targets.pause(message.subscriber_id, EMAIL, said, now=now)
+        return record(report, "paused", message, f"{who}: email paused: {said}")
+    streak = store.bounces.streak(message)
+    if streak >= bounce_limit:
+        why = f"{plural(streak, 'digest')} in a row came back: {said}"
+        store.targets.pause(message.subscriber_id, EMAIL, why, now=now)
+        return record(report, "paused", message, f"{who}: email paused: {why}")
+    line = f"{who}: {said}, {streak} of {bounce_limit} in a row before their email pauses"
+    return record(report, "counted", message, line)
+
+
+def _unmatched(action: str, report: BounceReport) -> str:
+    if action == "forged":
+        return "a bounce with a forged address (not signed with this site's key), ignored"
+    what = "an auto-reply" if report.kind == "auto-reply" else f"a {report.form} message"
+    return f"{what} about no message paperbell sent, ignored"
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """Where a bounce is recorded, when, and where it was read."""
+
+    store: Store
+    now: datetime
+    source: str | None = None
+
+    def record(
+        self, report: BounceReport, action: str, message: SentMessage | None, line: str
+    ) -> BounceOutcome:
+        """Record the bounce and what was done, log it, and say so."""
+        self.store.bounces.record(
+            Bounce(
+                received_at=self.now,
+                kind=report.kind,
+                action=action,
+                outbox_id=message.id if message else None,
+                subscriber_id=message.subscriber_id if message else None,
+                status=report.status,
+                diagnostic=report.diagnostic or report.problem,
+                recipient=report.recipient,
+                source=self.source,
+            )
+        )
+        level = logging.WARNING if action in ("paused", "unsubscribed") else logging.INFO
+        log.log(level, "bounce: %s", line)
+        return BounceOutcome(action, report.kind, message.subscriber if message else None, line)
+
+
+def bounces_line(day: BounceDay) -> str:
+    """Today's bounces for `status`: "bounces today (2026-12-03 UTC): 2 of 200 emails sent
+    (1.0%: 1 hard, 1 soft); complaints: 0 (0.0%); ignored: 3 auto-replies"."""
+    kinds = f"{day.hard} hard, {day.soft} soft"
+    if day.sent:
+        line = (
+            f"{day.bounces} of {plural(day.sent, 'email')} sent ({day.bounces / day.sent:.1%}: "
+            f"{kinds}); complaints: {day.complaints} ({day.complaints / day.sent:.1%})"
+        )
+    else:
+        line = f"{day.bounces} ({kinds}), no email sent; complaints: {day.complaints}"
+    ignored = []
+    if day.auto_replies:
+        ignored.append(plural(day.auto_replies, "auto-reply", "auto-replies"))
+    if day.unmatched:
+        ignored.append(f"{day.unmatched} unreadable, forged or about no message sent")
+    more = f"; ignored: {', '.join(ignored)}" if ignored else ""
+    return f"bounces today ({day.day:%Y-%m-%d} UTC): {line}{more}"
+
+
+def pause_line(pause: TargetPause, label: str = "email") -> str:
+    """A paused target said in one line, for `list` and the manage page: "email paused
+    since 3 Dec: mailbox unknown (5.1.1)"."""
+    return f"{label} paused since {pause.paused_at:%-d %b}: {pause.reason}"

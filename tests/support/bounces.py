@@ -1,0 +1,88 @@
+"""Bounces as Postfix writes them, for a message paperbell sent: the real DSNs Postfix made
+on loopback (tests/fixtures/bounces/postfix-*.eml) with their envelope sender, failed
+address and quoted message replaced by the ones of the message at hand; and running
+`paperbell bounce` on one, as a mail server does."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from support.cli import PAPERBELL, clean_env
+from support.paths import FIXTURES
+
+BOUNCES = FIXTURES / "bounces"
+# What each Postfix fixture was made for (tests/fixtures/bounces/SOURCES.md).
+_MADE_FOR = {
+    "postfix-unknown-user.eml": ("bounces+42-ensxarwck7bi2gm2@papers.lab.example", "ada-gone"),
+    "postfix-mailbox-full.eml": ("bounces+44-uf4v4t3med6u34lb@papers.lab.example", "bob"),
+}
+_DOMAINS = {"postfix-unknown-user.eml": "lab.example", "postfix-mailbox-full.eml": "full.example"}
+
+
+def postfix_dsn(
+    sent: bytes,
+    *,
+    envelope_from: str,
+    recipient: str,
+    template: str = "postfix-unknown-user.eml",
+) -> bytes:
+    """The DSN Postfix returns to `envelope_from` when `recipient` cannot take `sent` (the
+    message as it went over the wire): `template`'s, with its addresses replaced and `sent`
+    quoted whole, as Postfix quotes it; lines end in LF, as Postfix's local delivery hands
+    a message to a command."""
+    # As SMTP carried it (CRLF); a mail server hands a pipe its lines ending in LF.
+    text = (BOUNCES / template).read_bytes().replace(b"\r\n", b"\n")
+    verp, user = _MADE_FOR[template]
+    old_recipient = f"{user}@{_DOMAINS[template]}".encode()
+    head, marker, _ = text.partition(b"Content-Type: message/rfc822\nContent-Transfer-Encoding")
+    boundary = re.search(rb'boundary="([^"]+)"', text)
+    assert marker and boundary is not None
+    head = head.replace(verp.encode(), envelope_from.encode())
+    head = head.replace(old_recipient, recipient.encode())
+    head = head.replace(f'"{user}"'.encode(), f'"{recipient.partition("@")[0]}"'.encode())
+    quoted = sent.replace(b"\r\n", b"\n")
+    return (
+        head
+        + marker
+        + b": 8bit\n\nReturn-Path: <"
+        + envelope_from.encode()
+        + b">\n"
+        + quoted.rstrip(b"\n")
+        + b"\n\n--"
+        + boundary.group(1)
+        + b"--\n"
+    )
+
+
+def fixture(name: str) -> bytes:
+    return (BOUNCES / name).read_bytes()
+
+
+def bounce_file(folder: Path, raw: bytes, name: str = "bounce.eml") -> Path:
+    path = folder / name
+    path.write_bytes(raw)
+    return path
+
+
+def pipe_bounce(
+    raw: bytes, config: Path, *, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`paperbell bounce -c CONFIG` as the mail server runs it: a process of its own, the
+    message on its standard input."""
+    done = subprocess.run(
+        [*PAPERBELL, "bounce", "-c", str(config)],
+        input=raw,
+        capture_output=True,
+        timeout=120,
+        env={**clean_env(), **(env or {})},
+        cwd=config.parent,
+    )
+    return subprocess.CompletedProcess(
+        done.args,
+        done.returncode,
+        done.stdout.decode("utf-8", "replace"),
+        done.stderr.decode("utf-8", "replace"),
+    )

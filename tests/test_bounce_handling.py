@@ -1,0 +1,198 @@
+"""Acting on a bounce (bot.pipeline.bounces): a hard one pauses that subscriber's email, soft
+ones pause it after `bounce_limit` in a row, a complaint stops it at once; an auto-reply,
+a forged token, a bounce about no message paperbell sent change nothing for anyone. Real
+parts: the database, DSNs in the format Postfix wrote on loopback (support.bounces)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from email.message import EmailMessage
+
+import pytest
+from support.bounces import fixture, postfix_dsn
+
+from bot.core.verp import Verp
+from bot.pipeline.bounces import BounceOutcome, handle_bounce
+from bot.store import Store
+
+pytestmark = pytest.mark.database
+
+T0 = datetime(2026, 12, 3, 7, 0, tzinfo=UTC)
+VERP = Verp("k" * 40, "bounces@papers.lab.example")
+
+
+def digest(address: str, n: int) -> bytes:
+    msg = EmailMessage()
+    msg["From"] = "paperbell <digest@papers.lab.example>"
+    msg["To"] = address
+    msg["Subject"] = f"Your papers, day {n}"
+    msg["Message-ID"] = f"<paperbell.{address.partition('@')[0]}{n:04d}@papers.lab.example>"
+    msg.set_content("papers")
+    return bytes(msg)
+
+
+def sent(store: Store, name: str, n: int = 1, *, channel: str = "email") -> tuple[int, bytes]:
+    """A digest queued and sent to `name` (subscribed at name@lab.example if new): its
+    outbox record and the bytes sent."""
+    found = store.subscribers.get(name)
+    if found is None:
+        store.subscribers.add(name, email=f"{name}@lab.example", rules=["robot"], now=T0)
+        found = store.subscribers.get(name)
+    assert found is not None and found.email is not None
+    payload = digest(found.email, n)
+    record = store.outbox.enqueue(
+        found.id,
+        channel=channel,
+        period=f"p{n}",
+        digest_id=f"paperbell.{name}{n:04d}",
+        recipient=found.email,
+        payload=payload,
+        sent=(),
+        now=T0,
+    )
+    assert record is not None
+    for item in store.outbox.claim("w", now=T0, lease=timedelta(minutes=5), due_only=False):
+        store.outbox.mark_sent(item.id, owner="w", now=T0)
+    return record, payload
+
+
+def bounce(store: Store, raw: bytes, *, limit: int = 3, verp: Verp | None = VERP) -> BounceOutcome:
+    return handle_bounce(raw, store=store, verp=verp, bounce_limit=limit, now=T0)
+
+
+def dsn_for(record: int, payload: bytes, address: str, **options: str) -> bytes:
+    return postfix_dsn(payload, envelope_from=VERP.address(record), recipient=address, **options)
+
+
+def email_pause(store: Store, name: str) -> str | None:
+    found = store.subscribers.get(name)
+    assert found is not None
+    pause = store.targets.paused(found.id).get((found.id, "email"))
+    return pause.reason if pause else None
+
+
+def test_a_hard_bounce_pauses_that_subscribers_email_alone(store: Store) -> None:
+    record, payload = sent(store, "ada")
+    sent(store, "bob")
+    done = bounce(store, dsn_for(record, payload, "ada@lab.example"))
+    assert (done.action, done.kind, done.subscriber) == ("paused", "hard", "ada")
+    assert email_pause(store, "ada") == "mailbox unknown (5.1.1)"
+    assert email_pause(store, "bob") is None
+    ada = store.subscribers.get("ada")
+    assert ada is not None and ada.active and ada.email_confirmed  # only email stops
+    [kept] = store.bounces.of(ada.id)
+    assert (kept.kind, kept.status, kept.outbox_id, kept.action) == (
+        "hard",
+        "5.1.1",
+        record,
+        "paused",
+    )
+
+
+def test_a_bounce_after_the_pause_keeps_its_date(store: Store) -> None:
+    """Digests sent before the pause bounce too, later: the pause says since when it is."""
+    first, second = (sent(store, "ada", n) for n in (1, 2))
+    assert bounce(store, dsn_for(*first, "ada@lab.example")).action == "paused"
+    later = handle_bounce(
+        dsn_for(*second, "ada@lab.example"),
+        store=store,
+        verp=VERP,
+        bounce_limit=3,
+        now=T0 + timedelta(days=2),
+    )
+    assert later.action == "counted" and "email paused since 3 Dec" in later.line
+    ada = store.subscribers.get("ada")
+    assert ada is not None
+    assert store.targets.paused(ada.id)[(ada.id, "email")].paused_at == T0
+
+
+def test_soft_bounces_pause_after_the_limit_in_a_row(store: Store) -> None:
+    records = [sent(store, "ada", n) for n in range(1, 4)]
+    template = {"template": "postfix-mailbox-full.eml"}
+    actions = [
+        bounce(store, dsn_for(r, p, "ada@lab.example", **template)).action for r, p in records
+    ]
+    assert actions == ["counted", "counted", "paused"]
+    assert email_pause(store, "ada") == "3 digests in a row came back: mailbox full (4.2.2)"
+
+
+def test_a_digest_that_went_through_breaks_the_run(store: Store) -> None:
+    first, _second, third = (sent(store, "ada", n) for n in range(1, 4))
+    template = {"template": "postfix-mailbox-full.eml"}
+    for record, payload in (first, third):
+        assert bounce(store, dsn_for(record, payload, "ada@lab.example", **template)).action == (
+            "counted"
+        )
+    assert email_pause(store, "ada") is None
+
+
+def test_a_complaint_stops_email_at_once(store: Store) -> None:
+    record, _ = sent(store, "ada")
+    raw = fixture("arf-02.eml").replace(
+        b"Original-Mail-From: <shironeko@example.com>",
+        f"Original-Mail-From: <{VERP.address(record)}>".encode(),
+    )
+    done = bounce(store, raw)
+    assert (done.action, done.kind) == ("unsubscribed", "complaint")
+    assert "spam" in (email_pause(store, "ada") or "")
+    ada = store.subscribers.get("ada")
+    assert ada is not None and not ada.email_confirmed and ada.active
+
+
+def test_a_forged_token_changes_nothing(store: Store) -> None:
+    record, payload = sent(store, "ada")
+    genuine = VERP.address(record)
+    forged = genuine.replace(VERP.signature(record), "a" * 16)
+    raw = dsn_for(record, payload, "ada@lab.example").replace(genuine.encode(), forged.encode())
+    done = bounce(store, raw)
+    assert done.action == "forged" and done.subscriber is None
+    assert email_pause(store, "ada") is None
+
+
+def test_a_bounce_about_no_message_paperbell_sent_changes_nothing(store: Store) -> None:
+    sent(store, "ada")
+    for raw in (fixture(name) for name in ("exim-03.eml", "gmail-02.eml", "exchange-04.eml")):
+        assert bounce(store, raw).action == "unknown"
+    # Signed with this site's key, but for a record that does not exist.
+    assert bounce(store, dsn_for(999, digest("ada@lab.example", 9), "ada@lab.example")).action == (
+        "unknown"
+    )
+    assert bounce(store, b"\x00garbage").action in ("unknown", "unreadable")
+    assert email_pause(store, "ada") is None
+    day = store.bounces.day(T0.date())
+    assert day.unmatched == 5 and day.hard == 0
+
+
+def test_an_auto_reply_is_ignored(store: Store) -> None:
+    record, _ = sent(store, "ada")
+    raw = fixture("rfc3834-01.eml").replace(
+        b"X-Original-To: joe@example.com", f"X-Original-To: {VERP.address(record)}".encode()
+    )
+    done = bounce(store, raw)
+    assert (done.action, done.kind, done.subscriber) == ("ignored", "auto-reply", "ada")
+    assert email_pause(store, "ada") is None
+
+
+def test_without_a_token_the_message_id_names_the_digest(store: Store) -> None:
+    """A bounce that lost its VERP address (forwarded, or bounce_address not set) is tied
+    by the Message-ID it quotes, if it failed for the address that digest went to."""
+    _record, payload = sent(store, "ada")
+    raw = postfix_dsn(
+        payload, envelope_from="digest@papers.lab.example", recipient="ada@lab.example"
+    )
+    assert bounce(store, raw, verp=None).action == "paused"
+    sent(store, "bob")
+    other = postfix_dsn(
+        digest("bob@lab.example", 1), envelope_from="x@y.example", recipient="eve@lab.example"
+    )
+    assert bounce(store, other, verp=None).action == "unknown"
+    assert email_pause(store, "bob") is None
+
+
+def test_a_bounce_for_an_old_address_or_a_notice_pauses_nothing(store: Store) -> None:
+    record, payload = sent(store, "ada")
+    store.subscribers.set_email("ada", "ada@new.example", confirmed=True)
+    assert bounce(store, dsn_for(record, payload, "ada@lab.example")).action == "ignored"
+    notice, payload = sent(store, "bob", channel="notice")
+    assert bounce(store, dsn_for(notice, payload, "bob@lab.example")).action == "counted"
+    assert email_pause(store, "ada") is None and email_pause(store, "bob") is None
