@@ -13,6 +13,8 @@ from email.message import EmailMessage
 from html.parser import HTMLParser
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from bot.core.models import Digest, DigestGroup, DigestItem, Hit, Paper, Subscriber
 from bot.render import template_env, templates_dir
@@ -34,6 +36,7 @@ from bot.render.text import (
     excerpt,
     highlight,
     highlight_segments,
+    numbered,
     shorten_authors,
     star_marks,
     tidy,
@@ -1218,3 +1221,16 @@ def test_papers_numbered_from_100_wrap_as_rendered_alone() -> None:
     assert "\n100. A long title" in text and "\n99. A long title" in text
     again = render_digest(digest, SETTINGS, links=_votes(digest, "alice"))
     assert (again.text, again.html) == (text, html)
+
+
+@given(
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=300),
+    st.integers(min_value=0, max_value=20_000),
+)
+@example("A title " * 20, 12)
+@example("\ue000\ue000 marked title", 3)
+@example("量子" * 60, 7)
+def test_a_numbered_entry_wraps_as_the_number_itself_would(text: str, number: int) -> None:
+    """`numbered` wraps a title once for every number (a placeholder in its place): the
+    same lines as wrapping it behind the number itself."""
+    assert numbered(text, number) == wrap(text, 72, " " * 6, f"{number}.".rjust(5) + " ")
