@@ -19,10 +19,12 @@ Owns the order of a delivery run, as visible steps, and what a caller may ask of
     (report)        one `DeliveryReport` per digest, or per reason there is none, in the
                     subscribers' order
 
-The plan is made once for everyone (one matcher pass); the steps after it run a share of
-the subscribers at a time (`shares`: those who want summaries or translations together,
-then SHARE at a time), so that the first digests are sent seconds after the start and
-no more than a share's messages are held in memory.
+The plan is made once for everyone (one matcher pass, in a thread); the steps after it run
+a share of the subscribers at a time (`shares`: those who want summaries or translations
+together, then SHARE at a time), so that the first digests are sent seconds after the start
+and no more than a share's messages are held in memory. Building and rendering give the
+event loop back every TURN digests, and the manage pages' rule counts are refreshed in a
+thread at the end: the daemon's web app and slash command share the loop.
 
 A dry run stops after rendering; a run to files sends the payloads through the
 channels given and queues and records nothing.
@@ -162,7 +164,9 @@ async def deliver(
     `should_stop()` is checked before each message (the daemon shutting down);
     `on_texts` hears what the run's summaries and translations came to."""
     _refuse_unsigned_links(config, channels, request)
-    plan = plan_delivery(config, store, request, now=now)
+    # Planning reads everyone and matches every rule (seconds for many thousands): in a
+    # thread, so that the daemon's web app and slash command answer meanwhile.
+    plan = await asyncio.to_thread(plan_delivery, config, store, request, now=now)
     if not isinstance(channels, Mapping):
         load_builtin_channels()
         channels = dict.fromkeys(CHANNEL_KINDS, channels)
@@ -185,18 +189,29 @@ async def deliver(
         # A share at a time: the first digests go out while the others are being made, and no
         # more than a share's messages are held at once.
         for share in shares(plan.parsed):
-            built, skipped = build_digests(
-                store, plan, channels, request, now=now, rankings=rankings, parsed=share
-            )
+            built, skipped = [], []
+            for start in range(0, len(share), TURN):
+                made, left = build_digests(
+                    store,
+                    plan,
+                    channels,
+                    request,
+                    now=now,
+                    rankings=rankings,
+                    parsed=share[start : start + TURN],
+                )
+                built += made
+                skipped += left
+                await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
             digests, texts = await write_texts(
                 config, store, [d for d, _ in built], now=now, ask=request.mode == "send"
             )
             texts_run = texts_run or texts
-            await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
+            await asyncio.sleep(0)
             pairs = list(zip(digests, (r for _, r in built), strict=True))
             outgoing, failed = [], []
-            for start in range(0, len(pairs), RENDER_TURN):
-                rendered, refused = render(config, pairs[start : start + RENDER_TURN], now=now)
+            for start in range(0, len(pairs), TURN):
+                rendered, refused = render(config, pairs[start : start + TURN], now=now)
                 outgoing += rendered
                 failed += refused
                 await asyncio.sleep(0)
@@ -222,7 +237,7 @@ async def deliver(
         on_texts(texts_run or TextsRun(model=config.llm.model if config.llm else None))
     if request.mode == "send":  # for the manage pages: after the digests, not before
         shared = (plan.first, plan.papers, plan.matches)
-        refresh_rule_counts(store, plan.parsed, now=now, shared=shared)
+        await asyncio.to_thread(refresh_rule_counts, store, plan.parsed, now=now, shared=shared)
     return _in_order(reports, plan.subscribers)
 
 
@@ -230,8 +245,9 @@ async def deliver(
 # event loop is given back every few tenths of a second (the daemon's web app and slash
 # command share it), large enough that a share's queries and transaction are few.
 SHARE = 50
-# Digests rendered between two turns of the event loop (a few tens of milliseconds).
-RENDER_TURN = 10
+# Subscribers whose digests are built, digests rendered, between two turns of the event
+# loop (a few tens of milliseconds of work).
+TURN = 5
 
 
 def shares(
