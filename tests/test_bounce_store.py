@@ -68,7 +68,7 @@ def test_0010_adds_the_bounces_and_keeps_every_subscriber(database_url: str) -> 
     migrate_to(database_url, "0009")
     assert "bounces" not in tables(database_url)
     migrate_to(database_url, head())
-    assert head() == "0010" and "bounces" in tables(database_url)
+    assert "bounces" in tables(database_url)
     assert differences(database_url) == []
     with Store.open(database_url) as store:
         ada = store.subscribers.get("ada")

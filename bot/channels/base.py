@@ -35,6 +35,9 @@ class SendOutcome:
     # A failed digest sent in part (Slack: the summary and some thread messages): the
     # papers ("id@version") that did reach the far end, recorded as delivered.
     sent_papers: tuple[str, ...] = ()
+    # Not sent, and not a failure: left queued until then (a relay's limits leave no room
+    # yet, or it answered "slow down"); no attempt is counted.
+    retry_at: datetime | None = None
 
 
 class Channel(Protocol):

@@ -13,6 +13,7 @@ import email.utils
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from email import message_from_bytes, policy
 from email.message import EmailMessage, Message
 from email.parser import BytesHeaderParser
@@ -33,6 +34,7 @@ from bot.channels.base import (
     failed,
     notify,
 )
+from bot.channels.limits import RelayLimiter, is_slow_down
 from bot.channels.registry import CHANNEL_KINDS, ChannelKind, kind_of, register
 from bot.core.errors import DeliveryError
 from bot.core.mail import MAIL_POLICY
@@ -62,6 +64,9 @@ class EmailChannelSettings:
     # The envelope sender (MAIL FROM) of each message, from what the caller tracks it by
     # (None: the From address): a VERP address naming the message ([email] bounce_address).
     envelope_from: Callable[[Any], str | None] | None = None
+    # The relay's limits ([email] max_per_second ...) and its "slow down" answers, shared
+    # by every process through the database (None: sent as fast as the server takes them).
+    limiter: RelayLimiter | None = None
 
 
 @register("email")
@@ -115,7 +120,9 @@ class EmailKind(ChannelKind):
     def sender(cls, settings: Any) -> EmailChannel | None:
         if not isinstance(settings, EmailChannelSettings):
             return None
-        return EmailChannel(settings.smtp, envelope_from=settings.envelope_from)
+        return EmailChannel(
+            settings.smtp, envelope_from=settings.envelope_from, limiter=settings.limiter
+        )
 
 
 class EmailChannel:
@@ -128,9 +135,11 @@ class EmailChannel:
         settings: SmtpSettings,
         *,
         envelope_from: Callable[[Any], str | None] | None = None,
+        limiter: RelayLimiter | None = None,
     ) -> None:
         self.settings = settings
         self.envelope_from = envelope_from
+        self.limiter = limiter
 
     def load(self, payload: bytes, progress: str | None = None) -> bytes:
         """The queued message: its bytes, sent as they were built (`_send`)."""
@@ -160,6 +169,14 @@ class EmailChannel:
                 transient=False,
                 hint="check email.username and the password variable named in password_env",
             ) from None
+        except aiosmtplib.SMTPResponseException as exc:
+            if self.limiter is not None and is_slow_down(exc.code, exc.message):
+                smtp.close()
+                raise SlowDown(f"{exc.code} {exc.message}") from None
+            raise DeliveryError(
+                f"cannot connect to the SMTP server {where}: {describe(exc)}",
+                hint="check [email] host, port and security; is the server running?",
+            ) from None
         except (aiosmtplib.SMTPException, OSError) as exc:
             raise DeliveryError(
                 f"cannot connect to the SMTP server {where}: {describe(exc)}",
@@ -184,9 +201,15 @@ class EmailChannel:
         if not batch:
             return outcomes
         smtp: aiosmtplib.SMTP | None = None
+        limiter = self.limiter
         try:
-            for item, message in batch:
+            for index, (item, message) in enumerate(batch):
                 if should_stop is not None and should_stop():
+                    break
+                if limiter is not None and (later := await limiter.acquire()) is not None:
+                    # No room in the relay's limits before `later`: the rest wait for it.
+                    why = f"waiting for the relay's limits ({limiter.limits.describe()})"
+                    outcomes += [waiting(i, later, why) for i, _ in batch[index:]]
                     break
                 attempt = 0
                 while True:
@@ -208,12 +231,26 @@ class EmailChannel:
                         text = "; ".join(
                             f"{e.recipient}: {e.code} {e.message}" for e in exc.recipients
                         )
-                        outcomes.append(
-                            failed(item, f"recipient refused: {text}", min(codes) >= 500)
-                        )
+                        slow = all(is_slow_down(e.code, e.message) for e in exc.recipients)
+                        if limiter is not None and exc.recipients and slow:
+                            outcomes.append(
+                                waiting(item, limiter.slow_down(), f"slow down: {text}")
+                            )
+                            smtp = _still_open(smtp)
+                        else:
+                            outcomes.append(
+                                failed(item, f"recipient refused: {text}", min(codes) >= 500)
+                            )
                         break
                     except aiosmtplib.SMTPResponseException as exc:
-                        outcomes.append(failed(item, f"{exc.code} {exc.message}", exc.code >= 500))
+                        answer = f"{exc.code} {exc.message}"
+                        if limiter is not None and is_slow_down(exc.code, exc.message):
+                            outcomes.append(
+                                waiting(item, limiter.slow_down(), f"slow down: {answer}")
+                            )
+                            smtp = _still_open(smtp)
+                        else:
+                            outcomes.append(failed(item, answer, exc.code >= 500))
                         break
                     except ValueError as exc:  # no usable envelope: this message can never go
                         outcomes.append(failed(item, f"message not sendable: {exc}", True))
@@ -236,6 +273,15 @@ class EmailChannel:
                             await notify(on_sent, item)
                             outcomes.append(SendOutcome(item=item, ok=True))
                         break
+        except SlowDown as exc:
+            # The relay answered "slow down" on connecting: every digest not yet sent waits.
+            later = cast(RelayLimiter, limiter).slow_down()
+            done = {id(o.item) for o in outcomes}
+            outcomes += [
+                waiting(pending, later, f"slow down: {exc}")
+                for pending, _ in batch
+                if id(pending) not in done
+            ]
         except DeliveryError as exc:
             # The server cannot be reached (or refuses us): every digest not yet sent fails
             # with the same, actionable reason; nothing is recorded for them.
@@ -250,6 +296,20 @@ class EmailChannel:
                 except (aiosmtplib.SMTPException, OSError):
                     smtp.close()
         return outcomes
+
+
+class SlowDown(Exception):
+    """The relay answered "slow down" (421) as paperbell connected."""
+
+
+def waiting(item: Any, later: datetime, why: str) -> SendOutcome:
+    """Not sent and not failed: left queued until `later` (the relay's limits)."""
+    return SendOutcome(item=item, ok=False, error=why, retry_at=later)
+
+
+def _still_open(smtp: aiosmtplib.SMTP | None) -> aiosmtplib.SMTP | None:
+    """The connection, unless the server closed it (a 421 does)."""
+    return smtp if smtp is not None and smtp.is_connected else None
 
 
 async def _send(

@@ -79,7 +79,9 @@ class Attempt:
     """What one send attempt of a queued record came to."""
 
     item: OutboxItem
-    status: str  # "sent", "retry", "failed", "unrecorded" (sent, but the record failed)
+    # "sent", "retry", "failed", "unrecorded" (sent, but the record failed), "waiting" (left
+    # queued for the relay's limits: not a failure, no attempt counted)
+    status: str
     error: str | None = None
     next_attempt: datetime | None = None
     paused: bool = False  # the subscriber was paused after this failure
@@ -347,6 +349,8 @@ async def _send_batch(
         if outcome.ok:
             problem = unrecorded.get(item.id)
             results.append(Attempt(item, "unrecorded" if problem else "sent", error=problem))
+        elif outcome.retry_at is not None:
+            results += _record_waits(store, held, [outcome])
         else:
             results += _record_failures(store, held, [outcome], clock=clock, retry=retry, rand=rand)
     return results
@@ -381,6 +385,27 @@ def _record_failures(
             log.error("digest for %s: another worker took it over", item.subscriber)
         else:
             results.append(result)
+    return results
+
+
+def _record_waits(store: Store, held: Held, outcomes: list[SendOutcome]) -> list[Attempt]:
+    """Leave each record queued for the time its relay's limits give (`retry_at`): not a
+    failure, no attempt counted; the next run (the daemon's next look) sends it."""
+    results: list[Attempt] = []
+    for outcome in outcomes:
+        item = cast(OutboxItem, outcome.item)
+        when = cast(datetime, outcome.retry_at)
+        held.done(item)
+        try:
+            mine = store.outbox.defer(item.id, owner=held.owner, next_attempt=when)
+        except StoreError as exc:  # its lease runs out: then it is claimed again
+            held.broken = True
+            log.error("digest for %s: cannot leave it queued: %s", item.subscriber, exc)
+            mine = True
+        if mine:
+            results.append(Attempt(item, "waiting", error=outcome.error, next_attempt=when))
+    if results:
+        log.info("%s left queued for the relay's limits", plural(len(results), "digest"))
     return results
 
 

@@ -313,6 +313,10 @@ class EmailConfig(Section):
     # Where bounces go: each message's envelope sender becomes bounces+TOKEN@domain (VERP,
     # signed with [web]'s secret key), read back by `paperbell bounce`.
     bounce_address: EmailAddress | None = None
+    # The relay's limits, shared by every process sending through it (unset: none).
+    max_per_second: int | None = Field(None, ge=1, le=100_000)
+    max_per_hour: int | None = Field(None, ge=1, le=10_000_000)
+    max_per_day: int | None = Field(None, ge=1, le=100_000_000)
     password: str | None = Field(None, exclude=True)  # filled from the environment only
 
     @field_validator("bounce_address")

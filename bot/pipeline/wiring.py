@@ -8,13 +8,14 @@ pages and the demo build their parts alike. It decides nothing about polling or 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from bot.channels import CHANNEL_KINDS, Channel, Target, load_builtin_channels, subscriber_targets
 from bot.channels.apprise import AppriseSettings, known_urls, url_secrets
 from bot.channels.email import EmailChannelSettings, FileChannel, SmtpSettings
+from bot.channels.limits import Limits, RelayLimiter
 from bot.channels.outbox import RetryPolicy
 from bot.channels.slack import SlackSettings
 from bot.config import Config, EmailConfig
@@ -25,6 +26,7 @@ from bot.core.verp import Verp
 from bot.pipeline.health import ListingChecks
 from bot.render.email import EmailSettings
 from bot.sources import SOURCE_KINDS, Source, load_builtin_sources
+from bot.store.database import utcnow
 
 if TYPE_CHECKING:
     import httpx
@@ -109,7 +111,10 @@ def channel_settings(config: Config, store: Store | None = None) -> dict[str, An
     found: dict[str, Any] = {"apprise": apprise_settings(config, store)}
     if config.email is not None:
         found["email"] = EmailChannelSettings(
-            smtp_settings(config), email_settings(config), envelope_from=envelope_senders(config)
+            smtp_settings(config),
+            email_settings(config),
+            envelope_from=envelope_senders(config),
+            limiter=relay_limiter(config, store) if store is not None else None,
         )
     # A webhook whose variable is not set still makes a channel: a dry run reports what
     # would go there; a send asks for the variable first (`bot.cli.secrets`).
@@ -185,6 +190,25 @@ def smtp_settings(config: Config) -> SmtpSettings:
         password=e.password,
         timeout=e.timeout,
     )
+
+
+def relay_limits(config: Config) -> Limits:
+    """[email] max_per_second, max_per_hour, max_per_day."""
+    e = _email_section(config)
+    return Limits(e.max_per_second, e.max_per_hour, e.max_per_day)
+
+
+def relay_name(config: Config) -> str:
+    """The relay as its limits are kept: "host:port"."""
+    e = _email_section(config)
+    return f"{e.host.lower()}:{e.effective_port}"
+
+
+def relay_limiter(
+    config: Config, store: Store, *, clock: Callable[[], datetime] = utcnow
+) -> RelayLimiter:
+    """The [email] relay's limits and slow-downs, kept in `store` for every process."""
+    return RelayLimiter(store.relays, relay_name(config), relay_limits(config), clock=clock)
 
 
 def email_settings(config: Config) -> EmailSettings:

@@ -37,6 +37,7 @@ from bot.store.feedback import FeedbackStore, RankingModel, RankingModels, Vecto
 from bot.store.leader import Leadership, Workers, workers
 from bot.store.outbox import Outbox, OutboxItem, OutboxStatus, Queued
 from bot.store.papers import Papers, UpsertCounts
+from bot.store.relays import Relays, RelayState
 from bot.store.rule_counts import RuleCount, RuleCounts
 from bot.store.schema import SchemaState, Upgrade
 from bot.store.slack_requests import SlackRequests
@@ -60,6 +61,8 @@ __all__ = [
     "OutboxStatus",
     "Queued",
     "RankingModel",
+    "RelayState",
+    "Relays",
     "RuleCount",
     "SchemaState",
     "SentDigest",
@@ -102,6 +105,7 @@ class Store:
         self.vectors = Vectors(database)
         self.ranking_models = RankingModels(database)
         self.bounces = Bounces(database)
+        self.relays = Relays(database)
 
     @classmethod
     def open(cls, url: str, *, upgrade: bool = False) -> Store:

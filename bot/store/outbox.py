@@ -358,6 +358,19 @@ class Outbox(Repository):
             lease_until=None,
         )
 
+    def defer(self, outbox_id: int, *, owner: str, next_attempt: datetime) -> bool:
+        """Not sent, not failed: the relay's limits (or its "slow down") leave it for
+        `next_attempt`. No attempt counted, no error recorded; the lease released. False
+        (nothing written) if `owner` lost the lease."""
+        return self._update_held(
+            outbox_id,
+            owner,
+            "wait",
+            next_attempt=next_attempt,
+            lease_owner=None,
+            lease_until=None,
+        )
+
     def _update_held(self, outbox_id: int, owner: str, what: str, **values: Any) -> bool:
         """Write `values` to a pending record `owner` holds; False if it holds it no more."""
         with failing_as(f"record the {what}"), self.database.session() as session:

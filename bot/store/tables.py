@@ -14,7 +14,7 @@ from dataclasses import fields
 from datetime import date, datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import LargeBinary, UniqueConstraint
+from sqlalchemy import Index, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from bot.core.models import MAX_ID_LENGTH
@@ -428,6 +428,31 @@ class BounceRow(SQLModel, table=True):
     # Where it was read, when that names it for good (an IMAP message: "imap:UIDVALIDITY:UID
     # @mailbox"): read again, it is not recorded twice.
     source: str | None = Field(default=None, max_length=256, unique=True, index=True)
+
+
+class RelayRow(SQLModel, table=True):
+    """One SMTP relay paperbell sends through ("host:port"): the row every process sending
+    through it locks while it takes a place in its limits, and how long the relay asked it
+    to slow down (a 421/451/454 answer) (migration 0011)."""
+
+    __tablename__ = "relays"
+
+    relay: str = Field(primary_key=True, max_length=255)
+    checked_at: datetime | None = None  # the last reservation (written: it takes the lock)
+    slow_until: datetime | None = None  # one message every slow_seconds until then
+    slow_seconds: float | None = None
+
+
+class RelaySendRow(SQLModel, table=True):
+    """One message handed to a relay: the sliding windows of [email] max_per_second,
+    max_per_hour and max_per_day count these (kept a day, migration 0011)."""
+
+    __tablename__ = "relay_sends"
+    __table_args__ = (Index("ix_relay_sends_relay_sent_at", "relay", "sent_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    relay: str = Field(max_length=255)
+    sent_at: datetime
 
 
 # Every table above: what the migrations (bot/store/migrations/) must give, and what Alembic

@@ -173,8 +173,10 @@ class SinkHandler:
 
 
 @contextmanager
-def smtp_sink() -> Iterator[tuple[SinkHandler, int]]:
-    handler = SinkHandler()
+def smtp_sink(handler: SinkHandler | None = None) -> Iterator[tuple[SinkHandler, int]]:
+    """An SMTP server on loopback keeping what it receives (`handler`: a SinkHandler of the
+    test's own, such as one that answers otherwise)."""
+    handler = handler or SinkHandler()
     port = free_port()
     controller = Controller(handler, hostname="127.0.0.1", port=port)
     controller.start()

@@ -1,0 +1,136 @@
+"""A relay's sending limits, as the email sender sees them: before each message it asks
+`RelayLimiter.acquire`, which either lets it go (after a short wait, if the relay's windows
+free a place soon) or says when to try again (the rest of the batch is left queued for then:
+not a failure, no attempt counted). A "slow down" answer from the relay (`slow_down`) makes
+every process sending through it send one message every few seconds for a while.
+
+The windows and slow-downs live in the database, shared by every process (`Ledger`:
+bot.store.relays); this module holds no I/O of its own. With no limits set, a message asks
+nothing of the database: the limiter only looks, every `LOOK_EVERY`, whether some process
+was told to slow down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+# A slow-down: one message every SLOW_SECONDS to the relay, for SLOW_FOR after its answer.
+SLOW_SECONDS = 5.0
+SLOW_FOR = timedelta(minutes=10)
+# The longest a sender waits for a place before it leaves the rest of its batch queued.
+MAX_WAIT = timedelta(seconds=10)
+LOOK_EVERY = timedelta(seconds=30)
+PAD = timedelta(milliseconds=100)  # how often a limiter with no limits reads a slow-down
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """[email] max_per_second, max_per_hour, max_per_day (None: no limit)."""
+
+    per_second: int | None = None
+    per_hour: int | None = None
+    per_day: int | None = None
+
+    def windows(self) -> list[tuple[timedelta, int]]:
+        """Each window's length and most messages. The second's is padded (`PAD`): a relay
+        counts a message when it arrives, a moment after its place was taken, and that
+        moment varies."""
+        lengths = (timedelta(seconds=1) + PAD, timedelta(hours=1), timedelta(days=1))
+        counts = (self.per_second, self.per_hour, self.per_day)
+        return [(length, n) for length, n in zip(lengths, counts, strict=True) if n]
+
+    def describe(self) -> str:
+        """Such as "20 a second, 1,000 an hour" (empty: none)."""
+        counts = (self.per_second, self.per_hour, self.per_day)
+        parts = zip(counts, ("second", "hour", "day"), strict=True)
+        return ", ".join(f"{n:,} a {unit}" for n, unit in parts if n)
+
+
+class Ledger(Protocol):
+    """Where every process's places in a relay's limits are kept (bot.store.relays)."""
+
+    def reserve(
+        self, relay: str, *, now: datetime, windows: Sequence[tuple[timedelta, int]]
+    ) -> datetime | None: ...
+
+    def slow_down(self, relay: str, *, until: datetime, seconds: float) -> None: ...
+
+    def state(self, relay: str, *, now: datetime) -> SlowState: ...
+
+
+class SlowState(Protocol):
+    @property
+    def slow_until(self) -> datetime | None: ...
+
+
+class RelayLimiter:
+    """One relay's limits for one sender (`relay`: "host:port")."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        relay: str,
+        limits: Limits,
+        *,
+        clock: Callable[[], datetime],
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        max_wait: timedelta = MAX_WAIT,
+        slow_seconds: float = SLOW_SECONDS,
+        slow_for: timedelta = SLOW_FOR,
+    ) -> None:
+        self.ledger, self.relay, self.limits = ledger, relay, limits
+        self.clock, self.sleep, self.max_wait = clock, sleep, max_wait
+        self.slow_seconds, self.slow_for = slow_seconds, slow_for
+        self._windows = limits.windows()
+        self._slow_until: datetime | None = None  # as last read or set
+        self._looked: datetime | None = None
+
+    def _slowed(self, now: datetime) -> bool:
+        """Whether a slow-down holds (read from the database every LOOK_EVERY)."""
+        if self._looked is None or now - self._looked >= LOOK_EVERY:
+            self._slow_until = self.ledger.state(self.relay, now=now).slow_until
+            self._looked = now
+        return self._slow_until is not None and self._slow_until > now
+
+    async def acquire(self) -> datetime | None:
+        """Wait for a place for the next message (at most `max_wait`): None, send it now;
+        else the time to try again, the message not sent."""
+        while True:
+            now = self.clock()
+            if not self._windows and not self._slowed(now):
+                return None
+            free = self.ledger.reserve(self.relay, now=now, windows=self._windows)
+            if free is None:
+                return None
+            if free - now > self.max_wait:
+                return free
+            await self.sleep(max((free - now).total_seconds(), 0.001))
+
+    def slow_down(self) -> datetime:
+        """The relay answered "slow down": every process goes at one message every
+        `slow_seconds` for `slow_for`. The time to try the refused message again."""
+        now = self.clock()
+        self._slow_until = now + self.slow_for
+        self._looked = now
+        self.ledger.slow_down(self.relay, until=self._slow_until, seconds=self.slow_seconds)
+        return now + timedelta(seconds=self.slow_seconds)
+
+
+# A "slow down" answer: 421 (service not available, closing: on connecting or to any
+# command), and 451/454 (local error, temporary failure) to MAIL, RCPT or DATA. Any other 4xx
+# whose text says so is one too ("rate", "too many", "throttl", "slow down"): a 450 or 452 for
+# one mailbox otherwise stays that recipient's retry, counted as an attempt.
+RATE_CODES = frozenset({421, 451, 454})
+RATE_WORDS = ("rate", "too many", "throttl", "slow down")
+
+
+def is_slow_down(code: int, text: str) -> bool:
+    """Whether an SMTP answer asks the sender to slow down (see RATE_CODES)."""
+    if code in RATE_CODES:
+        return True
+    lowered = text.lower()
+    return 400 <= code < 500 and any(word in lowered for word in RATE_WORDS)

@@ -1,0 +1,301 @@
+"""A relay's limits ([email] max_per_second, max_per_hour, max_per_day) and its "slow down"
+answers: the places kept in the database (bot.store.relays, migration 0011), the limiter the
+email sender asks before each message (bot.channels.limits), and the sender and outbox
+leaving the rest queued, not failed (bot.channels.email, bot.channels.outbox).
+
+Real parts: the database (SQLite, and PostgreSQL when PAPERBELL_TEST_DATABASE_URL is set), an
+SMTP server on loopback (aiosmtpd) that notes when each message arrived and answers 421 when
+told; the limits themselves with a controlled clock (support.clock), no waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from alembic import command
+from sqlalchemy import create_engine, select, text
+from support.clock import Clock
+from support.servers import SinkHandler, smtp_sink
+from test_bounce_store import tables
+from test_migrations import differences, migrate_to
+from test_workers import queue, received, release
+
+from bot.channels.email import EmailChannel, SmtpSettings
+from bot.channels.limits import Limits, RelayLimiter, is_slow_down
+from bot.channels.outbox import RetryPolicy, drain
+from bot.core.models import Paper
+from bot.store import Store, normalize_url, utcnow
+from bot.store.schema import BASELINE, alembic_config, head
+from bot.store.tables import OutboxRow, RelaySendRow
+
+pytestmark = pytest.mark.database
+
+T0 = datetime(2026, 12, 3, 7, 0, tzinfo=UTC)
+SECOND = timedelta(seconds=1)
+
+
+def test_0011_adds_the_relays_from_the_oldest_database_and_goes_back(database_url: str) -> None:
+    migrate_to(database_url, BASELINE)
+    migrate_to(database_url, "0010")
+    assert "relays" not in tables(database_url)
+    migrate_to(database_url, head())
+    assert {"relays", "relay_sends"} <= tables(database_url)
+    assert differences(database_url) == []
+    with Store.open(database_url) as store:
+        assert store.relays.reserve("relay:587", now=T0, windows=[(SECOND, 1)]) is None
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        command.downgrade(alembic_config(connection), "0010")
+        assert connection.execute(text("SELECT count(*) FROM bounces")).scalar_one() == 0
+    engine.dispose()
+    assert not {"relays", "relay_sends"} & tables(database_url)
+
+
+# -- the windows, with a controlled clock ----------------------------------------------------
+
+
+def test_a_window_full_says_when_a_place_frees_and_takes_none(store: Store) -> None:
+    windows = [(SECOND, 3), (timedelta(hours=1), 5)]
+    at = [T0, T0 + timedelta(milliseconds=200), T0 + timedelta(milliseconds=400)]
+    assert [store.relays.reserve("r:25", now=t, windows=windows) for t in at] == [None] * 3
+    later = T0 + timedelta(milliseconds=500)
+    assert store.relays.reserve("r:25", now=later, windows=windows) == T0 + SECOND
+    assert store.relays.reserve("r:25", now=later, windows=windows) == T0 + SECOND  # none taken
+    assert store.relays.reserve("r:25", now=T0 + SECOND, windows=windows) is None
+    assert store.relays.reserve("r:25", now=T0 + 2 * SECOND, windows=windows) is None
+    # Five in the hour: the next place is when the first of them is an hour old.
+    assert store.relays.reserve("r:25", now=T0 + 3 * SECOND, windows=windows) == T0 + timedelta(
+        hours=1
+    )
+    # Another relay has its own windows.
+    assert store.relays.reserve("other:25", now=later, windows=windows) is None
+    state = store.relays.state("r:25", now=T0 + 3 * SECOND)
+    assert (state.last_second, state.last_hour, state.last_day) == (0, 5, 5)
+
+
+def test_sends_older_than_a_day_are_forgotten(store: Store) -> None:
+    for n in range(3):
+        assert store.relays.reserve("r:25", now=T0 + n * SECOND, windows=[(SECOND, 1)]) is None
+    assert store.relays.reserve("r:25", now=T0 + timedelta(days=2), windows=[]) is None
+    with store.database.session() as session:
+        assert len(session.execute(select(RelaySendRow.id)).all()) == 1
+
+
+def test_a_slow_down_spaces_the_messages_until_it_ends(store: Store) -> None:
+    assert store.relays.reserve("r:25", now=T0, windows=[]) is None
+    store.relays.slow_down("r:25", until=T0 + timedelta(minutes=10), seconds=5)
+    assert store.relays.reserve("r:25", now=T0 + SECOND, windows=[]) == T0 + 5 * SECOND
+    assert store.relays.reserve("r:25", now=T0 + 5 * SECOND, windows=[]) is None
+    after = T0 + timedelta(minutes=10, seconds=1)
+    assert store.relays.reserve("r:25", now=after, windows=[]) is None
+    assert store.relays.reserve("r:25", now=after, windows=[]) is None  # no spacing now
+
+
+class Sleeper:
+    """The limiter's sleep: moves the clock on at once, noting each wait."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock, self.waits = clock, list[float]()
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(round(seconds, 3))
+        self.clock.now += timedelta(seconds=seconds)
+
+
+def test_the_limiter_waits_for_a_near_place_and_defers_a_far_one(store: Store) -> None:
+    clock = Clock(T0)
+    sleep = Sleeper(clock)
+    limiter = RelayLimiter(
+        store.relays, "r:25", Limits(per_second=2, per_hour=4), clock=clock, sleep=sleep
+    )
+
+    async def five() -> list[datetime | None]:
+        return [await limiter.acquire() for _ in range(5)]
+
+    got = asyncio.run(five())
+    assert got[:4] == [None] * 4 and sleep.waits == [1.1]  # the third waited (a padded second)
+    assert got[4] == T0 + timedelta(hours=1)  # an hour's four used: the fifth waits for it
+    assert Limits(per_second=20, per_day=1000).describe() == "20 a second, 1,000 a day"
+
+
+def test_with_no_limits_the_limiter_asks_the_database_only_now_and_then(store: Store) -> None:
+    clock = Clock(T0)
+    asked: list[str] = []
+    reserve, state = store.relays.reserve, store.relays.state
+
+    def counting_state(relay: str, *, now: datetime) -> Any:
+        asked.append("state")
+        return state(relay, now=now)
+
+    def counting_reserve(relay: str, **kw: Any) -> Any:
+        asked.append("reserve")
+        return reserve(relay, **kw)
+
+    store.relays.state = counting_state  # type: ignore[method-assign]
+    store.relays.reserve = counting_reserve  # type: ignore[method-assign]
+    sleep = Sleeper(clock)
+    limiter = RelayLimiter(store.relays, "r:25", Limits(), clock=clock, sleep=sleep)
+
+    async def acquire(times: int) -> None:
+        for _ in range(times):
+            assert await limiter.acquire() is None
+
+    asyncio.run(acquire(1000))
+    assert asked == ["state"] and sleep.waits == []
+    # Another process was told to slow down: seen at the next look (every 30 s), and then
+    # each message takes its place, one every 5 s, until the slow-down ends.
+    RelayLimiter(store.relays, "r:25", Limits(), clock=clock).slow_down()
+    clock.advance(seconds=31)
+    asyncio.run(acquire(3))
+    assert asked.count("reserve") == 5 and sleep.waits == [5.0, 5.0]
+    clock.advance(minutes=10)
+    asked.clear()
+    asyncio.run(acquire(1000))
+    assert asked == ["state"]
+
+
+@pytest.mark.parametrize(
+    ("code", "text", "slow"),
+    [
+        (421, "4.7.0 Try again later, closing connection", True),
+        (451, "4.3.0 Local error in processing", True),
+        (454, "4.7.0 Temporary authentication failure", True),
+        (450, "4.7.1 Rate limit exceeded for sender", True),
+        (452, "4.3.1 Too many messages, slow down", True),
+        (450, "4.2.1 Mailbox busy, try again later", False),
+        (452, "4.2.2 Mailbox full", False),
+        (550, "5.7.1 rate of spam too high", False),
+    ],
+)
+def test_which_answers_mean_slow_down(code: int, text: str, slow: bool) -> None:
+    assert is_slow_down(code, text) is slow
+
+
+# -- sending through a real SMTP server ------------------------------------------------------
+
+
+class Timed(SinkHandler):
+    """The sink, noting when each message arrived; every `refuse_every`-th MAIL is answered
+    `refusal` (a relay that asks to slow down now and then)."""
+
+    def __init__(self, refusal: str = "421 4.7.0 Too many messages, slow down") -> None:
+        super().__init__()
+        self.arrived: list[float] = []
+        self.refuse_every = 0
+        self.refusal = refusal
+        self.mails = 0
+        self.on_accept = lambda _: self.arrived.append(time.monotonic())
+
+    async def handle_MAIL(
+        self, server: Any, session: Any, envelope: Any, address: str, options: Any
+    ) -> str:
+        self.mails += 1
+        if self.refuse_every and self.mails % self.refuse_every == 0:
+            return self.refusal
+        envelope.mail_from, envelope.mail_options = address, list(options)
+        return "250 OK"
+
+
+def most_in_a_second(times: list[float]) -> int:
+    """The most arrivals within any one second (a sliding window)."""
+    times = sorted(times)
+    most, start = 0, 0
+    for end, t in enumerate(times):
+        while t - times[start] >= 1.0:
+            start += 1
+        most = max(most, end - start + 1)
+    return most
+
+
+def limited_channel(store: Store, port: int, limits: Limits, **options: Any) -> EmailChannel:
+    limiter = RelayLimiter(store.relays, f"127.0.0.1:{port}", limits, clock=utcnow, **options)
+    settings = SmtpSettings("127.0.0.1", port, security="none", timeout=10)
+    return EmailChannel(settings, limiter=limiter)
+
+
+def test_two_hundred_digests_go_at_twenty_a_second_and_none_is_lost(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """The Done-when of issue 25: max_per_second = 20, 200 digests, a real sink."""
+    queue(store, full_feed_papers, 200)
+    release(store)
+    handler = Timed()
+    with smtp_sink(handler) as (_, port):
+        channel = limited_channel(store, port, Limits(per_second=20))
+        began = time.monotonic()
+        attempts = asyncio.run(
+            drain(store, channel, clock=utcnow, owner="w", retry=RetryPolicy(connections=2))
+        )
+        took = time.monotonic() - began
+    got = received(handler)
+    print(
+        f"\n200 digests at 20 a second: {took:.1f} s, at most {most_in_a_second(handler.arrived)}"
+    )
+    assert [a.status for a in attempts] == ["sent"] * 200
+    assert sorted(got.values()) == [1] * 200
+    assert took >= 9.0  # 200 at 20 a second: the first 20 at once, then 1.1 s each 20
+    # The places taken (the database's clock) are never more than 20 in a second; the
+    # arrivals, a few milliseconds later each, within a message or two of it.
+    with store.database.session() as session:
+        taken = [r.timestamp() for r in session.execute(select(RelaySendRow.sent_at)).scalars()]
+    assert most_in_a_second(taken) <= 20
+    assert most_in_a_second(handler.arrived) <= 20
+    assert store.outbox.totals(now=utcnow())["sent"] == 200
+
+
+def test_a_relay_answering_421_now_and_then_slows_the_run_and_loses_nothing(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """Every 7th MAIL is answered 421 "slow down": that digest waits (no attempt counted, no
+    failure, nobody paused), the relay goes at one message every 0.2 s from then on, and
+    the runs that follow send every digest, each once."""
+    queue(store, full_feed_papers, 30)
+    release(store)
+    handler = Timed()
+    handler.refuse_every = 7
+    statuses: list[str] = []
+    with smtp_sink(handler) as (_, port):
+        channel = limited_channel(
+            store, port, Limits(), slow_seconds=0.2, slow_for=timedelta(minutes=5)
+        )
+        for _ in range(10):  # the daemon's next looks
+            attempts = asyncio.run(drain(store, channel, clock=utcnow, owner="w", due_only=False))
+            statuses += [a.status for a in attempts]
+            if store.outbox.totals(now=utcnow())["pending"] == 0:
+                break
+    assert sorted(received(handler).values()) == [1] * 30
+    assert statuses.count("sent") == 30 and "failed" not in statuses and "retry" not in statuses
+    assert statuses.count("waiting") >= 4
+    assert store.outbox.totals(now=utcnow()) == {
+        "pending": 0,
+        "sent": 30,
+        "failed": 0,
+        "in flight": 0,
+    }
+    with store.database.session() as session:
+        assert set(session.execute(select(OutboxRow.attempts)).scalars()) == {0}
+    assert all(s.active for s in store.subscribers.all())
+    state = store.relays.state(f"127.0.0.1:{port}", now=utcnow())
+    assert state.slow_until is not None and state.slow_seconds == 0.2
+    gaps = [b - a for a, b in zip(handler.arrived, handler.arrived[1:], strict=False)]
+    assert min(gaps[7:]) >= 0.15  # after the first 421, spaced out
+
+
+def test_a_450_for_one_mailbox_stays_that_digests_retry(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """Not a slow-down: "450 mailbox busy" for one address is counted as a failed attempt,
+    retried later, as before; the others go."""
+    queue(store, full_feed_papers, 3)
+    release(store)
+    with smtp_sink() as (sink, port):
+        sink.refuse["s0001@lab.example"] = "450 4.2.1 Mailbox busy, try again later"
+        channel = limited_channel(store, port, Limits(per_second=100))
+        attempts = asyncio.run(drain(store, channel, clock=utcnow, owner="w"))
+    assert [a.status for a in attempts] == ["sent", "retry", "sent"]
+    assert attempts[1].error is not None and "450" in attempts[1].error
+    assert store.relays.state(f"127.0.0.1:{port}", now=utcnow()).slow_until is None
