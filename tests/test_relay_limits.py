@@ -13,12 +13,15 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from alembic import command
 from sqlalchemy import create_engine, select, text
+from support.cli import outcome
 from support.clock import Clock
+from support.config import local_feed_config, sink_email, toml_table
 from support.servers import SinkHandler, smtp_sink
 from test_bounce_store import tables
 from test_migrations import differences, migrate_to
@@ -27,7 +30,9 @@ from test_workers import queue, received, release
 from bot.channels.email import EmailChannel, SmtpSettings
 from bot.channels.limits import Limits, RelayLimiter, is_slow_down
 from bot.channels.outbox import RetryPolicy, drain
+from bot.config import load_config
 from bot.core.models import Paper
+from bot.pipeline.wiring import build_channels
 from bot.store import Store, normalize_url, utcnow
 from bot.store.schema import BASELINE, alembic_config, head
 from bot.store.tables import OutboxRow, RelaySendRow
@@ -299,3 +304,34 @@ def test_a_450_for_one_mailbox_stays_that_digests_retry(
     assert [a.status for a in attempts] == ["sent", "retry", "sent"]
     assert attempts[1].error is not None and "450" in attempts[1].error
     assert store.relays.state(f"127.0.0.1:{port}", now=utcnow()).slow_until is None
+
+
+def test_an_hours_allowance_sends_in_order_and_status_says_what_waits_and_when(
+    tmp_path: Path, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """max_per_hour = 5 and 8 digests due: the first five go, in order; three stay queued
+    for when the first of those five is an hour old, and `paperbell status` says so."""
+    with smtp_sink() as (sink, port):
+        email = sink_email(port, sender="papers@paperbell.example") | {"max_per_hour": 5}
+        config_file = tmp_path / "config.toml"
+        config_file.write_text(local_feed_config(database_url) + toml_table("email", email))
+        config = load_config(config_file)
+        with Store.open(database_url) as store:
+            queue(store, full_feed_papers, 8)
+            release(store)
+            begun = utcnow()
+            channels = build_channels(config, store=store)
+            attempts = asyncio.run(drain(store, channels, clock=utcnow, owner="w"))
+            assert [a.status for a in attempts] == ["sent"] * 5 + ["waiting"] * 3
+            later = attempts[5].next_attempt
+            assert later is not None and begun + timedelta(hours=1) <= later
+            assert later <= utcnow() + timedelta(hours=1)
+            again = asyncio.run(drain(store, channels, clock=utcnow, owner="w"))
+            assert again == []  # not due yet: the daemon's next look sends nothing
+        code, output = outcome("status", config=config_file)
+    assert [str(m["To"]) for m in sink.messages] == [f"s{i:04d}@lab.example" for i in range(5)]
+    assert code == 0, output
+    line = next(x for x in output.splitlines() if x.startswith("email relay"))
+    assert f"127.0.0.1:{port}: limits 5 an hour; took" in line
+    assert "5 in the hour" in line
+    assert f"3 email digests waiting, the next at {later:%Y-%m-%d %H:%M:%S} UTC" in line

@@ -46,8 +46,8 @@ class Limits:
     def describe(self) -> str:
         """Such as "20 a second, 1,000 an hour" (empty: none)."""
         counts = (self.per_second, self.per_hour, self.per_day)
-        parts = zip(counts, ("second", "hour", "day"), strict=True)
-        return ", ".join(f"{n:,} a {unit}" for n, unit in parts if n)
+        parts = zip(counts, ("a second", "an hour", "a day"), strict=True)
+        return ", ".join(f"{n:,} {unit}" for n, unit in parts if n)
 
 
 class Ledger(Protocol):

@@ -336,6 +336,8 @@ def print_delivery(reports: Sequence[DeliveryReport], *, dry_run: bool = False) 
             click.echo(f"{r.subscriber} {r.target}: {papers} {r.error}", err=True)
         elif r.status == "skipped":
             click.echo(f"{r.subscriber}: skipped ({r.error})")
+        elif r.status == "waiting":  # the relay's limits: sent by a later run, not a failure
+            click.echo(f"{r.subscriber} {r.target}: {papers} queued, {r.error}")
         else:
             failed += 1
             click.echo(f"{r.subscriber} {r.target}: FAILED {r.error}", err=True)

@@ -26,6 +26,7 @@ from bot.core.errors import ConfigError, StoreError
 from bot.core.models import Subscriber
 from bot.core.plurals import plural
 from bot.pipeline.bounces import bounces_line
+from bot.pipeline.wiring import relay_limits, relay_name
 from bot.store import BounceDay, Store, Workers, schema_state, utcnow, workers
 
 if TYPE_CHECKING:
@@ -129,6 +130,8 @@ def status(config_path: Path) -> None:
     click.echo(f"daemon: {workers_line(found.workers)}")
     if found.bounces is not None:
         click.echo(bounces_line(found.bounces))
+    if found.relay is not None:
+        click.echo(found.relay)
     for line in texts_lines(config, found):
         click.echo(line)
 
@@ -229,6 +232,7 @@ class Status:
     models: list[ModelDay]  # each model's use today (UTC)
     workers: Workers  # the `paperbell run` processes on the database, and the leader
     bounces: BounceDay | None = None  # what came back to the bounce address today (UTC)
+    relay: str | None = None  # the [email] relay's limits and the digests waiting for it
 
 
 def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
@@ -293,7 +297,30 @@ def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
         models=store.texts.day(now.date()),
         workers=workers(store.database),
         bounces=store.bounces.day(now.date()),
+        relay=relay_line(config, store, now=now) if config.email is not None else None,
     )
+
+
+def relay_line(config: Config, store: Store, *, now: datetime) -> str:
+    """The [email] relay: its limits, what it took lately, a slow-down it asked for, and the
+    email digests waiting (how many, and when the next goes)."""
+    name, limits = relay_name(config), relay_limits(config)
+    state = store.relays.state(name, now=now)
+    parts = [f"limits {limits.describe()}" if limits.windows() else "no limits"]
+    parts.append(
+        f"took {state.last_second} in the last second, {state.last_hour} in the hour, "
+        f"{state.last_day} in the day"
+    )
+    if state.slow_until is not None and state.slow_until > now:
+        parts.append(
+            f"slowed to one message every {state.slow_seconds or 0:g} s until "
+            f"{state.slow_until:%Y-%m-%d %H:%M:%S} UTC (it answered 'slow down')"
+        )
+    count, due = store.outbox.waiting("email")
+    if count:
+        when = "now" if due is None or due <= now else f"at {due:%Y-%m-%d %H:%M:%S} UTC"
+        parts.append(f"{plural(count, 'email digest')} waiting, the next {when}")
+    return f"email relay {name}: " + "; ".join(parts)
 
 
 def target_lines(found: Status) -> list[str]:

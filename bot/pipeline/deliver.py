@@ -105,7 +105,8 @@ class DeliveryReport:
     address: str | None
     # "sent", "failed", "retry" (failed, queued for another attempt), "nothing",
     # "queued-elsewhere" (another run queued it first), "would-send", "written", "skipped",
-    # "unrecorded" (sent, but the record failed)
+    # "unrecorded" (sent, but the record failed), "waiting" (left queued for the relay's
+    # limits: a later run sends it; not a failure)
     status: str
     count: int = 0  # papers in the digest
     omitted: int = 0
@@ -466,6 +467,8 @@ async def send(
         error = attempt.error
         if attempt.status == "retry" and attempt.next_attempt is not None:
             error = f"{error} (queued: next attempt {attempt.next_attempt:%Y-%m-%d %H:%M} UTC)"
+        elif attempt.status == "waiting" and attempt.next_attempt is not None:
+            error = f"{error}: goes at {attempt.next_attempt:%Y-%m-%d %H:%M:%S} UTC or later"
         if attempt.paused:
             error = f"{error}; {item.subscriber} is paused (`paperbell resume {item.subscriber}`)"
         elif attempt.paused_target:

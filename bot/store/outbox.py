@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from bot.core.models import Paper, version_key
-from bot.store.database import Repository, failing_as
+from bot.store.database import Repository, aware, failing_as
 from bot.store.tables import DeliveryRow, OutboxRow, SubscriberRow
 
 # The tables themselves, for Core statements where a run writes many rows.
@@ -479,6 +479,17 @@ class Outbox(Repository):
         totals = {status: int(counts.get(status, 0)) for status in ("pending", "sent", "failed")}
         totals["in flight"] = int(leased)
         return totals
+
+    def waiting(self, channel: str) -> tuple[int, datetime | None]:
+        """How many records of `channel` are pending, and the earliest time one is due
+        (a relay's limits leave them for later: `paperbell status`)."""
+        with self.database.session() as session:
+            count, due = session.execute(
+                select(func.count(), func.min(OutboxRow.next_attempt)).where(
+                    OutboxRow.status == "pending", OutboxRow.channel == channel
+                )
+            ).one()
+        return int(count), aware(due) if due is not None else None
 
     # -- deliveries -------------------------------------------------------------------------
 
