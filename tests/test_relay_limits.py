@@ -25,7 +25,18 @@ from support.config import local_feed_config, sink_email, toml_table
 from support.servers import SinkHandler, smtp_sink
 from test_bounce_store import tables
 from test_migrations import differences, migrate_to
-from test_workers import queue, received, release
+from test_workers import (
+    Owners,
+    config_text,
+    on_postgres,
+    queue,
+    received,
+    release,
+    sent,
+    up,
+    wait_for,
+    workers_running,
+)
 
 from bot.channels.email import EmailChannel, SmtpSettings
 from bot.channels.limits import Limits, RelayLimiter, is_slow_down
@@ -335,3 +346,38 @@ def test_an_hours_allowance_sends_in_order_and_status_says_what_waits_and_when(
     assert f"127.0.0.1:{port}: limits 5 an hour; took" in line
     assert "5 in the hour" in line
     assert f"3 email digests waiting, the next at {later:%Y-%m-%d %H:%M:%S} UTC" in line
+
+
+@on_postgres
+def test_two_workers_on_one_postgresql_stay_within_one_limit_together(
+    tmp_path: Path, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """Two `paperbell run` processes send 60 digests through one relay allowing 10 a
+    second: both send, and together they never pass it."""
+    digests, per_second = 60, 10
+    handler = Timed()
+    with Store.open(database_url) as store, smtp_sink(handler) as (_, port):
+        queue(store, full_feed_papers, digests)
+        config = tmp_path / "config.toml"
+        config.write_text(
+            config_text(database_url, port).replace(
+                "[email]\n", f"[email]\nmax_per_second = {per_second}\n"
+            )
+        )
+        with workers_running(config, 2, tmp_path, web=False) as group:
+            wait_for(lambda: up(store, group))
+            with Owners(store) as owners:
+                release(store)
+                began = time.monotonic()
+                wait_for(lambda: sent(store) == digests)
+                took = time.monotonic() - began
+            assert [w.stop() for w in group] == [0, 0]
+        with store.database.session() as session:
+            taken = [r.timestamp() for r in session.execute(select(RelaySendRow.sent_at)).scalars()]
+    most = most_in_a_second(handler.arrived)
+    print(f"\n2 workers, {digests} digests at {per_second} a second: {took:.1f} s, at most {most}")
+    assert sorted(received(handler).values()) == [1] * digests
+    assert set(owners.seen) == {w.name for w in group}  # both sent some
+    assert len(taken) == digests and most_in_a_second(taken) <= per_second
+    assert most <= per_second
+    assert took >= digests / per_second - 1.5
