@@ -24,7 +24,7 @@ SLOW_FOR = timedelta(minutes=10)
 # The longest a sender waits for a place before it leaves the rest of its batch queued.
 MAX_WAIT = timedelta(seconds=10)
 LOOK_EVERY = timedelta(seconds=30)
-PAD = timedelta(milliseconds=100)  # how often a limiter with no limits reads a slow-down
+PAD = timedelta(milliseconds=200)  # how often a limiter with no limits reads a slow-down
 
 
 @dataclass(frozen=True, slots=True)

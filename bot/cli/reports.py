@@ -106,7 +106,9 @@ def schema_line(config: Config) -> str:
 @handle_errors
 def status(config_path: Path) -> None:
     """Show the sources' polls, each subscriber's next digest and deliveries (a line per
-    destination, with its retry or pause), the outbox, and today's summaries and
+    destination, with its retry or pause), the outbox, the email relay's limits ([email]
+    max_per_second, max_per_hour, max_per_day: what it took lately, a slow-down it asked
+    for, how many email digests wait and when the next goes), and today's summaries and
     translations (requests, budget, failures, tokens)."""
     config = load_config(config_path)
     store = open_store(config, create=False)
