@@ -11,6 +11,9 @@ told; the limits themselves with a controlled clock (support.clock), no waiting.
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
+import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -43,6 +46,7 @@ from bot.channels.limits import Limits, RelayLimiter, is_slow_down
 from bot.channels.outbox import RetryPolicy, drain
 from bot.config import load_config
 from bot.core.models import Paper
+from bot.demo import free_port
 from bot.pipeline.wiring import build_channels
 from bot.store import Store, normalize_url, utcnow
 from bot.store.schema import BASELINE, alembic_config, head
@@ -381,3 +385,49 @@ def test_two_workers_on_one_postgresql_stay_within_one_limit_together(
     assert len(taken) == digests and most_in_a_second(taken) <= per_second
     assert most <= per_second
     assert took >= digests / per_second - 1.5
+
+
+POSTFIX_SINK = Path("/usr/sbin/smtp-sink")
+AS_NOBODY = ["-u", "nobody"] if os.geteuid() == 0 else []  # it refuses to run as root
+
+
+@pytest.mark.skipif(not POSTFIX_SINK.exists(), reason="needs Postfix's smtp-sink")
+def test_a_421_on_connecting_leaves_every_digest_queued_and_they_go_later(
+    tmp_path: Path, store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """Postfix's smtp-sink answering 421 as soon as paperbell connects (-Q CONNECT): the
+    batch waits, uncounted and unfailed; once the relay takes mail again, every digest goes."""
+    queue(store, full_feed_papers, 5)
+    release(store)
+    port = free_port()
+    refusing = subprocess.Popen(
+        [str(POSTFIX_SINK), *AS_NOBODY, "-Q", "CONNECT", f"127.0.0.1:{port}", "10"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: _listening(port), timeout=10)
+        channel = limited_channel(store, port, Limits(), slow_seconds=0.1)
+        first = asyncio.run(drain(store, channel, clock=utcnow, owner="w", due_only=False))
+    finally:
+        refusing.terminate()
+        refusing.wait(timeout=10)
+    assert [a.status for a in first] == ["waiting"] * 5
+    assert all(a.error is not None and "421" in a.error for a in first)
+    handler = Timed()
+    with smtp_sink(handler, port):
+        second = asyncio.run(drain(store, channel, clock=utcnow, owner="w", due_only=False))
+    assert [a.status for a in second] == ["sent"] * 5
+    assert sorted(received(handler).values()) == [1] * 5
+    with store.database.session() as session:
+        assert set(session.execute(select(OutboxRow.attempts)).scalars()) == {0}
+    assert all(s.active for s in store.subscribers.all())
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True

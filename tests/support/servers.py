@@ -173,11 +173,13 @@ class SinkHandler:
 
 
 @contextmanager
-def smtp_sink(handler: SinkHandler | None = None) -> Iterator[tuple[SinkHandler, int]]:
+def smtp_sink(
+    handler: SinkHandler | None = None, port: int | None = None
+) -> Iterator[tuple[SinkHandler, int]]:
     """An SMTP server on loopback keeping what it receives (`handler`: a SinkHandler of the
-    test's own, such as one that answers otherwise)."""
+    test's own, such as one that answers otherwise; `port`: a given one, else a free one)."""
     handler = handler or SinkHandler()
-    port = free_port()
+    port = port or free_port()
     controller = Controller(handler, hostname="127.0.0.1", port=port)
     controller.start()
     try:
