@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 from alembic import command
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import create_engine, select, text
 from support.cli import outcome
 from support.clock import Clock
@@ -44,7 +46,8 @@ from test_workers import (
 from bot.channels.email import EmailChannel, SmtpSettings
 from bot.channels.limits import Limits, RelayLimiter, is_slow_down
 from bot.channels.outbox import RetryPolicy, drain
-from bot.config import load_config
+from bot.config import load_config, parse_config
+from bot.core.errors import ConfigError
 from bot.core.models import Paper
 from bot.demo import free_port
 from bot.pipeline.wiring import build_channels
@@ -431,3 +434,50 @@ def _listening(port: int) -> bool:
     except OSError:
         return False
     return True
+
+
+# -- hostile input ---------------------------------------------------------------------------
+
+
+@settings(max_examples=200)
+@given(
+    st.integers(-(10**6), 10**6),
+    st.text(alphabet=st.characters(exclude_categories=["Cs"]) | st.sampled_from("\x00\u202e")),
+)
+@example(421, "")
+@example(450, "x" * 100_000)
+def test_any_answer_is_judged_without_a_crash(code: int, answer: str) -> None:
+    slow = is_slow_down(code, answer)
+    assert isinstance(slow, bool)
+    assert slow or code not in (421, 451, 454)  # those always are
+    assert not slow or 400 <= code < 500  # only a 4xx can be
+
+
+@settings(max_examples=100)
+@given(
+    st.sampled_from(["max_per_second", "max_per_hour", "max_per_day"]),
+    st.one_of(
+        st.integers(-(10**12), 10**12),
+        st.floats(allow_nan=True),
+        st.text(max_size=20),
+        st.booleans(),
+        st.lists(st.integers(), max_size=3),
+    ),
+)
+@example("max_per_second", 0)
+@example("max_per_day", 10**30)
+def test_any_limit_value_gives_limits_or_a_config_error(key: str, value: Any) -> None:
+    data = {
+        "version": 1,
+        "email": {"from": "papers@paperbell.example", key: value},
+    }
+    try:
+        config = parse_config(data, environ={})
+    except ConfigError as exc:
+        assert exc.problems and any(key in p for p in exc.problems)
+        return
+    assert config.email is not None
+    limits = Limits(
+        config.email.max_per_second, config.email.max_per_hour, config.email.max_per_day
+    )
+    assert all(length > timedelta(0) and most >= 1 for length, most in limits.windows())
