@@ -30,6 +30,7 @@ from support.config import local_feed_config, sink_email, toml_table
 from support.servers import SinkHandler, smtp_sink
 from test_bounce_store import tables
 from test_migrations import differences, migrate_to
+from test_outbox import dead_database
 from test_workers import (
     Owners,
     config_text,
@@ -235,6 +236,7 @@ def most_in_a_second(times: list[float]) -> int:
 
 
 def limited_channel(store: Store, port: int, limits: Limits, **options: Any) -> EmailChannel:
+    """An email sender to the sink on `port`, within `limits` kept in `store`."""
     limiter = RelayLimiter(store.relays, f"127.0.0.1:{port}", limits, clock=utcnow, **options)
     settings = SmtpSettings("127.0.0.1", port, security="none", timeout=10)
     return EmailChannel(settings, limiter=limiter)
@@ -481,3 +483,34 @@ def test_any_limit_value_gives_limits_or_a_config_error(key: str, value: Any) ->
         config.email.max_per_second, config.email.max_per_hour, config.email.max_per_day
     )
     assert all(length > timedelta(0) and most >= 1 for length, most in limits.windows())
+
+
+def test_limits_that_cannot_be_read_stop_the_batch_and_hand_the_rest_back(
+    database_url: str, store: Store, full_feed_papers: tuple[Paper, ...], tmp_path: Path
+) -> None:
+    """The limits' database goes away after the second message: the batch stops there, the
+    rest handed back untried (nothing failed, nothing counted), and sent by the next run."""
+    queue(store, full_feed_papers, 4)
+    release(store)
+    limits_store = Store.open(database_url)
+    alive, dead = limits_store.database.engine, dead_database(database_url, tmp_path)
+    handler = Timed()
+
+    def outage(_: Any) -> None:
+        handler.arrived.append(time.monotonic())
+        if len(handler.arrived) == 2:
+            limits_store.database.engine = dead
+
+    handler.on_accept = outage
+    with smtp_sink(handler) as (_, port):
+        channel = limited_channel(limits_store, port, Limits(per_second=100))
+        first = asyncio.run(drain(store, channel, clock=utcnow, owner="w"))
+        limits_store.database.engine = alive
+        second = asyncio.run(drain(store, channel, clock=utcnow, owner="w"))
+    dead.dispose()
+    limits_store.close()
+    assert [a.status for a in first] == ["sent", "sent"]
+    assert [a.status for a in second] == ["sent", "sent"]
+    assert sorted(received(handler).values()) == [1] * 4
+    with store.database.session() as session:
+        assert set(session.execute(select(OutboxRow.attempts)).scalars()) == {0}

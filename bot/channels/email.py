@@ -36,7 +36,7 @@ from bot.channels.base import (
 )
 from bot.channels.limits import RelayLimiter, is_slow_down
 from bot.channels.registry import CHANNEL_KINDS, ChannelKind, kind_of, register
-from bot.core.errors import DeliveryError
+from bot.core.errors import DeliveryError, StoreError
 from bot.core.mail import MAIL_POLICY
 from bot.core.models import Digest, Subscriber
 from bot.render.email import EmailSettings, build_message_bytes, render_digest
@@ -206,11 +206,17 @@ class EmailChannel:
             for index, (item, message) in enumerate(batch):
                 if should_stop is not None and should_stop():
                     break
-                if limiter is not None and (later := await limiter.acquire()) is not None:
-                    # No room in the relay's limits before `later`: the rest wait for it.
-                    why = f"waiting for the relay's limits ({limiter.limits.describe()})"
-                    outcomes += [waiting(i, later, why) for i, _ in batch[index:]]
-                    break
+                if limiter is not None:
+                    try:
+                        later = await limiter.acquire()
+                    except StoreError as exc:  # the rest are handed back, untried
+                        log.error("cannot take a place in the relay's limits: %s", exc)
+                        break
+                    if later is not None:
+                        # No room in the relay's limits before `later`: the rest wait.
+                        why = f"waiting for the relay's limits ({limiter.describe()})"
+                        outcomes += [waiting(i, later, why) for i, _ in batch[index:]]
+                        break
                 attempt = 0
                 while True:
                     attempt += 1

@@ -13,10 +13,15 @@ was told to slow down.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
+
+from bot.core.errors import StoreError
+
+log = logging.getLogger(__name__)
 
 # A slow-down: one message every SLOW_SECONDS to the relay, for SLOW_FOR after its answer.
 SLOW_SECONDS = 5.0
@@ -112,12 +117,20 @@ class RelayLimiter:
 
     def slow_down(self) -> datetime:
         """The relay answered "slow down": every process goes at one message every
-        `slow_seconds` for `slow_for`. The time to try the refused message again."""
+        `slow_seconds` for `slow_for` (this one alone, if the database cannot be told).
+        The time to try the refused message again."""
         now = self.clock()
         self._slow_until = now + self.slow_for
         self._looked = now
-        self.ledger.slow_down(self.relay, until=self._slow_until, seconds=self.slow_seconds)
+        try:
+            self.ledger.slow_down(self.relay, until=self._slow_until, seconds=self.slow_seconds)
+        except StoreError as exc:
+            log.error("cannot record that %s asked to slow down: %s", self.relay, exc)
         return now + timedelta(seconds=self.slow_seconds)
+
+    def describe(self) -> str:
+        """The limits, or that the relay asked to slow down."""
+        return self.limits.describe() or "it asked to slow down"
 
 
 # A "slow down" answer: 421 (service not available, closing: on connecting or to any
