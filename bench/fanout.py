@@ -250,7 +250,7 @@ def main() -> int:
     folder = args.keep or Path(tempfile.mkdtemp(prefix="paperbell-fanout-"))
     if args.keep:
         shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
+        folder.mkdir(parents=True)
     sink = Sink()
     env = {**os.environ, "PAPERBELL_BENCH_SECRET": "b" * 40, "PYTHONPATH": str(ROOT)}
     try:
