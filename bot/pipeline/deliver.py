@@ -22,9 +22,9 @@ Owns the order of a delivery run, as visible steps, and what a caller may ask of
 The plan is made once for everyone (one matcher pass, in a thread); the steps after it run
 a share of the subscribers at a time (`shares`: those who want summaries or translations
 together, then SHARE at a time), so that the first digests are sent seconds after the start
-and no more than a share's messages are held in memory. Building and rendering give the
-event loop back every TURN digests, and the manage pages' rule counts are refreshed in a
-thread at the end: the daemon's web app and slash command share the loop.
+and no more than a share's messages are held in memory. Rendering gives the event loop
+back every TURN digests, and the manage pages' rule counts are refreshed in a thread at
+the end: the daemon's web app and slash command share the loop.
 
 A dry run stops after rendering; a run to files sends the payloads through the
 channels given and queues and records nothing.
@@ -43,6 +43,7 @@ from typing import Literal
 from bot.channels import (
     CHANNEL_KINDS,
     Channel,
+    RenderContext,
     Target,
     kind_of,
     load_builtin_channels,
@@ -190,29 +191,20 @@ async def deliver(
         # A share at a time: the first digests go out while the others are being made, and no
         # more than a share's messages are held at once.
         for share in shares(plan.parsed):
-            built, skipped = [], []
-            for start in range(0, len(share), TURN):
-                made, left = build_digests(
-                    store,
-                    plan,
-                    channels,
-                    request,
-                    now=now,
-                    rankings=rankings,
-                    parsed=share[start : start + TURN],
-                )
-                built += made
-                skipped += left
-                await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
+            built, skipped = build_digests(
+                store, plan, channels, request, now=now, rankings=rankings, parsed=share
+            )
             digests, texts = await write_texts(
                 config, store, [d for d, _ in built], now=now, ask=request.mode == "send"
             )
             texts_run = texts_run or texts
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
             pairs = list(zip(digests, (r for _, r in built), strict=True))
             outgoing, failed = [], []
+            context = render_context(config, now)
             for start in range(0, len(pairs), TURN):
-                rendered, refused = render(config, pairs[start : start + TURN], now=now)
+                part = pairs[start : start + TURN]
+                rendered, refused = render(config, part, now=now, context=context)
                 outgoing += rendered
                 failed += refused
                 await asyncio.sleep(0)
@@ -246,8 +238,7 @@ async def deliver(
 # event loop is given back every few tenths of a second (the daemon's web app and slash
 # command share it), large enough that a share's queries and transaction are few.
 SHARE = 50
-# Subscribers whose digests are built, digests rendered, between two turns of the event
-# loop (a few tens of milliseconds of work).
+# Digests rendered between two turns of the event loop (a few tens of milliseconds).
 TURN = 5
 
 
@@ -388,14 +379,18 @@ def build_digests(
 
 
 def render(
-    config: Config, digests: Iterable[tuple[Digest, Target]], *, now: datetime
+    config: Config,
+    digests: Iterable[tuple[Digest, Target]],
+    *,
+    now: datetime,
+    context: RenderContext | None = None,
 ) -> tuple[list[Outgoing], list[DeliveryReport]]:
     """Each digest rendered for its target by the target's channel kind (as the digest it
     shows: an email holds at most what mail apps show whole); a report for each that could
-    not be."""
+    not be. `context`: the run's (`render_context`), made once for many calls."""
     outgoing: list[Outgoing] = []
     reports: list[DeliveryReport] = []
-    context = render_context(config, now)
+    context = context or render_context(config, now)
     for digest, target in digests:
         try:
             rendered = render_for(digest, target, context)
