@@ -61,13 +61,12 @@ from sqlmodel import Session, col, select  # noqa: E402
 
 from bot.core.errors import ConfigError, RuleError, StoreError  # noqa: E402
 from bot.core.models import Subscriber  # noqa: E402
+from bot.demo.data import bundled_papers  # noqa: E402
 from bot.rules import parse_rule  # noqa: E402
-from bot.sources.arxiv import parse_listing  # noqa: E402
 from bot.store import Store  # noqa: E402
 from bot.store.database import normalize_url  # noqa: E402
 from bot.store.tables import RuleRow, SubscriberRow, dump_list  # noqa: E402
 
-FEED = ROOT / "tests" / "fixtures" / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 TARGET_SECONDS = 10.0  # "in seconds": each bulk figure for 10,000 people
 
@@ -81,17 +80,6 @@ class Person:
     name: str
     email: str
     rules: tuple[str, ...]
-
-
-def load_titles() -> list[str]:
-    """The titles of the real listing: the test fixture, or the copy bundled in bot/data."""
-    if FEED.exists():
-        body = FEED.read_bytes()
-    else:  # an installed package without the tests
-        from bot.demo import bundled_feed_bytes
-
-        body = bundled_feed_bytes()
-    return [paper.title for paper in parse_listing(body, source="arxiv").papers]
 
 
 def title_vocabulary(titles: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -115,7 +103,7 @@ def make_people(count: int, seed: int) -> list[Person]:
     """`count` people, each with 1-3 distinct rules: a title word (60%), a title's two-word
     phrase in quotes (25%) or two title words (15%); drawn with a popularity skew."""
     rng = random.Random(seed)
-    words, phrases = title_vocabulary(load_titles())
+    words, phrases = title_vocabulary([paper.title for paper in bundled_papers(source="arxiv")])
     word_weights = [1 / (rank + 5) for rank in range(len(words))]
     phrase_weights = [1 / (rank + 5) for rank in range(len(phrases))]
 

@@ -46,13 +46,11 @@ if str(ROOT) not in sys.path:
 import bot.match.matcher  # noqa: E402
 from bot.core.errors import RuleError  # noqa: E402
 from bot.core.models import Digest, Paper, Subscriber  # noqa: E402
+from bot.demo.data import bundled_papers  # noqa: E402
 from bot.match.digest import RuleMatches, build_digest  # noqa: E402
 from bot.match.keys import key_frequencies  # noqa: E402
 from bot.match.matcher import Matched, Matcher  # noqa: E402
 from bot.rules import PaperText, Rule, analyze, match, parse_rule, tokenize  # noqa: E402
-from bot.sources.arxiv import parse_listing  # noqa: E402
-
-FEED = ROOT / "tests" / "fixtures" / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
 
 TARGET_SECONDS = 1.0  # 100,000 rules x 1,504 papers, one core, papers already analyzed
 TARGET_SPEEDUP = 50.0
@@ -73,17 +71,6 @@ MIX = {
 }
 FIELD_SHARE = 0.05  # terms written ti:/abs:, when the grammar has fields
 URL_WORDS = frozenset({"http", "https", "www", "com", "org", "github", "html"})
-
-
-def load_papers() -> tuple[Paper, ...]:
-    """The real listing: the test fixture, or the copy bundled with the package."""
-    if FEED.exists():
-        body = FEED.read_bytes()
-    else:  # an installed package without the tests
-        from bot.demo import bundled_feed_bytes
-
-        body = bundled_feed_bytes()
-    return parse_listing(body, source="arxiv").papers
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,7 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--frequencies", action="store_true", help="print the frequency table")
     args = parser.parse_args(argv)
 
-    papers = load_papers()
+    papers = tuple(bundled_papers(source="arxiv"))
     if args.frequencies:
         print_frequencies(papers)
         return 0

@@ -39,28 +39,16 @@ if str(ROOT / "tests") not in sys.path:
 
 from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
 
-from bot.core.models import Paper  # noqa: E402
+from bot.demo.data import bundled_papers  # noqa: E402
 from bot.similar.model import fit  # noqa: E402
 from bot.similar.rank import scores  # noqa: E402
 from bot.similar.space import Day, raw_counts  # noqa: E402
 from bot.similar.text import paper_text  # noqa: E402
-from bot.sources.arxiv import parse_listing  # noqa: E402
 
-FEED = ROOT / "tests" / "fixtures" / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
 CATEGORIES = 10
 SEEDS = 5
 AT = 10
 Scorer = Callable[[list[int]], npt.NDArray[np.float32]]
-
-
-def load_papers() -> tuple[Paper, ...]:
-    if FEED.exists():
-        body = FEED.read_bytes()
-    else:
-        from bot.demo import bundled_feed_bytes
-
-        body = bundled_feed_bytes()
-    return parse_listing(body, source="arxiv").papers
 
 
 def seed_sets(cats: Sequence[str], draws: int) -> list[tuple[str, list[int]]]:
@@ -171,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)
-    papers = load_papers()
+    papers = tuple(bundled_papers(source="arxiv"))
     texts = [paper_text(p) for p in papers]
     ids = [p.id for p in papers]
     titles = [p.title for p in papers]

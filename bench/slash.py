@@ -74,11 +74,10 @@ if str(ROOT) not in sys.path:
 
 from bot.config import Config, parse_config  # noqa: E402
 from bot.core.models import Paper  # noqa: E402
-from bot.sources.arxiv import parse_listing  # noqa: E402
+from bot.demo.data import bundled_papers  # noqa: E402
 from bot.store import Store  # noqa: E402
 from bot.store.tables import RuleRow, SubscriberRow  # noqa: E402
 
-FEED = ROOT / "tests" / "fixtures" / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)  # the listing's day: its papers are due
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 WEB_SECRET = "bench-secret-key-that-is-long-enough-0123456789"
@@ -88,17 +87,6 @@ TRIGGERS = itertools.count(0x8088930838D88F008E0)
 
 
 # -- the data ---------------------------------------------------------------------------------
-
-
-def load_papers() -> tuple[Paper, ...]:
-    """The real listing: the test fixture, or the copy bundled with the package."""
-    if FEED.exists():
-        body = FEED.read_bytes()
-    else:  # an installed package without the tests
-        from bot.demo import bundled_feed_bytes
-
-        body = bundled_feed_bytes()
-    return parse_listing(body, source="arxiv").papers
 
 
 def title_words(papers: Sequence[Paper]) -> list[str]:
@@ -262,7 +250,7 @@ class StandIn:
     def prepare(self) -> None:
         from bot.rules import analyze, parse_rule
 
-        self.texts = [analyze(paper) for paper in load_papers()]
+        self.texts = [analyze(paper) for paper in tuple(bundled_papers(source="arxiv"))]
         with self.store.database.engine.begin() as connection:
             rows = connection.exec_driver_sql("SELECT subscriber_id, text FROM rules").all()
             connection.exec_driver_sql(
@@ -723,7 +711,7 @@ async def measure(
 
 
 async def main_async(args: argparse.Namespace) -> int:
-    papers = load_papers()
+    papers = tuple(bundled_papers(source="arxiv"))
     work = Path(tempfile.mkdtemp(prefix="bench-slash-"))
     smtp = Sink.start()
     try:

@@ -52,10 +52,10 @@ if str(ROOT) not in sys.path:
 from sqlalchemy import create_engine, text, update  # noqa: E402
 
 from bot.core.models import Paper  # noqa: E402
+from bot.demo.data import bundled_papers  # noqa: E402
 from bot.store import Store, normalize_url, utcnow  # noqa: E402
 from bot.store.tables import DeliveryRow, OutboxRow, SubscriberRow  # noqa: E402
 
-FEED = ROOT / "tests" / "fixtures" / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
 SMTP_SINK = "/usr/sbin/smtp-sink"
 SENDER = "papers@paperbell.example"
 MESSAGE_BYTES = 30_000
@@ -63,18 +63,6 @@ PAPERS_PER_DIGEST = 3
 
 
 # -- the data -------------------------------------------------------------------------------
-
-
-def load_papers() -> tuple[Paper, ...]:
-    from bot.sources.arxiv import parse_listing
-
-    if FEED.exists():
-        body = FEED.read_bytes()
-    else:  # an installed package without the tests
-        from bot.demo import bundled_feed_bytes
-
-        body = bundled_feed_bytes()
-    return parse_listing(body, source="arxiv").papers
 
 
 def digest_message(number: int, papers: tuple[Paper, ...]) -> bytes:
@@ -346,7 +334,7 @@ def main() -> None:
     try:
         with scratch_database(args.server) as url:
             store = Store.open(url)
-            queued = fill(store, load_papers(), args.digests)
+            queued = fill(store, tuple(bundled_papers(source="arxiv")), args.digests)
             size = sum(len(p) for _, p in queued) / len(queued)
             print(f"queued {len(queued):,} digests, {size / 1000:.1f} KB each, into {url}")
             results: dict[str, Any] = {}

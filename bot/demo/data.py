@@ -74,9 +74,10 @@ def bundled_feed_bytes() -> bytes:
     return gzip.decompress((files("bot") / "data" / "demo" / DEMO_FEED).read_bytes())
 
 
-def bundled_papers() -> list[Paper]:
-    """The papers of the bundled listing, parsed as the arXiv source parses them."""
-    return list(parse_listing(bundled_feed_bytes(), source="demo").papers)
+def bundled_papers(source: str = "demo") -> list[Paper]:
+    """The papers of the bundled listing, parsed as the arXiv source named `source` parses
+    them (the benchmarks read them too: bench/)."""
+    return list(parse_listing(bundled_feed_bytes(), source=source).papers)
 
 
 def bundled_hf_bytes() -> bytes:
