@@ -173,7 +173,46 @@ def title_words(papers_xml: bytes) -> list[tuple[str, int]]:
     return [(w, c) for w, c in counts.most_common() if 2 <= c <= ceiling]
 
 
-def write_setup(folder: Path, sink_port: int) -> tuple[Path, bytes]:
+def tree_rss_mb(pid: int) -> float:
+    """The resident memory of a process and all its descendants, in MB (0: gone)."""
+    total, stack = 0, [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+            for task in Path(f"/proc/{current}/task").iterdir():
+                stack += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+        total += next(
+            (int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0
+        )
+    return total / 1024
+
+
+class TreeMemory:
+    """The peak of `tree_rss_mb` while a process runs, sampled every 0.1 s."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak = 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._done.wait(0.1):
+            self.peak = max(self.peak, tree_rss_mb(self.pid))
+
+    def stop(self) -> float:
+        self._done.set()
+        self._thread.join()
+        return self.peak
+
+
+def write_setup(
+    folder: Path, sink_port: int, render_processes: int | None = None
+) -> tuple[Path, bytes]:
     xml = gzip.decompress(FEED.read_bytes())
     feed = folder / "listing.xml"
     feed.write_bytes(xml)
@@ -198,7 +237,12 @@ host = "127.0.0.1"
 port = {sink_port}
 security = "none"
 from = "paperbell <papers@bench.example>"
-""",
+"""
+        + (
+            ""
+            if render_processes is None
+            else f"[delivery]\nrender_processes = {render_processes}\n"
+        ),
         encoding="utf-8",
     )
     return config, xml
@@ -246,6 +290,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
     parser.add_argument("--profile", type=Path, help="cProfile the digest run into this file")
+    parser.add_argument(
+        "--render-processes",
+        type=int,
+        default=None,
+        help="[delivery] render_processes (default: unset, one worker per core)",
+    )
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="paperbell-fanout-"))
     if args.keep:
@@ -254,7 +304,7 @@ def main() -> int:
     sink = Sink()
     env = {**os.environ, "PAPERBELL_BENCH_SECRET": "b" * 40, "PYTHONPATH": str(ROOT)}
     try:
-        config, xml = write_setup(folder, sink.port)
+        config, xml = write_setup(folder, sink.port, args.render_processes)
         paperbell("db", "upgrade", "-c", str(config), env=env)
         paperbell("poll", "-c", str(config), env=env)
         add_subscribers(folder / "paperbell.sqlite", args.subscribers, title_words(xml), args.seed)
@@ -283,14 +333,17 @@ def main() -> int:
         before_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.monotonic()
         with open(folder / "digest.out", "wb") as out:
-            result = subprocess.run(command, env=env, stdout=out, stderr=subprocess.PIPE)
+            child = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.PIPE)
+            memory = TreeMemory(child.pid)
+            _, stderr = child.communicate()
+            tree_peak = memory.stop()
         seconds = time.monotonic() - start
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         peak_mb = usage.ru_maxrss / 1024
         cpu = usage.ru_utime + usage.ru_stime - before_cpu.ru_utime - before_cpu.ru_stime
-        if result.returncode != 0:
-            print(result.stderr.decode()[-3000:])
-            print(f"digest failed: exit code {result.returncode}")
+        if child.returncode != 0:
+            print(stderr.decode()[-3000:])
+            print(f"digest failed: exit code {child.returncode}")
             return 1
         lines = (folder / "digest.out").read_text(encoding="utf-8").splitlines()
         sent = sum(1 for line in lines if ": sent " in line)
@@ -300,6 +353,7 @@ def main() -> int:
         print(
             f"paperbell digest: {received:,} messages in {seconds:.1f} s = {rate:.0f} msg/s "
             f"(CPU {cpu:.1f} s), first after {first:.1f} s, peak RSS {peak_mb:.0f} MB "
+            f"(largest process; all processes together {tree_peak:.0f} MB) "
             f"({len(lines) - sent:,} subscribers with nothing new)"
         )
         print(f"ratio to the anchor: {rate / anchor_rate:.2f}x")

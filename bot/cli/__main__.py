@@ -2,4 +2,5 @@
 
 from bot.cli import main
 
-main()
+if __name__ == "__main__":  # not in a worker process, which imports this module again
+    main()

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -59,6 +60,7 @@ from bot.match.digest import RuleMatches, build_digest, match_rules, note_digest
 from bot.pipeline.activity import refresh_rule_counts
 from bot.pipeline.likes import sync_declared_likes
 from bot.pipeline.payloads import render_context, render_for
+from bot.pipeline.renderpool import POOL_FROM, PoolBroken, RenderPool, processes
 from bot.pipeline.similar import rank_subscribers
 from bot.pipeline.texts import TextsRun, write_texts
 from bot.pipeline.wiring import channel_settings, retry_policy
@@ -155,6 +157,7 @@ async def deliver(
     clock: Callable[[], datetime] | None = None,
     should_stop: Callable[[], bool] = lambda: False,
     on_texts: Callable[[TextsRun], None] | None = None,
+    pool_from: int = POOL_FROM,
 ) -> list[DeliveryReport]:
     """Build every subscriber's digest, per channel they take (email, Slack), from stored
     papers they have not received there, queue it in the outbox (with its papers, in one
@@ -164,7 +167,8 @@ async def deliver(
     the others are made: as
     `request` says (see `DeliveryRequest`). `clock` times the sending (default: `now`);
     `should_stop()` is checked before each message (the daemon shutting down);
-    `on_texts` hears what the run's summaries and translations came to."""
+    `on_texts` hears what the run's summaries and translations came to. A run of
+    `pool_from` digests or more renders them in worker processes (bot.pipeline.renderpool)."""
     _refuse_unsigned_links(config, channels, request)
     # Planning reads everyone and matches every rule (seconds for many thousands): in a
     # thread, so that the daemon's web app and slash command answer meanwhile.
@@ -184,12 +188,41 @@ async def deliver(
     # garbage collector for the run: its full collections would otherwise walk them all,
     # holding the event loop (and the web app's answers) for a quarter of a second each.
     gc.freeze()
+    workers = processes(config, len(plan.parsed), pool_from=pool_from)
+    pool: RenderPool | None = None
+    # Shares being rendered by the pool's workers while this process queues and sends the
+    # one before: as many as there are workers, then the oldest is taken.
+    ahead: deque[asyncio.Task[Made]] = deque()
+    tried: set[int] = set()  # the outbox records this run tried to send, not sent
+
+    async def finish(made: Made) -> list[DeliveryReport]:
+        """A share's rendered digests queued and sent (or, as `request` says, reported or
+        written to files), with a report for each that could not be rendered."""
+        outgoing, failed = made
+        if request.mode == "dry-run":
+            return [*failed, *(_report(o.digest, o.recipient, "would-send") for o in outgoing)]
+        if request.mode == "files":
+            return [*failed, *await write_files(channels, outgoing)]
+        queued = queue(store, outgoing, period=request.period, now=now)
+        sent = await send(
+            config,
+            store,
+            channels,
+            clock=clock or (lambda: now),
+            catch_up=request.catch_up,
+            should_stop=should_stop,
+            tried=tried,
+        )
+        return [*failed, *queued, *sent]
+
     try:
+        if workers:
+            pool = RenderPool(config, plan.papers, now=now, workers=workers)
         reports = list(plan.left_out)
         texts_run: TextsRun | None = None
-        tried: set[int] = set()  # the outbox records this run tried to send, not sent
+        context = render_context(config, now)
         # A share at a time: the first digests go out while the others are being made, and no
-        # more than a share's messages are held at once.
+        # more than a few shares' messages are held at once.
         for share in shares(plan.parsed):
             built, skipped = build_digests(
                 store, plan, channels, request, now=now, rankings=rankings, parsed=share
@@ -198,34 +231,25 @@ async def deliver(
                 config, store, [d for d, _ in built], now=now, ask=request.mode == "send"
             )
             texts_run = texts_run or texts
+            reports += skipped
             await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
             pairs = list(zip(digests, (r for _, r in built), strict=True))
-            outgoing, failed = [], []
-            context = render_context(config, now)
-            for start in range(0, len(pairs), TURN):
-                part = pairs[start : start + TURN]
-                rendered, refused = render(config, part, now=now, context=context)
-                outgoing += rendered
-                failed += refused
-                await asyncio.sleep(0)
-            reports += [*skipped, *failed]
-            if request.mode == "dry-run":
-                reports += [_report(o.digest, o.recipient, "would-send") for o in outgoing]
-            elif request.mode == "files":
-                reports += await write_files(channels, outgoing)
+            if pool is None or not (ahead or pool.ready):  # the workers are still starting
+                made = await render_here(config, pairs, now=now, context=context)
             else:
-                reports += queue(store, outgoing, period=request.period, now=now)
-                reports += await send(
-                    config,
-                    store,
-                    channels,
-                    clock=clock or (lambda: now),
-                    catch_up=request.catch_up,
-                    should_stop=should_stop,
-                    tried=tried,
-                )
+                ahead.append(asyncio.create_task(render_pooled(pool, config, pairs, now, context)))
+                if len(ahead) <= pool.workers:
+                    continue
+                made = await ahead.popleft()
+            reports += await finish(made)
+        while ahead:
+            reports += await finish(await ahead.popleft())
     finally:
         gc.unfreeze()
+        for task in ahead:
+            task.cancel()
+        if pool is not None:
+            pool.close()
     if on_texts is not None:
         on_texts(texts_run or TextsRun(model=config.llm.model if config.llm else None))
     if request.mode == "send":  # for the manage pages: after the digests, not before
@@ -399,6 +423,48 @@ def render(
             continue
         outgoing.append(Outgoing(rendered.digest, target.recipient, rendered.payload))
     return outgoing, reports
+
+
+# A share's digests rendered (each with its payload), and a report for each that could
+# not be.
+Made = tuple[list["Outgoing"], list[DeliveryReport]]
+
+
+async def render_here(
+    config: Config, pairs: Sequence[tuple[Digest, Target]], *, now: datetime, context: RenderContext
+) -> Made:
+    """A share rendered in this process, giving the event loop back every TURN digests."""
+    outgoing: list[Outgoing] = []
+    failed: list[DeliveryReport] = []
+    for start in range(0, len(pairs), TURN):
+        rendered, refused = render(config, pairs[start : start + TURN], now=now, context=context)
+        outgoing += rendered
+        failed += refused
+        await asyncio.sleep(0)
+    return outgoing, failed
+
+
+async def render_pooled(
+    pool: RenderPool,
+    config: Config,
+    pairs: Sequence[tuple[Digest, Target]],
+    now: datetime,
+    context: RenderContext,
+) -> Made:
+    """A share rendered by the pool's workers; here, when a worker died."""
+    try:
+        results = await pool.render(pairs)
+    except PoolBroken as exc:
+        log.error("%s: the rest of this run is rendered in the main process", exc)
+        return await render_here(config, pairs, now=now, context=context)
+    outgoing: list[Outgoing] = []
+    failed: list[DeliveryReport] = []
+    for (digest, target), result in zip(pairs, results, strict=True):
+        if result.payload is None:
+            failed.append(_report(digest, target.recipient, "failed", error=result.error))
+        else:
+            outgoing.append(Outgoing(result.shown or digest, target.recipient, result.payload))
+    return outgoing, failed
 
 
 def queue(

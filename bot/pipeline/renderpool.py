@@ -1,0 +1,216 @@
+"""Rendering on every core: a large delivery run's digests rendered in worker processes.
+
+Owns the render pool of one run (`RenderPool`): worker processes, started fresh (spawned:
+nothing of the parent's threads, connections or event loop is inherited), each holding the
+run's config, papers and render context, that render the digests they are handed and
+return the bytes to queue. Rendering is most of a digest's cost; the parent plans, builds,
+queues and sends meanwhile, so a two-core machine renders and sends at once, and the
+parent's event loop (the daemon's web app, its slash command) is not held by templates.
+
+What travels is small: a digest's papers go as their place in the run's papers (sent to
+each worker once, when it starts), and what comes back is each digest's payload, with the
+digest it shows only where the channel cut it. A worker touches no database and sends
+nothing: the parent queues and sends exactly as when it renders itself, so every rule of
+the outbox (once per period, recorded after the send) holds unchanged.
+
+A worker that dies (killed, out of memory) breaks the pool: the parent renders the rest
+of the run itself (`render` raises `PoolBroken`; `bot.pipeline.deliver` falls back), so a
+run never loses a digest to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import io
+import logging
+import multiprocessing
+import os
+import pickle
+import threading
+from collections.abc import Sequence
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from bot.channels import RenderContext, Target, load_builtin_channels
+from bot.config import Config
+from bot.core.models import Digest, Paper
+from bot.pipeline.payloads import render_context, render_for
+
+log = logging.getLogger(__name__)
+
+# A run with fewer digests than this renders in its own process: starting the workers
+# (a second or so each, importing paperbell) would cost more than it saves.
+POOL_FROM = 300
+
+
+class PoolBroken(Exception):
+    """A worker died: the pool renders no more (the caller renders the rest itself)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """One digest rendered in a worker: its payload and the digest it shows (None: the
+    digest handed over, unchanged), or why it could not be rendered."""
+
+    payload: bytes | None
+    shown: Digest | None = None
+    error: str | None = None
+
+
+def processes(config: Config, digests: int, *, pool_from: int = POOL_FROM) -> int:
+    """How many worker processes a run of `digests` digests renders with: none below
+    `pool_from`; else [delivery] render_processes, or, unset, one fewer than the machine
+    has cores (this process builds, queues and sends on the last one; a worker holds
+    ~150 MB, so more would cost memory for little)."""
+    if digests < pool_from:
+        return 0
+    wanted = config.delivery.render_processes
+    if wanted is None:
+        wanted = max((os.cpu_count() or 1) - 1, 0)
+    return wanted
+
+
+class RenderPool:
+    """Worker processes rendering one run's digests (see the module's docstring)."""
+
+    def __init__(
+        self, config: Config, papers: Sequence[Paper], *, now: datetime, workers: int
+    ) -> None:
+        self._papers = list(papers)
+        self._places = {id(paper): index for index, paper in enumerate(self._papers)}
+        # A config holds the environment it read its secrets from: a plain copy travels.
+        portable = config.model_copy(update={"environ": dict(config.environ)})
+        setup = (pickle.dumps(portable), _dumps(self._papers, {}), now)
+        self._executor = concurrent.futures.ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start,
+            initargs=setup,
+        )
+        self.workers = workers
+        self.broken = False
+        # Every worker started now, while this process builds its first shares. Starting
+        # one blocks until it has read its setup, after importing paperbell (seconds): in
+        # a thread, so that the event loop goes on meanwhile.
+        self._warm: list[concurrent.futures.Future[bool]] = []
+        self._starter = threading.Thread(target=self._start_all, name="render-pool", daemon=True)
+        self._starter.start()
+
+    def _start_all(self) -> None:
+        with contextlib.suppress(RuntimeError):  # closed before it started: none to start
+            self._warm = [self._executor.submit(_ready) for _ in range(self.workers)]
+
+    @property
+    def ready(self) -> bool:
+        """Whether every worker has started (until then, the caller renders itself)."""
+        return not self._starter.is_alive() and all(future.done() for future in self._warm)
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait until every worker has started (a test's steady state); False: not yet."""
+        self._starter.join(timeout)
+        done, _ = concurrent.futures.wait(self._warm, timeout=timeout)
+        return not self._starter.is_alive() and len(done) == len(self._warm)
+
+    def pids(self) -> list[int]:
+        """The workers' process ids."""
+        return list(getattr(self._executor, "_processes", None) or {})
+
+    async def render(self, pairs: Sequence[tuple[Digest, Target]]) -> list[Result]:
+        """Each digest rendered for its target, in a worker. Raises PoolBroken when a
+        worker died (then and ever after)."""
+        if self.broken:
+            raise PoolBroken("a render worker died earlier in this run")
+        blob = _dumps(list(pairs), self._places)
+        loop = asyncio.get_running_loop()
+        try:
+            answer = await asyncio.wrap_future(self._executor.submit(_render, blob), loop=loop)
+        except BrokenProcessPool as exc:
+            self.broken = True
+            raise PoolBroken(f"a render worker died: {exc}") from None
+        results: list[Result] = _loads(answer, self._papers)
+        return results
+
+    def close(self) -> None:
+        """Stop the workers (those rendering are not waited for: their digests were not
+        queued, and a later run makes them)."""
+        self._starter.join()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def __enter__(self) -> RenderPool:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+# What a worker holds for the run (set by `_start`, in the worker only).
+_WORKER: dict[str, Any] = {}
+
+
+def _start(config_blob: bytes, papers_blob: bytes, now: datetime) -> None:
+    load_builtin_channels()
+    config: Config = pickle.loads(config_blob)
+    papers: list[Paper] = _loads(papers_blob, [])
+    _WORKER.update(
+        papers=papers,
+        places={id(paper): index for index, paper in enumerate(papers)},
+        context=render_context(config, now),
+    )
+
+
+def _ready() -> bool:
+    return True
+
+
+def _render(blob: bytes) -> bytes:
+    """In a worker: a part of a run rendered (see `RenderPool.render`)."""
+    papers: list[Paper] = _WORKER["papers"]
+    context: RenderContext = _WORKER["context"]
+    pairs: list[tuple[Digest, Target]] = _loads(blob, papers)
+    results = []
+    for digest, target in pairs:
+        try:
+            rendered = render_for(digest, target, context)
+        except ValueError as exc:
+            results.append(Result(None, error=str(exc)))
+            continue
+        shown = None if rendered.digest is digest else rendered.digest
+        results.append(Result(rendered.payload, shown))
+    return _dumps(results, _WORKER["places"])
+
+
+def _dumps(value: object, places: dict[int, int]) -> bytes:
+    """`value` pickled, each of the run's papers as its place (`places`: by object id)."""
+    buffer = io.BytesIO()
+    _PaperPickler(buffer, places).dump(value)
+    return buffer.getvalue()
+
+
+def _loads(blob: bytes, papers: Sequence[Paper]) -> Any:
+    return _PaperUnpickler(io.BytesIO(blob), papers).load()
+
+
+class _PaperPickler(pickle.Pickler):
+    def __init__(self, file: io.BytesIO, places: dict[int, int]) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._places = places
+
+    def persistent_id(self, obj: Any) -> int | None:
+        if type(obj) is Paper:
+            return self._places.get(id(obj))
+        return None
+
+
+class _PaperUnpickler(pickle.Unpickler):
+    def __init__(self, file: io.BytesIO, papers: Sequence[Paper]) -> None:
+        super().__init__(file)
+        self._papers = papers
+
+    def persistent_load(self, pid: Any) -> Paper:
+        if not isinstance(pid, int) or not 0 <= pid < len(self._papers):
+            raise pickle.UnpicklingError(f"no paper at place {pid!r}")
+        return self._papers[pid]

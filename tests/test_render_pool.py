@@ -1,0 +1,134 @@
+"""Rendering in worker processes (bot.pipeline.renderpool): a large run's digests are
+rendered by spawned workers while the main process queues and sends. What goes out is byte
+for byte what the main process would have rendered; a worker that dies mid-run costs no
+digest (the main process renders the rest), and none goes twice.
+
+Real parts: real worker processes, a real SQLite store, an SMTP server on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from datetime import UTC, date, datetime
+from typing import Any
+
+import pytest
+from support.config import sink_email
+from support.servers import smtp_sink
+
+from bot.config import Config, parse_config
+from bot.core.models import Paper
+from bot.pipeline import DeliveryReport, DeliveryRequest, build_channels, deliver
+from bot.pipeline.renderpool import POOL_FROM, RenderPool, processes
+from bot.store import Store
+
+NOW = datetime(2024, 11, 28, 23, 0, tzinfo=UTC)
+WORDS = ["learning", "quantum", "graph", "galaxy", "spin", "neural", "model", "field"]
+SECRET = "a-real-secret-key-for-the-render-pool-tests-0123456789"
+
+
+def config_for(database_url: str, port: int, people: int, *, workers: int) -> Config:
+    return parse_config(
+        {
+            "version": 1,
+            "database": {"url": database_url},
+            "email": sink_email(port),
+            "delivery": {"render_processes": workers},
+            "web": {"public_url": "https://papers.example.org", "secret_key_env": "KEY"},
+            "subscribers": [
+                {
+                    "name": f"p{n:03d}",
+                    "email": f"p{n:03d}@lab.example",
+                    "rules": [WORDS[n % len(WORDS)], WORDS[(n * 3 + 1) % len(WORDS)]],
+                }
+                for n in range(people)
+            ],
+        },
+        environ={"KEY": SECRET},
+    )
+
+
+def run(config: Config, store: Store, **options: Any) -> list[DeliveryReport]:
+    request = DeliveryRequest(since=date(2024, 11, 28))
+    channels = build_channels(config)
+    return asyncio.run(deliver(config, store, channels, request, now=NOW, **options))
+
+
+def test_a_run_renders_in_workers_only_when_large_enough() -> None:
+    config = parse_config({"version": 1, "delivery": {"render_processes": 3}}, environ={})
+    assert processes(config, POOL_FROM - 1) == 0
+    assert processes(config, POOL_FROM) == 3
+    none = parse_config({"version": 1, "delivery": {"render_processes": 0}}, environ={})
+    assert processes(none, 100_000) == 0
+    auto = parse_config({"version": 1}, environ={})
+    assert processes(auto, POOL_FROM) == max((os.cpu_count() or 1) - 1, 0)
+
+
+@pytest.fixture
+def pools(monkeypatch: pytest.MonkeyPatch) -> list[RenderPool]:
+    """Each run's pool, kept for the test, started before the run goes on (so that its
+    workers render every share: a run renders in the main process while they start)."""
+    made: list[RenderPool] = []
+    original = RenderPool.__init__
+
+    def started(pool: RenderPool, *args: Any, **kwargs: Any) -> None:
+        original(pool, *args, **kwargs)
+        assert pool.wait_ready(timeout=60)
+        made.append(pool)
+
+    monkeypatch.setattr(RenderPool, "__init__", started)
+    return made
+
+
+def test_workers_send_byte_for_byte_what_the_main_process_renders(
+    tmp_path: Any, full_feed_papers: tuple[Paper, ...], pools: list[RenderPool]
+) -> None:
+    """The same 120 subscribers, once rendered in two workers and once in the main
+    process, into two SMTP servers: the same messages, each once."""
+    received = {}
+    for workers in (2, 0):
+        url = f"sqlite:///{tmp_path}/w{workers}.sqlite"
+        with Store.open(url) as store, smtp_sink() as (sink, port):
+            store.papers.upsert(full_feed_papers, now=NOW)
+            config = config_for(url, port, 120, workers=workers)
+            reports = run(config, store, pool_from=1)
+            sent = [r for r in reports if r.status == "sent"]
+            assert len(sent) == len(reports) == 120, {r.status for r in reports}
+            # The port differs between the runs: nothing else may.
+            received[workers] = sorted(sink.raw)
+    assert len(pools) == 1 and pools[0].workers == 2
+    assert len(received[2]) == 120
+    assert received[2] == received[0]
+
+
+def test_a_worker_killed_mid_run_loses_no_digest_and_repeats_none(
+    tmp_path: Any,
+    full_feed_papers: tuple[Paper, ...],
+    pools: list[RenderPool],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Both workers killed as the first message goes out: the main process renders the
+    rest; every subscriber gets one digest."""
+    url = f"sqlite:///{tmp_path}/kill.sqlite"
+    killed: list[int] = []
+
+    def kill_once() -> bool:
+        if pools and not killed:
+            for pid in pools[0].pids():
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+        return False
+
+    with Store.open(url) as store, smtp_sink() as (sink, port):
+        store.papers.upsert(full_feed_papers, now=NOW)
+        config = config_for(url, port, 250, workers=2)
+        with caplog.at_level(logging.ERROR):
+            reports = run(config, store, pool_from=1, should_stop=kill_once)
+    assert killed, "the workers were never seen started"
+    assert [r.status for r in reports] == ["sent"] * 250
+    assert sorted(str(m["To"]) for m in sink.messages) == sorted(
+        f"p{n:03d}@lab.example" for n in range(250)
+    )
+    assert "rendered in the main process" in caplog.text
