@@ -1190,6 +1190,10 @@ def test_a_paper_block_shared_by_emails_gives_each_email_its_own_numbers_and_vot
     [
         "A title that holds \ue000\ue001. the placeholder of a number",
         "Votes \ue002 and \ue003 in a title",
+        # The place of a block in the HTML part while the rest is inlined (the email is
+        # then inlined whole: the golden files check that both ways give the same bytes).
+        "A title that holds \ue0100\ue011, the place of the first block",
+        "An unclosed place \ue010 in a title",
     ],
 )
 def test_a_paper_whose_text_holds_a_placeholder_is_rendered_alone(title: str) -> None:

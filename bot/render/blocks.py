@@ -9,7 +9,7 @@ are made once (bench/fanout.py). Pure: no I/O, the shared Jinja2 environment.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -52,15 +52,21 @@ def paper_block(
     layout: Layout,
     many_days: bool,
     feedback: Mapping[str, Votes],
+    *,
+    inline: Callable[[str], str] | None = None,
 ) -> str:
     """A paper's block of an email's `kind` part ("html", "txt"): the template
-    email/paper.KIND.j2, rendered once for the digests that show the paper alike."""
+    email/paper.KIND.j2, rendered once for the digests that show the paper alike.
+    `inline`: what an HTML block is passed through before its number and votes are filled
+    in (the email's CSS inlined: once per shared block, not once per email)."""
     votes = feedback.get(item.paper.id)
     number = item.number
     if kind == "html" or (isinstance(number, int) and number < 100):
         # The placeholder stands where the number goes: only the templates read it.
         placeholder = item.but(number=_NUMBER)
         block = shared_block(kind, placeholder, rule, layout, many_days, votes is not None)
+        if block is not None and inline is not None:
+            block = inline(block)
         if block is not None:
             if kind == "txt":
                 block = block.replace(f"{_NUMBER}. ", f"{number}.".ljust(3) + " ", 1)
@@ -72,7 +78,8 @@ def paper_block(
                     like, dislike = str(escape(like)), str(escape(dislike))
                 block = block.replace(_LIKE, like, 1).replace(_DISLIKE, dislike, 1)
             return block
-    return _render_block(kind, item, rule, layout, many_days, feedback)
+    block = _render_block(kind, item, rule, layout, many_days, feedback)
+    return inline(block) if inline is not None else block
 
 
 # 16,384 blocks (about 40 MB): the distinct blocks of a day's 10,000 digests all fit.

@@ -21,7 +21,7 @@ from __future__ import annotations
 import email.utils
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from email.headerregistry import Address
@@ -480,16 +480,62 @@ def _render(
     env = template_env()
     many_days = bool(context["many_days"])
 
-    def block(kind: str, item: ItemView, group: GroupView) -> str:
-        return paper_block(kind, item, group.rule, layout, many_days, feedback)
+    def block(
+        kind: str, item: ItemView, group: GroupView, inline: Callable[[str], str] | None = None
+    ) -> str:
+        return paper_block(kind, item, group.rule, layout, many_days, feedback, inline=inline)
 
     text = env.get_template("email/digest.txt.j2").render(
         context, paper=lambda item, group: block("txt", item, group)
     )
-    html = env.get_template("email/digest.html.j2").render(
-        context, paper=lambda item, group: Markup(block("html", item, group))
-    )
-    return RenderedEmail(subject=subject, text=text, html=inline_css(html), digest=digest)
+    html = _html_part(context, functools.partial(block, "html"))
+    return RenderedEmail(subject=subject, text=text, html=html, digest=digest)
+
+
+# Where a paper's block goes in the HTML part while the rest is inlined: private-use
+# characters, as the blocks' own placeholders (bot.render.blocks).
+_PLACE, _PLACE_END = "\ue010", "\ue011"
+_PLACE_RE = re.compile(f"{_PLACE}([0-9]+){_PLACE_END}")
+_STYLESHEET_RE = re.compile(r"<style>(.*?)</style>", re.DOTALL)
+
+
+def _html_part(
+    context: Mapping[str, object],
+    block: Callable[[ItemView, GroupView, Callable[[str], str] | None], str],
+) -> str:
+    """The HTML part, its CSS inlined. The same paper looks the same in many emails, so
+    its block is inlined once (the stylesheet's rules that match inside a block depend on
+    nothing around it: tags and classes of its own) and placed into the rest of the
+    email, inlined apart: the result is what inlining the whole email gives."""
+    env = template_env()
+    placed: list[tuple[ItemView, GroupView]] = []
+
+    def place(item: ItemView, group: GroupView) -> Markup:
+        placed.append((item, group))
+        return Markup(f"{_PLACE}{len(placed) - 1}{_PLACE_END}")
+
+    frame = env.get_template("email/digest.html.j2").render(context, paper=place)
+    stylesheet = _STYLESHEET_RE.search(frame)
+    if stylesheet is None or not frame.count(_PLACE) == frame.count(_PLACE_END) == len(placed):
+        # A paper's text holds such a character: the email is inlined whole.
+        whole = env.get_template("email/digest.html.j2").render(
+            context, paper=lambda item, group: Markup(block(item, group, None))
+        )
+        return inline_css(whole)
+    css = _STYLESHEETS.setdefault(stylesheet.group(1), stylesheet.group(1))
+    blocks = [block(item, group, functools.partial(_inline_block, css)) for item, group in placed]
+    return _PLACE_RE.sub(lambda m: blocks[int(m.group(1))], inline_css(frame))
+
+
+# The email's stylesheets, each kept once (a few: one per script its fonts name), so that
+# a block's cache key hashes a string already hashed.
+_STYLESHEETS: dict[str, str] = {}
+
+
+@functools.lru_cache(maxsize=16384)
+def _inline_block(css: str, html: str) -> str:
+    """A paper's block with `css` inlined (bot.render.blocks caches the block itself)."""
+    return _inliner().inline_fragment(html, css)
 
 
 def _phrase(text: str) -> str:
