@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import runpy
 import signal
 from datetime import UTC, date, datetime
 from typing import Any
@@ -132,3 +133,11 @@ def test_a_worker_killed_mid_run_loses_no_digest_and_repeats_none(
         f"p{n:03d}@lab.example" for n in range(250)
     )
     assert "rendered in the main process" in caplog.text
+
+
+def test_a_worker_started_from_python_m_bot_cli_does_not_run_the_command_again() -> None:
+    """A spawned worker imports the main module again under another name: `python -m
+    bot.cli` must then define the command, not run it (it would parse the worker's
+    arguments and exit)."""
+    namespace = runpy.run_module("bot.cli.__main__", run_name="__mp_main__")
+    assert callable(namespace["main"])

@@ -28,6 +28,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import signal
 import threading
 from collections.abc import Sequence
 from concurrent.futures.process import BrokenProcessPool
@@ -152,6 +153,10 @@ _WORKER: dict[str, Any] = {}
 
 
 def _start(config_blob: bytes, papers_blob: bytes, now: datetime) -> None:
+    # Ctrl-C in a terminal reaches the whole process group: the main process stops the
+    # run (and its workers) as it stops; a worker interrupted on its own would only add
+    # a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     load_builtin_channels()
     config: Config = pickle.loads(config_blob)
     papers: list[Paper] = _loads(papers_blob, [])
