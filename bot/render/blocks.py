@@ -53,20 +53,20 @@ def paper_block(
     many_days: bool,
     feedback: Mapping[str, Votes],
     *,
-    inline: Callable[[str], str] | None = None,
+    inlining: Inlining | None = None,
 ) -> str:
     """A paper's block of an email's `kind` part ("html", "txt"): the template
     email/paper.KIND.j2, rendered once for the digests that show the paper alike.
-    `inline`: what an HTML block is passed through before its number and votes are filled
-    in (the email's CSS inlined: once per shared block, not once per email)."""
+    `inlining`: the email's CSS, inlined into an HTML block once per shared block (not
+    once per email), before its number and votes are filled in."""
     votes = feedback.get(item.paper.id)
     number = item.number
     if kind == "html" or (isinstance(number, int) and number < 100):
         # The placeholder stands where the number goes: only the templates read it.
         placeholder = item.but(number=_NUMBER)
-        block = shared_block(kind, placeholder, rule, layout, many_days, votes is not None)
-        if block is not None and inline is not None:
-            block = inline(block)
+        block = shared_block(
+            kind, placeholder, rule, layout, many_days, votes is not None, inlining
+        )
         if block is not None:
             if kind == "txt":
                 block = block.replace(f"{_NUMBER}. ", f"{number}.".ljust(3) + " ", 1)
@@ -79,18 +79,36 @@ def paper_block(
                 block = block.replace(_LIKE, like, 1).replace(_DISLIKE, dislike, 1)
             return block
     block = _render_block(kind, item, rule, layout, many_days, feedback)
-    return inline(block) if inline is not None else block
+    return inlining.inline(block, inlining.css) if inlining is not None else block
+
+
+@dataclass(frozen=True, slots=True)
+class Inlining:
+    """An email's stylesheet (`css`) and how it is inlined into an HTML fragment
+    (`inline(html, css)`): part of a shared block's key, so keep one per stylesheet."""
+
+    css: str
+    inline: Callable[[str, str], str]
 
 
 # 16,384 blocks (about 40 MB): the distinct blocks of a day's 10,000 digests all fit.
 @functools.lru_cache(maxsize=16384)
 def shared_block(
-    kind: str, item: ItemView, rule: RuleName, layout: Layout, many_days: bool, votes: bool
+    kind: str,
+    item: ItemView,
+    rule: RuleName,
+    layout: Layout,
+    many_days: bool,
+    votes: bool,
+    inlining: Inlining | None = None,
 ) -> str | None:
-    """The block of a paper numbered `_NUMBER`, with placeholder 👍 / 👎 links if `votes`;
-    None when its text holds a placeholder of its own (it is rendered alone)."""
+    """The block of a paper numbered `_NUMBER`, with placeholder 👍 / 👎 links if `votes`,
+    its CSS inlined by `inlining`; None when its text holds a placeholder of its own (it
+    is rendered alone)."""
     marks = {item.paper.id: _Votes(like=_LIKE, dislike=_DISLIKE)} if votes else {}
     block = _render_block(kind, item, rule, layout, many_days, marks)
+    if inlining is not None:
+        block = inlining.inline(block, inlining.css)
     once = 1 if votes else 0
     if (block.count(_NUMBER), block.count(_LIKE), block.count(_DISLIKE)) != (1, once, once):
         return None

@@ -38,7 +38,7 @@ from bot.core.links import LOOPBACK_HOSTS
 from bot.core.mail import MAIL_POLICY
 from bot.core.models import Digest, DigestGroup, DigestItem, Paper
 from bot.render import template_env
-from bot.render.blocks import paper_block
+from bot.render.blocks import Inlining, paper_block
 from bot.render.mime import message_bytes
 from bot.render.text import clip, plural, tidy
 from bot.render.view import (
@@ -480,10 +480,8 @@ def _render(
     env = template_env()
     many_days = bool(context["many_days"])
 
-    def block(
-        kind: str, item: ItemView, group: GroupView, inline: Callable[[str], str] | None = None
-    ) -> str:
-        return paper_block(kind, item, group.rule, layout, many_days, feedback, inline=inline)
+    def block(kind: str, item: ItemView, group: GroupView, inlining: Inlining | None = None) -> str:
+        return paper_block(kind, item, group.rule, layout, many_days, feedback, inlining=inlining)
 
     text = env.get_template("email/digest.txt.j2").render(
         context, paper=lambda item, group: block("txt", item, group)
@@ -501,7 +499,7 @@ _STYLESHEET_RE = re.compile(r"<style>(.*?)</style>", re.DOTALL)
 
 def _html_part(
     context: Mapping[str, object],
-    block: Callable[[ItemView, GroupView, Callable[[str], str] | None], str],
+    block: Callable[[ItemView, GroupView, Inlining | None], str],
 ) -> str:
     """The HTML part, its CSS inlined. The same paper looks the same in many emails, so
     its block is inlined once (the stylesheet's rules that match inside a block depend on
@@ -522,19 +520,19 @@ def _html_part(
             context, paper=lambda item, group: Markup(block(item, group, None))
         )
         return inline_css(whole)
-    css = _STYLESHEETS.setdefault(stylesheet.group(1), stylesheet.group(1))
-    blocks = [block(item, group, functools.partial(_inline_block, css)) for item, group in placed]
+    css = stylesheet.group(1)
+    inlining = _STYLESHEETS.get(css) or _STYLESHEETS.setdefault(css, Inlining(css, _inline))
+    blocks = [block(item, group, inlining) for item, group in placed]
     return _PLACE_RE.sub(lambda m: blocks[int(m.group(1))], inline_css(frame))
 
 
-# The email's stylesheets, each kept once (a few: one per script its fonts name), so that
-# a block's cache key hashes a string already hashed.
-_STYLESHEETS: dict[str, str] = {}
+# The emails' stylesheets, each with one `Inlining` (a few: one per script their fonts
+# name): a shared block's cache key then hashes a string already hashed.
+_STYLESHEETS: dict[str, Inlining] = {}
 
 
-@functools.lru_cache(maxsize=16384)
-def _inline_block(css: str, html: str) -> str:
-    """A paper's block with `css` inlined (bot.render.blocks caches the block itself)."""
+def _inline(html: str, css: str) -> str:
+    """A fragment of HTML (a paper's block) with `css` inlined."""
     return _inliner().inline_fragment(html, css)
 
 
