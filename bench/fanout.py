@@ -173,41 +173,49 @@ def title_words(papers_xml: bytes) -> list[tuple[str, int]]:
     return [(w, c) for w, c in counts.most_common() if 2 <= c <= ceiling]
 
 
-def tree_rss_mb(pid: int) -> float:
-    """The resident memory of a process and all its descendants, in MB (0: gone)."""
-    total, stack = 0, [pid]
+def tree_memory_mb(pid: int) -> tuple[float, float]:
+    """The memory of a process and all its descendants, in MB (0: gone): the sum of their
+    resident sets (a page two of them share counted twice), and of their proportional
+    sets (PSS: a shared page counted once, split between those that share it)."""
+    rss = pss = 0
+    stack = [pid]
     while stack:
         current = stack.pop()
         try:
-            status = Path(f"/proc/{current}/status").read_text()
+            rollup = Path(f"/proc/{current}/smaps_rollup").read_text()
             for task in Path(f"/proc/{current}/task").iterdir():
                 stack += [int(c) for c in (task / "children").read_text().split()]
         except (OSError, ValueError):
             continue
-        total += next(
-            (int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0
-        )
-    return total / 1024
+        for line in rollup.splitlines():
+            if line.startswith("Rss:"):
+                rss += int(line.split()[1])
+            elif line.startswith("Pss:"):
+                pss += int(line.split()[1])
+    return rss / 1024, pss / 1024
 
 
 class TreeMemory:
-    """The peak of `tree_rss_mb` while a process runs, sampled every 0.1 s."""
+    """The peaks of `tree_memory_mb` while a process runs, sampled every 0.1 s."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.peak = 0.0
+        self.peak_pss = 0.0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
 
     def _watch(self) -> None:
         while not self._done.wait(0.1):
-            self.peak = max(self.peak, tree_rss_mb(self.pid))
+            rss, pss = tree_memory_mb(self.pid)
+            self.peak = max(self.peak, rss)
+            self.peak_pss = max(self.peak_pss, pss)
 
-    def stop(self) -> float:
+    def stop(self) -> tuple[float, float]:
         self._done.set()
         self._thread.join()
-        return self.peak
+        return self.peak, self.peak_pss
 
 
 def write_setup(
@@ -336,7 +344,7 @@ def main() -> int:
             child = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.PIPE)
             memory = TreeMemory(child.pid)
             _, stderr = child.communicate()
-            tree_peak = memory.stop()
+            tree_peak, tree_pss = memory.stop()
         seconds = time.monotonic() - start
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         peak_mb = usage.ru_maxrss / 1024
@@ -353,7 +361,8 @@ def main() -> int:
         print(
             f"paperbell digest: {received:,} messages in {seconds:.1f} s = {rate:.0f} msg/s "
             f"(CPU {cpu:.1f} s), first after {first:.1f} s, peak RSS {peak_mb:.0f} MB "
-            f"(largest process; all processes together {tree_peak:.0f} MB) "
+            f"(the largest process; all processes: {tree_peak:.0f} MB resident, "
+            f"{tree_pss:.0f} MB PSS) "
             f"({len(lines) - sent:,} subscribers with nothing new)"
         )
         print(f"ratio to the anchor: {rate / anchor_rate:.2f}x")
