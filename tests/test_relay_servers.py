@@ -12,6 +12,8 @@ the weighted choice itself with no server at all.
 from __future__ import annotations
 
 import asyncio
+import socket
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -138,26 +140,63 @@ def test_weights_three_to_one_share_four_hundred_digests_three_to_one(
     ]
 
 
-def test_a_dead_relay_is_skipped_and_the_other_takes_every_digest_once(
+@contextmanager
+def hanging_up() -> Iterator[tuple[list[int], int]]:
+    """A relay that cannot be used: it accepts each connection and closes it at once (no
+    greeting), counting them."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    accepted: list[int] = []
+    done = threading.Event()
+
+    def serve() -> None:
+        while not done.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            accepted.append(1)
+            connection.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield accepted, listener.getsockname()[1]
+    finally:
+        done.set()
+        thread.join()
+        listener.close()
+
+
+def test_a_dead_relay_is_skipped_and_the_others_take_every_digest_once(
     tmp_path: Path, database_url: str, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    """Nothing listens on the first relay (weight 9): its share goes to the second in the same
-    run, no attempt counted against anyone; the next run skips it at once (every process
-    reads that it fails), and `status` says it is skipped and why."""
-    dead = free_port()
-    with smtp_sink() as (sink, port):
+    """Three relays; the first (weight 9) hangs up on every connection: its share goes to
+    the other two (weights 2 and 1) in the same run, no attempt counted against anyone; the
+    run's later batches skip it at once (every process reads that it fails: one connection
+    in all), and `status` says it is skipped and why."""
+    with (
+        hanging_up() as (accepted, dead),
+        smtp_sink() as (two, port_two),
+        smtp_sink() as (one, port_one),
+    ):
         path, config = servers_config(
-            tmp_path, database_url, [{"port": dead, "weight": 9}, {"port": port}], batch=10
+            tmp_path,
+            database_url,
+            [{"port": dead, "weight": 9}, {"port": port_two, "weight": 2}, {"port": port_one}],
+            batch=10,
         )
-        with queued(database_url, full_feed_papers, 30) as store:
-            assert send(store, config) == ["sent"] * 30
+        with queued(database_url, full_feed_papers, 60) as store:
+            assert send(store, config) == ["sent"] * 60
             state = store.relays.state(f"127.0.0.1:{dead}", now=utcnow())
             assert state.failing_until is not None and state.failing_until > utcnow()
             assert state.failure is not None and "cannot connect" in state.failure
             assert attempts(store) == {0}
-            assert store.outbox.totals(now=utcnow())["sent"] == 30
+            assert store.outbox.totals(now=utcnow())["sent"] == 60
         code, output = outcome("status", config=path)
-    assert sorted(received(sink).values()) == [1] * 30
+    assert len(accepted) == 1
+    assert sorted((received(two) + received(one)).values()) == [1] * 60
+    assert 35 <= len(two.messages) <= 45 and 15 <= len(one.messages) <= 25  # 2:1
     assert code == 0, output
     line = next(x for x in output.splitlines() if f"127.0.0.1:{dead}" in x)
     assert "skipped as failing until" in line and "cannot connect" in line
