@@ -307,8 +307,6 @@ class EmailChannel:
             # The server cannot be reached (or refuses us): every digest not yet sent fails
             # with the same, actionable reason; nothing is recorded for them.
             self.unreachable = str(exc)
-            if limiter is not None:
-                limiter.fail(str(exc))
             done = {id(o.item) for o in outcomes}
             for pending, _ in batch:
                 if id(pending) not in done:

@@ -5,8 +5,8 @@ not a failure, no attempt counted). A "slow down" answer from the relay (`slow_d
 the rate of every process sending through it for a while: a relay with max_per_second goes
 at half of it, one with none at `MODEST_SECONDS` a message; a further slow-down while one
 holds halves it again, never below one message every `SLOWEST_SECONDS`. A relay that cannot
-be reached (`fail`) is skipped as failing for `FAIL_FOR` by whoever has another
-([[email.servers]]: bot.channels.servers).
+be reached (`fail`, told by bot.channels.servers: [[email.servers]]) is skipped as failing
+for `FAIL_FOR` while another relay is usable.
 
 The windows and slow-downs live in the database, shared by every process (`Ledger`:
 bot.store.relays); this module holds no I/O of its own. With no limits set, a message asks

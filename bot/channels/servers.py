@@ -167,6 +167,8 @@ class RelayPool:
             )
             pending = []
             for relay, channel, outcomes, diverted in results:
+                if channel.unreachable is not None and relay.limiter is not None:
+                    relay.limiter.fail(channel.unreachable)  # every process skips it a while
                 if channel.unreachable is not None or diverted:
                     closed.add(relay.name)
                 answered = set()
