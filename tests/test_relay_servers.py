@@ -17,10 +17,13 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import select
 from support.cli import outcome
 from support.config import local_feed_config
@@ -101,6 +104,17 @@ def test_smooth_weighted_round_robin_interleaves_and_keeps_the_shares() -> None:
     picks = [order.pick(["a", "b", "c"]) for _ in range(7)]
     assert picks == ["a", "a", "b", "a", "c", "a", "a"]  # nginx's example
     assert Counter(order.pick(["b", "c"]) for _ in range(10)) == {"b": 5, "c": 5}  # a skipped
+
+
+@settings(max_examples=200)
+@given(st.lists(st.integers(1, 1000), min_size=1, max_size=8), st.integers(1, 3))
+def test_any_weights_give_each_relay_exactly_its_share_of_each_round(
+    weights: list[int], rounds: int
+) -> None:
+    names = [f"r{i}" for i in range(len(weights))]
+    order = WeightedRoundRobin(dict(zip(names, weights, strict=True)))
+    picks = Counter(order.pick(names) for _ in range(rounds * sum(weights)))
+    assert picks == {name: rounds * weight for name, weight in zip(names, weights, strict=True)}
 
 
 def test_a_pool_needs_a_relay() -> None:
@@ -306,3 +320,39 @@ def test_a_relay_that_refuses_the_login_is_skipped_not_the_recipients_fault(
         attempts = asyncio.run(drain(store, pool, clock=utcnow, owner="w", retry=RetryPolicy()))
     assert [a.status for a in attempts] == ["sent"] * 6
     assert sorted(received(sink).values()) == [1] * 6
+
+
+def test_a_batch_stopped_midway_leaves_the_rest_untried_and_sends_nothing_twice(
+    database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """A daemon shutting down (`should_stop`) after five messages: five digests sent across
+    both relays, once each; the rest get no outcome (handed back, claimable again)."""
+    with (
+        Store.open(database_url) as store,
+        smtp_sink() as (first, first_port),
+        smtp_sink() as (second, second_port),
+    ):
+        queue(store, full_feed_papers, 12)
+        release(store)
+        relays = [
+            Relay(SmtpSettings("127.0.0.1", port, security="none"), weight)
+            for port, weight in ((first_port, 2), (second_port, 1))
+        ]
+
+        def should_stop() -> bool:
+            return len(first.messages) + len(second.messages) >= 5
+
+        items = store.outbox.claim("w", now=utcnow(), lease=timedelta(minutes=5), limit=12)
+        sent: list[int] = []
+        pool = RelayPool(relays)
+        outcomes = asyncio.run(
+            pool.send_all(
+                [(item, item.payload) for item in items],
+                lambda item: sent.append(item.id),
+                should_stop=should_stop,
+            )
+        )
+    got = received(first) + received(second)
+    assert sorted(got.values()) == [1] * len(got) and 5 <= len(got) < 12
+    assert sorted(o.item.id for o in outcomes if o.ok) == sorted(sent)
+    assert len(sent) == len(got) and len(outcomes) == len(got)

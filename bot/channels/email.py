@@ -44,6 +44,11 @@ from bot.render.email import EmailSettings, build_message_bytes, render_digest
 
 log = logging.getLogger(__name__)
 
+CONNECT_HINT = (
+    "check [email] host, port and security (or those of its [[email.servers]] entry); "
+    "is the server running?"
+)
+
 
 @dataclass(frozen=True)
 class SmtpSettings:
@@ -186,13 +191,13 @@ class EmailChannel:
             smtp.close()
             raise DeliveryError(
                 f"cannot connect to the SMTP server {where}: {describe(exc)}",
-                hint="check [email] host, port and security; is the server running?",
+                hint=CONNECT_HINT,
             ) from None
         except (aiosmtplib.SMTPException, OSError) as exc:
             smtp.close()
             raise DeliveryError(
                 f"cannot connect to the SMTP server {where}: {describe(exc)}",
-                hint="check [email] host, port and security; is the server running?",
+                hint=CONNECT_HINT,
             ) from None
         return smtp
 
