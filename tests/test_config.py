@@ -114,6 +114,70 @@ def test_password_comes_from_the_environment_and_placeholders_are_rejected() -> 
     assert "s3cret" not in config.model_dump_json()
 
 
+# -- [[email.servers]] -------------------------------------------------------------------------
+
+SENDER = {"from": "p@example.org"}
+
+
+def test_email_servers_each_with_its_relay_limits_weight_and_password() -> None:
+    servers = [
+        {"host": "smtp.a.example", "weight": 3, "max_per_second": 14, "username": "u"}
+        | {"password_env": "PB_A"},
+        {"host": "SMTP.b.example", "port": 2525, "security": "none", "max_per_day": 200},
+    ]
+    config = parse_config(
+        minimal(email=SENDER | {"servers": servers}), environ={"PB_A": "s3cret-Value"}
+    )
+    assert config.email is not None
+    a, b = config.email.servers
+    assert (a.relay, a.weight, a.max_per_second, a.password) == (
+        "smtp.a.example:587",
+        3,
+        14,
+        "s3cret-Value",
+    )
+    assert (b.relay, b.weight, b.max_per_day, b.password) == ("smtp.b.example:2525", 1, 200, None)
+    assert "s3cret-Value" in config_secrets(config)
+    assert "s3cret" not in config.model_dump_json()
+    unset = parse_config(minimal(email=SENDER | {"servers": servers}), environ={})
+    assert [(m.key, m.variable) for m in unset.missing_secrets.values()] == [
+        ("email.servers[0].password_env", "PB_A")
+    ]
+    # The simple case is unchanged: no list, [email] names the relay.
+    assert parse_config(minimal()).email.servers == []  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("email", "expected"),
+    [
+        (
+            {"host": "smtp.x.example", "max_per_hour": 5, "servers": [{"host": "a.example"}]},
+            "email: host, max_per_hour in [email] beside [[email.servers]]: with a servers list "
+            "each server has its own (move host, max_per_hour into each server, or drop the list)",
+        ),
+        (
+            {"servers": [{"host": "a.example"}, {"host": "A.example", "port": 587}]},
+            "email: servers[1] is servers[0] again (a.example:587): list each relay once",
+        ),
+        ({"servers": [{"port": 25}]}, "email.servers[0].host: required key is missing"),
+        ({"servers": [{"host": "a b"}]}, "email.servers[0].host: a host name or address"),
+        ({"servers": [{"host": "a", "weight": 0}]}, "email.servers[0].weight:"),
+        ({"servers": [{"host": "a", "max_per_second": 0}]}, "email.servers[0].max_per_second:"),
+        ({"servers": [{"host": "a", "wieght": 2}]}, "email.servers[0].wieght: unknown key"),
+        ({"servers": [{"host": "a", "password": "x"}]}, "email.servers[0].password: a secret"),
+        (
+            {"servers": [{"host": "a", "username": "u"}]},
+            "email.servers[0].password_env: a username is set",
+        ),
+        ({"servers": [{"host": "a"}] * 51}, "email.servers:"),
+        ({"servers": {"host": "a"}}, "email.servers:"),
+    ],
+)
+def test_email_server_problems_name_the_key(email: dict[str, object], expected: str) -> None:
+    found = problems(minimal(email=SENDER | email))
+    assert any(p.startswith(expected) for p in found), found
+
+
 def test_load_config_errors_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such file"):
         load_config(tmp_path / "absent.toml")

@@ -27,6 +27,7 @@ from bot.config import (
     DeliveryConfig,
     DigestConfig,
     EmailConfig,
+    EmailServerConfig,
     PollingConfig,
     SlackConfig,
     SubscriberConfig,
@@ -62,6 +63,8 @@ def minimal(**sections: dict[str, Any]) -> dict[str, Any]:
     for name, values in sections.items():
         if name == "subscriber":
             data["subscribers"][0].update(values)
+        elif name == "server":
+            data["email"] = {**data["email"], "servers": [{"host": "smtp.example", **values}]}
         else:
             data[name] = {**data.get(name, {}), **values}
     return data
@@ -84,7 +87,9 @@ SECTIONS = {
     "email": EmailConfig,
     "slack": SlackConfig,
     "subscriber": SubscriberConfig,
+    "server": EmailServerConfig,
 }
+WHERE = {"subscriber": "subscribers[0].", "server": "email.servers[0]."}
 NUMBERS = [
     (section, key)
     for section, model in SECTIONS.items()
@@ -104,7 +109,7 @@ def test_the_sections_have_numbers_to_check() -> None:
 def test_every_number_in_the_config_is_finite_and_bounded(
     section: str, key: str, value: float
 ) -> None:
-    where = "subscribers[0]." if section == "subscriber" else f"{section}."
+    where = WHERE.get(section, f"{section}.")
     found = problems_of(minimal(**{section: {key: value}}))
     assert any(p.startswith(where + key + ":") for p in found), found
 
@@ -341,6 +346,12 @@ def config_texts(draw: st.DrawFn) -> str:
                 "[[subscribers]]\n"
                 + "\n".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in entry.items())
             )
+        elif section == "server":
+            entry = {"host": draw(st.sampled_from(["smtp.example", "a b", "x" * 300])), **table}
+            lines.append(
+                "[[email.servers]]\n"
+                + "\n".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in entry.items())
+            )
         elif section == "sources":
             entry = {
                 "kind": draw(st.sampled_from(["arxiv", "huggingface", "feed", "nope"])),
@@ -372,6 +383,8 @@ def config_texts(draw: st.DrawFn) -> str:
 @example(BASE.replace('"robot"', '"robot\\u0000"'))
 @example(BASE + "x = " + "[" * 3000 + "]" * 3000 + "\n")
 @example(BASE + "\n[digest]\nwindow_days = " + "9" * 5000 + "\n")
+@example(BASE + '\n[[email.servers]]\nhost = "a\\u0000"\nweight = inf\n')
+@example(BASE.replace("[email]", '[email]\nhost = "x"') + '\n[[email.servers]]\nhost = "a"\n')
 def test_any_config_text_gives_a_config_or_a_config_error(text: str) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "config.toml"
@@ -395,3 +408,39 @@ def test_any_parsed_mapping_gives_a_config_or_a_config_error(data: dict[str, Any
         assert exc.problems
     else:
         assert isinstance(config, Config)
+
+
+_SERVER_KEYS = sorted({*EmailServerConfig.model_fields, "x", ""})
+
+
+@settings(max_examples=150)
+@given(
+    st.one_of(
+        _VALUES,
+        st.lists(
+            st.dictionaries(st.sampled_from(_SERVER_KEYS), _VALUES, max_size=6)
+            | st.builds(
+                lambda d: {"host": "smtp.example", **d},
+                st.dictionaries(st.sampled_from(_SERVER_KEYS), _VALUES, max_size=4),
+            ),
+            max_size=4,
+        ),
+    ),
+    st.dictionaries(st.sampled_from(sorted(EmailConfig.model_fields)), _VALUES, max_size=3),
+)
+@example([{"host": "smtp.example", "password": "x", "password_env": "PB"}], {})
+@example([{"host": "a"}, {"host": "A", "port": 587}], {"host": "b"})
+def test_any_email_servers_give_a_config_or_errors_naming_their_key(
+    servers: Any, email: dict[str, Any]
+) -> None:
+    """[[email.servers]] of any shape beside any [email] keys: a Config whose relays the
+    sender can use, or problems each naming a key under email."""
+    section = {**email, "from": "paperbell <papers@example.org>", "servers": servers}
+    try:
+        config = parse_config(minimal(email=section), environ={"PB": "s3cret-Value"})
+    except ConfigError as exc:
+        assert exc.problems and all(p.startswith(("email", "subscribers")) for p in exc.problems)
+        return
+    assert config.email is not None
+    for server in config.email.servers:
+        assert server.weight >= 1 and 1 <= server.effective_port <= 65535 and ":" in server.relay

@@ -463,6 +463,45 @@ def test_0009_indexes_the_slack_channel_and_keeps_every_subscriber(database_url:
     assert "ix_subscribers_slack_channel" not in indexes()
 
 
+@pytest.mark.database
+def test_0012_gives_the_relays_their_failures_and_keeps_their_slow_downs(database_url: str) -> None:
+    """Revision 0012 adds relays.failing_until and failure ([[email.servers]]: a relay that
+    cannot be reached is skipped by every process): from the oldest database, through 0011
+    with a relay slowed down, it keeps the slow-down and its sends; back to 0011, the same."""
+    migrate_to(database_url, BASELINE)
+    migrate_to(database_url, "0011")
+    slow = datetime(2026, 12, 3, 7, 10, tzinfo=UTC)
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO relays (relay, slow_until, slow_seconds) VALUES (:r, :u, 0.5)"),
+            {"r": "smtp.example.org:587", "u": slow},
+        )
+        connection.execute(
+            text("INSERT INTO relay_sends (relay, sent_at) VALUES (:r, :t)"),
+            {"r": "smtp.example.org:587", "t": datetime(2026, 12, 3, 7, 0, tzinfo=UTC)},
+        )
+    engine.dispose()
+    migrate_to(database_url, head())
+    assert differences(database_url) == []
+    now = datetime(2026, 12, 3, 7, 0, 30, tzinfo=UTC)
+    with Store.open(database_url) as store:
+        state = store.relays.state("smtp.example.org:587", now=now)
+        assert (state.slow_until, state.slow_seconds, state.last_hour) == (slow, 0.5, 1)
+        assert state.failing_until is None and state.failure is None
+        store.relays.fail("smtp.example.org:587", until=slow, why="connection refused")
+        state = store.relays.state("smtp.example.org:587", now=now)
+        assert (state.failing_until, state.failure) == (slow, "connection refused")
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        command.downgrade(alembic_config(connection), "0011")
+        row = connection.execute(text("SELECT relay, slow_seconds FROM relays")).one()
+        assert tuple(row) == ("smtp.example.org:587", 0.5)
+        columns = {c["name"] for c in sqlalchemy_inspect(connection).get_columns("relays")}
+        assert "failing_until" not in columns
+    engine.dispose()
+
+
 def legacy_database(folder: Path) -> Path:
     """A copy of the database 0d0a80b wrote, in `folder`."""
     path = folder / "paperbell-0d0a80b.sqlite"

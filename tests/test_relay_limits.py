@@ -15,6 +15,8 @@ import os
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -111,12 +113,54 @@ def test_sends_older_than_a_day_are_forgotten(store: Store) -> None:
 
 def test_a_slow_down_spaces_the_messages_until_it_ends(store: Store) -> None:
     assert store.relays.reserve("r:25", now=T0, windows=[]) is None
-    store.relays.slow_down("r:25", until=T0 + timedelta(minutes=10), seconds=5)
+    until = T0 + timedelta(minutes=10)
+    assert store.relays.slow_down("r:25", now=T0, until=until, seconds=5, slowest=5) == 5
     assert store.relays.reserve("r:25", now=T0 + SECOND, windows=[]) == T0 + 5 * SECOND
     assert store.relays.reserve("r:25", now=T0 + 5 * SECOND, windows=[]) is None
     after = T0 + timedelta(minutes=10, seconds=1)
     assert store.relays.reserve("r:25", now=after, windows=[]) is None
     assert store.relays.reserve("r:25", now=after, windows=[]) is None  # no spacing now
+
+
+def test_each_slow_down_while_one_holds_halves_the_rate_down_to_the_floor(store: Store) -> None:
+    """Kept in the database: the spacing doubles at each "slow down" answer while one holds
+    (whichever process heard it), never past `slowest`; once it ends, the next starts over."""
+    until = T0 + timedelta(minutes=10)
+    spacings = [
+        store.relays.slow_down("r:25", now=T0 + n * SECOND, until=until, seconds=0.1, slowest=1)
+        for n in range(6)
+    ]
+    assert spacings == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    assert store.relays.state("r:25", now=T0).slow_seconds == 1.0
+    later = until + SECOND
+    assert store.relays.slow_down("r:25", now=later, until=later, seconds=0.1, slowest=1) == 0.1
+
+
+def test_the_limiter_halves_the_configured_rate_or_takes_a_modest_one(store: Store) -> None:
+    """max_per_second = 20 slowed down: 10 a second (a message every 0.1 s), then 5, ...,
+    never below one message every 5 s; a relay with no limit: one a second, then halved.
+    The refused message is tried again after one spacing. A controlled clock."""
+    clock = Clock(T0)
+    limited = RelayLimiter(store.relays, "fast:587", Limits(per_second=20), clock=clock)
+    retries = [limited.slow_down() - clock() for _ in range(3)]
+    assert retries == [timedelta(seconds=0.1), timedelta(seconds=0.2), timedelta(seconds=0.4)]
+    for _ in range(10):
+        limited.slow_down()
+    assert store.relays.state("fast:587", now=clock()).slow_seconds == 5.0  # the floor
+    unlimited = RelayLimiter(store.relays, "plain:25", Limits(), clock=clock)
+    assert unlimited.slow_down() - clock() == SECOND
+    assert unlimited.slow_down() - clock() == 2 * SECOND
+    # Another process's limiter sees it when it next looks, and goes at that pace.
+    clock.advance(minutes=11)  # both slow-downs over: the next starts over
+    assert limited.slow_down() - clock() == timedelta(seconds=0.1)
+    sleep = Sleeper(clock)
+    other = RelayLimiter(store.relays, "fast:587", Limits(per_second=20), clock=clock, sleep=sleep)
+
+    async def four() -> list[datetime | None]:
+        return [await other.acquire() for _ in range(4)]
+
+    assert asyncio.run(four()) == [None] * 4
+    assert sleep.waits == [0.1, 0.1, 0.1]  # ten a second, not twenty
 
 
 class Sleeper:
@@ -171,11 +215,11 @@ def test_with_no_limits_the_limiter_asks_the_database_only_now_and_then(store: S
     asyncio.run(acquire(1000))
     assert asked == ["state"] and sleep.waits == []
     # Another process was told to slow down: seen at the next look (every 30 s), and then
-    # each message takes its place, one every 5 s, until the slow-down ends.
+    # each message takes its place, one a second (a relay with no limit), until it ends.
     RelayLimiter(store.relays, "r:25", Limits(), clock=clock).slow_down()
     clock.advance(seconds=31)
     asyncio.run(acquire(3))
-    assert asked.count("reserve") == 5 and sleep.waits == [5.0, 5.0]
+    assert asked.count("reserve") == 5 and sleep.waits == [1.0, 1.0]
     clock.advance(minutes=10)
     asked.clear()
     asyncio.run(acquire(1000))
@@ -276,8 +320,9 @@ def test_a_relay_answering_421_now_and_then_slows_the_run_and_loses_nothing(
     store: Store, full_feed_papers: tuple[Paper, ...]
 ) -> None:
     """Every 7th MAIL is answered 421 "slow down": that digest waits (no attempt counted, no
-    failure, nobody paused), the relay goes at one message every 0.2 s from then on, and
-    the runs that follow send every digest, each once."""
+    failure, nobody paused), the relay goes at one message every 0.2 s from then on (0.4 s
+    at the next: halved again, the floor here), and the runs that follow send every digest,
+    each once."""
     queue(store, full_feed_papers, 30)
     release(store)
     handler = Timed()
@@ -285,7 +330,7 @@ def test_a_relay_answering_421_now_and_then_slows_the_run_and_loses_nothing(
     statuses: list[str] = []
     with smtp_sink(handler) as (_, port):
         channel = limited_channel(
-            store, port, Limits(), slow_seconds=0.2, slow_for=timedelta(minutes=5)
+            store, port, Limits(), modest=0.2, slowest=0.4, slow_for=timedelta(minutes=5)
         )
         for _ in range(10):  # the daemon's next looks
             attempts = asyncio.run(drain(store, channel, clock=utcnow, owner="w", due_only=False))
@@ -305,7 +350,7 @@ def test_a_relay_answering_421_now_and_then_slows_the_run_and_loses_nothing(
         assert set(session.execute(select(OutboxRow.attempts)).scalars()) == {0}
     assert all(s.active for s in store.subscribers.all())
     state = store.relays.state(f"127.0.0.1:{port}", now=utcnow())
-    assert state.slow_until is not None and state.slow_seconds == 0.2
+    assert state.slow_until is not None and state.slow_seconds == 0.4
     gaps = [b - a for a, b in zip(handler.arrived, handler.arrived[1:], strict=False)]
     assert min(gaps[7:]) >= 0.15  # after the first 421, spaced out
 
@@ -405,19 +450,9 @@ def test_a_421_on_connecting_leaves_every_digest_queued_and_they_go_later(
     queue(store, full_feed_papers, 5)
     release(store)
     port = free_port()
-    refusing = subprocess.Popen(
-        [str(POSTFIX_SINK), *AS_NOBODY, "-Q", "CONNECT", f"127.0.0.1:{port}", "10"],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for(lambda: _listening(port), timeout=10)
-        channel = limited_channel(store, port, Limits(), slow_seconds=0.1)
+    with postfix_sink(tmp_path, port, "-Q", "CONNECT"):
+        channel = limited_channel(store, port, Limits(), modest=0.1)
         first = asyncio.run(drain(store, channel, clock=utcnow, owner="w", due_only=False))
-    finally:
-        refusing.terminate()
-        refusing.wait(timeout=10)
     assert [a.status for a in first] == ["waiting"] * 5
     assert all(a.error is not None and "421" in a.error for a in first)
     handler = Timed()
@@ -428,6 +463,24 @@ def test_a_421_on_connecting_leaves_every_digest_queued_and_they_go_later(
     with store.database.session() as session:
         assert set(session.execute(select(OutboxRow.attempts)).scalars()) == {0}
     assert all(s.active for s in store.subscribers.all())
+
+
+@contextmanager
+def postfix_sink(folder: Path, port: int, *options: str) -> Iterator[None]:
+    """Postfix's smtp-sink on loopback `port`, answering as `options` say (-Q CONNECT: 421
+    as paperbell connects; -Q RCPT: 421 to each recipient), until the block ends."""
+    sink = subprocess.Popen(
+        [str(POSTFIX_SINK), *AS_NOBODY, *options, f"127.0.0.1:{port}", "10"],
+        cwd=folder,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: _listening(port), timeout=10)
+        yield
+    finally:
+        sink.terminate()
+        sink.wait(timeout=10)
 
 
 def _listening(port: int) -> bool:

@@ -23,6 +23,7 @@ from typing import Any, Literal, cast
 import aiosmtplib
 
 from bot.channels.base import (
+    Channel,
     OnProgress,
     OnSent,
     RenderContext,
@@ -42,6 +43,11 @@ from bot.core.models import Digest, Subscriber
 from bot.render.email import EmailSettings, build_message_bytes, render_digest
 
 log = logging.getLogger(__name__)
+
+CONNECT_HINT = (
+    "check [email] host, port and security (or those of its [[email.servers]] entry); "
+    "is the server running?"
+)
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,9 @@ class EmailChannelSettings:
     # The relay's limits ([email] max_per_second ...) and its "slow down" answers, shared
     # by every process through the database (None: sent as fast as the server takes them).
     limiter: RelayLimiter | None = None
+    # [[email.servers]]: the sender over several relays (bot.channels.servers.RelayPool),
+    # used in place of one built from `smtp` and `limiter`.
+    pool: Channel | None = None
 
 
 @register("email")
@@ -117,9 +126,11 @@ class EmailKind(ChannelKind):
         return Rendered(shown, message)
 
     @classmethod
-    def sender(cls, settings: Any) -> EmailChannel | None:
+    def sender(cls, settings: Any) -> Channel | None:
         if not isinstance(settings, EmailChannelSettings):
             return None
+        if settings.pool is not None:
+            return settings.pool
         return EmailChannel(
             settings.smtp, envelope_from=settings.envelope_from, limiter=settings.limiter
         )
@@ -140,6 +151,9 @@ class EmailChannel:
         self.settings = settings
         self.envelope_from = envelope_from
         self.limiter = limiter
+        # Why the server could not be used in the last batch (None: it could): it could
+        # not be reached, or refused paperbell as it connected.
+        self.unreachable: str | None = None
 
     def load(self, payload: bytes, progress: str | None = None) -> bytes:
         """The queued message: its bytes, sent as they were built (`_send`)."""
@@ -164,6 +178,7 @@ class EmailChannel:
             if s.username:
                 await smtp.login(s.username, s.password or "")
         except aiosmtplib.SMTPAuthenticationError as exc:
+            smtp.close()
             raise DeliveryError(
                 f"the SMTP server {where} refused the login for {s.username!r}: {exc.message}",
                 transient=False,
@@ -173,14 +188,16 @@ class EmailChannel:
             if self.limiter is not None and is_slow_down(exc.code, exc.message):
                 smtp.close()
                 raise SlowDown(f"{exc.code} {exc.message}") from None
+            smtp.close()
             raise DeliveryError(
                 f"cannot connect to the SMTP server {where}: {describe(exc)}",
-                hint="check [email] host, port and security; is the server running?",
+                hint=CONNECT_HINT,
             ) from None
         except (aiosmtplib.SMTPException, OSError) as exc:
+            smtp.close()
             raise DeliveryError(
                 f"cannot connect to the SMTP server {where}: {describe(exc)}",
-                hint="check [email] host, port and security; is the server running?",
+                hint=CONNECT_HINT,
             ) from None
         return smtp
 
@@ -198,6 +215,7 @@ class EmailChannel:
         Before each message, `should_stop()` may end the batch (a daemon shutting down):
         the messages not tried get no outcome."""
         outcomes: list[SendOutcome] = []
+        self.unreachable = None
         if not batch:
             return outcomes
         smtp: aiosmtplib.SMTP | None = None
@@ -278,6 +296,8 @@ class EmailChannel:
                         else:
                             await notify(on_sent, item)
                             outcomes.append(SendOutcome(item=item, ok=True))
+                            if limiter is not None:
+                                limiter.answered()
                         break
         except SlowDown as exc:
             # The relay answered "slow down" on connecting: every digest not yet sent waits.
@@ -291,6 +311,7 @@ class EmailChannel:
         except DeliveryError as exc:
             # The server cannot be reached (or refuses us): every digest not yet sent fails
             # with the same, actionable reason; nothing is recorded for them.
+            self.unreachable = str(exc)
             done = {id(o.item) for o in outcomes}
             for pending, _ in batch:
                 if id(pending) not in done:

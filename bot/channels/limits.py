@@ -1,8 +1,12 @@
 """A relay's sending limits, as the email sender sees them: before each message it asks
 `RelayLimiter.acquire`, which either lets it go (after a short wait, if the relay's windows
 free a place soon) or says when to try again (the rest of the batch is left queued for then:
-not a failure, no attempt counted). A "slow down" answer from the relay (`slow_down`) makes
-every process sending through it send one message every few seconds for a while.
+not a failure, no attempt counted). A "slow down" answer from the relay (`slow_down`) halves
+the rate of every process sending through it for a while: a relay with max_per_second goes
+at half of it, one with none at `MODEST_SECONDS` a message; a further slow-down while one
+holds halves it again, never below one message every `SLOWEST_SECONDS`. A relay that cannot
+be reached (`fail`, told by bot.channels.servers: [[email.servers]]) is skipped as failing
+for `FAIL_FOR` while another relay is usable.
 
 The windows and slow-downs live in the database, shared by every process (`Ledger`:
 bot.store.relays); this module holds no I/O of its own. With no limits set, a message asks
@@ -23,9 +27,12 @@ from bot.core.errors import StoreError
 
 log = logging.getLogger(__name__)
 
-# A slow-down: one message every SLOW_SECONDS to the relay, for SLOW_FOR after its answer.
-SLOW_SECONDS = 5.0
+# A slow-down halves the relay's rate for SLOW_FOR after its answer: half its max_per_second,
+# or a message every MODEST_SECONDS with none; never slower than one every SLOWEST_SECONDS.
+SLOWEST_SECONDS = 5.0
+MODEST_SECONDS = 1.0
 SLOW_FOR = timedelta(minutes=10)
+FAIL_FOR = timedelta(minutes=5)  # a relay that cannot be reached is skipped this long
 # The longest a sender waits for a place before it leaves the rest of its batch queued.
 MAX_WAIT = timedelta(seconds=10)
 LOOK_EVERY = timedelta(seconds=30)
@@ -62,7 +69,11 @@ class Ledger(Protocol):
         self, relay: str, *, now: datetime, windows: Sequence[tuple[timedelta, int]]
     ) -> datetime | None: ...
 
-    def slow_down(self, relay: str, *, until: datetime, seconds: float) -> None: ...
+    def slow_down(
+        self, relay: str, *, now: datetime, until: datetime, seconds: float, slowest: float
+    ) -> float: ...
+
+    def fail(self, relay: str, *, until: datetime | None, why: str | None = None) -> None: ...
 
     def state(self, relay: str, *, now: datetime) -> SlowState: ...
 
@@ -70,6 +81,12 @@ class Ledger(Protocol):
 class SlowState(Protocol):
     @property
     def slow_until(self) -> datetime | None: ...
+
+    @property
+    def slow_seconds(self) -> float | None: ...
+
+    @property
+    def failing_until(self) -> datetime | None: ...
 
 
 class RelayLimiter:
@@ -84,22 +101,43 @@ class RelayLimiter:
         clock: Callable[[], datetime],
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         max_wait: timedelta = MAX_WAIT,
-        slow_seconds: float = SLOW_SECONDS,
+        slowest: float = SLOWEST_SECONDS,
+        modest: float = MODEST_SECONDS,
         slow_for: timedelta = SLOW_FOR,
+        fail_for: timedelta = FAIL_FOR,
     ) -> None:
         self.ledger, self.relay, self.limits = ledger, relay, limits
         self.clock, self.sleep, self.max_wait = clock, sleep, max_wait
-        self.slow_seconds, self.slow_for = slow_seconds, slow_for
+        self.slowest, self.modest = slowest, modest
+        self.slow_for, self.fail_for = slow_for, fail_for
         self._windows = limits.windows()
         self._slow_until: datetime | None = None  # as last read or set
+        self._slow_seconds: float | None = None
+        self._failing_until: datetime | None = None
         self._looked: datetime | None = None
+
+    def _look(self, now: datetime) -> None:
+        """Read the slow-down and failure every process sees (every LOOK_EVERY)."""
+        if self._looked is None or now - self._looked >= LOOK_EVERY:
+            state = self.ledger.state(self.relay, now=now)
+            self._slow_until, self._slow_seconds = state.slow_until, state.slow_seconds
+            self._failing_until = state.failing_until
+            self._looked = now
 
     def _slowed(self, now: datetime) -> bool:
         """Whether a slow-down holds (read from the database every LOOK_EVERY)."""
-        if self._looked is None or now - self._looked >= LOOK_EVERY:
-            self._slow_until = self.ledger.state(self.relay, now=now).slow_until
-            self._looked = now
+        self._look(now)
         return self._slow_until is not None and self._slow_until > now
+
+    def failing(self) -> bool:
+        """Whether the relay is skipped as failing (`fail`), as every process sees it."""
+        now = self.clock()
+        self._look(now)
+        return self._failing_until is not None and self._failing_until > now
+
+    def healthy(self) -> bool:
+        """Neither failing nor slowed down: a relay to prefer."""
+        return not self.failing() and not self._slowed(self.clock())
 
     async def acquire(self) -> datetime | None:
         """Wait for a place for the next message (at most `max_wait`): None, send it now;
@@ -116,17 +154,46 @@ class RelayLimiter:
             await self.sleep(max((free - now).total_seconds(), 0.001))
 
     def slow_down(self) -> datetime:
-        """The relay answered "slow down": every process goes at one message every
-        `slow_seconds` for `slow_for` (this one alone, if the database cannot be told).
-        The time to try the refused message again."""
+        """The relay answered "slow down": every process goes at half the rate for
+        `slow_for` (half of max_per_second; with none, one message every `modest` seconds;
+        halved again if a slow-down holds; never slower than one every `slowest`), or this
+        one alone, if the database cannot be told. The time to try the refused message
+        again."""
         now = self.clock()
-        self._slow_until = now + self.slow_for
-        self._looked = now
+        per_second = self.limits.per_second
+        first = min(2 / per_second if per_second else self.modest, self.slowest)
+        held = self._slow_until is not None and self._slow_until > now
         try:
-            self.ledger.slow_down(self.relay, until=self._slow_until, seconds=self.slow_seconds)
+            seconds = self.ledger.slow_down(
+                self.relay, now=now, until=now + self.slow_for, seconds=first, slowest=self.slowest
+            )
         except StoreError as exc:
             log.error("cannot record that %s asked to slow down: %s", self.relay, exc)
-        return now + timedelta(seconds=self.slow_seconds)
+            doubled = 2 * self._slow_seconds if held and self._slow_seconds else first
+            seconds = min(max(doubled, first), self.slowest)
+        self._slow_until, self._slow_seconds = now + self.slow_for, seconds
+        self._looked = now
+        return now + timedelta(seconds=seconds)
+
+    def fail(self, why: str) -> None:
+        """The relay could not be reached: every process skips it for `fail_for` (when it
+        has another relay to use)."""
+        now = self.clock()
+        self._failing_until = now + self.fail_for
+        try:
+            self.ledger.fail(self.relay, until=self._failing_until, why=why)
+        except StoreError as exc:
+            log.error("cannot record that %s is failing: %s", self.relay, exc)
+
+    def answered(self) -> None:
+        """The relay took a message: no longer failing, if it was (a write only then)."""
+        if self._failing_until is None:
+            return
+        self._failing_until = None
+        try:
+            self.ledger.fail(self.relay, until=None)
+        except StoreError as exc:
+            log.error("cannot record that %s answers again: %s", self.relay, exc)
 
     def describe(self) -> str:
         """The limits, or that the relay asked to slow down."""

@@ -26,7 +26,7 @@ from bot.core.errors import ConfigError, StoreError
 from bot.core.models import Subscriber
 from bot.core.plurals import plural
 from bot.pipeline.bounces import bounces_line
-from bot.pipeline.wiring import relay_limits, relay_name
+from bot.pipeline.wiring import relays_limits
 from bot.store import BounceDay, Store, Workers, schema_state, utcnow, workers
 
 if TYPE_CHECKING:
@@ -106,9 +106,10 @@ def schema_line(config: Config) -> str:
 @handle_errors
 def status(config_path: Path) -> None:
     """Show the sources' polls, each subscriber's next digest and deliveries (a line per
-    destination, with its retry or pause), the outbox, the email relay's limits ([email]
-    max_per_second, max_per_hour, max_per_day: what it took lately, a slow-down it asked
-    for, how many email digests wait and when the next goes), and today's summaries and
+    destination, with its retry or pause), the outbox, each email relay ([email]'s, or each
+    of [[email.servers]] with its weight: its limits max_per_second, max_per_hour and
+    max_per_day, what it took lately, a slow-down it asked for, being skipped as failing),
+    how many email digests wait and when the next goes, and today's summaries and
     translations (requests, budget, failures, tokens)."""
     config = load_config(config_path)
     store = open_store(config, create=False)
@@ -304,25 +305,41 @@ def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
 
 
 def relay_line(config: Config, store: Store, *, now: datetime) -> str:
-    """The [email] relay: its limits, what it took lately, a slow-down it asked for, and the
+    """The email relays (the [email] one, or each of [[email.servers]]), a line each: its
+    limits, what it took lately, a slow-down it asked for, being skipped as failing; and the
     email digests waiting (how many, and when the next goes)."""
-    name, limits = relay_name(config), relay_limits(config)
-    state = store.relays.state(name, now=now)
-    parts = [f"limits {limits.describe()}" if limits.windows() else "no limits"]
-    parts.append(
-        f"took {state.last_second} in the last second, {state.last_hour} in the hour, "
-        f"{state.last_day} in the day"
-    )
-    if state.slow_until is not None and state.slow_until > now:
-        parts.append(
-            f"slowed to one message every {state.slow_seconds or 0:g} s until "
-            f"{state.slow_until:%Y-%m-%d %H:%M:%S} UTC (it answered 'slow down')"
-        )
+    relays = relays_limits(config)
+    lines = []
+    for name, limits, weight in relays:
+        state = store.relays.state(name, now=now)
+        parts = [f"limits {limits.describe()}" if limits.windows() else "no limits"]
+        if len(relays) > 1:
+            parts.insert(0, f"weight {weight}")
+        if limits.windows() or state.last_day:  # a relay with no limits counts nothing
+            parts.append(
+                f"took {state.last_second} in the last second, {state.last_hour} in the "
+                f"hour, {state.last_day} in the day"
+            )
+        if state.slow_until is not None and state.slow_until > now:
+            parts.append(
+                f"slowed to one message every {state.slow_seconds or 0:g} s until "
+                f"{state.slow_until:%Y-%m-%d %H:%M:%S} UTC (it answered 'slow down')"
+            )
+        if state.failing_until is not None and state.failing_until > now:
+            parts.append(
+                f"skipped as failing until {state.failing_until:%Y-%m-%d %H:%M:%S} UTC: "
+                f"{state.failure}"
+            )
+        lines.append(f"email relay {name}: " + "; ".join(parts))
     count, due = store.outbox.waiting("email")
     if count:
         when = "now" if due is None or due <= now else f"at {due:%Y-%m-%d %H:%M:%S} UTC"
-        parts.append(f"{plural(count, 'email digest')} waiting, the next {when}")
-    return f"email relay {name}: " + "; ".join(parts)
+        waiting = f"{plural(count, 'email digest')} waiting, the next {when}"
+        if len(lines) == 1:
+            lines[0] += f"; {waiting}"
+        else:
+            lines.append(f"email: {waiting}")
+    return "\n".join(lines)
 
 
 def target_lines(found: Status) -> list[str]:

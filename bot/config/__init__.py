@@ -50,6 +50,7 @@ from bot.config.sections import (
     SourceConfig,
     WebConfig,
 )
+from bot.config.servers import EmailServerConfig
 from bot.config.subscribers import (
     NO_LANGUAGE,
     SubscriberConfig,
@@ -80,6 +81,7 @@ __all__ = [
     "DeliveryConfig",
     "DigestConfig",
     "EmailConfig",
+    "EmailServerConfig",
     "EmbeddingsConfig",
     "LlmConfig",
     "MissingSecret",

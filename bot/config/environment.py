@@ -62,6 +62,7 @@ def strip_written_secrets(data: Mapping[str, Any]) -> tuple[dict[str, Any], list
         ("llm", "api_key"),
         ("embeddings", "api_key"),
     )
+    problems += _strip_server_passwords(raw)
     for section, key in secret_fields:
         table = raw.get(section)
         if isinstance(table, dict) and key in table:
@@ -71,6 +72,27 @@ def strip_written_secrets(data: Mapping[str, Any]) -> tuple[dict[str, Any], list
                 f"environment variable and name that variable in {key}_env"
             )
     return raw, problems
+
+
+def _strip_server_passwords(raw: dict[str, Any]) -> list[str]:
+    """A password written in an [[email.servers]] entry: dropped, and a problem (as above)."""
+    email = raw.get("email")
+    if not isinstance(email, dict) or not isinstance(email.get("servers"), list):
+        return []
+    servers = email["servers"]
+    problems: list[str] = []
+    kept: list[Any] = []
+    for index, server in enumerate(servers):
+        if isinstance(server, dict) and "password" in server:
+            server = {k: v for k, v in server.items() if k != "password"}
+            problems.append(
+                f"email.servers[{index}].password: a secret does not belong in the file: set "
+                "it in an environment variable and name that variable in password_env"
+            )
+        kept.append(server)
+    if problems:
+        raw["email"] = {**email, "servers": kept}
+    return problems
 
 
 class SecretReader:
@@ -103,24 +125,35 @@ class SecretReader:
         self.problems.append(problem)
 
 
-def read_password(email: Any, secrets: SecretReader) -> str | None:
-    """The SMTP password from the environment variable the raw [email] table names."""
+def read_password(email: Any, secrets: SecretReader, where: str = "email") -> str | None:
+    """The SMTP password from the environment variable the raw [email] table names (or
+    one of its [[email.servers]]: `where` is "email.servers[0]")."""
     if not isinstance(email, dict):
         return None
     name = email.get("password_env")
     if not name:
         if email.get("username"):
-            secrets.refuse("email.password_env: a username is set, so name the password's variable")
+            secrets.refuse(
+                f"{where}.password_env: a username is set, so name the password's variable"
+            )
         return None
     if not isinstance(name, str) or not ENV_NAME_RE.match(name):
         return None  # the schema reports it
+    key = "[email] password_env" if where == "email" else f"{where}.password_env"
     return secrets.read(
-        "email.password_env",
-        name,
-        what="a password",
-        kind=SMTP_PASSWORD,
-        key="[email] password_env",
+        f"{where}.password_env", name, what="a password", kind=SMTP_PASSWORD, key=key
     )
+
+
+def read_server_passwords(email: Any, secrets: SecretReader) -> list[str | None]:
+    """Each [[email.servers]] entry's SMTP password, from the variable it names."""
+    servers = email.get("servers") if isinstance(email, dict) else None
+    if not isinstance(servers, list):
+        return []
+    return [
+        read_password(server, secrets, f"email.servers[{index}]")
+        for index, server in enumerate(servers)
+    ]
 
 
 def read_imap_password(bounces: Any, secrets: SecretReader) -> str | None:
@@ -291,7 +324,7 @@ def config_secrets(config: Config) -> list[str]:
     if config.slack is not None:
         found += [config.slack.bot_token, config.slack.app_token, config.slack.signing_secret]
     if config.email is not None:
-        found.append(config.email.password)
+        found += [config.email.password, *(s.password for s in config.email.servers)]
     if config.bounces is not None:
         found.append(config.bounces.password)
     if config.llm is not None:

@@ -21,6 +21,7 @@ from bot.config.environment import (
     read_imap_password,
     read_password,
     read_secrets,
+    read_server_passwords,
     read_slack_secrets,
     read_web_secret,
     strip_written_secrets,
@@ -57,6 +58,7 @@ def parse_config(
     for check in checks:
         problems += check(raw, secrets.env)
     password = read_password(raw.get("email"), secrets)
+    server_passwords = read_server_passwords(raw.get("email"), secrets)
     imap_password = read_imap_password(raw.get("bounces"), secrets)
     slack_secrets = read_slack_secrets(raw.get("slack"), secrets)
     web_key = read_web_secret(raw.get("web"), secrets)
@@ -78,6 +80,8 @@ def parse_config(
     config.missing_secrets = secrets.missing
     if config.email is not None:
         config.email.password = password
+        for server, server_password in zip(config.email.servers, server_passwords, strict=False):
+            server.password = server_password
     if config.bounces is not None:
         config.bounces.password = imap_password
     if config.slack is not None:

@@ -31,6 +31,7 @@ from bot.config.fields import (
     Weekday,
     check_email,
 )
+from bot.config.servers import MAX_SERVERS, EmailServerConfig, servers_problem
 from bot.core.calendar import ArxivCalendar, PollPolicy
 from bot.core.links import LinkSigner, check_public_url, max_ages
 from bot.core.schedule import Defaults, parse_time
@@ -321,6 +322,16 @@ class EmailConfig(Section):
     max_per_hour: int | None = Field(None, ge=1, le=10_000_000)
     max_per_day: int | None = Field(None, ge=1, le=100_000_000)
     password: str | None = Field(None, exclude=True)  # filled from the environment only
+    # Several relays, used by weight (bot.config.servers): then host ... max_per_day go
+    # in each server, not here.
+    servers: list[EmailServerConfig] = Field(default_factory=list, max_length=MAX_SERVERS)
+
+    @model_validator(mode="after")
+    def _servers(self) -> EmailConfig:
+        problem = servers_problem(self.servers, self.model_fields_set)
+        if problem:
+            raise ValueError(problem)
+        return self
 
     @field_validator("bounce_address")
     @classmethod

@@ -17,6 +17,7 @@ from bot.channels.apprise import AppriseSettings, known_urls, url_secrets
 from bot.channels.email import EmailChannelSettings, FileChannel, SmtpSettings
 from bot.channels.limits import Limits, RelayLimiter
 from bot.channels.outbox import RetryPolicy
+from bot.channels.servers import Relay, RelayPool
 from bot.channels.slack import SlackSettings
 from bot.config import Config, EmailConfig
 from bot.config import load_config as load_config_file
@@ -110,11 +111,14 @@ def channel_settings(config: Config, store: Store | None = None) -> dict[str, An
     load_builtin_channels()
     found: dict[str, Any] = {"apprise": apprise_settings(config, store)}
     if config.email is not None:
+        senders = envelope_senders(config)
+        servers = email_servers(config, store)
         found["email"] = EmailChannelSettings(
             smtp_settings(config),
             email_settings(config),
-            envelope_from=envelope_senders(config),
+            envelope_from=senders,
             limiter=relay_limiter(config, store) if store is not None else None,
+            pool=RelayPool(servers, envelope_from=senders) if servers else None,
         )
     # A webhook whose variable is not set still makes a channel: a dry run reports what
     # would go there; a send asks for the variable first (`bot.cli.secrets`).
@@ -209,6 +213,41 @@ def relay_limiter(
 ) -> RelayLimiter:
     """The [email] relay's limits and slow-downs, kept in `store` for every process."""
     return RelayLimiter(store.relays, relay_name(config), relay_limits(config), clock=clock)
+
+
+def email_servers(
+    config: Config, store: Store | None = None, *, clock: Callable[[], datetime] = utcnow
+) -> list[Relay]:
+    """[[email.servers]] (none: [email] names the one relay), each with its limits and
+    slow-downs kept in `store` for every process (with no store: none kept)."""
+    e = _email_section(config)
+    relays: list[Relay] = []
+    for server in e.servers:
+        smtp = SmtpSettings(
+            host=server.host,
+            port=server.effective_port,
+            security=server.security,
+            username=server.username,
+            password=server.password,
+            timeout=e.timeout,
+        )
+        limits = Limits(server.max_per_second, server.max_per_hour, server.max_per_day)
+        limiter = None
+        if store is not None:
+            limiter = RelayLimiter(store.relays, server.relay, limits, clock=clock)
+        relays.append(Relay(smtp, server.weight, limiter))
+    return relays
+
+
+def relays_limits(config: Config) -> list[tuple[str, Limits, int]]:
+    """Each relay email goes through: its name ("host:port"), limits and weight."""
+    e = _email_section(config)
+    if not e.servers:
+        return [(relay_name(config), relay_limits(config), 1)]
+    return [
+        (s.relay, Limits(s.max_per_second, s.max_per_hour, s.max_per_day), s.weight)
+        for s in e.servers
+    ]
 
 
 def email_settings(config: Config) -> EmailSettings:

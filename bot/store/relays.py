@@ -6,7 +6,9 @@ on PostgreSQL that UPDATE holds the row's lock until the commit, so two workers 
 at once go one after the other; on SQLite the write takes the file's one writer lock, the
 same. Each window counts the messages handed to the relay within it (`relay_sends`, kept a
 day); a message fits when every window has room, and when a slow-down the relay asked for
-(`slow_down`: a 421/451/454 answer) leaves one message every `slow_seconds`.
+(`slow_down`: a 421/451/454 answer) leaves one message every `slow_seconds` (each further
+slow-down while one holds doubles it, up to a floor the caller gives). A relay that cannot
+be reached is skipped by every process until `failing_until` (`fail`).
 
 Decides nothing about what is sent: bot.channels.limits asks, the sender waits or defers.
 """
@@ -39,6 +41,8 @@ class RelayState:
     last_second: int  # messages handed to it within the last second, hour and day
     last_hour: int
     last_day: int
+    failing_until: datetime | None = None  # skipped as failing until then, and why
+    failure: str | None = None
 
 
 class Relays(Repository):
@@ -99,15 +103,41 @@ class Relays(Repository):
             session.commit()
             return None
 
-    def slow_down(self, relay: str, *, until: datetime, seconds: float) -> None:
-        """The relay asked to slow down: one message every `seconds` until `until` (a
-        later slow-down of the same relay extends it)."""
+    def slow_down(
+        self, relay: str, *, now: datetime, until: datetime, seconds: float, slowest: float
+    ) -> float:
+        """The relay asked to slow down: one message every `seconds` until `until`; if a
+        slow-down still holds, twice its spacing (half its rate) instead, never slower than
+        one every `slowest`. Read and written under the row's lock, so two processes told at
+        once both halve it. The spacing now in force."""
         self._ensure(relay)
         with failing_as("record the relay's slow-down"), self.database.session() as session:
-            session.execute(
+            connection = session.connection()
+            connection.execute(update(RELAYS).where(RELAYS.c.relay == relay).values(checked_at=now))
+            row = connection.execute(
+                select(RELAYS.c.slow_until, RELAYS.c.slow_seconds).where(RELAYS.c.relay == relay)
+            ).one()
+            holds = row.slow_until is not None and aware(row.slow_until) > now
+            if holds and row.slow_seconds:
+                seconds = max(seconds, row.slow_seconds * 2)
+            seconds = min(seconds, slowest)
+            connection.execute(
                 update(RELAYS)
                 .where(RELAYS.c.relay == relay)
                 .values(slow_until=until, slow_seconds=seconds)
+            )
+            session.commit()
+        return seconds
+
+    def fail(self, relay: str, *, until: datetime | None, why: str | None = None) -> None:
+        """The relay could not be reached: every process skips it until `until` (None: it
+        answered again, skipped no more)."""
+        self._ensure(relay)
+        with failing_as("record the relay's failure"), self.database.session() as session:
+            session.execute(
+                update(RELAYS)
+                .where(RELAYS.c.relay == relay)
+                .values(failing_until=until, failure=(why or "")[:500] if until else None)
             )
             session.commit()
 
@@ -115,7 +145,12 @@ class Relays(Repository):
         """The relay's slow-down and the messages handed to it lately."""
         with failing_as("read the relay's limits"), self.database.session() as session:
             row = session.execute(
-                select(RELAYS.c.slow_until, RELAYS.c.slow_seconds).where(RELAYS.c.relay == relay)
+                select(
+                    RELAYS.c.slow_until,
+                    RELAYS.c.slow_seconds,
+                    RELAYS.c.failing_until,
+                    RELAYS.c.failure,
+                ).where(RELAYS.c.relay == relay)
             ).first()
             counts = [
                 int(
@@ -129,4 +164,7 @@ class Relays(Repository):
             ]
         slow_until = aware(row.slow_until) if row is not None and row.slow_until else None
         slow_seconds = row.slow_seconds if row is not None else None
-        return RelayState(relay, slow_until, slow_seconds, *counts)
+        failing = aware(row.failing_until) if row is not None and row.failing_until else None
+        failure = row.failure if row is not None and failing is not None else None
+        second, hour, day = counts
+        return RelayState(relay, slow_until, slow_seconds, second, hour, day, failing, failure)

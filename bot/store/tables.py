@@ -433,7 +433,8 @@ class BounceRow(SQLModel, table=True):
 class RelayRow(SQLModel, table=True):
     """One SMTP relay paperbell sends through ("host:port"): the row every process sending
     through it locks while it takes a place in its limits, and how long the relay asked it
-    to slow down (a 421/451/454 answer) (migration 0011)."""
+    to slow down (a 421/451/454 answer) (migration 0011), and until when every process
+    skips it as failing ([[email.servers]]: it could not be reached; migration 0012)."""
 
     __tablename__ = "relays"
 
@@ -441,6 +442,8 @@ class RelayRow(SQLModel, table=True):
     checked_at: datetime | None = None  # the last reservation (written: it takes the lock)
     slow_until: datetime | None = None  # one message every slow_seconds until then
     slow_seconds: float | None = None
+    failing_until: datetime | None = None
+    failure: str | None = Field(default=None, max_length=500)
 
 
 class RelaySendRow(SQLModel, table=True):
