@@ -1,4 +1,4 @@
-"""Rendering in worker processes (bot.pipeline.renderpool): a large run's digests are
+"""Rendering in worker processes (bot.channels.renderpool): a large run's digests are
 rendered by spawned workers while the main process queues and sends. What goes out is byte
 for byte what the main process would have rendered; a worker that dies mid-run costs no
 digest (the main process renders the rest), and none goes twice.
@@ -19,10 +19,12 @@ import pytest
 from support.config import sink_email
 from support.servers import smtp_sink
 
+from bot.channels.renderpool import RenderPool
 from bot.config import Config, parse_config
 from bot.core.models import Paper
 from bot.pipeline import DeliveryReport, DeliveryRequest, build_channels, deliver
-from bot.pipeline.renderpool import POOL_FROM, RenderPool, processes
+from bot.pipeline.payloads import POOL_FROM
+from bot.pipeline.payloads import render_processes as processes
 from bot.store import Store
 
 NOW = datetime(2024, 11, 28, 23, 0, tzinfo=UTC)

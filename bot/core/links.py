@@ -233,6 +233,14 @@ class LinkSigner:
         # One feedback signer per subscriber and time: an email signs two links a paper.
         self._feedback_signers: dict[tuple[str, datetime], TimestampSigner] = {}
 
+    def __getstate__(self) -> dict[str, object]:
+        # Pickled for a render worker (bot.channels.renderpool): without the signers made
+        # so far (classes made at run time), which the worker makes again.
+        return {**self.__dict__, "_feedback_signers": {}}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+
     def derived_key(self, name: str) -> str:
         """A key for another use (the pages' CSRF tokens), derived from the secret."""
         return hmac.new(self._secret.encode(), f"paperbell.{name}".encode(), "sha256").hexdigest()

@@ -52,6 +52,7 @@ from bot.channels import (
     where,
 )
 from bot.channels.outbox import Channels, drain
+from bot.channels.renderpool import PoolBroken, RenderPool
 from bot.config import SECRET_KEY, Config
 from bot.core.calendar import eastern_date
 from bot.core.errors import MissingSecrets, PaperbellError, RuleError
@@ -59,8 +60,14 @@ from bot.core.models import Digest, Paper, Ranking, Subscriber, target_label
 from bot.match.digest import RuleMatches, build_digest, match_rules, note_digest
 from bot.pipeline.activity import refresh_rule_counts
 from bot.pipeline.likes import sync_declared_likes
-from bot.pipeline.payloads import render_context, render_for
-from bot.pipeline.renderpool import POOL_FROM, PoolBroken, RenderPool, processes
+from bot.pipeline.payloads import (
+    POOL_FROM,
+    linker,
+    render_context,
+    render_for,
+    render_processes,
+    render_settings,
+)
 from bot.pipeline.similar import rank_subscribers
 from bot.pipeline.texts import TextsRun, write_texts
 from bot.pipeline.wiring import channel_settings, retry_policy
@@ -168,7 +175,7 @@ async def deliver(
     `request` says (see `DeliveryRequest`). `clock` times the sending (default: `now`);
     `should_stop()` is checked before each message (the daemon shutting down);
     `on_texts` hears what the run's summaries and translations came to. A run of
-    `pool_from` digests or more renders them in worker processes (bot.pipeline.renderpool)."""
+    `pool_from` digests or more renders them in worker processes (bot.channels.renderpool)."""
     _refuse_unsigned_links(config, channels, request)
     # Planning reads everyone and matches every rule (seconds for many thousands): in a
     # thread, so that the daemon's web app and slash command answer meanwhile.
@@ -188,7 +195,7 @@ async def deliver(
     # garbage collector for the run: its full collections would otherwise walk them all,
     # holding the event loop (and the web app's answers) for a quarter of a second each.
     gc.freeze()
-    workers = processes(config, len(plan.parsed), pool_from=pool_from)
+    workers = render_processes(config, len(plan.parsed), pool_from=pool_from)
     pool: RenderPool | None = None
     # Shares being rendered by the pool's workers while this process queues and sends the
     # one before: as many as there are workers, then the oldest is taken.
@@ -217,7 +224,8 @@ async def deliver(
 
     try:
         if workers:
-            pool = RenderPool(config, plan.papers, now=now, workers=workers)
+            kinds = render_settings(channel_settings(config))
+            pool = RenderPool(kinds, linker(config, now), plan.papers, workers=workers)
         reports = list(plan.left_out)
         texts_run: TextsRun | None = None
         context = render_context(config, now)
@@ -458,13 +466,16 @@ async def render_pooled(
         log.error("%s: the rest of this run is rendered in the main process", exc)
         return await render_here(config, pairs, now=now, context=context)
     outgoing: list[Outgoing] = []
-    failed: list[DeliveryReport] = []
+    again: list[tuple[Digest, Target]] = []  # not rendered there: here (it says why)
     for (digest, target), result in zip(pairs, results, strict=True):
         if result.payload is None:
-            failed.append(_report(digest, target.recipient, "failed", error=result.error))
+            again.append((digest, target))
         else:
             outgoing.append(Outgoing(result.shown or digest, target.recipient, result.payload))
-    return outgoing, failed
+    if not again:
+        return outgoing, []
+    here, failed = render(config, again, now=now, context=context)
+    return [*outgoing, *here], failed
 
 
 def queue(

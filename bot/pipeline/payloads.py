@@ -8,18 +8,29 @@ queues or sends.
 
 from __future__ import annotations
 
-import functools
+import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from bot.channels import RenderContext, Rendered, Target, channel_kind
+from bot.channels.email import EmailChannelSettings
+from bot.channels.linking import Linker
 from bot.config import SECRET_KEY, Config
-from bot.core.links import placeholder_url
 from bot.core.models import Digest, Subscriber
 from bot.pipeline.wiring import channel_settings
-from bot.render.email import DigestLinks, VoteLinks
+from bot.render.email import DigestLinks
 from bot.render.slack import VoteTokens
+
+
+def linker(config: Config, now: datetime) -> Linker:
+    """The run's links (`Linker`): signed when [web] has its public_url and secret key;
+    placeholders when the key's variable is not set (a preview: `digest --out`,
+    `--dry-run`); else none."""
+    signer = config.web.link_signer()
+    site = config.web.public_url if signer is None and config.missing(SECRET_KEY) else None
+    return Linker(now, signer, site or None)
 
 
 def digest_links(
@@ -30,60 +41,13 @@ def digest_links(
     *,
     digest_id: str | None = None,
 ) -> DigestLinks | None:
-    """The subscriber's signed manage and one-click unsubscribe links, and the 👍 / 👎 links
-    of each of `papers` (paper ids), the digest `digest_id` in their archive and their Atom
-    feed, when [web] is set up for them (public_url, secret_key_env) and the subscriber is
-    stored (has an id). When
-    the secret key's variable is not set (a preview: `digest --out`, `--dry-run`), the links
-    are placeholders that say so (`placeholder_url`): nothing can sign them, and a message
-    that is sent never carries them (`bot.pipeline.deliver` refuses to send without the
-    key)."""
-    if subscriber.id is None:
-        return None
-    signer = config.web.link_signer()
-    feedback: dict[str, VoteLinks] = {}
-    if signer is not None:
-        unsubscribe = signer.url("unsubscribe", subscriber, now=now)
-        manage = signer.url("manage", subscriber, now=now)
-        archive = signer.archive_url(subscriber, digest_id) if digest_id else None
-        feed = signer.feed_url(subscriber)
-        for key in papers:
-            like = signer.feedback_url(subscriber, key, "like", now=now)
-            dislike = signer.feedback_url(subscriber, key, "dislike", now=now)
-            if like and dislike:
-                feedback[key] = VoteLinks(like=like, dislike=dislike)
-    elif config.web.public_url and config.missing(SECRET_KEY):
-        unsubscribe = placeholder_url(config.web.public_url, "unsubscribe")
-        manage = placeholder_url(config.web.public_url, "manage")
-        archive = placeholder_url(config.web.public_url, "archive") if digest_id else None
-        feed = placeholder_url(config.web.public_url, "feed")
-        vote = VoteLinks(*(placeholder_url(config.web.public_url, "feedback"),) * 2)
-        feedback = dict.fromkeys(papers, vote)
-    else:
-        return None
-    return DigestLinks(
-        unsubscribe=unsubscribe if unsubscribe.startswith("https://") else None,
-        manage=manage,
-        feedback=feedback,
-        archive=archive,
-        feed=feed,
-    )
+    """The subscriber's links in a digest (`Linker.links`)."""
+    return linker(config, now).links(subscriber, papers, digest_id)
 
 
 def vote_tokens(config: Config, digest: Digest, now: datetime) -> dict[str, VoteTokens]:
-    """Each paper's 👍 / 👎 buttons' signed values, when [web] has its secret key and the
-    subscriber is stored; else none (no buttons)."""
-    signer = config.web.link_signer()
-    sub = digest.subscriber
-    if signer is None or sub.id is None:
-        return {}
-    votes: dict[str, VoteTokens] = {}
-    for item in digest.items:
-        like = signer.feedback_token(sub, item.paper.id, "like", now=now)
-        dislike = signer.feedback_token(sub, item.paper.id, "dislike", now=now)
-        if like and dislike:
-            votes[item.paper.id] = VoteTokens(like=like, dislike=dislike)
-    return votes
+    """Each paper's 👍 / 👎 buttons' signed values (`Linker.votes`)."""
+    return linker(config, now).votes(digest)
 
 
 def render_context(
@@ -91,18 +55,43 @@ def render_context(
 ) -> RenderContext:
     """What every renderer is given for a run at `now`: each kind's settings (by default
     `channel_settings`), the subscribers' signed links and vote buttons' values."""
+    links = linker(config, now)
     return RenderContext(
         now=now,
         settings=channel_settings(config) if settings is None else settings,
-        links=functools.partial(_links, config, now),
-        votes=lambda digest: vote_tokens(config, digest, now),
+        links=links.links,
+        votes=links.votes,
     )
 
 
-def _links(
-    config: Config, now: datetime, sub: Subscriber, papers: Sequence[str], digest_id: str | None
-) -> DigestLinks | None:
-    return digest_links(config, sub, now, papers, digest_id=digest_id)
+# A run with fewer digests than this renders in its own process: starting the workers
+# (a second or so each) would cost more than it saves.
+POOL_FROM = 300
+
+
+def render_processes(config: Config, digests: int, *, pool_from: int = POOL_FROM) -> int:
+    """How many worker processes a run of `digests` digests renders with
+    (bot.channels.renderpool): none below `pool_from`; else [delivery] render_processes,
+    or, unset, one fewer than the machine has cores (this process builds, queues and
+    sends on the last one; a worker holds ~100 MB, so more would cost memory for
+    little)."""
+    if digests < pool_from:
+        return 0
+    wanted = config.delivery.render_processes
+    if wanted is None:
+        wanted = max((os.cpu_count() or 1) - 1, 0)
+    return wanted
+
+
+def render_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """What of each kind's settings its renderer reads, for a render worker: the email's
+    message settings (its server's credentials, connections and limits stay here); the
+    other kinds render from the digest and the links alone."""
+    email = settings.get("email")
+    if isinstance(email, EmailChannelSettings):
+        smtp = replace(email.smtp, username=None, password=None)
+        return {"email": EmailChannelSettings(smtp, email.message)}
+    return {}
 
 
 def render_for(digest: Digest, target: Target, context: RenderContext) -> Rendered:

@@ -2,16 +2,20 @@
 
 Owns the render pool of one run (`RenderPool`): worker processes, started fresh (spawned:
 nothing of the parent's threads, connections or event loop is inherited), each holding the
-run's config, papers and render context, that render the digests they are handed and
-return the bytes to queue. Rendering is most of a digest's cost; the parent plans, builds,
-queues and sends meanwhile, so a two-core machine renders and sends at once, and the
-parent's event loop (the daemon's web app, its slash command) is not held by templates.
+run's papers, the channel kinds' render settings and the run's links (`Linker`), that
+render the digests they are handed and return the bytes to queue. A worker imports the
+channels and renderers alone (no database, config or sources: ~50 MB). Rendering is most
+of a digest's cost; the parent plans, builds, queues and sends meanwhile, so a two-core
+machine renders and sends at once, and the parent's event loop (the daemon's web app, its
+slash command) is not held by templates.
 
 What travels is small: a digest's papers go as their place in the run's papers (sent to
 each worker once, when it starts), and what comes back is each digest's payload, with the
 digest it shows only where the channel cut it. A worker touches no database and sends
 nothing: the parent queues and sends exactly as when it renders itself, so every rule of
-the outbox (once per period, recorded after the send) holds unchanged.
+the outbox (once per period, recorded after the send) holds unchanged. A digest a worker
+could not render is rendered again by the caller (it reports the error if it fails there
+too).
 
 A worker that dies (killed, out of memory) breaks the pool: the parent renders the rest
 of the run itself (`render` raises `PoolBroken`; `bot.pipeline.deliver` falls back), so a
@@ -26,26 +30,20 @@ import contextlib
 import io
 import logging
 import multiprocessing
-import os
 import pickle
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from bot.channels import RenderContext, Target, load_builtin_channels
-from bot.config import Config
+from bot.channels import channel_kind, load_builtin_channels
+from bot.channels.base import RenderContext, Target
+from bot.channels.linking import Linker
 from bot.core.models import Digest, Paper
-from bot.pipeline.payloads import render_context, render_for
 
 log = logging.getLogger(__name__)
-
-# A run with fewer digests than this renders in its own process: starting the workers
-# (a second or so each, importing paperbell) would cost more than it saves.
-POOL_FROM = 300
 
 
 class PoolBroken(Exception):
@@ -62,30 +60,22 @@ class Result:
     error: str | None = None
 
 
-def processes(config: Config, digests: int, *, pool_from: int = POOL_FROM) -> int:
-    """How many worker processes a run of `digests` digests renders with: none below
-    `pool_from`; else [delivery] render_processes, or, unset, one fewer than the machine
-    has cores (this process builds, queues and sends on the last one; a worker holds
-    ~150 MB, so more would cost memory for little)."""
-    if digests < pool_from:
-        return 0
-    wanted = config.delivery.render_processes
-    if wanted is None:
-        wanted = max((os.cpu_count() or 1) - 1, 0)
-    return wanted
-
-
 class RenderPool:
     """Worker processes rendering one run's digests (see the module's docstring)."""
 
     def __init__(
-        self, config: Config, papers: Sequence[Paper], *, now: datetime, workers: int
+        self,
+        settings: Mapping[str, Any],
+        linker: Linker,
+        papers: Sequence[Paper],
+        *,
+        workers: int,
     ) -> None:
+        """Workers rendering with each kind's render `settings` (what its renderer reads:
+        plain data, no connection), the run's `linker`, and its `papers`."""
         self._papers = list(papers)
         self._places = {id(paper): index for index, paper in enumerate(self._papers)}
-        # A config holds the environment it read its secrets from: a plain copy travels.
-        portable = config.model_copy(update={"environ": dict(config.environ)})
-        setup = (pickle.dumps(portable), _dumps(self._papers, {}), now)
+        setup = (pickle.dumps((dict(settings), linker)), _dumps(self._papers, {}))
         self._executor = concurrent.futures.ProcessPoolExecutor(
             max_workers=workers,
             mp_context=multiprocessing.get_context("spawn"),
@@ -152,18 +142,18 @@ class RenderPool:
 _WORKER: dict[str, Any] = {}
 
 
-def _start(config_blob: bytes, papers_blob: bytes, now: datetime) -> None:
+def _start(setup_blob: bytes, papers_blob: bytes) -> None:
     # Ctrl-C in a terminal reaches the whole process group: the main process stops the
     # run (and its workers) as it stops; a worker interrupted on its own would only add
     # a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     load_builtin_channels()
-    config: Config = pickle.loads(config_blob)
+    settings, linker = pickle.loads(setup_blob)
     papers: list[Paper] = _loads(papers_blob, [])
     _WORKER.update(
         papers=papers,
         places={id(paper): index for index, paper in enumerate(papers)},
-        context=render_context(config, now),
+        context=RenderContext(linker.now, settings, links=linker.links, votes=linker.votes),
     )
 
 
@@ -178,8 +168,11 @@ def _render(blob: bytes) -> bytes:
     pairs: list[tuple[Digest, Target]] = _loads(blob, papers)
     results = []
     for digest, target in pairs:
+        kind = channel_kind(target.channel)
         try:
-            rendered = render_for(digest, target, context)
+            if kind is None:
+                raise ValueError(f"no channel kind {target.kind!r} is known")
+            rendered = kind.render(digest, target, context)
         except ValueError as exc:
             results.append(Result(None, error=str(exc)))
             continue
