@@ -17,6 +17,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.x509.oid import NameOID
+from hypothesis import strategies as st
 
 from bot.bounces.sns import NOTIFICATION_FIELDS, SUBSCRIPTION_FIELDS
 from support.paths import FIXTURES
@@ -91,3 +92,19 @@ def mailgun_signed(
 def basic_auth(password: str = POSTMARK_SECRET, user: str = "postmark") -> dict[str, str]:
     """Postmark's Authorization header for a webhook URL with `user:password@`."""
     return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def json_values(*, text: int = 40, leaves: int = 40, nan: bool = True) -> st.SearchStrategy[Any]:
+    """Any JSON value Python's json reads: NaN and lone surrogates among them (unless
+    `nan` is False), nested lists and objects."""
+    return st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=nan)
+        | st.text(alphabet=st.characters(), max_size=text),
+        lambda inner: (
+            st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=20), inner, max_size=5)
+        ),
+        max_leaves=leaves,
+    )
