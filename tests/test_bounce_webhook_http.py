@@ -342,7 +342,10 @@ BODIES = st.one_of(
 )
 HEADERS = st.dictionaries(
     st.sampled_from(["Authorization", "Content-Type", "X-Amz-Sns-Message-Type"]),
-    st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=60),
+    # No space at either end: the HTTP client refuses to send such a header.
+    st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=60).map(
+        str.strip
+    ),
     max_size=3,
 )
 
@@ -360,6 +363,7 @@ def test_any_call_from_a_stranger_gets_a_4xx_and_pauses_no_one(hooks: Hooks) -> 
         {"Authorization": "Basic Og=="},
     )
     @example("mailgun", json.dumps(payload("mailgun-failed-permanent.json")).encode(), {})
+    @example("mailgun", b"", {"Authorization": ""})
     @example(
         "ses",
         b'{"Type": "Notification", "TopicArn": "' + TOPIC.encode() + b'", "Message": "\\u0000"}',

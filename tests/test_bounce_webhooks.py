@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -267,7 +268,7 @@ def verifier(signer: SnsSigner, fetched: list[str] | None = None) -> SigningCert
 def check(certificates: SigningCertificates, data: dict[str, Any]) -> str | None:
     message = read_message(data)
     assert isinstance(message, SnsMessage)
-    return asyncio.run(certificates.verify(message))
+    return asyncio.run(certificates.verify(message, now=datetime.now(UTC)))
 
 
 @pytest.mark.parametrize("version", ["1", "2"])
@@ -297,6 +298,15 @@ def test_sns_signatures_of_both_versions_are_checked(signer: SnsSigner, version:
 def test_a_changed_sns_message_fails_its_check(signer: SnsSigner, change: dict[str, str]) -> None:
     data = signer.notification(payload("ses-bounce-permanent.json"))
     assert check(verifier(signer), {**data, **change}) is not None
+
+
+def test_a_certificate_out_of_its_dates_fails(signer: SnsSigner) -> None:
+    data = signer.notification(payload("ses-bounce-permanent.json"))
+    message = read_message(data)
+    assert isinstance(message, SnsMessage)
+    later = datetime.now(UTC) + timedelta(days=60)
+    said = asyncio.run(verifier(signer).verify(message, now=later))
+    assert said == "the signing certificate is not valid now"
 
 
 def test_a_certificate_of_another_key_fails(signer: SnsSigner) -> None:
@@ -379,7 +389,8 @@ def test_any_sns_envelope_is_checked_without_an_error(value: dict[str, Any]) -> 
 
     message = read_message(value)
     if isinstance(message, SnsMessage):
-        assert asyncio.run(SigningCertificates(fetch).verify(message)) is not None
+        checked = SigningCertificates(fetch).verify(message, now=datetime.now(UTC))
+        assert asyncio.run(checked) is not None
 
 
 # -- Mailgun and Postmark ----------------------------------------------------------------
@@ -446,3 +457,28 @@ def test_the_fixtures_are_json() -> None:
 
     for path in WEBHOOKS.glob("*.json"):
         assert isinstance(json.loads(path.read_text(encoding="utf-8")), dict), path.name
+
+
+# -- the certificate fetch: the fetcher's size cap, no redirect followed ------------------
+
+
+def test_the_sns_fetch_is_capped_and_follows_no_redirect(signer: SnsSigner) -> None:
+    from support.servers import hostile_server
+
+    from bot.core.errors import PaperbellError
+    from bot.web.bounces import sns_fetch
+
+    async def run() -> tuple[bytes, list[str], dict[str, int]]:
+        async with hostile_server(pieces=[signer.pem]) as server:
+            got = await sns_fetch(server.url("/given"))
+            with pytest.raises(PaperbellError, match="larger than"):
+                await sns_fetch(server.url("/endless"))
+            # A 302 whose own body never ends: neither followed nor read past the cap.
+            with pytest.raises(PaperbellError, match="larger than"):
+                await sns_fetch(server.url("/redirect-endless"))
+            return got, list(server.requests), dict(server.sent)
+
+    got, requests, sent = asyncio.run(run())
+    assert got == signer.pem
+    assert "/feed" not in requests  # the redirect was not followed
+    assert sent["/endless"] < 64 * 1024 * 1024  # stopped (socket buffers hold a few MB)

@@ -22,6 +22,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -159,9 +160,9 @@ class SigningCertificates:
         self.fetch = fetch
         self._kept: OrderedDict[str, x509.Certificate] = OrderedDict()
 
-    async def verify(self, message: SnsMessage) -> str | None:
+    async def verify(self, message: SnsMessage, *, now: datetime) -> str | None:
         """None when the message is SNS's; else why not (a problem with its certificate
-        URL, a certificate that cannot be had, a wrong signature)."""
+        URL, a certificate that cannot be had or is not valid `now`, a wrong signature)."""
         url = message.get("SigningCertURL") or ""
         if not certificate_url_ok(url):
             return "SigningCertURL is not an SNS certificate (https://sns.REGION.amazonaws.com/)"
@@ -173,6 +174,8 @@ class SigningCertificates:
             certificate = self._kept[url] = fetched
             while len(self._kept) > MAX_CACHED:
                 self._kept.popitem(last=False)
+        if not certificate.not_valid_before_utc <= now <= certificate.not_valid_after_utc:
+            return "the signing certificate is not valid now"
         if not verify(message, certificate):
             return "the signature is wrong"
         return None

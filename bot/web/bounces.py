@@ -59,7 +59,10 @@ async def sns_fetch(url: str) -> bytes:
     size cap and deadline, following no redirect: only the SNS host named is believed."""
     async with make_client(timeout=SNS_LIMITS.deadline, follow_redirects=False) as client:
         fetcher = PoliteFetcher(client, min_interval=0, retries=1, backoff=0.5, limits=SNS_LIMITS)
-        result = await fetcher.get(url, FetchState(), source="sns")
+        try:
+            result = await fetcher.get(url, FetchState(), source="sns")
+        except PaperbellError as exc:  # its hint speaks of sources' options: not these
+            raise PaperbellError(exc.message) from None
     if result.status != 200 or result.body is None:
         raise PaperbellError(f"{url} answered HTTP {result.status}")
     return result.body
@@ -110,7 +113,7 @@ class BounceHooks:
         if topic not in self.settings.ses_topic_arns:
             unknown = f"a topic not in ses_topic_arns: {topic[:200]}"
             return await self._forged(request, "ses", unknown)
-        problem = await self.certificates.verify(message)
+        problem = await self.certificates.verify(message, now=self.clock())
         if problem is not None:
             return await self._forged(request, "ses", problem)
         if message.type == "SubscriptionConfirmation":
