@@ -400,3 +400,22 @@ def test_any_authenticated_event_gets_an_answer_never_a_500(hooks: Hooks) -> Non
         assert done.status_code in NEVER_5XX, (done.status_code, done.text)
 
     call()
+
+
+def test_serve_asks_for_the_webhooks_secrets_by_name(tmp_path: Any, database_url: str) -> None:
+    from click.testing import CliRunner
+
+    from bot.cli import main
+
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f'version = 1\n[database]\nurl = "{database_url}"\n[bounces]\n'
+        'postmark_secret_env = "PB_HOOK_POSTMARK"\nmailgun_signing_key_env = "PB_HOOK_MAILGUN"\n'
+    )
+    done = CliRunner().invoke(main, ["serve", "-c", str(path)], env={"PB_HOOK_MAILGUN": "k"})
+    assert done.exit_code == 2
+    assert done.output == (
+        "error: [bounces] postmark_secret_env names PB_HOOK_POSTMARK, which is not set: "
+        "`paperbell serve` checks Postmark's bounce webhook (POST /bounces/postmark) and "
+        "needs it\n"
+    )

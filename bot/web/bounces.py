@@ -261,6 +261,18 @@ def bounce_routes(
     """The webhooks [bounces] sets up (none without the section, or with IMAP alone)."""
     if config.bounces is None or not config.bounces.webhooks():
         return []
+    unset = {
+        "postmark": config.bounces.postmark_secret is None,
+        "mailgun": config.bounces.mailgun_signing_key is None,
+    }
+    for provider in config.bounces.webhooks():
+        if unset.get(provider):
+            log.warning(
+                "bounces: the secret of POST %s is not set (its variable, [bounces] %s_env): "
+                "it answers 503 until it is",
+                PATHS[provider],
+                "postmark_secret" if provider == "postmark" else "mailgun_signing_key",
+            )
     hooks = BounceHooks(
         config.bounces,
         store,
