@@ -89,6 +89,9 @@ PURE = [
     "bot.similar.refs",
     "bot.bounces.report",
     "bot.bounces.text",
+    "bot.bounces.webhooks",
+    "bot.bounces.sns",
+    "bot.bounces.signatures",
 ]
 # Pure data classes inside an I/O library that a pure module may still use.
 PURE_EXCEPTIONS = {"bot.render.slack": "slack_sdk.models"}  # Block Kit models: no I/O

@@ -5,11 +5,10 @@ parts: the database, DSNs in the format Postfix wrote on loopback (support.bounc
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from email.message import EmailMessage
+from datetime import timedelta
 
 import pytest
-from support.bounces import fixture, postfix_dsn
+from support.bounces import T0, digest, fixture, postfix_dsn, sent
 
 from bot.core.verp import Verp
 from bot.pipeline.bounces import BounceOutcome, handle_bounce
@@ -17,43 +16,7 @@ from bot.store import Store
 
 pytestmark = pytest.mark.database
 
-T0 = datetime(2026, 12, 3, 7, 0, tzinfo=UTC)
 VERP = Verp("k" * 40, "bounces@papers.lab.example")
-
-
-def digest(address: str, n: int) -> bytes:
-    msg = EmailMessage()
-    msg["From"] = "paperbell <digest@papers.lab.example>"
-    msg["To"] = address
-    msg["Subject"] = f"Your papers, day {n}"
-    msg["Message-ID"] = f"<paperbell.{address.partition('@')[0]}{n:04d}@papers.lab.example>"
-    msg.set_content("papers")
-    return bytes(msg)
-
-
-def sent(store: Store, name: str, n: int = 1, *, channel: str = "email") -> tuple[int, bytes]:
-    """A digest queued and sent to `name` (subscribed at name@lab.example if new): its
-    outbox record and the bytes sent."""
-    found = store.subscribers.get(name)
-    if found is None:
-        store.subscribers.add(name, email=f"{name}@lab.example", rules=["robot"], now=T0)
-        found = store.subscribers.get(name)
-    assert found is not None and found.email is not None
-    payload = digest(found.email, n)
-    record = store.outbox.enqueue(
-        found.id,
-        channel=channel,
-        period=f"p{n}",
-        digest_id=f"paperbell.{name}{n:04d}",
-        recipient=found.email,
-        payload=payload,
-        sent=(),
-        now=T0,
-    )
-    assert record is not None
-    for item in store.outbox.claim("w", now=T0, lease=timedelta(minutes=5), due_only=False):
-        store.outbox.mark_sent(item.id, owner="w", now=T0)
-    return record, payload
 
 
 def bounce(store: Store, raw: bytes, *, limit: int = 3, verp: Verp | None = VERP) -> BounceOutcome:

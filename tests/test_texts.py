@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.demo_mail import demo_papers
 from support.llm import DEFAULT_MODEL, LlmStandIn, Reply, llm_standin, unused_base_url
+from support.webhooks import json_values as any_json
 
 from bot.config import Config, parse_config
 from bot.core.models import HUGGING_FACE, Digest, DigestGroup, DigestItem, Paper, Subscriber
@@ -336,13 +337,7 @@ def test_a_body_that_is_no_chat_completion_is_a_bad_answer(
     assert done[0].texts[papers[0].id].summary is None
 
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=50),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
+json_values = any_json(text=50, leaves=20, nan=False)
 hostile_bodies = st.one_of(
     st.binary(max_size=2000),
     json_values.map(lambda v: json.dumps(v).encode()),

@@ -93,7 +93,7 @@ def _acting(config: Config) -> dict[str, Any]:
 def _read_imap(config_path: Path) -> None:
     """`bounce --imap`: every message of the [bounces] mailbox, once."""
     config = load_config(config_path)
-    if config.bounces is None:
+    if config.bounces is None or config.bounces.imap_url is None:
         where = str(config.path or config_path)
         raise ConfigError(
             ["bounces: --imap reads the mailbox [bounces] imap_url names"], source=where

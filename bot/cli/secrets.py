@@ -17,6 +17,8 @@ from bot.config import (
     DATABASE_URL,
     IMAP_PASSWORD,
     LLM_API_KEY,
+    MAILGUN_SIGNING_KEY,
+    POSTMARK_SECRET,
     SECRET_KEY,
     SECRET_KINDS,
     SLACK_BOT_TOKEN,
@@ -47,12 +49,13 @@ COMMAND_SECRETS: dict[str, tuple[SecretKind, ...]] = {
 
 def secrets_of(config: Config, command: str, *, web: bool = True) -> tuple[SecretKind, ...]:
     """The secrets `command` uses with this config: `digest` signs links only in emails,
-    and without the web app nothing checks Slack's requests."""
+    and without the web app nothing checks Slack's requests nor the bounce webhooks'."""
     kinds = COMMAND_SECRETS[command]
     if command == "digest" and config.email is None:
         kinds = tuple(k for k in kinds if k != SECRET_KEY)
     if not web:
-        kinds = tuple(k for k in kinds if k != SLACK_SIGNING_SECRET)
+        checks = (SLACK_SIGNING_SECRET, POSTMARK_SECRET, MAILGUN_SIGNING_KEY)
+        kinds = tuple(k for k in kinds if k not in checks)
     return kinds
 
 

@@ -28,6 +28,7 @@ from bot.slack.app import SlackApp, build_slack_app, run_socket_mode, slack_rout
 from bot.sources.http import make_client
 from bot.store import Leadership, Store, utcnow
 from bot.web.app import create_app, make_server
+from bot.web.bounces import bounce_routes
 from bot.web.pages import build_pages
 
 if TYPE_CHECKING:  # the web stack's own types: only `bot.web` imports it
@@ -55,6 +56,7 @@ class Front:
         self.stop = stop
         self.slack: SlackApp | None = build_slack_app(config, store, channels, clock=clock)
         self.pages: list[Route] | None = build_pages(config, store, channels, clock=clock)
+        self.bounces: list[Route] = bounce_routes(config, store, clock=clock)
         self._socket: asyncio.Task[None] | None = None
 
     def server(self, where: tuple[str, int], daemon: Daemon | None = None) -> uvicorn.Server:
@@ -62,7 +64,7 @@ class Front:
         health and metrics when there is one."""
         app = create_app(
             daemon,
-            routes=[*(self.pages or []), *slack_routes(self.slack)],
+            routes=[*(self.pages or []), *slack_routes(self.slack), *self.bounces],
             public_url=self.config.web.public_url,
         )
         server = make_server(app, host=where[0], port=where[1])
@@ -78,6 +80,7 @@ class Front:
             routes.append("POST /slack/commands")
         if self.pages:
             routes.append("/manage, /unsubscribe, /confirm pages")
+        routes += [f"POST {route.path}" for route in self.bounces]
         return ", ".join(routes) or "no routes: Socket Mode only"
 
     def start_socket_mode(self) -> None:

@@ -25,6 +25,8 @@ from bot.config.secrets import (
     DATABASE_URL,
     IMAP_PASSWORD,
     LLM_API_KEY,
+    MAILGUN_SIGNING_KEY,
+    POSTMARK_SECRET,
     SECRET_KEY,
     SLACK_APP_TOKEN,
     SLACK_BOT_TOKEN,
@@ -57,6 +59,8 @@ def strip_written_secrets(data: Mapping[str, Any]) -> tuple[dict[str, Any], list
     secret_fields = (
         ("email", "password"),
         ("bounces", "password"),
+        ("bounces", "postmark_secret"),
+        ("bounces", "mailgun_signing_key"),
         *(("slack", k) for k in SECRET_KEYS[1:4]),
         ("web", "secret_key"),
         ("llm", "api_key"),
@@ -162,7 +166,7 @@ def read_imap_password(bounces: Any, secrets: SecretReader) -> str | None:
         return None
     name = _named(bounces, "password_env")
     if name is None:
-        if not bounces.get("password_env"):
+        if not bounces.get("password_env") and bounces.get("imap_url"):
             secrets.refuse("bounces.password_env: name the variable that holds the password")
         return None
     return secrets.read(
@@ -172,6 +176,45 @@ def read_imap_password(bounces: Any, secrets: SecretReader) -> str | None:
         kind=IMAP_PASSWORD,
         key="[bounces] password_env",
     )
+
+
+# The webhooks' secrets: (key, what it is, its kind).
+WEBHOOK_SECRETS: tuple[tuple[str, str, SecretKind], ...] = (
+    ("postmark_secret_env", "a webhook password", POSTMARK_SECRET),
+    ("mailgun_signing_key_env", "a webhook signing key", MAILGUN_SIGNING_KEY),
+)
+MIN_WEBHOOK_SECRET = 16  # characters of a Postmark password paperbell's README makes
+
+
+def read_webhook_secrets(bounces: Any, secrets: SecretReader) -> dict[str, str | None]:
+    """The webhooks' secrets from the variables the raw [bounces] table names, by field
+    (`postmark_secret`, `mailgun_signing_key`)."""
+    found: dict[str, str | None] = {}
+    for key, what, kind in WEBHOOK_SECRETS:
+        read = _read_named(bounces, "bounces", key, what=what, kind=kind, secrets=secrets)
+        if read is None:
+            continue
+        name, value = read
+        if value is not None and kind == POSTMARK_SECRET and len(value) < MIN_WEBHOOK_SECRET:
+            secrets.refuse(
+                f"bounces.{key}: {name} is too short for a webhook password (at least "
+                f"{MIN_WEBHOOK_SECRET} characters; make one with `{MAKE_SECRET}`)"
+            )
+            value = None
+        found[key.removesuffix("_env")] = value
+    return found
+
+
+def _read_named(
+    table: Any, section: str, key: str, *, what: str, kind: SecretKind, secrets: SecretReader
+) -> tuple[str, str | None] | None:
+    """The variable `key` of a raw table names and its value, stripped (None: the key
+    names no variable; the value None: not set, or refused)."""
+    name = _named(table, key)
+    if name is None:
+        return None
+    value = secrets.read(f"{section}.{key}", name, what=what, kind=kind, key=f"[{section}] {key}")
+    return name, value.strip() if value is not None else None
 
 
 def _named(table: Any, key: str) -> str | None:
@@ -189,14 +232,12 @@ def read_slack_secrets(slack: Any, secrets: SecretReader) -> dict[str, str | Non
     problems come with every other one."""
     found: dict[str, str | None] = {}
     for key, prefixes, what, kind in SLACK_SECRETS:
-        name = _named(slack, key)
-        if name is None:
+        read = _read_named(slack, "slack", key, what=what, kind=kind, secrets=secrets)
+        if read is None:
             continue
-        label = f"slack.{key}"
-        value = secrets.read(label, name, what=what, kind=kind, key=f"[slack] {key}")
-        value = value.strip() if value is not None else None
+        name, value = read
         if value is not None and prefixes and not value.startswith(prefixes):
-            secrets.refuse(f"{label}: {name} does not hold {what}")
+            secrets.refuse(f"slack.{key}: {name} does not hold {what}")
             value = None
         found[key.removesuffix("_env")] = value
     return found
@@ -326,7 +367,11 @@ def config_secrets(config: Config) -> list[str]:
     if config.email is not None:
         found += [config.email.password, *(s.password for s in config.email.servers)]
     if config.bounces is not None:
-        found.append(config.bounces.password)
+        found += [
+            config.bounces.password,
+            config.bounces.postmark_secret,
+            config.bounces.mailgun_signing_key,
+        ]
     if config.llm is not None:
         found.append(config.llm.api_key)
     with contextlib.suppress(ValueError):  # not a URL urlsplit reads: no password in it

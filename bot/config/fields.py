@@ -33,6 +33,8 @@ SECRET_KEYS = (
     "webhook_url",
     "secret_key",
     "api_key",
+    "postmark_secret",
+    "mailgun_signing_key",
 )
 
 

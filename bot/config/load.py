@@ -24,6 +24,7 @@ from bot.config.environment import (
     read_server_passwords,
     read_slack_secrets,
     read_web_secret,
+    read_webhook_secrets,
     strip_written_secrets,
 )
 from bot.config.problems import validation_problems
@@ -60,6 +61,7 @@ def parse_config(
     password = read_password(raw.get("email"), secrets)
     server_passwords = read_server_passwords(raw.get("email"), secrets)
     imap_password = read_imap_password(raw.get("bounces"), secrets)
+    webhook_secrets = read_webhook_secrets(raw.get("bounces"), secrets)
     slack_secrets = read_slack_secrets(raw.get("slack"), secrets)
     web_key = read_web_secret(raw.get("web"), secrets)
     try:
@@ -84,6 +86,8 @@ def parse_config(
             server.password = server_password
     if config.bounces is not None:
         config.bounces.password = imap_password
+        for field, value in webhook_secrets.items():
+            setattr(config.bounces, field, value)
     if config.slack is not None:
         for field, value in slack_secrets.items():
             setattr(config.slack, field, value)

@@ -23,6 +23,8 @@ SecretKind = Literal[
     "apprise_urls",
     "llm_api_key",
     "imap_password",
+    "postmark_secret",
+    "mailgun_signing_key",
 ]
 DATABASE_URL: SecretKind = "database_url"
 SMTP_PASSWORD: SecretKind = "smtp_password"
@@ -34,6 +36,8 @@ WEBHOOK_URL: SecretKind = "webhook_url"
 APPRISE_URLS: SecretKind = "apprise_urls"
 LLM_API_KEY: SecretKind = "llm_api_key"
 IMAP_PASSWORD: SecretKind = "imap_password"
+POSTMARK_SECRET: SecretKind = "postmark_secret"
+MAILGUN_SIGNING_KEY: SecretKind = "mailgun_signing_key"
 SECRET_KINDS: tuple[SecretKind, ...] = (
     DATABASE_URL,
     SMTP_PASSWORD,
@@ -45,6 +49,8 @@ SECRET_KINDS: tuple[SecretKind, ...] = (
     APPRISE_URLS,
     LLM_API_KEY,
     IMAP_PASSWORD,
+    POSTMARK_SECRET,
+    MAILGUN_SIGNING_KEY,
 )
 
 # What a command does with each kind: "`paperbell digest` sends email and needs it".
@@ -59,6 +65,8 @@ USES: dict[SecretKind, str] = {
     APPRISE_URLS: "sends to that subscriber's Apprise destinations",
     LLM_API_KEY: "asks the [llm] model for summaries and translations",
     IMAP_PASSWORD: "reads the bounce mailbox ([bounces] imap_url)",
+    POSTMARK_SECRET: "checks Postmark's bounce webhook (POST /bounces/postmark)",
+    MAILGUN_SIGNING_KEY: "checks Mailgun's bounce webhook (POST /bounces/mailgun)",
 }
 
 

@@ -360,19 +360,38 @@ class EmailConfig(Section):
         return self.port or {"starttls": 587, "tls": 465, "none": 25}[self.security]
 
 
-class BouncesConfig(Section):
-    """`[bounces]`: the bounce mailbox read over IMAP (`paperbell bounce --imap`), for a
-    site whose mail server cannot pipe bounces into `paperbell bounce`."""
+# arn:PARTITION:sns:REGION:ACCOUNT:TOPIC (partitions: aws, aws-cn, aws-us-gov).
+SNS_TOPIC_ARN = re.compile(
+    r"^arn:aws(?:-cn|-us-gov)?:sns:[a-z0-9-]{1,30}:\d{12}:[A-Za-z0-9_.-]{1,256}$"
+)
 
-    imap_url: str  # imaps://USER@HOST[:PORT]/MAILBOX (a USER with "@" writes it %40)
+
+class BouncesConfig(Section):
+    """`[bounces]`: the ways bounces come in beside the pipe into `paperbell bounce`: the
+    bounce mailbox read over IMAP (`paperbell bounce --imap`), and the webhooks of Amazon
+    SES (through SNS), Postmark and Mailgun, each mounted on the web app only when set."""
+
+    imap_url: str | None = None  # imaps://USER@HOST[:PORT]/MAILBOX (a USER with "@": %40)
     password_env: EnvName | None = None
     processed_folder: str = Field("paperbell-processed", min_length=1, max_length=200)
     timeout: float = Field(30.0, gt=0, le=600)
-    password: str | None = Field(None, exclude=True)  # filled from the environment only
+    # POST /bounces/ses: the SNS topics SES publishes bounces and complaints to (messages,
+    # and subscription confirmations, of any other topic are refused).
+    ses_topic_arns: list[str] = Field(default_factory=list, max_length=20)
+    # POST /bounces/postmark: the password of the basic auth in the webhook's URL.
+    postmark_secret_env: EnvName | None = None
+    # POST /bounces/mailgun: the domain's HTTP webhook signing key.
+    mailgun_signing_key_env: EnvName | None = None
+    # Filled from the environment only.
+    password: str | None = Field(None, exclude=True)
+    postmark_secret: str | None = Field(None, exclude=True)
+    mailgun_signing_key: str | None = Field(None, exclude=True)
 
     @field_validator("imap_url")
     @classmethod
-    def _imap_url(cls, value: str) -> str:
+    def _imap_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         parse_imap_url(value)
         return value.strip()
 
@@ -383,8 +402,37 @@ class BouncesConfig(Section):
             raise ValueError("a folder name without quotes, backslashes or line breaks")
         return value
 
+    @field_validator("ses_topic_arns")
+    @classmethod
+    def _topics(cls, value: list[str]) -> list[str]:
+        wrong = next((arn for arn in value if not SNS_TOPIC_ARN.match(arn)), None)
+        if wrong is None:
+            return value
+        said = "arn:aws:sns:REGION:ACCOUNT:TOPIC, as the SNS console shows it"
+        raise ValueError(f"{wrong[:100]!r} is not an SNS topic ARN ({said})")
+
+    @model_validator(mode="after")
+    def _some_way_in(self) -> BouncesConfig:
+        if self.imap_url is None and not self.webhooks():
+            raise ValueError(
+                "[bounces] sets no way in: imap_url, ses_topic_arns, postmark_secret_env "
+                "or mailgun_signing_key_env"
+            )
+        return self
+
+    def webhooks(self) -> list[str]:
+        """The providers whose webhook the config sets: "ses", "postmark", "mailgun"."""
+        named = {
+            "ses": bool(self.ses_topic_arns),
+            "postmark": self.postmark_secret_env is not None,
+            "mailgun": self.mailgun_signing_key_env is not None,
+        }
+        return [name for name, on in named.items() if on]
+
     def imap(self) -> ImapSettings:
         """Where the mailbox is, with the password and options."""
+        if self.imap_url is None:
+            raise ValueError("[bounces] names no imap_url")
         return replace(
             parse_imap_url(self.imap_url),
             password=self.password,

@@ -1,11 +1,14 @@
 """Acting on what comes back to the bounce address: one raw message in (the pipe from the
 mail server, `paperbell bounce`), read (bot.bounces), tied to the message paperbell sent,
-acted on, and recorded (store.bounces), whatever it was.
+acted on, and recorded (store.bounces), whatever it was. A provider's webhook event (SES,
+Postmark, Mailgun: bot.web.bounces), read into the same kind of report, takes the same
+path (`handle_report`).
 
 Which message a bounce answers: the VERP token of the address it was delivered to (or the
 sender the report quotes), checked against the site's key; failing a token, the
 Message-ID of the original message it quotes, when that is a digest paperbell sent to the
-address that failed. What it does to that message's subscriber:
+address that failed; a provider's report, authenticated, may also be tied to the latest
+digest sent to the address that failed. What it does to that message's subscriber:
 
 - a hard bounce (5.x.x) pauses their email (a target pause: Slack and the rest go on);
 - a soft bounce (4.x.x) counts, and pauses their email once `bounce_limit` of their digests
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from bot.bounces import BounceReport, read_bounce
 from bot.bounces.imap import BounceMailbox
@@ -37,6 +40,9 @@ log = logging.getLogger(__name__)
 EMAIL = "email"
 # What is left in the IMAP mailbox as it was, for a person to look at.
 UNTOUCHED = frozenset({"unreadable", "forged", "unknown"})
+# How far back a provider's report that names no message looks for the digest sent to the
+# address that failed (providers report within minutes; a late DSN within a few days).
+ADDRESS_WINDOW = timedelta(days=7)
 # What an enhanced status code means, said shortly (RFC 3463), most precise first.
 _REASONS = (
     ("5.1.1", "mailbox unknown"),
@@ -88,14 +94,47 @@ def handle_bounce(
 ) -> BounceOutcome:
     """Read one returned message, act on it, record it (see the module's docstring);
     `source`: where it was read, when that names it for good (an IMAP message)."""
-    report = read_bounce(raw)
+    return handle_report(
+        read_bounce(raw),
+        store=store,
+        verp=verp,
+        bounce_limit=bounce_limit,
+        now=now,
+        source=source,
+    )
+
+
+def handle_report(
+    report: BounceReport,
+    *,
+    store: Store,
+    verp: Verp | None,
+    bounce_limit: int,
+    now: datetime,
+    source: str | None = None,
+    by_address: bool = False,
+) -> BounceOutcome:
+    """Act on what a bounce says, read from a returned message or from a provider's
+    webhook event, and record it: one path for both. `by_address`: the report comes from a
+    provider whose call was authenticated, so that, naming no message, it may be tied to
+    the latest digest sent to the address that failed (within ADDRESS_WINDOW); mail to the
+    bounce address anyone can send is never believed on its address alone."""
     context = _Context(store, now, source)
     if report.form == "unreadable":
         return context.record(report, "unreadable", None, f"unreadable: {report.problem}")
     found = _answered(store, report, verp)
+    if found == "unknown" and by_address and report.recipient:
+        found = store.bounces.latest_to(report.recipient, since=now - ADDRESS_WINDOW) or found
     if isinstance(found, str):
         return context.record(report, found, None, _unmatched(found, report))
     return _act(context, report, found, bounce_limit=bounce_limit)
+
+
+def record_forged(report: BounceReport, *, store: Store, now: datetime) -> BounceOutcome:
+    """Record a webhook call that is not the provider's (a wrong signature or secret), as
+    forged: it changes nothing for anyone, and is counted in `status`."""
+    line = f"a {report.form} webhook call that failed its check ({report.problem}), ignored"
+    return _Context(store, now).record(report, "forged", None, line)
 
 
 def read_mailbox(

@@ -56,12 +56,13 @@ def politeness_key(host: str) -> str:
     return "arxiv.org" if host == "arxiv.org" or host.endswith(".arxiv.org") else host
 
 
-def make_client(timeout: float = 30.0) -> httpx.AsyncClient:
-    """The default client: one connection at a time, redirects followed, paperbell's UA."""
+def make_client(timeout: float = 30.0, *, follow_redirects: bool = True) -> httpx.AsyncClient:
+    """The default client: one connection at a time, redirects followed (unless told not
+    to), paperbell's UA."""
     return httpx.AsyncClient(
         timeout=timeout,
         limits=httpx.Limits(max_connections=1),
-        follow_redirects=True,
+        follow_redirects=follow_redirects,
         headers={"User-Agent": USER_AGENT},
     )
 

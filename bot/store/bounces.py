@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 
-from sqlalchemy import ColumnElement, func
+from sqlalchemy import ColumnElement, and_, func
 from sqlmodel import col, select
 
 from bot.store.database import Repository, aware, failing_as
@@ -87,6 +87,19 @@ class Bounces(Repository):
         if not digest_id or len(digest_id) > 128:
             return None
         return self._message(col(OutboxRow.digest_id) == digest_id)
+
+    def latest_to(self, recipient: str, *, since: datetime) -> SentMessage | None:
+        """The latest email sent (not only queued) to `recipient` (any case) since `since`."""
+        if not recipient or len(recipient) > 320:
+            return None
+        return self._message(
+            and_(
+                col(OutboxRow.channel) == "email",
+                col(OutboxRow.status) == "sent",
+                func.lower(col(OutboxRow.recipient)) == recipient.lower(),
+                col(OutboxRow.sent_at) >= since,
+            )
+        )
 
     def _message(self, where: ColumnElement[bool]) -> SentMessage | None:
         query = (

@@ -8,12 +8,16 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from email.message import EmailMessage
 from pathlib import Path
 
+from bot.store import Store
 from support.cli import PAPERBELL, clean_env
 from support.paths import FIXTURES
 
 BOUNCES = FIXTURES / "bounces"
+T0 = datetime(2026, 12, 3, 7, 0, tzinfo=UTC)
 # What each Postfix fixture was made for (tests/fixtures/bounces/SOURCES.md).
 _MADE_FOR = {
     "postfix-unknown-user.eml": ("bounces+42-ensxarwck7bi2gm2@papers.lab.example", "ada-gone"),
@@ -86,3 +90,45 @@ def pipe_bounce(
         done.stdout.decode("utf-8", "replace"),
         done.stderr.decode("utf-8", "replace"),
     )
+
+
+def digest(address: str, n: int) -> bytes:
+    """A digest as it went out to `address` (its Message-ID names digest `n`)."""
+    headers = {
+        "From": "paperbell <digest@papers.lab.example>",
+        "To": address,
+        "Subject": f"Your papers, day {n}",
+        "Message-ID": f"<paperbell.{address.partition('@')[0]}{n:04d}@papers.lab.example>",
+    }
+    msg = EmailMessage()
+    for name, value in headers.items():
+        msg[name] = value
+    msg.set_content("papers")
+    return bytes(msg)
+
+
+def sent(
+    store: Store, name: str, n: int = 1, *, channel: str = "email", now: datetime = T0
+) -> tuple[int, bytes]:
+    """A digest queued and sent to `name` (subscribed at name@lab.example if new): its
+    outbox record and the bytes sent."""
+    found = store.subscribers.get(name)
+    if found is None:
+        store.subscribers.add(name, email=f"{name}@lab.example", rules=["robot"], now=now)
+        found = store.subscribers.get(name)
+    assert found is not None and found.email is not None
+    payload = digest(found.email, n)
+    record = store.outbox.enqueue(
+        found.id,
+        channel=channel,
+        period=f"p{n}",
+        digest_id=f"paperbell.{name}{n:04d}",
+        recipient=found.email,
+        payload=payload,
+        sent=(),
+        now=now,
+    )
+    assert record is not None
+    for item in store.outbox.claim("w", now=now, lease=timedelta(minutes=5), due_only=False):
+        store.outbox.mark_sent(item.id, owner="w", now=now)
+    return record, payload
