@@ -37,8 +37,9 @@ COMMAND_SECRETS: dict[str, tuple[SecretKind, ...]] = {
     "summarize": (LLM_API_KEY,),
     "bounce": (IMAP_PASSWORD,),  # with --imap; from a pipe, none (the secret key: if set)
     # An Apprise variable that is not set is no reason to stop: its destinations wait (the
-    # others go, `status` says why), in the daemon as in `digest`; `serve` sends none.
-    "run": tuple(k for k in SECRET_KINDS if k not in (DATABASE_URL, APPRISE_URLS, IMAP_PASSWORD)),
+    # others go, `status` says why), in the daemon as in `digest`; `serve` sends none. The
+    # daemon reads the bounce mailbox unless [bounces] every_minutes = 0.
+    "run": tuple(k for k in SECRET_KINDS if k not in (DATABASE_URL, APPRISE_URLS)),
     "serve": tuple(
         k for k in SECRET_KINDS if k not in (DATABASE_URL, WEBHOOK_URL, APPRISE_URLS, IMAP_PASSWORD)
     ),
@@ -53,6 +54,8 @@ def secrets_of(config: Config, command: str, *, web: bool = True) -> tuple[Secre
         kinds = tuple(k for k in kinds if k != SECRET_KEY)
     if not web:
         kinds = tuple(k for k in kinds if k != SLACK_SIGNING_SECRET)
+    if command == "run" and (config.bounces is None or not config.bounces.every_minutes):
+        kinds = tuple(k for k in kinds if k != IMAP_PASSWORD)
     return kinds
 
 

@@ -347,13 +347,17 @@ class EmailConfig(Section):
 
 
 class BouncesConfig(Section):
-    """`[bounces]`: the bounce mailbox read over IMAP (`paperbell bounce --imap`), for a
-    site whose mail server cannot pipe bounces into `paperbell bounce`."""
+    """`[bounces]`: the bounce mailbox read over IMAP (by `paperbell run` every
+    `every_minutes`, and by `paperbell bounce --imap`), for a site whose mail server cannot
+    pipe bounces into `paperbell bounce`."""
 
     imap_url: str  # imaps://USER@HOST[:PORT]/MAILBOX (a USER with "@" writes it %40)
     password_env: EnvName | None = None
     processed_folder: str = Field("paperbell-processed", min_length=1, max_length=200)
     timeout: float = Field(30.0, gt=0, le=600)
+    # `paperbell run` reads the mailbox this often, while it leads (0: it does not; cron
+    # runs `paperbell bounce --imap`).
+    every_minutes: float = Field(15, ge=0, le=1440, allow_inf_nan=False)
     password: str | None = Field(None, exclude=True)  # filled from the environment only
 
     @field_validator("imap_url")

@@ -17,6 +17,9 @@ and the first to ask after the leader stopped or died takes over, with a leader'
 work (the config's subscribers and likes mirrored). Without a `Leadership` (the tests, a
 single process) the daemon leads. On SQLite one `run` per database file.
 
+The leader also reads the bounce mailbox ([bounces] every_minutes), on a timer of its own
+and in a thread (`bot.pipeline.mailbox`), so a slow IMAP server delays no tick.
+
 A plain asyncio loop fires the ticks (`serve`): every `[daemon] tick_seconds` it starts one
 unless the last is still running. The schedule itself lives in the database (slots handled,
 the outbox unique per slot), so restarts and a second process agree; see "How it is built"
@@ -51,6 +54,7 @@ from bot.match.digest import empty_note
 from bot.pipeline.deliver import DeliveryReport, DeliveryRequest, deliver
 from bot.pipeline.health import SourceHealth, source_health, source_plans
 from bot.pipeline.likes import sync_declared_likes_online
+from bot.pipeline.mailbox import MailboxReader
 from bot.pipeline.poll import PollReport, check_listing, poll_source
 from bot.pipeline.texts import TextsRun
 from bot.pipeline.wiring import build_sources, listing_checks, retry_policy
@@ -157,8 +161,11 @@ class Daemon:
         self.sources = build_sources(config)
         self.checks = listing_checks(config)
         self.counters = Counters()
+        # The bounce mailbox ([bounces] every_minutes), read beside the ticks while leading.
+        self.mailbox = MailboxReader.of(config, store, clock=clock)
         self.stopping = False
         self._task: asyncio.Task[TickReport | None] | None = None
+        self._reading: asyncio.Task[None] | None = None
         self._warned_years: set[int] = set()
 
     # -- the decisions, applied -------------------------------------------------------------
@@ -421,6 +428,8 @@ class Daemon:
         elif not await self.lead(now):
             self._follow()
         timer = asyncio.create_task(self._timer(stop, interval or self.config.daemon.tick_seconds))
+        if self.mailbox is not None:
+            self._reading = asyncio.create_task(self.mailbox.run(leading=lambda: self.leading))
         web_task = asyncio.create_task(self._web(web)) if web is not None else None
         stopped = asyncio.create_task(stop.wait())
         waiters: list[asyncio.Task[Any]] = [stopped]
@@ -459,15 +468,23 @@ class Daemon:
         self.stopping = True
         timer.cancel()
         await asyncio.gather(timer, return_exceptions=True)
+        if self.mailbox is not None:
+            self.mailbox.stop()  # a read under way ends after the message it is on
+        grace = self.config.daemon.shutdown_grace_seconds
         task = self._task
         if task is not None and not task.done():
-            grace = self.config.daemon.shutdown_grace_seconds
             log.info("waiting up to %gs for the running tick to finish", grace)
             done, _ = await asyncio.wait({task}, timeout=grace)
             if not done:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
                 log.warning("abandoned the running tick")
+        if self._reading is not None:
+            done, _ = await asyncio.wait({self._reading}, timeout=grace)
+            if not done:
+                self._reading.cancel()
+                await asyncio.gather(self._reading, return_exceptions=True)
+                log.warning("abandoned the read of the bounce mailbox")
         released = self.store.outbox.release(self.owner)
         if released:
             log.info("handed back %s", plural(released, "claimed digest"))
