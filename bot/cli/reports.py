@@ -318,10 +318,16 @@ def relay_line(config: Config, store: Store, *, now: datetime) -> str:
             f"slowed to one message every {state.slow_seconds or 0:g} s until "
             f"{state.slow_until:%Y-%m-%d %H:%M:%S} UTC (it answered 'slow down')"
         )
-    count, due = store.outbox.waiting("email")
-    if count:
-        when = "now" if due is None or due <= now else f"at {due:%Y-%m-%d %H:%M:%S} UTC"
-        parts.append(f"{plural(count, 'email digest')} waiting, the next {when}")
+    waiting = store.outbox.waiting("email", now=now)
+    for count, due, what in (
+        (waiting.held, waiting.next_held, "waiting for the limits or a slow-down"),
+        (waiting.retries, waiting.next_retry, "to retry after a failure"),
+    ):
+        if count:
+            when = "now" if due is None or due <= now else f"at {due:%Y-%m-%d %H:%M:%S} UTC"
+            parts.append(f"{plural(count, 'email digest')} {what}, the next {when}")
+    if waiting.due:
+        parts.append(f"{plural(waiting.due, 'email digest')} due now")
     return f"email relay {name}: " + "; ".join(parts)
 
 
