@@ -18,7 +18,9 @@ work (the config's subscribers and likes mirrored). Without a `Leadership` (the 
 single process) the daemon leads. On SQLite one `run` per database file.
 
 The leader also reads the bounce mailbox ([bounces] every_minutes), on a timer of its own
-and in a thread (`bot.pipeline.mailbox`), so a slow IMAP server delays no tick.
+and in a thread (`bot.pipeline.mailbox`), so a slow IMAP server delays no tick; and once a
+day, at the end of a tick, prunes old messages and bounces (`prune_due`, a few batches a
+tick, in a thread: bot.pipeline.retention).
 
 A plain asyncio loop fires the ticks (`serve`): every `[daemon] tick_seconds` it starts one
 unless the last is still running. The schedule itself lives in the database (slots handled,
@@ -56,6 +58,7 @@ from bot.pipeline.health import SourceHealth, source_health, source_plans
 from bot.pipeline.likes import sync_declared_likes_online
 from bot.pipeline.mailbox import MailboxReader
 from bot.pipeline.poll import PollReport, check_listing, poll_source
+from bot.pipeline.retention import prune_old, pruned_line
 from bot.pipeline.texts import TextsRun
 from bot.pipeline.wiring import build_sources, listing_checks, retry_policy
 from bot.store import Leadership, Store, workers
@@ -65,6 +68,10 @@ log = logging.getLogger(__name__)
 # A process that does not lead ticks at least this often (seconds): a tick of its own is
 # one look at the lock and one at the outbox.
 FOLLOWER_SECONDS = 5.0
+# Pruning ([database] keep_*_days): once a day, at most this many batches of 500 records a
+# tick (the rest at the next ticks), so that no tick waits long for it.
+PRUNE_EVERY = timedelta(days=1)
+PRUNE_BATCHES = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +130,7 @@ class Counters:
     sends: dict[str, int] = field(default_factory=dict)  # by attempt status
     left_out: dict[str, int] = field(default_factory=dict)  # items polls left out, by source
     leader_since: datetime | None = None  # when this process took the lead (None: it does not lead)
+    prune_errors: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +174,7 @@ class Daemon:
         self.stopping = False
         self._task: asyncio.Task[TickReport | None] | None = None
         self._reading: asyncio.Task[None] | None = None
+        self._prune_at: datetime | None = None  # None: at the next tick that leads
         self._warned_years: set[int] = set()
 
     # -- the decisions, applied -------------------------------------------------------------
@@ -196,6 +205,8 @@ class Daemon:
             polls = await self.poll_due(now)
             digests = await self.digests_due(self.clock())
         attempts = await self.send_due()
+        if self.leading and not self.stopping:
+            await self.prune_due(self.clock())
         self.counters.ticks += 1
         self.counters.last_tick = self.clock()
         self.counters.last_tick_error = None
@@ -384,6 +395,29 @@ class Daemon:
         for attempt in attempts:
             _count(self.counters.sends, attempt.status)
         return attempts
+
+    async def prune_due(self, now: datetime) -> None:
+        """Prune the database once a day ([database] keep_sent_days, keep_bounces_days), in a
+        thread, `PRUNE_BATCHES` at most a tick; a failure is logged and tried in an hour."""
+        if self._prune_at is not None and now < self._prune_at:
+            return
+        try:
+            pruned = await asyncio.to_thread(
+                prune_old,
+                self.config,
+                self.store,
+                now=now,
+                batches=PRUNE_BATCHES,
+                should_stop=lambda: self.stopping,
+            )
+        except Exception as exc:  # the ticks go on; the database says why
+            self.counters.prune_errors += 1
+            self._prune_at = now + timedelta(hours=1)
+            log.error("pruning the database failed (tried again in an hour): %s", exc)
+            return
+        self._prune_at = None if pruned.more else now + PRUNE_EVERY
+        if pruned.messages or pruned.bounces:
+            log.info("pruned the database: %s", pruned_line(self.config, pruned))
 
     def _check_calendar(self, now: datetime) -> None:
         year = eastern_date(now).year

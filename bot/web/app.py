@@ -195,6 +195,9 @@ class DaemonCollector:
         yield CounterMetricFamily(
             "paperbell_tick_errors", "Daemon ticks that failed", value=counters.tick_errors
         )
+        yield CounterMetricFamily(
+            "paperbell_prune_errors", "Daily prunes that failed", value=counters.prune_errors
+        )
         yield GaugeMetricFamily(
             "paperbell_last_tick_timestamp_seconds",
             "End of the last tick",
