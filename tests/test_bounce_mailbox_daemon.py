@@ -23,7 +23,8 @@ from support.servers import smtp_sink
 from test_bounce_cli import ENV, write_config
 from test_bounce_imap import mailbox_config, send_digests
 
-from bot.config import load_config
+from bot.cli.secrets import secrets_of
+from bot.config import IMAP_PASSWORD, load_config
 from bot.demo import free_port
 from bot.pipeline.mailbox import MailboxCounters
 from bot.pipeline.scheduler import Daemon
@@ -186,3 +187,11 @@ def test_a_closed_port_is_an_error_counted_and_every_minutes_0_reads_nothing(
         assert counters.reads == {"error": 1}
         every(config, 0)
         assert daemon_of(config, env, store).mailbox is None
+
+
+def test_run_asks_for_the_mailbox_password_only_when_it_reads_the_mailbox(tmp_path: Path) -> None:
+    config, _ = loopback_mailbox(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", 1143)
+    reading = load_config(config, environ=ENV)
+    assert IMAP_PASSWORD in secrets_of(reading, "run")
+    every(config, 0)
+    assert IMAP_PASSWORD not in secrets_of(load_config(config, environ=ENV), "run")
