@@ -52,6 +52,10 @@ def head_of(payload: bytes) -> bytes:
 class Retention(Repository):
     """Cutting old messages and deleting old bounces (`store.retention`)."""
 
+    # Where a prune cut short (`batches`) goes on from: the records before it are done. A
+    # prune that ends starts the next from the first record again (a digest sent late).
+    _after = 0
+
     def prune(
         self,
         *,
@@ -108,7 +112,7 @@ class Retention(Repository):
         start = func.substr(OutboxRow.payload, 1, HEAD_BYTES, type_=LargeBinary)
         query = (
             select_columns(col(OutboxRow.id), start, func.length(OutboxRow.payload))
-            .where(*self._old(before))
+            .where(*self._old(before), col(OutboxRow.id) > bindparam("after"))
             .order_by(col(OutboxRow.id))
             .limit(BATCH)
         )
@@ -121,13 +125,16 @@ class Retention(Repository):
                 return messages, freed, True
             done += 1
             with failing_as("cut the old messages"), self.database.session() as session:
-                rows = session.execute(query).all()
+                rows = session.execute(query, {"after": self._after}).all()
                 if not rows:
+                    self._after = 0
                     return messages, freed, False
                 heads = [{"row": row, "head": head_of(bytes(s or b""))} for row, s, _ in rows]
                 session.execute(cut, heads)
                 session.commit()
+            self._after = max(row for row, _, _ in rows)
             messages += len(rows)
             freed += sum(int(size) for _, _, size in rows) - sum(len(h["head"]) for h in heads)
             if len(rows) < BATCH:
+                self._after = 0
                 return messages, freed, False
