@@ -6,6 +6,7 @@ even marked read, and is recorded once however often it is read."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.bounces import fixture, postfix_dsn
@@ -31,18 +32,30 @@ password_env = "PB_IMAP_PASSWORD"
     return {**ENV, "PB_IMAP_PASSWORD": server.password}
 
 
+def mailbox_config(
+    folder: Path, database_url: str, port: int, server: ImapServer
+) -> tuple[Path, dict[str, str]]:
+    """test_bounce_cli's config, with the dovecot mailbox of `server`, and its environment."""
+    config = write_config(folder, database_url, port)
+    return config, with_mailbox(config, server)
+
+
+def send_digests(config: Path, env: dict[str, str], sink: Any) -> dict[str, tuple[str, bytes]]:
+    """Poll and send the digests to `sink`: recipient -> (envelope sender, message)."""
+    assert invoke("poll", config=config, env=env).exit_code == 0
+    assert invoke("digest", "--since", "2024-11-28", config=config, env=env).exit_code == 0
+    return {
+        to[0]: (mail_from, raw)
+        for (mail_from, to), raw in zip(sink.envelopes, sink.raw, strict=True)
+    }
+
+
 def test_the_mailbox_is_read_once_and_only_what_was_used_moves(
     tmp_path: Path, database_url: str
 ) -> None:
     with smtp_sink() as (sink, port), dovecot() as server:
-        config = write_config(tmp_path, database_url, port)
-        env = with_mailbox(config, server)
-        assert invoke("poll", config=config, env=env).exit_code == 0
-        assert invoke("digest", "--since", "2024-11-28", config=config, env=env).exit_code == 0
-        sent = {
-            to[0]: (mail_from, raw)
-            for (mail_from, to), raw in zip(sink.envelopes, sink.raw, strict=True)
-        }
+        config, env = mailbox_config(tmp_path, database_url, port, server)
+        sent = send_digests(config, env, sink)
         ada_from, ada_raw = sent["ada@example.org"]
         bob_from, _ = sent["bob@example.org"]
         server.append(postfix_dsn(ada_raw, envelope_from=ada_from, recipient="ada@example.org"))

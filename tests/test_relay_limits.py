@@ -49,12 +49,14 @@ from test_workers import (
 from bot.channels.email import EmailChannel, SmtpSettings
 from bot.channels.limits import Limits, RelayLimiter, is_slow_down
 from bot.channels.outbox import RetryPolicy, drain
+from bot.cli.reports import relay_line
 from bot.config import load_config, parse_config
 from bot.core.errors import ConfigError
 from bot.core.models import Paper
 from bot.demo import free_port
 from bot.pipeline.wiring import build_channels
 from bot.store import Store, normalize_url, utcnow
+from bot.store.outbox import Waiting
 from bot.store.schema import BASELINE, alembic_config, head
 from bot.store.tables import OutboxRow, RelaySendRow
 
@@ -355,6 +357,35 @@ def test_a_relay_answering_421_now_and_then_slows_the_run_and_loses_nothing(
     assert min(gaps[7:]) >= 0.15  # after the first 421, spaced out
 
 
+def test_status_tells_digests_held_by_the_limits_from_retries_after_a_failure(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """`defer` (the limits, a slow-down: no attempt counted) and `mark_retry` (a failure)
+    both leave a digest pending for later: status counts them apart."""
+    queue(store, full_feed_papers, 4)
+    release(store)
+    now = utcnow()
+    held, failed, due, _ = store.outbox.claim("w", now=now, lease=timedelta(minutes=1), limit=4)
+    assert store.outbox.defer(held.id, owner="w", next_attempt=now + timedelta(minutes=5))
+    retry_at = now + timedelta(minutes=2)
+    assert store.outbox.mark_retry(failed.id, owner="w", error="450 busy", next_attempt=retry_at)
+    store.outbox.release("w", [due.id])  # the fourth stays in flight
+    waiting = store.outbox.waiting("email", now=now)
+    assert (waiting.held, waiting.retries, waiting.due) == (1, 1, 2)
+    assert waiting.next_held == now + timedelta(minutes=5)
+    assert waiting.next_retry == retry_at
+    assert store.outbox.waiting("slack", now=now) == Waiting(0, None, 0, None, 0)
+    config = parse_config(
+        {"version": 1, "database": {"url": "sqlite://"}, "email": sink_email(9)}, environ={}
+    )
+    line = relay_line(config, store, now=now)
+    assert (
+        f"1 email digest waiting for the limits or a slow-down, the next at "
+        f"{now + timedelta(minutes=5):%Y-%m-%d %H:%M:%S} UTC; 1 email digest to retry after a "
+        f"failure, the next at {retry_at:%Y-%m-%d %H:%M:%S} UTC; 2 email digests due now"
+    ) in line
+
+
 def test_a_450_for_one_mailbox_stays_that_digests_retry(
     store: Store, full_feed_papers: tuple[Paper, ...]
 ) -> None:
@@ -399,7 +430,11 @@ def test_an_hours_allowance_sends_in_order_and_status_says_what_waits_and_when(
     line = next(x for x in output.splitlines() if x.startswith("email relay"))
     assert f"127.0.0.1:{port}: limits 5 an hour; took" in line
     assert "5 in the hour" in line
-    assert f"3 email digests waiting, the next at {later:%Y-%m-%d %H:%M:%S} UTC" in line
+    assert (
+        f"3 email digests waiting for the limits or a slow-down, the next at "
+        f"{later:%Y-%m-%d %H:%M:%S} UTC"
+    ) in line
+    assert "retry" not in line  # none failed
 
 
 @on_postgres

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from email import message_from_bytes, policy
 from email.message import EmailMessage, Message
-from email.parser import BytesHeaderParser
+from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -346,8 +346,10 @@ async def _send(
     `MAIL_POLICY`; aiosmtplib's `send_message` would write them again with
     `email.policy.SMTP`, whose folding of a non-ASCII subject Python 3.11 gets wrong: see
     bot.core.mail). The envelope is the From and To addresses, read from the headers alone;
-    an address that is not ASCII needs SMTPUTF8, which `send_message` negotiates.
-    `mail_from`, when given, is the envelope sender in place of the From address."""
+    an address that is not ASCII needs SMTPUTF8: bytes go as they are with it asked for
+    (a server without it: ValueError, never sendable there), a message through
+    `send_message`, which negotiates it. `mail_from`, when given, is the envelope sender in
+    place of the From address."""
     if isinstance(message, EmailMessage):
         payload = message.as_bytes(policy=MAIL_POLICY)
         headers: Message = message
@@ -355,18 +357,27 @@ async def _send(
         payload = message
         end = payload.find(b"\r\n\r\n")
         head = payload if end < 0 else payload[: end + 2]
-        headers = _HEADERS.parsebytes(head)
+        headers = _HEADERS.parsestr(head.decode("utf-8", "surrogateescape"))
     sender = _envelope(headers, "From")
     recipients = _envelope(headers, "To")
-    if len(sender) == 1 and recipients and all(a.isascii() for a in (*sender, *recipients)):
-        return await smtp.sendmail(mail_from or sender[0], recipients, payload)
+    if len(sender) == 1 and recipients:
+        if all(a.isascii() for a in (*sender, *recipients)):
+            return await smtp.sendmail(mail_from or sender[0], recipients, payload)
+        if not isinstance(message, EmailMessage):  # parsed again, its UTF-8 would not survive
+            try:
+                return await smtp.sendmail(
+                    mail_from or sender[0], recipients, payload, mail_options=["SMTPUTF8"]
+                )
+            except aiosmtplib.SMTPNotSupported as exc:  # asked before MAIL: nothing sent
+                raise ValueError(f"an address that is not ASCII: {exc}") from None
     whole = message_from_bytes(payload, policy=MAIL_POLICY)
     return await smtp.send_message(cast(EmailMessage, whole), sender=mail_from)
 
 
 # The envelope is read from the headers as plain strings (compat32: no header objects,
-# a tenth of the cost of MAIL_POLICY's for a digest's fifteen headers).
-_HEADERS = BytesHeaderParser(policy=policy.compat32)
+# a tenth of the cost of MAIL_POLICY's for a digest's fifteen headers), decoded as UTF-8
+# (an address that is not ASCII, RFC 6532).
+_HEADERS = HeaderParser(policy=policy.compat32)
 
 
 def _envelope(headers: Message, name: str) -> list[str]:

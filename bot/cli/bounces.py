@@ -49,7 +49,8 @@ def read_capped(stream: BinaryIO, limit: int = MAX_INPUT) -> tuple[bytes, bool]:
     "--imap",
     is_flag=True,
     help="Read the [bounces] mailbox over IMAP instead of one message on standard input: "
-    "each message dealt with is moved to its processed_folder, the others left as they were.",
+    "each message dealt with is moved to its processed_folder, the others left as they were "
+    "(`paperbell run` reads it too, every [bounces] every_minutes).",
 )
 def bounce(config_path: Path, imap: bool) -> None:
     """Read one bounce (a DSN, a complaint, an auto-reply) on standard input and act on it:

@@ -1,7 +1,8 @@
-"""The `db` commands: the database's schema and its copies. `db current` says which revision
-it is at (and whether that is the newest); `db upgrade` brings it to the newest, in place (a
-SQLite file is copied to `NAME.bak-REVISION` first); `db backup` copies a SQLite file while
-paperbell may be writing to it (PostgreSQL: it says how to call `pg_dump`).
+"""The `db` commands: the database's schema, its copies and what it keeps. `db current` says
+which revision it is at (and whether that is the newest); `db upgrade` brings it to the
+newest, in place (a SQLite file is copied to `NAME.bak-REVISION` first); `db backup` copies
+a SQLite file while paperbell may be writing to it (PostgreSQL: it says how to call
+`pg_dump`); `db prune` cuts old messages and deletes old bounces ([database] keep_*_days).
 
 Plain wiring: bot.store knows the migrations and runs them; this module only words what
 it did. The config's secrets are not needed here, only the database's URL.
@@ -20,15 +21,17 @@ from bot.cli.shell import (
     config_option,
     handle_errors,
     load_config,
+    open_store,
     upgrade_command,
 )
 from bot.core.checks import redact_url
-from bot.store import backup_database, describe_upgrade, schema_state, upgrade_schema
+from bot.store import backup_database, describe_upgrade, schema_state, upgrade_schema, utcnow
 
 
 @click.group()
 def db() -> None:
-    """The database's schema (which revision it is at, upgrading it) and backups."""
+    """The database's schema (which revision it is at, upgrading it), backups, and pruning
+    what it no longer needs to keep."""
 
 
 @db.command()
@@ -78,6 +81,24 @@ def backup(config_path: Path, path: Path, force: bool) -> None:
         f"backed up {done.source} to {done.path}: "
         f"{megabytes(done.size)}, schema {done.state.describe()}"
     )
+
+
+@db.command()
+@config_option
+@click.option("--dry-run", is_flag=True, help="Say what would be pruned; change nothing.")
+@handle_errors
+def prune(config_path: Path, dry_run: bool) -> None:
+    """Cut the messages of digests sent over [database] keep_sent_days ago to their headers
+    (the web archive then lists them and shows the papers they carried) and delete the
+    bounces over keep_bounces_days old. What was delivered to whom stays: no paper is ever
+    sent twice. `paperbell run` does the same once a day. A SQLite file keeps its size
+    (the space is reused; `VACUUM` gives it back)."""
+    from bot.pipeline.retention import prune_old, pruned_line
+
+    config = load_config(config_path)
+    store = open_store(config, create=False)
+    pruned = prune_old(config, store, now=utcnow(), dry_run=dry_run)
+    click.echo(pruned_line(config, pruned, dry_run=dry_run))
 
 
 def megabytes(size: int) -> str:

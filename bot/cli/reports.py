@@ -331,14 +331,21 @@ def relay_line(config: Config, store: Store, *, now: datetime) -> str:
                 f"{state.failure}"
             )
         lines.append(f"email relay {name}: " + "; ".join(parts))
-    count, due = store.outbox.waiting("email")
-    if count:
-        when = "now" if due is None or due <= now else f"at {due:%Y-%m-%d %H:%M:%S} UTC"
-        waiting = f"{plural(count, 'email digest')} waiting, the next {when}"
-        if len(lines) == 1:
-            lines[0] += f"; {waiting}"
-        else:
-            lines.append(f"email: {waiting}")
+    waiting = store.outbox.waiting("email", now=now)
+    held: list[str] = []
+    for count, due, what in (
+        (waiting.held, waiting.next_held, "waiting for the limits or a slow-down"),
+        (waiting.retries, waiting.next_retry, "to retry after a failure"),
+    ):
+        if count:
+            when = "now" if due is None or due <= now else f"at {due:%Y-%m-%d %H:%M:%S} UTC"
+            held.append(f"{plural(count, 'email digest')} {what}, the next {when}")
+    if waiting.due:
+        held.append(f"{plural(waiting.due, 'email digest')} due now")
+    if held and len(lines) == 1:
+        lines[0] += "; " + "; ".join(held)
+    elif held:
+        lines.append("email: " + "; ".join(held))
     return "\n".join(lines)
 
 

@@ -39,8 +39,9 @@ COMMAND_SECRETS: dict[str, tuple[SecretKind, ...]] = {
     "summarize": (LLM_API_KEY,),
     "bounce": (IMAP_PASSWORD,),  # with --imap; from a pipe, none (the secret key: if set)
     # An Apprise variable that is not set is no reason to stop: its destinations wait (the
-    # others go, `status` says why), in the daemon as in `digest`; `serve` sends none.
-    "run": tuple(k for k in SECRET_KINDS if k not in (DATABASE_URL, APPRISE_URLS, IMAP_PASSWORD)),
+    # others go, `status` says why), in the daemon as in `digest`; `serve` sends none. The
+    # daemon reads the bounce mailbox unless [bounces] every_minutes = 0.
+    "run": tuple(k for k in SECRET_KINDS if k not in (DATABASE_URL, APPRISE_URLS)),
     "serve": tuple(
         k for k in SECRET_KINDS if k not in (DATABASE_URL, WEBHOOK_URL, APPRISE_URLS, IMAP_PASSWORD)
     ),
@@ -56,6 +57,9 @@ def secrets_of(config: Config, command: str, *, web: bool = True) -> tuple[Secre
     if not web:
         checks = (SLACK_SIGNING_SECRET, POSTMARK_SECRET, MAILGUN_SIGNING_KEY)
         kinds = tuple(k for k in kinds if k not in checks)
+    reads = config.bounces is not None and config.bounces.imap_url and config.bounces.every_minutes
+    if command == "run" and not reads:
+        kinds = tuple(k for k in kinds if k != IMAP_PASSWORD)
     return kinds
 
 

@@ -66,13 +66,19 @@ def check_database_url(value: str) -> str:
 
 class DatabaseConfig(Section):
     """`[database]`: where paperbell keeps everything (`url`, or `url_env`: the environment
-    variable that holds it, so a password stays out of the file), and whether an older
+    variable that holds it, so a password stays out of the file), whether an older
     schema is upgraded by the commands themselves (else they refuse it: `paperbell db
-    upgrade`)."""
+    upgrade`), and how long old messages and bounces are kept."""
 
     url: str = DEFAULT_DATABASE_URL
     url_env: EnvName | None = None
     auto_upgrade: bool = False
+    # A digest's whole message is kept this many days after it went (the web archive shows
+    # it as sent), then cut to its headers (the archive lists it and shows its papers);
+    # bounces are deleted after keep_bounces_days. 0: for ever. `paperbell run` prunes
+    # once a day, `paperbell db prune` when asked.
+    keep_sent_days: int = Field(90, ge=0, le=36500)
+    keep_bounces_days: int = Field(365, ge=0, le=36500)
 
     @field_validator("url")
     @classmethod
@@ -368,13 +374,17 @@ SNS_TOPIC_ARN = re.compile(
 
 class BouncesConfig(Section):
     """`[bounces]`: the ways bounces come in beside the pipe into `paperbell bounce`: the
-    bounce mailbox read over IMAP (`paperbell bounce --imap`), and the webhooks of Amazon
-    SES (through SNS), Postmark and Mailgun, each mounted on the web app only when set."""
+    bounce mailbox read over IMAP (by `paperbell run` every `every_minutes`, and by
+    `paperbell bounce --imap`), and the webhooks of Amazon SES (through SNS), Postmark and
+    Mailgun, each mounted on the web app only when set."""
 
     imap_url: str | None = None  # imaps://USER@HOST[:PORT]/MAILBOX (a USER with "@": %40)
     password_env: EnvName | None = None
     processed_folder: str = Field("paperbell-processed", min_length=1, max_length=200)
     timeout: float = Field(30.0, gt=0, le=600)
+    # `paperbell run` reads the mailbox this often, while it leads (0: it does not; cron
+    # runs `paperbell bounce --imap`).
+    every_minutes: float = Field(15, ge=0, le=1440, allow_inf_nan=False)
     # POST /bounces/ses: the SNS topics SES publishes bounces and complaints to (messages,
     # and subscription confirmations, of any other topic are refused).
     ses_topic_arns: list[str] = Field(default_factory=list, max_length=20)

@@ -26,6 +26,7 @@ holds: only a database that cannot be written stops it (StoreError).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -138,14 +139,22 @@ def record_forged(report: BounceReport, *, store: Store, now: datetime) -> Bounc
 
 
 def read_mailbox(
-    mailbox: BounceMailbox, *, store: Store, verp: Verp | None, bounce_limit: int, now: datetime
+    mailbox: BounceMailbox,
+    *,
+    store: Store,
+    verp: Verp | None,
+    bounce_limit: int,
+    now: datetime,
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> list[BounceOutcome]:
     """Every message of the bounce mailbox, each handled once (recorded under its IMAP
     key: read again, it is not counted twice): one dealt with is moved aside; one that is
     unreadable, forged or about no message paperbell sent stays as it was, for a person to
-    look at."""
+    look at. `should_stop` true: the rest wait for the next read."""
     outcomes = []
     for message in mailbox.messages():
+        if should_stop():
+            break
         before = store.bounces.read_before(message.key)
         if before is not None:
             outcome = BounceOutcome(before.action, before.kind, None, "read before")

@@ -17,6 +17,11 @@ and the first to ask after the leader stopped or died takes over, with a leader'
 work (the config's subscribers and likes mirrored). Without a `Leadership` (the tests, a
 single process) the daemon leads. On SQLite one `run` per database file.
 
+The leader also reads the bounce mailbox ([bounces] every_minutes), on a timer of its own
+and in a thread (`bot.pipeline.mailbox`), so a slow IMAP server delays no tick; and once a
+day, at the end of a tick, prunes old messages and bounces (`prune_due`, a few batches a
+tick, in a thread: bot.pipeline.retention).
+
 A plain asyncio loop fires the ticks (`serve`): every `[daemon] tick_seconds` it starts one
 unless the last is still running. The schedule itself lives in the database (slots handled,
 the outbox unique per slot), so restarts and a second process agree; see "How it is built"
@@ -51,7 +56,9 @@ from bot.match.digest import empty_note
 from bot.pipeline.deliver import DeliveryReport, DeliveryRequest, deliver
 from bot.pipeline.health import SourceHealth, source_health, source_plans
 from bot.pipeline.likes import sync_declared_likes_online
+from bot.pipeline.mailbox import MailboxReader
 from bot.pipeline.poll import PollReport, check_listing, poll_source
+from bot.pipeline.retention import prune_old, pruned_line
 from bot.pipeline.texts import TextsRun
 from bot.pipeline.wiring import build_sources, listing_checks, retry_policy
 from bot.store import Leadership, Store, workers
@@ -61,6 +68,10 @@ log = logging.getLogger(__name__)
 # A process that does not lead ticks at least this often (seconds): a tick of its own is
 # one look at the lock and one at the outbox.
 FOLLOWER_SECONDS = 5.0
+# Pruning ([database] keep_*_days): once a day, at most this many batches of 500 records a
+# tick (the rest at the next ticks), so that no tick waits long for it.
+PRUNE_EVERY = timedelta(days=1)
+PRUNE_BATCHES = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +130,7 @@ class Counters:
     sends: dict[str, int] = field(default_factory=dict)  # by attempt status
     left_out: dict[str, int] = field(default_factory=dict)  # items polls left out, by source
     leader_since: datetime | None = None  # when this process took the lead (None: it does not lead)
+    prune_errors: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,8 +169,12 @@ class Daemon:
         self.sources = build_sources(config)
         self.checks = listing_checks(config)
         self.counters = Counters()
+        # The bounce mailbox ([bounces] every_minutes), read beside the ticks while leading.
+        self.mailbox = MailboxReader.of(config, store, clock=clock)
         self.stopping = False
         self._task: asyncio.Task[TickReport | None] | None = None
+        self._reading: asyncio.Task[None] | None = None
+        self._prune_at: datetime | None = None  # None: at the next tick that leads
         self._warned_years: set[int] = set()
 
     # -- the decisions, applied -------------------------------------------------------------
@@ -189,6 +205,8 @@ class Daemon:
             polls = await self.poll_due(now)
             digests = await self.digests_due(self.clock())
         attempts = await self.send_due()
+        if self.leading and not self.stopping:
+            await self.prune_due(self.clock())
         self.counters.ticks += 1
         self.counters.last_tick = self.clock()
         self.counters.last_tick_error = None
@@ -378,6 +396,29 @@ class Daemon:
             _count(self.counters.sends, attempt.status)
         return attempts
 
+    async def prune_due(self, now: datetime) -> None:
+        """Prune the database once a day ([database] keep_sent_days, keep_bounces_days), in a
+        thread, `PRUNE_BATCHES` at most a tick; a failure is logged and tried in an hour."""
+        if self._prune_at is not None and now < self._prune_at:
+            return
+        try:
+            pruned = await asyncio.to_thread(
+                prune_old,
+                self.config,
+                self.store,
+                now=now,
+                batches=PRUNE_BATCHES,
+                should_stop=lambda: self.stopping,
+            )
+        except Exception as exc:  # the ticks go on; the database says why
+            self.counters.prune_errors += 1
+            self._prune_at = now + timedelta(hours=1)
+            log.error("pruning the database failed (tried again in an hour): %s", exc)
+            return
+        self._prune_at = None if pruned.more else now + PRUNE_EVERY
+        if pruned.messages or pruned.bounces:
+            log.info("pruned the database: %s", pruned_line(self.config, pruned))
+
     def _check_calendar(self, now: datetime) -> None:
         year = eastern_date(now).year
         if not self.calendar.knows(year) and year not in self._warned_years:
@@ -421,6 +462,8 @@ class Daemon:
         elif not await self.lead(now):
             self._follow()
         timer = asyncio.create_task(self._timer(stop, interval or self.config.daemon.tick_seconds))
+        if self.mailbox is not None:
+            self._reading = asyncio.create_task(self.mailbox.run(leading=lambda: self.leading))
         web_task = asyncio.create_task(self._web(web)) if web is not None else None
         stopped = asyncio.create_task(stop.wait())
         waiters: list[asyncio.Task[Any]] = [stopped]
@@ -459,15 +502,23 @@ class Daemon:
         self.stopping = True
         timer.cancel()
         await asyncio.gather(timer, return_exceptions=True)
+        if self.mailbox is not None:
+            self.mailbox.stop()  # a read under way ends after the message it is on
+        grace = self.config.daemon.shutdown_grace_seconds
         task = self._task
         if task is not None and not task.done():
-            grace = self.config.daemon.shutdown_grace_seconds
             log.info("waiting up to %gs for the running tick to finish", grace)
             done, _ = await asyncio.wait({task}, timeout=grace)
             if not done:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
                 log.warning("abandoned the running tick")
+        if self._reading is not None:
+            done, _ = await asyncio.wait({self._reading}, timeout=grace)
+            if not done:
+                self._reading.cancel()
+                await asyncio.gather(self._reading, return_exceptions=True)
+                log.warning("abandoned the read of the bounce mailbox")
         released = self.store.outbox.release(self.owner)
         if released:
             log.info("handed back %s", plural(released, "claimed digest"))

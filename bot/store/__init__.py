@@ -38,6 +38,7 @@ from bot.store.leader import Leadership, Workers, workers
 from bot.store.outbox import Outbox, OutboxItem, OutboxStatus, Queued
 from bot.store.papers import Papers, UpsertCounts
 from bot.store.relays import Relays, RelayState
+from bot.store.retention import Pruned, Retention
 from bot.store.rule_counts import RuleCount, RuleCounts
 from bot.store.schema import SchemaState, Upgrade
 from bot.store.slack_requests import SlackRequests
@@ -59,6 +60,7 @@ __all__ = [
     "NewSubscriber",
     "OutboxItem",
     "OutboxStatus",
+    "Pruned",
     "Queued",
     "RankingModel",
     "RelayState",
@@ -106,6 +108,7 @@ class Store:
         self.ranking_models = RankingModels(database)
         self.bounces = Bounces(database)
         self.relays = Relays(database)
+        self.retention = Retention(database)
 
     @classmethod
     def open(cls, url: str, *, upgrade: bool = False) -> Store:

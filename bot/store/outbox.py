@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ARRAY, ColumnElement, Integer, all_, bindparam, func, insert, update
+from sqlalchemy import ARRAY, ColumnElement, Integer, all_, bindparam, case, func, insert, update
+from sqlalchemy import select as select_columns  # more columns than sqlmodel's types
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
@@ -57,6 +58,17 @@ class OutboxStatus:
     next_attempt: datetime | None
     attempts: int = 0  # failed attempts of the latest record, while it is pending
     last_status: str | None = None  # the latest record's: pending, sent, failed
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A channel's pending records by why they wait, and when the next of each goes."""
+
+    held: int  # by the relay's limits or a "slow down" (no attempt counted yet)
+    next_held: datetime | None
+    retries: int  # after a failure (an attempt counted): the retry policy's wait
+    next_retry: datetime | None
+    due: int  # queued, due now
 
 
 def _status_of(items: Sequence[OutboxRow]) -> OutboxStatus:
@@ -480,16 +492,30 @@ class Outbox(Repository):
         totals["in flight"] = int(leased)
         return totals
 
-    def waiting(self, channel: str) -> tuple[int, datetime | None]:
-        """How many records of `channel` are pending, and the earliest time one is due
-        (a relay's limits leave them for later: `paperbell status`)."""
+    def waiting(self, channel: str, *, now: datetime) -> Waiting:
+        """`channel`'s pending records by why they wait (`paperbell status`): held back by
+        the relay's limits or its "slow down" (`defer`: no attempt counted), to retry
+        after a failure (`mark_retry`), or due now."""
+        first = col(OutboxRow.attempts) == 0
+        held = first & (col(OutboxRow.next_attempt) > now)
         with self.database.session() as session:
-            count, due = session.execute(
-                select(func.count(), func.min(OutboxRow.next_attempt)).where(
-                    OutboxRow.status == "pending", OutboxRow.channel == channel
-                )
+            row = session.execute(
+                select_columns(
+                    func.count(),
+                    func.sum(case((held, 1), else_=0)),
+                    func.min(case((held, OutboxRow.next_attempt))),
+                    func.sum(case((first, 0), else_=1)),
+                    func.min(case((~first, OutboxRow.next_attempt))),
+                ).where(col(OutboxRow.status) == "pending", col(OutboxRow.channel) == channel)
             ).one()
-        return int(count), aware(due) if due is not None else None
+        count, held_count, next_held, retries, next_retry = row
+        return Waiting(
+            held=int(held_count or 0),
+            next_held=aware(next_held) if next_held is not None else None,
+            retries=int(retries or 0),
+            next_retry=aware(next_retry) if next_retry is not None else None,
+            due=int(count) - int(held_count or 0) - int(retries or 0),
+        )
 
     # -- deliveries -------------------------------------------------------------------------
 

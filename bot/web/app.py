@@ -195,16 +195,25 @@ class DaemonCollector:
         yield CounterMetricFamily(
             "paperbell_tick_errors", "Daemon ticks that failed", value=counters.tick_errors
         )
+        yield CounterMetricFamily(
+            "paperbell_prune_errors", "Daily prunes that failed", value=counters.prune_errors
+        )
         yield GaugeMetricFamily(
             "paperbell_last_tick_timestamp_seconds",
             "End of the last tick",
             value=_timestamp(counters.last_tick),
         )
-        for name, help_text, values in (
+        counted = [
             ("paperbell_polls", "Source polls, by result", counters.polls),
             ("paperbell_digests", "Digests built, by outcome", counters.digests),
             ("paperbell_sends", "Send attempts, by outcome", counters.sends),
-        ):
+        ]
+        if (mailbox := daemon.mailbox) is not None:  # [bounces] read by the daemon
+            counted += [
+                ("paperbell_bounce_mailbox_reads", "Bounce mailbox reads", mailbox.counters.reads),
+                ("paperbell_bounce_mailbox_messages", "Its messages", mailbox.counters.messages),
+            ]
+        for name, help_text, values in counted:
             family = CounterMetricFamily(name, help_text, labels=["outcome"])
             for key, count in sorted(values.items()):
                 family.add_metric([key], count)

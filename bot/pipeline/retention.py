@@ -1,0 +1,60 @@
+"""Pruning the database by [database] keep_sent_days and keep_bounces_days: once a day by
+the daemon (while it leads), and by `paperbell db prune`. What is kept and what is cut is
+bot.store.retention's; this module turns the config into dates and words the outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from bot.config import Config
+from bot.core.plurals import plural
+from bot.store import Pruned, Store
+
+
+def prune_old(
+    config: Config,
+    store: Store,
+    *,
+    now: datetime,
+    dry_run: bool = False,
+    batches: int | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> Pruned:
+    """Cut the messages sent more than keep_sent_days ago to their headers, delete the
+    bounces older than keep_bounces_days (0: neither)."""
+    keep = config.database
+    return store.retention.prune(
+        sent_before=now - timedelta(days=keep.keep_sent_days) if keep.keep_sent_days else None,
+        bounces_before=(
+            now - timedelta(days=keep.keep_bounces_days) if keep.keep_bounces_days else None
+        ),
+        dry_run=dry_run,
+        batches=batches,
+        should_stop=should_stop,
+    )
+
+
+def pruned_line(config: Config, pruned: Pruned, *, dry_run: bool = False) -> str:
+    """What a prune did, in one line: "cut 1,204 messages sent over 90 days ago to their
+    headers (35.1 MB); deleted 3 bounces over 365 days old"."""
+    keep = config.database
+    cut, deleted = ("would cut", "would delete") if dry_run else ("cut", "deleted")
+    parts = []
+    if keep.keep_sent_days:
+        parts.append(
+            f"{cut} {plural(pruned.messages, 'message')} sent over "
+            f"{plural(keep.keep_sent_days, 'day')} ago to their headers "
+            f"({pruned.freed / 1_000_000:.1f} MB)"
+        )
+    else:
+        parts.append("sent messages kept for ever (keep_sent_days = 0)")
+    if keep.keep_bounces_days:
+        parts.append(
+            f"{deleted} {plural(pruned.bounces, 'bounce')} over "
+            f"{plural(keep.keep_bounces_days, 'day')} old"
+        )
+    else:
+        parts.append("bounces kept for ever (keep_bounces_days = 0)")
+    return "; ".join(parts)
