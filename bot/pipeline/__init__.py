@@ -16,8 +16,9 @@ CLI, the daemon, the Slack command, the pages, the demo and the tests share all 
               (dry run: stops before the queue; to files: no queue, nothing recorded)
 
 Modules: `wiring` (config -> parts), `poll`, `deliver` (with `payloads`, the renderer per
-channel kind, `texts`, the summaries and translations of the papers going out, and
-`activity`, the rule counts the manage page shows), `scheduler` (the
+channel kind, `texts`, the summaries and translations of the papers going out,
+`dispatch`, the queue and send steps and their reports, and `activity`, the rule counts
+the manage page shows), `scheduler` (the
 daemon: when to poll and deliver) and `backfill` (past days into the store), the last two
 imported from their modules.
 """

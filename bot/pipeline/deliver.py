@@ -14,6 +14,7 @@ Owns the order of a delivery run, as visible steps, and what a caller may ask of
     render          each digest rendered for its target by its channel kind
                     (`bot.pipeline.payloads`)
     queue           each payload into the outbox with its papers, once per period
+                    (`bot.pipeline.dispatch`, as the two steps after it)
     send            the outbox drained through the channels, each message recorded once
                     the far end accepted it
     (report)        one `DeliveryReport` per digest, or per reason there is none, in the
@@ -37,7 +38,7 @@ import gc
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Literal
 
@@ -51,14 +52,15 @@ from bot.channels import (
     subscriber_targets,
     where,
 )
-from bot.channels.outbox import Channels, drain
+from bot.channels.outbox import Channels
 from bot.channels.renderpool import PoolBroken, RenderPool
 from bot.config import SECRET_KEY, Config
 from bot.core.calendar import eastern_date
 from bot.core.errors import MissingSecrets, PaperbellError, RuleError
-from bot.core.models import Digest, Paper, Ranking, Subscriber, target_label
+from bot.core.models import Digest, Paper, Ranking, Subscriber
 from bot.match.digest import RuleMatches, build_digest, match_rules, note_digest
 from bot.pipeline.activity import refresh_rule_counts
+from bot.pipeline.dispatch import DeliveryReport, Outgoing, queue, report_of, send, write_files
 from bot.pipeline.likes import sync_declared_likes
 from bot.pipeline.payloads import (
     POOL_FROM,
@@ -70,9 +72,9 @@ from bot.pipeline.payloads import (
 )
 from bot.pipeline.similar import rank_subscribers
 from bot.pipeline.texts import TextsRun, write_texts
-from bot.pipeline.wiring import channel_settings, retry_policy
+from bot.pipeline.wiring import channel_settings
 from bot.rules import Rule, parse_rule
-from bot.store import Queued, Store
+from bot.store import Store
 
 # "send": queue each digest in the outbox, then send what it holds, recording each message
 # (the config's subscribers are synced and the rules' counts refreshed first); "dry-run":
@@ -108,30 +110,6 @@ class DeliveryRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class DeliveryReport:
-    """One subscriber's digest run."""
-
-    subscriber: str
-    address: str | None
-    # "sent", "failed", "retry" (failed, queued for another attempt), "nothing",
-    # "queued-elsewhere" (another run queued it first), "would-send", "written", "skipped",
-    # "unrecorded" (sent, but the record failed), "waiting" (left queued for the relay's
-    # limits: a later run sends it; not a failure)
-    status: str
-    count: int = 0  # papers in the digest
-    omitted: int = 0
-    error: str | None = None
-    where: str | None = None
-    digest: Digest | None = field(default=None, repr=False)
-    channel: str = "email"
-
-    @property
-    def target(self) -> str:
-        """Where it went, for people: `<ada@lab.example>`, `slack #robot-learning`."""
-        return "(nowhere)" if self.address is None else target_label(self.channel, self.address)
-
-
-@dataclass(frozen=True, slots=True)
 class DeliveryPlan:
     """Who is due and what their rules match: the first step's result."""
 
@@ -143,15 +121,6 @@ class DeliveryPlan:
     first: date  # the earliest of those
     papers: Sequence[Paper]  # announced since `first`
     matches: RuleMatches
-
-
-@dataclass(frozen=True, slots=True)
-class Outgoing:
-    """A digest rendered for its channel: the bytes queued (or written) for `recipient`."""
-
-    digest: Digest
-    recipient: str
-    payload: bytes
 
 
 async def deliver(
@@ -207,7 +176,7 @@ async def deliver(
         written to files), with a report for each that could not be rendered."""
         outgoing, failed = made
         if request.mode == "dry-run":
-            return [*failed, *(_report(o.digest, o.recipient, "would-send") for o in outgoing)]
+            return [*failed, *(report_of(o.digest, o.recipient, "would-send") for o in outgoing)]
         if request.mode == "files":
             return [*failed, *await write_files(channels, outgoing)]
         queued = queue(store, outgoing, period=request.period, now=now)
@@ -427,7 +396,7 @@ def render(
         try:
             rendered = render_for(digest, target, context)
         except ValueError as exc:
-            reports.append(_report(digest, target.recipient, "failed", error=str(exc)))
+            reports.append(report_of(digest, target.recipient, "failed", error=str(exc)))
             continue
         outgoing.append(Outgoing(rendered.digest, target.recipient, rendered.payload))
     return outgoing, reports
@@ -478,136 +447,10 @@ async def render_pooled(
     return [*outgoing, *here], failed
 
 
-def queue(
-    store: Store,
-    outgoing: Sequence[Outgoing],
-    *,
-    period: Callable[[Subscriber], str] | None,
-    now: datetime,
-) -> list[DeliveryReport]:
-    """Queue each payload in the outbox with its papers, once per (subscriber, channel,
-    period): a report for each that another run had queued first."""
-    elsewhere: list[DeliveryReport] = []
-    entries = []
-    for o in outgoing:
-        digest = o.digest
-        sub = digest.subscriber
-        assert sub.id is not None
-        entries.append(
-            Queued(
-                sub.id,
-                channel=digest.channel,
-                period=period(sub) if period else digest.digest_id,
-                digest_id=digest.digest_id,
-                recipient=o.recipient,
-                payload=o.payload,
-                sent=[item.paper for item in digest.items],
-                omitted=(*digest.omitted, *digest.disliked),
-            )
-        )
-    for o, outbox_id in zip(outgoing, store.outbox.enqueue_many(entries, now=now), strict=True):
-        if outbox_id is None:
-            elsewhere.append(_report(o.digest, o.recipient, "queued-elsewhere"))
-    return elsewhere
-
-
-async def send(
-    config: Config,
-    store: Store,
-    channels: Mapping[str, Channel],
-    *,
-    clock: Callable[[], datetime],
-    catch_up: bool,
-    should_stop: Callable[[], bool],
-    tried: set[int] | None = None,
-) -> list[DeliveryReport]:
-    """Send what the outbox holds (and is due, unless `catch_up`), this run's digests
-    among it; a report per attempt (without the digest: a run of many thousands
-    holds none once sent). `tried`: the records this run tried already (each is tried once
-    a run)."""
-    reports = []
-    for attempt in await drain(
-        store,
-        channels,
-        clock=clock,
-        retry=retry_policy(config),
-        due_only=not catch_up,
-        should_stop=should_stop,
-        tried=tried,
-    ):
-        item = attempt.item
-        error = attempt.error
-        if attempt.status == "retry" and attempt.next_attempt is not None:
-            error = f"{error} (queued: next attempt {attempt.next_attempt:%Y-%m-%d %H:%M} UTC)"
-        elif attempt.status == "waiting" and attempt.next_attempt is not None:
-            error = f"{error}: goes at {attempt.next_attempt:%Y-%m-%d %H:%M:%S} UTC or later"
-        if attempt.paused:
-            error = f"{error}; {item.subscriber} is paused (`paperbell resume {item.subscriber}`)"
-        elif attempt.paused_target:
-            where = target_label(item.channel, item.recipient)
-            error = f"{error}; {where} is paused (`paperbell resume {item.subscriber}`)"
-        reports.append(
-            DeliveryReport(
-                item.subscriber,
-                item.recipient,
-                attempt.status,
-                count=item.papers,
-                omitted=item.omitted,
-                error=error,
-                channel=item.channel,
-            )
-        )
-    return reports
-
-
-async def write_files(
-    channels: Mapping[str, Channel], outgoing: Sequence[Outgoing]
-) -> list[DeliveryReport]:
-    """Send each payload through its kind's channel (files), queueing and recording
-    nothing: "written", or "failed" with why."""
-    recipients = {id(o.digest): o.recipient for o in outgoing}
-    reports = []
-    for channel in dict.fromkeys(o.digest.channel for o in outgoing):
-        files = [(o.digest, o.payload) for o in outgoing if o.digest.channel == channel]
-        sender = channels.get(channel) or channels[kind_of(channel)]
-        for outcome in await sender.send_all(files, lambda _: None):
-            reports.append(
-                _report(
-                    outcome.item,
-                    recipients[id(outcome.item)],
-                    "written" if outcome.ok else "failed",
-                    error=outcome.error,
-                    where=outcome.where,
-                )
-            )
-    return reports
-
-
 def window_start(config: Config, now: datetime) -> date:
     """The first announcement day the default digest window takes: `window_days` days,
     today (US Eastern, arXiv's calendar) included."""
     return eastern_date(now) - timedelta(days=config.digest.window_days - 1)
-
-
-def _report(
-    digest: Digest,
-    recipient: str,
-    status: str,
-    *,
-    error: str | None = None,
-    where: str | None = None,
-) -> DeliveryReport:
-    return DeliveryReport(
-        digest.subscriber.name,
-        recipient,
-        status,
-        count=digest.count,
-        omitted=len(digest.omitted),
-        error=error,
-        where=where,
-        digest=digest,
-        channel=digest.channel,
-    )
 
 
 def _in_order(reports: list[DeliveryReport], subscribers: list[Subscriber]) -> list[DeliveryReport]:

@@ -1,0 +1,178 @@
+"""A run's rendered digests handed on (delivery's last steps): queued in the outbox and sent
+through the channels, or written to files, with a `DeliveryReport` for each.
+
+Owns what a run reports and how its payloads reach the outbox and the channels; the
+order of the run is `bot.pipeline.deliver`'s, the outbox's rules `bot.channels.outbox`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from bot.channels import Channel, kind_of
+from bot.channels.outbox import drain
+from bot.config import Config
+from bot.core.models import Digest, Subscriber, target_label
+from bot.pipeline.wiring import retry_policy
+from bot.store import Queued, Store
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryReport:
+    """One subscriber's digest run."""
+
+    subscriber: str
+    address: str | None
+    # "sent", "failed", "retry" (failed, queued for another attempt), "nothing",
+    # "queued-elsewhere" (another run queued it first), "would-send", "written", "skipped",
+    # "unrecorded" (sent, but the record failed), "waiting" (left queued for the relay's
+    # limits: a later run sends it; not a failure)
+    status: str
+    count: int = 0  # papers in the digest
+    omitted: int = 0
+    error: str | None = None
+    where: str | None = None
+    digest: Digest | None = field(default=None, repr=False)
+    channel: str = "email"
+
+    @property
+    def target(self) -> str:
+        """Where it went, for people: `<ada@lab.example>`, `slack #robot-learning`."""
+        return "(nowhere)" if self.address is None else target_label(self.channel, self.address)
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """A digest rendered for its channel: the bytes queued (or written) for `recipient`."""
+
+    digest: Digest
+    recipient: str
+    payload: bytes
+
+
+def queue(
+    store: Store,
+    outgoing: Sequence[Outgoing],
+    *,
+    period: Callable[[Subscriber], str] | None,
+    now: datetime,
+) -> list[DeliveryReport]:
+    """Queue each payload in the outbox with its papers, once per (subscriber, channel,
+    period): a report for each that another run had queued first."""
+    elsewhere: list[DeliveryReport] = []
+    entries = []
+    for o in outgoing:
+        digest = o.digest
+        sub = digest.subscriber
+        assert sub.id is not None
+        entries.append(
+            Queued(
+                sub.id,
+                channel=digest.channel,
+                period=period(sub) if period else digest.digest_id,
+                digest_id=digest.digest_id,
+                recipient=o.recipient,
+                payload=o.payload,
+                sent=[item.paper for item in digest.items],
+                omitted=(*digest.omitted, *digest.disliked),
+            )
+        )
+    for o, outbox_id in zip(outgoing, store.outbox.enqueue_many(entries, now=now), strict=True):
+        if outbox_id is None:
+            elsewhere.append(report_of(o.digest, o.recipient, "queued-elsewhere"))
+    return elsewhere
+
+
+async def send(
+    config: Config,
+    store: Store,
+    channels: Mapping[str, Channel],
+    *,
+    clock: Callable[[], datetime],
+    catch_up: bool,
+    should_stop: Callable[[], bool],
+    tried: set[int] | None = None,
+) -> list[DeliveryReport]:
+    """Send what the outbox holds (and is due, unless `catch_up`), this run's digests
+    among it; a report per attempt (without the digest: a run of many thousands
+    holds none once sent). `tried`: the records this run tried already (each is tried once
+    a run)."""
+    reports = []
+    for attempt in await drain(
+        store,
+        channels,
+        clock=clock,
+        retry=retry_policy(config),
+        due_only=not catch_up,
+        should_stop=should_stop,
+        tried=tried,
+    ):
+        item = attempt.item
+        error = attempt.error
+        if attempt.status == "retry" and attempt.next_attempt is not None:
+            error = f"{error} (queued: next attempt {attempt.next_attempt:%Y-%m-%d %H:%M} UTC)"
+        elif attempt.status == "waiting" and attempt.next_attempt is not None:
+            error = f"{error}: goes at {attempt.next_attempt:%Y-%m-%d %H:%M:%S} UTC or later"
+        if attempt.paused:
+            error = f"{error}; {item.subscriber} is paused (`paperbell resume {item.subscriber}`)"
+        elif attempt.paused_target:
+            where = target_label(item.channel, item.recipient)
+            error = f"{error}; {where} is paused (`paperbell resume {item.subscriber}`)"
+        reports.append(
+            DeliveryReport(
+                item.subscriber,
+                item.recipient,
+                attempt.status,
+                count=item.papers,
+                omitted=item.omitted,
+                error=error,
+                channel=item.channel,
+            )
+        )
+    return reports
+
+
+async def write_files(
+    channels: Mapping[str, Channel], outgoing: Sequence[Outgoing]
+) -> list[DeliveryReport]:
+    """Send each payload through its kind's channel (files), queueing and recording
+    nothing: "written", or "failed" with why."""
+    recipients = {id(o.digest): o.recipient for o in outgoing}
+    reports = []
+    for channel in dict.fromkeys(o.digest.channel for o in outgoing):
+        files = [(o.digest, o.payload) for o in outgoing if o.digest.channel == channel]
+        sender = channels.get(channel) or channels[kind_of(channel)]
+        for outcome in await sender.send_all(files, lambda _: None):
+            reports.append(
+                report_of(
+                    outcome.item,
+                    recipients[id(outcome.item)],
+                    "written" if outcome.ok else "failed",
+                    error=outcome.error,
+                    where=outcome.where,
+                )
+            )
+    return reports
+
+
+def report_of(
+    digest: Digest,
+    recipient: str,
+    status: str,
+    *,
+    error: str | None = None,
+    where: str | None = None,
+) -> DeliveryReport:
+    return DeliveryReport(
+        digest.subscriber.name,
+        recipient,
+        status,
+        count=digest.count,
+        omitted=len(digest.omitted),
+        error=error,
+        where=where,
+        digest=digest,
+        channel=digest.channel,
+    )
