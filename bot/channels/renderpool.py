@@ -75,25 +75,30 @@ class RenderPool:
         plain data, no connection), the run's `linker`, and its `papers`."""
         self._papers = list(papers)
         self._places = {id(paper): index for index, paper in enumerate(self._papers)}
+        self.workers = workers
+        self.broken = False
+        self._executor: concurrent.futures.ProcessPoolExecutor | None = None
+        self._warm: list[concurrent.futures.Future[bool]] = []
+        # Every worker started now, while this process builds its first shares. Their
+        # setup is pickled (the day's papers: a tenth of a second or more), and starting a
+        # worker blocks until it has read it, after importing the renderers (a second or
+        # so): in a thread, so that the event loop goes on meanwhile.
+        self._starter = threading.Thread(
+            target=self._start_all, args=(settings, linker), name="render-pool", daemon=True
+        )
+        self._starter.start()
+
+    def _start_all(self, settings: Mapping[str, Any], linker: Linker) -> None:
         setup = (pickle.dumps((dict(settings), linker)), _dumps(self._papers, {}))
-        self._executor = concurrent.futures.ProcessPoolExecutor(
-            max_workers=workers,
+        executor = concurrent.futures.ProcessPoolExecutor(
+            max_workers=self.workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start,
             initargs=setup,
         )
-        self.workers = workers
-        self.broken = False
-        # Every worker started now, while this process builds its first shares. Starting
-        # one blocks until it has read its setup, after importing paperbell (seconds): in
-        # a thread, so that the event loop goes on meanwhile.
-        self._warm: list[concurrent.futures.Future[bool]] = []
-        self._starter = threading.Thread(target=self._start_all, name="render-pool", daemon=True)
-        self._starter.start()
-
-    def _start_all(self) -> None:
-        with contextlib.suppress(RuntimeError):  # closed before it started: none to start
-            self._warm = [self._executor.submit(_ready) for _ in range(self.workers)]
+        self._executor = executor
+        with contextlib.suppress(RuntimeError):  # closed meanwhile: none to start
+            self._warm = [executor.submit(_ready) for _ in range(self.workers)]
 
     @property
     def ready(self) -> bool:
@@ -110,6 +115,11 @@ class RenderPool:
         """The workers' process ids."""
         return list(getattr(self._executor, "_processes", None) or {})
 
+    def _started(self) -> concurrent.futures.ProcessPoolExecutor:
+        if self._executor is None:  # `render` is asked only once `ready`
+            raise PoolBroken("the render workers did not start")
+        return self._executor
+
     async def render(self, pairs: Sequence[tuple[Digest, Target]]) -> list[Result]:
         """Each digest rendered for its target, in a worker. Raises PoolBroken when a
         worker died (then and ever after)."""
@@ -118,7 +128,8 @@ class RenderPool:
         blob = _dumps(list(pairs), self._places)
         loop = asyncio.get_running_loop()
         try:
-            answer = await asyncio.wrap_future(self._executor.submit(_render, blob), loop=loop)
+            job = self._started().submit(_render, blob)
+            answer = await asyncio.wrap_future(job, loop=loop)
         except BrokenProcessPool as exc:
             self.broken = True
             raise PoolBroken(f"a render worker died: {exc}") from None
@@ -126,16 +137,17 @@ class RenderPool:
         return results
 
     def close(self) -> None:
-        """Stop the workers (those rendering are not waited for: their digests were not
-        queued, and a later run makes them)."""
+        """Stop the workers: the shares not begun are dropped (their digests were not
+        queued: a later run makes them), one being rendered is finished, and the workers
+        are waited for (left to exit on their own, a worker of a process that is itself
+        a multiprocessing child waits for ever for a word that never comes)."""
         self._starter.join()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
 
-    def __enter__(self) -> RenderPool:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
+    async def aclose(self) -> None:
+        """`close`, in a thread: the event loop goes on while the workers stop."""
+        await asyncio.to_thread(self.close)
 
 
 # What a worker holds for the run (set by `_start`, in the worker only).

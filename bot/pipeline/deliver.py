@@ -211,8 +211,12 @@ async def deliver(
             reports += skipped
             await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
             pairs = list(zip(digests, (r for _, r in built), strict=True))
-            if pool is None or not (ahead or pool.ready):  # the workers are still starting
+            if pool is None:
                 made = await render_here(config, pairs, now=now, context=context)
+            elif not (ahead or pool.ready):
+                # The workers are still starting: rendered here meanwhile, with every block
+                # made for the first time (tens of milliseconds a digest), a digest a turn.
+                made = await render_here(config, pairs, now=now, context=context, turn=1)
             else:
                 ahead.append(asyncio.create_task(render_pooled(pool, config, pairs, now, context)))
                 if len(ahead) <= pool.workers:
@@ -226,7 +230,7 @@ async def deliver(
         for task in ahead:
             task.cancel()
         if pool is not None:
-            pool.close()
+            await pool.aclose()
     if on_texts is not None:
         on_texts(texts_run or TextsRun(model=config.llm.model if config.llm else None))
     if request.mode == "send":  # for the manage pages: after the digests, not before
@@ -408,13 +412,18 @@ Made = tuple[list["Outgoing"], list[DeliveryReport]]
 
 
 async def render_here(
-    config: Config, pairs: Sequence[tuple[Digest, Target]], *, now: datetime, context: RenderContext
+    config: Config,
+    pairs: Sequence[tuple[Digest, Target]],
+    *,
+    now: datetime,
+    context: RenderContext,
+    turn: int = TURN,
 ) -> Made:
-    """A share rendered in this process, giving the event loop back every TURN digests."""
+    """A share rendered in this process, giving the event loop back every `turn` digests."""
     outgoing: list[Outgoing] = []
     failed: list[DeliveryReport] = []
-    for start in range(0, len(pairs), TURN):
-        rendered, refused = render(config, pairs[start : start + TURN], now=now, context=context)
+    for start in range(0, len(pairs), turn):
+        rendered, refused = render(config, pairs[start : start + turn], now=now, context=context)
         outgoing += rendered
         failed += refused
         await asyncio.sleep(0)
