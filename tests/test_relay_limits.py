@@ -354,7 +354,13 @@ def test_a_relay_answering_421_now_and_then_slows_the_run_and_loses_nothing(
     state = store.relays.state(f"127.0.0.1:{port}", now=utcnow())
     assert state.slow_until is not None and state.slow_seconds == 0.4
     gaps = [b - a for a, b in zip(handler.arrived, handler.arrived[1:], strict=False)]
-    assert min(gaps[7:]) >= 0.15  # after the first 421, spaced out
+    # After the first 421, spaced out: but for a message another connection had taken its
+    # place for before a "slow down" came back (up to `connections` - 1 a refusal), which
+    # may still arrive right after it (seen once, 4 ms apart, on a loaded machine).
+    refusals = handler.mails // handler.refuse_every
+    in_flight = (RetryPolicy().connections - 1) * refusals
+    assert sum(1 for gap in gaps[7:] if gap < 0.15) <= in_flight
+    assert sorted(gaps[7:])[len(gaps[7:]) // 2] >= 0.15  # most of them: the median
 
 
 def test_status_tells_digests_held_by_the_limits_from_retries_after_a_failure(
