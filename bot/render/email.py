@@ -21,16 +21,13 @@ from __future__ import annotations
 import email.utils
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from email.headerregistry import Address
 from email.message import EmailMessage
 from typing import cast
 from urllib.parse import quote, urlsplit
-
-import css_inline
-from markupsafe import Markup
 
 from bot.core.checks import check_address, check_header_text
 from bot.core.languages import language_script
@@ -39,6 +36,7 @@ from bot.core.mail import MAIL_POLICY
 from bot.core.models import Digest, DigestGroup, DigestItem, Paper
 from bot.render import template_env
 from bot.render.blocks import Inlining, paper_block
+from bot.render.inlining import html_part, inline_css
 from bot.render.mime import message_bytes
 from bot.render.text import clip, plural, tidy
 from bot.render.view import (
@@ -298,20 +296,6 @@ def _vote_links(links: Mapping[str, VoteLinks]) -> dict[str, VoteLinks]:
     }
 
 
-@functools.cache
-def _inliner() -> css_inline.CSSInliner:
-    # The <style> block stays too: its @media rules (phones, dark mode) cannot be inlined.
-    return css_inline.CSSInliner(
-        keep_style_tags=True, load_remote_stylesheets=False, minify_css=True
-    )
-
-
-def inline_css(html: str) -> str:
-    """Copy the rules of the HTML's <style> block onto each element's style attribute:
-    most clients (Gmail for other accounts, Outlook, Yahoo) ignore or strip <style>."""
-    return _inliner().inline(html)
-
-
 def render_digest(
     digest: Digest,
     settings: EmailSettings | None = None,
@@ -486,54 +470,8 @@ def _render(
     text = env.get_template("email/digest.txt.j2").render(
         context, paper=lambda item, group: block("txt", item, group)
     )
-    html = _html_part(context, functools.partial(block, "html"))
+    html = html_part(context, functools.partial(block, "html"))
     return RenderedEmail(subject=subject, text=text, html=html, digest=digest)
-
-
-# Where a paper's block goes in the HTML part while the rest is inlined: private-use
-# characters, as the blocks' own placeholders (bot.render.blocks).
-_PLACE, _PLACE_END = "\ue010", "\ue011"
-_PLACE_RE = re.compile(f"{_PLACE}([0-9]+){_PLACE_END}")
-_STYLESHEET_RE = re.compile(r"<style>(.*?)</style>", re.DOTALL)
-
-
-def _html_part(
-    context: Mapping[str, object],
-    block: Callable[[ItemView, GroupView, Inlining | None], str],
-) -> str:
-    """The HTML part, its CSS inlined. The same paper looks the same in many emails, so
-    its block is inlined once (the stylesheet's rules that match inside a block depend on
-    nothing around it: tags and classes of its own) and placed into the rest of the
-    email, inlined apart: the result is what inlining the whole email gives."""
-    env = template_env()
-    placed: list[tuple[ItemView, GroupView]] = []
-
-    def place(item: ItemView, group: GroupView) -> Markup:
-        placed.append((item, group))
-        return Markup(f"{_PLACE}{len(placed) - 1}{_PLACE_END}")
-
-    frame = env.get_template("email/digest.html.j2").render(context, paper=place)
-    stylesheet = _STYLESHEET_RE.search(frame)
-    if stylesheet is None or not frame.count(_PLACE) == frame.count(_PLACE_END) == len(placed):
-        # A paper's text holds such a character: the email is inlined whole.
-        whole = env.get_template("email/digest.html.j2").render(
-            context, paper=lambda item, group: Markup(block(item, group, None))
-        )
-        return inline_css(whole)
-    css = stylesheet.group(1)
-    inlining = _STYLESHEETS.get(css) or _STYLESHEETS.setdefault(css, Inlining(css, _inline))
-    blocks = [block(item, group, inlining) for item, group in placed]
-    return _PLACE_RE.sub(lambda m: blocks[int(m.group(1))], inline_css(frame))
-
-
-# The emails' stylesheets, each with one `Inlining` (a few: one per script their fonts
-# name): a shared block's cache key then hashes a string already hashed.
-_STYLESHEETS: dict[str, Inlining] = {}
-
-
-def _inline(html: str, css: str) -> str:
-    """A fragment of HTML (a paper's block) with `css` inlined."""
-    return _inliner().inline_fragment(html, css)
 
 
 def _phrase(text: str) -> str:
