@@ -9,7 +9,7 @@ queues or sends.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -18,10 +18,8 @@ from bot.channels import RenderContext, Rendered, Target, channel_kind
 from bot.channels.email import EmailChannelSettings
 from bot.channels.linking import Linker
 from bot.config import SECRET_KEY, Config
-from bot.core.models import Digest, Subscriber
+from bot.core.models import Digest
 from bot.pipeline.wiring import channel_settings
-from bot.render.email import DigestLinks
-from bot.render.slack import VoteTokens
 
 
 def linker(config: Config, now: datetime) -> Linker:
@@ -31,23 +29,6 @@ def linker(config: Config, now: datetime) -> Linker:
     signer = config.web.link_signer()
     site = config.web.public_url if signer is None and config.missing(SECRET_KEY) else None
     return Linker(now, signer, site or None)
-
-
-def digest_links(
-    config: Config,
-    subscriber: Subscriber,
-    now: datetime,
-    papers: Sequence[str] = (),
-    *,
-    digest_id: str | None = None,
-) -> DigestLinks | None:
-    """The subscriber's links in a digest (`Linker.links`)."""
-    return linker(config, now).links(subscriber, papers, digest_id)
-
-
-def vote_tokens(config: Config, digest: Digest, now: datetime) -> dict[str, VoteTokens]:
-    """Each paper's 👍 / 👎 buttons' signed values (`Linker.votes`)."""
-    return linker(config, now).votes(digest)
 
 
 def render_context(
