@@ -386,16 +386,20 @@ def test_0008_keeps_every_delivery_from_the_oldest_database_and_widens_the_chann
         connection.execute(
             text(
                 "INSERT INTO outbox (subscriber_id, channel, period, digest_id, recipient, "
-                "payload, papers, omitted, status, attempts, next_attempt, created_at) "
-                "VALUES (:s, :c, 'daily:2026-11-27', 'd2', 'ntfy://ntfy.example/t', :p, 1, 0, "
+                "papers, omitted, status, attempts, next_attempt, created_at) "
+                "VALUES (:s, :c, 'daily:2026-11-27', 'd2', 'ntfy://ntfy.example/t', 1, 0, "
                 "'pending', 0, :w, :w)"
             ),
-            {"s": sid, "c": channel, "p": b"{}", "w": later},
+            {"s": sid, "c": channel, "w": later},
         )
         (apprise_id,) = (
             connection.execute(text("SELECT id FROM outbox WHERE channel = :c"), {"c": channel})
             .scalars()
             .all()
+        )
+        connection.execute(
+            text("INSERT INTO outbox_messages (outbox_id, payload) VALUES (:o, :p)"),
+            {"o": apprise_id, "p": b"{}"},
         )
         connection.execute(
             text(

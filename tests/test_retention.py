@@ -31,7 +31,7 @@ from bot.pipeline.scheduler import Daemon
 from bot.store import Bounce, Store, utcnow
 from bot.store.archive import HEAD_BYTES
 from bot.store.retention import head_of
-from bot.store.tables import BounceRow, DeliveryRow, OutboxRow
+from bot.store.tables import BounceRow, DeliveryRow, OutboxMessageRow, OutboxRow
 
 pytestmark = pytest.mark.database
 # A digest's size: its headers, then 20 KB.
@@ -41,7 +41,9 @@ PAYLOAD = b"Subject: your papers\r\nTo: a@lab.example\r\n\r\n" + b"papers, paper
 def old_digests(store: Store, **values: object) -> None:
     """Every queued digest as large as a real one, with `values` (status, sent_at...)."""
     with store.database.session() as session:
-        session.execute(update(OutboxRow).values(payload=PAYLOAD, **values))
+        session.execute(update(OutboxMessageRow).values(payload=PAYLOAD))
+        if values:
+            session.execute(update(OutboxRow).values(**values))
         session.commit()
 
 
@@ -60,7 +62,7 @@ def test_an_old_digest_is_cut_to_its_headers_and_the_archive_still_shows_its_pap
     pruned = prune_old(site.config, site.store, now=site.clock() + timedelta(days=91))
     assert pruned.messages == 2 and pruned.freed > 10_000 and not pruned.more  # ada's, lab's
     with site.store.database.session() as session:
-        sizes = session.exec(select(func.length(OutboxRow.payload))).all()
+        sizes = session.exec(select(func.length(OutboxMessageRow.payload))).all()
     assert max(sizes) <= HEAD_BYTES
 
     listing = site.http.get(archive_path(site, "ada"))
@@ -108,7 +110,8 @@ def test_pending_recent_and_kept_records_are_left_and_old_bounces_go(
     assert (done.messages, done.bounces, done.more) == (2, 1, False)
     assert store.retention.prune(**before) == retention.Pruned()  # nothing left to do
     with store.database.session() as session:
-        payloads = dict(session.exec(select(OutboxRow.id, OutboxRow.payload)).all())
+        stored = select(OutboxMessageRow.outbox_id, OutboxMessageRow.payload)
+        payloads = dict(session.exec(stored).all())
         assert session.exec(select(func.count()).select_from(DeliveryRow)).one() == deliveries
         assert session.exec(select(func.count()).select_from(BounceRow)).one() == 1
     cut, kept = [payloads[i] for i in ids[:2]], [payloads[i] for i in ids[2:]]

@@ -20,7 +20,7 @@ from sqlmodel import col, select
 from bot.core.models import Paper
 from bot.store.database import Repository, aware
 from bot.store.papers import Papers
-from bot.store.tables import DeliveryRow, OutboxRow
+from bot.store.tables import DeliveryRow, OutboxMessageRow, OutboxRow
 
 # The start of a sent message kept beside each digest of a list: an email's header block
 # (its subject) fits in it many times over.
@@ -89,7 +89,7 @@ class Archive(Repository):
     ) -> list[SentDigest]:
         """The digests sent to the subscriber (not on the channels `leave_out`), newest
         first, each with the start of its message (`head`)."""
-        head = func.substr(OutboxRow.payload, 1, HEAD_BYTES, type_=LargeBinary)
+        head = func.substr(OutboxMessageRow.payload, 1, HEAD_BYTES, type_=LargeBinary)
         query = (
             select_columns(  # sqlmodel's select takes at most four columns
                 col(OutboxRow.id),
@@ -98,6 +98,11 @@ class Archive(Repository):
                 col(OutboxRow.sent_at),
                 col(OutboxRow.papers),
                 head,
+            )
+            .join(
+                OutboxMessageRow,
+                col(OutboxMessageRow.outbox_id) == col(OutboxRow.id),
+                isouter=True,
             )
             .where(*self._sent(subscriber_id, leave_out))
             .order_by(col(OutboxRow.sent_at).desc(), col(OutboxRow.id).desc())
@@ -127,6 +132,10 @@ class Archive(Repository):
             ).first()
             if row is None or row.id is None or row.sent_at is None:
                 return None
+            payload = session.exec(
+                select(OutboxMessageRow.payload).where(OutboxMessageRow.outbox_id == row.id)
+            ).first()
+            payload = bytes(payload or b"")
             ids = session.exec(
                 select(DeliveryRow.paper_id)
                 .where(DeliveryRow.outbox_id == row.id, DeliveryRow.status == "sent")
@@ -138,8 +147,8 @@ class Archive(Repository):
             row.channel,
             _moment(row.sent_at),
             row.papers,
-            row.payload[:HEAD_BYTES],
-            row.payload,
+            payload[:HEAD_BYTES],
+            payload,
         )
         papers = Papers(self.database).by_id(list(ids))
         return found, [papers[i] for i in ids if i in papers]

@@ -22,11 +22,12 @@ from sqlmodel import col, select
 
 from bot.core.models import Paper, version_key
 from bot.store.database import Repository, aware, failing_as
-from bot.store.tables import DeliveryRow, OutboxRow, SubscriberRow
+from bot.store.tables import DeliveryRow, OutboxMessageRow, OutboxRow, SubscriberRow
 
 # The tables themselves, for Core statements where a run writes many rows.
 OUTBOX = OutboxRow.__table__  # type: ignore[attr-defined]
 DELIVERIES = DeliveryRow.__table__  # type: ignore[attr-defined]
+MESSAGES = OutboxMessageRow.__table__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +111,6 @@ _ITEM_COLUMNS = (
     col(OutboxRow.channel),
     col(OutboxRow.recipient),
     col(OutboxRow.digest_id),
-    col(OutboxRow.payload),
     col(OutboxRow.papers),
     col(OutboxRow.omitted),
     col(OutboxRow.attempts),
@@ -159,7 +159,7 @@ class Outbox(Repository):
         with failing_as("queue the digests"):
             try:
                 with self.database.session() as session:
-                    ids: list[int | None] = [self._add(session, entry, now) for entry in entries]
+                    ids: list[int | None] = list(self._add(session, entries, now))
                     session.commit()
                     return ids
             except IntegrityError:
@@ -168,47 +168,56 @@ class Outbox(Repository):
             return [self.enqueue_many([entry], now=now)[0] for entry in entries]
 
     @staticmethod
-    def _add(session: Any, entry: Queued, now: datetime) -> int:
-        # Core statements on the session's connection: no ORM object, no flush, a digest
-        # queued in two statements (the row, then its deliveries in one INSERT).
+    def _add(session: Any, entries: Sequence[Queued], now: datetime) -> list[int]:
+        # Core statements on the session's connection: no ORM object, no flush; the
+        # records in one INSERT (their ids returned in order), then their messages and
+        # their deliveries in one INSERT each.
         connection = session.connection()
-        row = {
-            "subscriber_id": entry.subscriber_id,
-            "channel": entry.channel,
-            "period": entry.period,
-            "digest_id": entry.digest_id,
-            "recipient": entry.recipient,
-            "payload": entry.payload,
-            "papers": len(entry.sent),
-            "omitted": len(entry.omitted),
-            "status": "pending",
-            "attempts": 0,
-            "next_attempt": now,
-            "created_at": now,
-        }
-        outbox_id = int(connection.execute(insert(OUTBOX).returning(OUTBOX.c.id), row).scalar_one())
-        seen: set[tuple[str, int]] = set()
+        rows = [
+            {
+                "subscriber_id": entry.subscriber_id,
+                "channel": entry.channel,
+                "period": entry.period,
+                "digest_id": entry.digest_id,
+                "recipient": entry.recipient,
+                "papers": len(entry.sent),
+                "omitted": len(entry.omitted),
+                "status": "pending",
+                "attempts": 0,
+                "next_attempt": now,
+                "created_at": now,
+            }
+            for entry in entries
+        ]
+        returning = insert(OUTBOX).returning(OUTBOX.c.id, sort_by_parameter_order=True)
+        ids = [int(i) for i in connection.execute(returning, rows).scalars()]
+        connection.execute(
+            insert(MESSAGES),
+            [{"outbox_id": i, "payload": e.payload} for i, e in zip(ids, entries, strict=True)],
+        )
         deliveries = []
-        for papers, status in ((entry.sent, "queued"), (entry.omitted, "omitted")):
-            for paper in papers:
-                if (paper.id, paper.version) in seen:
-                    continue
-                seen.add((paper.id, paper.version))
-                deliveries.append(
-                    {
-                        "subscriber_id": entry.subscriber_id,
-                        "paper_id": paper.id,
-                        "paper_version": paper.version,
-                        "channel": entry.channel,
-                        "status": status,
-                        "digest_id": entry.digest_id,
-                        "outbox_id": outbox_id,
-                        "created_at": now,
-                    }
-                )
+        for outbox_id, entry in zip(ids, entries, strict=True):
+            seen: set[tuple[str, int]] = set()
+            for papers, status in ((entry.sent, "queued"), (entry.omitted, "omitted")):
+                for paper in papers:
+                    if (paper.id, paper.version) in seen:
+                        continue
+                    seen.add((paper.id, paper.version))
+                    deliveries.append(
+                        {
+                            "subscriber_id": entry.subscriber_id,
+                            "paper_id": paper.id,
+                            "paper_version": paper.version,
+                            "channel": entry.channel,
+                            "status": status,
+                            "digest_id": entry.digest_id,
+                            "outbox_id": outbox_id,
+                            "created_at": now,
+                        }
+                    )
         if deliveries:  # one INSERT of many rows, not an object each
             connection.execute(insert(DELIVERIES), deliveries)
-        return outbox_id
+        return ids
 
     def claim(
         self,
@@ -259,6 +268,7 @@ class Outbox(Repository):
                 .returning(*_ITEM_COLUMNS)
                 .execution_options(synchronize_session=False)
             ).all()
+            messages = self._messages(session, [row.id for row in leased])
             session.commit()
         return sorted(
             (
@@ -269,7 +279,7 @@ class Outbox(Repository):
                     channel=row.channel,
                     recipient=row.recipient,
                     digest_id=row.digest_id,
-                    payload=row.payload,
+                    payload=messages.get(row.id, b""),
                     papers=row.papers,
                     omitted=row.omitted,
                     attempts=row.attempts,
@@ -280,6 +290,16 @@ class Outbox(Repository):
             ),
             key=lambda item: item.id,
         )
+
+    @staticmethod
+    def _messages(session: Any, ids: list[int]) -> dict[int, bytes]:
+        """The finished messages of the records `ids`, by id."""
+        if not ids:
+            return {}
+        query = select_columns(MESSAGES.c.outbox_id, MESSAGES.c.payload).where(
+            MESSAGES.c.outbox_id.in_(ids)
+        )
+        return {int(i): bytes(p) for i, p in session.execute(query)}
 
     def release(self, owner: str, ids: Iterable[int] | None = None) -> int:
         """Give up `owner`'s leases on records it has not sent (a worker stopping; with

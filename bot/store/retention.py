@@ -21,9 +21,9 @@ from sqlmodel import col
 
 from bot.store.archive import HEAD_BYTES
 from bot.store.database import Repository, failing_as
-from bot.store.tables import BounceRow, OutboxRow
+from bot.store.tables import BounceRow, OutboxMessageRow, OutboxRow
 
-OUTBOX = OutboxRow.__table__  # type: ignore[attr-defined]
+MESSAGES = OutboxMessageRow.__table__  # type: ignore[attr-defined]
 BATCH = 500  # records cut in one transaction
 
 
@@ -95,12 +95,13 @@ class Retention(Repository):
         return (
             col(OutboxRow.status).in_(("sent", "failed")),
             when < before,
-            func.length(OutboxRow.payload) > HEAD_BYTES,
+            func.length(OutboxMessageRow.payload) > HEAD_BYTES,
+            col(OutboxMessageRow.outbox_id) == col(OutboxRow.id),
         )
 
     def _old_messages(self, before: datetime) -> tuple[int, int]:
         """How many messages would be cut, and about how many bytes that frees."""
-        size = func.length(OutboxRow.payload)
+        size = func.length(OutboxMessageRow.payload)
         query = select_columns(func.count(), func.sum(size)).where(*self._old(before))
         with self.database.session() as session:
             count, total = session.execute(query).one()
@@ -109,15 +110,17 @@ class Retention(Repository):
     def _cut(
         self, before: datetime, batches: int | None, should_stop: Callable[[], bool]
     ) -> tuple[int, int, bool]:
-        start = func.substr(OutboxRow.payload, 1, HEAD_BYTES, type_=LargeBinary)
+        start = func.substr(OutboxMessageRow.payload, 1, HEAD_BYTES, type_=LargeBinary)
         query = (
-            select_columns(col(OutboxRow.id), start, func.length(OutboxRow.payload))
+            select_columns(col(OutboxRow.id), start, func.length(OutboxMessageRow.payload))
             .where(*self._old(before), col(OutboxRow.id) > bindparam("after"))
             .order_by(col(OutboxRow.id))
             .limit(BATCH)
         )
         cut = (
-            update(OUTBOX).where(OUTBOX.c.id == bindparam("row")).values(payload=bindparam("head"))
+            update(MESSAGES)
+            .where(MESSAGES.c.outbox_id == bindparam("row"))
+            .values(payload=bindparam("head"))
         )
         messages = freed = done = 0
         while True:

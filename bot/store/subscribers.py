@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import cast
 
+from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
@@ -28,6 +29,7 @@ from bot.store.tables import (
     DeliveryRow,
     DestinationRow,
     FeedbackRow,
+    OutboxMessageRow,
     OutboxRow,
     RankingModelRow,
     RuleCountRow,
@@ -462,8 +464,13 @@ class Subscribers(Repository):
         its mail, verdicts on papers and fitted ranking model."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
-            # Deliveries point at the outbox, and everything at the subscriber: in that order,
-            # one flush each, so that a database that enforces foreign keys accepts it.
+            # Messages and deliveries point at the outbox, and everything at the subscriber:
+            # in that order, one flush each, so that a database that enforces foreign keys
+            # accepts it.
+            theirs = select(OutboxRow.id).where(OutboxRow.subscriber_id == row.id)
+            session.execute(
+                delete(OutboxMessageRow).where(col(OutboxMessageRow.outbox_id).in_(theirs))
+            )
             for model in (
                 RuleRow,
                 DestinationRow,

@@ -177,7 +177,6 @@ class OutboxRow(SQLModel, table=True):
     period: str = Field(max_length=128)  # the schedule slot ("daily:2026-11-23"), or the digest id
     digest_id: str = Field(max_length=128, index=True)  # a bounce names it (Message-ID)
     recipient: str = Field(max_length=320)
-    payload: bytes = Field(sa_type=LargeBinary)  # the finished message, sent as it is
     papers: int = 0
     omitted: int = 0
     status: str = Field(default="pending", max_length=16, index=True)  # pending, sent, failed
@@ -191,6 +190,20 @@ class OutboxRow(SQLModel, table=True):
     # A digest sent as several messages (Slack: a summary and its thread) records each
     # message as it is accepted, so a retry goes on after the last one (JSON).
     progress: str | None = None
+
+
+class OutboxMessageRow(SQLModel, table=True):
+    """An outbox record's finished message, sent as it is (migration 0013 moved it out of
+    `outbox`): SQLite writes a whole row again for any change, so a 60 KB message beside
+    the status would be rewritten by every claim, lease renewal and "sent" (3-4 times a
+    digest); kept apart, it is written once. A prune cuts it to its headers."""
+
+    __tablename__ = "outbox_messages"
+
+    outbox_id: int = Field(
+        foreign_key="outbox.id", primary_key=True, sa_column_kwargs={"autoincrement": False}
+    )
+    payload: bytes = Field(sa_type=LargeBinary)
 
 
 class DestinationRow(SQLModel, table=True):
