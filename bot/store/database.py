@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import URL, Engine, event, inspect, make_url
+from sqlalchemy import URL, Connection, Engine, event, inspect, make_url
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlmodel import Session, col, create_engine, select
 
@@ -76,6 +76,18 @@ class Database:
         try:
             with Session(self.engine, expire_on_commit=False) as session:
                 yield session
+        except OperationalError as exc:
+            raise StoreError(f"database error: {first_line(exc)}") from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A connection in a transaction, committed at the end (rolled back on an error),
+        for Core statements alone: what a run does thousands of times (recording each
+        send) without a session's bookkeeping; a lost or refused connection becomes a
+        StoreError."""
+        try:
+            with self.engine.begin() as connection:
+                yield connection
         except OperationalError as exc:
             raise StoreError(f"database error: {first_line(exc)}") from None
 

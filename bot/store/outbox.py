@@ -118,6 +118,27 @@ _ITEM_COLUMNS = (
 )
 
 
+# Recording a send (`Outbox.mark_sent`): the record, leased by `owner` or (its lease lost)
+# still pending, and its papers queued for it.
+_SENT_VALUES: dict[str, Any] = {
+    "status": "sent",
+    "sent_at": bindparam("now"),
+    "lease_owner": None,
+    "lease_until": None,
+}
+_SENT_ANYWAY = (
+    update(OUTBOX)
+    .where(OUTBOX.c.id == bindparam("row"), OUTBOX.c.status == "pending")
+    .values(_SENT_VALUES)
+)
+_SENT_MINE = _SENT_ANYWAY.where(OUTBOX.c.lease_owner == bindparam("owner"))
+_DELIVERIES_SENT = (
+    update(DELIVERIES)
+    .where(DELIVERIES.c.outbox_id == bindparam("row"), DELIVERIES.c.status == "queued")
+    .values(status="sent")
+)
+
+
 def _not_one_of(ids: list[int], *, postgres: bool) -> ColumnElement[bool]:
     """`outbox.id` is none of `ids`, however many (a drain excludes every record it tried):
     one array parameter on PostgreSQL, the numbers written into the statement on SQLite
@@ -346,24 +367,14 @@ class Outbox(Repository):
         record, which may be sending it too): the send is recorded all the same while the
         record is still pending, since the message did go out, so that the other worker
         does not send it again; a record already sent or given up is left as it is.
-        Core statements on the session's connection (a run records thousands)."""
-        with failing_as("record the delivery"), self.database.session() as session:
-            connection = session.connection()
-            pending = (OUTBOX.c.id == outbox_id, OUTBOX.c.status == "pending")
-            sent = dict(status="sent", sent_at=now, lease_owner=None, lease_until=None)
-            mine = update(OUTBOX).where(*pending, OUTBOX.c.lease_owner == owner)
-            held = connection.execute(mine.values(**sent)).rowcount
-            if not held:
-                written = connection.execute(update(OUTBOX).where(*pending).values(**sent)).rowcount
-            else:
-                written = held
+        Core statements made once (a run records thousands), in one transaction."""
+        values = {"row": outbox_id, "owner": owner, "now": now}
+        with failing_as("record the delivery"), self.database.transaction() as connection:
+            held = connection.execute(_SENT_MINE, values).rowcount
+            anyway = {"row": outbox_id, "now": now}
+            written = held or connection.execute(_SENT_ANYWAY, anyway).rowcount
             if written:
-                connection.execute(
-                    update(DELIVERIES)
-                    .where(DELIVERIES.c.outbox_id == outbox_id, DELIVERIES.c.status == "queued")
-                    .values(status="sent")
-                )
-            session.commit()
+                connection.execute(_DELIVERIES_SENT, {"row": outbox_id})
             return bool(held)
 
     def mark_progress(
