@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gzip
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -504,6 +504,70 @@ def test_0012_gives_the_relays_their_failures_and_keeps_their_slow_downs(databas
         columns = {c["name"] for c in sqlalchemy_inspect(connection).get_columns("relays")}
         assert "failing_until" not in columns
     engine.dispose()
+
+
+@pytest.mark.database
+def test_0013_moves_every_message_to_its_own_table_byte_for_byte_and_back(
+    database_url: str,
+) -> None:
+    """Revision 0013 moves each outbox record's message to `outbox_messages` (SQLite wrote
+    the whole row again for every status change): from the oldest database, through 0012
+    with a sent digest and a pending one, every message is kept byte for byte, the pending
+    one is claimed with its message and the archive reads the sent one; back to 0012, the
+    messages are in `outbox.payload` again."""
+    migrate_to(database_url, BASELINE)
+    migrate_to(database_url, "0012")
+    when = datetime(2026, 11, 27, 8, 0, tzinfo=UTC)
+    messages = {
+        "d1": b"Subject: sent\r\n\r\n" + bytes(range(256)) * 200,
+        "d2": b"Subject: pending\r\n\r\n\xe2\x80\x94 still to go\r\n",
+    }
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO subscribers (name, email, origin, active, categories, "
+                "max_papers, include, created_at, email_confirmed, email_format, abstracts) "
+                "VALUES ('ada', 'ada@example.org', 'database', true, '[]', 20, '[\"new\"]', "
+                ":when, true, 'html', 'short')"
+            ),
+            {"when": when},
+        )
+        (sid,) = connection.execute(text("SELECT id FROM subscribers")).scalars().all()
+        for digest_id, status in (("d1", "sent"), ("d2", "pending")):
+            connection.execute(
+                text(
+                    "INSERT INTO outbox (subscriber_id, channel, period, digest_id, recipient, "
+                    "payload, papers, omitted, status, attempts, next_attempt, created_at, "
+                    "sent_at) VALUES (:s, 'email', :period, :d, 'ada@example.org', :p, 0, 0, "
+                    ":status, 0, :w, :w, :sent)"
+                ),
+                {
+                    "s": sid,
+                    "period": f"daily:{digest_id}",
+                    "d": digest_id,
+                    "p": messages[digest_id],
+                    "status": status,
+                    "w": when,
+                    "sent": when if status == "sent" else None,
+                },
+            )
+    engine.dispose()
+    migrate_to(database_url, head())
+    assert differences(database_url) == []
+    with Store.open(database_url) as store:
+        (item,) = store.outbox.claim("w1", now=when, lease=timedelta(minutes=5))
+        assert (item.digest_id, item.payload) == ("d2", messages["d2"])
+        found = store.archive.digest(sid, "d1")
+        assert found is not None and found[0].message == messages["d1"]
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        command.downgrade(alembic_config(connection), "0012")
+        back = dict(connection.execute(text("SELECT digest_id, payload FROM outbox")).all())
+        tables = set(sqlalchemy_inspect(connection).get_table_names())
+    engine.dispose()
+    assert {d: bytes(p) for d, p in back.items()} == messages
+    assert "outbox_messages" not in tables
 
 
 def legacy_database(folder: Path) -> Path:
