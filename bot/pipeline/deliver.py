@@ -59,6 +59,7 @@ from bot.core.calendar import eastern_date
 from bot.core.errors import MissingSecrets, PaperbellError, RuleError
 from bot.core.models import Digest, Paper, Ranking, Subscriber
 from bot.match.digest import RuleMatches, build_digest, match_rules, note_digest
+from bot.match.matched import Matched
 from bot.pipeline.activity import refresh_rule_counts
 from bot.pipeline.dispatch import DeliveryReport, Outgoing, queue, report_of, send, write_files
 from bot.pipeline.likes import sync_declared_likes
@@ -146,26 +147,13 @@ async def deliver(
     `on_texts` hears what the run's summaries and translations came to. A run of
     `pool_from` digests or more renders them in worker processes (bot.channels.renderpool)."""
     _refuse_unsigned_links(config, channels, request)
-    # Planning reads everyone and matches every rule (seconds for many thousands): in a
-    # thread, so that the daemon's web app and slash command answer meanwhile.
-    plan = await asyncio.to_thread(plan_delivery, config, store, request, now=now)
     if not isinstance(channels, Mapping):
         load_builtin_channels()
         channels = dict.fromkeys(CHANNEL_KINDS, channels)
-    try:
-        ranked = await rank_subscribers(
-            config, store, plan.parsed, plan.papers, plan.matches, now=now
-        )
-        rankings = ranked.rankings
-    except Exception as exc:  # papers like these never stop a digest: sent unranked
-        log.error("papers like these: digests go unranked this run: %s", exc, exc_info=True)
-        rankings = {}
-    # The plan's many long-lived objects (papers, rules, matches) are set aside from the
-    # garbage collector for the run: its full collections would otherwise walk them all,
-    # holding the event loop (and the web app's answers) for a quarter of a second each.
-    gc.freeze()
-    workers = render_processes(config, len(plan.parsed), pool_from=pool_from)
-    pool: RenderPool | None = None
+    # A run that will render in worker processes starts them first: they start (a second
+    # or so) while the plan is made, and are ready when its first digests are.
+    pool = await _early_pool(config, store, request, now=now, pool_from=pool_from)
+    frozen = False
     # Shares being rendered by the pool's workers while this process queues and sends the
     # one before: as many as there are workers, then the oldest is taken.
     ahead: deque[asyncio.Task[Made]] = deque()
@@ -192,9 +180,32 @@ async def deliver(
         return [*failed, *queued, *sent]
 
     try:
-        if workers:
+        # Planning reads everyone and matches every rule (seconds for many thousands): in
+        # a thread, so that the daemon's web app and slash command answer meanwhile.
+        plan = await _planned(config, store, request, now=now, large=pool is not None)
+        # The plan's many long-lived objects (papers, rules, matches) are set aside from
+        # the garbage collector for the run: its full collections would otherwise walk them
+        # all, holding the event loop (and the web app's answers) for a tenth of a second
+        # or more each.
+        gc.freeze()
+        frozen = True
+        workers = render_processes(config, len(plan.parsed), pool_from=pool_from)
+        if pool is not None and pool.workers != workers:  # fewer due than counted
+            await pool.aclose()
+            pool = None
+        if pool is None and workers:
             kinds = render_settings(channel_settings(config))
-            pool = RenderPool(kinds, linker(config, now), plan.papers, workers=workers)
+            pool = RenderPool(kinds, linker(config, now), workers=workers)
+        if pool is not None:
+            await asyncio.to_thread(pool.load, plan.papers)
+        try:
+            ranked = await rank_subscribers(
+                config, store, plan.parsed, plan.papers, plan.matches, now=now
+            )
+            rankings = ranked.rankings
+        except Exception as exc:  # papers like these never stop a digest: sent unranked
+            log.error("papers like these: digests go unranked this run: %s", exc, exc_info=True)
+            rankings = {}
         reports = list(plan.left_out)
         texts_run: TextsRun | None = None
         context = render_context(config, now)
@@ -226,7 +237,8 @@ async def deliver(
         while ahead:
             reports += await finish(await ahead.popleft())
     finally:
-        gc.unfreeze()
+        if frozen:
+            gc.unfreeze()
         for task in ahead:
             task.cancel()
         if pool is not None:
@@ -237,6 +249,50 @@ async def deliver(
         shared = (plan.first, plan.papers, plan.matches)
         await asyncio.to_thread(refresh_rule_counts, store, plan.parsed, now=now, shared=shared)
     return _in_order(reports, plan.subscribers)
+
+
+async def _early_pool(
+    config: Config, store: Store, request: DeliveryRequest, *, now: datetime, pool_from: int
+) -> RenderPool | None:
+    """The run's render workers, started before its plan is made when the subscribers it
+    is for (as counted, not read) are enough for them; handed the papers once planned."""
+    if request.only is not None:
+        return None
+    if request.subscribers is not None:
+        counted = len(request.subscribers)
+    else:
+        declared = [sub.name for sub in config.declared_subscribers()]
+        counted, _ = await asyncio.to_thread(store.subscribers.tally, declared)
+    workers = render_processes(config, counted, pool_from=pool_from)
+    if not workers:
+        return None
+    kinds = render_settings(channel_settings(config))
+    return RenderPool(kinds, linker(config, now), workers=workers)
+
+
+async def _planned(
+    config: Config, store: Store, request: DeliveryRequest, *, now: datetime, large: bool
+) -> DeliveryPlan:
+    """`plan_delivery` in a thread, the cyclic garbage collector paused meanwhile: the
+    plan makes hundreds of thousands of objects that live on, and each full collection
+    they set off would walk the whole heap with the interpreter held (a tenth of a second
+    each, the event loop and the web app's answers waiting). A `large` run also makes every
+    match's hits there (`Matched.prepare`), not on the event loop as its first digests are
+    built."""
+
+    def plan() -> DeliveryPlan:
+        made = plan_delivery(config, store, request, now=now)
+        if large and isinstance(made.matches, Matched):
+            made.matches.prepare()
+        return made
+
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return await asyncio.to_thread(plan)
+    finally:
+        if paused:
+            gc.enable()
 
 
 # Subscribers whose digests are made, queued and sent at a time: small enough that the
@@ -301,6 +357,14 @@ def plan_delivery(
 
     left_out: list[DeliveryReport] = []
     parsed: list[tuple[Subscriber, list[Rule]]] = []
+    rules: dict[str, Rule] = {}  # by text: many subscribers share a rule (a rule is frozen)
+
+    def parsed_rule(text: str) -> Rule:
+        rule = rules.get(text)
+        if rule is None:
+            rule = rules[text] = parse_rule(text)
+        return rule
+
     settings = channel_settings(config)
     targets: dict[str, list[Target]] = {}
     for sub in subscribers:
@@ -310,7 +374,7 @@ def plan_delivery(
             left_out.append(DeliveryReport(sub.name, None, "skipped", error=why))
             continue
         try:
-            parsed.append((sub, [parse_rule(text) for text in sub.rules]))
+            parsed.append((sub, [parsed_rule(text) for text in sub.rules]))
         except RuleError as exc:
             left_out.append(
                 DeliveryReport(
