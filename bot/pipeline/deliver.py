@@ -20,12 +20,14 @@ Owns the order of a delivery run, as visible steps, and what a caller may ask of
     (report)        one `DeliveryReport` per digest, or per reason there is none, in the
                     subscribers' order
 
-The plan is made once for everyone (one matcher pass, in a thread); the steps after it run
-a share of the subscribers at a time (`shares`: those who want summaries or translations
-together, then SHARE at a time), so that the first digests are sent seconds after the start
-and no more than a share's messages are held in memory. Rendering gives the event loop
-back every TURN digests, and the manage pages' rule counts are refreshed in a thread at
-the end: the daemon's web app and slash command share the loop.
+The plan is made once for everyone (one matcher pass, in a thread, the cyclic collector
+paused); a large run's render workers start meanwhile. The steps after it run a share of
+the subscribers at a time (`shares`: those who want summaries or translations together,
+then SHARE at a time), so that the first digests are sent seconds after the start and no
+more than a share's messages are held in memory. A share's digests are built and queued in
+a thread, rendering here gives the event loop back every TURN digests, and the manage
+pages' rule counts are refreshed in a thread at the end: the daemon's web app and slash
+command share the loop.
 
 A dry run stops after rendering; a run to files sends the payloads through the
 channels given and queues and records nothing.
@@ -167,7 +169,9 @@ async def deliver(
             return [*failed, *(report_of(o.digest, o.recipient, "would-send") for o in outgoing)]
         if request.mode == "files":
             return [*failed, *await write_files(channels, outgoing)]
-        queued = queue(store, outgoing, period=request.period, now=now)
+        # In a thread, as the share's digests are built: a share's payloads written in one
+        # transaction hold the interpreter little but take a tenth of a second or more.
+        queued = await asyncio.to_thread(queue, store, outgoing, period=request.period, now=now)
         sent = await send(
             config,
             store,
@@ -212,8 +216,16 @@ async def deliver(
         # A share at a time: the first digests go out while the others are being made, and no
         # more than a few shares' messages are held at once.
         for share in shares(plan.parsed):
-            built, skipped = build_digests(
-                store, plan, channels, request, now=now, rankings=rankings, parsed=share
+            # In a thread (a tenth of a second a share): the event loop answers meanwhile.
+            built, skipped = await asyncio.to_thread(
+                build_digests,
+                store,
+                plan,
+                channels,
+                request,
+                now=now,
+                rankings=rankings,
+                parsed=share,
             )
             digests, texts = await write_texts(
                 config, store, [d for d, _ in built], now=now, ask=request.mode == "send"
