@@ -210,6 +210,11 @@ async def deliver(
         except Exception as exc:  # papers like these never stop a digest: sent unranked
             log.error("papers like these: digests go unranked this run: %s", exc, exc_info=True)
             rankings = {}
+        if pool is not None and not pool.ready:
+            # Started before the plan was made, the workers are ready but on a busy machine:
+            # waited for (a second at most, as a rule), rather than this run's first digests
+            # rendered here, cold, holding the event loop a tenth of a second each.
+            await asyncio.to_thread(pool.wait_ready, POOL_START)
         reports = list(plan.left_out)
         texts_run: TextsRun | None = None
         context = render_context(config, now)
@@ -237,7 +242,7 @@ async def deliver(
             if pool is None:
                 made = await render_here(config, pairs, now=now, context=context)
             elif not (ahead or pool.ready):
-                # The workers are still starting: rendered here meanwhile, with every block
+                # The workers did not start in time: rendered here meanwhile, with every block
                 # made for the first time (tens of milliseconds a digest), a digest a turn.
                 made = await render_here(config, pairs, now=now, context=context, turn=1)
             else:
@@ -313,6 +318,9 @@ async def _planned(
 SHARE = 50
 # Digests rendered between two turns of the event loop (a few tens of milliseconds).
 TURN = 5
+# Seconds a run waits for its render workers to start, once planned, before it renders
+# here meanwhile (starting one takes a second or so; they start while the run plans).
+POOL_START = 30.0
 
 
 def shares(
