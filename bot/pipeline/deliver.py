@@ -24,10 +24,10 @@ The plan is made once for everyone (one matcher pass, in a thread, the cyclic co
 paused); a large run's render workers start meanwhile. The steps after it run a share of
 the subscribers at a time (`shares`: those who want summaries or translations together,
 then SHARE at a time), so that the first digests are sent seconds after the start and no
-more than a share's messages are held in memory. A share's digests are built and queued in
-a thread, rendering here gives the event loop back every TURN digests, and the manage
-pages' rule counts are refreshed in a thread at the end: the daemon's web app and slash
-command share the loop.
+more than a share's messages are held in memory. A share's digests are built giving the
+event loop back every BUILD_TURN subscribers, its payloads queued in a thread, rendering
+here gives the loop back every TURN digests, and the manage pages' rule counts are
+refreshed in a thread at the end: the daemon's web app and slash command share the loop.
 
 A dry run stops after rendering; a run to files sends the payloads through the
 channels given and queues and records nothing.
@@ -221,16 +221,8 @@ async def deliver(
         # A share at a time: the first digests go out while the others are being made, and no
         # more than a few shares' messages are held at once.
         for share in shares(plan.parsed):
-            # In a thread (a tenth of a second a share): the event loop answers meanwhile.
-            built, skipped = await asyncio.to_thread(
-                build_digests,
-                store,
-                plan,
-                channels,
-                request,
-                now=now,
-                rankings=rankings,
-                parsed=share,
+            built, skipped = await build_here(
+                store, plan, channels, request, now=now, rankings=rankings, share=share
             )
             digests, texts = await write_texts(
                 config, store, [d for d, _ in built], now=now, ask=request.mode == "send"
@@ -318,6 +310,8 @@ async def _planned(
 SHARE = 50
 # Digests rendered between two turns of the event loop (a few tens of milliseconds).
 TURN = 5
+# Subscribers whose digests are built between two turns of the event loop (~20 ms).
+BUILD_TURN = 10
 # Seconds a run waits for its render workers to start, once planned, before it renders
 # here meanwhile (starting one takes a second or so; they start while the run plans).
 POOL_START = 30.0
@@ -464,6 +458,32 @@ def build_digests(
                 reports.append(DeliveryReport(sub.name, recipient, "nothing", channel=channel))
                 continue
             built.append((digest, target))
+    return built, reports
+
+
+async def build_here(
+    store: Store,
+    plan: DeliveryPlan,
+    channels: Mapping[str, Channel],
+    request: DeliveryRequest,
+    *,
+    now: datetime,
+    rankings: Mapping[int, Ranking],
+    share: Sequence[tuple[Subscriber, list[Rule]]],
+) -> tuple[list[tuple[Digest, Target]], list[DeliveryReport]]:
+    """A share's digests built (`build_digests`) BUILD_TURN subscribers at a time, giving
+    the event loop back in between: on the loop, not in a thread, whose interpreter the
+    web app's many short turns would each wait for."""
+    built: list[tuple[Digest, Target]] = []
+    reports: list[DeliveryReport] = []
+    for start in range(0, len(share), BUILD_TURN):
+        part = share[start : start + BUILD_TURN]
+        made, skipped = build_digests(
+            store, plan, channels, request, now=now, rankings=rankings, parsed=part
+        )
+        built += made
+        reports += skipped
+        await asyncio.sleep(0)
     return built, reports
 
 
