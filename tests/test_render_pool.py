@@ -8,6 +8,7 @@ Real parts: real worker processes, a real SQLite store, an SMTP server on loopba
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 import runpy
@@ -19,6 +20,7 @@ import pytest
 from support.config import sink_email
 from support.servers import smtp_sink
 
+from bot.channels.linking import Linker
 from bot.channels.renderpool import RenderPool
 from bot.config import Config, parse_config
 from bot.core.models import Paper
@@ -104,6 +106,57 @@ def test_workers_send_byte_for_byte_what_the_main_process_renders(
     assert len(pools) == 1 and pools[0].workers == 2
     assert len(received[2]) == 120
     assert received[2] == received[0]
+
+
+def test_the_workers_start_before_the_plan_and_are_handed_its_papers_after(
+    tmp_path: Any, full_feed_papers: tuple[Paper, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run large enough for workers starts them before it plans (they start while it
+    plans), hands them the plan's papers through a file, and removes the file at the end."""
+    delivery = importlib.import_module("bot.pipeline.deliver")
+    events: list[str] = []
+    files: list[str] = []
+    started, planned, loaded = RenderPool.__init__, delivery.plan_delivery, RenderPool.load
+
+    def start(pool: RenderPool, *args: Any, **kwargs: Any) -> None:
+        started(pool, *args, **kwargs)
+        events.append("pool without papers" if pool._file is None else "pool with papers")
+
+    def plan(*args: Any, **kwargs: Any) -> Any:
+        events.append("plan")
+        return planned(*args, **kwargs)
+
+    def load(pool: RenderPool, papers: Any) -> None:
+        loaded(pool, papers)
+        assert pool._file is not None and os.path.exists(pool._file)
+        files.append(pool._file)
+
+    monkeypatch.setattr(RenderPool, "__init__", start)
+    monkeypatch.setattr(RenderPool, "load", load)
+    monkeypatch.setattr(delivery, "plan_delivery", plan)
+    url = f"sqlite:///{tmp_path}/early.sqlite"
+    with Store.open(url) as store, smtp_sink() as (sink, port):
+        store.papers.upsert(full_feed_papers, now=NOW)
+        reports = run(store=store, config=config_for(url, port, 40, workers=1), pool_from=30)
+    assert [r.status for r in reports] == ["sent"] * 40 and len(sink.messages) == 40
+    assert events == ["pool without papers", "plan"]
+    assert len(files) == 1 and not os.path.exists(files[0])
+
+
+def test_a_pool_renders_nothing_before_it_has_its_papers(
+    full_feed_papers: tuple[Paper, ...],
+) -> None:
+    pool = RenderPool({}, Linker(NOW, None, None), workers=1)
+    try:
+        assert pool.wait_ready(timeout=60) and not pool.ready
+        with pytest.raises(RuntimeError, match="no papers"):
+            asyncio.run(pool.render([]))
+        pool.load(full_feed_papers[:10])
+        assert pool.ready and asyncio.run(pool.render([])) == []
+        with pytest.raises(RuntimeError, match="has its papers"):
+            pool.load(full_feed_papers)
+    finally:
+        pool.close()
 
 
 def test_a_worker_killed_mid_run_loses_no_digest_and_repeats_none(

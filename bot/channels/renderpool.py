@@ -9,13 +9,17 @@ of a digest's cost; the parent plans, builds, queues and sends meanwhile, so a t
 machine renders and sends at once, and the parent's event loop (the daemon's web app, its
 slash command) is not held by templates.
 
-What travels is small: a digest's papers go as their place in the run's papers (sent to
-each worker once, when it starts), and what comes back is each digest's payload, with the
-digest it shows only where the channel cut it. A worker touches no database and sends
-nothing: the parent queues and sends exactly as when it renders itself, so every rule of
-the outbox (once per period, recorded after the send) holds unchanged. A digest a worker
-could not render is rendered again by the caller (it reports the error if it fails there
-too).
+What travels is small: a digest's papers go as their place in the run's papers (written
+once to a file each worker reads before its first digest), and what comes back is each
+digest's payload, with the digest it shows only where the channel cut it. The workers may
+be started before the run's papers are known (`RenderPool(..., papers=None)`, then
+`load(papers)`): a run starts them before it plans, so that they are ready when its first
+digests are (starting one takes a second or so), and none is rendered here meanwhile.
+
+A worker touches no database and sends nothing: the parent queues and sends exactly as
+when it renders itself, so every rule of the outbox (once per period, recorded after the
+send) holds unchanged. A digest a worker could not render is rendered again by the caller
+(it reports the error if it fails there too).
 
 A worker that dies (killed, out of memory) breaks the pool: the parent renders the rest
 of the run itself (`render` raises `PoolBroken`; `bot.pipeline.deliver` falls back), so a
@@ -30,8 +34,10 @@ import contextlib
 import io
 import logging
 import multiprocessing
+import os
 import pickle
 import signal
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
@@ -67,29 +73,49 @@ class RenderPool:
         self,
         settings: Mapping[str, Any],
         linker: Linker,
-        papers: Sequence[Paper],
+        papers: Sequence[Paper] | None = None,
         *,
         workers: int,
     ) -> None:
         """Workers rendering with each kind's render `settings` (what its renderer reads:
-        plain data, no connection), the run's `linker`, and its `papers`."""
-        self._papers = list(papers)
-        self._places = {id(paper): index for index, paper in enumerate(self._papers)}
+        plain data, no connection), the run's `linker`, and its `papers` (None: handed
+        over later, by `load`, before the first `render`)."""
+        self._papers: list[Paper] = []
+        self._places: dict[int, int] = {}
+        self._file: str | None = None  # the papers, pickled, where each worker reads them
         self.workers = workers
         self.broken = False
         self._executor: concurrent.futures.ProcessPoolExecutor | None = None
         self._warm: list[concurrent.futures.Future[bool]] = []
-        # Every worker started now, while this process builds its first shares. Their
-        # setup is pickled (the day's papers: a tenth of a second or more), and starting a
-        # worker blocks until it has read it, after importing the renderers (a second or
-        # so): in a thread, so that the event loop goes on meanwhile.
+        # Every worker started now. Starting one blocks until it has read its setup, after
+        # importing the renderers (a second or so): in a thread, so that the event loop
+        # goes on meanwhile.
         self._starter = threading.Thread(
             target=self._start_all, args=(settings, linker), name="render-pool", daemon=True
         )
         self._starter.start()
+        if papers is not None:
+            self.load(papers)
+
+    def load(self, papers: Sequence[Paper]) -> None:
+        """Hand the workers the run's papers (once, before the first `render`): pickled
+        into a file (a few hundredths of a second for a day's), read by each worker before
+        its first digest."""
+        if self._file is not None:
+            raise RuntimeError("the render pool has its papers already")
+        self._papers = list(papers)
+        self._places = {id(paper): index for index, paper in enumerate(self._papers)}
+        handle, path = tempfile.mkstemp(prefix="paperbell-papers-", suffix=".pickle")
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(_dumps(self._papers, {}))
+        except BaseException:
+            os.unlink(path)
+            raise
+        self._file = path
 
     def _start_all(self, settings: Mapping[str, Any], linker: Linker) -> None:
-        setup = (pickle.dumps((dict(settings), linker)), _dumps(self._papers, {}))
+        setup = (pickle.dumps((dict(settings), linker)),)
         executor = concurrent.futures.ProcessPoolExecutor(
             max_workers=self.workers,
             mp_context=multiprocessing.get_context("spawn"),
@@ -102,8 +128,10 @@ class RenderPool:
 
     @property
     def ready(self) -> bool:
-        """Whether every worker has started (until then, the caller renders itself)."""
-        return not self._starter.is_alive() and all(future.done() for future in self._warm)
+        """Whether every worker has started and the papers are loaded (until then, the
+        caller renders itself)."""
+        started = not self._starter.is_alive() and all(future.done() for future in self._warm)
+        return started and self._file is not None
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait until every worker has started (a test's steady state); False: not yet."""
@@ -125,10 +153,12 @@ class RenderPool:
         worker died (then and ever after)."""
         if self.broken:
             raise PoolBroken("a render worker died earlier in this run")
+        if self._file is None:
+            raise RuntimeError("the render pool was given no papers (`load`)")
         blob = _dumps(list(pairs), self._places)
         loop = asyncio.get_running_loop()
         try:
-            job = self._started().submit(_render, blob)
+            job = self._started().submit(_render, self._file, blob)
             answer = await asyncio.wrap_future(job, loop=loop)
         except BrokenProcessPool as exc:
             self.broken = True
@@ -142,8 +172,13 @@ class RenderPool:
         are waited for (left to exit on their own, a worker of a process that is itself
         a multiprocessing child waits for ever for a word that never comes)."""
         self._starter.join()
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
+        try:
+            if self._executor is not None:
+                self._executor.shutdown(wait=True, cancel_futures=True)
+        finally:
+            if self._file is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self._file)
 
     async def aclose(self) -> None:
         """`close`, in a thread: the event loop goes on while the workers stop."""
@@ -154,28 +189,40 @@ class RenderPool:
 _WORKER: dict[str, Any] = {}
 
 
-def _start(setup_blob: bytes, papers_blob: bytes) -> None:
+def _start(setup_blob: bytes) -> None:
     # Ctrl-C in a terminal reaches the whole process group: the main process stops the
     # run (and its workers) as it stops; a worker interrupted on its own would only add
     # a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     load_builtin_channels()
     settings, linker = pickle.loads(setup_blob)
-    papers: list[Paper] = _loads(papers_blob, [])
     _WORKER.update(
-        papers=papers,
-        places={id(paper): index for index, paper in enumerate(papers)},
         context=RenderContext(linker.now, settings, links=linker.links, votes=linker.votes),
     )
+
+
+def _papers(file: str) -> list[Paper]:
+    """In a worker: the run's papers, read from `file` the first time."""
+    if _WORKER.get("file") != file:
+        with open(file, "rb") as handle:
+            papers: list[Paper] = _loads(handle.read(), [])
+        _WORKER.update(
+            file=file,
+            papers=papers,
+            places={id(paper): index for index, paper in enumerate(papers)},
+        )
+    found: list[Paper] = _WORKER["papers"]
+    return found
 
 
 def _ready() -> bool:
     return True
 
 
-def _render(blob: bytes) -> bytes:
-    """In a worker: a part of a run rendered (see `RenderPool.render`)."""
-    papers: list[Paper] = _WORKER["papers"]
+def _render(file: str, blob: bytes) -> bytes:
+    """In a worker: a part of a run rendered (see `RenderPool.render`), its papers read
+    from `file`."""
+    papers = _papers(file)
     context: RenderContext = _WORKER["context"]
     pairs: list[tuple[Digest, Target]] = _loads(blob, papers)
     results = []

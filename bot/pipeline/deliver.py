@@ -20,12 +20,14 @@ Owns the order of a delivery run, as visible steps, and what a caller may ask of
     (report)        one `DeliveryReport` per digest, or per reason there is none, in the
                     subscribers' order
 
-The plan is made once for everyone (one matcher pass, in a thread); the steps after it run
-a share of the subscribers at a time (`shares`: those who want summaries or translations
-together, then SHARE at a time), so that the first digests are sent seconds after the start
-and no more than a share's messages are held in memory. Rendering gives the event loop
-back every TURN digests, and the manage pages' rule counts are refreshed in a thread at
-the end: the daemon's web app and slash command share the loop.
+The plan is made once for everyone (one matcher pass, in a thread, the cyclic collector
+paused); a large run's render workers start meanwhile. The steps after it run a share of
+the subscribers at a time (`shares`: those who want summaries or translations together,
+then SHARE at a time), so that the first digests are sent seconds after the start and no
+more than a share's messages are held in memory. A share's digests are built giving the
+event loop back every BUILD_TURN subscribers, its payloads queued in a thread, rendering
+here gives the loop back every TURN digests, and the manage pages' rule counts are
+refreshed in a thread at the end: the daemon's web app and slash command share the loop.
 
 A dry run stops after rendering; a run to files sends the payloads through the
 channels given and queues and records nothing.
@@ -59,6 +61,7 @@ from bot.core.calendar import eastern_date
 from bot.core.errors import MissingSecrets, PaperbellError, RuleError
 from bot.core.models import Digest, Paper, Ranking, Subscriber
 from bot.match.digest import RuleMatches, build_digest, match_rules, note_digest
+from bot.match.matched import Matched
 from bot.pipeline.activity import refresh_rule_counts
 from bot.pipeline.dispatch import DeliveryReport, Outgoing, queue, report_of, send, write_files
 from bot.pipeline.likes import sync_declared_likes
@@ -146,26 +149,13 @@ async def deliver(
     `on_texts` hears what the run's summaries and translations came to. A run of
     `pool_from` digests or more renders them in worker processes (bot.channels.renderpool)."""
     _refuse_unsigned_links(config, channels, request)
-    # Planning reads everyone and matches every rule (seconds for many thousands): in a
-    # thread, so that the daemon's web app and slash command answer meanwhile.
-    plan = await asyncio.to_thread(plan_delivery, config, store, request, now=now)
     if not isinstance(channels, Mapping):
         load_builtin_channels()
         channels = dict.fromkeys(CHANNEL_KINDS, channels)
-    try:
-        ranked = await rank_subscribers(
-            config, store, plan.parsed, plan.papers, plan.matches, now=now
-        )
-        rankings = ranked.rankings
-    except Exception as exc:  # papers like these never stop a digest: sent unranked
-        log.error("papers like these: digests go unranked this run: %s", exc, exc_info=True)
-        rankings = {}
-    # The plan's many long-lived objects (papers, rules, matches) are set aside from the
-    # garbage collector for the run: its full collections would otherwise walk them all,
-    # holding the event loop (and the web app's answers) for a quarter of a second each.
-    gc.freeze()
-    workers = render_processes(config, len(plan.parsed), pool_from=pool_from)
-    pool: RenderPool | None = None
+    # A run that will render in worker processes starts them first: they start (a second
+    # or so) while the plan is made, and are ready when its first digests are.
+    pool = await _early_pool(config, store, request, now=now, pool_from=pool_from)
+    frozen = False
     # Shares being rendered by the pool's workers while this process queues and sends the
     # one before: as many as there are workers, then the oldest is taken.
     ahead: deque[asyncio.Task[Made]] = deque()
@@ -179,7 +169,9 @@ async def deliver(
             return [*failed, *(report_of(o.digest, o.recipient, "would-send") for o in outgoing)]
         if request.mode == "files":
             return [*failed, *await write_files(channels, outgoing)]
-        queued = queue(store, outgoing, period=request.period, now=now)
+        # In a thread, as the share's digests are built: a share's payloads written in one
+        # transaction hold the interpreter little but take a tenth of a second or more.
+        queued = await asyncio.to_thread(queue, store, outgoing, period=request.period, now=now)
         sent = await send(
             config,
             store,
@@ -192,17 +184,45 @@ async def deliver(
         return [*failed, *queued, *sent]
 
     try:
-        if workers:
+        # Planning reads everyone and matches every rule (seconds for many thousands): in
+        # a thread, so that the daemon's web app and slash command answer meanwhile.
+        plan = await _planned(config, store, request, now=now, large=pool is not None)
+        # The plan's many long-lived objects (papers, rules, matches) are set aside from
+        # the garbage collector for the run: its full collections would otherwise walk them
+        # all, holding the event loop (and the web app's answers) for a tenth of a second
+        # or more each.
+        gc.freeze()
+        frozen = True
+        workers = render_processes(config, len(plan.parsed), pool_from=pool_from)
+        if pool is not None and pool.workers != workers:  # fewer due than counted
+            await pool.aclose()
+            pool = None
+        if pool is None and workers:
             kinds = render_settings(channel_settings(config))
-            pool = RenderPool(kinds, linker(config, now), plan.papers, workers=workers)
+            pool = RenderPool(kinds, linker(config, now), workers=workers)
+        if pool is not None:
+            await asyncio.to_thread(pool.load, plan.papers)
+        try:
+            ranked = await rank_subscribers(
+                config, store, plan.parsed, plan.papers, plan.matches, now=now
+            )
+            rankings = ranked.rankings
+        except Exception as exc:  # papers like these never stop a digest: sent unranked
+            log.error("papers like these: digests go unranked this run: %s", exc, exc_info=True)
+            rankings = {}
+        if pool is not None and not pool.ready:
+            # Started before the plan was made, the workers are ready but on a busy machine:
+            # waited for (a second at most, as a rule), rather than this run's first digests
+            # rendered here, cold, holding the event loop a tenth of a second each.
+            await asyncio.to_thread(pool.wait_ready, POOL_START)
         reports = list(plan.left_out)
         texts_run: TextsRun | None = None
         context = render_context(config, now)
         # A share at a time: the first digests go out while the others are being made, and no
         # more than a few shares' messages are held at once.
         for share in shares(plan.parsed):
-            built, skipped = build_digests(
-                store, plan, channels, request, now=now, rankings=rankings, parsed=share
+            built, skipped = await build_here(
+                store, plan, channels, request, now=now, rankings=rankings, share=share
             )
             digests, texts = await write_texts(
                 config, store, [d for d, _ in built], now=now, ask=request.mode == "send"
@@ -214,7 +234,7 @@ async def deliver(
             if pool is None:
                 made = await render_here(config, pairs, now=now, context=context)
             elif not (ahead or pool.ready):
-                # The workers are still starting: rendered here meanwhile, with every block
+                # The workers did not start in time: rendered here meanwhile, with every block
                 # made for the first time (tens of milliseconds a digest), a digest a turn.
                 made = await render_here(config, pairs, now=now, context=context, turn=1)
             else:
@@ -226,7 +246,8 @@ async def deliver(
         while ahead:
             reports += await finish(await ahead.popleft())
     finally:
-        gc.unfreeze()
+        if frozen:
+            gc.unfreeze()
         for task in ahead:
             task.cancel()
         if pool is not None:
@@ -239,12 +260,61 @@ async def deliver(
     return _in_order(reports, plan.subscribers)
 
 
+async def _early_pool(
+    config: Config, store: Store, request: DeliveryRequest, *, now: datetime, pool_from: int
+) -> RenderPool | None:
+    """The run's render workers, started before its plan is made when the subscribers it
+    is for (as counted, not read) are enough for them; handed the papers once planned."""
+    if request.only is not None:
+        return None
+    if request.subscribers is not None:
+        counted = len(request.subscribers)
+    else:
+        declared = [sub.name for sub in config.declared_subscribers()]
+        counted, _ = await asyncio.to_thread(store.subscribers.tally, declared)
+    workers = render_processes(config, counted, pool_from=pool_from)
+    if not workers:
+        return None
+    kinds = render_settings(channel_settings(config))
+    return RenderPool(kinds, linker(config, now), workers=workers)
+
+
+async def _planned(
+    config: Config, store: Store, request: DeliveryRequest, *, now: datetime, large: bool
+) -> DeliveryPlan:
+    """`plan_delivery` in a thread, the cyclic garbage collector paused meanwhile: the
+    plan makes hundreds of thousands of objects that live on, and each full collection
+    they set off would walk the whole heap with the interpreter held (a tenth of a second
+    each, the event loop and the web app's answers waiting). A `large` run also makes every
+    match's hits there (`Matched.prepare`), not on the event loop as its first digests are
+    built."""
+
+    def plan() -> DeliveryPlan:
+        made = plan_delivery(config, store, request, now=now)
+        if large and isinstance(made.matches, Matched):
+            made.matches.prepare()
+        return made
+
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return await asyncio.to_thread(plan)
+    finally:
+        if paused:
+            gc.enable()
+
+
 # Subscribers whose digests are made, queued and sent at a time: small enough that the
 # event loop is given back every few tenths of a second (the daemon's web app and slash
 # command share it), large enough that a share's queries and transaction are few.
 SHARE = 50
 # Digests rendered between two turns of the event loop (a few tens of milliseconds).
 TURN = 5
+# Subscribers whose digests are built between two turns of the event loop (~20 ms).
+BUILD_TURN = 10
+# Seconds a run waits for its render workers to start, once planned, before it renders
+# here meanwhile (starting one takes a second or so; they start while the run plans).
+POOL_START = 30.0
 
 
 def shares(
@@ -301,6 +371,14 @@ def plan_delivery(
 
     left_out: list[DeliveryReport] = []
     parsed: list[tuple[Subscriber, list[Rule]]] = []
+    rules: dict[str, Rule] = {}  # by text: many subscribers share a rule (a rule is frozen)
+
+    def parsed_rule(text: str) -> Rule:
+        rule = rules.get(text)
+        if rule is None:
+            rule = rules[text] = parse_rule(text)
+        return rule
+
     settings = channel_settings(config)
     targets: dict[str, list[Target]] = {}
     for sub in subscribers:
@@ -310,7 +388,7 @@ def plan_delivery(
             left_out.append(DeliveryReport(sub.name, None, "skipped", error=why))
             continue
         try:
-            parsed.append((sub, [parse_rule(text) for text in sub.rules]))
+            parsed.append((sub, [parsed_rule(text) for text in sub.rules]))
         except RuleError as exc:
             left_out.append(
                 DeliveryReport(
@@ -380,6 +458,32 @@ def build_digests(
                 reports.append(DeliveryReport(sub.name, recipient, "nothing", channel=channel))
                 continue
             built.append((digest, target))
+    return built, reports
+
+
+async def build_here(
+    store: Store,
+    plan: DeliveryPlan,
+    channels: Mapping[str, Channel],
+    request: DeliveryRequest,
+    *,
+    now: datetime,
+    rankings: Mapping[int, Ranking],
+    share: Sequence[tuple[Subscriber, list[Rule]]],
+) -> tuple[list[tuple[Digest, Target]], list[DeliveryReport]]:
+    """A share's digests built (`build_digests`) BUILD_TURN subscribers at a time, giving
+    the event loop back in between: on the loop, not in a thread, whose interpreter the
+    web app's many short turns would each wait for."""
+    built: list[tuple[Digest, Target]] = []
+    reports: list[DeliveryReport] = []
+    for start in range(0, len(share), BUILD_TURN):
+        part = share[start : start + BUILD_TURN]
+        made, skipped = build_digests(
+            store, plan, channels, request, now=now, rankings=rankings, parsed=part
+        )
+        built += made
+        reports += skipped
+        await asyncio.sleep(0)
     return built, reports
 
 
