@@ -112,10 +112,14 @@ def test_the_workers_start_before_the_plan_and_are_handed_its_papers_after(
     tmp_path: Any, full_feed_papers: tuple[Paper, ...], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A run large enough for workers starts them before it plans (they start while it
-    plans), hands them the plan's papers through a file, and removes the file at the end."""
+    plans), hands them the plan's papers through a file, and removes the file at the end,
+    and the folder the workers wrote their rendered shares into (each share's file is
+    read and removed as it comes back: a name goes through the pool's pipe, never
+    megabytes a killed worker could leave half written)."""
     delivery = importlib.import_module("bot.pipeline.deliver")
     events: list[str] = []
     files: list[str] = []
+    pools: list[RenderPool] = []
     started, planned, loaded = RenderPool.__init__, delivery.plan_delivery, RenderPool.load
 
     def start(pool: RenderPool, *args: Any, **kwargs: Any) -> None:
@@ -130,6 +134,7 @@ def test_the_workers_start_before_the_plan_and_are_handed_its_papers_after(
         loaded(pool, papers)
         assert pool._file is not None and os.path.exists(pool._file)
         files.append(pool._file)
+        pools.append(pool)
 
     monkeypatch.setattr(RenderPool, "__init__", start)
     monkeypatch.setattr(RenderPool, "load", load)
@@ -141,6 +146,8 @@ def test_the_workers_start_before_the_plan_and_are_handed_its_papers_after(
     assert [r.status for r in reports] == ["sent"] * 40 and len(sink.messages) == 40
     assert events == ["pool without papers", "plan"]
     assert len(files) == 1 and not os.path.exists(files[0])
+    folder = pools[0]._folder
+    assert folder is not None and "paperbell-rendered-" in folder and not os.path.exists(folder)
 
 
 def test_a_pool_renders_nothing_before_it_has_its_papers(

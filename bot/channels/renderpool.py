@@ -23,7 +23,11 @@ send) holds unchanged. A digest a worker could not render is rendered again by t
 
 A worker that dies (killed, out of memory) breaks the pool: the parent renders the rest
 of the run itself (`render` raises `PoolBroken`; `bot.pipeline.deliver` falls back), so a
-run never loses a digest to it.
+run never loses a digest to it. A worker's rendered share is written to a file of the
+pool's folder and only the file's name goes back through the pool's pipe: a worker killed
+while it wrote megabytes into the pipe would leave half a message there, and the pool's
+reader, waiting for the rest, the run waiting for ever; a name is written to a pipe in
+one piece, and a file half written is never named.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import shutil
 import signal
 import tempfile
 import threading
@@ -83,6 +88,7 @@ class RenderPool:
         self._papers: list[Paper] = []
         self._places: dict[int, int] = {}
         self._file: str | None = None  # the papers, pickled, where each worker reads them
+        self._folder: str | None = None  # where the workers write their rendered shares
         self.workers = workers
         self.broken = False
         self._executor: concurrent.futures.ProcessPoolExecutor | None = None
@@ -113,6 +119,13 @@ class RenderPool:
             os.unlink(path)
             raise
         self._file = path
+
+    def _answers(self) -> str:
+        """The folder the workers write their rendered shares into (made at the first
+        share, removed by `close`)."""
+        if self._folder is None:
+            self._folder = tempfile.mkdtemp(prefix="paperbell-rendered-")
+        return self._folder
 
     def _start_all(self, settings: Mapping[str, Any], linker: Linker) -> None:
         setup = (pickle.dumps((dict(settings), linker)),)
@@ -158,12 +171,17 @@ class RenderPool:
         blob = _dumps(list(pairs), self._places)
         loop = asyncio.get_running_loop()
         try:
-            job = self._started().submit(_render, self._file, blob)
+            job = self._started().submit(_render, self._file, blob, self._answers())
             answer = await asyncio.wrap_future(job, loop=loop)
         except BrokenProcessPool as exc:
             self.broken = True
             raise PoolBroken(f"a render worker died: {exc}") from None
-        results: list[Result] = _loads(answer, self._papers)
+        try:
+            with open(answer, "rb") as file:
+                results: list[Result] = _loads(file.read(), self._papers)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(answer)
         return results
 
     def close(self) -> None:
@@ -179,6 +197,8 @@ class RenderPool:
             if self._file is not None:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self._file)
+            if self._folder is not None:
+                shutil.rmtree(self._folder, ignore_errors=True)
 
     async def aclose(self) -> None:
         """`close`, in a thread: the event loop goes on while the workers stop."""
@@ -219,9 +239,9 @@ def _ready() -> bool:
     return True
 
 
-def _render(file: str, blob: bytes) -> bytes:
+def _render(file: str, blob: bytes, folder: str) -> str:
     """In a worker: a part of a run rendered (see `RenderPool.render`), its papers read
-    from `file`."""
+    from `file`; the name of the file in `folder` the results were written to."""
     papers = _papers(file)
     context: RenderContext = _WORKER["context"]
     pairs: list[tuple[Digest, Target]] = _loads(blob, papers)
@@ -237,7 +257,10 @@ def _render(file: str, blob: bytes) -> bytes:
             continue
         shown = None if rendered.digest is digest else rendered.digest
         results.append(Result(rendered.payload, shown))
-    return _dumps(results, _WORKER["places"])
+    handle, path = tempfile.mkstemp(dir=folder, suffix=".pickle")
+    with os.fdopen(handle, "wb") as answer:
+        answer.write(_dumps(results, _WORKER["places"]))
+    return path
 
 
 def _dumps(value: object, places: dict[int, int]) -> bytes:
