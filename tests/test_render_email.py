@@ -5,6 +5,7 @@ from __future__ import annotations
 import email
 import email.policy
 import html as html_module
+import pickle
 import re
 import time
 from dataclasses import replace
@@ -42,7 +43,7 @@ from bot.render.text import (
     tidy,
     wrap,
 )
-from bot.render.view import SHORT_CHARS
+from bot.render.view import SHORT_CHARS, group_views
 
 NOW = datetime(2024, 11, 28, 6, 30, tzinfo=UTC)
 SETTINGS = EmailSettings(
@@ -1183,6 +1184,23 @@ def test_a_paper_block_shared_by_emails_gives_each_email_its_own_numbers_and_vot
         assert (rendered.text, rendered.html) == (text, html)
     assert _shared_block.cache_info().hits > 0  # the second email reused the first's blocks
     assert "bob-2411.00003-up?a=1&amp;b=2" in expected[1][1]
+
+
+def test_views_numbered_alike_are_one_object_and_keep_no_memo_in_a_copy_or_pickle() -> None:
+    """Two emails showing a paper alike share its placeholder view (`numbered_alike`): the
+    block cache finds it at once; a view's kept hash and origin stay in this process."""
+    first = sample_digest()
+    second = replace(first, subscriber=replace(first.subscriber, name="bob"))
+    one, two = (group_views(d)[0].items[0] for d in (first, second))
+    assert one is not two and one == two
+    assert one.numbered_alike("#") is two.numbered_alike("#")
+    assert one.numbered_alike("#") == one.but(number="#")
+    assert hash(one) == hash(two) == hash(one.but(number=one.number))
+    copy = one.but(title=())
+    assert copy.numbered_alike("#") is not one.numbered_alike("#")
+    assert copy.numbered_alike("#") == copy.but(number="#")
+    back = pickle.loads(pickle.dumps(one))
+    assert back == one and not {"_hash", "_unnumbered", "_alike"} & back.__dict__.keys()
 
 
 @pytest.mark.parametrize(

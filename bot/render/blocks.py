@@ -63,7 +63,7 @@ def paper_block(
     number = item.number
     if kind == "html" or (isinstance(number, int) and number < 100):
         # The placeholder stands where the number goes: only the templates read it.
-        placeholder = item.but(number=_NUMBER)
+        placeholder = item.numbered_alike(_NUMBER)
         block = shared_block(
             kind, placeholder, rule, layout, many_days, votes is not None, inlining
         )

@@ -144,13 +144,23 @@ SIMILAR_GROUP = RuleName(rule="", label="Similar to what you like")
 
 def rule_name(rule: str, labels: Mapping[str, str] | None = None) -> RuleName:
     """The rule `rule` as shown, with its label from `labels` (by the rule's text)."""
-    label = (labels or {}).get(rule) or (labels or {}).get(rule.strip())
+    if not labels:
+        return _unlabelled(rule)
+    label = labels.get(rule) or labels.get(rule.strip())
     return RuleName(rule=tidy(rule), label=tidy(label) if label else None)
 
 
 def rule_names(rules: Sequence[str], labels: Mapping[str, str] | None = None) -> list[RuleName]:
     """Each rule (blank ones left out) as shown."""
+    if not labels:
+        return [name for name in map(_unlabelled, rules) if name.rule]
     return [rule_name(rule, labels) for rule in rules if tidy(rule)]
+
+
+# A day's digests name the same few rules again and again, most without labels.
+@functools.lru_cache(maxsize=4096)
+def _unlabelled(rule: str) -> RuleName:
+    return RuleName(rule=tidy(rule))
 
 
 @dataclass(frozen=True)
@@ -218,7 +228,42 @@ class ItemView:
         copy = object.__new__(ItemView)
         copy.__dict__.update(self.__dict__)
         copy.__dict__.update(changes)
+        for name in _ITEM_MEMOS & copy.__dict__.keys():
+            del copy.__dict__[name]
         return copy
+
+    # A view is a key of the caches that render a paper's block once for many emails
+    # (bot.render.blocks): its hash is kept (its fields never change), and the views of a
+    # paper numbered alike from one unnumbered view are one object (`numbered_alike`), which
+    # a cache finds at once (the same object) instead of comparing some thirty fields.
+    # Neither is pickled: a hash is another process's.
+
+    def __hash__(self) -> int:
+        kept: int | None = self.__dict__.get("_hash")
+        if kept is None:
+            kept = self.__dict__["_hash"] = hash(tuple(self.__dict__[name] for name in _ITEM_ORDER))
+        return kept
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {name: value for name, value in self.__dict__.items() if name not in _ITEM_MEMOS}
+
+    def numbered(self, number: int) -> ItemView:
+        """This view numbered `number`, remembering the view it was numbered from."""
+        view = self.but(number=number)
+        view.__dict__["_unnumbered"] = self.__dict__.get("_unnumbered", self)
+        return view
+
+    def numbered_alike(self, number: Any) -> ItemView:
+        """This view numbered `number` (a renderer's placeholder): for views numbered from
+        the same view (`numbered`), the same object each time."""
+        origin: ItemView | None = self.__dict__.get("_unnumbered")
+        if origin is None:
+            return self.but(number=number)
+        alike: dict[Any, ItemView] = origin.__dict__.setdefault("_alike", {})
+        view = alike.get(number)
+        if view is None:
+            view = alike[number] = origin.numbered(number)
+        return view
 
     @property
     def summary_label(self) -> str | None:
@@ -261,7 +306,10 @@ class ItemView:
         return "".join(text for text, _ in self.title)
 
 
-_ITEM_FIELDS = frozenset(f.name for f in fields(ItemView))
+_ITEM_ORDER = tuple(f.name for f in fields(ItemView))
+_ITEM_FIELDS = frozenset(_ITEM_ORDER)
+# What a view remembers besides its fields (see `ItemView.__hash__`), never copied.
+_ITEM_MEMOS = frozenset({"_hash", "_unnumbered", "_alike"})
 
 
 @dataclass(frozen=True)
@@ -292,12 +340,23 @@ def item_view(
     title_spans = tuple((h.start, h.end) for h in item.hits if h.field == "title")
     abstract_spans = tuple((h.start, h.end) for h in item.hits if h.field == "abstract")
     shown, abstract = _paper_view(item.paper, title_spans, abstract_spans, abstracts)
-    view = shown.but(number=number, rules=tuple(rule_names(item.rules, labels)))
-    if item.similar_to is not None:
-        view = view.but(markers=(*view.markers, similar_marker(item.similar_to)))
+    rules = tuple(rule_names(item.rules, labels))
+    view = _unnumbered_view(shown, rules, item.similar_to).numbered(number)
     if texts is None:
         return view
     return _with_texts(view, texts.of(item.paper), texts, abstract=abstract, length=abstracts)
+
+
+# Remembered: a day's subscribers who share a paper's highlights and rules share its view
+# but for its number (`ItemView.numbered_alike`: its email block is made once, bot.render.blocks).
+@functools.lru_cache(maxsize=8192)
+def _unnumbered_view(
+    shown: ItemView, rules: tuple[RuleName, ...], similar_to: str | None
+) -> ItemView:
+    view = shown.but(rules=rules)
+    if similar_to is not None:
+        view = view.but(markers=(*view.markers, similar_marker(similar_to)))
+    return view
 
 
 # Remembered: a day's papers are shown to many subscribers, most with the same highlights,
