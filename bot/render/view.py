@@ -230,6 +230,8 @@ class ItemView:
         copy.__dict__.update(changes)
         for name in _ITEM_MEMOS & copy.__dict__.keys():
             del copy.__dict__[name]
+        if "title" in changes:
+            copy.__dict__.pop("_title_text", None)
         return copy
 
     # A view is a key of the caches that render a paper's block once for many emails
@@ -245,7 +247,7 @@ class ItemView:
         return kept
 
     def __getstate__(self) -> dict[str, Any]:
-        return {name: value for name, value in self.__dict__.items() if name not in _ITEM_MEMOS}
+        return {name: value for name, value in self.__dict__.items() if name[0] != "_"}
 
     def numbered(self, number: int) -> ItemView:
         """This view numbered `number`, remembering the view it was numbered from."""
@@ -303,12 +305,18 @@ class ItemView:
 
     @property
     def title_text(self) -> str:
-        return "".join(text for text, _ in self.title)
+        # Kept: the table of contents, both parts and the preheader read it, in every
+        # email that shows the paper (its copies keep it, but for a new title: `but`).
+        text: str | None = self.__dict__.get("_title_text")
+        if text is None:
+            text = self.__dict__["_title_text"] = "".join(text for text, _ in self.title)
+        return text
 
 
 _ITEM_ORDER = tuple(f.name for f in fields(ItemView))
 _ITEM_FIELDS = frozenset(_ITEM_ORDER)
-# What a view remembers besides its fields (see `ItemView.__hash__`), never copied.
+# What a view remembers besides its fields (see `ItemView.__hash__`), never copied; it
+# keeps its `title_text` too (copied with its title), and pickles none (`__getstate__`).
 _ITEM_MEMOS = frozenset({"_hash", "_unnumbered", "_alike"})
 
 
