@@ -88,7 +88,7 @@ class RenderPool:
         self._papers: list[Paper] = []
         self._places: dict[int, int] = {}
         self._file: str | None = None  # the papers, pickled, where each worker reads them
-        self._folder: str | None = None  # where the workers write their rendered shares
+        self._folder: str | None = None  # holds the papers file and the rendered shares
         self.workers = workers
         self.broken = False
         self._executor: concurrent.futures.ProcessPoolExecutor | None = None
@@ -105,27 +105,22 @@ class RenderPool:
 
     def load(self, papers: Sequence[Paper]) -> None:
         """Hand the workers the run's papers (once, before the first `render`): pickled
-        into a file (a few hundredths of a second for a day's), read by each worker before
-        its first digest."""
+        into a file of the pool's folder (a few hundredths of a second for a day's), read
+        by each worker before its first digest; the workers write their rendered shares
+        into the same folder."""
         if self._file is not None:
             raise RuntimeError("the render pool has its papers already")
         self._papers = list(papers)
         self._places = {id(paper): index for index, paper in enumerate(self._papers)}
-        handle, path = tempfile.mkstemp(prefix="paperbell-papers-", suffix=".pickle")
+        folder = tempfile.mkdtemp(prefix="paperbell-rendered-")
+        path = os.path.join(folder, "papers.pickle")
         try:
-            with os.fdopen(handle, "wb") as file:
+            with open(path, "wb") as file:
                 file.write(_dumps(self._papers, {}))
         except BaseException:
-            os.unlink(path)
+            shutil.rmtree(folder, ignore_errors=True)
             raise
-        self._file = path
-
-    def _answers(self) -> str:
-        """The folder the workers write their rendered shares into (made at the first
-        share, removed by `close`)."""
-        if self._folder is None:
-            self._folder = tempfile.mkdtemp(prefix="paperbell-rendered-")
-        return self._folder
+        self._folder, self._file = folder, path
 
     def _start_all(self, settings: Mapping[str, Any], linker: Linker) -> None:
         setup = (pickle.dumps((dict(settings), linker)),)
@@ -171,7 +166,7 @@ class RenderPool:
         blob = _dumps(list(pairs), self._places)
         loop = asyncio.get_running_loop()
         try:
-            job = self._started().submit(_render, self._file, blob, self._answers())
+            job = self._started().submit(_render, self._file, blob)
             answer = await asyncio.wrap_future(job, loop=loop)
         except BrokenProcessPool as exc:
             self.broken = True
@@ -194,9 +189,6 @@ class RenderPool:
             if self._executor is not None:
                 self._executor.shutdown(wait=True, cancel_futures=True)
         finally:
-            if self._file is not None:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self._file)
             if self._folder is not None:
                 shutil.rmtree(self._folder, ignore_errors=True)
 
@@ -239,9 +231,9 @@ def _ready() -> bool:
     return True
 
 
-def _render(file: str, blob: bytes, folder: str) -> str:
+def _render(file: str, blob: bytes) -> str:
     """In a worker: a part of a run rendered (see `RenderPool.render`), its papers read
-    from `file`; the name of the file in `folder` the results were written to."""
+    from `file`; the name of the file beside it the results were written to."""
     papers = _papers(file)
     context: RenderContext = _WORKER["context"]
     pairs: list[tuple[Digest, Target]] = _loads(blob, papers)
@@ -257,7 +249,7 @@ def _render(file: str, blob: bytes, folder: str) -> str:
             continue
         shown = None if rendered.digest is digest else rendered.digest
         results.append(Result(rendered.payload, shown))
-    handle, path = tempfile.mkstemp(dir=folder, suffix=".pickle")
+    handle, path = tempfile.mkstemp(dir=os.path.dirname(file), suffix=".pickle")
     with os.fdopen(handle, "wb") as answer:
         answer.write(_dumps(results, _WORKER["places"]))
     return path
