@@ -46,12 +46,10 @@ def downgrade() -> None:
     """Back to 0012: each message back in its outbox record (an empty one if it had none)."""
     with op.batch_alter_table("outbox") as batch:
         batch.add_column(sa.Column("payload", sa.LargeBinary(), nullable=True))
+    empty = "X''" if op.get_bind().dialect.name == "sqlite" else "''::bytea"
     op.execute(
         "UPDATE outbox SET payload = COALESCE((SELECT m.payload FROM outbox_messages m "
-        "WHERE m.outbox_id = outbox.id), :empty)".replace(":empty", "X''")
-        if op.get_bind().dialect.name == "sqlite"
-        else "UPDATE outbox SET payload = COALESCE((SELECT m.payload FROM outbox_messages m "
-        "WHERE m.outbox_id = outbox.id), ''::bytea)"
+        f"WHERE m.outbox_id = outbox.id), {empty})"
     )
     with op.batch_alter_table("outbox") as batch:
         batch.alter_column("payload", existing_type=sa.LargeBinary(), nullable=False)
