@@ -132,7 +132,7 @@ class Matched(Mapping[Hashable, "PaperMatches"]):
         the papers, for the rule ids that matched something."""
         papers, codes = self.papers, self._codes
         by_slot: dict[int, list[tuple[Paper, Hits]]] = {}
-        with _collector_paused():
+        with collector_paused():
             for slot, bits in self._slot_bits.items():
                 code = codes[slot]
                 by_slot[slot] = [(papers[i], self.hits_of(code, i)) for i in indexes(bits)]  # type: ignore[misc]
@@ -152,7 +152,7 @@ class Matched(Mapping[Hashable, "PaperMatches"]):
         for bits in self._slot_bits.values():
             matched |= bits
         memos = self._memos
-        with _collector_paused():
+        with collector_paused():
             for index in indexes(matched):
                 if memos[index] is None:
                     memos[index] = self._leaf_hits(index)
@@ -232,10 +232,11 @@ class PaperMatches(Mapping[str, Hits]):
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while every match's hits are made: millions of
-    small objects that live on, no cycles; each young-generation overflow would otherwise
-    trigger a pass over a heap that holds every rule and paper (it halves the time)."""
+def collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many objects that live on are made (every
+    match's hits, a delivery's plan): millions of small objects, no cycles; each
+    young-generation overflow would otherwise trigger a pass over a heap that holds every
+    rule and paper (it halves the time). Left as it is when already paused."""
     if not gc.isenabled():
         yield
         return

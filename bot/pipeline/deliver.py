@@ -61,7 +61,7 @@ from bot.core.calendar import eastern_date
 from bot.core.errors import MissingSecrets, PaperbellError, RuleError
 from bot.core.models import Digest, Paper, Ranking, Subscriber
 from bot.match.digest import RuleMatches, build_digest, match_rules, note_digest
-from bot.match.matched import Matched
+from bot.match.matched import Matched, collector_paused
 from bot.pipeline.activity import refresh_rule_counts
 from bot.pipeline.dispatch import DeliveryReport, Outgoing, queue, report_of, send, write_files
 from bot.pipeline.likes import sync_declared_likes
@@ -198,8 +198,7 @@ async def deliver(
             await pool.aclose()
             pool = None
         if pool is None and workers:
-            kinds = render_settings(channel_settings(config))
-            pool = RenderPool(kinds, linker(config, now), workers=workers)
+            pool = _render_pool(config, now, workers)
         if pool is not None:
             await asyncio.to_thread(pool.load, plan.papers)
         try:
@@ -273,10 +272,13 @@ async def _early_pool(
         declared = [sub.name for sub in config.declared_subscribers()]
         counted, _ = await asyncio.to_thread(store.subscribers.tally, declared)
     workers = render_processes(config, counted, pool_from=pool_from)
-    if not workers:
-        return None
-    kinds = render_settings(channel_settings(config))
-    return RenderPool(kinds, linker(config, now), workers=workers)
+    return _render_pool(config, now, workers) if workers else None
+
+
+def _render_pool(config: Config, now: datetime, workers: int) -> RenderPool:
+    """`workers` render workers for this run, its papers handed over later (`load`)."""
+    settings = render_settings(channel_settings(config))
+    return RenderPool(settings, linker(config, now), workers=workers)
 
 
 async def _planned(
@@ -295,13 +297,8 @@ async def _planned(
             made.matches.prepare()
         return made
 
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         return await asyncio.to_thread(plan)
-    finally:
-        if paused:
-            gc.enable()
 
 
 # Subscribers whose digests are made, queued and sent at a time: small enough that the
