@@ -56,6 +56,32 @@ def migrate_to(url: str, revision: str) -> None:
         engine.dispose()
 
 
+# A subscriber row as every schema since the baseline takes it, in raw SQL: the models
+# are the newest schema's, not the revision a test writes at (`insert_subscriber`).
+SUBSCRIBER_ROW: dict[str, object] = {
+    "name": "ada",
+    "email": "ada@example.org",
+    "origin": "database",
+    "active": True,
+    "categories": "[]",
+    "max_papers": 20,
+    "include": '["new"]',
+    "email_confirmed": True,
+    "email_format": "html",
+    "abstracts": "short",
+}
+
+
+def insert_subscriber(connection: Any, when: str, **columns: object) -> int:
+    """Write a subscriber (`SUBSCRIBER_ROW`, made at `when`, with `columns` changed or
+    added: a later revision's own); its id."""
+    row = {**SUBSCRIBER_ROW, "created_at": when, **columns}
+    names, values = ", ".join(row), ", ".join(f":{name}" for name in row)
+    connection.execute(text(f"INSERT INTO subscribers ({names}) VALUES ({values})"), row)
+    found = text("SELECT id FROM subscribers WHERE name = :name")
+    return int(connection.execute(found, {"name": row["name"]}).scalar_one())
+
+
 @pytest.mark.database
 def test_every_migration_from_the_baseline_gives_the_tables(database_url: str) -> None:
     revisions = [script.revision for script in scripts().walk_revisions()][::-1]
@@ -132,15 +158,9 @@ def test_0004_keeps_every_subscriber_and_gives_them_english_abstracts(database_u
     migrate_to(database_url, "0003")
     engine = create_engine(normalize_url(database_url))
     with engine.begin() as connection:
-        connection.execute(
-            text(
-                "INSERT INTO subscribers (name, email, origin, active, categories, max_papers, "
-                "include, created_at, email_confirmed, email_format, abstracts) VALUES "
-                "('ada', 'ada@example.org', 'database', true, '[]', 20, '[\"new\"]', "
-                "'2026-11-01 08:00:00+00:00', true, 'text', 'full')"
-            )
+        subscriber_id = insert_subscriber(
+            connection, "2026-11-01 08:00:00+00:00", email_format="text", abstracts="full"
         )
-        subscriber_id = connection.execute(text("SELECT id FROM subscribers")).scalar_one()
         connection.execute(
             text(
                 "INSERT INTO rules (subscriber_id, text, created_at) VALUES "
@@ -175,17 +195,10 @@ def test_0005_keeps_every_rule_from_the_oldest_database_and_labels_none(
     engine = create_engine(normalize_url(database_url))
     when = "2026-11-01 08:00:00+00:00"
     with engine.begin() as connection:
-        for name in ("ada", "bob"):
-            connection.execute(
-                text(
-                    "INSERT INTO subscribers (name, email, origin, active, categories, "
-                    "max_papers, include, created_at, email_confirmed, email_format, abstracts) "
-                    "VALUES (:name, :email, 'database', true, '[]', 20, '[\"new\"]', :when, "
-                    "true, 'html', 'short')"
-                ),
-                {"name": name, "email": f"{name}@example.org", "when": when},
-            )
-        ids = dict(connection.execute(text("SELECT name, id FROM subscribers")).all())
+        ids = {
+            name: insert_subscriber(connection, when, name=name, email=f"{name}@example.org")
+            for name in ("ada", "bob")
+        }
         for sid, rule in (
             (ids["ada"], '"diffusion policy"'),
             (ids["bob"], "robot cat:cs.RO"),
@@ -233,16 +246,7 @@ def test_0006_keeps_every_subscriber_from_the_oldest_database_with_no_feedback(
     engine = create_engine(normalize_url(database_url))
     when = "2026-11-01 08:00:00+00:00"
     with engine.begin() as connection:
-        connection.execute(
-            text(
-                "INSERT INTO subscribers (name, email, origin, active, categories, "
-                "max_papers, include, created_at, email_confirmed, email_format, abstracts) "
-                "VALUES ('ada', 'ada@example.org', 'database', true, '[]', 20, '[\"new\"]', "
-                ":when, true, 'html', 'short')"
-            ),
-            {"when": when},
-        )
-        (sid,) = connection.execute(text("SELECT id FROM subscribers")).scalars().all()
+        sid = insert_subscriber(connection, when)
         connection.execute(
             text("INSERT INTO rules (subscriber_id, text, created_at) VALUES (:s, :t, :w)"),
             {"s": sid, "t": '"diffusion policy"', "w": when},
@@ -285,16 +289,7 @@ def test_0007_keeps_every_verdict_and_undo_then_removes_it_as_before(database_ur
     liked = Feedback("2411.18179", "like", "email", "A title", "A title\n\nText", when)
     engine = create_engine(normalize_url(database_url))
     with engine.begin() as connection:
-        connection.execute(
-            text(
-                "INSERT INTO subscribers (name, email, origin, active, categories, "
-                "max_papers, include, created_at, email_confirmed, email_format, abstracts, "
-                "summaries, similar_max) VALUES ('ada', 'ada@example.org', 'database', true, "
-                "'[]', 20, '[\"new\"]', :w, true, 'html', 'short', false, 5)"
-            ),
-            {"w": when},
-        )
-        (sid,) = connection.execute(text("SELECT id FROM subscribers")).scalars().all()
+        sid = insert_subscriber(connection, when, summaries=False, similar_max=5)
         connection.execute(
             text(
                 "INSERT INTO feedback (subscriber_id, paper_key, verdict, via, title, text, "
@@ -336,16 +331,7 @@ def test_0008_keeps_every_delivery_from_the_oldest_database_and_widens_the_chann
     engine = create_engine(normalize_url(database_url))
     when = "2026-11-01 08:00:00+00:00"
     with engine.begin() as connection:
-        connection.execute(
-            text(
-                "INSERT INTO subscribers (name, email, origin, active, categories, "
-                "max_papers, include, created_at, email_confirmed, email_format, abstracts) "
-                "VALUES ('ada', 'ada@example.org', 'database', true, '[]', 20, '[\"new\"]', "
-                ":when, true, 'html', 'short')"
-            ),
-            {"when": when},
-        )
-        (sid,) = connection.execute(text("SELECT id FROM subscribers")).scalars().all()
+        sid = insert_subscriber(connection, when)
         connection.execute(
             text(
                 "INSERT INTO outbox (subscriber_id, channel, period, digest_id, recipient, "
@@ -428,14 +414,12 @@ def test_0009_indexes_the_slack_channel_and_keeps_every_subscriber(database_url:
     engine = create_engine(normalize_url(database_url))
     with engine.begin() as connection:
         for name, channel in (("robots", "C07ROBOTS"), ("ada", None)):
-            connection.execute(
-                text(
-                    "INSERT INTO subscribers (name, email, origin, active, categories, "
-                    "max_papers, include, created_at, email_confirmed, email_format, "
-                    "abstracts, slack_channel) VALUES (:n, NULL, 'database', true, '[]', 20, "
-                    "'[\"new\"]', :w, true, 'html', 'short', :c)"
-                ),
-                {"n": name, "c": channel, "w": "2026-11-01 08:00:00+00:00"},
+            insert_subscriber(
+                connection,
+                "2026-11-01 08:00:00+00:00",
+                name=name,
+                email=None,
+                slack_channel=channel,
             )
     engine.dispose()
 
@@ -524,16 +508,7 @@ def test_0013_moves_every_message_to_its_own_table_byte_for_byte_and_back(
     }
     engine = create_engine(normalize_url(database_url))
     with engine.begin() as connection:
-        connection.execute(
-            text(
-                "INSERT INTO subscribers (name, email, origin, active, categories, "
-                "max_papers, include, created_at, email_confirmed, email_format, abstracts) "
-                "VALUES ('ada', 'ada@example.org', 'database', true, '[]', 20, '[\"new\"]', "
-                ":when, true, 'html', 'short')"
-            ),
-            {"when": when},
-        )
-        (sid,) = connection.execute(text("SELECT id FROM subscribers")).scalars().all()
+        sid = insert_subscriber(connection, when)
         for digest_id, status in (("d1", "sent"), ("d2", "pending")):
             connection.execute(
                 text(
