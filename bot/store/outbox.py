@@ -10,12 +10,24 @@ is never written over: every write after a claim says which `owner` it comes fro
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ARRAY, ColumnElement, Integer, all_, bindparam, case, func, insert, update
+from sqlalchemy import (
+    ARRAY,
+    ColumnElement,
+    Integer,
+    Select,
+    all_,
+    bindparam,
+    case,
+    func,
+    insert,
+    update,
+)
 from sqlalchemy import select as select_columns  # more columns than sqlmodel's types
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
@@ -28,6 +40,7 @@ from bot.store.tables import DeliveryRow, OutboxMessageRow, OutboxRow, Subscribe
 OUTBOX = OutboxRow.__table__  # type: ignore[attr-defined]
 DELIVERIES = DeliveryRow.__table__  # type: ignore[attr-defined]
 MESSAGES = OutboxMessageRow.__table__  # type: ignore[attr-defined]
+SUBSCRIBERS = SubscriberRow.__table__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,19 +118,6 @@ class Queued:
 
 
 # What a claimed record's OutboxItem is made of (the UPDATE that leases it returns them).
-_ITEM_COLUMNS = (
-    col(OutboxRow.id),
-    col(OutboxRow.subscriber_id),
-    col(OutboxRow.channel),
-    col(OutboxRow.recipient),
-    col(OutboxRow.digest_id),
-    col(OutboxRow.papers),
-    col(OutboxRow.omitted),
-    col(OutboxRow.attempts),
-    col(OutboxRow.progress),
-)
-
-
 # Recording a send (`Outbox.mark_sent`): the record, leased by `owner` or (its lease lost)
 # still pending, and its papers queued for it.
 _SENT_VALUES: dict[str, Any] = {
@@ -139,13 +139,59 @@ _DELIVERIES_SENT = (
 )
 
 
-def _not_one_of(ids: list[int], *, postgres: bool) -> ColumnElement[bool]:
-    """`outbox.id` is none of `ids`, however many (a drain excludes every record it tried):
-    one array parameter on PostgreSQL, the numbers written into the statement on SQLite
-    (which limits a statement's parameters)."""
+_PENDING = OUTBOX.c.status == "pending"
+# Free to claim at `now`: never leased, or the lease ran out (a worker that died).
+_CLAIMABLE = OUTBOX.c.lease_until.is_(None) | (OUTBOX.c.lease_until < bindparam("now"))
+# The records `claim` leases (`ids`) to `owner` until `until`, those still free; what
+# each claimed record needs to be sent.
+_LEASE = (
+    update(OUTBOX)
+    .where(OUTBOX.c.id.in_(bindparam("ids", expanding=True)), _PENDING, _CLAIMABLE)
+    .values(lease_owner=bindparam("owner"), lease_until=bindparam("until"))
+    .returning(
+        OUTBOX.c.id,
+        OUTBOX.c.subscriber_id,
+        OUTBOX.c.channel,
+        OUTBOX.c.recipient,
+        OUTBOX.c.digest_id,
+        OUTBOX.c.papers,
+        OUTBOX.c.omitted,
+        OUTBOX.c.attempts,
+        OUTBOX.c.progress,
+    )
+)
+_MESSAGES_OF = select_columns(MESSAGES.c.outbox_id, MESSAGES.c.payload).where(
+    MESSAGES.c.outbox_id.in_(bindparam("ids", expanding=True))
+)
+
+
+@functools.cache
+def _pick(*, due_only: bool, excluding: bool, postgres: bool) -> Select[Any]:
+    """The statement that picks up to `limit` records `claim` may lease at `now`, with their
+    subscribers' names, oldest first (made once for each shape: a run claims hundreds of
+    times); `excluding`: none of the ids `skip`."""
+    pick = (
+        select_columns(OUTBOX.c.id, SUBSCRIBERS.c.name)
+        .join(SUBSCRIBERS, SUBSCRIBERS.c.id == OUTBOX.c.subscriber_id, isouter=True)
+        .where(_PENDING, _CLAIMABLE)
+    )
+    if due_only:
+        pick = pick.where(OUTBOX.c.next_attempt <= bindparam("now"))
+    if excluding:
+        pick = pick.where(_not_one_of(postgres=postgres))
+    pick = pick.order_by(OUTBOX.c.id).limit(bindparam("limit", type_=Integer))
     if postgres:
-        return col(OutboxRow.id) != all_(bindparam("skip", ids, type_=ARRAY(Integer)))
-    return col(OutboxRow.id).not_in(bindparam("skip", ids, expanding=True, literal_execute=True))
+        pick = pick.with_for_update(of=OUTBOX, skip_locked=True)
+    return pick
+
+
+def _not_one_of(*, postgres: bool) -> ColumnElement[bool]:
+    """`outbox.id` is none of the ids `skip`, however many (a drain excludes every record it
+    tried and did not send): one array parameter on PostgreSQL, the numbers written into
+    the statement on SQLite (which limits a statement's parameters)."""
+    if postgres:
+        return OUTBOX.c.id != all_(bindparam("skip", type_=ARRAY(Integer)))
+    return OUTBOX.c.id.not_in(bindparam("skip", expanding=True, literal_execute=True))
 
 
 class Outbox(Repository):
@@ -260,37 +306,25 @@ class Outbox(Repository):
         different records and never wait for one another; on SQLite (one writer at a time)
         the UPDATE's own condition leaves out a record another worker leased in between.
         Either way two workers never hold one record."""
-        claimable = (col(OutboxRow.lease_until).is_(None)) | (col(OutboxRow.lease_until) < now)
-        pending = col(OutboxRow.status) == "pending"
         postgres = self.database.engine.dialect.name == "postgresql"
-        pick = (
-            select(OutboxRow.id, SubscriberRow.name)
-            .join(
-                SubscriberRow, col(SubscriberRow.id) == col(OutboxRow.subscriber_id), isouter=True
-            )
-            .where(pending, claimable)
-        )
-        if due_only:
-            pick = pick.where(col(OutboxRow.next_attempt) <= now)
-        if skip := sorted(set(exclude)):
-            pick = pick.where(_not_one_of(skip, postgres=postgres))
-        pick = pick.order_by(col(OutboxRow.id)).limit(limit)
-        if postgres:
-            pick = pick.with_for_update(of=OutboxRow, skip_locked=True)
+        skip = sorted(set(exclude))
+        pick = _pick(due_only=due_only, excluding=bool(skip), postgres=postgres)
         until = now + lease
-        with self.database.session() as session:
-            names: dict[int, str | None] = {i: n for i, n in session.execute(pick)}
+        with self.database.transaction() as connection:
+            values: dict[str, Any] = {"now": now, "limit": limit}
+            found = connection.execute(pick, {**values, "skip": skip} if skip else values)
+            names: dict[int, str | None] = {i: n for i, n in found}
             if not names:
                 return []
-            leased = session.execute(
-                update(OutboxRow)
-                .where(col(OutboxRow.id).in_(list(names)), pending, claimable)
-                .values(lease_owner=owner, lease_until=until)
-                .returning(*_ITEM_COLUMNS)
-                .execution_options(synchronize_session=False)
+            leased = connection.execute(
+                _LEASE, {"ids": list(names), "now": now, "owner": owner, "until": until}
             ).all()
-            messages = self._messages(session, [row.id for row in leased])
-            session.commit()
+            ids = [row.id for row in leased]
+            messages = (
+                {int(i): bytes(p) for i, p in connection.execute(_MESSAGES_OF, {"ids": ids})}
+                if ids
+                else {}
+            )
         return sorted(
             (
                 OutboxItem(
@@ -311,16 +345,6 @@ class Outbox(Repository):
             ),
             key=lambda item: item.id,
         )
-
-    @staticmethod
-    def _messages(session: Any, ids: list[int]) -> dict[int, bytes]:
-        """The finished messages of the records `ids`, by id."""
-        if not ids:
-            return {}
-        query = select_columns(MESSAGES.c.outbox_id, MESSAGES.c.payload).where(
-            MESSAGES.c.outbox_id.in_(ids)
-        )
-        return {int(i): bytes(p) for i, p in session.execute(query)}
 
     def release(self, owner: str, ids: Iterable[int] | None = None) -> int:
         """Give up `owner`'s leases on records it has not sent (a worker stopping; with
