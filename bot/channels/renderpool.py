@@ -11,10 +11,13 @@ slash command) is not held by templates.
 
 What travels is small: a digest's papers go as their place in the run's papers (written
 once to a file each worker reads before its first digest), and what comes back is each
-digest's payload, with the digest it shows only where the channel cut it. The workers may
-be started before the run's papers are known (`RenderPool(..., papers=None)`, then
-`load(papers)`): a run starts them before it plans, so that they are ready when its first
-digests are (starting one takes a second or so), and none is rendered here meanwhile.
+digest's payload, with the digest it shows only where the channel cut it. It is pickled
+with a reducer for each model it is made of (its fields' values, read back by its
+constructor), looked up by the pickler itself: nothing is called for the thousands of
+strings, numbers and tuples of a share. The workers may be started before the run's
+papers are known (`RenderPool(..., papers=None)`, then `load(papers)`): a run starts them
+before it plans, so that they are ready when its first digests are (starting one takes a
+second or so), and none is rendered here meanwhile.
 
 A worker touches no database and sends nothing: the parent queues and sends exactly as
 when it renders itself, so every rule of the outbox (once per period, recorded after the
@@ -35,24 +38,29 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import copyreg
+import dataclasses
+import inspect
 import io
 import logging
 import multiprocessing
+import operator
 import os
 import pickle
 import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from bot.channels import channel_kind, load_builtin_channels
 from bot.channels.base import RenderContext, Target
 from bot.channels.linking import Linker
-from bot.core.models import Digest, Paper
+from bot.core.models import Digest, DigestGroup, DigestItem, Hit, Paper, PaperTexts, Subscriber
+from bot.core.schedule import Schedule
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +124,7 @@ class RenderPool:
         path = os.path.join(folder, "papers.pickle")
         try:
             with open(path, "wb") as file:
-                file.write(_dumps(self._papers, {}))
+                _dump(self._papers, file, {})
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
@@ -173,7 +181,7 @@ class RenderPool:
             raise PoolBroken(f"a render worker died: {exc}") from None
         try:
             with open(answer, "rb") as file:
-                results: list[Result] = _loads(file.read(), self._papers)
+                results: list[Result] = _load(file, self._papers)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(answer)
@@ -217,7 +225,7 @@ def _papers(file: str) -> list[Paper]:
     """In a worker: the run's papers, read from `file` the first time."""
     if _WORKER.get("file") != file:
         with open(file, "rb") as handle:
-            papers: list[Paper] = _loads(handle.read(), [])
+            papers: list[Paper] = _load(handle, [])
         _WORKER.update(
             file=file,
             papers=papers,
@@ -251,38 +259,91 @@ def _render(file: str, blob: bytes) -> str:
         results.append(Result(rendered.payload, shown))
     handle, path = tempfile.mkstemp(dir=os.path.dirname(file), suffix=".pickle")
     with os.fdopen(handle, "wb") as answer:
-        answer.write(_dumps(results, _WORKER["places"]))
+        _dump(results, answer, _WORKER["places"])
     return path
 
 
 def _dumps(value: object, places: dict[int, int]) -> bytes:
     """`value` pickled, each of the run's papers as its place (`places`: by object id)."""
     buffer = io.BytesIO()
-    _PaperPickler(buffer, places).dump(value)
+    _dump(value, buffer, places)
     return buffer.getvalue()
 
 
+def _dump(value: object, file: IO[bytes], places: dict[int, int]) -> None:
+    """`value` pickled into `file` (a large payload written there at once, not copied into
+    a buffer first), each of the run's papers as its place."""
+    pickler = pickle.Pickler(file, protocol=pickle.HIGHEST_PROTOCOL)
+    # Reducers by exact type, looked up by the C pickler itself: no Python called for
+    # the thousands of strings, numbers and tuples of a share, as a `persistent_id` was.
+    table = copyreg.dispatch_table.copy()
+    table.update(_REDUCERS)
+    whole = _REDUCERS.get(Paper, operator.methodcaller("__reduce_ex__", pickle.HIGHEST_PROTOCOL))
+
+    def paper(paper: Paper) -> tuple[Any, ...]:
+        place = places.get(id(paper))
+        return whole(paper) if place is None else (_paper_at, (place,))
+
+    table[Paper] = paper
+    pickler.dispatch_table = table
+    pickler.dump(value)
+
+
 def _loads(blob: bytes, papers: Sequence[Paper]) -> Any:
-    return _PaperUnpickler(io.BytesIO(blob), papers).load()
+    return _load(io.BytesIO(blob), papers)
 
 
-class _PaperPickler(pickle.Pickler):
-    def __init__(self, file: io.BytesIO, places: dict[int, int]) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self._places = places
+def _load(file: IO[bytes], papers: Sequence[Paper]) -> Any:
+    """What `_dump` wrote to `file`, each paper's place read as that paper of `papers`."""
+    return _PaperUnpickler(file, papers).load()
 
-    def persistent_id(self, obj: Any) -> int | None:
-        if type(obj) is Paper:
-            return self._places.get(id(obj))
-        return None
+
+def _paper_at(place: int) -> Paper:
+    """A paper by its place in the run's papers, as a pickle names it: the pool's unpickler
+    reads the name as a lookup in its own papers; any other refuses it here."""
+    raise pickle.UnpicklingError("a paper by its place is read only with the run's papers")
 
 
 class _PaperUnpickler(pickle.Unpickler):
-    def __init__(self, file: io.BytesIO, papers: Sequence[Paper]) -> None:
+    def __init__(self, file: IO[bytes], papers: Sequence[Paper]) -> None:
         super().__init__(file)
         self._papers = papers
 
-    def persistent_load(self, pid: Any) -> Paper:
-        if not isinstance(pid, int) or not 0 <= pid < len(self._papers):
-            raise pickle.UnpicklingError(f"no paper at place {pid!r}")
-        return self._papers[pid]
+    def find_class(self, module: str, name: str) -> Any:
+        if module == __name__ and name == _paper_at.__name__:
+            return self._paper_at
+        return super().find_class(module, name)
+
+    def _paper_at(self, place: Any) -> Paper:
+        if type(place) is not int or not 0 <= place < len(self._papers):
+            raise pickle.UnpicklingError(f"no paper at place {place!r}")
+        return self._papers[place]
+
+
+def _by_fields(cls: type) -> Callable[[Any], tuple[Any, ...]] | None:
+    """A reducer for the frozen dataclass `cls`: its fields' values (`dataclasses.fields`,
+    so a field added travels too), read back by its generated `__init__`, not by the
+    `__getstate__` and `__setstate__` the dataclass makes (each a Python loop over
+    `fields()`, for each object pickled or read: most of a share's cost both ways).
+    None when the constructor does not take exactly the fields, in order (a field not
+    in `__init__`, keyword-only, an InitVar, a `__post_init__`): pickled as ever then."""
+    names = [item.name for item in dataclasses.fields(cls)]
+    parameters = inspect.signature(cls).parameters.values()
+    positional = [p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD]
+    if positional != names or len(parameters) != len(names) or hasattr(cls, "__post_init__"):
+        return None
+    values = operator.attrgetter(*names)
+    if len(names) == 1:
+        return lambda obj: (cls, (values(obj),))
+    return lambda obj: (cls, values(obj))
+
+
+# The dataclasses a share and its results are made of: each pickled as its fields' values.
+_TRAVELLING: tuple[type, ...] = (Digest, DigestGroup, DigestItem, Paper, PaperTexts, Subscriber)
+_TRAVELLING += (Schedule, Target, Result)
+_REDUCERS: dict[type, Callable[[Any], tuple[Any, ...]]] = {
+    cls: reducer for cls in _TRAVELLING if (reducer := _by_fields(cls)) is not None
+}
+# A highlight's hit (a named tuple: tens a digest), built again from its values, without
+# the `__getnewargs__` the pickler would call for each.
+_REDUCERS[Hit] = lambda hit: (Hit, tuple(hit))
