@@ -25,6 +25,7 @@ from support.config import sink_email
 from support.demo_texts import HEAVY_RULES, fifty_paper_digest, heaviest_digest
 from support.servers import smtp_sink
 
+from bot.channels.linking import Linker
 from bot.config import parse_config
 from bot.config.subscribers import SubscriberConfig
 from bot.core.links import LinkSigner, max_ages
@@ -34,7 +35,6 @@ from bot.render.email import (
     HTML_BUDGET,
     SHORTENED_NOTES,
     DigestLinks,
-    VoteLinks,
     html_size,
     render_digest,
 )
@@ -203,19 +203,10 @@ def with_signed_links(digest: Digest) -> tuple[Digest, DigestLinks]:
     )
     sub = replace(digest.subscriber, id=123_456, created=datetime(2025, 1, 1, tzinfo=UTC))
     now = datetime(2026, 1, 1, tzinfo=UTC)
-    votes = {}
-    for item in digest.items:
-        like = signer.feedback_url(sub, item.paper.id, "like", now=now)
-        dislike = signer.feedback_url(sub, item.paper.id, "dislike", now=now)
-        assert like and dislike
-        votes[item.paper.id] = VoteLinks(like=like, dislike=dislike)
-    links = DigestLinks(
-        unsubscribe=signer.url("unsubscribe", sub, now=now),
-        manage=signer.url("manage", sub, now=now),
-        feedback=votes,
-        archive=signer.archive_url(sub, digest.digest_id),
-        feed=signer.feed_url(sub),
+    links = Linker(now=now, signer=signer).links(
+        sub, [item.paper.id for item in digest.items], digest.digest_id
     )
+    assert links is not None and len(links.feedback) == len(digest.items)
     return replace(digest, subscriber=sub), links
 
 

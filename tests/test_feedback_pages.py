@@ -2,7 +2,9 @@
 real SMTP server received: the link a digest carries opens a page that records nothing
 (link scanners open every link), its form records the verdict (once: clicking again
 changes nothing), the page offers Undo, and the manage page lists it with a remove
-button. Forged, expired, other subscribers' and removed subscribers' links change nothing.
+button. Forged, expired, other subscribers' and removed subscribers' links change nothing,
+whether signed alone (a Slack button's token) or sharing the email's signature (an email's
+link: edited to another paper, it records that paper for the same subscriber, by design).
 """
 
 from __future__ import annotations
@@ -147,33 +149,44 @@ def test_the_manage_page_lists_verdicts_and_removes_them(site: Site) -> None:
     assert "Removed from your liked" in site.http.get(removed.headers["location"]).text
 
 
-def _token(site: Site, name: str, key: str, verdict: str = "like") -> str:
+def _token(site: Site, name: str, key: str, verdict: str = "like", *, shared: bool = False) -> str:
+    """A feedback token: an email's (`shared`, as `Linker.links` makes it) or a Slack
+    button's (signed alone)."""
     signer = site.config.web.link_signer()
     assert signer is not None
-    token = signer.feedback_token(site.subscriber(name), key, verdict, now=site.clock())  # type: ignore[arg-type]
+    sub, now = site.subscriber(name), site.clock()
+    if shared:
+        token = signer.digest_votes(sub, now=now).token(key, verdict)  # type: ignore[arg-type]
+    else:
+        token = signer.feedback_token(sub, key, verdict, now=now)  # type: ignore[arg-type]
     assert token is not None
     return token
 
 
-def _other_body(token: str, subscriber_id: int) -> str:
-    """The token with another subscriber's id in its body (its signature kept)."""
+def _edited(token: str, subscriber_id: int | None = None, paper: str | None = None) -> str:
+    """The token with another subscriber's id or paper in its body (its signature kept)."""
     body, _, rest = token.partition(".")
     raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode()
-    _, tail = raw.split("\n", 1)
-    changed = base64.urlsafe_b64encode(f"{subscriber_id}\n{tail}".encode()).decode().rstrip("=")
+    number, code, key = raw.split("\n", 2)
+    text = f"{subscriber_id or number}\n{code}\n{paper or key}"
+    changed = base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
     return f"{changed}.{rest}"
 
 
+KINDS = pytest.mark.parametrize("shared", [False, True], ids=["alone", "shared"])
+
+
+@KINDS
 @pytest.mark.parametrize("change", ["flip", "cut", "other-subscriber", "other-secret", "manage"])
-def test_forged_feedback_links_change_nothing(site: Site, change: str) -> None:
+def test_forged_feedback_links_change_nothing(site: Site, change: str, shared: bool) -> None:
     ada, lab = site.subscriber("ada"), site.subscriber("lab")
-    token = _token(site, "ada", "2411.18179")
+    token = _token(site, "ada", "2411.18179", shared=shared)
     if change == "flip":
         token = token[:-2] + ("AA" if not token.endswith("AA") else "BB")
     elif change == "cut":
         token = token[: len(token) // 2]
     elif change == "other-subscriber":  # ada's link made to name lab
-        token = _other_body(token, lab.id)
+        token = _edited(token, lab.id)
     elif change == "other-secret":
         other = LinkSigner(
             "another-secret-key-of-forty-characters!!",
@@ -193,8 +206,29 @@ def test_forged_feedback_links_change_nothing(site: Site, change: str) -> None:
     assert site.store.feedback.of(ada.id) == [] and site.store.feedback.of(lab.id) == []
 
 
-def test_an_expired_feedback_link_records_nothing_and_offers_a_fresh_link(site: Site) -> None:
-    path = f"/feedback/{_token(site, 'ada', '2411.18179')}"
+def test_an_email_link_edited_to_another_paper_records_it_for_the_same_subscriber(
+    site: Site,
+) -> None:
+    """By design (bot.core.links): the email that carries the link carries the manage link
+    too, with which its holder can give any verdict. A key no link could name is refused."""
+    message = ada_message(site)
+    token = site.local(votes(message)[0][0]).removeprefix("/feedback/")
+    ada = site.subscriber("ada")
+    path = f"/feedback/{_edited(token, paper='2401.99999')}"
+    page = site.http.get(path)
+    assert page.status_code == 200 and "2401.99999" in page.text
+    assert site.http.post(path, data={"csrf": csrf_of(page.text)}).status_code == 303
+    assert [(f.key, f.verdict) for f in site.store.feedback.of(ada.id)] == [("2401.99999", "like")]
+    for key in ("2401\x0099999", "x" * 201):
+        edited = site.http.get(f"/feedback/{_edited(token, paper=key)}")
+        assert edited.status_code == 403 and "This link is not valid" in edited.text
+
+
+@KINDS
+def test_an_expired_feedback_link_records_nothing_and_offers_a_fresh_link(
+    site: Site, shared: bool
+) -> None:
+    path = f"/feedback/{_token(site, 'ada', '2411.18179', shared=shared)}"
     site.clock.advance(days=729)
     assert site.http.get(path).status_code == 200  # two years: old digests still work
     site.clock.advance(days=2)

@@ -1,5 +1,6 @@
 """A run's signed links, as its renderers ask for them (`Linker`): each subscriber's manage,
-one-click unsubscribe, archive and feed links, and each paper's 👍 / 👎 links and buttons.
+one-click unsubscribe, archive and feed links, and each paper's 👍 / 👎 links (one signature
+for an email's: `LinkSigner.digest_votes`) and buttons (each signed alone).
 
 Made once per run from the config (`bot.pipeline.payloads.linker`) and plain data (the
 signer, the site, the time), so that a render worker in another process is handed one
@@ -46,9 +47,11 @@ class Linker:
             manage = signer.url("manage", subscriber, now=now)
             archive = signer.archive_url(subscriber, digest_id) if digest_id else None
             feed = signer.feed_url(subscriber)
+            # One signature for all the papers' links: the email also carries the manage
+            # link, which can give any verdict (`bot.core.links`).
+            votes = signer.digest_votes(subscriber, now=now)
             for key in papers:
-                like = signer.feedback_url(subscriber, key, "like", now=now)
-                dislike = signer.feedback_url(subscriber, key, "dislike", now=now)
+                like, dislike = votes.url(key, "like"), votes.url(key, "dislike")
                 if like and dislike:
                     feedback[key] = VoteLinks(like=like, dislike=dislike)
         elif site is not None:
@@ -70,7 +73,11 @@ class Linker:
 
     def votes(self, digest: Digest) -> dict[str, VoteTokens]:
         """Each paper's 👍 / 👎 buttons' signed values, when the links are signed and the
-        subscriber is stored; else none (no buttons)."""
+        subscriber is stored; else none (no buttons). Each is signed alone, paper and
+        verdict too, not sharing the digest's signature as an email's links do: a channel's
+        digest carries no manage link, and a member who read a value off a button could
+        otherwise open `/feedback/TOKEN` with another paper in it, a verdict only the
+        channel's managers may give."""
         signer, sub = self.signer, digest.subscriber
         if signer is None or sub.id is None:
             return {}

@@ -116,7 +116,7 @@ class EmailSettings:
 
 @dataclass(frozen=True)
 class VoteLinks:
-    """A paper's 👍 and 👎 links (`bot.core.links.LinkSigner.feedback_url`)."""
+    """A paper's 👍 and 👎 links (`bot.core.links.DigestVotes.url`)."""
 
     like: str
     dislike: str
