@@ -302,6 +302,9 @@ class LinkSigner:
         # One feedback signer per kind, subscriber and time, kept: a Slack digest signs two
         # buttons a paper with one.
         self._feedback_signers: dict[tuple[str, datetime], TimestampSigner] = {}
+        # The last subscriber's owner_tag (by address and birth): a digest's five kinds of
+        # link ask for the same one in a row.
+        self._last_tag: tuple[tuple[str | None, datetime | None], str] | None = None
 
     def __getstate__(self) -> dict[str, object]:
         # Pickled for a render worker (bot.channels.renderpool): without the signers made
@@ -310,6 +313,12 @@ class LinkSigner:
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
+
+    def _owner_tag(self, sub: Subscriber) -> str:
+        owner, last = (sub.email, sub.created), self._last_tag
+        if last is None or last[0] != owner:
+            last = self._last_tag = (owner, owner_tag(sub))
+        return last[1]
 
     def derived_key(self, name: str) -> str:
         """A key for another use (the pages' CSRF tokens), derived from the secret."""
@@ -328,7 +337,7 @@ class LinkSigner:
             raise ValueError("a feedback link names a paper: use feedback_token")
         if sub.id is None:
             raise ValueError(f"{sub.name} is not stored: a link needs its database id")
-        return str(self._serializer(purpose, now).dumps([sub.id, owner_tag(sub)]))
+        return str(self._serializer(purpose, now).dumps([sub.id, self._owner_tag(sub)]))
 
     def url(self, purpose: Purpose, sub: Subscriber, *, now: datetime) -> str:
         """The full link: `https://site/manage/TOKEN`."""
@@ -383,7 +392,7 @@ class LinkSigner:
         if not _votable(paper):
             return None
         body = _feedback_body(sub.id, paper, verdict, shared=False)
-        token = self._feedback_signer(owner_tag(sub), now, shared=False).sign(body).decode()
+        token = self._feedback_signer(self._owner_tag(sub), now, shared=False).sign(body).decode()
         return token if len(token) <= MAX_FEEDBACK_TOKEN else None
 
     def digest_votes(self, sub: Subscriber, *, now: datetime) -> DigestVotes:
@@ -393,7 +402,7 @@ class LinkSigner:
         if sub.id is None:
             raise ValueError(f"{sub.name} is not stored: a link needs its database id")
         number = str(sub.id)
-        signed = self._feedback_signer(owner_tag(sub), now, shared=True).sign(number).decode()
+        signed = self._feedback_signer(self._owner_tag(sub), now, shared=True).sign(number).decode()
         return DigestVotes(self.public_url, number, signed.removeprefix(number))
 
     def read_feedback(
@@ -447,7 +456,7 @@ class LinkSigner:
             raise ValueError(f"not a standing link: {purpose!r}")
         if sub.id is None:
             raise ValueError(f"{sub.name} is not stored: a link needs its database id")
-        return self._standing_signer(purpose, owner_tag(sub)).sign(str(sub.id)).decode()
+        return self._standing_signer(purpose, self._owner_tag(sub)).sign(str(sub.id)).decode()
 
     def feed_url(self, sub: Subscriber) -> str:
         """The subscriber's Atom feed: `https://site/feed/TOKEN.atom`."""
