@@ -24,8 +24,7 @@ The plan is made once for everyone (one matcher pass, in a thread, the cyclic co
 paused); a large run's render workers start meanwhile. The steps after it run a share of
 the subscribers at a time (`shares`: those who want summaries or translations together,
 then SHARE at a time), so that the first digests are sent seconds after the start and no
-more than a few shares' messages are held in memory; a share is queued and sent while
-the next one is built (and rendered, by the workers). A share's digests are built giving the
+more than a share's messages are held in memory. A share's digests are built giving the
 event loop back every BUILD_TURN subscribers, its payloads queued in a thread, rendering
 here gives the loop back every TURN digests, and the manage pages' rule counts are
 refreshed in a thread at the end: the daemon's web app and slash command share the loop.
@@ -161,7 +160,6 @@ async def deliver(
     # one before: as many as there are workers, then the oldest is taken.
     ahead: deque[asyncio.Task[Made]] = deque()
     tried: set[int] = set()  # the outbox records this run tried to send, not sent
-    finishing: asyncio.Task[list[DeliveryReport]] | None = None  # a share being sent
 
     async def finish(made: Made) -> list[DeliveryReport]:
         """A share's rendered digests queued and sent (or, as `request` says, reported or
@@ -243,15 +241,7 @@ async def deliver(
                 if len(ahead) <= pool.workers:
                     continue
                 made = await ahead.popleft()
-            # Sent while the next share is built: the build fills the event loop's waits
-            # for the server's replies, and the workers get their next share sooner.
-            if finishing is not None:
-                sending, finishing = finishing, None
-                reports += await sending
-            finishing = asyncio.create_task(finish(made))
-        if finishing is not None:
-            sending, finishing = finishing, None
-            reports += await sending
+            reports += await finish(made)
         while ahead:
             reports += await finish(await ahead.popleft())
     finally:
@@ -259,12 +249,6 @@ async def deliver(
             gc.unfreeze()
         for task in ahead:
             task.cancel()
-        if finishing is not None:
-            # The run failed while a share was being sent (building the next one): that
-            # share is let finish, as it was when sending came after building.
-            await asyncio.wait({finishing})
-            if not finishing.cancelled() and finishing.exception() is not None:
-                log.error("a share of the run failed too: %s", finishing.exception())
         if pool is not None:
             await pool.aclose()
     if on_texts is not None:
