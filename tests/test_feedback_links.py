@@ -95,7 +95,7 @@ def test_a_token_names_its_subscriber_paper_and_verdict(
 @pytest.mark.parametrize("token", SENT_BEFORE)
 def test_tokens_sent_before_the_shared_kind_still_pass(token: str) -> None:
     found = read(token, now=NOW + timedelta(days=700))
-    assert isinstance(found, Visitor) and found.belongs_to(ADA)
+    assert isinstance(found, Visitor) and found.belongs_to(ADA) and not found.shared
     assert (found.paper, found.verdict, found.made) == (*SENT_BEFORE[token], NOW)
     # What is signed alone is still made the same way (a Slack button's value).
     assert SIGNER.feedback_token(ADA, *SENT_BEFORE[token], now=NOW) == token  # type: ignore[arg-type]
@@ -160,7 +160,8 @@ def test_a_token_signed_alone_names_only_its_paper_and_verdict() -> None:
 
 
 def test_a_shared_token_names_any_paper_and_verdict_of_its_subscriber() -> None:
-    """By design (bot.core.links): the email that carries it carries the manage link too."""
+    """By design (bot.core.links): its paper and verdict are its word, which the reader
+    says (`shared`: the pages take it only for a paper sent to its subscriber)."""
     token = shared(ADA, "2411.18179", "like", NOW)
     assert token is not None and text_of(token) == "7\n+\n2411.18179"
     for text, paper, verdict in [
@@ -168,7 +169,7 @@ def test_a_shared_token_names_any_paper_and_verdict_of_its_subscriber() -> None:
         ("7\n+\ndoi:10.1/other", "doi:10.1/other", "like"),
     ]:
         found = read(with_text(token, text))
-        assert isinstance(found, Visitor) and found.belongs_to(ADA)
+        assert isinstance(found, Visitor) and found.belongs_to(ADA) and found.shared
         assert (found.paper, found.verdict, found.made) == (paper, verdict, NOW)
     refused = [
         "8\n+\n2411.18179",  # ben, under ada's signature

@@ -4,7 +4,7 @@ real SMTP server received: the link a digest carries opens a page that records n
 changes nothing), the page offers Undo, and the manage page lists it with a remove
 button. Forged, expired, other subscribers' and removed subscribers' links change nothing,
 whether signed alone (a Slack button's token) or sharing the email's signature (an email's
-link: edited to another paper, it records that paper for the same subscriber, by design).
+link: edited to another paper, it is taken only for a paper sent to the same subscriber).
 """
 
 from __future__ import annotations
@@ -173,6 +173,12 @@ def _edited(token: str, subscriber_id: int | None = None, paper: str | None = No
     return f"{changed}.{rest}"
 
 
+def _key(link: str) -> str:
+    """The paper key a feedback link's token names."""
+    body = link.rsplit("/", 1)[1].partition(".")[0]
+    return base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode().split("\n", 2)[2]
+
+
 KINDS = pytest.mark.parametrize("shared", [False, True], ids=["alone", "shared"])
 
 
@@ -206,29 +212,40 @@ def test_forged_feedback_links_change_nothing(site: Site, change: str, shared: b
     assert site.store.feedback.of(ada.id) == [] and site.store.feedback.of(lab.id) == []
 
 
-def test_an_email_link_edited_to_another_paper_records_it_for_the_same_subscriber(
+def test_an_email_link_edited_to_another_paper_is_taken_only_for_a_paper_they_were_sent(
     site: Site,
 ) -> None:
-    """By design (bot.core.links): the email that carries the link carries the manage link
-    too, with which its holder can give any verdict. A key no link could name is refused."""
+    """An email's links share one signature, not over the paper (bot.core.links): edited to
+    another paper of the email, it records that one (its own link would have); edited to a
+    paper its subscriber was never sent, or a key no link could name, it is refused."""
     message = ada_message(site)
-    token = site.local(votes(message)[0][0]).removeprefix("/feedback/")
+    links = votes(message)
+    assert len(links) >= 2
+    token = site.local(links[0][0]).removeprefix("/feedback/")
+    sent_key = _key(links[1][0])
     ada = site.subscriber("ada")
-    path = f"/feedback/{_edited(token, paper='2401.99999')}"
+    path = f"/feedback/{_edited(token, paper=sent_key)}"
     page = site.http.get(path)
-    assert page.status_code == 200 and "2401.99999" in page.text
+    assert page.status_code == 200
     assert site.http.post(path, data={"csrf": csrf_of(page.text)}).status_code == 303
-    assert [(f.key, f.verdict) for f in site.store.feedback.of(ada.id)] == [("2401.99999", "like")]
-    for key in ("2401\x0099999", "x" * 201):
+    assert [(f.key, f.verdict) for f in site.store.feedback.of(ada.id)] == [(sent_key, "like")]
+    for key in ("2401.99999", "2401\x0099999", "x" * 201):
         edited = site.http.get(f"/feedback/{_edited(token, paper=key)}")
         assert edited.status_code == 403 and "This link is not valid" in edited.text
+        posted = site.http.post(
+            f"/feedback/{_edited(token, paper=key)}", data={"csrf": csrf_of(page.text)}
+        )
+        assert posted.status_code == 403
+    assert [f.key for f in site.store.feedback.of(ada.id)] == [sent_key]
 
 
 @KINDS
 def test_an_expired_feedback_link_records_nothing_and_offers_a_fresh_link(
     site: Site, shared: bool
 ) -> None:
-    path = f"/feedback/{_token(site, 'ada', '2411.18179', shared=shared)}"
+    # An email's link is taken only for a paper its subscriber was sent.
+    key = _key(votes(ada_message(site))[0][0]) if shared else "2411.18179"
+    path = f"/feedback/{_token(site, 'ada', key, shared=shared)}"
     site.clock.advance(days=729)
     assert site.http.get(path).status_code == 200  # two years: old digests still work
     site.clock.advance(days=2)

@@ -47,8 +47,8 @@ class Linker:
             manage = signer.url("manage", subscriber, now=now)
             archive = signer.archive_url(subscriber, digest_id) if digest_id else None
             feed = signer.feed_url(subscriber)
-            # One signature for all the papers' links: the email also carries the manage
-            # link, which can give any verdict (`bot.core.links`).
+            # One signature for all the papers' links, taken only for papers sent to the
+            # subscriber (`bot.core.links`).
             votes = signer.digest_votes(subscriber, now=now)
             for key in papers:
                 like, dislike = votes.url(key, "like"), votes.url(key, "dislike")

@@ -21,13 +21,11 @@ signed with different salts, so that neither passes for the other. A token stand
 (a Slack button's value, `feedback_token`) signs its paper and verdict. A digest email's
 links share one signature (`digest_votes`: signing each of ~50 links was most of the cost
 of an email's links), which covers the subscriber and the time but not the paper nor the
-verdict: these ride unsigned, so whoever holds one such link can make a valid one for any
-paper and either verdict of the same subscriber. That grants nothing the email does not:
-it also carries the subscriber's manage link, with which its holder can give or remove any
-verdict (and more). Once that link has expired (`manage_link_days`, against two years for
-these), such a link still lets its holder give verdicts on that subscriber's papers, which
-the subscriber sees, and can remove, on their manage page. A changed subscriber id,
-address or time is refused, as is a paper key no link could carry.
+verdict: these ride unsigned, so whoever holds one such link can edit it into either
+verdict on another paper of the same subscriber. The reader says so (`Visitor.shared`) and
+the pages (`bot.manage.Manager.open_feedback`) take such a link only for a paper sent to
+that subscriber: one their emails carried both links for, signed, anyway. A changed
+subscriber id, address or time is refused, as is a paper key no link could carry.
 
 A standing link (the personal Atom feed, `/feed/TOKEN.atom`, and the digest archive,
 `/archive/TOKEN`) sits in a feed reader or an old email for years, so it does not expire:
@@ -171,6 +169,9 @@ class Visitor:
     made: datetime
     paper: str | None = None  # feedback links: the paper's key ("2411.18179", "doi:…")
     verdict: Verdict | None = None  # feedback links: "like" or "dislike"
+    # Feedback links: the paper and the verdict are the token's word, not signed (a digest
+    # email's links share one signature): to be taken only for a paper sent to them.
+    shared: bool = False
 
     def belongs_to(self, sub: Subscriber) -> bool:
         """Whether the link was made for this subscriber, at the address they have now."""
@@ -236,7 +237,7 @@ class _Claim:
 
 def _feedback_claim(token: str) -> _Claim | None:
     """What a feedback token claims (unchecked): None when its body is not one we make."""
-    if len(token) > MAX_FEEDBACK_TOKEN or token.count(".") != 2:
+    if len(token) > MAX_FEEDBACK_TOKEN or not token.isascii() or token.count(".") != 2:
         return None
     body = token.partition(".")[0]
     try:
@@ -416,7 +417,7 @@ class LinkSigner:
         it names a subscriber `owner` (a lookup by id) does not know (gone, or made up:
         the signature covers the subscriber, so without them it cannot be checked). Either
         kind: signed alone (`feedback_token`) or sharing a digest's signature
-        (`digest_votes`: its paper and verdict are the token's word, by design)."""
+        (`digest_votes`: its paper and verdict are the token's word, `Visitor.shared`)."""
         claim = _feedback_claim(token)
         if claim is None:
             return TokenProblem("forged")
@@ -434,11 +435,11 @@ class LinkSigner:
         except SignatureExpired as exc:
             if exc.date_signed is None:
                 return TokenProblem("forged")
-            visitor = Visitor(subscriber_id, tag, exc.date_signed, paper, verdict)
+            visitor = Visitor(subscriber_id, tag, exc.date_signed, paper, verdict, claim.shared)
             return TokenProblem("expired", visitor)
         except BadSignature:
             return TokenProblem("forged")
-        return Visitor(subscriber_id, tag, made, paper=paper, verdict=verdict)
+        return Visitor(subscriber_id, tag, made, paper, verdict, claim.shared)
 
     # -- standing links: the Atom feed and the archive ---------------------------------------
 
