@@ -235,6 +235,11 @@ class _Claim:
     paper: str
 
 
+def _votable(paper: str) -> bool:
+    """Whether a paper's key can ride in a feedback token (see MAX_FEEDBACK_KEY)."""
+    return 0 < len(paper) <= MAX_FEEDBACK_KEY
+
+
 def _feedback_claim(token: str) -> _Claim | None:
     """What a feedback token claims (unchecked): None when its body is not one we make."""
     if len(token) > MAX_FEEDBACK_TOKEN or not token.isascii() or token.count(".") != 2:
@@ -249,7 +254,7 @@ def _feedback_claim(token: str) -> _Claim | None:
     verdict, shared = _VERDICT_CODES.get(code, (None, False))
     if not (number.isascii() and number.isdigit() and len(number) <= 12) or verdict is None:
         return None
-    if not 0 < len(paper) <= MAX_FEEDBACK_KEY:
+    if not _votable(paper):
         return None
     # A shared signature leaves the paper unsigned: only a key we could have made (no
     # control or invisible character: a NUL would not even store), spelt one way only
@@ -259,11 +264,6 @@ def _feedback_claim(token: str) -> _Claim | None:
     ):
         return None
     return _Claim(shared, number, verdict, paper)
-
-
-def _votable(paper: str) -> bool:
-    """Whether a paper's key can ride in a feedback token (see MAX_FEEDBACK_KEY)."""
-    return 0 < len(paper) <= MAX_FEEDBACK_KEY
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,7 +117,6 @@ class Queued:
     omitted: Sequence[Paper] = ()
 
 
-# What a claimed record's OutboxItem is made of (the UPDATE that leases it returns them).
 # Recording a send (`Outbox.mark_sent`): the record, leased by `owner` or (its lease lost)
 # still pending, and its papers queued for it.
 _SENT_VALUES: dict[str, Any] = {
