@@ -363,6 +363,7 @@ class Owners:
 
     def __init__(self, store: Store) -> None:
         self.store, self.seen, self.stop = store, Counter[str](), threading.Event()
+        self.names = frozenset[str]()  # who has held leases, replaced whole after each look
         self.thread = threading.Thread(target=self._watch)
 
     def _watch(self) -> None:
@@ -374,6 +375,7 @@ class Owners:
             with self.store.database.engine.connect() as connection:
                 for owner, count in connection.execute(query):
                     self.seen[owner] += count
+            self.names = frozenset(self.seen)
             time.sleep(0.02)
 
     def __enter__(self) -> Owners:
@@ -407,7 +409,11 @@ def test_three_workers_share_the_outbox_and_send_each_digest_once(
 ) -> None:
     digests = 240
     with Store.open(database_url) as store, smtp_sink() as (sink, port):
-        sink.delay = 0.01  # a server that takes its time: the three overlap
+        # A server that takes its time until every worker holds leases: each worker's next
+        # tick comes within a second of the release (the leader's after its poll), and the
+        # first two must not have sent everything by then (on a loaded machine they had, in
+        # CI). The leases are renewed while a message waits, so nothing is sent twice.
+        sink.delay = 0.5
         queue(store, full_feed_papers, digests)
         config = tmp_path / "config.toml"
         config.write_text(config_text(database_url, port))
@@ -417,6 +423,8 @@ def test_three_workers_share_the_outbox_and_send_each_digest_once(
             assert [w.name for w in leaders] == [workers(store.database).leader]
             with Owners(store) as owners:
                 release(store)
+                wait_for(lambda: owners.names == {w.name for w in group})
+                sink.delay = 0.01  # all three overlap; the rest goes quickly
                 wait_for(lambda: sent(store) == digests)
             assert [w.stop() for w in group] == [0, 0, 0]
         totals = store.outbox.totals(now=utcnow())
