@@ -93,15 +93,16 @@ def message_bytes(
     """The message: `headers` (name, value) in order (a tuple value: the entries of a
     `list_header`), then the text part, or
     multipart/alternative of the text and the HTML parts when `html` is given. The MIME
-    boundary is made from the content, not at random: the same digest gives the same
-    bytes ("=_" never occurs in a quoted-printable body, so it cannot clash with it)."""
+    boundary is made from the headers, not at random: the same digest gives the same
+    bytes, and each message (its own Message-ID) its own boundary. "=_" never occurs in a
+    quoted-printable body, so the boundary cannot clash with the parts' content."""
     head = b"".join(
         list_header(name, value) if isinstance(value, tuple) else header(name, value)
         for name, value in headers
     )
     if html is None:
         return head + _PART % b"plain" + b"MIME-Version: 1.0\r\n\r\n" + quoted_printable(text)
-    digest = hashlib.sha256(f"{text}\0{html}".encode()).hexdigest()
+    digest = hashlib.sha256(head).hexdigest()
     boundary = f"=_paperbell_{digest[:32]}".encode("ascii")
     return b"".join(
         (
