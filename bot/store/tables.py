@@ -14,7 +14,7 @@ from dataclasses import fields
 from datetime import date, datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Index, LargeBinary, UniqueConstraint
+from sqlalchemy import Index, LargeBinary, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from bot.core.models import MAX_ID_LENGTH
@@ -169,7 +169,13 @@ class OutboxRow(SQLModel, table=True):
     channel and period, so two builders cannot queue the same digest twice."""
 
     __tablename__ = "outbox"
-    __table_args__ = (UniqueConstraint("subscriber_id", "channel", "period"),)
+    __table_args__ = (
+        UniqueConstraint("subscriber_id", "channel", "period"),
+        # A bounce's address matched to the latest email sent to it; the emails of a day
+        # (migration 0014).
+        Index("ix_outbox_recipient_lower", text("lower(recipient)")),
+        Index("ix_outbox_sent_at", "sent_at"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     subscriber_id: int = Field(foreign_key="subscribers.id", index=True)
