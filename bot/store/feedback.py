@@ -213,6 +213,11 @@ class FeedbackStore(Repository):
                     session.delete(row)
             session.commit()
 
+    def any(self) -> bool:
+        """Whether anyone has a verdict (one row read)."""
+        with self.database.session() as session:
+            return session.exec(select(FeedbackRow.id).limit(1)).first() is not None
+
     def counts(self) -> dict[str, int]:
         """How many verdicts there are of each kind, everyone's ({"like": 12, ...})."""
         counts = dict.fromkeys(("like", "dislike"), 0)
