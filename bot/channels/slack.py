@@ -23,15 +23,9 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from slack_sdk.errors import SlackApiError, SlackClientError
-from slack_sdk.http_retry.builtin_async_handlers import (
-    AsyncConnectionErrorRetryHandler,
-    AsyncRateLimitErrorRetryHandler,
-)
-from slack_sdk.web.async_client import AsyncWebClient
-from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.channels.base import (
     OnProgress,
@@ -48,6 +42,9 @@ from bot.channels.base import (
 from bot.channels.registry import ChannelKind, register
 from bot.core.models import Digest, Subscriber, version_key
 from bot.render.slack import build_posts
+
+if TYPE_CHECKING:
+    from slack_sdk.web.async_client import AsyncWebClient
 
 log = logging.getLogger(__name__)
 
@@ -325,6 +322,9 @@ class SlackChannel:
         return post
 
     def _webhook_poster(self, variable: str, url: str) -> _Poster:
+        from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
+        from slack_sdk.webhook.async_client import AsyncWebhookClient
+
         client = AsyncWebhookClient(url, timeout=int(self.settings.timeout))
         client.retry_handlers.append(
             AsyncRateLimitErrorRetryHandler(max_retry_count=self.settings.rate_limit_retries)
@@ -362,7 +362,16 @@ class SlackChannel:
 
 
 def make_client(settings: SlackSettings) -> AsyncWebClient:
-    """slack-sdk's client for `settings`: the configured API URL, and 429s waited out."""
+    """slack-sdk's client for `settings`: the configured API URL, and 429s waited out.
+    Its async clients are imported here, when a digest goes to Slack: they bring aiohttp
+    (a fifth of a second and some 10 MB), which an email-only run and the render workers
+    never need."""
+    from slack_sdk.http_retry.builtin_async_handlers import (
+        AsyncConnectionErrorRetryHandler,
+        AsyncRateLimitErrorRetryHandler,
+    )
+    from slack_sdk.web.async_client import AsyncWebClient
+
     client = AsyncWebClient(
         token=settings.token, base_url=settings.api_url, timeout=int(settings.timeout)
     )
