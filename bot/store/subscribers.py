@@ -15,13 +15,22 @@ from datetime import datetime
 from typing import cast
 
 from sqlalchemy import delete
+from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
 from bot.core.errors import StoreError
 from bot.core.models import DEFAULT_INCLUDE, AbstractLength, EmailFormat, Subscriber
 from bot.core.schedule import Defaults
-from bot.store.bulk import Added, NewSubscriber, check_labels, mirror_config, too_many_rules
+from bot.store.bulk import (
+    RULES,
+    SUBSCRIBERS,
+    Added,
+    NewSubscriber,
+    check_labels,
+    mirror_config,
+    too_many_rules,
+)
 from bot.store.bulk import add_many as insert_people
 from bot.store.database import Repository, aware
 from bot.store.tables import (
@@ -41,6 +50,7 @@ from bot.store.tables import (
     load_list,
 )
 
+PLACES = DestinationRow.__table__  # type: ignore[attr-defined]
 SCHEDULE_SETTINGS = ("schedule", "day", "time", "timezone", "notify_empty")
 # What a database subscriber may change about their digests (the manage page, the CLI).
 SETTINGS = (
@@ -124,27 +134,28 @@ class Subscribers(Repository):
         whose unset schedule settings take `defaults` (the config's [digest]); `only`: the
         stored one with this id alone (one query each, not everyone's)."""
         defaults = defaults or Defaults()
+        # Read as rows, not as ORM objects: a run reads everyone, and making 10,000
+        # subscribers' and their rules' objects took a second (their rows: a tenth).
+        query = sa_select(SUBSCRIBERS)
+        rule_query = sa_select(RULES.c.subscriber_id, RULES.c.text, RULES.c.label)
+        places = sa_select(PLACES.c.subscriber_id, PLACES.c.url)
+        if only is not None:
+            query = query.where(SUBSCRIBERS.c.id == only)
+            rule_query = rule_query.where(RULES.c.subscriber_id == only)
+            places = places.where(PLACES.c.subscriber_id == only)
         with self.database.session() as session:
-            query = select(SubscriberRow)
-            rule_query = select(RuleRow).order_by(col(RuleRow.id))
-            if only is not None:
-                query = query.where(SubscriberRow.id == only)
-                rule_query = rule_query.where(RuleRow.subscriber_id == only)
-            rows = {r.name: r for r in session.exec(query).all()}
+            rows = {r.name: r for r in session.execute(query)}
             if only is not None:
                 config_subscribers = [s for s in config_subscribers if s.name in rows]
-            places = select(DestinationRow).order_by(col(DestinationRow.id))
-            if only is not None:
-                places = places.where(DestinationRow.subscriber_id == only)
             urls: dict[int, list[str]] = {}
-            for place in session.exec(places).all():
-                urls.setdefault(place.subscriber_id, []).append(place.url)
+            for subscriber_id, url in session.execute(places.order_by(PLACES.c.id)):
+                urls.setdefault(subscriber_id, []).append(url)
             rules: dict[int, list[str]] = {}
             labels: dict[int, dict[str, str]] = {}
-            for rule in session.exec(rule_query).all():
-                rules.setdefault(rule.subscriber_id, []).append(rule.text)
-                if rule.label:
-                    labels.setdefault(rule.subscriber_id, {})[rule.text] = rule.label
+            for subscriber_id, text, label in session.execute(rule_query.order_by(RULES.c.id)):
+                rules.setdefault(subscriber_id, []).append(text)
+                if label:
+                    labels.setdefault(subscriber_id, {})[text] = label
         result: list[Subscriber] = []
         for sub in config_subscribers:
             row = rows.get(sub.name)
