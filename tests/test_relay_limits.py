@@ -461,6 +461,10 @@ def test_two_workers_on_one_postgresql_stay_within_one_limit_together(
         )
         with workers_running(config, 2, tmp_path, web=False) as group:
             wait_for(lambda: up(store, group))
+            # The leader's first tick polls the listing (1,504 papers) before it sends: on a
+            # loaded machine the other had sent all 60 before that tick was over. Released
+            # once the poll is recorded, both send from their next tick.
+            wait_for(lambda: bool(store.sources.states()))
             with Owners(store) as owners:
                 release(store)
                 began = time.monotonic()
