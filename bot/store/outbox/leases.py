@@ -1,42 +1,29 @@
-"""The outbox: built digests waiting to be sent, being sent, sent or failed, and the
-deliveries (which paper versions went, or will go, to whom on which channel).
+"""A worker's side of the outbox: leasing pending records (`claim`, `renew`, `release`)
+and recording how each went (`mark_sent`, `mark_progress`, `mark_retry`, `defer`,
+`mark_failed`), with its deliveries.
 
-A digest's papers are written with its outbox record in one transaction (`enqueue`,
-delivery status "queued"), so a re-run can never send a paper twice; a worker leases
-records (`claim`, `renew`, `release`) and marks each "sent" only after the channel accepted
-the message (`mark_sent`, called by bot.channels.outbox). A lease held by another worker
-is never written over: every write after a claim says which `owner` it comes from.
+A record is marked "sent" only after the channel accepted the message (`mark_sent`, called
+by bot.channels.outbox). A lease held by another worker is never written over: every write
+after a claim says which `owner` it comes from. Queueing is bot.store.outbox.queue.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import (
-    ARRAY,
-    ColumnElement,
-    Integer,
-    Select,
-    all_,
-    bindparam,
-    case,
-    func,
-    insert,
-    update,
-)
+from sqlalchemy import ARRAY, ColumnElement, Integer, Select, all_, bindparam, update
 from sqlalchemy import select as select_columns  # more columns than sqlmodel's types
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
-from bot.core.models import Paper, version_key
-from bot.store.database import Repository, aware, failing_as
+from bot.core.models import version_key
+from bot.store.database import Repository, failing_as
 from bot.store.tables import DeliveryRow, OutboxMessageRow, OutboxRow, SubscriberRow
 
-# The tables themselves, for Core statements where a run writes many rows.
+# The tables themselves, for Core statements made once (a run claims and records thousands).
 OUTBOX = OutboxRow.__table__  # type: ignore[attr-defined]
 DELIVERIES = DeliveryRow.__table__  # type: ignore[attr-defined]
 MESSAGES = OutboxMessageRow.__table__  # type: ignore[attr-defined]
@@ -59,62 +46,6 @@ class OutboxItem:
     attempts: int  # failed attempts before this one
     progress: str | None = None  # how far a multi-message digest got (the channel's JSON)
     lease_until: datetime | None = None  # the worker holds it until then, unless it renews
-
-
-@dataclass(frozen=True, slots=True)
-class OutboxStatus:
-    """One subscriber's outbox (or one target's), for `paperbell status`."""
-
-    pending: int
-    failed: int
-    last_sent: datetime | None
-    last_error: str | None
-    next_attempt: datetime | None
-    attempts: int = 0  # failed attempts of the latest record, while it is pending
-    last_status: str | None = None  # the latest record's: pending, sent, failed
-
-
-@dataclass(frozen=True, slots=True)
-class Waiting:
-    """A channel's pending records by why they wait, and when the next of each goes."""
-
-    held: int  # by the relay's limits or a "slow down" (no attempt counted yet)
-    next_held: datetime | None
-    retries: int  # after a failure (an attempt counted): the retry policy's wait
-    next_retry: datetime | None
-    due: int  # queued, due now
-
-
-def _status_of(items: Sequence[OutboxRow]) -> OutboxStatus:
-    """What some outbox records (in the order queued) say, for `status`."""
-    pending = [r for r in items if r.status == "pending"]
-    sent = [r.sent_at for r in items if r.sent_at is not None]
-    errors = [r for r in items if r.last_error]
-    latest = items[-1] if items else None
-    return OutboxStatus(
-        pending=len(pending),
-        failed=sum(1 for r in items if r.status == "failed"),
-        last_sent=max(sent) if sent else None,
-        last_error=errors[-1].last_error if errors else None,
-        next_attempt=min((r.next_attempt for r in pending), default=None),
-        attempts=latest.attempts if latest is not None and latest.status == "pending" else 0,
-        last_status=latest.status if latest is not None else None,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Queued:
-    """A built digest to queue (`Outbox.enqueue_many`): for whom, where, for which slot,
-    its finished payload, and the papers it sends and leaves out."""
-
-    subscriber_id: int
-    channel: str
-    period: str
-    digest_id: str
-    recipient: str
-    payload: bytes
-    sent: Sequence[Paper]
-    omitted: Sequence[Paper] = ()
 
 
 # Recording a send (`Outbox.mark_sent`): the record, leased by `owner` or (its lease lost)
@@ -193,97 +124,9 @@ def _not_one_of(*, postgres: bool) -> ColumnElement[bool]:
     return OUTBOX.c.id.not_in(bindparam("skip", expanding=True, literal_execute=True))
 
 
-class Outbox(Repository):
-    """The outbox and the deliveries (`store.outbox`)."""
-
-    def enqueue(
-        self,
-        subscriber_id: int,
-        *,
-        channel: str,
-        period: str,
-        digest_id: str,
-        recipient: str,
-        payload: bytes,
-        sent: Sequence[Paper],
-        omitted: Sequence[Paper] = (),
-        now: datetime,
-    ) -> int | None:
-        """Queue a built digest and claim its papers for it, in one transaction.
-
-        None when another run queued this period's digest, or one of these papers, first:
-        nothing is written then (the unique keys decide; no lock is needed)."""
-        entry = Queued(subscriber_id, channel, period, digest_id, recipient, payload, sent, omitted)
-        return self.enqueue_many([entry], now=now)[0]
-
-    def enqueue_many(self, entries: Sequence[Queued], *, now: datetime) -> list[int | None]:
-        """Queue many built digests (each as `enqueue` does), in one transaction when none
-        clashes with what another run queued first; else each in its own, so that only the
-        ones that clash are left out. Each entry's outbox id, or None (queued elsewhere)."""
-        if not entries:
-            return []
-        with failing_as("queue the digests"):
-            try:
-                with self.database.session() as session:
-                    ids: list[int | None] = list(self._add(session, entries, now))
-                    session.commit()
-                    return ids
-            except IntegrityError:
-                if len(entries) == 1:
-                    return [None]
-            return [self.enqueue_many([entry], now=now)[0] for entry in entries]
-
-    @staticmethod
-    def _add(session: Any, entries: Sequence[Queued], now: datetime) -> list[int]:
-        # Core statements on the session's connection: no ORM object, no flush; the
-        # records in one INSERT (their ids returned in order), then their messages and
-        # their deliveries in one INSERT each.
-        connection = session.connection()
-        rows = [
-            {
-                "subscriber_id": entry.subscriber_id,
-                "channel": entry.channel,
-                "period": entry.period,
-                "digest_id": entry.digest_id,
-                "recipient": entry.recipient,
-                "papers": len(entry.sent),
-                "omitted": len(entry.omitted),
-                "status": "pending",
-                "attempts": 0,
-                "next_attempt": now,
-                "created_at": now,
-            }
-            for entry in entries
-        ]
-        returning = insert(OUTBOX).returning(OUTBOX.c.id, sort_by_parameter_order=True)
-        ids = [int(i) for i in connection.execute(returning, rows).scalars()]
-        connection.execute(
-            insert(MESSAGES),
-            [{"outbox_id": i, "payload": e.payload} for i, e in zip(ids, entries, strict=True)],
-        )
-        deliveries = []
-        for outbox_id, entry in zip(ids, entries, strict=True):
-            seen: set[tuple[str, int]] = set()
-            for papers, status in ((entry.sent, "queued"), (entry.omitted, "omitted")):
-                for paper in papers:
-                    if (paper.id, paper.version) in seen:
-                        continue
-                    seen.add((paper.id, paper.version))
-                    deliveries.append(
-                        {
-                            "subscriber_id": entry.subscriber_id,
-                            "paper_id": paper.id,
-                            "paper_version": paper.version,
-                            "channel": entry.channel,
-                            "status": status,
-                            "digest_id": entry.digest_id,
-                            "outbox_id": outbox_id,
-                            "created_at": now,
-                        }
-                    )
-        if deliveries:  # one INSERT of many rows, not an object each
-            connection.execute(insert(DELIVERIES), deliveries)
-        return ids
+class OutboxLeases(Repository):
+    """A worker's leases on outbox records, and what became of each (`store.outbox.claim`,
+    `mark_sent`, ...)."""
 
     def claim(
         self,
@@ -506,141 +349,3 @@ class Outbox(Repository):
                 break
             failed += 1
         return failed
-
-    def status(self) -> dict[int, OutboxStatus]:
-        """subscriber id -> its outbox: pending and failed records, last sent, last error."""
-        found: dict[int, OutboxStatus] = {}
-        with self.database.session() as session:
-            rows = session.exec(select(OutboxRow).order_by(col(OutboxRow.id))).all()
-        by_sub: dict[int, list[OutboxRow]] = {}
-        for row in rows:
-            by_sub.setdefault(row.subscriber_id, []).append(row)
-        for sid, items in by_sub.items():
-            found[sid] = _status_of(items)
-        return found
-
-    def target_status(self) -> dict[tuple[int, str], OutboxStatus]:
-        """(subscriber id, channel) -> that target's outbox: pending and failed records,
-        last sent, last error, next attempt (`paperbell status`, a line per target)."""
-        with self.database.session() as session:
-            rows = session.exec(select(OutboxRow).order_by(col(OutboxRow.id))).all()
-        by_target: dict[tuple[int, str], list[OutboxRow]] = {}
-        for row in rows:
-            by_target.setdefault((row.subscriber_id, row.channel), []).append(row)
-        return {key: _status_of(items) for key, items in by_target.items()}
-
-    def totals(self, *, now: datetime) -> dict[str, int]:
-        """How many outbox records are pending, in flight (leased now), sent and failed."""
-        with self.database.session() as session:
-            counts = dict(
-                session.exec(
-                    select(OutboxRow.status, func.count()).group_by(col(OutboxRow.status))
-                ).all()
-            )
-            leased = session.exec(
-                select(func.count())
-                .select_from(OutboxRow)
-                .where(OutboxRow.status == "pending", col(OutboxRow.lease_until) > now)
-            ).one()
-        totals = {status: int(counts.get(status, 0)) for status in ("pending", "sent", "failed")}
-        totals["in flight"] = int(leased)
-        return totals
-
-    def waiting(self, channel: str, *, now: datetime) -> Waiting:
-        """`channel`'s pending records by why they wait (`paperbell status`): held back by
-        the relay's limits or its "slow down" (`defer`: no attempt counted), to retry
-        after a failure (`mark_retry`), or due now."""
-        first = col(OutboxRow.attempts) == 0
-        held = first & (col(OutboxRow.next_attempt) > now)
-        with self.database.session() as session:
-            row = session.execute(
-                select_columns(
-                    func.count(),
-                    func.sum(case((held, 1), else_=0)),
-                    func.min(case((held, OutboxRow.next_attempt))),
-                    func.sum(case((first, 0), else_=1)),
-                    func.min(case((~first, OutboxRow.next_attempt))),
-                ).where(col(OutboxRow.status) == "pending", col(OutboxRow.channel) == channel)
-            ).one()
-        count, held_count, next_held, retries, next_retry = row
-        return Waiting(
-            held=int(held_count or 0),
-            next_held=aware(next_held) if next_held is not None else None,
-            retries=int(retries or 0),
-            next_retry=aware(next_retry) if next_retry is not None else None,
-            due=int(count) - int(held_count or 0) - int(retries or 0),
-        )
-
-    # -- deliveries -------------------------------------------------------------------------
-
-    def delivered_versions(self, subscriber_id: int | None, channel: str | None) -> dict[str, int]:
-        """paper id -> highest version already delivered (or omitted) to this subscriber on
-        `channel` (a target's: "email", "apprise:<key>"), or anywhere (None)."""
-        if subscriber_id is None:
-            return {}
-        query = select(DeliveryRow.paper_id, func.max(DeliveryRow.paper_version)).where(
-            DeliveryRow.subscriber_id == subscriber_id
-        )
-        if channel is not None:
-            query = query.where(DeliveryRow.channel == channel)
-        with self.database.session() as session:
-            rows = session.exec(query.group_by(col(DeliveryRow.paper_id))).all()
-            return {paper_id: int(version) for paper_id, version in rows}
-
-    def was_sent(self, subscriber_id: int | None, paper_id: str) -> bool:
-        """Whether any version of the paper was sent to this subscriber, on any channel."""
-        if subscriber_id is None:
-            return False
-        query = (
-            select(DeliveryRow.id)
-            .where(
-                DeliveryRow.subscriber_id == subscriber_id,
-                DeliveryRow.paper_id == paper_id,
-                DeliveryRow.status == "sent",
-            )
-            .limit(1)
-        )
-        with self.database.session() as session:
-            return session.exec(query).first() is not None
-
-    def delivered_versions_of(
-        self, subscriber_ids: Sequence[int], *, size: int = 500
-    ) -> dict[tuple[int, str], dict[str, int]]:
-        """`delivered_versions` of many subscribers at once, per channel: (subscriber id,
-        channel) -> paper id -> highest version; `size` subscribers a query."""
-        found: dict[tuple[int, str], dict[str, int]] = {}
-        with self.database.session() as session:
-            for start in range(0, len(subscriber_ids), size):
-                chunk = subscriber_ids[start : start + size]
-                query = (
-                    select(
-                        DeliveryRow.subscriber_id,
-                        DeliveryRow.channel,
-                        DeliveryRow.paper_id,
-                        func.max(DeliveryRow.paper_version),
-                    )
-                    .where(col(DeliveryRow.subscriber_id).in_(chunk))
-                    .group_by(
-                        col(DeliveryRow.subscriber_id),
-                        col(DeliveryRow.channel),
-                        col(DeliveryRow.paper_id),
-                    )
-                )
-                for sub_id, channel, paper_id, version in session.exec(query):
-                    found.setdefault((sub_id, channel), {})[paper_id] = int(version)
-        return found
-
-    def delivery_counts(self) -> dict[int, tuple[int, datetime | None]]:
-        """subscriber id -> (papers delivered, last delivery time). A paper that went to
-        several places (email, Slack, a chat service) counts once."""
-        with self.database.session() as session:
-            rows = session.exec(
-                select(
-                    DeliveryRow.subscriber_id,
-                    func.count(func.distinct(DeliveryRow.paper_id)),
-                    func.max(DeliveryRow.created_at),
-                )
-                .where(DeliveryRow.status == "sent")
-                .group_by(col(DeliveryRow.subscriber_id))
-            ).all()
-            return {sid: (int(count), last) for sid, count, last in rows}
