@@ -1,0 +1,185 @@
+"""A digest's papers as shown: one paper's view (`item_view`: its title and abstract
+highlighted, as much of the abstract as asked (`TextLength`), its markers, its links checked
+by `bot.core.links.web_url`, one per destination, its Hugging Face and code figures, in
+words; its summary and translations by `bot.render.view.texts`), the digest's groups of
+numbered papers (`group_views`) and the days its papers were announced (`day_span`).
+
+Remembers what a day's digests share: a paper's view by its highlights, and by its rules
+too but for its number (the caches below). Pure: no I/O, no clock. It escapes nothing and
+never makes a link of a paper's raw fields: only the checked URLs of an `ItemView` are.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from datetime import date
+from urllib.parse import quote
+
+from bot.core.links import web_url
+from bot.core.models import Digest, DigestItem, Paper
+from bot.render.text import Excerpt, Segment, excerpt, highlight, plural
+from bot.render.view.models import (
+    BRIEF_CHARS,
+    SHORT_CHARS,
+    SHORT_SLACK,
+    SIMILAR_GROUP,
+    CategoryView,
+    GroupView,
+    ItemView,
+    RuleName,
+    TextLength,
+    rule_name,
+    rule_names,
+)
+from bot.render.view.texts import TextsView, similar_marker, texts_view, with_texts
+
+
+def item_view(
+    number: int,
+    item: DigestItem,
+    *,
+    abstracts: TextLength = "short",
+    texts: TextsView | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> ItemView:
+    """The view of the digest's `number`th paper; `abstracts`: how much of its text to show
+    (`TextLength`: "short" is the first lines and a snippet around the hits); `texts`: what
+    the digest carries of summaries and translations for its subscriber (`texts_view`),
+    None: none; `labels`: the subscriber's rule labels (`Subscriber.labels`)."""
+    title_spans = tuple((h.start, h.end) for h in item.hits if h.field == "title")
+    abstract_spans = tuple((h.start, h.end) for h in item.hits if h.field == "abstract")
+    shown, abstract = _paper_view(item.paper, title_spans, abstract_spans, abstracts)
+    rules = tuple(rule_names(item.rules, labels))
+    view = _unnumbered_view(shown, rules, item.similar_to).numbered(number)
+    if texts is None:
+        return view
+    return with_texts(view, texts.of(item.paper), texts, abstract=abstract, length=abstracts)
+
+
+# Remembered: a day's subscribers who share a paper's highlights and rules share its view
+# but for its number (`ItemView.numbered_alike`: its email block is made once, bot.render.blocks).
+@functools.lru_cache(maxsize=8192)
+def _unnumbered_view(
+    shown: ItemView, rules: tuple[RuleName, ...], similar_to: str | None
+) -> ItemView:
+    view = shown.but(rules=rules)
+    if similar_to is not None:
+        view = view.but(markers=(*view.markers, similar_marker(similar_to)))
+    return view
+
+
+# Remembered: a day's papers are shown to many subscribers, most with the same highlights,
+# and the TeX, the excerpt and the checked links are the same each time (the view is
+# immutable; `item_view` copies it with the subscriber's numbering and rules).
+@functools.lru_cache(maxsize=4096)
+def _paper_view(
+    paper: Paper,
+    title_spans: tuple[tuple[int, int], ...],
+    abstract_spans: tuple[tuple[int, int], ...],
+    abstracts: TextLength,
+) -> tuple[ItemView, tuple[Segment, ...]]:
+    """What an item's view owes to its paper, its highlights and the length of text shown
+    alone (numbered 0, no rules, no "similar to" marker), and its highlighted abstract."""
+    primary = paper.primary_category
+    markers: list[str] = []
+    if paper.is_cross and primary:
+        markers.append(f"cross-list from {primary}")
+    if paper.is_update:
+        markers.append(f"updated: v{paper.version}")
+    title = highlight(paper.title, title_spans)
+    abstract = highlight(paper.abstract, abstract_spans)
+    shown = _excerpt(abstract, abstracts, seen=[text for text, marked in title if marked])
+    whose = f"paper {paper.id[:80]}: a link"
+    code_url = web_url(paper.github, what=whose)
+    view = ItemView(
+        number=0,
+        paper=paper,
+        rules=(),
+        title=tuple(title),
+        abstract=shown,
+        categories=tuple(
+            CategoryView(name, index == 0) for index, name in enumerate(paper.categories)
+        ),
+        markers=tuple(markers),
+        dois=tuple(
+            (doi, url)
+            for doi in paper.dois
+            if (url := web_url("https://doi.org/" + quote(doi, safe="/:;()._-"), what=whose))
+        ),
+        day=_short_day(paper.announced) if paper.announced else None,
+        upvotes=plural(paper.upvotes, "upvote") if paper.upvotes is not None else None,
+        hf_rank=f"#{paper.hf_rank} of the day" if paper.hf_rank else None,
+        code=_code_label(paper) if code_url else None,
+        url=web_url(paper.abs_url, what=whose),
+        pdf_url=web_url(paper.pdf_url, what=whose),
+        html_url=web_url(paper.html_url, what=whose),
+        code_url=code_url,
+        # Hugging Face lists arXiv papers only: its page of any other id is no page.
+        hf_url=web_url(paper.hf_url, what=whose) if paper.on_arxiv else None,
+    )
+    return view, tuple(abstract)
+
+
+def _excerpt(abstract: Sequence[Segment], length: TextLength, *, seen: Sequence[str]) -> Excerpt:
+    """What is shown of an abstract: whole, its first lines and a snippet around a hit they
+    hide (`excerpt`), its first lines only, or nothing."""
+    if length == "full":
+        return Excerpt(head=tuple(abstract))
+    if length == "none":
+        return Excerpt(head=(), clipped=bool(abstract))
+    if length == "brief":
+        head = excerpt(abstract, BRIEF_CHARS, slack=BRIEF_CHARS // 4)
+        return Excerpt(head=head.head, clipped=head.clipped)
+    return excerpt(abstract, SHORT_CHARS, seen=seen, slack=SHORT_SLACK)
+
+
+def _code_label(paper: Paper) -> str | None:
+    """The code link's text: `Code (1,204 stars)`; None without a repository."""
+    if not paper.github:
+        return None
+    stars = f" ({plural(paper.github_stars, 'star')})" if paper.github_stars else ""
+    return f"Code{stars}"
+
+
+def group_views(digest: Digest, *, abstracts: TextLength | None = None) -> tuple[GroupView, ...]:
+    """The digest's groups, their papers numbered from 1 across the digest; `abstracts`:
+    how much of each paper's text to show (default: the subscriber's `abstracts`)."""
+    groups: list[GroupView] = []
+    number = 0
+    abstracts = abstracts or asked_length(digest.subscriber.abstracts)
+    labels = digest.subscriber.labels
+    texts = texts_view(digest)
+    for group in digest.groups:
+        items = []
+        for item in group.items:
+            number += 1
+            items.append(item_view(number, item, abstracts=abstracts, texts=texts, labels=labels))
+        rule = SIMILAR_GROUP if group.similar else rule_name(group.rule, labels)
+        heading = f"{rule} · {plural(len(items), 'paper')}"
+        groups.append(GroupView(rule=rule, heading=heading, items=tuple(items)))
+    return tuple(groups)
+
+
+def asked_length(abstracts: str) -> TextLength:
+    """A subscriber's `abstracts` setting as a `TextLength` ("short" unless "full")."""
+    return "full" if abstracts == "full" else "short"
+
+
+def _short_day(day: date) -> str:
+    return f"{day:%a} {day.day} {day:%b %Y}"
+
+
+def day_span(days: Sequence[date]) -> str:
+    """The days a digest's papers were announced, short, without the year unless they span
+    two: `Tue 24 Nov`, `Mon 23 – Fri 27 Nov`, `Fri 28 Nov – Tue 2 Dec`, `Mon 29 Dec 2025 –
+    Fri 2 Jan 2026`; empty without any."""
+    if not days:
+        return ""
+    first, last = min(days), max(days)
+    if first == last:
+        return f"{first:%a} {first.day} {first:%b}"
+    if first.year != last.year:
+        return f"{first:%a} {first.day} {first:%b %Y} \u2013 {last:%a} {last.day} {last:%b %Y}"
+    start = f"{first:%a} {first.day}" + ("" if first.month == last.month else f" {first:%b}")
+    return f"{start} \u2013 {last:%a} {last.day} {last:%b}"
