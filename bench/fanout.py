@@ -286,7 +286,7 @@ def add_subscribers(database: Path, count: int, words: list[tuple[str, int]], se
 def paperbell(*args: str, env: dict[str, str], out: Path | None = None) -> None:
     command = [sys.executable, "-m", "bot.cli", *args]
     with open(out or os.devnull, "wb") as sink:
-        result = subprocess.run(command, env=env, stdout=sink, stderr=subprocess.PIPE)
+        result = subprocess.run(command, env=env, stdout=sink, stderr=subprocess.PIPE, cwd=ROOT)
     if result.returncode != 0:
         sys.exit(f"{' '.join(args[:1])} failed ({result.returncode}):\n{result.stderr.decode()}")
 
@@ -341,7 +341,9 @@ def main() -> int:
         before_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.monotonic()
         with open(folder / "digest.out", "wb") as out:
-            child = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.PIPE)
+            # In ROOT: `python -m` puts its working directory first on sys.path, so a run
+            # started from another checkout would import that checkout's code instead.
+            child = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.PIPE, cwd=ROOT)
             memory = TreeMemory(child.pid)
             _, stderr = child.communicate()
             tree_peak, tree_pss = memory.stop()
