@@ -305,7 +305,10 @@ def main() -> int:
         help="[delivery] render_processes (default: unset, one worker per core)",
     )
     args = parser.parse_args()
-    folder = args.keep or Path(tempfile.mkdtemp(prefix="paperbell-fanout-"))
+    # Absolute: the digest run starts in ROOT (see below), not in the caller's directory.
+    folder = (args.keep or Path(tempfile.mkdtemp(prefix="paperbell-fanout-"))).resolve()
+    if args.profile:
+        args.profile = args.profile.resolve()
     if args.keep:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)

@@ -459,12 +459,12 @@ def test_two_workers_on_one_postgresql_stay_within_one_limit_together(
                 "[email]\n", f"[email]\nmax_per_second = {per_second}\n"
             )
         )
-        with workers_running(config, 2, tmp_path, web=False) as group:
+        with workers_running(config, 2, tmp_path, web=True) as group:
             wait_for(lambda: up(store, group))
-            # The leader's first tick polls the listing (1,504 papers) before it sends: on a
-            # loaded machine the other had sent all 60 before that tick was over. Released
-            # once the poll is recorded, both send from their next tick.
-            wait_for(lambda: bool(store.sources.states()))
+            # The leader's first tick polls the listing (1,504 papers) and plans before it
+            # sends: on a loaded machine the other had sent all 60 before that tick was over.
+            # Released once each has finished a tick (/healthz), both send from their next.
+            wait_for(lambda: all(int(w.health()["ticks"]) >= 1 for w in group))
             with Owners(store) as owners:
                 release(store)
                 began = time.monotonic()

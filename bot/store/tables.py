@@ -8,7 +8,6 @@ repositories of bot.store (papers, subscribers, outbox, ...) ask the tables.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterable
 from dataclasses import fields
@@ -33,9 +32,6 @@ def dump_list(values: Iterable[str]) -> str:
     return json.dumps(list(values))
 
 
-# Remembered: most subscribers store the same few lists ("[]", the default include), and a
-# run reads everyone's.
-@functools.lru_cache(maxsize=1024)
 def load_list(text: str) -> tuple[str, ...]:
     """A list column's values, from its stored text."""
     return tuple(json.loads(text))
