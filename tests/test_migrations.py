@@ -100,8 +100,7 @@ def insert_subscriber(connection: Any, when: str, **columns: object) -> int:
     """Write a subscriber (`SUBSCRIBER_ROW`, made at `when`, with `columns` changed or
     added: a later revision's own); its id."""
     row = {**SUBSCRIBER_ROW, "created_at": when, **columns}
-    names, values = ", ".join(row), ", ".join(f":{name}" for name in row)
-    connection.execute(text(f"INSERT INTO subscribers ({names}) VALUES ({values})"), row)
+    insert_row(connection, "subscribers", row)
     found = text("SELECT id FROM subscribers WHERE name = :name")
     return int(connection.execute(found, {"name": row["name"]}).scalar_one())
 
@@ -124,8 +123,13 @@ def insert_sent_email(connection: Any, subscriber_id: int, when: object, **colum
         "sent_at": when,
         **columns,
     }
+    insert_row(connection, "outbox", row)
+
+
+def insert_row(connection: Any, table: str, row: dict[str, object]) -> None:
+    """Write `row` (column -> value) into `table` in raw SQL, as any revision takes it."""
     names, values = ", ".join(row), ", ".join(f":{name}" for name in row)
-    connection.execute(text(f"INSERT INTO outbox ({names}) VALUES ({values})"), row)
+    connection.execute(text(f"INSERT INTO {table} ({names}) VALUES ({values})"), row)
 
 
 @pytest.mark.database
