@@ -23,6 +23,7 @@ arrive (exit code 1 otherwise, or when the digest command fails).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -173,19 +174,29 @@ def title_words(papers_xml: bytes) -> list[tuple[str, int]]:
     return [(w, c) for w, c in counts.most_common() if 2 <= c <= ceiling]
 
 
-def tree_memory_mb(pid: int) -> tuple[float, float]:
-    """The memory of a process and all its descendants, in MB (0: gone): the sum of their
-    resident sets (a page two of them share counted twice), and of their proportional
-    sets (PSS: a shared page counted once, split between those that share it)."""
-    rss = pss = 0
-    stack = [pid]
+def tree_pids(pid: int) -> list[int]:
+    """A process and all its descendants (those still there)."""
+    found, stack = [], [pid]
     while stack:
         current = stack.pop()
         try:
-            rollup = Path(f"/proc/{current}/smaps_rollup").read_text()
             for task in Path(f"/proc/{current}/task").iterdir():
                 stack += [int(c) for c in (task / "children").read_text().split()]
         except (OSError, ValueError):
+            continue
+        found.append(current)
+    return found
+
+
+def tree_memory_mb(pids: list[int]) -> tuple[float, float]:
+    """The memory of processes, in MB (0: gone): the sum of their resident sets (a page
+    two of them share counted twice), and of their proportional sets (PSS: a shared page
+    counted once, split between those that share it)."""
+    rss = pss = 0
+    for pid in pids:
+        try:
+            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
             continue
         for line in rollup.splitlines():
             if line.startswith("Rss:"):
@@ -195,27 +206,79 @@ def tree_memory_mb(pid: int) -> tuple[float, float]:
     return rss / 1024, pss / 1024
 
 
-class TreeMemory:
-    """The peaks of `tree_memory_mb` while a process runs, sampled every 0.1 s."""
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """A process's CPU time so far (user + system), None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+class TreeWatch:
+    """While a process runs, every 0.1 s: the peaks of its tree's memory
+    (`tree_memory_mb`), and each process's CPU time (`cpu`: the last seen, by pid;
+    `cpu_at(moment)`: as it was at a monotonic moment)."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.peak = 0.0
         self.peak_pss = 0.0
+        self.cpu: dict[int, float] = {}
+        self.commands: dict[int, str] = {}
+        self._samples: list[tuple[float, dict[int, float]]] = []
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
 
     def _watch(self) -> None:
         while not self._done.wait(0.1):
-            rss, pss = tree_memory_mb(self.pid)
+            pids = tree_pids(self.pid)
+            rss, pss = tree_memory_mb(pids)
             self.peak = max(self.peak, rss)
             self.peak_pss = max(self.peak_pss, pss)
+            for pid in pids:
+                if (seconds := cpu_seconds(pid)) is not None:
+                    self.cpu[pid] = seconds
+                if pid not in self.commands:
+                    with contextlib.suppress(OSError):
+                        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+                        self.commands[pid] = command.replace(b"\0", b" ").decode(errors="replace")
+            self._samples.append((time.monotonic(), dict(self.cpu)))
+
+    def cpu_at(self, moment: float) -> dict[int, float]:
+        """Each process's CPU time at the last sample before `moment`."""
+        before = [cpu for when, cpu in self._samples if when <= moment]
+        return before[-1] if before else {}
 
     def stop(self) -> tuple[float, float]:
         self._done.set()
         self._thread.join()
         return self.peak, self.peak_pss
+
+
+def process_cpu(watch: TreeWatch, main_pid: int, first: float | None, end: float) -> str:
+    """Each process's CPU time, and how busy it was from the first message to the end:
+    the process near 1.0 is the one the rate waits for."""
+    since = watch.cpu_at(first) if first is not None else {}
+    span = end - first if first is not None else float("nan")
+    parts = []
+    for pid, seconds in sorted(watch.cpu.items(), key=lambda item: item[0] != main_pid):
+        command = watch.commands.get(pid, "")
+        if pid == main_pid:
+            role = "main process"
+        elif "resource_tracker" in command:
+            continue  # multiprocessing's helper: no work of the run
+        else:
+            role = "render worker" if "spawn_main" in command else f"process {pid}"
+        busy = (seconds - since.get(pid, 0.0)) / span if span > 0 else float("nan")
+        parts.append(f"{role} {seconds:.1f} s (busy {busy:.2f})")
+    return "CPU by process (busy: its share of one core from the first message on): " + (
+        "; ".join(parts)
+    )
 
 
 def write_setup(
@@ -347,10 +410,11 @@ def main() -> int:
             # In ROOT: `python -m` puts its working directory first on sys.path, so a run
             # started from another checkout would import that checkout's code instead.
             child = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.PIPE, cwd=ROOT)
-            memory = TreeMemory(child.pid)
+            watch = TreeWatch(child.pid)
             _, stderr = child.communicate()
-            tree_peak, tree_pss = memory.stop()
-        seconds = time.monotonic() - start
+            end = time.monotonic()
+            tree_peak, tree_pss = watch.stop()
+        seconds = end - start
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         peak_mb = usage.ru_maxrss / 1024
         cpu = usage.ru_utime + usage.ru_stime - before_cpu.ru_utime - before_cpu.ru_stime
@@ -371,6 +435,7 @@ def main() -> int:
             f"({len(lines) - sent:,} subscribers with nothing new)"
         )
         print(f"ratio to the anchor: {rate / anchor_rate:.2f}x")
+        print(process_cpu(watch, child.pid, sink.first, end))
         missing = sent - received
         if missing > 0:
             print(f"MISSING: {missing:,} digests did not reach the sink")
