@@ -41,6 +41,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from pathlib import Path
@@ -165,13 +166,33 @@ def run_anchor(sink: Sink, count: int, *, as_bytes: bool = False) -> tuple[float
 
 
 def title_words(papers_xml: bytes) -> list[tuple[str, int]]:
-    """Topical title words (5+ letters, in at most 2% of titles), by document frequency."""
+    """`topical_words` of the feed's item titles."""
     titles = re.findall(rb"<title>(.*?)</title>", papers_xml, re.S)[1:]
+    return topical_words(title.decode("utf-8", "replace") for title in titles)
+
+
+def topical_words(titles: Iterable[str]) -> list[tuple[str, int]]:
+    """Topical title words (5+ letters, in at most 2% of titles), by document frequency."""
     counts: Counter[str] = Counter()
+    seen = 0
     for title in titles:
-        counts.update(set(WORD.findall(title.decode("utf-8", "replace").lower())))
-    ceiling = max(2, len(titles) // 50)
+        seen += 1
+        counts.update(set(WORD.findall(title.lower())))
+    ceiling = max(2, seen // 50)
     return [(w, c) for w, c in counts.most_common() if 2 <= c <= ceiling]
+
+
+def zipf_weights(count: int) -> list[float]:
+    """Weights for words ranked by document frequency: popular topics repeat."""
+    return [1 / (rank + 5) ** 1.1 for rank in range(count)]
+
+
+def drawn_rules(
+    rng: random.Random, words: list[tuple[str, int]], weights: list[float]
+) -> list[str]:
+    """A subscriber's 1-3 `ti:` one-word rules, drawn by `weights`, each once."""
+    chosen = rng.choices(words, weights, k=rng.randint(1, 3))
+    return [f"ti:{word}" for word, _ in dict.fromkeys(chosen)]
 
 
 def tree_pids(pid: int) -> list[int]:
@@ -322,8 +343,7 @@ from = "paperbell <papers@bench.example>"
 def add_subscribers(database: Path, count: int, words: list[tuple[str, int]], seed: int) -> None:
     """N email subscribers, 1-3 one-word rules each, straight into the tables."""
     rng = random.Random(seed)
-    # Zipf over the words ranked by document frequency: popular topics repeat.
-    weights = [1 / (rank + 5) ** 1.1 for rank in range(len(words))]
+    weights = zipf_weights(len(words))
     now = datetime.now(UTC).replace(tzinfo=None).isoformat(sep=" ")
     connection = sqlite3.connect(database)
     with connection:
@@ -337,9 +357,7 @@ def add_subscribers(database: Path, count: int, words: list[tuple[str, int]], se
         ids = [row[0] for row in connection.execute("SELECT id FROM subscribers ORDER BY id")]
         rules = []
         for sub_id in ids:
-            chosen = rng.choices(words, weights, k=rng.randint(1, 3))
-            for word, _ in dict.fromkeys(chosen):
-                rules.append((sub_id, f"ti:{word}", now))
+            rules += [(sub_id, rule, now) for rule in drawn_rules(rng, words, weights)]
         connection.executemany(
             "INSERT INTO rules (subscriber_id, text, created_at) VALUES (?, ?, ?)", rules
         )

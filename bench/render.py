@@ -25,16 +25,16 @@ import argparse
 import cProfile
 import gc
 import random
-import re
 import sys
 import time
-from collections import Counter
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from fanout import drawn_rules, topical_words, zipf_weights  # noqa: E402  (bench/, beside this)
 
 from bot.channels import load_builtin_channels  # noqa: E402
 from bot.channels.base import RenderContext  # noqa: E402
@@ -49,33 +49,25 @@ from bot.render.email import EmailSettings, render_digest  # noqa: E402
 from bot.rules import parse_rule  # noqa: E402
 
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
-WORD = re.compile(r"[a-z]{5,}")
 
 
 def subscribers(count: int, titles: list[str], seed: int) -> list[Subscriber]:
-    """`count` email subscribers, each with 1-3 `ti:` title words (as bench/fanout.py
-    draws them: Zipf over the words' document frequency)."""
-    counts: Counter[str] = Counter()
-    for title in titles:
-        counts.update(set(WORD.findall(title.lower())))
-    ceiling = max(2, len(titles) // 50)
-    words = [w for w, c in counts.most_common() if 2 <= c <= ceiling]
-    weights = [1 / (rank + 5) ** 1.1 for rank in range(len(words))]
+    """`count` email subscribers, each with 1-3 `ti:` title words, drawn as
+    bench/fanout.py draws them."""
+    words = topical_words(titles)
+    weights = zipf_weights(len(words))
     rng = random.Random(seed)
-    people = []
-    for number in range(1, count + 1):
-        chosen = sorted(set(rng.choices(words, weights, k=rng.randint(1, 3))))
-        people.append(
-            Subscriber(
-                id=number,
-                name=f"reader{number}",
-                email=f"reader{number}@bench.example",
-                email_confirmed=True,
-                created=datetime(2024, 1, 1, tzinfo=UTC),
-                rules=tuple(f"ti:{word}" for word in chosen),
-            )
+    return [
+        Subscriber(
+            id=number,
+            name=f"reader{number}",
+            email=f"reader{number}@bench.example",
+            email_confirmed=True,
+            created=datetime(2024, 1, 1, tzinfo=UTC),
+            rules=tuple(drawn_rules(rng, words, weights)),
         )
-    return people
+        for number in range(1, count + 1)
+    ]
 
 
 def digests(count: int, seed: int) -> list[Digest]:
