@@ -96,7 +96,9 @@ def title_words(papers: Sequence[Paper]) -> list[str]:
     for paper in papers:
         counts.update({w.lower() for w in re.findall(r"[A-Za-z]{5,}", paper.title)})
     most = len(papers) * 0.02
-    return [w for w, n in counts.most_common() if n <= most]
+    # Ties by the word (not in the order sets gave, which changes from run to run).
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return [w for w, n in ranked if n <= most]
 
 
 def user_id(number: int) -> str:
