@@ -84,20 +84,33 @@ def _normalizing(original: Callable[[bytes], bytes]) -> Callable[[bytes], bytes]
     return normalize_message_line_endings
 
 
+_NORMALIZED = (
+    (b"a\r\n.b\r\n", b"a\r\n.b\r\n"),
+    (b"a\nb\rc\r\n\n", b"a\r\nb\r\nc\r\n\r\n"),
+    (b"a", b"a\r\n"),
+    (b"", b"\r\n"),
+)
+
+
 def install() -> bool:
     """Wrap both steps in aiosmtplib's modules (once; again: nothing). False: this
     aiosmtplib does not have them where 5.x has them, and is left as it is."""
     protocol: dict[str, Any] = vars(aiosmtplib.protocol)
     smtp: dict[str, Any] = vars(aiosmtplib.smtp)
     pattern = protocol.get("PERIOD_REGEX")
-    normalize = protocol.get("normalize_message_line_endings")
+    found = protocol.get("normalize_message_line_endings")
     if isinstance(pattern, _Stuffing):
         return True
     if not isinstance(pattern, re.Pattern) or pattern.pattern != rb"(?m)^\.":
         return False
-    if not callable(normalize) or smtp.get("normalize_message_line_endings") is not normalize:
+    if not callable(found) or smtp.get("normalize_message_line_endings") is not found:
         return False
-    fast = _normalizing(cast("Callable[[bytes], bytes]", normalize))
+    normalize = cast("Callable[[bytes], bytes]", found)
+    # The step the shortcut stands for: line endings made CRLF, one added at the end, and
+    # nothing else (a later aiosmtplib doing more there is left as it is).
+    if not all(normalize(given) == made for given, made in _NORMALIZED):
+        return False
+    fast = _normalizing(normalize)
     protocol["PERIOD_REGEX"] = _Stuffing(pattern)
     protocol["normalize_message_line_endings"] = fast
     smtp["normalize_message_line_endings"] = fast
