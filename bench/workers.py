@@ -51,6 +51,7 @@ if str(ROOT) not in sys.path:
 
 from sqlalchemy import create_engine, text, update  # noqa: E402
 
+from bot.core.mail import MAIL_POLICY  # noqa: E402
 from bot.core.models import Paper  # noqa: E402
 from bot.demo.data import bundled_papers  # noqa: E402
 from bot.store import Store, normalize_url, utcnow  # noqa: E402
@@ -67,7 +68,9 @@ PAPERS_PER_DIGEST = 3
 
 def digest_message(number: int, papers: tuple[Paper, ...]) -> bytes:
     """A two-part message of about MESSAGE_BYTES: papers' titles and abstracts as text and
-    as HTML, each message different (its Message-ID and its papers)."""
+    as HTML, each message different (its Message-ID and its papers), written as paperbell
+    writes its digests (`MAIL_POLICY`: CRLF line endings; until the eighth session this
+    was the email package's default, LF, which aiosmtplib then rewrote for each send)."""
     text_parts: list[str] = []
     html_parts: list[str] = []
     size, i = 0, number
@@ -81,7 +84,7 @@ def digest_message(number: int, papers: tuple[Paper, ...]) -> bytes:
             f"<p>{paper.abstract}</p>"
         )
         size += len(entry.encode())
-    msg = EmailMessage()
+    msg = EmailMessage(policy=MAIL_POLICY)
     msg["From"] = f"paperbell <{SENDER}>"
     msg["To"] = f"reader{number:06d}@lab.example"
     msg["Subject"] = f"Your papers: {len(text_parts)} new"
