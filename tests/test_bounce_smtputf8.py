@@ -47,22 +47,10 @@ MESSAGE = (
 ).encode()
 
 
-class Utf8Sink(SinkHandler):
-    """A sink that also keeps each message's MAIL FROM parameters (SMTPUTF8, BODY=...)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.mail_options: list[list[str]] = []
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        self.mail_options.append(list(envelope.mail_options))
-        return await super().handle_DATA(server, session, envelope)
-
-
 @contextmanager
-def utf8_sink(*, offered: bool = True) -> Iterator[tuple[Utf8Sink, int]]:
+def utf8_sink(*, offered: bool = True) -> Iterator[tuple[SinkHandler, int]]:
     """An SMTP server on loopback that offers SMTPUTF8 (RFC 6531), or not."""
-    handler, port = Utf8Sink(), free_port()
+    handler, port = SinkHandler(), free_port()
     controller = Controller(handler, hostname="127.0.0.1", port=port, enable_SMTPUTF8=offered)
     controller.start()
     try:

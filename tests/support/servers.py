@@ -130,6 +130,9 @@ class SinkHandler:
         self.messages: list[EmailMessage] = []
         self.raw: list[bytes] = []  # each message as it came over the wire
         self.envelopes: list[tuple[str, list[str]]] = []
+        # Each DATA command's MAIL FROM parameters (SIZE=..., SMTPUTF8, BODY=...), kept
+        # whatever the answer.
+        self.mail_options: list[list[str]] = []
         self.refuse: dict[str, str] = {}  # recipient -> SMTP reply
         self.stall = 0.0  # seconds to wait before answering DATA (a slow or hung server)
         self.transient: dict[str, int] = {}  # recipient -> how many times to answer 451 first
@@ -153,6 +156,7 @@ class SinkHandler:
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         self.data_started += 1
+        self.mail_options.append(list(envelope.mail_options))
         if self.drop_data > 0:
             self.drop_data -= 1
             server.transport.close()  # mid-DATA: the message was not accepted
