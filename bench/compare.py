@@ -29,7 +29,13 @@ FIGURES = re.compile(
     r"in (?P<seconds>[\d.]+) s = (?P<rate>\d+) msg/s \(CPU (?P<cpu>[\d.]+) s\), "
     r"first after (?P<first>[\d.]+) s.*all processes: (?P<memory>\d+) MB resident"
 )
-SHOWN = ("anchor:", "paperbell digest:", "ratio to the anchor", "CPU by process")
+SHOWN = (
+    "anchor:",
+    "  (the same loop",
+    "paperbell digest:",
+    "ratio to the anchor",
+    "CPU by process",
+)
 
 
 def run(checkout: Path, passed: list[str]) -> dict[str, float] | None:
