@@ -203,3 +203,30 @@ def test_a_worker_started_from_python_m_bot_cli_does_not_run_the_command_again()
     arguments and exit)."""
     namespace = runpy.run_module("bot.cli.__main__", run_name="__mp_main__")
     assert callable(namespace["main"])
+
+
+def test_a_runs_first_share_is_small_the_others_of_share_size() -> None:
+    """The run's first message waits for its first share to be rendered (every block for
+    the first time): FIRST_SHARE subscribers, then SHARE at a time; those who want a
+    model's texts still come first, together. Everyone once, in order."""
+    from bot.core.models import Subscriber
+    from bot.pipeline.deliver import FIRST_SHARE, SHARE, shares
+
+    people = [(Subscriber(name=f"p{n:03d}", email=None, rules=("x",)), []) for n in range(120)]
+    sizes = [len(share) for share in shares(people)]
+    assert sizes == [FIRST_SHARE, SHARE, SHARE, 120 - FIRST_SHARE - 2 * SHARE]
+    reader = (Subscriber(name="reader", email=None, rules=("x",), summaries=True), [])
+    split = list(shares([people[0], reader, *people[1:3]]))
+    assert split == [[reader], [people[0], *people[1:3]]]
+    assert [pair for share in shares(people) for pair in share] == people
+    assert list(shares([])) == []
+
+
+def test_a_worker_compiles_the_email_templates_as_it_starts() -> None:
+    """A render worker compiles the email templates while the run is planned (its start),
+    not while the first digest waits."""
+    from bot.render import compile_templates, template_env
+
+    names = template_env().list_templates(filter_func=lambda name: name.startswith("email/"))
+    assert len(names) >= 4
+    assert compile_templates("email") == len(names)

@@ -61,6 +61,7 @@ from bot.channels.base import RenderContext, Target
 from bot.channels.linking import Linker
 from bot.core.models import Digest, DigestGroup, DigestItem, Hit, Paper, PaperTexts, Subscriber
 from bot.core.schedule import Schedule
+from bot.render import compile_templates
 
 log = logging.getLogger(__name__)
 
@@ -219,6 +220,9 @@ def _start(setup_blob: bytes) -> None:
     _WORKER.update(
         context=RenderContext(linker.now, settings, links=linker.links, votes=linker.votes),
     )
+    # Compiled while the run is planned (a worker starts before the plan), not when the
+    # first share, which the first message waits for, is rendered.
+    compile_templates("email")
 
 
 def _papers(file: str) -> list[Paper]:

@@ -23,11 +23,12 @@ Owns the order of a delivery run, as visible steps, and what a caller may ask of
 The plan is made once for everyone (one matcher pass, in a thread, the cyclic collector
 paused); a large run's render workers start meanwhile. The steps after it run a share of
 the subscribers at a time (`shares`: those who want summaries or translations together,
-then SHARE at a time), so that the first digests are sent seconds after the start and no
-more than a share's messages are held in memory. A share's digests are built giving the
-event loop back every BUILD_TURN subscribers, its payloads queued in a thread, rendering
-here gives the loop back every TURN digests, and the manage pages' rule counts are
-refreshed in a thread at the end: the daemon's web app and slash command share the loop.
+then FIRST_SHARE, then SHARE at a time), so that the first digests are sent seconds after
+the start and no more than a share's messages are held in memory. A share's digests are
+built giving the event loop back every BUILD_TURN subscribers, its payloads queued in a
+thread, rendering here gives the loop back every TURN digests, and the manage pages' rule
+counts are refreshed in a thread at the end: the daemon's web app and slash command share
+the loop.
 
 A dry run stops after rendering; a run to files sends the payloads through the
 channels given and queues and records nothing.
@@ -301,6 +302,11 @@ async def _planned(
 # event loop is given back every few tenths of a second (the daemon's web app and slash
 # command share it), large enough that a share's queries and transaction are few.
 SHARE = 50
+# The first share of the others (after the texts' share) is small: its digests are the
+# run's first rendered, each paper's block made for the first time (tens of milliseconds
+# a digest on a slow machine), and the run's first message waits for the whole share
+# (bench/fanout.py on a slow 2-core VM: 2.0 s to render a first share of 50, 0.2 s for 5).
+FIRST_SHARE = 5
 # Digests rendered between two turns of the event loop (a few tens of milliseconds).
 TURN = 5
 # Subscribers whose digests are built between two turns of the event loop (~20 ms).
@@ -311,16 +317,19 @@ POOL_START = 30.0
 
 
 def shares(
-    parsed: Sequence[tuple[Subscriber, list[Rule]]], size: int = SHARE
+    parsed: Sequence[tuple[Subscriber, list[Rule]]], size: int = SHARE, first: int = FIRST_SHARE
 ) -> Iterator[list[tuple[Subscriber, list[Rule]]]]:
     """The run's subscribers a share at a time: first, in one share, all who asked for
     summaries or translations (the model is asked once for the texts of all their digests,
-    within one deadline and budget), then the others, `size` at a time."""
+    within one deadline and budget), then the others, `first` of them, then `size` at a
+    time."""
     texts = [pair for pair in parsed if pair[0].wants_texts]
     if texts:
         yield texts
     others = [pair for pair in parsed if not pair[0].wants_texts]
-    for start in range(0, len(others), size):
+    if others:
+        yield others[:first]
+    for start in range(first, len(others), size):
         yield others[start : start + size]
 
 
