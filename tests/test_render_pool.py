@@ -220,6 +220,7 @@ def test_a_runs_first_share_is_small_the_others_of_share_size() -> None:
     assert split == [[reader], [people[0], *people[1:3]]]
     assert [pair for share in shares(people) for pair in share] == people
     assert list(shares([])) == []
+    assert [len(share) for share in shares(people[:7], size=3, first=0)] == [3, 3, 1]
 
 
 def test_a_worker_compiles_the_email_templates_as_it_starts() -> None:

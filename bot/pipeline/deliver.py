@@ -327,9 +327,10 @@ def shares(
     if texts:
         yield texts
     others = [pair for pair in parsed if not pair[0].wants_texts]
-    if others:
-        yield others[:first]
-    for start in range(first, len(others), size):
+    head = others[:first]
+    if head:
+        yield head
+    for start in range(len(head), len(others), size):
         yield others[start : start + size]
 
 
