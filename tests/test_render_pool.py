@@ -223,11 +223,19 @@ def test_a_runs_first_share_is_small_the_others_of_share_size() -> None:
     assert [len(share) for share in shares(people[:7], size=3, first=0)] == [3, 3, 1]
 
 
-def test_a_worker_compiles_the_email_templates_as_it_starts() -> None:
-    """A render worker compiles the email templates while the run is planned (its start),
-    not while the first digest waits."""
+def test_compile_templates_leaves_every_email_template_compiled() -> None:
+    """What a render worker calls as it starts (`renderpool._start`), while the run is
+    planned: every email template compiled into the shared environment's cache, so that
+    the first digest finds them there (a fresh environment, as a worker has)."""
     from bot.render import compile_templates, template_env
 
-    names = template_env().list_templates(filter_func=lambda name: name.startswith("email/"))
-    assert len(names) >= 4
-    assert compile_templates("email") == len(names)
+    template_env.cache_clear()
+    try:
+        env = template_env()
+        names = env.list_templates(filter_func=lambda name: name.startswith("email/"))
+        assert {"email/digest.html.j2", "email/digest.txt.j2"} <= set(names)
+        assert not env.cache
+        assert compile_templates("email") == len(names)
+        assert {name for _, name in env.cache} == set(names)
+    finally:
+        template_env.cache_clear()
