@@ -108,7 +108,7 @@ class Hooks:
 
 @pytest.fixture(scope="module")
 def signer() -> SnsSigner:
-    return SnsSigner()
+    return SnsSigner(NOW)
 
 
 @pytest.fixture

@@ -42,6 +42,7 @@ from bot.bounces.sns import (
 from bot.bounces.webhooks import WebhookEvent, load_json, read_mailgun, read_postmark, read_ses
 
 NOW = 1796281331.0
+SIGNED_AT = datetime.fromtimestamp(NOW, UTC)  # the SNS checks' clock, NOW as a datetime
 
 
 @pytest.mark.parametrize(
@@ -253,7 +254,7 @@ def test_any_body_is_json_or_a_reason(body: bytes) -> None:
 
 @pytest.fixture(scope="module")
 def signer() -> SnsSigner:
-    return SnsSigner()
+    return SnsSigner(SIGNED_AT)
 
 
 def verifier(signer: SnsSigner, fetched: list[str] | None = None) -> SigningCertificates:
@@ -268,7 +269,7 @@ def verifier(signer: SnsSigner, fetched: list[str] | None = None) -> SigningCert
 def check(certificates: SigningCertificates, data: dict[str, Any]) -> str | None:
     message = read_message(data)
     assert isinstance(message, SnsMessage)
-    return asyncio.run(certificates.verify(message, now=datetime.now(UTC)))
+    return asyncio.run(certificates.verify(message, now=SIGNED_AT))
 
 
 @pytest.mark.parametrize("version", ["1", "2"])
@@ -304,13 +305,13 @@ def test_a_certificate_out_of_its_dates_fails(signer: SnsSigner) -> None:
     data = signer.notification(payload("ses-bounce-permanent.json"))
     message = read_message(data)
     assert isinstance(message, SnsMessage)
-    later = datetime.now(UTC) + timedelta(days=60)
+    later = SIGNED_AT + timedelta(days=60)
     said = asyncio.run(verifier(signer).verify(message, now=later))
     assert said == "the signing certificate is not valid now"
 
 
 def test_a_certificate_of_another_key_fails(signer: SnsSigner) -> None:
-    other = SnsSigner()
+    other = SnsSigner(SIGNED_AT)
     data = other.notification(payload("ses-bounce-permanent.json"))
     assert check(verifier(signer), data) == "the signature is wrong"
 
@@ -389,7 +390,7 @@ def test_any_sns_envelope_is_checked_without_an_error(value: dict[str, Any]) -> 
 
     message = read_message(value)
     if isinstance(message, SnsMessage):
-        checked = SigningCertificates(fetch).verify(message, now=datetime.now(UTC))
+        checked = SigningCertificates(fetch).verify(message, now=SIGNED_AT)
         assert asyncio.run(checked) is not None
 
 

@@ -10,7 +10,7 @@ import copy
 import hashlib
 import hmac
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from cryptography import x509
@@ -35,12 +35,12 @@ def payload(name: str) -> dict[str, Any]:
 
 
 class SnsSigner:
-    """A certificate and key, as SNS has; signs messages as SNS signs them."""
+    """A certificate and key, as SNS has; signs messages as SNS signs them. The certificate
+    is valid from a day before `now` to 30 days after: `now` is the test's clock."""
 
-    def __init__(self, common_name: str = "sns.amazonaws.com") -> None:
+    def __init__(self, now: datetime, common_name: str = "sns.amazonaws.com") -> None:
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-        now = datetime.now(UTC)
         self.certificate = (
             x509.CertificateBuilder()
             .subject_name(name)
