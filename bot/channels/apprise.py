@@ -18,7 +18,14 @@ holding a thread). Each message accepted is reported at once (`on_progress`): a 
 off half-way goes on with its next message on the next attempt. A refusal is told from a
 passing failure by the HTTP status Apprise reports ("error=404" in its log line, caught
 per thread): 4xx but 408, 425 and 429 is permanent; 5xx, 408, 425, 429, a timeout, a
-connection error or no status at all is worth another attempt.
+connection error or no status at all is worth another attempt. A failure is recorded (and
+shown to the subscriber) in plain words ("the service refused the message (HTTP 400)"),
+never as the service answered: what Apprise said of it, masked, is the operator's log's.
+
+A destination a subscriber gave on the manage page (`AppriseSettings.given_on_page`) is
+sent through the guard (`bot.channels.guard`): only a web service's plugin, no redirect
+followed, and every connection of its send to a public address or one the operator allows
+([apprise] self_service_allow); anything else is a permanent refusal.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +45,8 @@ from bot.channels.apprise_urls import (
     Unreadable,
     captured,
     destination,
+    kind_refusal,
+    network_hosts,
     plugin_for,
     reason_of,
     scheme_of,
@@ -56,7 +65,9 @@ from bot.channels.base import (
     failed,
     notify,
 )
+from bot.channels.guard import guarded
 from bot.channels.registry import ChannelKind, register
+from bot.core.addresses import Reach
 from bot.core.links import UNSIGNED
 from bot.core.models import Digest, Subscriber, version_key
 from bot.render.apprise import ChatShape, chat_messages
@@ -75,12 +86,16 @@ class AppriseSettings:
     (`environ`), every URL a destination may be (`urls`: the config's lists, the variables'
     values, those subscribers gave on the manage page; asked again before each batch, so
     a destination added meanwhile is found), the deadline of one message, and a pace that
-    overrides each plugin's own (None: the plugin's)."""
+    overrides each plugin's own (None: the plugin's). `given_on_page`: the URLs subscribers
+    gave on the manage page (asked with `urls`), sent through the guard to where `reach`
+    allows."""
 
     environ: Mapping[str, str] = field(default_factory=dict)
     urls: Callable[[], Iterable[str]] = lambda: ()
     deadline: float = 60.0
     pace: float | None = None
+    given_on_page: Callable[[], Collection[str]] = lambda: ()
+    reach: Reach = field(default_factory=Reach)
 
 
 @register("apprise")
@@ -226,11 +241,13 @@ class AppriseDelivery:
 
 
 class AppriseFailure(Exception):
-    """A message a service did not take, with whether a retry can help."""
+    """A message a service did not take, said plainly (what the subscriber may read), with
+    whether a retry can help and what Apprise said of it (`detail`: for the log only)."""
 
-    def __init__(self, message: str, *, permanent: bool) -> None:
+    def __init__(self, message: str, *, permanent: bool, detail: str | None = None) -> None:
         super().__init__(message)
         self.permanent = permanent
+        self.detail = detail
 
 
 class AppriseChannel:
@@ -252,6 +269,7 @@ class AppriseChannel:
         self._plugins: dict[str, Any] = {}  # destination key -> its plugin (kept: paced)
         self._locks: dict[str, asyncio.Lock] = {}  # of the event loop that made them
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._guarded: set[str] = set()  # keys of destinations given on the manage page
 
     def load(self, payload: bytes, progress: str | None = None) -> AppriseDelivery:
         data = json.loads(payload)
@@ -294,10 +312,13 @@ class AppriseChannel:
         return [done[id(item)] for item, _ in batch if id(item) in done]
 
     def _urls(self) -> dict[str, str]:
-        """Every known destination's URL, by key (asked now: one added meanwhile is found)."""
+        """Every known destination's URL, by key (asked now: one added meanwhile is found);
+        the keys of those given on the manage page are kept to send through the guard (a
+        key the page gave too, whoever else did)."""
         found: dict[str, str] = {}
         try:
             urls = list(self.settings.urls())
+            given = list(self.settings.given_on_page())
         except Exception:  # the database is gone: each digest waits, as for a lost URL
             log.exception("cannot list the Apprise destinations")
             return found
@@ -306,6 +327,13 @@ class AppriseChannel:
                 found.setdefault(destination(url).key, url)
             except Unreadable:
                 continue
+        guarded = set()
+        for url in given:
+            try:
+                guarded.add(destination(url).key)
+            except Unreadable:
+                continue
+        self._guarded = guarded
         return found
 
     async def _serve(
@@ -344,7 +372,10 @@ class AppriseChannel:
                 except Exception as exc:  # a bug must not leave the rest of the batch unsent
                     if isinstance(exc, AppriseFailure):
                         done = f" after {delivery.sent} of its messages" if delivery.sent else ""
-                        log.warning("Apprise digest to %s failed%s: %s", delivery.label, done, exc)
+                        said = f" ({exc.detail})" if exc.detail else ""
+                        log.warning(
+                            "Apprise digest to %s failed%s: %s%s", delivery.label, done, exc, said
+                        )
                         error, permanent = str(exc), exc.permanent
                     else:
                         log.error(
@@ -365,9 +396,10 @@ class AppriseChannel:
         found = destination(url)
         await self._pace(key, found)
         deadline = self.settings.deadline
+        guard = key in self._guarded
         try:
-            ok, records = await asyncio.wait_for(
-                asyncio.to_thread(self._notify, key, url, title, body, delivery.markdown),
+            ok, records, refusal = await asyncio.wait_for(
+                asyncio.to_thread(self._notify, key, url, title, body, delivery.markdown, guard),
                 timeout=deadline,
             )
         except TimeoutError:
@@ -376,19 +408,27 @@ class AppriseChannel:
             self._last[key] = self._monotonic()
         for record in records:  # what Apprise said, masked, for -vv
             log.debug("apprise %s: %s", found.label, reason_of([record], url, found))
+        detail = reason_of(records, url, found)
+        if refusal is not None:
+            raise AppriseFailure(refusal, permanent=True, detail=detail)
         if ok:
             return
         status = status_of(records)
-        why = reason_of(records, url, found) or "the service did not take the message"
         if status is None:
-            raise AppriseFailure(why, permanent=False)
+            why = "the service could not be reached, or did not take the message"
+            raise AppriseFailure(why, permanent=False, detail=detail)
         permanent = 400 <= status < 500 and status not in PASSING
-        raise AppriseFailure(f"HTTP {status}: {why}", permanent=permanent)
+        said = "refused the message" if 400 <= status < 500 else "failed"
+        raise AppriseFailure(
+            f"the service {said} (HTTP {status})", permanent=permanent, detail=detail
+        )
 
     def _notify(
-        self, key: str, url: str, title: str, body: str, markdown: bool
-    ) -> tuple[bool, list[logging.LogRecord]]:
-        """Send one message with the destination's plugin (run in a worker thread)."""
+        self, key: str, url: str, title: str, body: str, markdown: bool, guard: bool
+    ) -> tuple[bool, list[logging.LogRecord], str | None]:
+        """Send one message with the destination's plugin (run in a worker thread); one
+        given on the manage page (`guard`) through the guard. The refusal, if the guard
+        refused it."""
         with captured() as records:
             try:
                 plugin = self._plugins.get(key)
@@ -399,14 +439,24 @@ class AppriseChannel:
                         if isinstance(own, int | float):
                             setattr(plugin, timeout, min(own, self.settings.deadline))
                 fmt = apprise.NotifyFormat.MARKDOWN if markdown else apprise.NotifyFormat.TEXT
-                ok = bool(
-                    plugin.notify(
-                        body=body,
-                        title=title,
-                        body_format=fmt,
-                        overflow=apprise.OverflowMode.UPSTREAM,
+                if not guard:
+                    return self._plugin_notify(plugin, title, body, fmt), records, None
+                reach = self.settings.reach
+                if not reach.on:
+                    return False, records, "destinations given on the page are off on this site"
+                refusal = kind_refusal(url, plugin)
+                if refusal is not None:
+                    return False, records, refusal
+                plugin.redirects = False  # Apprise's own switch; each hop is guarded anyway
+                with guarded(reach, hosts=network_hosts(url, plugin)) as refused:
+                    ok = self._plugin_notify(plugin, title, body, fmt)
+                if refused:
+                    log.warning(
+                        "Apprise: refused a connection of a destination given on the page "
+                        "to %s (not public, not in [apprise] self_service_allow)",
+                        ", ".join(sorted(set(refused))),
                     )
-                )
+                    return False, records, "its address is not on the public internet: refused"
             except Exception as exc:  # a plugin's own bug: a failure like any other
                 log.debug("apprise plugin raised %s", type(exc).__name__)
                 records.append(
@@ -415,7 +465,15 @@ class AppriseChannel:
                     )
                 )
                 ok = False
-        return ok, records
+        return ok, records, None
+
+    @staticmethod
+    def _plugin_notify(plugin: Any, title: str, body: str, fmt: Any) -> bool:
+        return bool(
+            plugin.notify(
+                body=body, title=title, body_format=fmt, overflow=apprise.OverflowMode.UPSTREAM
+            )
+        )
 
     async def _pace(self, key: str, found: Destination) -> None:
         interval = self.settings.pace if self.settings.pace is not None else found.interval

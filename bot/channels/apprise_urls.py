@@ -20,16 +20,19 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import apprise
 
+from bot.channels.guard import Resolve, host_refusal, lookup
+from bot.core.addresses import Reach
 from bot.render.apprise import MIN_BODY, ChatShape
 
 MAX_URL = 4096  # characters: longer is no URL anyone typed
@@ -42,6 +45,30 @@ NTFY_OVERHEAD = 1500
 # thread keeps to itself (`captured`).
 CAUGHT_LOGGERS = ("apprise", "urllib3", "requests")
 _STATUS = re.compile(r"\berror=(\d{3})\d*\b")
+# Services a subscriber may not give on the manage page, whatever their plugin: they send
+# mail (through whatever server the URL names, as whichever sender), join chat networks,
+# write to a system log or a message bus, or keep key files on this server. The rest are
+# also refused unless their plugin speaks HTTP (`self_service_refusal`).
+NOT_SELF_SERVICE = frozenset(
+    {
+        "mailto",
+        "mailtos",
+        "irc",
+        "ircs",
+        "syslog",
+        "rsyslog",
+        "xmpp",
+        "xmpps",
+        "mqtt",
+        "mqtts",
+        "amqp",
+        "amqps",
+        "smpp",
+        "smpps",
+        "aprs",
+        "vapid",
+    }
+)
 _WORDS = re.compile(r"[/:@?&=#,;+\s]+")
 MIN_SECRET_WORD = 4
 
@@ -153,6 +180,70 @@ def plugin_for(url: str) -> Any:
         raise Unreadable(f"{scheme_of(url)}: no Apprise service takes it")
     plugin.request_rate_per_sec = 0  # paced by the sender, without holding a thread
     return plugin
+
+
+def self_service_refusal(url: str, reach: Reach, *, resolve: Resolve = lookup) -> str | None:
+    """Why a subscriber may not give this URL on the manage page, said plainly, or None:
+    the site takes none there; a kind of service that is no remote web service; an option
+    naming a file on this server; a host that is not on the public internet (looked up
+    now; each send checks again, `bot.channels.guard`). The URL must be one `destination`
+    reads."""
+    if not reach.on:
+        return "this site takes no destinations given on this page"
+    url = url.strip()
+    with captured():
+        plugin = apprise.Apprise.instantiate(url, suppress_exceptions=True)
+    if plugin is None:
+        raise Unreadable(f"{scheme_of(url)}: no Apprise service takes it")
+    refusal = kind_refusal(url, plugin)
+    if refusal is not None:
+        return refusal
+    for host in network_hosts(url, plugin):
+        refusal = host_refusal(host, reach, resolve=resolve)
+        if refusal is not None:
+            return f"{refusal}: destinations given here go to public services only"
+    return None
+
+
+def kind_refusal(url: str, plugin: Any) -> str | None:
+    """Why this kind of destination is not for the manage page (see NOT_SELF_SERVICE; a
+    `keyfile=`-like option), or None."""
+    scheme = url.partition("://")[0].lower()
+    if scheme in NOT_SELF_SERVICE or not _speaks_http(plugin):
+        return (
+            f"{scheme}:// destinations cannot be given here: only web services (ntfy, "
+            "Discord, Matrix, Telegram, a webhook ...)"
+        )
+    query = url.partition("?")[2].partition("#")[0]
+    for key, _ in parse_qsl(query, keep_blank_values=True):
+        if key.lower().lstrip("+-:").endswith("file"):
+            return f"the option {key[:40]!r} names a file on this server: not taken here"
+    return None
+
+
+def _speaks_http(plugin: Any) -> bool:
+    """Whether the plugin sends over HTTP: a module of its class (or of a class it builds
+    on) uses the requests library, as every web service's plugin does; mail, chat
+    networks, logs and desktop notifications do not."""
+    for cls in type(plugin).__mro__:
+        module = sys.modules.get(cls.__module__)
+        plugins = module is not None and cls.__module__.startswith("apprise.plugins")
+        if plugins and "requests" in vars(module):
+            return True
+    return False
+
+
+def network_hosts(url: str, plugin: Any) -> set[str]:
+    """The hosts a plugin may connect to that the URL names: its host, for the plugins
+    whose URL takes one (`{host}` among their tokens: ntfy, a webhook, Matrix ...), as the
+    plugin reads it and as written (ntfy reads `ntfy://127.0.0.1` as a topic on ntfy.sh;
+    a subscriber meant a host). Other plugins reach their own service only."""
+    if "host" not in (getattr(plugin, "template_tokens", None) or {}):
+        return set()
+    hosts = {str(plugin.host or "")}
+    with suppress(ValueError):  # a malformed authority: the plugin's reading stands
+        hosts.add(urlsplit(url).hostname or "")
+    return {host for host in hosts if host}
 
 
 def shape_of(plugin: Any) -> ChatShape:

@@ -236,7 +236,7 @@ def subscribe(
     )
     assert sub.id is not None
     for url, found in places:
-        store.targets.add_destination(sub.id, found.channel, url, now=utcnow())
+        store.targets.add_destination(sub.id, found.channel, url, now=utcnow(), self_service=False)
     similar = {"similar_max": similar_max, "similar_min": similar_min}
     similar_given = {k: v for k, v in similar.items() if v is not None}
     if settings_given or notify_empty is not None or reading_given or similar_given:

@@ -32,6 +32,7 @@ from bot.config.fields import (
     check_email,
 )
 from bot.config.servers import MAX_SERVERS, EmailServerConfig, servers_problem
+from bot.core.addresses import MAX_REACH, Reach, parse_reach
 from bot.core.calendar import ArxivCalendar, PollPolicy
 from bot.core.links import LinkSigner, check_public_url, max_ages
 from bot.core.schedule import Defaults, parse_time
@@ -262,6 +263,20 @@ class AppriseConfig(Section):
     # Seconds between two messages to one service; unset: each service's own (Apprise's
     # pacing for it: ntfy 5.5 s, Discord none...).
     pace_seconds: float | None = Field(None, ge=0, le=600)
+    # Destinations subscribers give on the manage page: taken (web services at public
+    # addresses only), and where else they may go: host names, addresses, networks.
+    self_service: bool = True
+    self_service_allow: list[str] = Field(default_factory=list, max_length=MAX_REACH)
+
+    @field_validator("self_service_allow")
+    @classmethod
+    def _allow(cls, value: list[str]) -> list[str]:
+        parse_reach(value)
+        return value
+
+    def reach(self) -> Reach:
+        """Where destinations given on the manage page may go (`bot.core.addresses`)."""
+        return parse_reach(self.self_service_allow, on=self.self_service)
 
 
 class SourceConfig(BaseModel):

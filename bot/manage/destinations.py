@@ -12,7 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.channels.apprise_urls import Unreadable, destination, destination_channel
+from bot.channels.apprise_urls import (
+    Unreadable,
+    destination,
+    destination_channel,
+    self_service_refusal,
+)
 from bot.config import Config
 from bot.core.models import Subscriber
 from bot.pipeline.bounces import pause_line
@@ -67,12 +72,18 @@ class Destinations:
 
     def add_destination(self, sub: Subscriber, url: str) -> str | None:
         """Keep an Apprise URL the subscriber typed; the problem, if any (then nothing
-        changes). Its secret stays in the database, shown masked only."""
+        changes): one Apprise cannot read, or one a subscriber may not give (a kind that is
+        no web service, a host not on the public internet: `self_service_refusal`). Its
+        secret stays in the database, shown masked only."""
         self._editable(sub)
         try:
             found = destination(url)
+            refusal = self_service_refusal(url, self.config.apprise.reach())
         except Unreadable as exc:
             return f"Apprise cannot read that URL ({exc})"
+        if refusal is not None:
+            log.info("%s: a destination given on the page was refused: %s", sub.name, refusal)
+            return refusal
         assert sub.id is not None
         if any(d.channel == found.channel for d in self.destinations(sub)):
             return f"your digests go to {found.label} already"

@@ -130,7 +130,8 @@ def channel_settings(config: Config, store: Store | None = None) -> dict[str, An
 def apprise_settings(config: Config, store: Store | None = None) -> AppriseSettings:
     """How Apprise destinations are reached: [apprise], the environment the config was read
     from (the variables apprise_env names), and every URL a destination may be: the config
-    subscribers' and, with `store`, the database subscribers' (asked before each batch)."""
+    subscribers' and, with `store`, the database subscribers' (asked before each batch);
+    those given on the manage page go through the guard, where [apprise] lets them."""
 
     def urls() -> list[str]:
         declared = config.declared_subscribers()
@@ -139,11 +140,16 @@ def apprise_settings(config: Config, store: Store | None = None) -> AppriseSetti
         everyone = store.subscribers.all(declared, include_inactive=True)
         return known_urls(everyone, config.environ)
 
+    def given_on_page() -> list[str]:
+        return store.targets.given_on_page() if store is not None else []
+
     return AppriseSettings(
         environ=config.environ,
         urls=urls,
         deadline=config.apprise.deadline_seconds,
         pace=config.apprise.pace_seconds,
+        given_on_page=given_on_page,
+        reach=config.apprise.reach(),
     )
 
 

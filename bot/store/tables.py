@@ -225,6 +225,10 @@ class DestinationRow(SQLModel, table=True):
     channel: str = Field(max_length=CHANNEL_LENGTH)  # "apprise:1a2b3c4d5e6f"
     url: str
     created_at: datetime
+    # Given on the manage page (sent through the guard: public addresses only), not by the
+    # operator's command line; the rows from before there was a guard count as the page's
+    # (migration 0015).
+    self_service: bool = True
 
 
 class TargetPauseRow(SQLModel, table=True):

@@ -50,10 +50,32 @@ class Targets(Repository):
                 found.setdefault(row.subscriber_id, []).append(row.url)
         return found
 
-    def add_destination(self, subscriber_id: int, channel: str, url: str, *, now: datetime) -> bool:
-        """Keep a URL the subscriber gave, under its target's `channel` key; False when
-        they have that destination already, or MAX_DESTINATIONS of them."""
+    def add_destination(
+        self,
+        subscriber_id: int,
+        channel: str,
+        url: str,
+        *,
+        now: datetime,
+        self_service: bool = True,
+    ) -> bool:
+        """Keep a URL given on the manage page (`self_service`) or by the operator, under
+        its target's `channel` key; False when they have MAX_DESTINATIONS, or (given on the
+        page) that destination already. The operator giving one the page gave makes it the
+        operator's."""
         with failing_as("keep the destination"), self.database.session() as session:
+            same = session.exec(
+                select(DestinationRow).where(
+                    DestinationRow.subscriber_id == subscriber_id, DestinationRow.channel == channel
+                )
+            ).first()
+            if same is not None:
+                if self_service:
+                    return False
+                same.url, same.self_service = url, False
+                session.add(same)
+                session.commit()
+                return True
             count = len(
                 session.exec(
                     select(DestinationRow.id).where(DestinationRow.subscriber_id == subscriber_id)
@@ -63,7 +85,11 @@ class Targets(Repository):
                 return False
             session.add(
                 DestinationRow(
-                    subscriber_id=subscriber_id, channel=channel, url=url, created_at=now
+                    subscriber_id=subscriber_id,
+                    channel=channel,
+                    url=url,
+                    created_at=now,
+                    self_service=self_service,
                 )
             )
             try:
@@ -71,6 +97,13 @@ class Targets(Repository):
             except IntegrityError:
                 return False
             return True
+
+    def given_on_page(self) -> list[str]:
+        """The URLs of every destination given on the manage page (sent through the
+        guard)."""
+        query = select(DestinationRow.url).where(col(DestinationRow.self_service))
+        with failing_as("read the destinations"), self.database.session() as session:
+            return list(session.exec(query).all())
 
     def remove_destination(self, subscriber_id: int, channel: str) -> bool:
         """Forget one of the subscriber's destinations (and its pause); False if unknown.

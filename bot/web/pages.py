@@ -229,6 +229,7 @@ class LinkPages:
             liked=_verdicts(given, "like"),
             disliked=_verdicts(given, "dislike"),
             destinations=places,
+            destinations_open=self.manager.config.apprise.self_service,
             destination_problem=destination_problem,
             email_paused=email_paused,
         )

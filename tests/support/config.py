@@ -91,10 +91,12 @@ def web_config(
     *,
     subscribers: list[dict[str, Any]] | None = None,
     web: dict[str, Any] | None = None,
+    apprise: dict[str, Any] | None = None,
 ) -> Config:
     """A config with [email] to the SMTP sink on `smtp_port` and [web] set up for the pages
-    (public_url https://papers.lab.example, a secret key from the environment)."""
-    data = {
+    (public_url https://papers.lab.example, a secret key from the environment); `apprise`:
+    its [apprise] section, if any."""
+    data: dict[str, Any] = {
         "version": 1,
         "database": {"url": database_url},
         "email": sink_email(smtp_port, sender="paperbell <digest@papers.lab.example>"),
@@ -105,4 +107,6 @@ def web_config(
         },
         "subscribers": subscribers or [],
     }
+    if apprise is not None:
+        data["apprise"] = apprise
     return parse_config(data, environ={"PAPERBELL_SECRET_KEY": WEB_SECRET})

@@ -75,10 +75,16 @@ class Site:
         )
 
 
+# The lab's own chat servers (the tests' stand-ins) listen on loopback: the operator lets
+# destinations given on the manage page reach them.
+LAB_APPRISE = {"self_service_allow": ["127.0.0.1"]}
+
+
 @contextmanager
-def open_site(database_url: str) -> Iterator[Site]:
+def open_site(database_url: str, *, apprise: dict[str, Any] | None = None) -> Iterator[Site]:
     """The pages with sign-up open to lab.example, the bundled papers stored, a subscriber
-    from the config (lab) and one from the database (ada), the clock at START."""
+    from the config (lab) and one from the database (ada), the clock at START; `apprise`:
+    the [apprise] section (by default LAB_APPRISE)."""
     with smtp_sink() as (sink, port):
         config = web_config(
             database_url,
@@ -87,6 +93,7 @@ def open_site(database_url: str) -> Iterator[Site]:
                 {"name": "lab", "email": "lab@lab.example", "rules": ['"diffusion policy"']}
             ],
             web={"signup": True, "signup_domains": ["lab.example"]},
+            apprise=LAB_APPRISE if apprise is None else apprise,
         )
         store = Store.open(config.database_url())
         clock = Clock(START)
