@@ -101,7 +101,7 @@ def test_the_daemon_reads_the_mailbox_and_a_dsn_pauses_that_subscriber(
         with Store.open(database_url) as store:
             counters, _ = read_once(config, env, store)
             assert counters.reads == {"ok": 1}
-            assert counters.messages == {"paused": 1, "unknown": 1}
+            assert counters.messages == {"paused": 1, "tokenless": 1}
             ada = store.subscribers.get("ada")
             assert ada is not None and ada.id is not None
             assert store.targets.paused(ada.id)

@@ -24,7 +24,7 @@ from bot.config import IMAP_PASSWORD, Config
 from bot.core.errors import ConfigError, PaperbellError
 from bot.core.plurals import plural
 from bot.pipeline.bounces import UNTOUCHED, handle_bounce, read_mailbox
-from bot.pipeline.wiring import verp
+from bot.pipeline.wiring import message_ids, verp
 from bot.store import utcnow
 
 log = logging.getLogger(__name__)
@@ -71,8 +71,8 @@ def bounce(config_path: Path, imap: bool) -> None:
             # Mail servers run pipes with a bare environment: say what is missing.
             click.echo(
                 f"bounce: [web] secret_key_env names {config.web.secret_key_env}, which is not "
-                "set: the VERP tokens cannot be checked, so the bounce is tied to its digest "
-                "by the Message-ID it quotes, if any",
+                "set: the VERP tokens cannot be checked, so the bounce is recorded and "
+                "changes nothing",
                 err=True,
             )
         outcome = handle_bounce(raw, store=open_store(config), **_acting(config))
@@ -86,9 +86,15 @@ def bounce(config_path: Path, imap: bool) -> None:
 
 
 def _acting(config: Config) -> dict[str, Any]:
-    """How bounces are acted on: the key that checks the VERP tokens, [delivery]
+    """How bounces are acted on: the key that checks the VERP tokens (and the signed
+    Message-IDs, when [email] bounces_by_message_id lets them act), [delivery]
     bounce_limit, and the time now."""
-    return {"verp": verp(config), "bounce_limit": config.delivery.bounce_limit, "now": utcnow()}
+    return {
+        "verp": verp(config),
+        "message_ids": message_ids(config),
+        "bounce_limit": config.delivery.bounce_limit,
+        "now": utcnow(),
+    }
 
 
 def _read_imap(config_path: Path) -> None:

@@ -125,15 +125,21 @@ def cross_section_problems(config: Config) -> list[str]:
 
 
 def _bounce_problems(config: Config) -> list[str]:
-    """VERP addresses are signed with the site's secret key."""
-    if config.email is None or config.email.bounce_address is None:
+    """VERP addresses and Message-IDs are signed with the site's secret key."""
+    if config.email is None or config.web.secret_key_env:
         return []
-    if config.web.secret_key_env:
-        return []
-    return [
-        "email.bounce_address: needs [web] secret_key_env (and public_url): the key signs "
-        "the address each message is sent from"
-    ]
+    problems = []
+    if config.email.bounce_address is not None:
+        problems.append(
+            "email.bounce_address: needs [web] secret_key_env (and public_url): the key signs "
+            "the address each message is sent from"
+        )
+    if config.email.bounces_by_message_id:
+        problems.append(
+            "email.bounces_by_message_id: needs [web] secret_key_env (and public_url): the "
+            "key signs each digest's Message-ID"
+        )
+    return problems
 
 
 def config_notes(config: Config) -> list[str]:

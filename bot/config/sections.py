@@ -338,6 +338,9 @@ class EmailConfig(Section):
     # Where bounces go: each message's envelope sender becomes bounces+TOKEN@domain (VERP,
     # signed with [web]'s secret key), read back by `paperbell bounce`.
     bounce_address: EmailAddress | None = None
+    # A bounce without that token changes nothing, unless this lets it act by the signed
+    # Message-ID it quotes (a relay that rewrites the envelope sender, dropping the token).
+    bounces_by_message_id: bool = False
     # The relay's limits, shared by every process sending through it (unset: none).
     max_per_second: int | None = Field(None, ge=1, le=100_000)
     max_per_hour: int | None = Field(None, ge=1, le=10_000_000)

@@ -5,10 +5,13 @@ Postmark, Mailgun: bot.web.bounces), read into the same kind of report, takes th
 path (`handle_report`).
 
 Which message a bounce answers: the VERP token of the address it was delivered to (or the
-sender the report quotes), checked against the site's key; failing a token, the
-Message-ID of the original message it quotes, when that is a digest paperbell sent to the
-address that failed; a provider's report, authenticated, may also be tied to the latest
-digest sent to the address that failed. What it does to that message's subscriber:
+sender the report quotes), checked against the site's key. Anyone may mail the bounce
+address, and a digest's id is no secret, so a report without that token ("tokenless") is
+recorded and counted and changes nothing, unless it may be tied by the signed Message-ID
+it quotes (`MessageIds`: a provider's authenticated webhook call, or any report when
+[email] bounces_by_message_id says so), naming a digest sent to the address that failed;
+a provider's report may also be tied to the latest digest sent to the address that
+failed. What it does to that message's subscriber:
 
 - a hard bounce (5.x.x) pauses their email (a target pause: Slack and the rest go on);
 - a soft bounce (4.x.x) counts, and pauses their email once `bounce_limit` of their digests
@@ -18,9 +21,9 @@ digest sent to the address that failed. What it does to that message's subscribe
 - an auto-reply, a delay warning, a bounce of a notice (a confirmation mail) or of an
   address the subscriber has since changed: recorded, nothing else.
 
-Mail that cannot be read, carries a forged token, or answers no message paperbell sent is
-recorded and logged, and changes nothing for anyone. Never raises for what the message
-holds: only a database that cannot be written stops it (StoreError).
+Mail that cannot be read, carries no token or a forged one, or answers no message
+paperbell sent is recorded and logged, and changes nothing for anyone. Never raises for
+what the message holds: only a database that cannot be written stops it (StoreError).
 """
 
 from __future__ import annotations
@@ -33,14 +36,14 @@ from datetime import datetime, timedelta
 from bot.bounces import BounceReport, read_bounce
 from bot.bounces.imap import BounceMailbox
 from bot.core.plurals import plural
-from bot.core.verp import Verp
+from bot.core.verp import MessageIds, Verp
 from bot.store import Bounce, BounceDay, SentMessage, Store, TargetPause
 
 log = logging.getLogger(__name__)
 
 EMAIL = "email"
 # What is left in the IMAP mailbox as it was, for a person to look at.
-UNTOUCHED = frozenset({"unreadable", "forged", "unknown"})
+UNTOUCHED = frozenset({"unreadable", "forged", "unknown", "tokenless"})
 # How far back a provider's report that names no message looks for the digest sent to the
 # address that failed (providers report within minutes; a late DSN within a few days).
 ADDRESS_WINDOW = timedelta(days=7)
@@ -66,7 +69,8 @@ _REASONS = (
 @dataclass(frozen=True, slots=True)
 class BounceOutcome:
     """What was done with one returned message: `action` as recorded (paused, counted,
-    unsubscribed, ignored, unknown, forged, unreadable), and a line for the log."""
+    unsubscribed, ignored, unknown, tokenless, forged, unreadable), and a line for the
+    log."""
 
     action: str
     kind: str
@@ -92,9 +96,12 @@ def handle_bounce(
     bounce_limit: int,
     now: datetime,
     source: str | None = None,
+    message_ids: MessageIds | None = None,
 ) -> BounceOutcome:
     """Read one returned message, act on it, record it (see the module's docstring);
-    `source`: where it was read, when that names it for good (an IMAP message)."""
+    `source`: where it was read, when that names it for good (an IMAP message);
+    `message_ids`: given, a report without the envelope's token may be tied to its digest
+    by the signed Message-ID it quotes."""
     return handle_report(
         read_bounce(raw),
         store=store,
@@ -102,6 +109,7 @@ def handle_bounce(
         bounce_limit=bounce_limit,
         now=now,
         source=source,
+        message_ids=message_ids,
     )
 
 
@@ -114,18 +122,24 @@ def handle_report(
     now: datetime,
     source: str | None = None,
     by_address: bool = False,
+    message_ids: MessageIds | None = None,
 ) -> BounceOutcome:
     """Act on what a bounce says, read from a returned message or from a provider's
     webhook event, and record it: one path for both. `by_address`: the report comes from a
     provider whose call was authenticated, so that, naming no message, it may be tied to
     the latest digest sent to the address that failed (within ADDRESS_WINDOW); mail to the
-    bounce address anyone can send is never believed on its address alone."""
+    bounce address anyone can send is never believed on its address alone, nor on a
+    Message-ID unless `message_ids` reads it."""
     context = _Context(store, now, source)
     if report.form == "unreadable":
         return context.record(report, "unreadable", None, f"unreadable: {report.problem}")
-    found = _answered(store, report, verp)
-    if found == "unknown" and by_address and report.recipient:
-        found = store.bounces.latest_to(report.recipient, since=now - ADDRESS_WINDOW) or found
+    found = _answered(store, report, verp, message_ids)
+    if found in ("unknown", "tokenless") and by_address:
+        # The provider's word: about no digest sent to that address, if not the latest.
+        found = (
+            report.recipient
+            and store.bounces.latest_to(report.recipient, since=now - ADDRESS_WINDOW)
+        ) or "unknown"
     if isinstance(found, str):
         return context.record(report, found, None, _unmatched(found, report))
     return _act(context, report, found, bounce_limit=bounce_limit)
@@ -146,6 +160,7 @@ def read_mailbox(
     bounce_limit: int,
     now: datetime,
     should_stop: Callable[[], bool] = lambda: False,
+    message_ids: MessageIds | None = None,
 ) -> list[BounceOutcome]:
     """Every message of the bounce mailbox, each handled once (recorded under its IMAP
     key: read again, it is not counted twice): one dealt with is moved aside; one that is
@@ -166,6 +181,7 @@ def read_mailbox(
                 bounce_limit=bounce_limit,
                 now=now,
                 source=message.key,
+                message_ids=message_ids,
             )
         if outcome.action not in UNTOUCHED:
             mailbox.move_aside(message)
@@ -173,9 +189,12 @@ def read_mailbox(
     return outcomes
 
 
-def _answered(store: Store, report: BounceReport, verp: Verp | None) -> SentMessage | str:
-    """The message the report answers, or why none: "forged" (a token not ours) or
-    "unknown" (no token, and no Message-ID of a digest sent to the address that failed)."""
+def _answered(
+    store: Store, report: BounceReport, verp: Verp | None, message_ids: MessageIds | None
+) -> SentMessage | str:
+    """The message the report answers, or why none: "forged" (a token not ours),
+    "tokenless" (no envelope token, and no signed Message-ID it may be tied by) or "unknown"
+    (a token naming no digest sent to the address that failed)."""
     if verp is not None:
         for address in report.addresses:
             token = verp.read(address)
@@ -184,21 +203,17 @@ def _answered(store: Store, report: BounceReport, verp: Verp | None) -> SentMess
             if token.status == "forged":
                 return "forged"
             return store.bounces.message(token.record) or "unknown"
-    digest = _digest_id(report.message_id)
-    message = store.bounces.message_by_digest(digest) if digest else None
+    signed = message_ids.read(report.message_id) if message_ids is not None else None
+    if signed is None:
+        return "tokenless"
+    if signed.status == "forged":
+        return "forged"
+    message = store.bounces.message_by_digest(signed.digest_id)
     if message is None or message.status != "sent":
         return "unknown"
     if not report.recipient or report.recipient.lower() != message.recipient.lower():
-        return "unknown"  # a Message-ID alone, for another address, is no proof
+        return "unknown"  # a digest's Message-ID, for another address, is no proof
     return message
-
-
-def _digest_id(message_id: str | None) -> str | None:
-    """The digest id of one of paperbell's Message-IDs (`<digest_id@domain>`)."""
-    if not message_id or "@" not in message_id:
-        return None
-    local = message_id.rpartition("@")[0]
-    return local if local.startswith("paperbell.") else None
 
 
 def _act(
@@ -241,8 +256,10 @@ def _act(
 
 def _unmatched(action: str, report: BounceReport) -> str:
     if action == "forged":
-        return "a bounce with a forged address (not signed with this site's key), ignored"
+        return "a bounce with a forged token (not signed with this site's key), ignored"
     what = "an auto-reply" if report.kind == "auto-reply" else f"a {report.form} message"
+    if action == "tokenless":
+        return f"{what} without this site's envelope token, recorded: it changes nothing"
     return f"{what} about no message paperbell sent, ignored"
 
 
@@ -278,7 +295,8 @@ class _Context:
 
 def bounces_line(day: BounceDay) -> str:
     """Today's bounces for `status`: "bounces today (2026-12-03 UTC): 2 of 200 emails sent
-    (1.0%: 1 hard, 1 soft); complaints: 0 (0.0%); ignored: 3 auto-replies"."""
+    (1.0%: 1 hard, 1 soft); complaints: 0 (0.0%); ignored: 3 auto-replies, 1 without the
+    envelope's token"."""
     kinds = f"{day.hard} hard, {day.soft} soft"
     if day.sent:
         line = (
@@ -292,6 +310,8 @@ def bounces_line(day: BounceDay) -> str:
         ignored.append(plural(day.auto_replies, "auto-reply", "auto-replies"))
     if day.unmatched:
         ignored.append(f"{day.unmatched} unreadable, forged or about no message sent")
+    if day.tokenless:
+        ignored.append(f"{day.tokenless} without the envelope's token")
     more = f"; ignored: {', '.join(ignored)}" if ignored else ""
     return f"bounces today ({day.day:%Y-%m-%d} UTC): {line}{more}"
 

@@ -25,7 +25,7 @@ from bot.config import Config
 from bot.core.errors import PaperbellError
 from bot.core.plurals import plural
 from bot.pipeline.bounces import UNTOUCHED, BounceOutcome, read_mailbox
-from bot.pipeline.wiring import verp
+from bot.pipeline.wiring import message_ids, verp
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -62,6 +62,7 @@ class MailboxReader:
         self.clock = clock
         self.deadline = deadline
         self.verp = verp(config)
+        self.message_ids = message_ids(config)
         self.bounce_limit = config.delivery.bounce_limit
         self.counters = MailboxCounters()
         self.stopping = False
@@ -90,6 +91,7 @@ class MailboxReader:
                 bounce_limit=self.bounce_limit,
                 now=self.clock(),
                 should_stop=lambda: self.stopping or time.monotonic() > until,
+                message_ids=self.message_ids,
             )
 
     async def read(self) -> list[BounceOutcome] | None:

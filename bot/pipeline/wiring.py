@@ -23,7 +23,7 @@ from bot.config import Config, EmailConfig
 from bot.config import load_config as load_config_file
 from bot.config import parse_config as parse_config_data
 from bot.core.errors import ConfigError
-from bot.core.verp import Verp
+from bot.core.verp import MessageIds, Verp
 from bot.pipeline.health import ListingChecks
 from bot.render.email import EmailSettings
 from bot.sources import SOURCE_KINDS, Source, load_builtin_sources
@@ -257,13 +257,16 @@ def relays_limits(config: Config) -> list[tuple[str, Limits, int]]:
 
 
 def email_settings(config: Config) -> EmailSettings:
-    """The message-building settings from [email]."""
+    """The message-building settings from [email] (the key that signs the Message-IDs,
+    when the site has a secret key)."""
     e = _email_section(config)
+    signer = config.web.link_signer()
     return EmailSettings(
         from_addr=e.from_address,
         from_name=e.from_name,
         list_id=e.list_id,
         unsubscribe_mailto=e.unsubscribe_mailto or "",
+        message_id_key=signer.derived_key("message-id") if signer is not None else "",
     )
 
 
@@ -276,6 +279,19 @@ def verp(config: Config) -> Verp | None:
     if signer is None:
         return None
     return Verp(signer.derived_key("verp"), config.email.bounce_address)
+
+
+def message_ids(config: Config, *, authenticated: bool = False) -> MessageIds | None:
+    """The reader of the digests' signed Message-IDs, when a report without the envelope's
+    token may be tied to its digest by one: a provider's webhook call (`authenticated`),
+    or any report when [email] bounces_by_message_id says so (a relay that rewrites the
+    envelope sender); else None."""
+    signer = config.web.link_signer()
+    if signer is None or config.email is None:
+        return None
+    if not (authenticated or config.email.bounces_by_message_id):
+        return None
+    return MessageIds(signer.derived_key("message-id"))
 
 
 def envelope_senders(config: Config) -> Callable[[Any], str | None] | None:

@@ -35,6 +35,7 @@ from bot.core.languages import language_script
 from bot.core.links import LOOPBACK_HOSTS
 from bot.core.mail import MAIL_POLICY
 from bot.core.models import Digest, DigestGroup, DigestItem, Paper
+from bot.core.verp import MessageIds
 from bot.render import template_env
 from bot.render.blocks import Inlining, paper_block
 from bot.render.inlining import html_part, inline_css
@@ -105,6 +106,9 @@ class EmailSettings:
     list_id: str = "paperbell digest"
     unsubscribe_mailto: str = ""  # empty: from_addr
     site_name: str = "paperbell"
+    # Signs each digest's Message-ID (bot.core.verp.MessageIds), so that a bounce quoting
+    # it proves it saw the message; empty: unsigned.
+    message_id_key: str = field(default="", repr=False)
 
     @property
     def unsubscribe_address(self) -> str:
@@ -534,7 +538,7 @@ def build_message_bytes(
         ("To", to_addr),
         ("Subject", tidy(rendered.subject)),
         ("Date", email.utils.format_datetime(now)),
-        ("Message-ID", f"<{digest.digest_id}@{settings.domain}>"),
+        ("Message-ID", f"<{_message_id_local(digest.digest_id, settings)}@{settings.domain}>"),
         ("List-Id", list_id),
     ]
     if unsubscribe_url:
@@ -546,6 +550,18 @@ def build_message_bytes(
     headers.append(("X-Auto-Response-Suppress", "All"))
     html = rendered.html if digest.subscriber.email_format != "text" else None
     return message_bytes(headers, rendered.text, html)
+
+
+def _message_id_local(digest_id: str, settings: EmailSettings) -> str:
+    """A digest's Message-ID's local part: its id, signed when the site has a key."""
+    if not settings.message_id_key:
+        return digest_id
+    return _message_ids(settings.message_id_key).local(digest_id)
+
+
+@functools.lru_cache(maxsize=4)
+def _message_ids(key: str) -> MessageIds:
+    return MessageIds(key)
 
 
 @functools.lru_cache(maxsize=16)

@@ -18,7 +18,16 @@ from bot.store.database import Repository, aware, failing_as
 from bot.store.tables import MAX_DIAGNOSTIC, BounceRow, OutboxRow, SubscriberRow, as_record
 
 KINDS = ("hard", "soft", "complaint", "auto-reply", "unknown")
-ACTIONS = ("paused", "counted", "unsubscribed", "ignored", "unknown", "forged", "unreadable")
+ACTIONS = (
+    "paused",
+    "counted",
+    "unsubscribed",
+    "ignored",
+    "unknown",
+    "tokenless",
+    "forged",
+    "unreadable",
+)
 # What the streak of a subscriber's bounced digests looks back over (their latest records).
 STREAK_WINDOW = 200
 
@@ -55,8 +64,9 @@ class Bounce:
 @dataclass(frozen=True, slots=True)
 class BounceDay:
     """One day's (UTC) bounces, for `paperbell status`: how many of each kind came back,
-    how many named nothing paperbell sent (unknown, forged, unreadable), and how many
-    emails were sent that day (what the rates are of)."""
+    how many named nothing paperbell sent (unknown, forged, unreadable), how many carried
+    no token (`tokenless`: changed nothing, whatever they said), and how many emails were
+    sent that day (what the rates are of)."""
 
     day: date
     hard: int = 0
@@ -65,6 +75,7 @@ class BounceDay:
     auto_replies: int = 0
     unmatched: int = 0
     sent: int = 0
+    tokenless: int = 0
 
     @property
     def bounces(self) -> int:
@@ -197,10 +208,12 @@ class Bounces(Repository):
             col(OutboxRow.sent_at) >= start,
             col(OutboxRow.sent_at) < end,
         )
-        counts = {"hard": 0, "soft": 0, "complaint": 0, "auto-reply": 0, "unmatched": 0}
+        counts = dict.fromkeys(("hard", "soft", "complaint", "auto-reply", "unmatched"), 0)
+        counts["tokenless"] = 0
         with failing_as("count the bounces"), self.database.session() as session:
             for kind, action, count in session.exec(query).all():
                 key = "unmatched" if action in ("unknown", "forged", "unreadable") else kind
+                key = "tokenless" if action == "tokenless" else key
                 if key in counts:
                     counts[key] += count
             emails = session.exec(sent).one()
@@ -212,6 +225,7 @@ class Bounces(Repository):
             auto_replies=counts["auto-reply"],
             unmatched=counts["unmatched"],
             sent=int(emails),
+            tokenless=counts["tokenless"],
         )
 
     def of(self, subscriber_id: int, *, limit: int = 20) -> list[Bounce]:

@@ -446,7 +446,8 @@ class BounceRow(SQLModel, table=True):
     status: str | None = Field(default=None, max_length=16)  # the enhanced status: "5.1.1"
     diagnostic: str | None = Field(default=None, max_length=MAX_DIAGNOSTIC)
     recipient: str | None = Field(default=None, max_length=320)  # the address that failed
-    # What was done: paused, counted, unsubscribed, ignored, unknown, forged, unreadable
+    # What was done: paused, counted, unsubscribed, ignored, unknown, tokenless, forged,
+    # unreadable
     action: str = Field(max_length=16)
     # Where it was read, when that names it for good (an IMAP message: "imap:UIDVALIDITY:UID
     # @mailbox"): read again, it is not recorded twice.

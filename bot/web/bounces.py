@@ -38,9 +38,9 @@ from bot.bounces.webhooks import (
 from bot.config import Config
 from bot.config.sections import BouncesConfig
 from bot.core.errors import PaperbellError
-from bot.core.verp import Verp
+from bot.core.verp import MessageIds, Verp
 from bot.pipeline.bounces import BounceOutcome, handle_report, record_forged
-from bot.pipeline.wiring import verp
+from bot.pipeline.wiring import message_ids, verp
 from bot.sources.base import FetchLimits, FetchState
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store
@@ -80,9 +80,13 @@ class BounceHooks:
         bounce_limit: int,
         clock: Callable[[], datetime],
         fetch: Fetch = sns_fetch,
+        message_ids: MessageIds | None = None,
     ) -> None:
         self.settings, self.store, self.clock, self.fetch = settings, store, clock, fetch
         self.verp, self.bounce_limit = verp, bounce_limit
+        # A provider's call is authenticated: its report may name its digest by the signed
+        # Message-ID (providers rewrite the envelope sender).
+        self.message_ids = message_ids
         self.certificates = SigningCertificates(fetch)
         self.tokens = SeenTokens()
         # Forged calls recorded in the store; past these, only counted and logged.
@@ -225,6 +229,7 @@ class BounceHooks:
                         now=now,
                         source=source,
                         by_address=True,
+                        message_ids=self.message_ids,
                     )
                 )
         return outcomes
@@ -277,6 +282,7 @@ def bounce_routes(
         config.bounces,
         store,
         verp=verp(config),
+        message_ids=message_ids(config, authenticated=True),
         bounce_limit=config.delivery.bounce_limit,
         clock=clock,
         fetch=fetch,

@@ -28,10 +28,11 @@ def sink_email(port: int, *, sender: str = SENDER, timeout: float | None = None)
 
 
 def toml_table(name: str, values: dict[str, Any]) -> str:
-    """`[name]` and its keys (strings and numbers) as the lines of a config file."""
+    """`[name]` and its keys (strings, booleans and numbers) as the lines of a config
+    file."""
     lines = [f"[{name}]"]
     for key, value in values.items():
-        text = json.dumps(value) if isinstance(value, str) else str(value)
+        text = json.dumps(value) if isinstance(value, str | bool) else str(value)
         lines.append(f"{key} = {text}")
     return "\n".join(lines) + "\n"
 
