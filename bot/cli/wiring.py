@@ -67,7 +67,9 @@ class Front:
             routes=[*(self.pages or []), *slack_routes(self.slack), *self.bounces],
             public_url=self.config.web.public_url,
         )
-        server = make_server(app, host=where[0], port=where[1])
+        server = make_server(
+            app, host=where[0], port=where[1], trusted_proxies=self.config.web.trusted_proxies
+        )
         log.info(
             "web app on http://%s:%d (%s)", where[0], where[1], self.routes(daemon is not None)
         )

@@ -1,5 +1,6 @@
 """The sections of the config file, one pydantic model each: [database], [digest],
-[polling], [daemon], [web], [delivery], [[sources]], [email] and [slack].
+[polling], [daemon], [delivery], [apprise], [[sources]], [email], [bounces], [slack],
+[llm] and [embeddings] ([web] is bot.config.web's).
 
 Each model owns its keys, their defaults and bounds, and what the section hands on (the
 poll policy, the fetch limits, the link signer...). Must not read the environment (the
@@ -32,9 +33,10 @@ from bot.config.fields import (
     check_email,
 )
 from bot.config.servers import MAX_SERVERS, EmailServerConfig, servers_problem
+from bot.config.web import WebConfig as WebConfig
+from bot.config.web import web_link_problems as web_link_problems
 from bot.core.addresses import MAX_REACH, Reach, parse_reach
 from bot.core.calendar import ArxivCalendar, PollPolicy
-from bot.core.links import LinkSigner, check_public_url, max_ages
 from bot.core.schedule import Defaults, parse_time
 from bot.sources import (
     MAX_BODY_MB_LIMIT,
@@ -50,7 +52,6 @@ MAX_RULES = 1000  # the most [digest] max_rules may allow
 DEFAULT_DATABASE_URL = "sqlite:///paperbell.sqlite"
 MAX_DATABASE_URL = 4096  # characters: a longer URL is a mistake (or an attack)
 SLACK_API_URL = "https://slack.com/api/"
-DOMAIN_RE = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+")
 
 
 def check_database_url(value: str) -> str:
@@ -169,72 +170,6 @@ class DaemonConfig(Section):
     # A tick (polls, then sending what is due) still running after this long makes
     # /healthz answer 503 "stuck".
     tick_deadline_seconds: float = Field(1800, ge=60, le=86400, allow_inf_nan=False)
-
-
-class WebConfig(Section):
-    """`[web]`: the web app the daemon serves (health, metrics, Slack commands, and the
-    pages reached from every email: one-click unsubscribe, manage, confirm, sign-up)."""
-
-    enabled: bool = True
-    host: str = "127.0.0.1"
-    port: int = Field(8025, ge=0, le=65535)
-    # Where people reach the web app (a reverse proxy in front of host:port). With
-    # secret_key_env, every email links to its manage and one-click unsubscribe pages.
-    public_url: str | None = None
-    secret_key_env: EnvName | None = None
-    manage_link_days: float = Field(60, gt=0, le=3650)
-    unsubscribe_link_days: float = Field(365, gt=0, le=3650)
-    confirm_link_days: float = Field(7, gt=0, le=365)
-    # The 👍 / 👎 links beside each paper of an email: people click them in old digests.
-    feedback_link_days: float = Field(730, gt=0, le=3650)
-    # A public sign-up page (/subscribe): anyone may ask for digests by email, after
-    # confirming the address; `signup_domains` limits it to addresses at those domains.
-    signup: bool = False
-    signup_domains: list[str] = Field(default_factory=list)
-    secret_key: str | None = Field(None, exclude=True)  # filled from the environment only
-
-    @field_validator("public_url")
-    @classmethod
-    def _public_url(cls, value: str | None) -> str | None:
-        return check_public_url(value) if value else None
-
-    @field_validator("signup_domains")
-    @classmethod
-    def _domains(cls, value: list[str]) -> list[str]:
-        domains = [d.strip().lower().lstrip("@") for d in value]
-        for domain in domains:
-            if not DOMAIN_RE.fullmatch(domain):
-                raise ValueError(f"{domain!r} is not a domain name")
-        return domains
-
-    def link_signer(self) -> LinkSigner | None:
-        """The signer of the links in emails, when the site is set up for them."""
-        if not (self.public_url and self.secret_key):
-            return None
-        ages = max_ages(
-            manage_days=self.manage_link_days,
-            unsubscribe_days=self.unsubscribe_link_days,
-            confirm_days=self.confirm_link_days,
-            feedback_days=self.feedback_link_days,
-        )
-        return LinkSigner(self.secret_key, self.public_url, max_age=ages)
-
-
-def web_link_problems(web: Any) -> list[str]:
-    """What the raw [web] table's keys need of each other (the links need the address they
-    point to; sign-up mails a link). Read from the raw table, so they are reported beside
-    its other problems, not after those are fixed."""
-    if not isinstance(web, dict):
-        return []
-    has = {key: isinstance(web.get(key), str) and bool(web[key].strip()) for key in web}
-    problems = []
-    if has.get("secret_key_env") and not has.get("public_url"):
-        problems.append("web.secret_key_env: needs public_url, the address the links point to")
-    if web.get("signup") is True and not has.get("secret_key_env"):
-        problems.append(
-            "web.signup: needs public_url and secret_key_env (it mails a link to confirm)"
-        )
-    return problems
 
 
 class DeliveryConfig(Section):

@@ -384,7 +384,21 @@ class _Server(uvicorn.Server):
         return nullcontext()
 
 
-def make_server(app: Starlette, *, host: str, port: int) -> uvicorn.Server:
-    """A uvicorn server for `app`, to run in the daemon's loop (`await server.serve()`)."""
-    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
+def make_server(
+    app: Starlette, *, host: str, port: int, trusted_proxies: Sequence[str] = ()
+) -> uvicorn.Server:
+    """A uvicorn server for `app`, to run in the daemon's loop (`await server.serve()`).
+    X-Forwarded-For and X-Forwarded-Proto are believed from `trusted_proxies` alone
+    ([web] trusted_proxies): uvicorn's default believes them from 127.0.0.1, where any
+    process on the machine, or a proxy that passes a client's own header on, may forge
+    them. With none, a request's client is the address it came from."""
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        proxy_headers=bool(trusted_proxies),
+        forwarded_allow_ips=list(trusted_proxies),
+    )
     return _Server(config)

@@ -44,7 +44,7 @@ from bot.pipeline.wiring import message_ids, verp
 from bot.sources.base import FetchLimits, FetchState
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store
-from bot.web.guards import Throttle, read_body
+from bot.web.guards import Throttle, client_of, read_body
 
 log = logging.getLogger(__name__)
 
@@ -240,7 +240,7 @@ class BounceHooks:
         """A call that failed its check: recorded as forged (a few an hour per address),
         logged and counted; it changes nothing."""
         now = self.clock()
-        client = request.client.host if request.client else "?"
+        client = client_of(request)
         if self.forged_recorded.allow(client, now):
             report = BounceReport("unknown", provider, problem=problem)
             try:

@@ -8,8 +8,9 @@ sends; deciding the page or status to answer with is the caller's. No route is d
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
-from collections import deque
+from collections import Counter, deque
 from datetime import datetime, timedelta
 from urllib.parse import parse_qsl, urlsplit
 
@@ -39,24 +40,46 @@ def parse_form(body: bytes) -> dict[str, str]:
     return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
 
 
+def client_of(request: Request) -> str:
+    """The client a throttle counts: the address the request came from (a trusted proxy's
+    word on it, [web] trusted_proxies, is uvicorn's to take), an IPv6 client by its /64
+    (one machine's share: it may use any address in it)."""
+    host = request.client.host if request.client else "?"
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
 class Throttle:
-    """At most `per_client` events a `window` (an hour unless said) from one address and
+    """At most `per_client` events a `window` (an hour unless said) from one client and
     `overall` from everyone: the sign-up page mails strangers, so it must not become a way to
-    mail-bomb someone; the live rule check must not become a way to keep the app busy."""
+    mail-bomb someone; the live rule check must not become a way to keep the app busy. A
+    client past its own limit is refused before it counts against everyone's, and
+    `overall` is set far above `per_client`, so no one client locks everyone out."""
 
     def __init__(
         self, *, per_client: int, overall: int, window: timedelta = timedelta(hours=1)
     ) -> None:
         self.per_client, self.overall, self.window = per_client, overall, window
         self._events: deque[tuple[datetime, str]] = deque()
+        self._counts: Counter[str] = Counter()
 
     def allow(self, client: str, now: datetime) -> bool:
         while self._events and now - self._events[0][0] > self.window:
-            self._events.popleft()
-        mine = sum(1 for _, who in self._events if who == client)
-        if len(self._events) >= self.overall or mine >= self.per_client:
+            _, gone = self._events.popleft()
+            self._counts[gone] -= 1
+            if not self._counts[gone]:
+                del self._counts[gone]
+        if self._counts[client] >= self.per_client or len(self._events) >= self.overall:
             return False
         self._events.append((now, client))
+        self._counts[client] += 1
         return True
 
 

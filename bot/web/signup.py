@@ -9,6 +9,7 @@ sign-up page mails strangers, the rule check parses whatever it is sent.
 from __future__ import annotations
 
 import functools
+import logging
 from datetime import timedelta
 
 from starlette.concurrency import run_in_threadpool
@@ -16,18 +17,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from bot.render import templates_dir
-from bot.web.guards import Throttle
+from bot.web.guards import Throttle, client_of
 from bot.web.site import Site
+
+log = logging.getLogger(__name__)
 
 # The pages' script, served from templates/web/ (shipped in the package with the templates);
 # templates/web/rule_check.html.j2 names the same path.
 SCRIPT_PATH = "/static/rule-check.js"
-# Sign-ups (each mails a confirmation) an hour: from one client address, and from everyone.
+# Sign-ups (each mails a confirmation) an hour: from one client address, and from everyone
+# (far above one client's: it takes forty clients to close the page for an hour).
 SIGNUPS_PER_CLIENT = 5
-SIGNUPS_OVERALL = 50
+SIGNUPS_OVERALL = 200
 # Live rule checks (one per pause in typing) a minute: from one client address, and overall.
 RULE_CHECKS_PER_CLIENT = 30
-RULE_CHECKS_OVERALL = 600
+RULE_CHECKS_OVERALL = 3000
 
 
 class SignupPages:
@@ -37,11 +41,31 @@ class SignupPages:
         self.site = site
         self.manager = site.manager
         self.signups = Throttle(per_client=SIGNUPS_PER_CLIENT, overall=SIGNUPS_OVERALL)
+        self._told_of_proxy = False
         self.rule_checks = Throttle(
             per_client=RULE_CHECKS_PER_CLIENT,
             overall=RULE_CHECKS_OVERALL,
             window=timedelta(minutes=1),
         )
+
+    def _client(self, request: Request) -> str:
+        """The client, as the throttles count it (`client_of`); the first request that
+        names another through a proxy's header, while [web] trusted_proxies names no
+        proxy, logs that its word is not taken (everyone behind it is one client)."""
+        if (
+            not self._told_of_proxy
+            and "x-forwarded-for" in request.headers
+            and not self.manager.config.web.trusted_proxies
+        ):
+            self._told_of_proxy = True
+            log.warning(
+                "web: a request came through a proxy (X-Forwarded-For) from %s, and [web] "
+                "trusted_proxies names none: its word on the client is not taken, so every "
+                "visitor through it counts as one client in the sign-up and rule-check "
+                "limits (name the proxy there if it is yours)",
+                client_of(request),
+            )
+        return client_of(request)
 
     async def signup_page(self, request: Request) -> Response:
         if not self.manager.config.web.signup:
@@ -60,7 +84,7 @@ class SignupPages:
         problems = self.manager.signup_problems(email, rule)
         rule_problem = self.manager.check_rule(rule)
         if not (problems or rule_problem) and not self.signups.allow(
-            _client(request), self.manager.clock()
+            self._client(request), self.manager.clock()
         ):
             return self.site.message(
                 request,
@@ -100,7 +124,7 @@ class SignupPages:
         """Live validation of the rule fields: {ok, message, column}. It reads nothing
         stored, so it needs no link; it parses only (no paper is matched), at most
         RULE_CHECKS_PER_CLIENT times a minute from one address."""
-        if not self.rule_checks.allow(_client(request), self.manager.clock()):
+        if not self.rule_checks.allow(self._client(request), self.manager.clock()):
             return JSONResponse(
                 {"ok": False, "message": "too many checks in a minute; wait a moment"},
                 status_code=429,
@@ -120,11 +144,6 @@ class SignupPages:
             media_type="text/javascript",
             headers={"Cache-Control": "public, max-age=3600"},
         )
-
-
-def _client(request: Request) -> str:
-    """The client's address, as the throttles count it."""
-    return request.client.host if request.client else "?"
 
 
 @functools.cache

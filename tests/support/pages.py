@@ -81,10 +81,16 @@ LAB_APPRISE = {"self_service_allow": ["127.0.0.1"]}
 
 
 @contextmanager
-def open_site(database_url: str, *, apprise: dict[str, Any] | None = None) -> Iterator[Site]:
+def open_site(
+    database_url: str,
+    *,
+    apprise: dict[str, Any] | None = None,
+    web: dict[str, Any] | None = None,
+) -> Iterator[Site]:
     """The pages with sign-up open to lab.example, the bundled papers stored, a subscriber
     from the config (lab) and one from the database (ada), the clock at START; `apprise`:
-    the [apprise] section (by default LAB_APPRISE)."""
+    the [apprise] section (by default LAB_APPRISE); `web`: more of [web]
+    (trusted_proxies ...)."""
     with smtp_sink() as (sink, port):
         config = web_config(
             database_url,
@@ -92,7 +98,7 @@ def open_site(database_url: str, *, apprise: dict[str, Any] | None = None) -> It
             subscribers=[
                 {"name": "lab", "email": "lab@lab.example", "rules": ['"diffusion policy"']}
             ],
-            web={"signup": True, "signup_domains": ["lab.example"]},
+            web={"signup": True, "signup_domains": ["lab.example"], **(web or {})},
             apprise=LAB_APPRISE if apprise is None else apprise,
         )
         store = Store.open(config.database_url())
@@ -106,7 +112,8 @@ def open_site(database_url: str, *, apprise: dict[str, Any] | None = None) -> It
         )
         channels = build_channels(config, store=store)
         pages = build_pages(config, store, channels, clock=clock)
-        with web_server(create_app(routes=pages or [])) as base:
+        app = create_app(routes=pages or [])
+        with web_server(app, trusted_proxies=tuple(config.web.trusted_proxies)) as base:
             site = Site(config, store, clock, base, sink)
             yield site
             site.http.close()

@@ -237,14 +237,15 @@ class ArxivDays:
 
 
 @contextmanager
-def web_server(app: Any) -> Iterator[str]:
-    """Serve an ASGI app with uvicorn on loopback, in a thread; yields its base URL."""
+def web_server(app: Any, *, trusted_proxies: tuple[str, ...] = ()) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn on loopback, in a thread, as `paperbell serve` does
+    (`trusted_proxies`: [web] trusted_proxies); yields its base URL."""
     import time
 
     from bot.web.app import make_server
 
     port = free_port()
-    server = make_server(app, host="127.0.0.1", port=port)
+    server = make_server(app, host="127.0.0.1", port=port, trusted_proxies=trusted_proxies)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
