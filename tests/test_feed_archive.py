@@ -179,7 +179,7 @@ def test_forged_cut_crossed_and_foreign_tokens_are_refused(site: Site) -> None:
         (token[: len(token) // 2], 403),
         (f"{lab_token.split('.')[0]}.{signature}", 403),  # lab's id, ada's signature
         (archive_token, 403),  # the archive's token opens no feed
-        ("999999." + signature, 404),  # no such subscriber
+        ("999999." + signature, 403),  # no such subscriber: as a forged one
         (site.link("manage", "ada").rsplit("/", 1)[1], 403),
     ):
         answer = site.http.get(f"/feed/{bad}.atom")

@@ -214,10 +214,12 @@ class Manager(Destinations):
 
     def open_feedback(self, token: str) -> FeedbackLink | Refused:
         """The verdict a 👍 / 👎 link records, and for whom, if the link is genuine, in date
-        and still theirs; "gone" when the subscriber it names is not stored any more."""
+        and still theirs. A link naming a subscriber not stored is "forged", as one whose
+        signature is wrong: it cannot be checked, and answering otherwise would tell a
+        stranger which ids exist."""
         found = self.signer.read_feedback(token, now=self.clock(), owner=self.subscriber)
         if found is None:
-            return Refused("gone")
+            return Refused("forged")
         if isinstance(found, TokenProblem):
             whose = self._owner(found.visitor) if found.visitor is not None else None
             return Refused(found.reason, whose)
@@ -230,9 +232,10 @@ class Manager(Destinations):
         return FeedbackLink(owner, found.paper, found.verdict)
 
     def open_standing(self, purpose: Standing, token: str) -> Subscriber | Refused:
-        """Whose feed or archive a standing link opens (it never expires); "gone" when the
-        subscriber it names is not stored any more, or it was made for another address;
-        "stopped" while they are unsubscribed (it works again if they resume)."""
+        """Whose feed or archive a standing link opens (it never expires); "forged" when the
+        subscriber it names is not stored (as for a wrong signature: see `open_feedback`),
+        "gone" when it was made for another address; "stopped" while they are unsubscribed
+        (it works again if they resume)."""
         looked_up: dict[int, Subscriber | None] = {}
 
         def lookup(subscriber_id: int) -> Subscriber | None:
@@ -241,7 +244,7 @@ class Manager(Destinations):
 
         found = self.signer.read_standing(purpose, token, owner=lookup)
         if found is None:
-            return Refused("gone")
+            return Refused("forged")
         if isinstance(found, TokenProblem):
             return Refused(found.reason)
         owner = looked_up.get(found.subscriber_id)

@@ -132,8 +132,8 @@ class ButtonAnswers:
 
 
 _REFUSED = {
-    "forged": ":warning: That button is not one of paperbell's, or it was changed on the way: "
-    "nothing was recorded.",
+    "forged": ":warning: That button is not one of paperbell's, it was changed on the way, or "
+    "its subscription is gone: nothing was recorded.",
     "expired": ":warning: That button is too old to work: nothing was recorded.",
     "gone": ":warning: That digest's subscription has changed or is gone: nothing was recorded.",
 }

@@ -116,8 +116,9 @@ class Site:
         return self.message(
             request,
             "This link is not valid",
-            "It was not made by this paperbell, or it was changed on the way (a mail program "
-            "may have cut it). Open the link from the email again, or copy it whole.",
+            "It was not made by this paperbell, it was changed on the way (a mail program "
+            "may have cut it), or the subscription it was made for is gone. Open the link "
+            "from your most recent email again, or copy it whole.",
             status=403 if refusal.reason == "forged" else 400,
         )
 
