@@ -257,7 +257,8 @@ def _act(
 def _unmatched(action: str, report: BounceReport) -> str:
     if action == "forged":
         return "a bounce with a forged token (not signed with this site's key), ignored"
-    what = "an auto-reply" if report.kind == "auto-reply" else f"a {report.form} message"
+    article = "an" if report.form[:1].lower() in ("a", "e", "i", "o", "u") else "a"
+    what = "an auto-reply" if report.kind == "auto-reply" else f"{article} {report.form} message"
     if action == "tokenless":
         return f"{what} without this site's envelope token, recorded: it changes nothing"
     return f"{what} about no message paperbell sent, ignored"
