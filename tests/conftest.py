@@ -1,6 +1,6 @@
 """Shared test fixtures: paths to the real payloads in tests/fixtures/, a fresh database and
 its store, the web pages on loopback (`site`); the `--regenerate-golden` option
-(tests/test_email_golden.py); the Hypothesis profiles. The helpers the tests share are in
+(tests/render/test_email_golden.py); the Hypothesis profiles. The helpers the tests share are in
 tests/support/.
 
 Hypothesis runs derandomized in CI (`CI` set, as .ci/run is run): the same examples every
