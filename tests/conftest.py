@@ -58,27 +58,18 @@ def full_feed_bytes() -> bytes:
 
 
 @pytest.fixture
-def database_url(tmp_path: Path) -> str:
-    """A fresh database: a SQLite file, or the PostgreSQL named by PAPERBELL_TEST_DATABASE_URL
-    (emptied first, every table and the schema's revision, so every test starts clean)."""
-    url = os.environ.get("PAPERBELL_TEST_DATABASE_URL")
-    if not url:
-        return f"sqlite:///{tmp_path / 'paperbell-test.sqlite'}"
-    empty_database(url)
-    return url
+def database_url(tmp_path: Path) -> Iterator[str]:
+    """A new, empty database of this test's own: a SQLite file in its temporary folder, or a
+    database made for it on the PostgreSQL server PAPERBELL_TEST_DATABASE_URL names (dropped
+    afterwards), so tests run in parallel never share one."""
+    server = os.environ.get("PAPERBELL_TEST_DATABASE_URL")
+    if not server:
+        yield f"sqlite:///{tmp_path / 'paperbell-test.sqlite'}"
+        return
+    from support.database import scratch_database
 
-
-def empty_database(url: str) -> None:
-    """Drop every table of the database at `url` (paperbell's, `alembic_version`, any other)."""
-    from sqlalchemy import MetaData, create_engine
-
-    from bot import store
-
-    engine = create_engine(store.normalize_url(url))
-    found = MetaData()
-    found.reflect(engine)
-    found.drop_all(engine)
-    engine.dispose()
+    with scratch_database(server) as url:
+        yield url
 
 
 @pytest.fixture

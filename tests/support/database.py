@@ -1,10 +1,15 @@
-"""Databases as the schema and failure tests look at them: what the migrations left out
-(`differences`), a database migrated to an older revision (`migrate_to`), its tables, and
-one that is gone (`dead_database`)."""
+"""Databases for the tests: a new PostgreSQL database for each test (`scratch_database`), and
+the schema and failure tests' views of one: what the migrations left out (`differences`), a
+database migrated to an older revision (`migrate_to`), its tables, and one that is gone
+(`dead_database`)."""
 
 from __future__ import annotations
 
+import itertools
+import os
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +24,55 @@ from bot.demo import free_port
 from bot.store import normalize_url
 from bot.store.schema import alembic_config
 from bot.store.tables import SCHEMA
+
+# Databases made by this process are named for it, so that parallel test processes (and
+# parallel runs on one server) never share one, and what a killed run left is known.
+SCRATCH_PREFIX = "paperbell_test_"
+_made = itertools.count()
+
+
+@contextmanager
+def scratch_database(server_url: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database on the server of `server_url` (which names a
+    database to connect to for the CREATE), dropped afterwards: one test's own database,
+    its advisory locks and connections its own too."""
+    server = make_url(normalize_url(server_url))
+    number = next(_made)
+    name = f"{SCRATCH_PREFIX}{os.getpid()}_{number}"
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            if number == 0:  # this process's first: clear what killed runs left
+                _drop_leftovers(connection)
+            connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        try:
+            yield server.set(database=name).render_as_string(hide_password=False)
+        finally:
+            with admin.connect() as connection:
+                connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        admin.dispose()
+
+
+def _drop_leftovers(connection: Connection) -> None:
+    """Drop the scratch databases of test processes that are gone (a run killed mid-test)."""
+    names = connection.exec_driver_sql(
+        "SELECT datname FROM pg_database WHERE datname LIKE %s", (SCRATCH_PREFIX + "%",)
+    ).scalars()
+    for name in list(names):
+        pid = name.removeprefix(SCRATCH_PREFIX).split("_")[0]
+        if pid.isdigit() and not _running(int(pid)):
+            connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def tables(url: str) -> set[str]:
