@@ -5,6 +5,7 @@ reference parser (markdown-it-py), on hostile titles (Hypothesis)."""
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from dataclasses import replace
@@ -15,7 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from bot.core.models import Digest, DigestGroup, DigestItem, Subscriber
+from bot.core.models import Digest, DigestGroup, DigestItem, Paper, Subscriber
 from bot.demo import bundled_papers
 from bot.render.apprise import MIN_BODY, ChatShape, chat_messages, escape_markdown, plain
 
@@ -23,9 +24,16 @@ NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
 COMMONMARK = MarkdownIt("commonmark")
 
 
+@functools.cache
+def base_paper() -> Paper:
+    """The bundled listing's first paper, parsed once (the property tests make hundreds of
+    digests)."""
+    return bundled_papers()[0]
+
+
 def hand_digest(*titles: str, abstract: str = "An abstract.") -> Digest:
     """A digest of papers with these titles under one rule."""
-    base = next(iter(bundled_papers()))
+    base = base_paper()
     items = tuple(
         DigestItem(
             paper=replace(base, id=f"2411.{10000 + n}", title=title, abstract=abstract),
