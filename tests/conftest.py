@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import settings
@@ -36,6 +36,25 @@ settings.register_profile("dev", deadline=None, print_blob=True)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
+
+
+# Each test's time budget (seconds, setup to teardown): a test over it is named at the end of
+# the run. A scenario that needs longer is split, or made cheaper on less data.
+BUDGET_SECONDS = 20.0
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Name the tests over BUDGET_SECONDS, slowest first."""
+    spent: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if isinstance(report, pytest.TestReport):
+                spent[report.nodeid] = spent.get(report.nodeid, 0.0) + report.duration
+    over = sorted(((t, n) for n, t in spent.items() if t > BUDGET_SECONDS), reverse=True)
+    if over:
+        terminalreporter.section(f"over the {BUDGET_SECONDS:g} s budget of a test")
+        for seconds, nodeid in over:
+            terminalreporter.write_line(f"{seconds:6.1f} s  {nodeid}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -98,7 +98,8 @@ def test_titles_rank_first_and_authors_and_categories_are_marked() -> None:
     assert code == 0
     first = out.split("\n\n")[1]
     assert "*cs.CV*" in first and re.search(r"\*[^*]*Wang\*", first)
-    code, out = outcome("try", "quantum", "--demo", "--limit", "0")
+    # At the width `try` takes when it cannot ask the terminal (the tests' own may be set).
+    code, out = outcome("try", "quantum", "--demo", "--limit", "0", env={"COLUMNS": "100"})
     blocks = out.split("\n\n")[1:-1]
     title_lines = [b.splitlines()[1] for b in blocks if re.match(r" *\d+\. ", b)]
     with_title = ["*" in line for line in title_lines]

@@ -315,7 +315,8 @@ def local_times(mail: list[tuple[datetime, Any]], zone: ZoneInfo) -> list[str]:
 def test_a_fortnight_across_both_dst_changes(world: Any) -> None:
     async def go() -> World:
         w = await world(at("2026-10-22T12:00"))  # Thursday noon UTC
-        await w.run_until(at("2026-11-03T12:00"))
+        # Every half hour: each subscriber's time is on the hour or the half hour.
+        await w.run_until(at("2026-11-03T12:00"), step=timedelta(minutes=30))
         return w
 
     w = asyncio.run(go())

@@ -202,9 +202,10 @@ def test_a_large_bibtex_file_reads_in_reasonable_time() -> None:
     entry = (LIBRARY / "zotero_export.bib").read_text().split("@misc{broken")[0]
     copies = 2000
     text = "\n".join(entry.replace("{", "{", 1) for _ in range(copies))
-    started = time.monotonic()
+    # CPU time of this process: a busy machine (or tests run in parallel) does not count.
+    started = time.process_time()
     library = read_library(text.encode())
-    took = time.monotonic() - started
+    took = time.process_time() - started
     assert len(library.entries) + len(library.skipped) == 5 * copies
     assert took < 30, f"{took:.1f}s for {len(text) / 1e6:.1f} MB"
 
@@ -226,7 +227,7 @@ def test_a_large_bibtex_file_reads_in_reasonable_time() -> None:
     ],
 )
 def test_hostile_files_are_read_or_refused_never_anything_else(data: bytes) -> None:
-    started = time.monotonic()
+    started = time.process_time()
     try:
         library = read_library(data)
     except LibraryError as exc:
@@ -235,7 +236,7 @@ def test_hostile_files_are_read_or_refused_never_anything_else(data: bytes) -> N
         for entry in library.entries:
             assert "\x00" not in entry.title + entry.abstract + entry.key
             assert entry.feedback_key
-    assert time.monotonic() - started < 20
+    assert time.process_time() - started < 20
 
 
 PIECES = st.one_of(

@@ -184,10 +184,11 @@ def test_a_deep_item_with_a_string_that_never_ends_is_refused_in_linear_time() -
     """The bracket scanner retried a string that never closed from every later quote:
     18.9 s on 83 KB of escaped quotes (found in review)."""
     body = ("[" + "[" * 3000 + '"' + '\\"' * 200_000).encode()
-    started = time.perf_counter()
+    # CPU time of this process: a busy machine (or tests run in parallel) does not count.
+    started = time.process_time()
     with pytest.raises(FeedFormatError, match="the JSON is nested too deeply to read"):
         parse_daily_papers(body, source="hf")
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 def test_arxiv_api_entries_dated_year_one_are_left_out_and_the_page_kept() -> None:
@@ -251,9 +252,9 @@ def test_100000_character_arxiv_api_fields_parse_in_under_a_second() -> None:
         '<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>q</title>'
         f"{entry}{good}</feed>"
     ).encode()
-    started = time.perf_counter()
+    started = time.process_time()
     page = parse_api(body)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
     assert [p.id for p in page.papers] == ["2411.00002"] and len(page.problems) == 1
 
 
@@ -269,12 +270,12 @@ def test_anything_feedparser_raises_is_a_source_error() -> None:
 def test_arxiv_id_regex_is_linear() -> None:
     """0.24 s on 5,000 letters and 14.7 s on 40,000 before: the search restarted at each
     letter of an old-style archive name."""
-    started = time.perf_counter()
+    started = time.process_time()
     for size in (5_000, 40_000, 100_000):
         assert ARXIV_ID_RE.search("a" * size) is None
         with pytest.raises(ValueError):
             split_arxiv_id("a" * size)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
     assert split_arxiv_id("quant-ph/0201082v2") == ("quant-ph/0201082", 2)
     assert split_arxiv_id("https://arxiv.org/abs/math.GT/0309136") == ("math.GT/0309136", None)
 
@@ -285,9 +286,9 @@ def test_100000_character_fields_parse_in_under_a_second(parse: Any) -> None:
     100,000) and ARXIV_ID_RE 14.7 s on a 40,000-character guid."""
     empty = (FIXTURES / "arxiv_rss" / "edge_empty-feed_test-archive_2024-11-28.xml").read_bytes()
     body = with_items(empty, long_fields_item(100_000) + first_item(FULL_FEED.read_bytes()))
-    started = time.perf_counter()
+    started = time.process_time()
     parsed = parse(body)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
     assert len(parsed.papers) >= 1
 
 
@@ -307,9 +308,9 @@ def test_100000_characters_of_broken_markup_in_a_feed_read_in_under_a_second(
         b"<description>" + broken + b"</description></item>"
     )
     empty = (FIXTURES / "arxiv_rss" / "edge_empty-feed_test-archive_2024-11-28.xml").read_bytes()
-    started = time.perf_counter()
+    started = time.process_time()
     parsed = parse_feed(with_items(empty, item))
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
     assert [p.id for p in parsed.papers] == ["url:https://journal.example/1"]
 
 
@@ -319,10 +320,10 @@ def test_a_large_ill_formed_body_is_refused_in_under_a_second(parse: Any) -> Non
     unclosed tags nest (1.2 s for 160 KB): every parser here refuses ill-formed XML anyway,
     so that second reading is skipped."""
     body = b'<rss version="2.0"><channel><item><title>' + b"<a" * 500_000
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(FeedFormatError, match="not well-formed XML"):
         parse(body)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 def test_100000_character_hugging_face_fields_parse_in_under_a_second() -> None:
@@ -340,9 +341,9 @@ def test_100000_character_hugging_face_fields_parse_in_under_a_second() -> None:
     }
     good = {"paper": {"id": "2411.90030", "title": "Good"}}
     body = json.dumps([item, good]).encode()
-    started = time.perf_counter()
+    started = time.process_time()
     parsed = parse_daily_papers(body)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
     assert [p.id for p in parsed.papers] == ["2411.90030"]
 
 
