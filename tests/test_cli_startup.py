@@ -41,6 +41,8 @@ HEAVY = (
 )
 # ... and these not even by the group's --help and --version.
 LIGHTER = ("pydantic", "httpx", "jinja2", "feedparser", "langcodes")
+# A command module that uses another's helpers (`status` words a subscriber's state as `list`).
+SHARED = {"bot.cli.reports": {"bot.cli.people"}}
 COMMAND_MODULES = sorted({entry.module for entry in COMMANDS.values()})
 WHOLE = 10**6  # a short help this long is never cut: the whole first sentence
 
@@ -91,6 +93,16 @@ def test_help_and_version_import_no_command_and_no_heavy_library(code: str, tmp_
         "bot.core.errors",
         "bot.core.redact",
     }
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_command_s_help_imports_that_command_only(name: str, tmp_path: Path) -> None:
+    code = f"from bot.cli import main; main([{name!r}, '--help'])"
+    modules = modules_after(code, cwd=tmp_path)
+    assert loaded(modules, HEAVY) == []
+    own = COMMANDS[name].module
+    others = {m for m in COMMAND_MODULES if m in modules} - {own}
+    assert others == SHARED.get(own, set())
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

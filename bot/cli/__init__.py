@@ -8,7 +8,10 @@ current, upgrade) and `bounces` (bounce: what comes back to the bounce address).
 
 Each command is added by where it is (`COMMANDS`) and imported only when it runs or its help
 is asked for: `paperbell --help` and `--version` import no command. Each entry keeps the
-first sentence of the command's help, which the group's --help lists. tests/test_cli_startup.py
+first sentence of the command's help, which the group's --help lists. A command's module
+imports at its top only what its options and help need (click, the shell, the pure layers,
+the config); the store, the pipeline and their libraries are imported inside the commands
+that use them, so that `paperbell COMMAND --help` starts at once too. tests/test_cli_startup.py
 holds this: what each start imports, and each entry's help to the command's own.
 """
 
