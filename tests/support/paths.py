@@ -11,3 +11,5 @@ FIXTURES = TESTS / "fixtures"
 GOLDEN = TESTS / "golden"  # the demo digests as mailed (tests/render/test_email_golden.py)
 # The real arXiv listing of all archives on 28 Nov 2024 (1,504 papers): the day most tests use.
 FULL_FEED = FIXTURES / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
+# The "two years ahead" switch: put on PYTHONPATH, with TEST_CLOCK_AHEAD_DAYS set.
+FUTURE = TESTS / "support" / "future"
