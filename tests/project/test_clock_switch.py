@@ -13,10 +13,11 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from support.cli import clean_env
-from support.paths import FUTURE
+from support.paths import FUTURE, ROOT
 
 AHEAD_DAYS = 730
 
@@ -76,6 +77,32 @@ def test_every_process_is_moved_by_the_same_amount_whenever_it_first_asks(
         assert found["datetime"] == pytest.approx(ahead, abs=0.05)
         assert before < found["monotonic"] < after  # the system's monotonic clock, unmoved
     assert late["time"] == pytest.approx(prompt["time"], abs=0.05)
+
+
+def test_a_relative_path_reaches_processes_started_in_another_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """PYTHONPATH=tests/support/future, as typed at the checkout's top: a process started
+    in a test's own folder (a bounce piped to the command) is moved too."""
+    monkeypatch.setenv("PYTHONPATH", str(FUTURE.relative_to(ROOT)))
+    monkeypatch.setenv("TEST_CLOCK_AHEAD_DAYS", str(AHEAD_DAYS))
+    starts_elsewhere = (
+        "import subprocess, sys; "
+        f"subprocess.run([sys.executable, '-c', sys.argv[1], '0'], cwd={str(tmp_path)!r}, "
+        "check=True)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", starts_elsewhere, CHILD],
+        cwd=ROOT,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["travelling"]
+    assert found["time"] == pytest.approx(AHEAD_DAYS * 86400, abs=0.05)
 
 
 def test_without_the_variable_nothing_moves(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,6 +32,10 @@ def _travel() -> None:
     days = os.environ.get(AHEAD_DAYS, "").strip()
     if not days:
         return
+    # A relative entry (PYTHONPATH=tests/support/future) would be lost to a process started
+    # in another folder (a test's tmp_path): its children get this one's folders, absolute.
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    os.environ["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) if p else p for p in paths)
     import time
     from datetime import timedelta
 
