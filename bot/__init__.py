@@ -5,7 +5,7 @@ The package is one pipeline, and its folders are the pipeline's stages:
     sources -> store -> match -> render -> channels
 
 Layers, lowest first; a module imports its own layer or lower ones, never a higher one
-(tests/test_architecture.py holds this order as data):
+(tests/project/test_architecture.py holds this order as data):
 
     core          models, calendar, schedule, links, merge, checks, errors, redact
     rules         the rule language

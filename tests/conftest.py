@@ -1,6 +1,6 @@
 """Shared test fixtures: paths to the real payloads in tests/fixtures/, a fresh database and
 its store, the web pages on loopback (`site`); the `--regenerate-golden` option
-(tests/test_email_golden.py); the Hypothesis profiles. The helpers the tests share are in
+(tests/render/test_email_golden.py); the Hypothesis profiles. The helpers the tests share are in
 tests/support/.
 
 Hypothesis runs derandomized in CI (`CI` set, as .ci/run is run): the same examples every
@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import settings
@@ -38,6 +38,25 @@ settings.load_profile(
 )
 
 
+# Each test's time budget (seconds, setup to teardown): a test over it is named at the end of
+# the run. A scenario that needs longer is split, or made cheaper on less data.
+BUDGET_SECONDS = 20.0
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Name the tests over BUDGET_SECONDS, slowest first."""
+    spent: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if isinstance(report, pytest.TestReport):
+                spent[report.nodeid] = spent.get(report.nodeid, 0.0) + report.duration
+    over = sorted(((t, n) for n, t in spent.items() if t > BUDGET_SECONDS), reverse=True)
+    if over:
+        terminalreporter.section(f"over the {BUDGET_SECONDS:g} s budget of a test")
+        for seconds, nodeid in over:
+            terminalreporter.write_line(f"{seconds:6.1f} s  {nodeid}")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--regenerate-golden",
@@ -58,27 +77,18 @@ def full_feed_bytes() -> bytes:
 
 
 @pytest.fixture
-def database_url(tmp_path: Path) -> str:
-    """A fresh database: a SQLite file, or the PostgreSQL named by PAPERBELL_TEST_DATABASE_URL
-    (emptied first, every table and the schema's revision, so every test starts clean)."""
-    url = os.environ.get("PAPERBELL_TEST_DATABASE_URL")
-    if not url:
-        return f"sqlite:///{tmp_path / 'paperbell-test.sqlite'}"
-    empty_database(url)
-    return url
+def database_url(tmp_path: Path) -> Iterator[str]:
+    """A new, empty database of this test's own: a SQLite file in its temporary folder, or a
+    database made for it on the PostgreSQL server PAPERBELL_TEST_DATABASE_URL names (dropped
+    afterwards), so tests run in parallel never share one."""
+    server = os.environ.get("PAPERBELL_TEST_DATABASE_URL")
+    if not server:
+        yield f"sqlite:///{tmp_path / 'paperbell-test.sqlite'}"
+        return
+    from support.database import scratch_database
 
-
-def empty_database(url: str) -> None:
-    """Drop every table of the database at `url` (paperbell's, `alembic_version`, any other)."""
-    from sqlalchemy import MetaData, create_engine
-
-    from bot import store
-
-    engine = create_engine(store.normalize_url(url))
-    found = MetaData()
-    found.reflect(engine)
-    found.drop_all(engine)
-    engine.dispose()
+    with scratch_database(server) as url:
+        yield url
 
 
 @pytest.fixture

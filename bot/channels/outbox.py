@@ -16,7 +16,10 @@ takes longer than the lease keeps it. A record claimed by a worker that dies is 
 the next one when the lease runs out. A worker that finds a record of its batch taken over
 (it was frozen past the lease) stops the batch and never sends a record it no longer holds;
 nor does it go on once a send could not be recorded (the database is down): the records not
-tried are handed back, untouched.
+tried are handed back, untouched. Leases are read on each worker's own clock (`clock`):
+workers on several machines rely on their clocks agreeing (NTP keeps them within
+milliseconds). A worker whose clock runs ahead of the holder's by two thirds of a lease,
+less the time one message takes, may see the lease run out while the holder is sending.
 
 The window in which a digest can be sent twice: the channel accepted it and its
 `store.outbox.mark_sent` did not commit, because the process died in between (one small UPDATE
@@ -24,7 +27,8 @@ later: one digest for each batch being sent, `RetryPolicy.connections` at most),
 database failed that write (the batch stops there: at most one digest per batch being sent
 per outage), or the worker was frozen while sending it until its lease ran out (two
 thirds of a lease at least after it last looked) and another took it over (the late send is
-still recorded, so the other one does not repeat it unless it had sent it already). A
+still recorded, so the other one does not repeat it unless it had sent it already), or the
+other worker's clock ran ahead of its own by that much and took it over early (the same). A
 channel may add its own: an SMTP connection that drops after the server took the message
 but before its "250" is sent again.
 """

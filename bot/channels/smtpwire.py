@@ -16,7 +16,7 @@ SIZE): a quarter of what the process that sends spends on each one.
   ".card {") is doubled by a byte replacement of LF + period (a line starts at the
   message's start and after each LF, as `(?m)^` reads it).
 
-What goes on the wire is the same byte for byte (tests/test_smtpwire.py compares both
+What goes on the wire is the same byte for byte (tests/channels/test_smtpwire.py compares both
 with aiosmtplib's on hostile bytes); an aiosmtplib without these names (another major
 version) is left as it is, only slower.
 """

@@ -17,15 +17,11 @@ from typing import Any, BinaryIO
 
 import click
 
-from bot.bounces.imap import BounceMailbox
 from bot.cli.secrets import require_secrets
 from bot.cli.shell import config_option, handle_errors, load_config, open_store
 from bot.config import IMAP_PASSWORD, Config
 from bot.core.errors import ConfigError, PaperbellError
 from bot.core.plurals import plural
-from bot.pipeline.bounces import UNTOUCHED, handle_bounce, read_mailbox
-from bot.pipeline.wiring import message_ids, verp
-from bot.store import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +55,8 @@ def bounce(config_path: Path, imap: bool) -> None:
     exits 0, so the mail server never retries. For the mail server's aliases file:
     `bounces: "|paperbell bounce -c /etc/paperbell/config.toml"`. With --imap, reads the
     [bounces] mailbox instead (exit 1 when it cannot be read)."""
+    from bot.pipeline.bounces import handle_bounce
+
     if imap:
         handle_errors(_read_imap)(config_path)
         return
@@ -89,6 +87,9 @@ def _acting(config: Config) -> dict[str, Any]:
     """How bounces are acted on: the key that checks the VERP tokens (and the signed
     Message-IDs, when [email] bounces_by_message_id lets them act), [delivery]
     bounce_limit, and the time now."""
+    from bot.pipeline.wiring import message_ids, verp
+    from bot.store import utcnow
+
     return {
         "verp": verp(config),
         "message_ids": message_ids(config),
@@ -99,6 +100,9 @@ def _acting(config: Config) -> dict[str, Any]:
 
 def _read_imap(config_path: Path) -> None:
     """`bounce --imap`: every message of the [bounces] mailbox, once."""
+    from bot.bounces.imap import BounceMailbox
+    from bot.pipeline.bounces import UNTOUCHED, read_mailbox
+
     config = load_config(config_path)
     if config.bounces is None or config.bounces.imap_url is None:
         where = str(config.path or config_path)

@@ -21,7 +21,6 @@ from bot.cli.secrets import require_secrets, secrets_of
 from bot.cli.shell import config_option, handle_errors, load_config, log_progress, open_store
 from bot.config import DATABASE_URL
 from bot.core.errors import ConfigError
-from bot.store import utcnow
 
 
 @click.command()
@@ -68,9 +67,11 @@ def run(
     )
     require_secrets(config, DATABASE_URL, *secrets_of(config, "run", web=web is not None))
     log_progress(daemon=True)
+    from bot.cli.wiring import run_daemon  # the web stack, Slack, the pipeline: `run` only
+    from bot.store import utcnow
+
     clock = utcnow if clock_start is None else _fast_clock(clock_start, clock_speed)
     store = open_store(config)
-    from bot.cli.wiring import run_daemon  # the web stack, Slack, the pipeline: `run` only
 
     code = asyncio.run(run_daemon(config, store, clock=clock, web=web, speed=clock_speed))
     sys.exit(code)

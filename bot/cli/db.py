@@ -25,7 +25,6 @@ from bot.cli.shell import (
     upgrade_command,
 )
 from bot.core.checks import redact_url
-from bot.store import backup_database, describe_upgrade, schema_state, upgrade_schema, utcnow
 
 
 @click.group()
@@ -39,6 +38,8 @@ def db() -> None:
 @handle_errors
 def current(config_path: Path) -> None:
     """Show the database's schema revision, and whether it is the newest."""
+    from bot.store import schema_state
+
     config = load_config(config_path)
     state = schema_state(database_url(config))
     line = f"{redact_url(config.database.url)}: schema {state.describe()}"
@@ -53,6 +54,8 @@ def current(config_path: Path) -> None:
 def upgrade(config_path: Path) -> None:
     """Upgrade the database's schema to the newest revision, in place (a SQLite file is
     copied to NAME.bak-REVISION first)."""
+    from bot.store import describe_upgrade, upgrade_schema
+
     config = load_config(config_path)
     where = redact_url(config.database.url)
     before, done = upgrade_schema(database_url(config))
@@ -72,6 +75,8 @@ def upgrade(config_path: Path) -> None:
 def backup(config_path: Path, path: Path, force: bool) -> None:
     """Copy the SQLite database to PATH, safely while paperbell runs (SQLite's online
     backup). A PostgreSQL database is backed up with pg_dump: this says how."""
+    from bot.store import backup_database
+
     config = load_config(config_path)
     if path.exists() and not force:
         click.echo(f"error: {path} exists; use --force to overwrite it", err=True)
@@ -94,6 +99,7 @@ def prune(config_path: Path, dry_run: bool) -> None:
     sent twice. `paperbell run` does the same once a day. A SQLite file keeps its size
     (the space is reused; `VACUUM` gives it back)."""
     from bot.pipeline.retention import prune_old, pruned_line
+    from bot.store import utcnow
 
     config = load_config(config_path)
     store = open_store(config, create=False)

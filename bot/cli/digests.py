@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from tqdm import tqdm
 
 from bot.cli.secrets import require_secrets, secrets_of
 from bot.cli.shell import (
@@ -36,7 +35,6 @@ from bot.core.plurals import plural
 from bot.render.terminal import terminal_safe
 from bot.render.text import clip, letters, tidy
 from bot.render.view import SIMILAR_TITLE_CHARS, rule_names
-from bot.store import utcnow
 
 if TYPE_CHECKING:
     from bot.pipeline import DeliveryReport, PollReport, TextsRun
@@ -53,6 +51,7 @@ def poll(config_path: Path, only: str | None) -> None:
     from bot.pipeline import build_fetcher
     from bot.pipeline import poll as run_poll
     from bot.sources.http import make_client
+    from bot.store import utcnow
 
     config = load_config(config_path)
     if only is not None and only not in {s.name for s in config.sources}:
@@ -123,10 +122,13 @@ def backfill(
 
     Example: paperbell backfill -c config.toml --since 2026-10-01
     """
+    from tqdm import tqdm
+
     from bot.pipeline import build_fetcher, build_sources
     from bot.pipeline.backfill import backfill as run_backfill
     from bot.pipeline.backfill import days_done, plan
     from bot.sources.http import make_client
+    from bot.store import utcnow
 
     config = load_config(config_path)
     first = since.date()
@@ -251,6 +253,7 @@ def digest(
     placeholders).
     """
     from bot.pipeline import DeliveryRequest, build_channels, deliver
+    from bot.store import utcnow
 
     config = load_config(config_path)
     mode: Mode = "dry-run" if dry_run else "send" if out_dir is None else "files"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,7 +18,9 @@ from bot.config import Config
 from bot.core.errors import PaperbellError
 from bot.core.models import Verdict
 from bot.core.plurals import plural
-from bot.store import Store, SubscriberRecord, utcnow
+
+if TYPE_CHECKING:
+    from bot.store import Store, SubscriberRecord
 
 
 def _declared(name: str) -> PaperbellError:
@@ -50,6 +53,7 @@ def _give(config_path: Path, name: str, ids: tuple[str, ...], verdict: Verdict) 
     from bot.pipeline import build_fetcher, build_sources
     from bot.pipeline.likes import Given, give_verdicts, paper_keys
     from bot.sources.http import make_client
+    from bot.store import utcnow
 
     keys, problems = paper_keys(ids)
     if problems:
@@ -166,6 +170,7 @@ def unlike(config_path: Path, name: str, ids: tuple[str, ...]) -> None:
 def likes(config_path: Path, name: str) -> None:
     """List the papers NAME likes and dislikes, and where each verdict came from."""
     from bot.pipeline.likes import sync_declared_likes, verdict_lines
+    from bot.store import utcnow
 
     config = load_config(config_path)
     store = open_store(config, create=False)  # reads: makes no database

@@ -10,24 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import click
 from click.core import ParameterSource
 
-from bot.channels.apprise_urls import Destination, Unreadable, destination, destination_channel
-from bot.cli.people_file import subscribe_from_file
 from bot.cli.shell import RuleCommand, config_option, handle_errors, load_config, open_store
 from bot.config import Config, subscriber_problems, subscriber_settings, too_many_rules
 from bot.core.checks import check_label
 from bot.core.errors import ConfigError, PaperbellError
 from bot.core.models import Subscriber, target_label
 from bot.core.plurals import plural
-from bot.manage import reading_parts
-from bot.pipeline.bounces import pause_line
-from bot.pipeline.wiring import targets
 from bot.render.view import rule_name
-from bot.store import Store, utcnow
+
+if TYPE_CHECKING:
+    from bot.channels.apprise_urls import Destination
+    from bot.store import Store
 
 
 @click.command(cls=RuleCommand)
@@ -164,6 +162,10 @@ def subscribe(
     paperbell subscribe ada --summaries --language zh
     paperbell subscribe --from-file people.csv
     """
+    from bot.cli.people_file import subscribe_from_file
+    from bot.manage import reading_parts
+    from bot.store import utcnow
+
     name = _one_way(name, rules, from_file, skip_bad=skip_bad, dry_run=dry_run)
     config = load_config(config_path)
     if from_file is not None:
@@ -290,6 +292,9 @@ def unsubscribe(
 
     Works for subscribers from the config file too: they stay unsubscribed until
     `paperbell subscribe`-d again (database) or renamed in the file."""
+    from bot.channels.apprise_urls import destination_channel
+    from bot.store import utcnow
+
     config = load_config(config_path)
     store = open_store(config)
     if apprise_place is not None:
@@ -328,6 +333,8 @@ def unsubscribe(
 def resume(config_path: Path, name: str) -> None:
     """Send digests to NAME again, after `unsubscribe`, a pause for a bouncing address, or
     a pause of one of its Apprise destinations that kept refusing."""
+    from bot.store import utcnow
+
     config = load_config(config_path)
     store = open_store(config)
     if name in {s.name for s in config.subscribers}:
@@ -346,6 +353,9 @@ def resume(config_path: Path, name: str) -> None:
 def list_(config_path: Path) -> None:
     """List subscribers (config file and database): where their digests go (Apprise URLs
     masked), their settings and numbered rules."""
+    from bot.manage import reading_parts
+    from bot.pipeline.bounces import pause_line
+
     config = load_config(config_path)
     store = open_store(config, create=False)
     subscribers = store.subscribers.all(
@@ -422,6 +432,8 @@ def given_destinations(
 ) -> tuple[list[tuple[str, Destination]], list[str]]:
     """Apprise URLs given on the command line: each read (offline), and the problems (one
     Apprise cannot read, one with a secret: a command line is kept in shell history)."""
+    from bot.channels.apprise_urls import Unreadable, destination
+
     places: list[tuple[str, Destination]] = []
     problems: list[str] = []
     for url in urls:
@@ -444,6 +456,8 @@ def given_destinations(
 def _where(config: Config, sub: Subscriber) -> str:
     """Where a subscriber's digests go: `<ada@lab.example>`, `slack #robots`, both; an
     address that waits for its owner's confirmation is shown, marked."""
+    from bot.pipeline.wiring import targets
+
     places = [target.label for target in targets(config, sub)]
     if sub.email and not sub.email_confirmed:
         places.insert(0, f"{target_label('email', sub.email)} (unconfirmed)")

@@ -20,21 +20,25 @@ from bot.cli.people import subscriber_state
 from bot.cli.secrets import who_needs
 from bot.cli.shell import config_option, handle_errors, load_config, open_store, upgrade_command
 from bot.config import DATABASE_URL, SECRET_KINDS, Config, config_notes
-from bot.config.likes import like_file_problems, like_file_report
 from bot.core.checks import redact_url
 from bot.core.errors import ConfigError, StoreError
 from bot.core.models import Subscriber
 from bot.core.plurals import plural
-from bot.pipeline.bounces import bounces_line
-from bot.pipeline.wiring import relays_limits
-from bot.store import BounceDay, Store, Workers, schema_state, utcnow, workers
 
 if TYPE_CHECKING:
     from bot.channels import Target
     from bot.core.calendar import PollPlan
     from bot.pipeline.health import SourceHealth
     from bot.pipeline.scheduler import DigestPlan
-    from bot.store import LeftOut, ModelDay, OutboxStatus, SourceState
+    from bot.store import (
+        BounceDay,
+        LeftOut,
+        ModelDay,
+        OutboxStatus,
+        SourceState,
+        Store,
+        Workers,
+    )
 
 
 @click.command("check-config")
@@ -45,6 +49,8 @@ def check_config(config_path: Path) -> None:
     variables are not set, and which commands need them (the others run without), and
     what a subscriber asks for that the file cannot give yet (a note). Apprise URLs are
     read offline (one with a secret belongs in the variable apprise_env names)."""
+    from bot.config.likes import like_file_problems, like_file_report
+
     try:
         config = load_config(config_path)
     except ConfigError as exc:  # every problem at once: the like_files' too
@@ -83,6 +89,8 @@ def database_line(config: Config) -> str:
 def schema_line(config: Config) -> str:
     """The database's schema state, for check-config: up to date, needs an upgrade, no
     database yet, or why it cannot tell (the file is right either way)."""
+    from bot.store import schema_state
+
     if unset := config.missing(DATABASE_URL):
         return f"cannot tell: {unset[0].line()}"
     try:
@@ -111,6 +119,9 @@ def status(config_path: Path) -> None:
     max_per_day, what it took lately, a slow-down it asked for, being skipped as failing),
     how many email digests wait and when the next goes, and today's summaries and
     translations (requests, budget, failures, tokens)."""
+    from bot.pipeline.bounces import bounces_line
+    from bot.store import utcnow
+
     config = load_config(config_path)
     store = open_store(config, create=False)
     found = gather_status(config, store, now=utcnow())
@@ -245,6 +256,7 @@ def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
     from bot.pipeline.health import source_health, source_plans
     from bot.pipeline.scheduler import digest_plans
     from bot.pipeline.wiring import channel_settings
+    from bot.store import workers
 
     calendar, policy = config.polling.calendar(), config.polling.policy()
     sources = build_sources(config)
@@ -308,6 +320,8 @@ def relay_line(config: Config, store: Store, *, now: datetime) -> str:
     """The email relays (the [email] one, or each of [[email.servers]]), a line each: its
     limits, what it took lately, a slow-down it asked for, being skipped as failing; and the
     email digests waiting (how many, and when the next goes)."""
+    from bot.pipeline.wiring import relays_limits
+
     relays = relays_limits(config)
     lines = []
     for name, limits, weight in relays:

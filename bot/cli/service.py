@@ -17,7 +17,6 @@ from bot.cli.secrets import database_url
 from bot.config import Config
 from bot.core.checks import redact_url
 from bot.core.errors import ConfigError
-from bot.store import database_file
 
 UNIT_NAME = "paperbell.service"
 ENV_FILE_NAME = "paperbell.env"
@@ -40,6 +39,8 @@ class Service:
     @classmethod
     def of(cls, config: Config, *, user: str, executable: tuple[str, ...]) -> Service:
         """The service that runs `paperbell run` on `config` (loaded from its file)."""
+        from bot.store import database_file
+
         assert config.path is not None, "a config read from a file"
         for what, text in (("the config's path", str(config.path)), ("--user", user)):
             if not text.isprintable():
@@ -112,6 +113,8 @@ def render_unit(template: str, service: Service) -> str:
 
 def render_env_file(config: Config) -> str:
     """The EnvironmentFile: a line `VARIABLE=` for each secret the config names, to fill in."""
+    from bot.store import database_file
+
     lines = [
         f"# The secrets of {config.path}, for systemd's EnvironmentFile=: one",
         "# VARIABLE=value a line. Fill in each value; keep this file owned by root, chmod 600.",

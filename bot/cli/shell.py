@@ -13,7 +13,6 @@ environment, and only this module configures logging (secrets masked in every lo
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import logging
@@ -22,14 +21,14 @@ import shlex
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from gettext import gettext as _
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from bot import __version__
-from bot.cli.secrets import database_url
-from bot.config import Config, config_secrets
+from bot.cli.lazy import LazyCommand, LazyCommands
 from bot.core.checks import redact_url
 from bot.core.errors import (
     ConfigError,
@@ -40,9 +39,12 @@ from bot.core.errors import (
     StoreError,
 )
 from bot.core.redact import SecretFilter
-from bot.pipeline.wiring import channel_secrets
-from bot.pipeline.wiring import load_config as read_config
-from bot.store import Store, schema_state
+
+if TYPE_CHECKING:  # `--help` and `--version` start without these (and what they import)
+    import asyncio
+
+    from bot.config import Config
+    from bot.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,6 +59,10 @@ SECRETS = SecretFilter()
 def load_config(path: str | Path) -> Config:
     """Read the config file, and keep its secrets out of the logs from now on (a secret
     whose variable is not set is recorded; the command that uses it asks for it)."""
+    from bot.config import config_secrets
+    from bot.pipeline.wiring import channel_secrets
+    from bot.pipeline.wiring import load_config as read_config
+
     config = read_config(path)
     SECRETS.add(config_secrets(config))
     SECRETS.add(channel_secrets(config))
@@ -175,6 +181,9 @@ def open_store(config: Config, *, create: bool = True, instead: str = "") -> Sto
     with `[database] auto_upgrade = true`). A command that only reads (`create` false)
     makes no database: where there is none yet, it says so and how to start (or, `instead`,
     what else to do)."""
+    from bot.cli.secrets import database_url
+    from bot.store import Store, schema_state
+
     url = database_url(config)
     if not create and not schema_state(url).exists:
         where = f" -c {shlex.quote(str(config.path))}" if config.path is not None else ""
@@ -221,11 +230,32 @@ class Group(click.Group):
     """A group whose every command takes `-v` after its name too, named `paperbell` however
     it was started (`python -m bot.cli` included), so the usage lines and shell completion
     (`_PAPERBELL_COMPLETE`) say `paperbell`; it also ends quietly when its reader goes
-    away (a closed pipe)."""
+    away (a closed pipe). Its commands may be lazy (`add_lazy_commands`): each is imported
+    when it runs or its help is asked for, and the group's --help imports none."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        given = self.commands
+        self.commands: LazyCommands = LazyCommands({}, ready=_give_verbose)
+        for name, command in given.items():
+            self.add_command(command, name)
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         _give_verbose(cmd)
         super().add_command(cmd, name)
+
+    def add_lazy_commands(self, commands: Mapping[str, LazyCommand]) -> None:
+        """Add commands by where they are, each imported when first looked up."""
+        self.commands.lazy.update(commands)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The list of commands in --help, as click writes it, the commands not imported."""
+        names = [name for name in self.list_commands(ctx) if not self.commands.hidden(name)]
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)  # click's own
+        with formatter.section(_("Commands")):
+            formatter.write_dl([(name, self.commands.short_help(name, limit)) for name in names])
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("prog_name", "paperbell")
@@ -292,6 +322,8 @@ def log_progress(*, daemon: bool = False) -> None:
 def stop_on_signals() -> asyncio.Event:
     """An event that SIGINT (Ctrl-C) and SIGTERM set, for a command that serves until
     stopped; call it in the running loop."""
+    import asyncio
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for number in (signal.SIGINT, signal.SIGTERM):

@@ -29,7 +29,6 @@ from bot.core.languages import LanguageError, is_english, language_name, standar
 from bot.core.models import Digest, DigestGroup, DigestItem, Paper, Subscriber, split_arxiv_id
 from bot.render.terminal import terminal_safe
 from bot.render.text import letters, wrap
-from bot.store import utcnow
 
 MAX_PAPERS = 20  # at once: this is a look, not a run
 
@@ -93,6 +92,7 @@ def summarize(
     if not papers:
         sys.exit(EXIT_FAILED)
     from bot.pipeline.texts import write_texts
+    from bot.store import utcnow
 
     now = utcnow()
     reader = Subscriber(name="summarize", email=None, rules=(), summaries=True, language=tag)

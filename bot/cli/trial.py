@@ -3,24 +3,23 @@ hits highlighted, and how many per announcement day; with `--like`, the papers r
 closeness to liked ones, as a digest would rank them. A preview: it changes nothing and asks
 no model.
 
-The ranking (bot.pipeline.similar) and the demo's papers are imported inside the command
-that uses them: the other commands start without them.
+The store, the ranking (bot.pipeline.similar) and the demo's papers are imported where they
+are used: `try --demo` starts without the store and the config, `try --help` without all.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import sys
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from bot.cli.shell import RuleCommand, config_option, handle_errors, load_config, open_store
-from bot.config import Config
 from bot.core.errors import PaperbellError
 from bot.core.models import Paper
 from bot.core.plurals import plural
@@ -28,7 +27,10 @@ from bot.match.digest import absent_facts, try_rule
 from bot.render.terminal import render_trial, stars, terminal_safe
 from bot.render.text import letters, tidy
 from bot.rules import Rule, parse_rule
-from bot.store import Store, utcnow
+
+if TYPE_CHECKING:
+    from bot.config import Config
+    from bot.store import Store
 
 TRY_DAYS = 30  # `try` without --since: this many announcement days up to the newest stored
 
@@ -149,6 +151,8 @@ def try_(
 def _liked_keys(liked: Sequence[str]) -> list[str]:
     """The papers `--like` names, as keys (an arXiv id, link or DOI, as `paperbell like`
     takes them); a value that names none is bad usage, shown as every command shows it."""
+    if not liked:
+        return []
     from bot.pipeline.likes import paper_keys
 
     keys, problems = paper_keys(liked)
@@ -170,8 +174,11 @@ def _try_like(
     """`try --like`: the papers (a rule's matches) by closeness to the liked ones (among
     the papers tried, else the stored ones), in the space a digest would use (the
     config's [embeddings], else the default)."""
+    import asyncio
+
     from bot.pipeline.likes import papers_named
     from bot.pipeline.similar import liked_ranking
+    from bot.store import utcnow
 
     seeds = papers_named(wanted, papers, store)
     if missing := [key for key in wanted if key not in seeds]:

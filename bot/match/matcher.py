@@ -29,7 +29,7 @@ million a day for 100,000 rules), and no per-match object is made or collected.
 Pure: no I/O, no clock, no logging setup. It must not give the rule language a second
 meaning: whether a leaf matches, and with which hits, is always `bot.rules`' answer, and
 AND/OR/NOT combine them as `bot.rules.evaluate` does, so the result equals asking every
-rule about every paper (tests/test_matcher.py checks that on real papers). The keys only
+rule about every paper (tests/match/test_matcher.py checks that on real papers). The keys only
 decide which leaves are worth asking and which papers a tree is worth evaluating on.
 """
 

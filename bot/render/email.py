@@ -14,7 +14,7 @@ second (phones, dark mode, link colours and highlights) is kept as it is. Every 
 rendered within `HTML_BUDGET`, past which Gmail clips a message (`render_digest`: less text,
 then fewer papers). The same digest always gives the same bytes (the MIME boundary is made
 from the headers: its Message-ID and Date), which the golden tests
-(tests/test_email_golden.py) rely on.
+(tests/render/test_email_golden.py) rely on.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ text alone. The same structure, headers and decoded parts as the `email` package
 (`EmailMessage.set_content` / `add_alternative`, then `as_bytes`), at a fraction of its
 cost: the bodies are encoded by `binascii.b2a_qp` (C) instead of the package's pure-Python
 encoder, a plain short header is written as it is, and only the others go through the
-policy's header parser and folder (tests/test_mime.py holds the two side by side).
+policy's header parser and folder (tests/render/test_mime.py holds the two side by side).
 Pure: no I/O, no clock.
 """
 

@@ -483,5 +483,5 @@ class RelaySendRow(SQLModel, table=True):
 
 
 # Every table above: what the migrations (bot/store/migrations/) must give, and what Alembic
-# compares a database with (tests/test_migrations.py, a new revision's autogenerate).
+# compares a database with (tests/store/test_migrations.py, a new revision's autogenerate).
 SCHEMA = SQLModel.metadata

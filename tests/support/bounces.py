@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bot.store import Store
 from support.cli import PAPERBELL, clean_env
+from support.config import WEB_SECRET, local_feed_config, sink_email, toml_table
 from support.paths import FIXTURES
 
 BOUNCES = FIXTURES / "bounces"
@@ -132,3 +133,30 @@ def sent(
     for item in store.outbox.claim("w", now=now, lease=timedelta(minutes=5), due_only=False):
         store.outbox.mark_sent(item.id, owner="w", now=now)
     return record, payload
+
+
+ENV = {"PB_SECRET_KEY": WEB_SECRET}
+
+
+def write_config(folder: Path, database_url: str, port: int) -> Path:
+    config = folder / "config.toml"
+    email = {**sink_email(port), "bounce_address": "bounces@papers.example.org"}
+    config.write_text(
+        local_feed_config(database_url)
+        + toml_table("email", email)
+        + """[web]
+public_url = "https://papers.example.org"
+secret_key_env = "PB_SECRET_KEY"
+[[subscribers]]
+name = "ada"
+email = "ada@example.org"
+rules = ['"language model"']
+max_papers = 3
+[[subscribers]]
+name = "bob"
+email = "bob@example.org"
+rules = ['"language model"']
+max_papers = 3
+"""
+    )
+    return config

@@ -2,8 +2,8 @@
 a full-abstracts and a text-only variant, and the summaries and translations variants (with
 the hand-written texts of tests/support/demo_texts.py), gets the digest the pipeline would
 build from the bundled papers, built by `bot.render.email.build_message` with a fixed clock
-and fixed signed links. tests/test_email_golden.py compares them with tests/golden/,
-tests/test_spam.py scores them with SpamAssassin."""
+and fixed signed links. tests/render/test_email_golden.py compares them with tests/golden/,
+tests/render/test_spam.py scores them with SpamAssassin."""
 
 from __future__ import annotations
 

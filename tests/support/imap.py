@@ -17,10 +17,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.demo import free_port
+from support.bounces import ENV, write_config
+from support.cli import invoke
 
 DOVECOT = "/usr/sbin/dovecot"
 USER, PASSWORD = "bounces", "imap-Pass-0123"
@@ -139,3 +142,32 @@ service anvil {{
             process.wait(timeout=10)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def mailbox_config(
+    folder: Path, database_url: str, port: int, server: ImapServer
+) -> tuple[Path, dict[str, str]]:
+    """test_bounce_cli's config, with the dovecot mailbox of `server`, and its environment."""
+    config = write_config(folder, database_url, port)
+    return config, with_mailbox(config, server)
+
+
+def send_digests(config: Path, env: dict[str, str], sink: Any) -> dict[str, tuple[str, bytes]]:
+    """Poll and send the digests to `sink`: recipient -> (envelope sender, message)."""
+    assert invoke("poll", config=config, env=env).exit_code == 0
+    assert invoke("digest", "--since", "2024-11-28", config=config, env=env).exit_code == 0
+    return {
+        to[0]: (mail_from, raw)
+        for (mail_from, to), raw in zip(sink.envelopes, sink.raw, strict=True)
+    }
+
+
+def with_mailbox(config: Path, server: ImapServer) -> dict[str, str]:
+    with config.open("a") as file:
+        file.write(
+            f"""[bounces]
+imap_url = "imap://{server.user}@127.0.0.1:{server.port}/INBOX"
+password_env = "PB_IMAP_PASSWORD"
+"""
+        )
+    return {**ENV, "PB_IMAP_PASSWORD": server.password}

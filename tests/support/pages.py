@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from email.message import EmailMessage
 from typing import Any
 
 import httpx
@@ -118,3 +119,33 @@ def open_site(
             yield site
             site.http.close()
         store.close()
+
+
+ABS = re.compile(r"https://arxiv\.org/abs/(\S+?)(?=[\s\"<])")
+
+
+def mail_to(site: Site, address: str) -> list[EmailMessage]:
+    return [m for m in site.sink.messages if m["To"] == address]
+
+
+def body(message: EmailMessage, kind: str) -> str:
+    part = message.get_body((kind,))
+    assert part is not None
+    return str(part.get_content())
+
+
+def emailed_papers(message: EmailMessage) -> set[str]:
+    """The papers an email shows: each title's link (the text part lists each once)."""
+    return set(ABS.findall(body(message, "plain")))
+
+
+def feed_path(site: Site, name: str) -> str:
+    signer = site.config.web.link_signer()
+    assert signer is not None
+    return site.local(signer.feed_url(site.subscriber(name)))
+
+
+def archive_path(site: Site, name: str) -> str:
+    signer = site.config.web.link_signer()
+    assert signer is not None
+    return site.local(signer.archive_url(site.subscriber(name)))

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
+import socket
+import subprocess
 import threading
 import time
 import zlib
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from aiosmtpd.controller import Controller
@@ -393,3 +397,42 @@ FEED_ONE_ITEM = b"""<?xml version="1.0" encoding="UTF-8"?>
 <pubDate>Tue, 24 Nov 2026 08:00:00 GMT</pubDate></item>
 </channel></rss>
 """
+
+
+POSTFIX_SINK = Path("/usr/sbin/smtp-sink")
+
+
+AS_NOBODY = ["-u", "nobody"] if os.geteuid() == 0 else []  # it refuses to run as root
+
+
+@contextmanager
+def postfix_sink(folder: Path, port: int, *options: str) -> Iterator[None]:
+    """Postfix's smtp-sink on loopback `port`, answering as `options` say (-Q CONNECT: 421
+    as paperbell connects; -Q RCPT: 421 to each recipient), until the block ends."""
+    sink = subprocess.Popen(
+        [str(POSTFIX_SINK), *AS_NOBODY, *options, f"127.0.0.1:{port}", "10"],
+        cwd=folder,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: _listening(port), timeout=10)
+        yield
+    finally:
+        sink.terminate()
+        sink.wait(timeout=10)
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def wait_for(condition: object, *, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)

@@ -1,7 +1,8 @@
 """The daemon in a simulated world (`world` fixture): an HTTP server on loopback plays
 rss.arxiv.org (the real listing of 2024-11-28, a slice per feed day: `ArxivDays`), an SMTP
 server on loopback receives the digests, the store is a SQLite file, and a `Clock` drives
-`Daemon.tick` every 15 simulated minutes (`World.run_until`): no test waits.
+`Daemon.tick` every 15 simulated minutes (`World.run_until`; a test of many days may step
+further): no test waits.
 
 Shared by the scheduler's tests and the sources' health tests.
 """
@@ -46,7 +47,8 @@ class World:
     polls: list[datetime]  # when the listing was fetched
     api: list[tuple[datetime, str]] = field(default_factory=list)  # arXiv API requests
 
-    async def run_until(self, end: datetime) -> None:
+    async def run_until(self, end: datetime, *, step: timedelta = STEP) -> None:
+        """Tick every `step` of the clock until `end`."""
         while self.clock.now < end:
             self.feed.routes["/rss/all"] = Route(self.days.body(self.clock.now))
             before_polls, before_mail = len(self.feed.requests), len(self.sink.messages)
@@ -59,7 +61,7 @@ class World:
                 if p.startswith("/api/")
             ]
             self.received += [(self.clock.now, m) for m in self.sink.messages[before_mail:]]
-            self.clock.now += STEP
+            self.clock.now += step
 
     def mail(self, name: str) -> list[tuple[datetime, Any]]:
         return [(when, m) for when, m in self.received if m["To"].startswith(name)]

@@ -10,7 +10,7 @@ daily digests for 100,000 subscribers is tens of millions of records):
 No row changes. Built on a large outbox, each takes seconds to a minute once. SQLAlchemy
 does not reflect an expression index on SQLite: a later batch migration of `outbox`
 (`batch_alter_table`, which copies the table) must create `ix_outbox_recipient_lower`
-again (tests/test_migrations.py's `differences` would say it is missing).
+again (tests/store/test_migrations.py's `differences` would say it is missing).
 
 Revision ID: 0014
 Revises: 0013

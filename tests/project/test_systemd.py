@@ -1,0 +1,247 @@
+"""The systemd unit: deploy/paperbell.service (shipped in the package) and the one
+`paperbell init --systemd` writes carry [Install], User=, EnvironmentFile= (no secret in the
+unit), Restart=on-failure and the hardening (ProtectSystem=strict, NoNewPrivileges=yes, ...),
+and pass `systemd-analyze verify` where systemd's tools are installed. The environment file
+it writes names the config's secrets, without their values, and is never overwritten."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from support.cli import invoke, run
+from support.config import local_feed_config
+from support.paths import ROOT
+
+from bot.cli.service import (
+    ENV_FILE_NAME,
+    UNIT_NAME,
+    Service,
+    quote,
+    render_unit,
+    unit_template,
+)
+
+UNIT = ROOT / "deploy" / UNIT_NAME
+
+pytestmark = pytest.mark.skipif(not UNIT.exists(), reason="run from a source checkout")
+
+
+def unit_entries(text: str) -> dict[str, list[tuple[str, str]]]:
+    """A unit file's sections, each a list of (key, value) (a key may come twice)."""
+    sections: dict[str, list[tuple[str, str]]] = {}
+    current = None
+    for line in text.splitlines():
+        if not line.strip() or line.startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            current = sections.setdefault(line.strip("[]"), [])
+            continue
+        assert current is not None, line
+        key, _, value = line.partition("=")
+        current.append((key, value))
+    return sections
+
+
+def values(sections: dict[str, list[tuple[str, str]]], section: str, key: str) -> list[str]:
+    return [v for k, v in sections.get(section, []) if k == key]
+
+
+def check_unit(text: str) -> dict[str, list[tuple[str, str]]]:
+    """The unit's promises: installed with the machine, as a user, secrets from a file and
+    none in it, restarted on failure, hardened; returns its sections."""
+    sections = unit_entries(text)
+    assert values(sections, "Install", "WantedBy") == ["multi-user.target"]
+    service = dict(sections["Service"])
+    assert service["User"] and service["User"] != "root"
+    assert service["EnvironmentFile"].endswith(f"/{ENV_FILE_NAME}")
+    assert service["Restart"] == "on-failure"
+    for key, value in {
+        "ProtectSystem": "strict",
+        "NoNewPrivileges": "yes",
+        "PrivateTmp": "yes",
+        "PrivateDevices": "yes",
+        "CapabilityBoundingSet": "",
+    }.items():
+        assert service[key] == value, key
+    assert service["ProtectHome"] in ("yes", "read-only")
+    assert "Environment" not in service  # secrets never in the unit itself
+    assert not re.search(r"(?i)(password|token|secret)\s*=", text.replace("_env", ""))
+    command = shlex.split(service["ExecStart"])
+    assert command[0].startswith("/") and command[1:3] == ["run", "-c"]
+    assert Path(command[3]).is_absolute()
+    return sections
+
+
+def test_the_repository_unit_keeps_its_promises() -> None:
+    sections = check_unit(UNIT.read_text())
+    assert values(sections, "Service", "ReadWritePaths") == ["/var/lib/paperbell"]
+
+
+def test_the_unit_ships_in_the_package() -> None:
+    # In CI `bot` is the installed wheel: the copy `init --systemd` reads is this file.
+    assert unit_template() == UNIT.read_text()
+
+
+def verify(unit: Path) -> None:
+    """`systemd-analyze verify` on the unit, where systemd's tools are installed."""
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        return
+    checked = subprocess.run(
+        [analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60
+    )
+    assert checked.returncode == 0 and checked.stderr == "", checked.stderr
+
+
+def secrets_config(folder: Path, database: str = "sqlite:///data/paperbell.sqlite") -> Path:
+    config = folder / "config.toml"
+    config.write_text(
+        local_feed_config(database)
+        + """[email]
+from = "papers@example.org"
+host = "smtp.example.org"
+username = "papers"
+password_env = "PAPERBELL_SMTP_PASSWORD"
+[web]
+public_url = "https://papers.example.org"
+secret_key_env = "PAPERBELL_SECRET_KEY"
+[slack]
+bot_token_env = "SLACK_BOT_TOKEN"
+signing_secret_env = "SLACK_SIGNING_SECRET"
+[[subscribers]]
+name = "lab"
+slack_channel = "#lab"
+webhook_url_env = "LAB_WEBHOOK"
+rules = ["robot"]
+"""
+    )
+    return config
+
+
+def test_init_systemd_writes_the_unit_and_the_secrets_names_without_the_secrets(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "my papers 100%"  # a space and a specifier: quoted and escaped
+    folder.mkdir()
+    config = secrets_config(folder)
+    made = run("init", "--systemd", "-c", str(config), "--user", "paperbell", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr  # no secret in the environment, none asked
+    unit, env_file = tmp_path / UNIT_NAME, folder / ENV_FILE_NAME
+    sections = check_unit(unit.read_text())
+    service = dict(sections["Service"])
+    assert service["User"] == "paperbell"
+    command = shlex.split(service["ExecStart"].replace("%%", "%"))
+    assert Path(command[0]).is_file() and command[3] == str(config)
+    assert service["EnvironmentFile"].replace("%%", "%") == str(env_file)
+    assert shlex.split(service["ReadWritePaths"].replace("%%", "%")) == [str(folder / "data")]
+    assert service["TimeoutStopSec"] == "90"
+    verify(unit)
+
+    assert env_file.stat().st_mode & 0o777 == 0o600
+    names = re.findall(r"^([A-Z_]+)=(.*)$", env_file.read_text(), re.M)
+    assert names == [
+        ("PAPERBELL_SECRET_KEY", ""),
+        ("PAPERBELL_SMTP_PASSWORD", ""),
+        ("SLACK_BOT_TOKEN", ""),
+        ("SLACK_SIGNING_SECRET", ""),
+        ("LAB_WEBHOOK", ""),
+    ]
+    assert "# email.password_env\nPAPERBELL_SMTP_PASSWORD=\n" in env_file.read_text()
+    assert made.stdout.splitlines()[:2] == [
+        f"wrote {env_file}: fill in PAPERBELL_SECRET_KEY, PAPERBELL_SMTP_PASSWORD, "
+        "SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, LAB_WEBHOOK",
+        f"wrote {UNIT_NAME}: {' '.join(command)}, as paperbell",
+    ]
+    quoted = shlex.quote(str(folder / "data"))
+    assert f"  sudo install -d -o paperbell -m 700 {quoted}" in made.stdout
+    assert "  sudo systemctl daemon-reload && sudo systemctl enable --now paperbell" in (
+        made.stdout
+    )
+
+    # Again: the unit is kept unless --force; the environment file always (secrets in it).
+    env_file.write_text("PAPERBELL_SMTP_PASSWORD=filled-in\n")
+    again = run("init", "--systemd", "-c", str(config), "--user", "paperbell", cwd=tmp_path)
+    assert again.returncode == 2
+    assert again.stderr == f"error: {UNIT_NAME} exists; use --force to overwrite it\n"
+    forced = run(
+        "init", "--systemd", "-c", str(config), "--user", "paperbell", "--force", cwd=tmp_path
+    )
+    assert forced.returncode == 0, forced.stderr
+    assert env_file.read_text() == "PAPERBELL_SMTP_PASSWORD=filled-in\n"
+    assert f"kept {env_file} (it exists)" in forced.stdout
+
+
+def test_init_systemd_to_stdout_for_postgresql(tmp_path: Path) -> None:
+    config = secrets_config(tmp_path, database="postgresql://paperbell@db.example.org/papers")
+    written = invoke("init", "--systemd", "-c", str(config), "--user", "paperbell", "-")
+    assert written.exit_code == 0, written.output
+    unit = written.stdout
+    sections = check_unit(unit)
+    assert values(sections, "Service", "ReadWritePaths") == []  # it writes no file
+    assert "wrote" not in unit and "next:" in written.stderr
+    assert "# PGPASSWORD=" in (tmp_path / ENV_FILE_NAME).read_text()
+    assert not (tmp_path / UNIT_NAME).exists()
+    file = tmp_path / "unit" / UNIT_NAME
+    file.parent.mkdir()
+    file.write_text(unit)
+    verify(file)
+
+
+def test_init_systemd_refuses_root_and_a_missing_config(tmp_path: Path) -> None:
+    config = secrets_config(tmp_path)
+    as_root = invoke("init", "--systemd", "-c", str(config), "--user", "root", "-")
+    assert as_root.exit_code == 2
+    assert "a service should not run as root: name its account with --user" in as_root.output
+    missing = invoke("init", "--systemd", "-c", str(tmp_path / "nope.toml"), "--user", "pb")
+    assert missing.exit_code == 2 and "no such file" in missing.output
+
+
+def test_a_paperbell_in_a_home_gets_read_only_homes(tmp_path: Path) -> None:
+    service = Service(
+        command=("/home/ada/.venv/bin/paperbell", "run", "-c", "/etc/paperbell/config.toml"),
+        user="ada",
+        env_file=Path("/etc/paperbell/paperbell.env"),
+        data_dir=Path("/var/lib/paperbell"),
+        stop_seconds=150,
+    )
+    sections = unit_entries(render_unit(unit_template(), service))
+    assert values(sections, "Service", "ProtectHome") == ["read-only"]
+    assert values(sections, "Service", "TimeoutStopSec") == ["150"]
+    elsewhere = replace(service, command=("/opt/pb/bin/paperbell",))
+    assert "ProtectHome=yes" in render_unit(unit_template(), elsewhere)
+
+
+def test_a_database_beside_the_config_is_pointed_out(tmp_path: Path) -> None:
+    config = secrets_config(tmp_path, database="sqlite:///paperbell.sqlite")
+    unit_file = tmp_path / UNIT_NAME
+    written = invoke("init", "--systemd", "-c", str(config), "--user", "paperbell", str(unit_file))
+    assert written.exit_code == 0, written.output
+    assert "note: the database is in the config's folder, so the service may write there" in (
+        written.output
+    )
+    unit = unit_entries(unit_file.read_text())
+    assert values(unit, "Service", "ReadWritePaths") == [str(tmp_path)]
+
+
+@given(st.text(st.characters(codec="utf-8", categories=["L", "N", "P", "S", "Zs"]), min_size=1))
+@example('/srv/my papers/100%/$HOME/\\"quoted"/a\'b;c')
+def test_a_word_of_the_command_line_reads_back_as_it_was(word: str) -> None:
+    # systemd unquotes "..." (\\ and \" escaped) as the shell does; %% and $$ are its own.
+    quoted = quote(word, command=True)
+    assert "\n" not in quoted
+    back = shlex.split(quoted.replace("%%", "\0").replace("$$", "$"))
+    assert back == [word.replace("%", "\0")]
+
+
+def test_a_control_character_in_a_path_or_the_user_is_refused(tmp_path: Path) -> None:
+    config = secrets_config(tmp_path)
+    refused = invoke("init", "--systemd", "-c", str(config), "--user", "pb\nExecStartPre=/x", "-")
+    assert refused.exit_code == 2 and "--user holds a control character" in refused.output
