@@ -7,9 +7,10 @@ and one nested 100,000 deep, a journal feed whose entry links to `javascript:`, 
 source whose body never ends and one that drips a byte every two seconds, all on loopback
 servers. Those two have bounds of their own, lower than the defaults (50 MB, 60 s: the test's
 budget is 20 s; tests/sources/test_fetch_limits.py holds the defaults and that every source
-gets them); every other setting is the default. It finishes in under 150 s, stores every good paper, records what it left out and
-which sources failed, and the digests then go out (`paperbell digest`, real SMTP) with no
-link but http(s) ones. Hostile Slack requests are tests/slack/test_slack_requests.py's.
+gets them); every other setting is the default. It finishes in under 150 s, stores every
+good paper, records what it left out and which sources failed, and the digests then go out
+(`paperbell digest`, real SMTP) with no link but http(s) ones. Hostile Slack requests are
+tests/slack/test_slack_requests.py's.
 """
 
 from __future__ import annotations
