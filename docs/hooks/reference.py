@@ -383,7 +383,7 @@ _WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
 
 def values() -> dict[str, str]:
     """The numbers `{{ code.NAME }}` stands for, read from the code."""
-    from bot.config.sections import MAX_RULES
+    from bot.config.sections import DigestConfig
     from bot.match.digest import ABSTRACT_WEIGHT, EXTRA_RULE_BONUS, PHRASE_BONUS, TITLE_WEIGHT
     from bot.rules.parser import MAX_RULE_LENGTH, MAX_TERMS
     from bot.rules.tree import MAX_TOP
@@ -419,7 +419,7 @@ def values() -> dict[str, str]:
         "max_rule_length": number(MAX_RULE_LENGTH),
         "max_terms": number(MAX_TERMS),
         "max_top": number(MAX_TOP),
-        "max_rules": number(MAX_RULES),
+        "max_rules": number(DigestConfig.model_fields["max_rules"].default),
     }
 
 
