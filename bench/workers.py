@@ -1,7 +1,7 @@
 """Benchmark: 1, 2 and 3 worker processes sending one PostgreSQL outbox into Postfix's
 smtp-sink, against a bare smtplib loop sending the same messages.
 
-Owns the figure behind "more than one machine" (README, "Several workers"). It makes a
+Owns the figure behind "more than one machine" (docs/workers.md). It makes a
 scratch database on the PostgreSQL server (`--server`; dropped at the end), queues N digests
 (default 3,000: a two-part text and HTML message of about 30 KB each, built from the real
 listing's papers, three papers recorded per digest as a real digest's are), starts

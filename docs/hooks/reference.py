@@ -478,6 +478,7 @@ def _fill(markdown: str, src: str) -> str:
     if CHANGELOG_MARK in markdown:
         changelog = CHANGELOG.read_text(encoding="utf-8")
         changelog = re.sub(r"\A# [^\n]*\n", "", changelog)  # the page has its own title
+        changelog = changelog.replace("](docs/", "](")  # its links into the manual, from docs/
         markdown = markdown.replace(CHANGELOG_MARK, changelog)
     return fill_values(markdown, src)
 
