@@ -1,5 +1,5 @@
 """`paperbell bounce`: one message that came back to the bounce address, read from standard
-input (the mail server pipes it in: README "Bounces"), acted on and recorded by
+input (the mail server pipes it in: docs/bounces.md), acted on and recorded by
 bot.pipeline.bounces; or, with `--imap`, every message of the [bounces] mailbox.
 
 From standard input it always exits 0, whatever the message was and whatever went wrong:

@@ -49,7 +49,7 @@ def run(
     SIGTERM stops it cleanly: the digest being sent is finished, nothing is lost.
     `paperbell digest` from cron can share its database without sending anything twice.
     Several `run` processes may share a PostgreSQL database: one of them polls and plans,
-    every one sends (README, "Several workers"); on SQLite a second `run` on one database
+    every one sends (docs/workers.md); on SQLite a second `run` on one database
     is refused.
     Every secret the config names must be set (with --no-web, all but [slack]
     signing_secret_env's), but for a variable apprise_env names: its destinations wait.

@@ -107,7 +107,7 @@ def handle_errors(func: F) -> F:
 
 class RuleCommand(click.Command):
     """A command that takes rules as arguments: a rule may start with "-" (`-survey robot`,
-    as the README teaches), so a word that starts with "-" and is none of the command's
+    as the manual teaches), so a word that starts with "-" and is none of the command's
     options is an argument, wherever it stands (`try '-survey robot' --demo`, `try --demo
     '-survey robot'`). Only the options' exact names count (`-c`, `--limit`, `--since=...`,
     a run of flags such as `-vv`): `-chair` is a rule, not `-c hair`. A `--` is accepted

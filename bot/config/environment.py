@@ -183,7 +183,7 @@ WEBHOOK_SECRETS: tuple[tuple[str, str, SecretKind], ...] = (
     ("postmark_secret_env", "a webhook password", POSTMARK_SECRET),
     ("mailgun_signing_key_env", "a webhook signing key", MAILGUN_SIGNING_KEY),
 )
-MIN_WEBHOOK_SECRET = 16  # characters of a Postmark password paperbell's README makes
+MIN_WEBHOOK_SECRET = 16  # characters of a Postmark password (docs/bounces.md)
 
 
 def read_webhook_secrets(bounces: Any, secrets: SecretReader) -> dict[str, str | None]:

@@ -24,8 +24,10 @@ tick, in a thread: bot.pipeline.retention).
 
 A plain asyncio loop fires the ticks (`serve`): every `[daemon] tick_seconds` it starts one
 unless the last is still running. The schedule itself lives in the database (slots handled,
-the outbox unique per slot), so restarts and a second process agree; see "How it is built"
-in the README for why this is not an APScheduler job store. The clock is injected, so the
+the outbox unique per slot), so restarts and a second process agree. A scheduler library
+would add nothing: APScheduler's persistent job stores, the one thing a loop lacks, cannot
+be shared by several processes, and would be a second copy of the schedule that the manage
+page and /papers would have to keep in step. The clock is injected, so the
 tests drive `tick` through weeks, time zones and DST changes without waiting, and `paperbell
 run --clock-*` (hidden, for tests) runs the whole process on a fast clock.
 """

@@ -175,7 +175,7 @@ class Leadership:
                 f"another `paperbell run` ({other or 'its name unknown'}) uses the SQLite "
                 f"database {lock_target(path)}",
                 hint="run one `paperbell run` per SQLite database; for several, use PostgreSQL "
-                "(README, 'Several workers')",
+                "(docs/workers.md)",
             )
         handle.seek(0)
         handle.truncate()

@@ -1,4 +1,4 @@
-"""Rules on the command line: a rule may start with "-" (`-survey robot`, as the README
+"""Rules on the command line: a rule may start with "-" (`-survey robot`, as the manual
 teaches) before, after or among the options of `try` and `subscribe`, and the options
 still work; fuzzed with Hypothesis."""
 

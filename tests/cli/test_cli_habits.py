@@ -151,7 +151,7 @@ def test_no_count_is_made_plural_by_hand() -> None:
 
 
 def test_bash_completes_the_installed_command(tmp_path: Path) -> None:
-    """The README's line, in a real bash, with the `paperbell` that pip installed."""
+    """The manual's line (docs/cli.md), in a real bash, with the `paperbell` that pip installed."""
     installed = Path(sys.executable).parent / "paperbell"
     bash = shutil.which("bash")
     if not installed.exists() or bash is None:

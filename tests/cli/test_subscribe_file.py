@@ -5,13 +5,14 @@ every bad row named by its line, nothing added twice."""
 from __future__ import annotations
 
 import functools
+import re
 import subprocess
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from support.cli import PAPERBELL, clean_env, outcome
-from support.paths import ROOT
+from support.paths import DOCS, manual_text
 
 from bot.core.models import Subscriber
 from bot.store import Store
@@ -222,12 +223,10 @@ def test_name_rules_and_options_do_not_go_with_a_file(tmp_path: Path, database_u
     assert code == 2 and "No such file" in out
 
 
-def test_the_readme_s_example_file_subscribes_as_it_says(tmp_path: Path, database_url: str) -> None:
-    readme = ROOT / "README.md"
-    if not readme.exists():
+def test_the_manual_s_example_file_subscribes_as_it_says(tmp_path: Path, database_url: str) -> None:
+    if not DOCS.exists():
         pytest.skip("run from a source checkout")
-    section = readme.read_text().split("### Many subscribers at once", 1)[1]
-    example = section.split("```csv\n", 1)[1].split("```", 1)[0]
+    (example,) = re.findall(r"```csv\n(.*?)```", manual_text(), re.S)
     people = tmp_path / "people.csv"
     people.write_text(example)
     config = tmp_path / "config.toml"

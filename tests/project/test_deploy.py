@@ -2,7 +2,7 @@
 HEALTHCHECK command, run as written, passes on a running daemon and fails on a stopped or
 unhealthy one; its VOLUME is where the default database goes; it runs as no root, and any
 uid in group 0 may write the volume. The compose file starts a real command with
-PostgreSQL once healthy, its secrets only in env files, as the README says.
+PostgreSQL once healthy, its secrets only in env files, as the manual says.
 
 No Docker engine runs here: the files are checked against the code, not built. (The
 systemd unit: test_systemd.py.)"""
@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from support.cli import start
 from support.config import local_feed_config
-from support.paths import ROOT
+from support.paths import ROOT, manual_text
 from support.servers import web_server
 
 from bot.cli import main
@@ -35,7 +35,6 @@ from bot.demo import free_port
 
 DOCKERFILE = ROOT / "Dockerfile"
 COMPOSE = ROOT / "compose.yaml"
-README = ROOT / "README.md"
 
 pytestmark = pytest.mark.skipif(not DOCKERFILE.exists(), reason="run from a source checkout")
 
@@ -181,16 +180,16 @@ def test_compose_keeps_secrets_in_env_files_only() -> None:
             assert file.endswith(".env") and not (ROOT / file).exists()
 
 
-def test_compose_and_the_readme_agree() -> None:
-    readme = README.read_text()
+def test_compose_and_the_manual_agree() -> None:
+    manual = manual_text()
     services = compose()["services"]
     postgres = services["postgres"]["environment"]
-    # The database URL the README tells the compose config to use reaches this postgres.
+    # The database URL the manual tells the compose config to use reaches this postgres.
     url = f"postgresql://{postgres['POSTGRES_USER']}@postgres/{postgres['POSTGRES_DB']}"
-    assert url in readme and url in COMPOSE.read_text()
+    assert url in manual and url in COMPOSE.read_text()
     for variable in ("POSTGRES_PASSWORD", "PGPASSWORD", "PAPERBELL_CONFIG"):
-        assert variable in readme, variable
-    assert "docker compose up -d" in readme
+        assert variable in manual, variable
+    assert "docker compose up -d" in manual
     mounts = services["paperbell"]["volumes"]
     (volume,) = json.loads(one("VOLUME"))
     assert f"./config.toml:{volume}/config.toml:ro" in mounts
@@ -198,10 +197,10 @@ def test_compose_and_the_readme_agree() -> None:
 
 
 def test_compose_runs_workers_beside_paperbell_on_the_same_database() -> None:
-    """More `paperbell run` processes (README, "Several workers"): the same image, command,
-    config and secrets as `paperbell`, started with it once PostgreSQL is healthy; no port
+    """More `paperbell run` processes (docs/workers.md): the same image, command, config
+    and secrets as `paperbell`, started with it once PostgreSQL is healthy; no port
     published (one service publishes the web app); how many set by `--scale worker=N`."""
-    readme = README.read_text()
+    manual = manual_text()
     services = compose()["services"]
     paperbell, worker = services["paperbell"], services["worker"]
     for key in ("build", "image", "command", "env_file", "depends_on", "restart"):
@@ -210,5 +209,4 @@ def test_compose_runs_workers_beside_paperbell_on_the_same_database() -> None:
     assert worker["deploy"]["replicas"] >= 1
     config_mount = next(m for m in paperbell["volumes"] if m.startswith("./config.toml:"))
     assert config_mount in worker["volumes"]
-    assert "--scale worker=N" in readme and "--scale worker=N" in COMPOSE.read_text()
-    assert "### Several workers" in readme
+    assert "--scale worker=N" in manual and "--scale worker=N" in COMPOSE.read_text()
