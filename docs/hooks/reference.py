@@ -351,6 +351,7 @@ def render_config_reference(text: str) -> str:
     default (from the schema) and what the file's comment says about it."""
     out: list[str] = []
     seen: set[str] = set()
+    titles: set[str] = set()
     described: set[tuple[str, str]] = set()
     for table in read_example(text):
         fields = table_fields(table)
@@ -361,7 +362,10 @@ def render_config_reference(text: str) -> str:
         ]  # a second example of keys described above adds nothing
         if not blocks and not table.intro:
             continue
-        out += [f"## {_title(table)} {{#{_anchor(table, seen)}}}", ""]
+        title = _title(table)
+        again = " (another example)" if title in titles else ""
+        titles.add(title)
+        out += [f"## {title}{again} {{#{_anchor(table, seen)}}}", ""]
         if table.name:  # the file's opening comment is the page's to say
             out += _prose(table.intro)
         for block in blocks:
