@@ -81,8 +81,7 @@ PURPOSES: tuple[Purpose, ...] = ("manage", "unsubscribe", "confirm", "feedback")
 Standing = Literal["feed", "archive"]
 STANDING: tuple[Standing, ...] = ("feed", "archive")
 MAX_STANDING_TOKEN = 100  # characters: a standing token is about 56
-# How a feedback token's body writes its verdict. Only these: the links that once shared one
-# signature an email wrote theirs otherwise ("+", "-"), and are refused as forged.
+# How a feedback token's body writes its verdict: a body with any other mark is none of ours.
 _VERDICT_CODES: dict[str, Verdict] = {"l": "like", "d": "dislike"}
 _CODE_OF = {verdict: code for code, verdict in _VERDICT_CODES.items()}
 # The longest paper key a feedback link names (an arXiv id is 10-20 characters, a DOI key
