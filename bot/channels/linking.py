@@ -1,6 +1,6 @@
 """A run's signed links, as its renderers ask for them (`Linker`): each subscriber's manage,
-one-click unsubscribe, archive and feed links, and each paper's 👍 / 👎 links (one signature
-for an email's: `LinkSigner.digest_votes`) and buttons (each signed alone).
+one-click unsubscribe, archive and feed links, and each paper's 👍 / 👎 links and buttons
+(each signed over its subscriber, paper and verdict: `LinkSigner.feedback_token`).
 
 Made once per run from the config (`bot.pipeline.payloads.linker`) and plain data (the
 signer, the site, the time), so that a render worker in another process is handed one
@@ -47,11 +47,9 @@ class Linker:
             manage = signer.url("manage", subscriber, now=now)
             archive = signer.archive_url(subscriber, digest_id) if digest_id else None
             feed = signer.feed_url(subscriber)
-            # One signature for all the papers' links, taken only for papers sent to the
-            # subscriber (`bot.core.links`).
-            votes = signer.digest_votes(subscriber, now=now)
             for key in papers:
-                like, dislike = votes.url(key, "like"), votes.url(key, "dislike")
+                like = signer.feedback_url(subscriber, key, "like", now=now)
+                dislike = signer.feedback_url(subscriber, key, "dislike", now=now)
                 if like and dislike:
                     feedback[key] = VoteLinks(like=like, dislike=dislike)
         elif site is not None:
@@ -73,11 +71,9 @@ class Linker:
 
     def votes(self, digest: Digest) -> dict[str, VoteTokens]:
         """Each paper's 👍 / 👎 buttons' signed values, when the links are signed and the
-        subscriber is stored; else none (no buttons). Each is signed alone, paper and
-        verdict too, not sharing the digest's signature as an email's links do: a channel's
-        digest carries no manage link, and a member who read a value off a button could
-        otherwise open `/feedback/TOKEN` with another paper in it, a verdict only the
-        channel's managers may give."""
+        subscriber is stored; else none (no buttons). Each is signed as an email's links
+        are, over its paper and verdict: a member of a channel who read a value off a button
+        cannot make it give another verdict, which only the channel's managers may give."""
         signer, sub = self.signer, digest.subscriber
         if signer is None or sub.id is None:
             return {}

@@ -12,20 +12,13 @@ paperbell made it, for that subscriber, at that time; it is checked against the 
 was made for (a manage token does not confirm an address) and its age. Pure: the clock is
 passed in; nothing here reads the environment or the database.
 
-A feedback token is short, since an email carries two for each of up to 50 papers within
+A feedback token (an email's 👍 / 👎 link, a Slack button's value: `feedback_token`,
+`feedback_url`) is short, since an email carries two for each of up to 50 papers within
 Gmail's 102 KB: it carries the subscriber's id, the verdict and the paper's key, then the
-time and a signature (HMAC-SHA256 cut to 96 bits) that also covers the subscriber's
-`owner_tag` without carrying it, so it is checked against the subscriber it names
-(`read_feedback`). There are two kinds, told apart by how the body writes the verdict and
-signed with different salts, so that neither passes for the other. A token standing alone
-(a Slack button's value, `feedback_token`) signs its paper and verdict. A digest email's
-links share one signature (`digest_votes`: signing each of ~50 links was most of the cost
-of an email's links), which covers the subscriber and the time but not the paper nor the
-verdict: these ride unsigned, so whoever holds one such link can edit it into either
-verdict on another paper of the same subscriber. The reader says so (`Visitor.shared`) and
-the pages (`bot.manage.Manager.open_feedback`) take such a link only for a paper sent to
-that subscriber: one their emails carried both links for, signed, anyway. A changed
-subscriber id, address or time is refused, as is a paper key no link could carry.
+time and a signature (HMAC-SHA256 cut to 96 bits) over all of them that also covers the
+subscriber's `owner_tag` without carrying it, so it is checked against the subscriber it
+names (`read_feedback`). Each token has its own signature: one edited to another paper,
+verdict, subscriber, address or time is refused, as is a paper key no link could carry.
 
 A standing link (the personal Atom feed, `/feed/TOKEN.atom`, and the digest archive,
 `/archive/TOKEN`) sits in a feed reader or an old email for years, so it does not expire:
@@ -67,7 +60,6 @@ __all__ = [
     "MAX_FEEDBACK_KEY",
     "PURPOSES",
     "STANDING",
-    "DigestVotes",
     "LinkSigner",
     "Purpose",
     "Standing",
@@ -89,16 +81,9 @@ PURPOSES: tuple[Purpose, ...] = ("manage", "unsubscribe", "confirm", "feedback")
 Standing = Literal["feed", "archive"]
 STANDING: tuple[Standing, ...] = ("feed", "archive")
 MAX_STANDING_TOKEN = 100  # characters: a standing token is about 56
-# How a feedback token's body writes its verdict, and so its kind (see the module's
-# docstring): signed alone ("l", "d") or sharing a digest's signature ("+", "-"). No token
-# of one kind reads as one of the other, and the mark costs no character.
-_VERDICT_CODES: dict[str, tuple[Verdict, bool]] = {
-    "l": ("like", False),
-    "d": ("dislike", False),
-    "+": ("like", True),
-    "-": ("dislike", True),
-}
-_CODE_OF = {found: code for code, found in _VERDICT_CODES.items()}
+# How a feedback token's body writes its verdict: a body with any other mark is none of ours.
+_VERDICT_CODES: dict[str, Verdict] = {"l": "like", "d": "dislike"}
+_CODE_OF = {verdict: code for code, verdict in _VERDICT_CODES.items()}
 # The longest paper key a feedback link names (an arXiv id is 10-20 characters, a DOI key
 # rarely over 100): a paper with a longer one gets no 👍 / 👎 links.
 MAX_FEEDBACK_KEY = 200
@@ -169,9 +154,6 @@ class Visitor:
     made: datetime
     paper: str | None = None  # feedback links: the paper's key ("2411.18179", "doi:…")
     verdict: Verdict | None = None  # feedback links: "like" or "dislike"
-    # Feedback links: the paper and the verdict are the token's word, not signed (a digest
-    # email's links share one signature): to be taken only for a paper sent to them.
-    shared: bool = False
 
     def belongs_to(self, sub: Subscriber) -> bool:
         """Whether the link was made for this subscriber, at the address they have now."""
@@ -220,8 +202,8 @@ class _ShortHMAC(HMACAlgorithm):
         return super().get_signature(key, value)[:FEEDBACK_SIGNATURE_BYTES]
 
 
-def _feedback_body(number: int | str, paper: str, verdict: Verdict, *, shared: bool) -> str:
-    text = f"{number}\n{_CODE_OF[verdict, shared]}\n{paper}".encode()
+def _feedback_body(number: int, paper: str, verdict: Verdict) -> str:
+    text = f"{number}\n{_CODE_OF[verdict]}\n{paper}".encode()
     return base64.urlsafe_b64encode(text).decode().rstrip("=")
 
 
@@ -229,15 +211,15 @@ def _feedback_body(number: int | str, paper: str, verdict: Verdict, *, shared: b
 class _Claim:
     """What a feedback token's body says, unchecked."""
 
-    shared: bool  # a digest's link (one signature for all), or one signed alone
-    number: str  # the subscriber's id, as written (the shared signature covers it)
+    subscriber_id: int
     verdict: Verdict
     paper: str
 
 
 def _votable(paper: str) -> bool:
-    """Whether a paper's key can ride in a feedback token (see MAX_FEEDBACK_KEY)."""
-    return 0 < len(paper) <= MAX_FEEDBACK_KEY
+    """Whether a paper's key can ride in a feedback token: not too long (MAX_FEEDBACK_KEY),
+    and no control or invisible character (a NUL would not even store)."""
+    return 0 < len(paper) <= MAX_FEEDBACK_KEY and paper.isprintable()
 
 
 def _feedback_claim(token: str) -> _Claim | None:
@@ -251,44 +233,12 @@ def _feedback_claim(token: str) -> _Claim | None:
     except (binascii.Error, ValueError):
         return None
     number, code, paper = [*text.split("\n", 2), "", ""][:3]
-    verdict, shared = _VERDICT_CODES.get(code, (None, False))
+    verdict = _VERDICT_CODES.get(code)
     if not (number.isascii() and number.isdigit() and len(number) <= 12) or verdict is None:
         return None
     if not _votable(paper):
         return None
-    # A shared signature leaves the paper unsigned: only a key we could have made (no
-    # control or invisible character: a NUL would not even store), spelt one way only
-    # (base64 decoding skips stray characters).
-    if shared and not (
-        paper.isprintable() and body == _feedback_body(number, paper, verdict, shared=True)
-    ):
-        return None
-    return _Claim(shared, number, verdict, paper)
-
-
-@dataclass(frozen=True, slots=True)
-class DigestVotes:
-    """The 👍 / 👎 links of one digest's papers, for one subscriber at one time, sharing
-    one signature (`LinkSigner.digest_votes`; why that is safe: the module's docstring)."""
-
-    site: str  # the site's public address
-    number: str  # the subscriber's id
-    signed: str  # ".TIMESTAMP.SIGNATURE": the part every token of the digest ends with
-
-    def token(self, paper: str, verdict: Verdict) -> str | None:
-        """The token recording `verdict` on `paper`; None for a key it cannot carry (too
-        long, or a control character in it)."""
-        if verdict not in VERDICTS:
-            raise ValueError(f"not a verdict: {verdict!r}")
-        if not (_votable(paper) and paper.isprintable()):
-            return None
-        token = _feedback_body(self.number, paper, verdict, shared=True) + self.signed
-        return token if len(token) <= MAX_FEEDBACK_TOKEN else None
-
-    def url(self, paper: str, verdict: Verdict) -> str | None:
-        """The full link: `https://site/feedback/TOKEN` (None: see `token`)."""
-        token = self.token(paper, verdict)
-        return f"{self.site}/feedback/{token}" if token else None
+    return _Claim(int(number), verdict, paper)
 
 
 class LinkSigner:
@@ -300,8 +250,8 @@ class LinkSigner:
         self._secret = secret
         self.public_url = check_public_url(public_url)
         self.max_age = max_age
-        # One feedback signer per kind, subscriber and time, kept: a Slack digest signs two
-        # buttons a paper with one.
+        # One feedback signer per subscriber and time, kept: a digest signs two links (or
+        # buttons) a paper with one.
         self._feedback_signers: dict[tuple[str, datetime], TimestampSigner] = {}
         # The last subscriber's owner_tag (by address and birth): a digest's five kinds of
         # link ask for the same one in a row.
@@ -365,9 +315,8 @@ class LinkSigner:
 
     # -- feedback links: 👍 / 👎 on one paper ------------------------------------------------
 
-    def _feedback_signer(self, tag: str, now: datetime, *, shared: bool) -> TimestampSigner:
-        # Each kind its own salt: a signature of one kind never checks as the other's.
-        salt = f"paperbell.{'votes' if shared else 'feedback'}.{tag}"
+    def _feedback_signer(self, tag: str, now: datetime) -> TimestampSigner:
+        salt = f"paperbell.feedback.{tag}"
         signer = self._feedback_signers.get((salt, now))
         if signer is None:
             if len(self._feedback_signers) >= 256:
@@ -383,28 +332,25 @@ class LinkSigner:
     def feedback_token(
         self, sub: Subscriber, paper: str, verdict: Verdict, *, now: datetime
     ) -> str | None:
-        """A token, signed alone, that records `verdict` on `paper` for `sub` (a Slack
-        button's value); None for a paper whose key is too long (over MAX_FEEDBACK_KEY) to
-        carry."""
+        """A token that records `verdict` on `paper` for `sub`, signed over all three (an
+        email's 👍 / 👎 link, a Slack button's value); None for a paper whose key it cannot
+        carry (too long, or a control character in it)."""
         if sub.id is None:
             raise ValueError(f"{sub.name} is not stored: a link needs its database id")
         if verdict not in VERDICTS:
             raise ValueError(f"not a verdict: {verdict!r}")
         if not _votable(paper):
             return None
-        body = _feedback_body(sub.id, paper, verdict, shared=False)
-        token = self._feedback_signer(self._owner_tag(sub), now, shared=False).sign(body).decode()
+        body = _feedback_body(sub.id, paper, verdict)
+        token = self._feedback_signer(self._owner_tag(sub), now).sign(body).decode()
         return token if len(token) <= MAX_FEEDBACK_TOKEN else None
 
-    def digest_votes(self, sub: Subscriber, *, now: datetime) -> DigestVotes:
-        """The 👍 / 👎 links of a digest email for `sub`, signed once for all its papers:
-        the signature covers the subscriber (id and `owner_tag`) and the time, not the paper
-        nor the verdict (why that is safe: the module's docstring)."""
-        if sub.id is None:
-            raise ValueError(f"{sub.name} is not stored: a link needs its database id")
-        number = str(sub.id)
-        signed = self._feedback_signer(self._owner_tag(sub), now, shared=True).sign(number).decode()
-        return DigestVotes(self.public_url, number, signed.removeprefix(number))
+    def feedback_url(
+        self, sub: Subscriber, paper: str, verdict: Verdict, *, now: datetime
+    ) -> str | None:
+        """The full link: `https://site/feedback/TOKEN` (None: see `feedback_token`)."""
+        token = self.feedback_token(sub, paper, verdict, now=now)
+        return f"{self.public_url}/feedback/{token}" if token else None
 
     def read_feedback(
         self,
@@ -415,31 +361,29 @@ class LinkSigner:
     ) -> Visitor | TokenProblem | None:
         """Whose verdict on which paper the token records, or why it is refused; None when
         it names a subscriber `owner` (a lookup by id) does not know (gone, or made up:
-        the signature covers the subscriber, so without them it cannot be checked). Either
-        kind: signed alone (`feedback_token`) or sharing a digest's signature
-        (`digest_votes`: its paper and verdict are the token's word, `Visitor.shared`)."""
+        the signature covers the subscriber, so without them it cannot be checked)."""
         claim = _feedback_claim(token)
         if claim is None:
             return TokenProblem("forged")
-        subscriber_id, verdict, paper = int(claim.number), claim.verdict, claim.paper
+        subscriber_id, verdict, paper = claim.subscriber_id, claim.verdict, claim.paper
         sub = owner(subscriber_id)
         if sub is None or sub.id != subscriber_id:
             return None
         tag = owner_tag(sub)
-        signer = self._feedback_signer(tag, now, shared=claim.shared)
-        # A shared signature was made over the subscriber's id alone, as the body writes it.
-        signed = claim.number + token[token.index(".") :] if claim.shared else token
         max_age = int(self.max_age["feedback"].total_seconds())
         try:
-            _, made = signer.unsign(signed, max_age=max_age, return_timestamp=True)
+            _, made = self._feedback_signer(tag, now).unsign(
+                token, max_age=max_age, return_timestamp=True
+            )
         except SignatureExpired as exc:
             if exc.date_signed is None:
                 return TokenProblem("forged")
-            visitor = Visitor(subscriber_id, tag, exc.date_signed, paper, verdict, claim.shared)
-            return TokenProblem("expired", visitor)
+            return TokenProblem(
+                "expired", Visitor(subscriber_id, tag, exc.date_signed, paper, verdict)
+            )
         except BadSignature:
             return TokenProblem("forged")
-        return Visitor(subscriber_id, tag, made, paper, verdict, claim.shared)
+        return Visitor(subscriber_id, tag, made, paper, verdict)
 
     # -- standing links: the Atom feed and the archive ---------------------------------------
 

@@ -121,7 +121,7 @@ class EmailSettings:
 
 @dataclass(frozen=True)
 class VoteLinks:
-    """A paper's 👍 and 👎 links (`bot.core.links.DigestVotes.url`)."""
+    """A paper's 👍 and 👎 links (`bot.core.links.LinkSigner.feedback_url`)."""
 
     like: str
     dislike: str

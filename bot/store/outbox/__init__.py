@@ -12,7 +12,7 @@ deliveries (which paper versions went, or will go, to whom on which channel).
   held by another worker is never written over;
 - bot.store.outbox.queries: read only: `status`, `target_status` (`OutboxStatus`),
   `totals`, `waiting` (`Waiting`), and the deliveries: `delivered_versions`,
-  `delivered_versions_of`, `was_sent`, `delivery_counts`.
+  `delivered_versions_of`, `delivery_counts`.
 """
 
 from __future__ import annotations

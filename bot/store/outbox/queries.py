@@ -145,22 +145,6 @@ class OutboxQueries(Repository):
             rows = session.exec(query.group_by(col(DeliveryRow.paper_id))).all()
             return {paper_id: int(version) for paper_id, version in rows}
 
-    def was_sent(self, subscriber_id: int | None, paper_id: str) -> bool:
-        """Whether any version of the paper was sent to this subscriber, on any channel."""
-        if subscriber_id is None:
-            return False
-        query = (
-            select(DeliveryRow.id)
-            .where(
-                DeliveryRow.subscriber_id == subscriber_id,
-                DeliveryRow.paper_id == paper_id,
-                DeliveryRow.status == "sent",
-            )
-            .limit(1)
-        )
-        with self.database.session() as session:
-            return session.exec(query).first() is not None
-
     def delivered_versions_of(
         self, subscriber_ids: Sequence[int], *, size: int = 500
     ) -> dict[tuple[int, str], dict[str, int]]:
