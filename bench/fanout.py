@@ -316,9 +316,7 @@ def process_cpu(watch: TreeWatch, main_pid: int, first: float | None, end: float
     )
 
 
-def write_setup(
-    folder: Path, sink_port: int, render_processes: int | None = None
-) -> tuple[Path, bytes]:
+def write_setup(folder: Path, sink_port: int) -> tuple[Path, bytes]:
     xml = gzip.decompress(FEED.read_bytes())
     feed = folder / "listing.xml"
     feed.write_bytes(xml)
@@ -343,12 +341,7 @@ host = "127.0.0.1"
 port = {sink_port}
 security = "none"
 from = "paperbell <papers@bench.example>"
-"""
-        + (
-            ""
-            if render_processes is None
-            else f"[delivery]\nrender_processes = {render_processes}\n"
-        ),
+""",
         encoding="utf-8",
     )
     return config, xml
@@ -393,12 +386,6 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
     parser.add_argument("--profile", type=Path, help="cProfile the digest run into this file")
-    parser.add_argument(
-        "--render-processes",
-        type=int,
-        default=None,
-        help="[delivery] render_processes (default: unset, one worker per core)",
-    )
     args = parser.parse_args()
     # Absolute: the digest run starts in ROOT (see below), not in the caller's directory.
     folder = (args.keep or Path(tempfile.mkdtemp(prefix="paperbell-fanout-"))).resolve()
@@ -410,7 +397,7 @@ def main() -> int:
     sink = Sink()
     env = {**os.environ, "PAPERBELL_BENCH_SECRET": "b" * 40, "PYTHONPATH": str(ROOT)}
     try:
-        config, xml = write_setup(folder, sink.port, args.render_processes)
+        config, xml = write_setup(folder, sink.port)
         paperbell("db", "upgrade", "-c", str(config), env=env)
         paperbell("poll", "-c", str(config), env=env)
         add_subscribers(folder / "paperbell.sqlite", args.subscribers, title_words(xml), args.seed)

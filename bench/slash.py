@@ -296,7 +296,7 @@ async def _serve(
     database: Path, smtp_port: int, pipe: Connection, mode: str, cpu_ms: float
 ) -> None:
     from bot.cli.wiring import Front
-    from bot.pipeline import DeliveryRequest, build_channels, build_fetcher, deliver
+    from bot.pipeline import DeliveryRequest, build_channels, build_fetcher, deliver, wire
     from bot.pipeline.scheduler import Daemon
     from bot.sources.http import make_client
 
@@ -319,9 +319,7 @@ async def _serve(
             if kind == "standin":
                 return await standin.run(stop)
             return await deliver(
-                config,
-                store,
-                {"email": channels["email"]},  # the Slack stand-in is not needed
+                wire(config, store, {"email": channels["email"]}),  # no Slack stand-in needed
                 DeliveryRequest(),
                 now=NOW,
                 should_stop=stop.is_set,

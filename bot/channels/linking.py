@@ -2,9 +2,8 @@
 one-click unsubscribe, archive and feed links, and each paper's 👍 / 👎 links and buttons
 (each signed over its subscriber, paper and verdict: `LinkSigner.feedback_token`).
 
-Made once per run from the config (`bot.pipeline.payloads.linker`) and plain data (the
-signer, the site, the time), so that a render worker in another process is handed one
-(bot.channels.renderpool). Pure: it signs, it reads nothing.
+Made for each run from the parts wired at start (`bot.pipeline.wiring.Parts.render_context`):
+the signer, the site, the time. Pure: it signs, it reads nothing.
 """
 
 from __future__ import annotations

@@ -252,7 +252,7 @@ def digest(
     --dry-run and --out need none (without the key, the links in the files are
     placeholders).
     """
-    from bot.pipeline import DeliveryRequest, build_channels, deliver
+    from bot.pipeline import DeliveryRequest, deliver, wire
     from bot.store import utcnow
 
     config = load_config(config_path)
@@ -264,9 +264,7 @@ def digest(
     texts: list[TextsRun] = []
     reports = asyncio.run(
         deliver(
-            config,
-            store,
-            build_channels(config, out_dir=out_dir, store=store),
+            wire(config, store, out_dir=out_dir),
             request,
             now=utcnow(),
             clock=utcnow,

@@ -33,7 +33,7 @@ from bot.core.errors import MissingSecrets
 
 # The secrets each command uses, besides the database's URL ([database] url_env), which
 # every command that opens the database needs. The others use none: `digest --dry-run` and
-# `--out` neither (their links are placeholders: `bot.pipeline.payloads`).
+# `--out` neither (their links are placeholders: `bot.pipeline.wiring.Parts`).
 COMMAND_SECRETS: dict[str, tuple[SecretKind, ...]] = {
     "digest": (SMTP_PASSWORD, SECRET_KEY, SLACK_BOT_TOKEN, WEBHOOK_URL, LLM_API_KEY),
     "summarize": (LLM_API_KEY,),

@@ -102,7 +102,7 @@ def summarize(
         created=now,
         groups=(DigestGroup("", tuple(DigestItem(p, (), ()) for p in papers)),),
     )
-    (written,), run = asyncio.run(write_texts(config, store, [digest], now=now))
+    (written,), run = asyncio.run(write_texts(config.llm, store, [digest], now=now))
     for paper in papers:
         _show(paper, written, tag)
     if line := run.line():

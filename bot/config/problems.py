@@ -72,6 +72,13 @@ def nearest(key: str, known: Sequence[str]) -> str | None:
     return by_case[found[0]] if found else None
 
 
+# Keys that earlier versions read, by name: what to do instead (an upgraded config meets a
+# plain instruction, not a guess at the nearest key).
+RETIRED_KEYS = {
+    "render_processes": "no longer read: each digest is rendered where it is sent; remove the line",
+}
+
+
 def validation_problems(
     error: ValidationError,
     *,
@@ -92,10 +99,13 @@ def validation_problems(
                 "a secret does not belong in the file: set it in an environment variable "
                 f"and name that variable in {key}_env"
                 if key in SECRET_KEYS
+                else f"{key!r} is {RETIRED_KEYS[key]}"
+                if key in RETIRED_KEYS
                 else f"unknown key {key!r}"
             )
             known = known_keys(model, loc[:-1], data) if model is not None else []
-            if key not in SECRET_KEYS and (meant := nearest(key, known)):
+            plain = key not in SECRET_KEYS and key not in RETIRED_KEYS
+            if plain and (meant := nearest(key, known)):
                 message += f" (did you mean {meant!r}?)"
         elif item["type"] == "missing":
             message = "required key is missing"

@@ -184,9 +184,6 @@ class DeliveryConfig(Section):
     retry_first_seconds: float = Field(60, gt=0, le=86400)
     retry_max_seconds: float = Field(3 * 3600, gt=0, le=30 * 86400)
     bounce_limit: int = Field(3, ge=1, le=100)
-    # Worker processes a large run renders its digests in (bot.channels.renderpool); unset:
-    # one fewer than the machine has cores; 0: rendered in the process itself.
-    render_processes: int | None = Field(None, ge=0, le=64)
 
 
 class AppriseConfig(Section):

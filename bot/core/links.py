@@ -257,14 +257,6 @@ class LinkSigner:
         # link ask for the same one in a row.
         self._last_tag: tuple[tuple[str | None, datetime | None], str] | None = None
 
-    def __getstate__(self) -> dict[str, object]:
-        # Pickled for a render worker (bot.channels.renderpool): without the signers made
-        # so far (classes made at run time), which the worker makes again.
-        return {**self.__dict__, "_feedback_signers": {}}
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-
     def _owner_tag(self, sub: Subscriber) -> str:
         owner, last = (sub.email, sub.created), self._last_tag
         if last is None or last[0] != owner:

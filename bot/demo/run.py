@@ -32,7 +32,7 @@ from bot.demo.data import (
 )
 from bot.demo.slack_standin import SlackStandIn
 from bot.demo.smtp import SavingHandler, mail_server
-from bot.pipeline import DeliveryReport, DeliveryRequest, build_channels, deliver, poll
+from bot.pipeline import DeliveryReport, DeliveryRequest, build_channels, deliver, poll, wire
 from bot.pipeline.wiring import parse_config
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store, utcnow
@@ -148,7 +148,8 @@ async def run_demo(
                 f"{r.new:,} new, {r.unchanged:,} already stored{merged}"
             )
         channels = build_channels(config, store=store)
-        results = await deliver(config, store, channels, DeliveryRequest(since=DEMO_DAY), now=now)
+        parts = wire(config, store, channels)
+        results = await deliver(parts, DeliveryRequest(since=DEMO_DAY), now=now)
         if slack.messages():
             slack_file.parent.mkdir(parents=True, exist_ok=True)
             slack.save_json(slack_file)

@@ -4,22 +4,21 @@ Wiring only: every decision lives in the stage modules (sources, store, match, r
 channels). The clock, the store, the HTTP fetcher and the channels are passed in, so the
 CLI, the daemon, the Slack command, the pages, the demo and the tests share all of it.
 
-    Config --wiring--> sources, fetcher, channels, settings, retry policy
+    Config --wiring--> sources, fetcher; Parts: channels, settings, signer, retry policy
 
     poll:     source --harvest--> papers (tagged, dated) --> store      (one report each)
 
     deliver:  store --plan_delivery--> who is due, their rules, what they match
                     --build_digests--> digest per channel kind
                     --write_texts--> summaries, translations (texts)
-                    --render--> each rendered for its channel (payloads)
+                    --render--> each rendered for its channel
                     --queue--> outbox --send--> channels                (one report each)
               (dry run: stops before the queue; to files: no queue, nothing recorded)
 
-Modules: `wiring` (config -> parts), `poll`, `deliver` (with `payloads`, the renderer per
-channel kind, `texts`, the summaries and translations of the papers going out,
-`dispatch`, the queue and send steps and their reports, and `activity`, the rule counts
-the manage page shows), `scheduler` (the
-daemon: when to poll and deliver) and `backfill` (past days into the store), the last two
+Modules: `wiring` (config -> parts), `poll`, `deliver` (with `texts`, the summaries and
+translations of the papers going out, `dispatch`, the queue and send steps and their
+reports, and `activity`, the rule counts the manage page shows), `scheduler` (the daemon:
+when to poll and deliver) and `backfill` (past days into the store), the last two
 imported from their modules.
 """
 
@@ -29,6 +28,7 @@ from bot.pipeline.poll import PollReport, poll, poll_source
 from bot.pipeline.texts import TextsRun
 from bot.pipeline.wiring import (
     NOTICE_CHANNEL,
+    Parts,
     build_channels,
     build_fetcher,
     build_sources,
@@ -37,12 +37,14 @@ from bot.pipeline.wiring import (
     retry_policy,
     slack_settings,
     smtp_settings,
+    wire,
 )
 
 __all__ = [
     "NOTICE_CHANNEL",
     "DeliveryReport",
     "DeliveryRequest",
+    "Parts",
     "PollReport",
     "TextsRun",
     "build_channels",
@@ -57,4 +59,5 @@ __all__ = [
     "retry_policy",
     "slack_settings",
     "smtp_settings",
+    "wire",
 ]

@@ -2,82 +2,48 @@
 
 Owns the order of a delivery run, as visible steps, and what a caller may ask of one (a
 `DeliveryRequest`); every decision inside a step belongs to a stage (`bot.match`,
-`bot.render`, `bot.channels.outbox`). The clock, the store and the channels are passed in.
+`bot.render`, `bot.channels.outbox`). What it runs with (the store, the channels, their
+settings, the link signer) is wired once from the config (`bot.pipeline.wiring.Parts`).
 
     plan_delivery   who is due, their rules parsed; the papers of their windows, each
-                    distinct rule matched once (and, when recording, the rules' counts
-                    for the manage page: `bot.pipeline.activity`)
+                    distinct rule matched once
     build_digests   per subscriber and target (each place their digests go: the channel
                     registry's kinds say where): the digest built (or the empty day's note)
     write_texts     the summaries and translations their subscribers asked for, of the
                     papers going out (`bot.pipeline.texts`; a preview asks no model)
     render          each digest rendered for its target by its channel kind
-                    (`bot.pipeline.payloads`)
     queue           each payload into the outbox with its papers, once per period
-                    (`bot.pipeline.dispatch`, as the two steps after it)
+                    (`bot.pipeline.dispatch`, as the step after it)
     send            the outbox drained through the channels, each message recorded once
                     the far end accepted it
     (report)        one `DeliveryReport` per digest, or per reason there is none, in the
                     subscribers' order
 
-The plan is made once for everyone (one matcher pass, in a thread, the cyclic collector
-paused); a large run's render workers start meanwhile. The steps after it run a share of
-the subscribers at a time (`shares`: those who want summaries or translations together,
-then FIRST_SHARE, then SHARE at a time), so that the first digests are sent seconds after
-the start and no more than a share's messages are held in memory. A share's digests are
-built giving the event loop back every BUILD_TURN subscribers, its payloads queued in a
-thread, rendering here gives the loop back every TURN digests, and the manage pages' rule
-counts are refreshed in a thread at the end: the daemon's web app and slash command share
-the loop.
-
-A dry run stops after rendering; a run to files sends the payloads through the
-channels given and queues and records nothing.
+The plan is made once for everyone; the steps after it run a share of the subscribers at
+a time (`shares`), so that the first digests are sent seconds after the start and few
+messages are held in memory. A dry run stops after rendering; a run to files sends the
+payloads through the file channel and queues and records nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Literal
 
-from bot.channels import (
-    CHANNEL_KINDS,
-    Channel,
-    RenderContext,
-    Target,
-    kind_of,
-    load_builtin_channels,
-    subscriber_targets,
-    where,
-)
-from bot.channels.outbox import Channels
-from bot.channels.renderpool import PoolBroken, RenderPool
-from bot.config import SECRET_KEY, Config
-from bot.core.calendar import eastern_date
+from bot.channels import RenderContext, Target, channel_kind, kind_of, subscriber_targets, where
 from bot.core.errors import MissingSecrets, PaperbellError, RuleError
 from bot.core.models import Digest, Paper, Ranking, Subscriber
 from bot.match.digest import RuleMatches, build_digest, match_rules, note_digest
-from bot.match.matched import Matched, collector_paused
+from bot.match.matched import collector_paused
 from bot.pipeline.activity import refresh_rule_counts
 from bot.pipeline.dispatch import DeliveryReport, Outgoing, queue, report_of, send, write_files
-from bot.pipeline.likes import sync_declared_likes
-from bot.pipeline.payloads import (
-    POOL_FROM,
-    linker,
-    render_context,
-    render_for,
-    render_processes,
-    render_settings,
-)
 from bot.pipeline.texts import TextsRun, write_texts
-from bot.pipeline.wiring import channel_settings
+from bot.pipeline.wiring import Parts
 from bot.rules import Rule, parse_rule
-from bot.store import Store
 
 # "send": queue each digest in the outbox, then send what it holds, recording each message
 # (the config's subscribers are synced and the rules' counts refreshed first); "dry-run":
@@ -127,193 +93,66 @@ class DeliveryPlan:
 
 
 async def deliver(
-    config: Config,
-    store: Store,
-    channels: Channels,
+    parts: Parts,
     request: DeliveryRequest,
     *,
     now: datetime,
     clock: Callable[[], datetime] | None = None,
     should_stop: Callable[[], bool] = lambda: False,
     on_texts: Callable[[TextsRun], None] | None = None,
-    pool_from: int = POOL_FROM,
 ) -> list[DeliveryReport]:
-    """Build every subscriber's digest, per channel they take (email, Slack), from stored
-    papers they have not received there, queue it in the outbox (with its papers, in one
-    transaction), then send what the outbox holds through `channels` (kind -> channel; one
-    channel serves every kind), recording each message right after it was accepted; a
-    share of the subscribers at a time (`shares`), so that the first digests go out while
-    the others are made: as
-    `request` says (see `DeliveryRequest`). `clock` times the sending (default: `now`);
-    `should_stop()` is checked before each message (the daemon shutting down);
-    `on_texts` hears what the run's summaries and translations came to. A run of
-    `pool_from` digests or more renders them in worker processes (bot.channels.renderpool)."""
-    _refuse_unsigned_links(config, channels, request)
-    if not isinstance(channels, Mapping):
-        load_builtin_channels()
-        channels = dict.fromkeys(CHANNEL_KINDS, channels)
-    # A run that will render in worker processes starts them first: they start (a second
-    # or so) while the plan is made, and are ready when its first digests are.
-    pool = await _early_pool(config, store, request, now=now, pool_from=pool_from)
-    frozen = False
-    # Shares being rendered by the pool's workers while this process queues and sends the
-    # one before: as many as there are workers, then the oldest is taken.
-    ahead: deque[asyncio.Task[Made]] = deque()
-    tried: set[int] = set()  # the outbox records this run tried to send, not sent
-
-    async def finish(made: Made) -> list[DeliveryReport]:
-        """A share's rendered digests queued and sent (or, as `request` says, reported or
-        written to files), with a report for each that could not be rendered."""
-        outgoing, failed = made
-        if request.mode == "dry-run":
-            return [*failed, *(report_of(o.digest, o.recipient, "would-send") for o in outgoing)]
-        if request.mode == "files":
-            return [*failed, *await write_files(channels, outgoing)]
-        # In a thread, as the share's digests are built: a share's payloads written in one
-        # transaction hold the interpreter little but take a tenth of a second or more.
-        queued = await asyncio.to_thread(queue, store, outgoing, period=request.period, now=now)
-        sent = await send(
-            config,
-            store,
-            channels,
-            clock=clock or (lambda: now),
-            catch_up=request.catch_up,
-            should_stop=should_stop,
-            tried=tried,
+    """Each subscriber's digest per target, of stored papers they have not received there,
+    rendered, queued in the outbox and sent (or, as `request` says, only reported or
+    written to files): a share of the subscribers at a time, so that the first digests go
+    out while the others are made. `clock` times the sending (default: `now`);
+    `should_stop()` is checked before each message; `on_texts` hears what the run's
+    summaries and translations came to."""
+    _refuse_unsigned_links(parts, request)
+    # Planning reads everyone and matches every rule: in a thread, so that the daemon's
+    # web app and slash command answer meanwhile (`collector_paused` says why).
+    with collector_paused():
+        plan = await asyncio.to_thread(plan_delivery, parts, request, now=now)
+    rankings = await _rankings(parts, plan, now=now)
+    context = parts.render_context(now)
+    reports = list(plan.left_out)
+    texts_run: TextsRun | None = None  # the first share's: those who want texts come first
+    attempted: set[int] = set()  # outbox records tried this run: each is tried once a run
+    for share in shares(plan.parsed):
+        built, skipped = build_digests(
+            parts, plan, request, now=now, rankings=rankings, parsed=share
         )
-        return [*failed, *queued, *sent]
-
-    try:
-        # Planning reads everyone and matches every rule (seconds for many thousands): in
-        # a thread, so that the daemon's web app and slash command answer meanwhile.
-        plan = await _planned(config, store, request, now=now, large=pool is not None)
-        # The plan's many long-lived objects (papers, rules, matches) are set aside from
-        # the garbage collector for the run: its full collections would otherwise walk them
-        # all, holding the event loop (and the web app's answers) for a tenth of a second
-        # or more each.
-        gc.freeze()
-        frozen = True
-        workers = render_processes(config, len(plan.parsed), pool_from=pool_from)
-        if pool is not None and pool.workers != workers:  # fewer due than counted
-            await pool.aclose()
-            pool = None
-        if pool is None and workers:
-            pool = _render_pool(config, now, workers)
-        if pool is not None:
-            await asyncio.to_thread(pool.load, plan.papers)
-        try:
-            rankings = await _rankings(config, store, plan, now=now)
-        except Exception as exc:  # papers like these never stop a digest: sent unranked
-            log.error("papers like these: digests go unranked this run: %s", exc, exc_info=True)
-            rankings = {}
-        if pool is not None and not pool.ready:
-            # Started before the plan was made, the workers are ready but on a busy machine:
-            # waited for (a second at most, as a rule), rather than this run's first digests
-            # rendered here, cold, holding the event loop a tenth of a second each.
-            await asyncio.to_thread(pool.wait_ready, POOL_START)
-        reports = list(plan.left_out)
-        texts_run: TextsRun | None = None
-        context = render_context(config, now)
-        # A share at a time: the first digests go out while the others are being made, and no
-        # more than a few shares' messages are held at once.
-        for share in shares(plan.parsed):
-            built, skipped = await build_here(
-                store, plan, channels, request, now=now, rankings=rankings, share=share
+        digests, share_texts = await write_texts(
+            parts.llm, parts.store, [d for d, _ in built], now=now, ask=request.mode == "send"
+        )
+        texts_run = texts_run or share_texts
+        targets = (target for _, target in built)
+        outgoing, failed = render(zip(digests, targets, strict=True), context)
+        reports += [*skipped, *failed]
+        if request.mode == "dry-run":
+            reports += [report_of(o.digest, o.recipient, "would-send") for o in outgoing]
+        elif request.mode == "files":
+            reports += await write_files(parts.channels, outgoing)
+        else:
+            reports += await asyncio.to_thread(queue, parts.store, outgoing, request, now=now)
+            reports += await send(
+                parts, clock or (lambda: now), request, should_stop, attempted=attempted
             )
-            digests, texts = await write_texts(
-                config, store, [d for d, _ in built], now=now, ask=request.mode == "send"
-            )
-            texts_run = texts_run or texts
-            reports += skipped
-            await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
-            pairs = list(zip(digests, (r for _, r in built), strict=True))
-            if pool is None:
-                made = await render_here(config, pairs, now=now, context=context)
-            elif not (ahead or pool.ready):
-                # The workers did not start in time: rendered here meanwhile, with every block
-                # made for the first time (tens of milliseconds a digest), a digest a turn.
-                made = await render_here(config, pairs, now=now, context=context, turn=1)
-            else:
-                ahead.append(asyncio.create_task(render_pooled(pool, config, pairs, now, context)))
-                if len(ahead) <= pool.workers:
-                    continue
-                made = await ahead.popleft()
-            reports += await finish(made)
-        while ahead:
-            reports += await finish(await ahead.popleft())
-    finally:
-        if frozen:
-            gc.unfreeze()
-        for task in ahead:
-            task.cancel()
-        if pool is not None:
-            await pool.aclose()
+        await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
     if on_texts is not None:
-        on_texts(texts_run or TextsRun(model=config.llm.model if config.llm else None))
+        on_texts(texts_run or TextsRun(model=parts.llm.model if parts.llm else None))
     if request.mode == "send":  # for the manage pages: after the digests, not before
         shared = (plan.first, plan.papers, plan.matches)
-        await asyncio.to_thread(refresh_rule_counts, store, plan.parsed, now=now, shared=shared)
+        await asyncio.to_thread(
+            refresh_rule_counts, parts.store, plan.parsed, now=now, shared=shared
+        )
     return _in_order(reports, plan.subscribers)
 
 
-async def _early_pool(
-    config: Config, store: Store, request: DeliveryRequest, *, now: datetime, pool_from: int
-) -> RenderPool | None:
-    """The run's render workers, started before its plan is made when the subscribers it
-    is for (as counted, not read) are enough for them; handed the papers once planned."""
-    if request.only is not None:
-        return None
-    if request.subscribers is not None:
-        counted = len(request.subscribers)
-    else:
-        declared = [sub.name for sub in config.declared_subscribers()]
-        counted, _ = await asyncio.to_thread(store.subscribers.tally, declared)
-    workers = render_processes(config, counted, pool_from=pool_from)
-    return _render_pool(config, now, workers) if workers else None
-
-
-def _render_pool(config: Config, now: datetime, workers: int) -> RenderPool:
-    """`workers` render workers for this run, its papers handed over later (`load`)."""
-    settings = render_settings(channel_settings(config))
-    return RenderPool(settings, linker(config, now), workers=workers)
-
-
-async def _planned(
-    config: Config, store: Store, request: DeliveryRequest, *, now: datetime, large: bool
-) -> DeliveryPlan:
-    """`plan_delivery` in a thread, the cyclic garbage collector paused meanwhile: the
-    plan makes hundreds of thousands of objects that live on, and each full collection
-    they set off would walk the whole heap with the interpreter held (a tenth of a second
-    each, the event loop and the web app's answers waiting). A `large` run also makes every
-    match's hits there (`Matched.prepare`), not on the event loop as its first digests are
-    built."""
-
-    def plan() -> DeliveryPlan:
-        made = plan_delivery(config, store, request, now=now)
-        if large and isinstance(made.matches, Matched):
-            made.matches.prepare()
-        return made
-
-    with collector_paused():
-        return await asyncio.to_thread(plan)
-
-
-# Subscribers whose digests are made, queued and sent at a time: small enough that the
-# event loop is given back every few tenths of a second (the daemon's web app and slash
-# command share it), large enough that a share's queries and transaction are few.
+# Subscribers whose digests are made, queued and sent at a time: the first share is small,
+# so that the run's first message goes out soon; later ones large enough that a share's
+# queries and transaction are few, small enough that few messages are held at once.
 SHARE = 50
-# The first share of the others (after the texts' share) is small: its digests are the
-# run's first rendered, each paper's block made for the first time (tens of milliseconds
-# a digest on a slow machine), and the run's first message waits for the whole share
-# (bench/fanout.py on a slow 2-core VM: 2.0 s to render a first share of 50, 0.2 s for 5).
 FIRST_SHARE = 5
-# Digests rendered between two turns of the event loop (a few tens of milliseconds).
-TURN = 5
-# Subscribers whose digests are built between two turns of the event loop (~20 ms).
-BUILD_TURN = 10
-# Seconds a run waits for its render workers to start, once planned, before it renders
-# here meanwhile (starting one takes a second or so; they start while the run plans).
-POOL_START = 30.0
 
 
 def shares(
@@ -334,27 +173,23 @@ def shares(
         yield others[start : start + size]
 
 
-def _refuse_unsigned_links(config: Config, channels: Channels, request: DeliveryRequest) -> None:
+def _refuse_unsigned_links(parts: Parts, request: DeliveryRequest) -> None:
     """Emails that are sent carry signed links, never the placeholders of a preview: the
     commands ask for the key first (`bot.cli.secrets`); this holds for any other caller."""
-    unsigned = config.missing(SECRET_KEY) if config.web.public_url else []
-    sends_email = not isinstance(channels, Mapping) or "email" in channels
-    if request.mode == "send" and sends_email and unsigned:
-        raise MissingSecrets([f"{m.line()}: emails are sent with signed links" for m in unsigned])
+    if request.mode == "send" and "email" in parts.channels and parts.unsigned:
+        raise MissingSecrets(
+            [f"{line}: emails are sent with signed links" for line in parts.unsigned]
+        )
 
 
-def plan_delivery(
-    config: Config, store: Store, request: DeliveryRequest, *, now: datetime
-) -> DeliveryPlan:
+def plan_delivery(parts: Parts, request: DeliveryRequest, *, now: datetime) -> DeliveryPlan:
     """Who is due (their rules parsed), the papers of their windows, and what each distinct
     rule matches among them. Raises when `request.only` names no active subscriber."""
     subscribers = request.subscribers
     if subscribers is None:
-        config_subscribers = config.declared_subscribers()
         if request.mode in ("send", "files"):  # a stored id: the emails' links name it
-            store.subscribers.sync_config(config_subscribers, now=now)
-            sync_declared_likes(config, store, now=now)
-        subscribers = store.subscribers.all(config_subscribers, defaults=config.digest.defaults())
+            parts.declare(now)
+        subscribers = parts.store.subscribers.all(parts.declared(), defaults=parts.defaults)
     subscribers = list(subscribers)
     if request.only is not None:
         subscribers = [s for s in subscribers if s.name == request.only]
@@ -362,7 +197,7 @@ def plan_delivery(
             raise PaperbellError(
                 f"no active subscriber named {request.only!r}", hint="see `paperbell list`"
             )
-    default_since = window_start(config, now)
+    default_since = parts.window_start(now)
     since = request.since
     if callable(since):
         since_of = since
@@ -370,7 +205,7 @@ def plan_delivery(
         fixed = since or default_since
         since_of = lambda _: fixed  # noqa: E731
     first = min((since_of(sub) for sub in subscribers), default=default_since)
-    papers = store.papers.announced_since(first)
+    papers = parts.store.papers.announced_since(first)
 
     left_out: list[DeliveryReport] = []
     parsed: list[tuple[Subscriber, list[Rule]]] = []
@@ -382,10 +217,9 @@ def plan_delivery(
             rule = rules[text] = parse_rule(text)
         return rule
 
-    settings = channel_settings(config)
     targets: dict[str, list[Target]] = {}
     for sub in subscribers:
-        targets[sub.name] = subscriber_targets(sub, settings)
+        targets[sub.name] = subscriber_targets(sub, parts.settings)
         if not targets[sub.name]:
             why = "no confirmed email address" if sub.email else "nowhere to deliver"
             left_out.append(DeliveryReport(sub.name, None, "skipped", error=why))
@@ -404,9 +238,8 @@ def plan_delivery(
 
 
 def build_digests(
-    store: Store,
+    parts: Parts,
     plan: DeliveryPlan,
-    channels: Mapping[str, Channel],
     request: DeliveryRequest,
     *,
     now: datetime,
@@ -422,14 +255,16 @@ def build_digests(
     parsed = plan.parsed if parsed is None else parsed
     built: list[tuple[Digest, Target]] = []
     reports: list[DeliveryReport] = []
-    paused = store.targets.paused()
+    paused = parts.store.targets.paused()
     # What each of them has received, in one query (not one per subscriber).
-    received = store.outbox.delivered_versions_of([s.id for s, _ in parsed if s.id is not None])
+    received = parts.store.outbox.delivered_versions_of(
+        [s.id for s, _ in parsed if s.id is not None]
+    )
     for sub, rules in parsed:
         for target in plan.targets.get(sub.name, ()):
             kind, recipient = kind_of(target.channel), target.recipient
             pause = paused.get((sub.id, target.channel)) if sub.id is not None else None
-            if kind not in channels or target.problem is not None or pause is not None:
+            if kind not in parts.channels or target.problem is not None or pause is not None:
                 why = target.problem or f"no {kind} channel is configured ([{kind}])"
                 if pause is not None:
                     why = f"paused: {pause.reason} (`paperbell resume {sub.name}`)"
@@ -464,48 +299,20 @@ def build_digests(
     return built, reports
 
 
-async def build_here(
-    store: Store,
-    plan: DeliveryPlan,
-    channels: Mapping[str, Channel],
-    request: DeliveryRequest,
-    *,
-    now: datetime,
-    rankings: Mapping[int, Ranking],
-    share: Sequence[tuple[Subscriber, list[Rule]]],
-) -> tuple[list[tuple[Digest, Target]], list[DeliveryReport]]:
-    """A share's digests built (`build_digests`) BUILD_TURN subscribers at a time, giving
-    the event loop back in between: on the loop, not in a thread, whose interpreter the
-    web app's many short turns would each wait for."""
-    built: list[tuple[Digest, Target]] = []
-    reports: list[DeliveryReport] = []
-    for start in range(0, len(share), BUILD_TURN):
-        part = share[start : start + BUILD_TURN]
-        made, skipped = build_digests(
-            store, plan, channels, request, now=now, rankings=rankings, parsed=part
-        )
-        built += made
-        reports += skipped
-        await asyncio.sleep(0)
-    return built, reports
-
-
 def render(
-    config: Config,
-    digests: Iterable[tuple[Digest, Target]],
-    *,
-    now: datetime,
-    context: RenderContext | None = None,
+    digests: Iterable[tuple[Digest, Target]], context: RenderContext
 ) -> tuple[list[Outgoing], list[DeliveryReport]]:
     """Each digest rendered for its target by the target's channel kind (as the digest it
     shows: an email holds at most what mail apps show whole); a report for each that could
-    not be. `context`: the run's (`render_context`), made once for many calls."""
+    not be (its kind is not registered, or refuses the digest)."""
     outgoing: list[Outgoing] = []
     reports: list[DeliveryReport] = []
-    context = context or render_context(config, now)
     for digest, target in digests:
+        kind = channel_kind(target.channel)
         try:
-            rendered = render_for(digest, target, context)
+            if kind is None:
+                raise ValueError(f"no channel kind {target.kind!r} is known")
+            rendered = kind.render(digest, target, context)
         except ValueError as exc:
             reports.append(report_of(digest, target.recipient, "failed", error=str(exc)))
             continue
@@ -513,74 +320,22 @@ def render(
     return outgoing, reports
 
 
-async def _rankings(
-    config: Config, store: Store, plan: DeliveryPlan, *, now: datetime
-) -> dict[int, Ranking]:
-    """The planned subscribers' rankings by their verdicts (bot.pipeline.similar). A site
-    where nobody ever gave a verdict does not even load the ranking's libraries (numpy,
-    scipy: about a third of a second and 30 MB of every run's start)."""
-    if not store.feedback.any():
+async def _rankings(parts: Parts, plan: DeliveryPlan, *, now: datetime) -> dict[int, Ranking]:
+    """The planned subscribers' rankings by their verdicts (bot.pipeline.similar); none when
+    it fails (papers like these never stop a digest: they go unranked). A site where nobody
+    ever gave a verdict does not even load the ranking's libraries (numpy, scipy)."""
+    if not parts.store.feedback.any():
         return {}
     from bot.pipeline.similar import rank_subscribers
 
-    ranked = await rank_subscribers(config, store, plan.parsed, plan.papers, plan.matches, now=now)
-    return ranked.rankings
-
-
-# A share's digests rendered (each with its payload), and a report for each that could
-# not be.
-Made = tuple[list["Outgoing"], list[DeliveryReport]]
-
-
-async def render_here(
-    config: Config,
-    pairs: Sequence[tuple[Digest, Target]],
-    *,
-    now: datetime,
-    context: RenderContext,
-    turn: int = TURN,
-) -> Made:
-    """A share rendered in this process, giving the event loop back every `turn` digests."""
-    outgoing: list[Outgoing] = []
-    failed: list[DeliveryReport] = []
-    for start in range(0, len(pairs), turn):
-        rendered, refused = render(config, pairs[start : start + turn], now=now, context=context)
-        outgoing += rendered
-        failed += refused
-        await asyncio.sleep(0)
-    return outgoing, failed
-
-
-async def render_pooled(
-    pool: RenderPool,
-    config: Config,
-    pairs: Sequence[tuple[Digest, Target]],
-    now: datetime,
-    context: RenderContext,
-) -> Made:
-    """A share rendered by the pool's workers; here, when a worker died."""
     try:
-        results = await pool.render(pairs)
-    except PoolBroken as exc:
-        log.error("%s: the rest of this run is rendered in the main process", exc)
-        return await render_here(config, pairs, now=now, context=context)
-    outgoing: list[Outgoing] = []
-    again: list[tuple[Digest, Target]] = []  # not rendered there: here (it says why)
-    for (digest, target), result in zip(pairs, results, strict=True):
-        if result.payload is None:
-            again.append((digest, target))
-        else:
-            outgoing.append(Outgoing(result.shown or digest, target.recipient, result.payload))
-    if not again:
-        return outgoing, []
-    here, failed = render(config, again, now=now, context=context)
-    return [*outgoing, *here], failed
-
-
-def window_start(config: Config, now: datetime) -> date:
-    """The first announcement day the default digest window takes: `window_days` days,
-    today (US Eastern, arXiv's calendar) included."""
-    return eastern_date(now) - timedelta(days=config.digest.window_days - 1)
+        ranked = await rank_subscribers(
+            parts.embeddings, parts.store, plan.parsed, plan.papers, plan.matches, now=now
+        )
+    except Exception as exc:
+        log.error("papers like these: digests go unranked this run: %s", exc, exc_info=True)
+        return {}
+    return ranked.rankings
 
 
 def _in_order(reports: list[DeliveryReport], subscribers: list[Subscriber]) -> list[DeliveryReport]:

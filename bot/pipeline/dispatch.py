@@ -10,13 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from bot.channels import Channel, kind_of
 from bot.channels.outbox import drain
-from bot.config import Config
-from bot.core.models import Digest, Subscriber, target_label
-from bot.pipeline.wiring import retry_policy
+from bot.core.models import Digest, target_label
 from bot.store import Queued, Store
+
+if TYPE_CHECKING:
+    from bot.pipeline.deliver import DeliveryRequest
+    from bot.pipeline.wiring import Parts
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,14 +56,12 @@ class Outgoing:
 
 
 def queue(
-    store: Store,
-    outgoing: Sequence[Outgoing],
-    *,
-    period: Callable[[Subscriber], str] | None,
-    now: datetime,
+    store: Store, outgoing: Sequence[Outgoing], request: DeliveryRequest, *, now: datetime
 ) -> list[DeliveryReport]:
     """Queue each payload in the outbox with its papers, once per (subscriber, channel,
-    period): a report for each that another run had queued first."""
+    period: `request.period`'s, else the digest's own id): a report for each that another
+    run had queued first."""
+    period = request.period
     elsewhere: list[DeliveryReport] = []
     entries = []
     for o in outgoing:
@@ -86,28 +87,26 @@ def queue(
 
 
 async def send(
-    config: Config,
-    store: Store,
-    channels: Mapping[str, Channel],
-    *,
+    parts: Parts,
     clock: Callable[[], datetime],
-    catch_up: bool,
+    request: DeliveryRequest,
     should_stop: Callable[[], bool],
-    tried: set[int] | None = None,
+    *,
+    attempted: set[int] | None = None,
 ) -> list[DeliveryReport]:
-    """Send what the outbox holds (and is due, unless `catch_up`), this run's digests
-    among it; a report per attempt (without the digest: a run of many thousands
-    holds none once sent). `tried`: the records this run tried already (each is tried once
-    a run)."""
+    """Send what the outbox holds (and is due, unless `request.catch_up`), this run's
+    digests among it; a report per attempt (without the digest: a run of many thousands
+    holds none once sent). `attempted`: the records this run tried already (each is tried
+    once a run)."""
     reports = []
     for attempt in await drain(
-        store,
-        channels,
+        parts.store,
+        parts.channels,
         clock=clock,
-        retry=retry_policy(config),
-        due_only=not catch_up,
+        retry=parts.retry,
+        due_only=not request.catch_up,
         should_stop=should_stop,
-        tried=tried,
+        tried=attempted,
     ):
         item = attempt.item
         error = attempt.error

@@ -62,7 +62,7 @@ from bot.pipeline.mailbox import MailboxReader
 from bot.pipeline.poll import PollReport, check_listing, poll_source
 from bot.pipeline.retention import prune_old, pruned_line
 from bot.pipeline.texts import TextsRun
-from bot.pipeline.wiring import build_sources, listing_checks, retry_policy
+from bot.pipeline.wiring import build_sources, listing_checks, wire
 from bot.store import Leadership, Store, workers
 
 log = logging.getLogger(__name__)
@@ -160,14 +160,14 @@ class Daemon:
         self.config = config
         self.store = store
         self.fetcher = fetcher
-        self.channels = dict(channels)
+        self.parts = wire(config, store, dict(channels))
         self.clock = clock
         self.owner = owner or worker_name()
         self.leadership = leadership
         self.leading = leadership is None  # whether this process polls and plans
         self.calendar = config.polling.calendar()
         self.policy = config.polling.policy()
-        self.retry = retry_policy(config)
+        self.retry = self.parts.retry
         self.sources = build_sources(config)
         self.checks = listing_checks(config)
         self.counters = Counters()
@@ -281,7 +281,7 @@ class Daemon:
 
     async def digests_due(self, now: datetime) -> list[DeliveryReport]:
         """Queue (and send) the digests whose slot has come and whose listing is in."""
-        if self.stopping or not self.channels:
+        if self.stopping or not self.parts.channels:
             return []
         plans = self.plans(now)
         due = {}
@@ -348,9 +348,7 @@ class Daemon:
             catch_up=False,
         )
         reports = await deliver(
-            self.config,
-            self.store,
-            self.channels,
+            self.parts,
             request,
             now=now,
             clock=self.clock,
@@ -383,11 +381,11 @@ class Daemon:
 
     async def send_due(self) -> list[Attempt]:
         """Send the queued digests that are due (retries wait for their time)."""
-        if not self.channels:
+        if not self.parts.channels:
             return []
         attempts = await drain(
             self.store,
-            self.channels,
+            self.parts.channels,
             clock=self.clock,
             owner=self.owner,
             retry=self.retry,

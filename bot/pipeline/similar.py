@@ -80,7 +80,7 @@ def embedder_of(settings: EmbeddingsConfig) -> Embedder:
 
 
 async def rank_subscribers(
-    config: Config,
+    settings: EmbeddingsConfig | None,
     store: Store,
     parsed: Sequence[tuple[Subscriber, Sequence[Rule]]],
     papers: Sequence[Paper],
@@ -90,7 +90,7 @@ async def rank_subscribers(
 ) -> RankingRun:
     """A ranking for each of the `parsed` subscribers who liked or disliked papers, over
     `papers` (the run's), their rules' matches taken from `matches`; in `[embeddings]`'s
-    space when the config has one."""
+    space (`settings`) when the config has one."""
     ids = [sub.id for sub, _ in parsed if sub.id is not None]
     verdicts = store.feedback.of_all(ids) if ids else {}
     if not verdicts or not papers:
@@ -98,7 +98,7 @@ async def rank_subscribers(
     verdicts = _with_texts(store, verdicts)
     unique = list({paper.id: paper for paper in papers}.values())
     run = RankingRun()
-    day, kept = await _space(config, store, unique, verdicts, run, now=now)
+    day, kept = await _space(settings, store, unique, verdicts, run, now=now)
     row_of = {key: n for n, key in enumerate(day.ids)}
     announced = np.array(
         [p.announced.toordinal() if p.announced else 0 for p in unique], dtype=np.int64
@@ -174,7 +174,7 @@ def _with_texts(store: Store, verdicts: dict[int, list[Feedback]]) -> dict[int, 
 
 
 async def _space(
-    config: Config | None,
+    settings: EmbeddingsConfig | None,
     store: Store | None,
     papers: Sequence[Paper],
     verdicts: Mapping[int, Sequence[Feedback]],
@@ -186,7 +186,6 @@ async def _space(
     (embeddings; empty for the default space, whose kept rows are word counts)."""
     ids = [paper.id for paper in papers]
     texts = [paper_text(paper) for paper in papers]
-    settings = config.embeddings if config is not None else None
     if settings is not None:
         wanted = {text_hash(t): t for t in texts}
         for given in verdicts.values():
@@ -355,7 +354,9 @@ async def liked_ranking(
         ]
     }
     run = RankingRun()
-    day, kept = await _space(config, store, unique, verdicts, run, now=now)
+    day, kept = await _space(
+        config.embeddings if config is not None else None, store, unique, verdicts, run, now=now
+    )
     model = fit(
         day,
         liked=_rows(day, verdicts[0], kept),

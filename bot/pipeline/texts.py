@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from bot.config import Config
+from bot.config import LlmConfig
 from bot.core.languages import ENGLISH, language_name, usable_tag
 from bot.core.models import HUGGING_FACE, Digest, Paper, PaperTexts
 from bot.core.plurals import plural
@@ -84,9 +84,8 @@ class TextsRun:
         return line
 
 
-def texts_client(config: Config) -> TextClient | None:
+def texts_client(llm: LlmConfig | None) -> TextClient | None:
     """The [llm] endpoint's client, or None without [llm]."""
-    llm = config.llm
     if llm is None:
         return None
     return TextClient(
@@ -100,7 +99,7 @@ def texts_client(config: Config) -> TextClient | None:
 
 
 async def write_texts(
-    config: Config,
+    llm: LlmConfig | None,
     store: Store,
     digests: Sequence[Digest],
     *,
@@ -109,13 +108,12 @@ async def write_texts(
 ) -> tuple[list[Digest], TextsRun]:
     """The digests, each with the texts its subscriber asked for (`Digest.texts`) and a
     note when some are missing; and what the run came to. `ask`: ask the model for the
-    texts not stored yet (a preview does not)."""
+    texts not stored yet (a preview does not). `llm`: the config's [llm], if any."""
     wanting = [d for d in digests if d.subscriber.wants_texts and d.items]
-    llm = config.llm
     run = TextsRun(model=llm.model if llm else None)
     if not wanting:
         return list(digests), run
-    writer = _Writer(config, store, run, now=now, ask=ask)
+    writer = _Writer(llm, store, run, now=now, ask=ask)
     try:
         summaries = await writer.summaries(wanting)
         translations = await writer.translations(wanting, summaries)
@@ -136,13 +134,15 @@ async def write_texts(
 class _Writer:
     """One run's texts: read from the store, else asked of the model, once each."""
 
-    def __init__(self, config: Config, store: Store, run: TextsRun, *, now: datetime, ask: bool):
-        self.llm = config.llm
+    def __init__(
+        self, llm: LlmConfig | None, store: Store, run: TextsRun, *, now: datetime, ask: bool
+    ):
+        self.llm = llm
         self.store = store
         self.run = run
         self.now = now
         self.ask = ask
-        self.client = texts_client(config) if ask else None
+        self.client = texts_client(llm) if ask else None
         # A failure every further request would meet (reason, detail): nothing more is asked.
         self.fatal: tuple[str, str] | None = None
         if self.llm is not None and self.llm.api_key_env and not self.llm.api_key:

@@ -1,28 +1,41 @@
 """The config turned into the run's parts: sources, fetcher, channels, their settings.
 
 Owns every `Config` -> part factory, once, so that the CLI, the daemon, the Slack app, the
-pages and the demo build their parts alike. It decides nothing about polling or delivery
-(`poll`, `deliver` do) and does no I/O itself: the parts it builds do theirs when used.
+pages and the demo build their parts alike; `wire` makes what delivery runs with (`Parts`)
+at start, so that no delivery run reads the config again. It decides nothing about polling
+or delivery (`poll`, `deliver` do) and does no I/O itself: the parts it builds do theirs
+when used.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from bot.channels import CHANNEL_KINDS, Channel, Target, load_builtin_channels, subscriber_targets
+from bot.channels import (
+    CHANNEL_KINDS,
+    Channel,
+    RenderContext,
+    Target,
+    load_builtin_channels,
+    subscriber_targets,
+)
 from bot.channels.apprise import AppriseSettings, known_urls, url_secrets
 from bot.channels.email import EmailChannelSettings, FileChannel, SmtpSettings
 from bot.channels.limits import Limits, RelayLimiter
+from bot.channels.linking import Linker
 from bot.channels.outbox import RetryPolicy
 from bot.channels.servers import Relay, RelayPool
 from bot.channels.slack import SlackSettings
-from bot.config import Config, EmailConfig
+from bot.config import SECRET_KEY, Config, EmailConfig, EmbeddingsConfig, LlmConfig
 from bot.config import load_config as load_config_file
 from bot.config import parse_config as parse_config_data
+from bot.core.calendar import eastern_date
 from bot.core.errors import ConfigError
+from bot.core.links import LinkSigner
 from bot.core.verp import MessageIds, Verp
 from bot.pipeline.health import ListingChecks
 from bot.render.email import EmailSettings
@@ -340,3 +353,78 @@ def _email_section(config: Config) -> EmailConfig:
     if config.email is None:
         raise ConfigError(["email: the [email] section is missing"], source=str(config.path))
     return config.email
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What delivery runs with, made from the config once at start (`wire`): the store, the
+    channels by kind (with their relays and limits), each kind's settings (what targets and
+    renderers read), the outbox's retry policy, the link signer, the model endpoints, and
+    the config's own subscribers (`declared`, synced into the store by `declare`)."""
+
+    store: Store
+    channels: Mapping[str, Channel]
+    settings: Mapping[str, Any]
+    retry: RetryPolicy
+    signer: LinkSigner | None  # signs the emails' links; None: [web] is not set up for them
+    placeholders: str | None  # the site's address when its key is not set: a preview's links
+    unsigned: tuple[str, ...]  # why emails cannot be sent with signed links (missing keys)
+    declared: Callable[[], list[Subscriber]]  # the config file's subscribers
+    declare: Callable[[datetime], None]  # the config's subscribers and verdicts into the store
+    defaults: Any  # bot.config.sections.Defaults: the schedule of those without their own
+    window_days: int  # [digest] window_days
+    llm: LlmConfig | None
+    embeddings: EmbeddingsConfig | None
+
+    def render_context(self, now: datetime) -> RenderContext:
+        """What every renderer is given for a run at `now`: each kind's settings, the
+        subscribers' links (signed; a preview's placeholders; else none) and the values of
+        the 👍 / 👎 buttons."""
+        links = Linker(now, self.signer, self.placeholders)
+        return RenderContext(now=now, settings=self.settings, links=links.links, votes=links.votes)
+
+    def window_start(self, now: datetime) -> date:
+        """The first announcement day the default digest window takes: `window_days` days,
+        today (US Eastern, arXiv's calendar) included."""
+        return eastern_date(now) - timedelta(days=self.window_days - 1)
+
+
+def wire(
+    config: Config,
+    store: Store,
+    channels: Mapping[str, Channel] | Channel | None = None,
+    *,
+    out_dir: Path | None = None,
+) -> Parts:
+    """The config's delivery parts over `store`: its channels (`build_channels`; with
+    `out_dir`, files; or those given: one channel serves every kind)."""
+    from bot.pipeline.likes import sync_declared_likes
+
+    settings = channel_settings(config, store)
+    if channels is None:
+        channels = build_channels(config, out_dir=out_dir, store=store, settings=settings)
+    elif not isinstance(channels, Mapping):
+        load_builtin_channels()
+        channels = dict.fromkeys(CHANNEL_KINDS, channels)
+    signer = config.web.link_signer()
+    missing = config.missing(SECRET_KEY) if config.web.public_url else []
+
+    def declare(now: datetime) -> None:
+        store.subscribers.sync_config(config.declared_subscribers(), now=now)
+        sync_declared_likes(config, store, now=now)
+
+    return Parts(
+        store=store,
+        channels=channels,
+        settings=settings,
+        retry=retry_policy(config),
+        signer=signer,
+        placeholders=config.web.public_url or None if signer is None and missing else None,
+        unsigned=tuple(m.line() for m in missing),
+        declared=config.declared_subscribers,
+        declare=declare,
+        defaults=config.digest.defaults(),
+        window_days=config.digest.window_days,
+        llm=config.llm,
+        embeddings=config.embeddings,
+    )

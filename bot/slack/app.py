@@ -41,7 +41,7 @@ from bot.config import Config
 from bot.core.errors import PaperbellError
 from bot.core.models import Subscriber
 from bot.manage import Manager, notice_sender
-from bot.pipeline import DeliveryRequest, deliver, slack_settings
+from bot.pipeline import DeliveryRequest, deliver, slack_settings, wire
 from bot.slack.actions import ButtonAnswers, ButtonPress, parse_actions
 from bot.slack.commands import SlashCommands
 from bot.slack.messages import CommandRequest, Reply, SlackChannelInfo, SlackUser
@@ -430,6 +430,7 @@ def build_slack_app(
             slack.command,
         )
     directory = SlackDirectory(make_client(slack_settings(config)))
+    parts = wire(config, store, channels)
     # The config's subscribers are in the database, so a config `slack_user` or
     # `slack_channel` is found when its person or channel uses /papers.
     store.subscribers.sync_config(config.declared_subscribers(), now=clock())
@@ -449,7 +450,7 @@ def build_slack_app(
         # Their digest alone: the run plans for them, not for every subscriber.
         sub = await asyncio.to_thread(subscriber_named, name)
         request = DeliveryRequest(only=name, subscribers=[sub] if sub is not None else None)
-        return await deliver(config, store, channels, request, now=clock(), clock=clock)
+        return await deliver(parts, request, now=clock(), clock=clock)
 
     signer = config.web.link_signer()
     manager = Manager(config, store, signer, clock=clock) if signer is not None else None

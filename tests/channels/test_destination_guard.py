@@ -33,8 +33,8 @@ from bot.channels.apprise_urls import destination, self_service_refusal
 from bot.channels.guard import host_refusal, lookup
 from bot.core.addresses import Reach, is_public, parse_reach
 from bot.demo import bundled_papers
-from bot.pipeline import DeliveryRequest, deliver
-from bot.pipeline.wiring import build_channels, load_config
+from bot.pipeline import DeliveryRequest, deliver, wire
+from bot.pipeline.wiring import load_config
 from bot.store import Store, utcnow
 
 # Networks no destination given on the page may reach (IPv4), and some that anyone may.
@@ -376,9 +376,7 @@ def test_the_operators_destinations_may_name_internal_hosts(
             store.papers.upsert(bundled_papers(), now=START)
             reports = asyncio.run(
                 deliver(
-                    loaded,
-                    store,
-                    build_channels(loaded, store=store),
+                    wire(loaded, store),
                     DeliveryRequest(since=START.date()),
                     now=START,
                     clock=lambda: START,

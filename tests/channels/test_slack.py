@@ -18,7 +18,14 @@ from bot.channels.slack import SlackChannel
 from bot.config import Config, parse_config
 from bot.core.models import Paper
 from bot.demo.slack_standin import SlackStandIn
-from bot.pipeline import DeliveryReport, DeliveryRequest, build_channels, deliver, slack_settings
+from bot.pipeline import (
+    DeliveryReport,
+    DeliveryRequest,
+    build_channels,
+    deliver,
+    slack_settings,
+    wire,
+)
 from bot.store import Store
 
 pytestmark = pytest.mark.database
@@ -55,7 +62,7 @@ ADA = {"name": "ada", "slack_user": "U07ADA123", "rules": ['"large language mode
 def run(config: Config, store: Store, **kwargs: Any) -> list[DeliveryReport]:
     channels = kwargs.pop("channels", None) or build_channels(config)
     request = DeliveryRequest(since=DAY, **kwargs)
-    return asyncio.run(deliver(config, store, channels, request, now=NOW))
+    return asyncio.run(deliver(wire(config, store, channels), request, now=NOW))
 
 
 def thread_papers(slack: SlackStandIn, channel: str) -> list[str]:

@@ -216,7 +216,7 @@ def test_a_secret_that_is_set_but_wrong_is_a_mistake_every_command_reports(
 
 def test_a_send_never_carries_placeholder_links(store: Store, database_url: str) -> None:
     from bot.channels.email import FileChannel
-    from bot.pipeline import DeliveryRequest, deliver
+    from bot.pipeline import DeliveryRequest, deliver, wire
 
     config = parse_config(
         {
@@ -230,7 +230,7 @@ def test_a_send_never_carries_placeholder_links(store: Store, database_url: str)
     channel = FileChannel(Path(tempfile.mkdtemp()))
     now = datetime(2024, 11, 28, 12, tzinfo=UTC)
     with pytest.raises(MissingSecrets, match="PB_KEY, which is not set: emails are sent with"):
-        asyncio.run(deliver(config, store, {"email": channel}, DeliveryRequest(), now=now))
+        asyncio.run(deliver(wire(config, store, {"email": channel}), DeliveryRequest(), now=now))
 
 
 # ---- [database] url_env -------------------------------------------------------------------

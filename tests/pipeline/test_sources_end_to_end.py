@@ -147,7 +147,7 @@ async def _deliver(world: World, store: Store) -> list[pipeline.DeliveryReport]:
     config = load_config(world.config_path)
     channels = pipeline.build_channels(config)
     request = pipeline.DeliveryRequest(since=date(2021, 1, 1))
-    return await pipeline.deliver(config, store, channels, request, now=NOW)
+    return await pipeline.deliver(pipeline.wire(config, store, channels), request, now=NOW)
 
 
 def test_four_kinds_poll_in_one_run_and_a_hugging_face_paper_is_merged_and_sent_once(

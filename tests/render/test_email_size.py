@@ -30,7 +30,7 @@ from bot.config import parse_config
 from bot.config.subscribers import SubscriberConfig
 from bot.core.links import LinkSigner, max_ages
 from bot.core.models import Digest, Paper
-from bot.pipeline import DeliveryReport, DeliveryRequest, build_channels, deliver
+from bot.pipeline import DeliveryReport, DeliveryRequest, build_channels, deliver, wire
 from bot.render.email import (
     HTML_BUDGET,
     SHORTENED_NOTES,
@@ -173,7 +173,7 @@ def test_papers_left_out_to_fit_are_recorded_and_not_sent_later(
 
         def run() -> list[DeliveryReport]:
             channels = build_channels(config)
-            return asyncio.run(deliver(config, store, channels, request, now=utcnow()))
+            return asyncio.run(deliver(wire(config, store, channels), request, now=utcnow()))
 
         (report,) = run()
         assert report.status == "sent" and report.omitted > 0

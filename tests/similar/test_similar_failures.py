@@ -53,7 +53,7 @@ def ranked(
     papers = store.papers.announced_since(NOW.date() - timedelta(days=7))
     matches = match_rules(rules, papers)  # type: ignore[arg-type]
     return asyncio.run(
-        rank_subscribers(config, store, [(sub, rules)], papers, matches, now=NOW)  # type: ignore[list-item]
+        rank_subscribers(config.embeddings, store, [(sub, rules)], papers, matches, now=NOW)  # type: ignore[list-item]
     )
 
 

@@ -30,7 +30,7 @@ from support.slack import SIGNING_SECRET, signed
 
 from bot.demo import bundled_papers, free_port
 from bot.demo.slack_standin import SlackStandIn
-from bot.pipeline import DeliveryRequest, build_channels, deliver
+from bot.pipeline import DeliveryRequest, build_channels, deliver, wire
 from bot.render.slack import DISLIKE_ACTION, LIKE_ACTION, UNDO_ACTION
 from bot.slack.actions import parse_actions
 from bot.slack.app import SlackApp, build_slack_app, slack_routes
@@ -135,7 +135,7 @@ async def world(slack: SlackStandIn, database_url: str) -> AsyncIterator[World]:
         store.papers.upsert(bundled_papers(), now=NOW)
         channels = build_channels(config)
         reports = await deliver(
-            config, store, channels, DeliveryRequest(since=date(2024, 11, 28)), now=NOW
+            wire(config, store, channels), DeliveryRequest(since=date(2024, 11, 28)), now=NOW
         )
         assert {r.subscriber: r.status for r in reports} == {"robots": "sent", "quiet": "sent"}
         app = build_slack_app(config, store, channels, clock=lambda: NOW)

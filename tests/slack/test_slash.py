@@ -411,7 +411,7 @@ def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
     from support.servers import smtp_sink
 
     from bot.config import parse_config
-    from bot.pipeline import DeliveryRequest, deliver
+    from bot.pipeline import DeliveryRequest, deliver, wire
     from bot.web.pages import build_pages
 
     with smtp_sink() as (sink, port):
@@ -444,7 +444,9 @@ def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
 
         def emails() -> list[str]:
             reports = asyncio.run(
-                deliver(config, store, channels, DeliveryRequest(), now=NOW, clock=lambda: NOW)
+                deliver(
+                    wire(config, store, channels), DeliveryRequest(), now=NOW, clock=lambda: NOW
+                )
             )
             return [r.status for r in reports if r.channel == "email"]
 

@@ -16,7 +16,7 @@ import httpx
 
 from bot.config import Config
 from bot.demo import bundled_papers
-from bot.pipeline import DeliveryRequest, build_channels, deliver
+from bot.pipeline import DeliveryRequest, build_channels, deliver, wire
 from bot.store import Store
 from bot.web.app import create_app
 from bot.web.pages import build_pages
@@ -66,9 +66,7 @@ class Site:
     def deliver(self) -> list[Any]:
         return asyncio.run(
             deliver(
-                self.config,
-                self.store,
-                build_channels(self.config, store=self.store),
+                wire(self.config, self.store),
                 DeliveryRequest(since=START.date()),
                 now=self.clock(),
                 clock=self.clock,

@@ -71,7 +71,7 @@ def digest(name: str, papers: Sequence[Paper], **settings: Any) -> Digest:
 def write(
     cfg: Config, store: Store, digests: Sequence[Digest], *, ask: bool = True
 ) -> tuple[list[Digest], TextsRun]:
-    return asyncio.run(write_texts(cfg, store, digests, now=NOW, ask=ask))
+    return asyncio.run(write_texts(cfg.llm, store, digests, now=NOW, ask=ask))
 
 
 def test_each_text_is_asked_once_for_every_subscriber_and_kept_for_the_next_runs(
@@ -462,10 +462,10 @@ def test_two_runs_at_once_show_one_summary_and_its_own_translation(
     async def both() -> list[tuple[list[Digest], TextsRun]]:
         return await asyncio.gather(
             write_texts(
-                cfg, store, [digest("ada", papers[:1], summaries=True, language="zh")], now=NOW
+                cfg.llm, store, [digest("ada", papers[:1], summaries=True, language="zh")], now=NOW
             ),
             write_texts(
-                cfg, store, [digest("bea", papers[:1], summaries=True, language="zh")], now=NOW
+                cfg.llm, store, [digest("bea", papers[:1], summaries=True, language="zh")], now=NOW
             ),
         )
 

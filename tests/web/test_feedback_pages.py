@@ -330,7 +330,12 @@ def test_a_dislike_from_the_email_moves_that_paper_down_in_the_next_digest(site:
         matches = match_rules(rules, papers)
         run = asyncio.run(
             rank_subscribers(
-                site.config, site.store, [(ada, rules)], papers, matches, now=site.clock()
+                site.config.embeddings,
+                site.store,
+                [(ada, rules)],
+                papers,
+                matches,
+                now=site.clock(),
             )
         )
         digest = build_digest(
