@@ -365,12 +365,13 @@ def relay_line(config: Config, store: Store, *, now: datetime) -> str:
 
 def target_lines(found: Status) -> list[str]:
     """A line per place digests go, for subscribers whose digests go to more than one
-    place or anywhere but email: what it was last sent, its retry or failure, its pause;
-    none when every subscriber only gets email (the table says it all)."""
+    place or anywhere but email, or whose email is paused: what it was last sent, its retry
+    or failure, its pause; none when every subscriber only gets email and none is paused
+    (the table says it all)."""
     shown = [
         each
         for each in found.subscribers
-        if len(each.targets) > 1 or any(t.target.kind != "email" for t in each.targets)
+        if len(each.targets) > 1 or any(t.target.kind != "email" or t.paused for t in each.targets)
     ]
     lines: list[str] = []
     for each in shown:

@@ -69,6 +69,9 @@ def test_a_postfix_dsn_for_a_digest_sent_pauses_that_subscribers_email(
     assert re.search(r"email paused since \d{1,2} \w{3}: mailbox unknown \(5\.1\.1\)", ada)
     assert "paused" not in bob
     status = invoke("status", config=config, env=ENV)
+    assert re.search(
+        r"\n  ada <ada@example\.org>: paused: mailbox unknown \(5\.1\.1\)\n", status.output
+    )
     assert "bounces today" in status.output
     assert "1 of 2 emails sent (50.0%: 1 hard, 0 soft); complaints: 0 (0.0%)" in status.output
     assert (
