@@ -38,17 +38,12 @@ from bot.channels.base import (
 )
 from bot.channels.limits import RelayLimiter, is_slow_down
 from bot.channels.registry import CHANNEL_KINDS, ChannelKind, kind_of, register
-from bot.channels.smtpwire import install as install_smtp_wire
 from bot.core.errors import DeliveryError, StoreError
 from bot.core.mail import MAIL_POLICY
 from bot.core.models import Digest, Subscriber
 from bot.render.email import EmailSettings, build_message_bytes, render_digest
 
 log = logging.getLogger(__name__)
-
-# aiosmtplib's rewriting of each message for DATA, skipped where it would change nothing
-# (a quarter of the sending process's CPU a digest; bot.channels.smtpwire).
-install_smtp_wire()
 
 CONNECT_HINT = (
     "check [email] host, port and security (or those of its [[email.servers]] entry); "
