@@ -37,15 +37,13 @@ from bot.core.mail import MAIL_POLICY
 from bot.core.models import Digest, DigestGroup, DigestItem, Paper
 from bot.core.verp import MessageIds
 from bot.render import template_env
-from bot.render.blocks import Inlining, paper_block
-from bot.render.inlining import html_part, inline_css
+from bot.render.inlining import inline_css
 from bot.render.mime import message_bytes
 from bot.render.text import clip, plural, tidy
 from bot.render.view import (
     SIMILAR_GROUP,
     TEXT_LENGTHS,
     GroupView,
-    ItemView,
     TextLength,
     asked_length,
     day_span,
@@ -467,15 +465,8 @@ def _render(
         "texts_note": texts_note,
     }
     env = template_env()
-    many_days = bool(context["many_days"])
-
-    def block(kind: str, item: ItemView, group: GroupView, inlining: Inlining | None = None) -> str:
-        return paper_block(kind, item, group.rule, layout, many_days, feedback, inlining=inlining)
-
-    text = env.get_template("email/digest.txt.j2").render(
-        context, paper=lambda item, group: block("txt", item, group)
-    )
-    html = html_part(context, functools.partial(block, "html"))
+    text = env.get_template("email/digest.txt.j2").render(context)
+    html = inline_css(env.get_template("email/digest.html.j2").render(context))
     return RenderedEmail(subject=subject, text=text, html=html, digest=digest)
 
 

@@ -166,11 +166,8 @@ class ItemView:
             del copy.__dict__[name]
         return copy
 
-    # A view is a key of the caches that render a paper's block once for many emails
-    # (bot.render.blocks): its hash is kept (its fields never change), and the views of a
-    # paper numbered alike from one unnumbered view are one object (`numbered_alike`), which
-    # a cache finds at once (the same object) instead of comparing some thirty fields.
-    # Neither is pickled: a hash is another process's.
+    # A view is a key of caches (bot.render.view.papers): its hash is kept (its fields never
+    # change), not pickled (a hash is another process's).
 
     def __hash__(self) -> int:
         kept: int | None = self.__dict__.get("_hash")
@@ -180,24 +177,6 @@ class ItemView:
 
     def __getstate__(self) -> dict[str, Any]:
         return {name: value for name, value in self.__dict__.items() if name not in _ITEM_MEMOS}
-
-    def numbered(self, number: int) -> ItemView:
-        """This view numbered `number`, remembering the view it was numbered from."""
-        view = self.but(number=number)
-        view.__dict__["_unnumbered"] = self.__dict__.get("_unnumbered", self)
-        return view
-
-    def numbered_alike(self, number: Any) -> ItemView:
-        """This view numbered `number` (a renderer's placeholder): for views numbered from
-        the same view (`numbered`), the same object each time."""
-        origin: ItemView | None = self.__dict__.get("_unnumbered")
-        if origin is None:
-            return self.but(number=number)
-        alike: dict[Any, ItemView] = origin.__dict__.setdefault("_alike", {})
-        view = alike.get(number)
-        if view is None:
-            view = alike[number] = origin.numbered(number)
-        return view
 
     @property
     def summary_label(self) -> str | None:
@@ -242,11 +221,8 @@ class ItemView:
 
 _ITEM_ORDER = tuple(f.name for f in fields(ItemView))
 _ITEM_FIELDS = frozenset(_ITEM_ORDER)
-# What a view remembers besides its fields (see `ItemView.__hash__`), never copied. Few:
-# one more (a kept `title_text`) made every view's __dict__ grow from ~150 bytes to ~550
-# (measured with tracemalloc: +13 MB in 3,000 digests), likely CPython no longer sharing
-# the attribute names among the class's instances.
-_ITEM_MEMOS = frozenset({"_hash", "_unnumbered", "_alike"})
+# What a view remembers besides its fields (see `ItemView.__hash__`), never copied.
+_ITEM_MEMOS = frozenset({"_hash"})
 
 
 @dataclass(frozen=True)

@@ -51,14 +51,14 @@ def item_view(
     abstract_spans = tuple((h.start, h.end) for h in item.hits if h.field == "abstract")
     shown, abstract = _paper_view(item.paper, title_spans, abstract_spans, abstracts)
     rules = tuple(rule_names(item.rules, labels))
-    view = _unnumbered_view(shown, rules, item.similar_to).numbered(number)
+    view = _unnumbered_view(shown, rules, item.similar_to).but(number=number)
     if texts is None:
         return view
     return with_texts(view, texts.of(item.paper), texts, abstract=abstract, length=abstracts)
 
 
 # Remembered: a day's subscribers who share a paper's highlights and rules share its view
-# but for its number (`ItemView.numbered_alike`: its email block is made once, bot.render.blocks).
+# but for its number.
 @functools.lru_cache(maxsize=8192)
 def _unnumbered_view(
     shown: ItemView, rules: tuple[RuleName, ...], similar_to: str | None
