@@ -524,7 +524,7 @@ def build_message_bytes(
     rendered = rendered or render_digest(digest, settings, links=links)
 
     mailto = f"<{_unsubscribe_mailto_url(unsubscribe_address, digest.subscriber.name)}>"
-    headers: list[tuple[str, str | tuple[str, ...]]] = [
+    headers: list[tuple[str, str]] = [
         ("From", sender),
         ("To", to_addr),
         ("Subject", tidy(rendered.subject)),
@@ -533,10 +533,10 @@ def build_message_bytes(
         ("List-Id", list_id),
     ]
     if unsubscribe_url:
-        headers.append(("List-Unsubscribe", (f"<{_check_https_url(unsubscribe_url)}>", mailto)))
+        headers.append(("List-Unsubscribe", f"<{_check_https_url(unsubscribe_url)}>, {mailto}"))
         headers.append(("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"))
     else:
-        headers.append(("List-Unsubscribe", (mailto,)))
+        headers.append(("List-Unsubscribe", mailto))
     headers.append(("Auto-Submitted", "auto-generated"))
     headers.append(("X-Auto-Response-Suppress", "All"))
     html = rendered.html if digest.subscriber.email_format != "text" else None
