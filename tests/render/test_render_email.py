@@ -1138,6 +1138,6 @@ def test_papers_numbered_from_100_wrap_as_rendered_alone() -> None:
 @example("\ue000\ue000 marked title", 3)
 @example("量子" * 60, 7)
 def test_a_numbered_entry_wraps_as_the_number_itself_would(text: str, number: int) -> None:
-    """`numbered` wraps a title once for every number (a placeholder in its place): the
-    same lines as wrapping it behind the number itself."""
+    """`numbered` gives the lines of the title wrapped behind its number, right-aligned in
+    five columns."""
     assert numbered(text, number) == wrap(text, 72, " " * 6, f"{number}.".rjust(5) + " ")
