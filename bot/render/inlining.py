@@ -6,20 +6,13 @@ Owns the inliner. Pure: no I/O (it never fetches a stylesheet).
 
 from __future__ import annotations
 
-import functools
-
 import css_inline
-
-
-@functools.cache
-def _inliner() -> css_inline.CSSInliner:
-    # The <style> block stays too: its @media rules (phones, dark mode) cannot be inlined.
-    return css_inline.CSSInliner(
-        keep_style_tags=True, load_remote_stylesheets=False, minify_css=True
-    )
 
 
 def inline_css(html: str) -> str:
     """Copy the rules of the HTML's <style> block onto each element's style attribute:
-    most clients (Gmail for other accounts, Outlook, Yahoo) ignore or strip <style>."""
-    return _inliner().inline(html)
+    most clients (Gmail for other accounts, Outlook, Yahoo) ignore or strip <style>. The
+    <style> block stays too: its @media rules (phones, dark mode) cannot be inlined."""
+    return css_inline.inline(
+        html, keep_style_tags=True, load_remote_stylesheets=False, minify_css=True
+    )
