@@ -10,7 +10,6 @@ one's fate through `on_sent` and its outcomes.
 from __future__ import annotations
 
 import email.utils
-import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -384,14 +383,8 @@ _HEADERS = HeaderParser(policy=policy.compat32)
 def _envelope(headers: Message, name: str) -> list[str]:
     """The addresses of every `name` header (none: an empty list); an address that cannot
     be read is left out (no envelope then: the message is refused, not sent elsewhere)."""
-    return list(_addresses(tuple(str(value) for value in headers.get_all(name, []))))
-
-
-@functools.lru_cache(maxsize=256)
-def _addresses(values: tuple[str, ...]) -> tuple[str, ...]:
-    """The addresses the header values give (cached: a run's From is the same for every
-    message, and reading an address is a tenth of a millisecond)."""
-    return tuple(address for _, address in email.utils.getaddresses(list(values)) if address)
+    values = [str(value) for value in headers.get_all(name, [])]
+    return [address for _, address in email.utils.getaddresses(values) if address]
 
 
 def html_part(message: EmailMessage) -> str | None:
