@@ -374,9 +374,8 @@ async def _send(
     return await smtp.send_message(cast(EmailMessage, whole), sender=mail_from)
 
 
-# The envelope is read from the headers as plain strings (compat32: no header objects,
-# a tenth of the cost of MAIL_POLICY's for a digest's fifteen headers), decoded as UTF-8
-# (an address that is not ASCII, RFC 6532).
+# The envelope is read from the headers as plain strings (compat32: the addresses are all
+# it needs, no header objects), decoded as UTF-8 (an address that is not ASCII, RFC 6532).
 _HEADERS = HeaderParser(policy=policy.compat32)
 
 
