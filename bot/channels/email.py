@@ -10,7 +10,6 @@ one's fate through `on_sent` and its outcomes.
 from __future__ import annotations
 
 import email.utils
-import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,17 +37,12 @@ from bot.channels.base import (
 )
 from bot.channels.limits import RelayLimiter, is_slow_down
 from bot.channels.registry import CHANNEL_KINDS, ChannelKind, kind_of, register
-from bot.channels.smtpwire import install as install_smtp_wire
 from bot.core.errors import DeliveryError, StoreError
 from bot.core.mail import MAIL_POLICY
 from bot.core.models import Digest, Subscriber
 from bot.render.email import EmailSettings, build_message_bytes, render_digest
 
 log = logging.getLogger(__name__)
-
-# aiosmtplib's rewriting of each message for DATA, skipped where it would change nothing
-# (a quarter of the sending process's CPU a digest; bot.channels.smtpwire).
-install_smtp_wire()
 
 CONNECT_HINT = (
     "check [email] host, port and security (or those of its [[email.servers]] entry); "
@@ -380,23 +374,16 @@ async def _send(
     return await smtp.send_message(cast(EmailMessage, whole), sender=mail_from)
 
 
-# The envelope is read from the headers as plain strings (compat32: no header objects,
-# a tenth of the cost of MAIL_POLICY's for a digest's fifteen headers), decoded as UTF-8
-# (an address that is not ASCII, RFC 6532).
+# The envelope is read from the headers as plain strings (compat32: the addresses are all
+# it needs, no header objects), decoded as UTF-8 (an address that is not ASCII, RFC 6532).
 _HEADERS = HeaderParser(policy=policy.compat32)
 
 
 def _envelope(headers: Message, name: str) -> list[str]:
     """The addresses of every `name` header (none: an empty list); an address that cannot
     be read is left out (no envelope then: the message is refused, not sent elsewhere)."""
-    return list(_addresses(tuple(str(value) for value in headers.get_all(name, []))))
-
-
-@functools.lru_cache(maxsize=256)
-def _addresses(values: tuple[str, ...]) -> tuple[str, ...]:
-    """The addresses the header values give (cached: a run's From is the same for every
-    message, and reading an address is a tenth of a millisecond)."""
-    return tuple(address for _, address in email.utils.getaddresses(list(values)) if address)
+    values = [str(value) for value in headers.get_all(name, [])]
+    return [address for _, address in email.utils.getaddresses(values) if address]
 
 
 def html_part(message: EmailMessage) -> str | None:

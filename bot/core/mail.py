@@ -1,5 +1,5 @@
 """The email policy every digest is built, stored and sent with: `email.policy.SMTP`, except
-how a subject with non-ASCII text is folded.
+how a subject with non-ASCII text and a List-Unsubscribe header are folded.
 
 Python 3.11's header folder mishandles a folded line that starts with an encoded word: it
 keeps the space before the fold, so readers see two spaces ("cat:quant-ph  — Thu 28 Nov"),
@@ -8,6 +8,13 @@ CPython gh-144156), which some providers refuse outright (Yahoo: "554 Invalid Su
 header"). Such a subject is therefore written by the older `email.header.Header` encoder
 instead: the whole text in UTF-8 encoded words, folded only between them, where RFC 2047
 says the whitespace carries no meaning. Every reader decodes it back to the exact text.
+
+List-Unsubscribe (RFC 2369) holds URLs in angle brackets, separated by commas, which mail
+apps take only as they stand: `email.policy.SMTP` writes an entry longer than a line (a
+signed one-click URL) as encoded words, and no mail app then sees the link. It is folded
+between its entries only, a line passing 78 characters if an entry is that long (RFC 5322
+allows 998); its entries must be ASCII.
+
 An ASCII subject and every other header are folded as `email.policy.SMTP` folds them.
 """
 
@@ -19,12 +26,13 @@ from typing import Any
 
 __all__ = ["MAIL_POLICY"]
 
-_OWN_FOLDING = frozenset({"subject"})
-
 
 class _MailPolicy(EmailPolicy):
     def _own(self, name: str, value: Any) -> str | None:
-        if name.lower() not in _OWN_FOLDING:
+        key = name.lower()
+        if key == "list-unsubscribe":
+            return self._url_list(name, str(value))
+        if key != "subject":
             return None
         text = " ".join(str(value).split())  # a header object reads as its decoded text
         if text.isascii():
@@ -33,6 +41,15 @@ class _MailPolicy(EmailPolicy):
             text, "utf-8", maxlinelen=self.max_line_length or 78, header_name=name
         ).encode(linesep=self.linesep)
         return f"{name}: {encoded}{self.linesep}"
+
+    def _url_list(self, name: str, value: str) -> str:
+        if not value.isascii():
+            raise ValueError(f"{name}: not ASCII: {value!r}")
+        entries = [entry.strip() for entry in value.split(",")]
+        line = f"{name}: {', '.join(entries)}"
+        if len(line) > (self.max_line_length or 78):
+            line = f"{name}: " + f",{self.linesep} ".join(entries)
+        return line + self.linesep
 
     def fold(self, name: str, value: Any) -> str:
         own = self._own(name, value)

@@ -20,7 +20,6 @@ from the headers: its Message-ID and Date), which the golden tests
 from __future__ import annotations
 
 import email.utils
-import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -37,15 +36,13 @@ from bot.core.mail import MAIL_POLICY
 from bot.core.models import Digest, DigestGroup, DigestItem, Paper
 from bot.core.verp import MessageIds
 from bot.render import template_env
-from bot.render.blocks import Inlining, paper_block
-from bot.render.inlining import html_part, inline_css
+from bot.render.inlining import inline_css
 from bot.render.mime import message_bytes
 from bot.render.text import clip, plural, tidy
 from bot.render.view import (
     SIMILAR_GROUP,
     TEXT_LENGTHS,
     GroupView,
-    ItemView,
     TextLength,
     asked_length,
     day_span,
@@ -270,24 +267,16 @@ def _check_https_url(url: str) -> str:
 
 def _check_link_url(url: str, *, what: str) -> str:
     """A link for the body: https, or http on loopback (a development server)."""
-    if not _plain_origin(_ORIGIN_RE.match(url).group(0)):  # type: ignore[union-attr]
+    parts = urlsplit(url)
+    local = parts.scheme == "http" and (parts.hostname or "") in LOOPBACK_HOSTS
+    if not ((parts.scheme == "https" or local) and parts.netloc):
         raise ValueError(f"{what}: not an https URL (or http on loopback): {url!r}")
     if _NOT_PLAIN_RE.search(url):
         raise ValueError(f"{what}: not a plain URL: {url!r}")
     return url
 
 
-# A link's scheme and host (up to its path, query or fragment): an email's many links
-# (two votes a paper) share a few, each checked once.
-_ORIGIN_RE = re.compile(r"[^/?#]*(?://[^/?#]*)?")
 _NOT_PLAIN_RE = re.compile(r"[\x00-\x20<>\"']")
-
-
-@functools.lru_cache(maxsize=64)
-def _plain_origin(origin: str) -> bool:
-    parts = urlsplit(origin)
-    local = parts.scheme == "http" and (parts.hostname or "") in LOOPBACK_HOSTS
-    return (parts.scheme == "https" or local) and bool(parts.netloc)
 
 
 def _vote_links(links: Mapping[str, VoteLinks]) -> dict[str, VoteLinks]:
@@ -467,15 +456,8 @@ def _render(
         "texts_note": texts_note,
     }
     env = template_env()
-    many_days = bool(context["many_days"])
-
-    def block(kind: str, item: ItemView, group: GroupView, inlining: Inlining | None = None) -> str:
-        return paper_block(kind, item, group.rule, layout, many_days, feedback, inlining=inlining)
-
-    text = env.get_template("email/digest.txt.j2").render(
-        context, paper=lambda item, group: block("txt", item, group)
-    )
-    html = html_part(context, functools.partial(block, "html"))
+    text = env.get_template("email/digest.txt.j2").render(context)
+    html = inline_css(env.get_template("email/digest.html.j2").render(context))
     return RenderedEmail(subject=subject, text=text, html=html, digest=digest)
 
 
@@ -533,7 +515,7 @@ def build_message_bytes(
     rendered = rendered or render_digest(digest, settings, links=links)
 
     mailto = f"<{_unsubscribe_mailto_url(unsubscribe_address, digest.subscriber.name)}>"
-    headers: list[tuple[str, str | tuple[str, ...]]] = [
+    headers: list[tuple[str, str]] = [
         ("From", sender),
         ("To", to_addr),
         ("Subject", tidy(rendered.subject)),
@@ -542,10 +524,10 @@ def build_message_bytes(
         ("List-Id", list_id),
     ]
     if unsubscribe_url:
-        headers.append(("List-Unsubscribe", (f"<{_check_https_url(unsubscribe_url)}>", mailto)))
+        headers.append(("List-Unsubscribe", f"<{_check_https_url(unsubscribe_url)}>, {mailto}"))
         headers.append(("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"))
     else:
-        headers.append(("List-Unsubscribe", (mailto,)))
+        headers.append(("List-Unsubscribe", mailto))
     headers.append(("Auto-Submitted", "auto-generated"))
     headers.append(("X-Auto-Response-Suppress", "All"))
     html = rendered.html if digest.subscriber.email_format != "text" else None
@@ -556,18 +538,11 @@ def _message_id_local(digest_id: str, settings: EmailSettings) -> str:
     """A digest's Message-ID's local part: its id, signed when the site has a key."""
     if not settings.message_id_key:
         return digest_id
-    return _message_ids(settings.message_id_key).local(digest_id)
+    return MessageIds(settings.message_id_key).local(digest_id)
 
 
-@functools.lru_cache(maxsize=4)
-def _message_ids(key: str) -> MessageIds:
-    return MessageIds(key)
-
-
-@functools.lru_cache(maxsize=16)
 def _sender_headers(settings: EmailSettings) -> tuple[str, str, str]:
-    """The From and List-Id values and the unsubscribe address of `settings`, checked
-    (once per settings: every message of a run has the same)."""
+    """The From and List-Id values and the unsubscribe address of `settings`, checked."""
     from_addr = check_address(settings.from_addr, what="from_addr")
     unsubscribe_address = check_address(settings.unsubscribe_address, what="unsubscribe_mailto")
     from_name = tidy(check_header_text(settings.from_name, what="from_name"))

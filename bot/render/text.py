@@ -143,20 +143,10 @@ def wrap(text: str, width: int = 72, indent: str = "", first_indent: str | None 
     return "\n\n".join(filled)
 
 
-# Stands for a list entry's number in `numbered` while its text is wrapped: as wide as a
-# number up to 9999 with its period, right-aligned ("  12."), and no text's own (a
-# private-use character).
-_NUMBER_MARK = "\ue000" * 5
-
-
 def numbered(text: str, number: int, width: int = 72) -> str:
     """`text` as the `number`th entry of a list: "  12. " then the text, wrapped to `width`
-    under itself. Wrapped once for every number (`wrap` remembers it), the number put in
-    after: a day's digests list the same titles under many numbers."""
-    head = f"{number}.".rjust(len(_NUMBER_MARK))
-    if len(head) > len(_NUMBER_MARK) or _NUMBER_MARK[0] in text:
-        return wrap(text, width, " " * 6, head + " ")
-    return wrap(text, width, " " * 6, _NUMBER_MARK + " ").replace(_NUMBER_MARK, head, 1)
+    under itself."""
+    return wrap(text, width, " " * 6, f"{number}.".rjust(5) + " ")
 
 
 # What may not start a line (closing marks) and what may not end one (opening marks), in

@@ -1,7 +1,8 @@
 """A subject reaches the reader exactly as written, whatever its script: the headers paperbell
 sends are folded within 78 characters, never with a space doubled at a fold and never with two
 encoded words glued together (Python 3.11's folder does both to non-ASCII subjects; CPython
-gh-144156: Yahoo refuses such a message). Checked on the bytes a real SMTP server receives."""
+gh-144156: Yahoo refuses such a message). Checked on the bytes a real SMTP server receives.
+List-Unsubscribe is folded between its URLs only, never written as encoded words."""
 
 from __future__ import annotations
 
@@ -144,3 +145,33 @@ def test_a_from_name_of_any_kind_reaches_the_reader_whole_over_smtp() -> None:
             assert addresses[0].display_name == NAMES[index // 2]
             assert addresses[0].addr_spec == "papers@lab.example"
             assert sink.envelopes[index][0] == "papers@lab.example"
+
+
+def list_header(name: str, entries: list[str]) -> bytes:
+    """The header line(s) MAIL_POLICY writes for a header of `entries`."""
+    message = EmailMessage(policy=MAIL_POLICY)
+    message[name] = ", ".join(entries)
+    return message.as_bytes().split(b"\r\n\r\n", 1)[0] + b"\r\n"
+
+
+urls = st.from_regex(r"\A<https://[a-z.]{1,20}/[A-Za-z0-9._%-]{0,120}>\Z")
+
+
+@given(st.lists(urls, min_size=1, max_size=3))
+def test_a_list_header_is_folded_between_its_entries_and_never_encoded(
+    entries: list[str],
+) -> None:
+    line = list_header("List-Unsubscribe", entries)
+    assert b"=?" not in line
+    parsed = message_from_bytes(line + b"\r\nbody", policy=policy.default)
+    assert str(parsed["List-Unsubscribe"]) == ", ".join(entries)
+    assert all(len(part) <= 998 for part in line.split(b"\r\n"))
+
+
+def test_a_list_header_refuses_a_line_break_or_non_ascii() -> None:
+    for entry in ("<https://a.example/x>\r\nBcc: b@c.example", "<https://ä.example/>"):
+        try:
+            list_header("List-Unsubscribe", [entry])
+        except ValueError:
+            continue
+        raise AssertionError(f"accepted {entry!r}")

@@ -99,8 +99,7 @@ PURE_EXCEPTIONS = {"bot.render.slack": "slack_sdk.models"}  # Block Kit models: 
 ALLOWED = {
     "httpx": {"bot.sources.http"},
     "urllib.request": {"bot.sources.http"},  # file:// paths of local sources
-    # the sender, and its byte-for-byte faster DATA preparation (bot.channels.smtpwire)
-    "aiosmtplib": {"bot.channels.email", "bot.channels.smtpwire"},
+    "aiosmtplib": {"bot.channels.email"},  # the sender
     "smtplib": set(),  # aiosmtplib sends; nothing blocks the event loop on SMTP
     "aiosmtpd": {"bot.demo"},
     # http: to name a DNS failure (gaierror); the guard: a destination's host looked up

@@ -20,7 +20,6 @@ from support.digests import NOW, hits_for, make_paper, sample_digest
 
 from bot.core.models import Digest, DigestGroup, DigestItem
 from bot.render import template_env, templates_dir
-from bot.render.blocks import shared_block as _shared_block
 from bot.render.email import (
     ACKNOWLEDGEMENT,
     DigestLinks,
@@ -1040,14 +1039,12 @@ def test_math_in_title_renders_as_unicode_in_both_parts() -> None:
     assert "Learning ϵ-optimal policies in O(√T) rounds" in rendered.text
 
 
-# A paper's block is rendered once for every email that shows it alike (bot.render.blocks
-# `shared_block`), its number and 👍 / 👎 links filled in per email: each email must be
-# exactly what rendering it alone gives.
+# Each email shows its own numbers and 👍 / 👎 links, whatever was rendered before it: it
+# is exactly what rendering it alone gives.
 
 
 def _alone(digest: Digest, links: DigestLinks) -> tuple[str, str]:
-    """The digest rendered with no block remembered from another email."""
-    _shared_block.cache_clear()
+    """The digest's text and HTML parts."""
     rendered = render_digest(digest, SETTINGS, links=links)
     return rendered.text, rendered.html
 
@@ -1064,7 +1061,7 @@ def _votes(digest: Digest, who: str) -> DigestLinks:
     )
 
 
-def test_a_paper_block_shared_by_emails_gives_each_email_its_own_numbers_and_votes() -> None:
+def test_emails_showing_the_same_papers_each_get_their_own_numbers_and_votes() -> None:
     first = sample_digest()
     # The same papers in another order, for another reader with other links.
     group = first.groups[0]
@@ -1075,29 +1072,22 @@ def test_a_paper_block_shared_by_emails_gives_each_email_its_own_numbers_and_vot
         digest_id="d-2024-11-28-bob-77aa",
     )
     expected = [_alone(d, _votes(d, d.subscriber.name)) for d in (first, second)]
-    _shared_block.cache_clear()
     for digest, (text, html) in zip((first, second), expected, strict=True):
         rendered = render_digest(digest, SETTINGS, links=_votes(digest, digest.subscriber.name))
         assert (rendered.text, rendered.html) == (text, html)
-    assert _shared_block.cache_info().hits > 0  # the second email reused the first's blocks
     assert "bob-2411.00003-up?a=1&amp;b=2" in expected[1][1]
 
 
-def test_views_numbered_alike_are_one_object_and_keep_no_memo_in_a_copy_or_pickle() -> None:
-    """Two emails showing a paper alike share its placeholder view (`numbered_alike`): the
-    block cache finds it at once; a view's kept hash and origin stay in this process."""
+def test_views_of_a_paper_shown_alike_are_equal_and_survive_a_pickle() -> None:
+    """Two digests showing a paper alike give equal views, hashed alike; a pickled view
+    comes back equal and carries nothing but its fields."""
     first = sample_digest()
     second = replace(first, subscriber=replace(first.subscriber, name="bob"))
     one, two = (group_views(d)[0].items[0] for d in (first, second))
     assert one is not two and one == two
-    assert one.numbered_alike("#") is two.numbered_alike("#")
-    assert one.numbered_alike("#") == one.but(number="#")
-    assert hash(one) == hash(two) == hash(one.but(number=one.number))
-    copy = one.but(title=())
-    assert copy.numbered_alike("#") is not one.numbered_alike("#")
-    assert copy.numbered_alike("#") == copy.but(number="#")
+    assert hash(one) == hash(two) == hash(replace(one, number=one.number))
     back = pickle.loads(pickle.dumps(one))
-    assert back == one and not {"_hash", "_unnumbered", "_alike"} & back.__dict__.keys()
+    assert back == one and "_hash" not in back.__dict__
 
 
 @pytest.mark.parametrize(
@@ -1105,13 +1095,11 @@ def test_views_numbered_alike_are_one_object_and_keep_no_memo_in_a_copy_or_pickl
     [
         "A title that holds \ue000\ue001. the placeholder of a number",
         "Votes \ue002 and \ue003 in a title",
-        # The place of a block in the HTML part while the rest is inlined (the email is
-        # then inlined whole: the golden files check that both ways give the same bytes).
         "A title that holds \ue0100\ue011, the place of the first block",
         "An unclosed place \ue010 in a title",
     ],
 )
-def test_a_paper_whose_text_holds_a_placeholder_is_rendered_alone(title: str) -> None:
+def test_a_paper_whose_text_holds_private_use_characters_shows_them(title: str) -> None:
     digest = sample_digest()
     group = digest.groups[0]
     odd = replace(group.items[1], paper=replace(group.items[1].paper, title=title), hits=())
@@ -1150,6 +1138,6 @@ def test_papers_numbered_from_100_wrap_as_rendered_alone() -> None:
 @example("\ue000\ue000 marked title", 3)
 @example("量子" * 60, 7)
 def test_a_numbered_entry_wraps_as_the_number_itself_would(text: str, number: int) -> None:
-    """`numbered` wraps a title once for every number (a placeholder in its place): the
-    same lines as wrapping it behind the number itself."""
+    """`numbered` gives the lines of the title wrapped behind its number, right-aligned in
+    five columns."""
     assert numbered(text, number) == wrap(text, 72, " " * 6, f"{number}.".rjust(5) + " ")

@@ -12,10 +12,9 @@ Pure: no I/O, no clock. It escapes nothing (each renderer escapes for its own fo
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Literal
 
 from bot.core.models import HUGGING_FACE, Paper
 from bot.render.text import Excerpt, Segment, plural, tidy
@@ -79,7 +78,7 @@ SIMILAR_GROUP = RuleName(rule="", label="Similar to what you like")
 def rule_name(rule: str, labels: Mapping[str, str] | None = None) -> RuleName:
     """The rule `rule` as shown, with its label from `labels` (by the rule's text)."""
     if not labels:
-        return _unlabelled(rule)
+        return RuleName(rule=tidy(rule))
     label = labels.get(rule) or labels.get(rule.strip())
     return RuleName(rule=tidy(rule), label=tidy(label) if label else None)
 
@@ -87,14 +86,8 @@ def rule_name(rule: str, labels: Mapping[str, str] | None = None) -> RuleName:
 def rule_names(rules: Sequence[str], labels: Mapping[str, str] | None = None) -> list[RuleName]:
     """Each rule (blank ones left out) as shown."""
     if not labels:
-        return [name for name in map(_unlabelled, rules) if name.rule]
+        return [name for name in (RuleName(rule=tidy(rule)) for rule in rules) if name.rule]
     return [rule_name(rule, labels) for rule in rules if tidy(rule)]
-
-
-# A day's digests name the same few rules again and again, most without labels.
-@functools.lru_cache(maxsize=4096)
-def _unlabelled(rule: str) -> RuleName:
-    return RuleName(rule=tidy(rule))
 
 
 @dataclass(frozen=True)
@@ -153,52 +146,6 @@ class ItemView:
     def anchor(self) -> str:
         return f"paper-{self.number}"
 
-    def but(self, **changes: Any) -> ItemView:
-        """This view with `changes` (fields by name), as `dataclasses.replace` makes it, at
-        a fifth of its cost: the fields are copied as they are (a view has no checks to run
-        again), and a day's digests copy one for each paper they show, twice."""
-        if not changes.keys() <= _ITEM_FIELDS:
-            raise TypeError(f"ItemView has no field {sorted(changes.keys() - _ITEM_FIELDS)}")
-        copy = object.__new__(ItemView)
-        copy.__dict__.update(self.__dict__)
-        copy.__dict__.update(changes)
-        for name in _ITEM_MEMOS & copy.__dict__.keys():
-            del copy.__dict__[name]
-        return copy
-
-    # A view is a key of the caches that render a paper's block once for many emails
-    # (bot.render.blocks): its hash is kept (its fields never change), and the views of a
-    # paper numbered alike from one unnumbered view are one object (`numbered_alike`), which
-    # a cache finds at once (the same object) instead of comparing some thirty fields.
-    # Neither is pickled: a hash is another process's.
-
-    def __hash__(self) -> int:
-        kept: int | None = self.__dict__.get("_hash")
-        if kept is None:
-            kept = self.__dict__["_hash"] = hash(tuple(self.__dict__[name] for name in _ITEM_ORDER))
-        return kept
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {name: value for name, value in self.__dict__.items() if name not in _ITEM_MEMOS}
-
-    def numbered(self, number: int) -> ItemView:
-        """This view numbered `number`, remembering the view it was numbered from."""
-        view = self.but(number=number)
-        view.__dict__["_unnumbered"] = self.__dict__.get("_unnumbered", self)
-        return view
-
-    def numbered_alike(self, number: Any) -> ItemView:
-        """This view numbered `number` (a renderer's placeholder): for views numbered from
-        the same view (`numbered`), the same object each time."""
-        origin: ItemView | None = self.__dict__.get("_unnumbered")
-        if origin is None:
-            return self.but(number=number)
-        alike: dict[Any, ItemView] = origin.__dict__.setdefault("_alike", {})
-        view = alike.get(number)
-        if view is None:
-            view = alike[number] = origin.numbered(number)
-        return view
-
     @property
     def summary_label(self) -> str | None:
         """Who wrote the summary, as shown beside it: `Summary by Hugging Face`,
@@ -238,15 +185,6 @@ class ItemView:
     @property
     def title_text(self) -> str:
         return "".join(text for text, _ in self.title)
-
-
-_ITEM_ORDER = tuple(f.name for f in fields(ItemView))
-_ITEM_FIELDS = frozenset(_ITEM_ORDER)
-# What a view remembers besides its fields (see `ItemView.__hash__`), never copied. Few:
-# one more (a kept `title_text`) made every view's __dict__ grow from ~150 bytes to ~550
-# (measured with tracemalloc: +13 MB in 3,000 digests), likely CPython no longer sharing
-# the attribute names among the class's instances.
-_ITEM_MEMOS = frozenset({"_hash", "_unnumbered", "_alike"})
 
 
 @dataclass(frozen=True)

@@ -4,15 +4,16 @@ by `bot.core.links.web_url`, one per destination, its Hugging Face and code figu
 words; its summary and translations by `bot.render.view.texts`), the digest's groups of
 numbered papers (`group_views`) and the days its papers were announced (`day_span`).
 
-Remembers what a day's digests share: a paper's view by its highlights, and by its rules
-too but for its number (the caches below). Pure: no I/O, no clock. It escapes nothing and
-never makes a link of a paper's raw fields: only the checked URLs of an `ItemView` are.
+Remembers a paper's view by its highlights (`_paper_view`): a day's digests show the same
+papers. Pure: no I/O, no clock. It escapes nothing and never makes a link of a paper's raw
+fields: only the checked URLs of an `ItemView` are.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import date
 from urllib.parse import quote
 
@@ -27,7 +28,6 @@ from bot.render.view.models import (
     CategoryView,
     GroupView,
     ItemView,
-    RuleName,
     TextLength,
     rule_name,
     rule_names,
@@ -50,23 +50,15 @@ def item_view(
     title_spans = tuple((h.start, h.end) for h in item.hits if h.field == "title")
     abstract_spans = tuple((h.start, h.end) for h in item.hits if h.field == "abstract")
     shown, abstract = _paper_view(item.paper, title_spans, abstract_spans, abstracts)
-    rules = tuple(rule_names(item.rules, labels))
-    view = _unnumbered_view(shown, rules, item.similar_to).numbered(number)
+    markers = shown.markers
+    if item.similar_to is not None:
+        markers = (*markers, similar_marker(item.similar_to))
+    view = replace(
+        shown, number=number, rules=tuple(rule_names(item.rules, labels)), markers=markers
+    )
     if texts is None:
         return view
     return with_texts(view, texts.of(item.paper), texts, abstract=abstract, length=abstracts)
-
-
-# Remembered: a day's subscribers who share a paper's highlights and rules share its view
-# but for its number (`ItemView.numbered_alike`: its email block is made once, bot.render.blocks).
-@functools.lru_cache(maxsize=8192)
-def _unnumbered_view(
-    shown: ItemView, rules: tuple[RuleName, ...], similar_to: str | None
-) -> ItemView:
-    view = shown.but(rules=rules)
-    if similar_to is not None:
-        view = view.but(markers=(*view.markers, similar_marker(similar_to)))
-    return view
 
 
 # Remembered: a day's papers are shown to many subscribers, most with the same highlights,
