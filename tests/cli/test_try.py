@@ -257,8 +257,14 @@ def test_try_like_ranks_the_bundled_papers_by_closeness() -> None:
     assert "ranked by closeness to 2411.18040" in out
     assert out.count("closest to 2411.18040: A New Rarity Assessment") == 5
     assert re.search(r"^  1\. \S+  2024-11-28  astro-ph\.", out, re.M)  # a galaxy paper first
+
+
+def test_try_like_with_a_rule_ranks_the_rules_matches() -> None:
     code, out = outcome("try", "robot", "--like", "2411.18040", "--demo", "--limit", "0")
     assert code == 0 and len(listed_ids(out)) == 30  # the rule's matches, ranked
+
+
+def test_try_like_five_papers_ranks_papers_like_them_first() -> None:
     # Five PDE papers: PDE papers first, titles with TeX shown as letters.
     seeds = ["2411.17730", "2411.17929", "2411.17951", "2411.17974", "2411.17979"]
     code, out = outcome("try", *(f"--like={key}" for key in seeds), "--demo", "--limit", "5")
