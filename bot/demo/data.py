@@ -7,6 +7,7 @@ Reads the package's own files only: no network, no clock, no database.
 
 from __future__ import annotations
 
+import functools
 import gzip
 from datetime import date
 from importlib.resources import files
@@ -94,6 +95,13 @@ def demo_papers() -> list[Paper]:
     """Every paper the demo stores, as its sources store them (tagged with their names and
     kinds, for `src:`): the bundled listing's, then the Hugging Face day's. What `paperbell
     try --demo` tries a rule on."""
+    return list(_demo_papers())
+
+
+@functools.cache
+def _demo_papers() -> tuple[Paper, ...]:
+    """`demo_papers`, read once a process: the bundled files never change, and a process
+    that tries many rules on them (a test run) would parse them each time."""
     listing = ArxivListingSource(ARXIV_SOURCE, categories=ALL_ARCHIVES)
     papers = parse_listing(bundled_feed_bytes(), source=ARXIV_SOURCE).papers
-    return [*listing.tagged(papers), *bundled_hf_papers()]
+    return (*listing.tagged(papers), *bundled_hf_papers())

@@ -22,15 +22,22 @@ from bot.core.plurals import plural
 from bot.store import schema_state
 
 
-def test_verbose_works_after_the_command_too(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "args", [["-v", "db", "current"], ["db", "current", "-v"], ["db", "-v", "current"]]
+)
+def test_verbose_works_after_the_command_too(tmp_path: Path, args: list[str]) -> None:
     config = tmp_path / "config.toml"
     config.write_text(f'version = 1\n[database]\nurl = "sqlite:///{tmp_path / "db.sqlite"}"\n')
     quiet = run("db", "upgrade", "-c", str(config), cwd=tmp_path)
     assert quiet.returncode == 0 and "INFO" not in quiet.stderr
-    for args in (["-v", "db", "current"], ["db", "current", "-v"], ["db", "-v", "current"]):
-        done = run(*args, "-c", str(config), cwd=tmp_path)
-        assert done.returncode == 0, done.stderr
-        assert "INFO alembic" in done.stderr, args
+    done = run(*args, "-c", str(config), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "INFO alembic" in done.stderr, args
+
+
+def test_twice_verbose_is_debug(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'version = 1\n[database]\nurl = "sqlite:///{tmp_path / "db.sqlite"}"\n')
     debug = run("poll", "-c", str(config), "-vv", cwd=tmp_path)
     assert debug.returncode == 0 and "no sources configured" in debug.stdout
     assert "DEBUG" in debug.stderr

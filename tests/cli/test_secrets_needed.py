@@ -1,8 +1,12 @@
 """Secrets where they are needed, and nowhere else (issue 19): a config that names the SMTP
 password, the Slack tokens, a webhook and the secret key runs every command that uses none
-of them in an environment without them, as a separate process as a user runs it; the
-commands that use one (`digest` that sends, `run`, `serve`) stop with one line per variable
-to set. `[database] url_env` keeps the database URL (and its password) out of the file."""
+of them in an environment without them; the commands that use one (`digest` that sends,
+`run`, `serve`) stop with one line per variable to set. `[database] url_env` keeps the
+database URL (and its password) out of the file.
+
+Each test runs one command as a separate process, as a user runs it, and the others through
+the same command line in the test's process (`run_here`): a process start each would make
+minutes of them."""
 
 from __future__ import annotations
 
@@ -18,8 +22,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from support.cli import invoke, run
+from support.cli import invoke, run, run_here
 from support.config import local_feed_config
+from support.paths import FULL_FEED
+from support.servers import first_items
 
 from bot.config import Config, parse_config
 from bot.core.errors import ConfigError, MissingSecrets, StoreError
@@ -78,9 +84,15 @@ LINES = {
 }
 
 
+# Papers of the day's listing the config reads: enough for every rule to find some.
+PAPERS = 100
+
+
 def write_config(folder: Path, database_url: str) -> Path:
+    listing = folder / "listing.xml"
+    listing.write_bytes(first_items(FULL_FEED.read_bytes(), PAPERS))
     path = folder / "config.toml"
-    path.write_text(local_feed_config(database_url) + SECRET_SECTIONS)
+    path.write_text(local_feed_config(database_url, listing) + SECRET_SECTIONS)
     return path
 
 
@@ -99,13 +111,14 @@ def no_secret_asked(result: Any) -> bool:
 def test_commands_that_use_no_secret_run_without_them(tmp_path: Path, database_url: str) -> None:
     config = str(write_config(tmp_path, database_url))
 
-    def ok(*args: str) -> str:
-        result = run(*with_config(args, config), cwd=tmp_path)
+    def ok(*args: str, here: bool = True) -> str:
+        command = with_config(args, config)
+        result = run_here(*command) if here else run(*command, cwd=tmp_path)
         assert result.returncode == 0, (args, result.stdout, result.stderr)
         assert no_secret_asked(result), (args, result.stderr)
         return result.stdout
 
-    out = ok("check-config")
+    out = ok("check-config", here=False)
     assert out.startswith(f"{config}: OK (1 source, 2 subscribers, 2 rules; database ")
     assert "\nschema: " in out
     not_set = [line for line in out.splitlines() if line.startswith("not set: ")]
@@ -122,7 +135,7 @@ def test_commands_that_use_no_secret_run_without_them(tmp_path: Path, database_u
         "--dry-run or --out) and `run` need it",
     ]
     assert "newest" in ok("db", "upgrade") + ok("db", "current")
-    assert "1,504 new" in ok("poll")
+    assert f"{PAPERS} new" in ok("poll")
     assert "subscribed bob" in ok("subscribe", "bob", "--email", "bob@lab.example", "robot")
     # Posting to Slack needs [slack] bot_token_env in the file; subscribing sends nothing.
     assert "subscribed robots" in ok("subscribe", "robots", "--slack-channel", "#robots", "robot")
@@ -136,7 +149,7 @@ def test_commands_that_use_no_secret_run_without_them(tmp_path: Path, database_u
     assert "resumed bob" in ok("resume", "bob")
     # backfill reads no secret either: it goes on to check its dates.
     backwards = ("backfill", "--since", "2024-11-28", "--until", "2024-11-01")
-    late = run(*with_config(backwards, config), cwd=tmp_path)
+    late = run_here(*with_config(backwards, config))
     assert late.returncode == 2 and "is before --since" in late.stderr and no_secret_asked(late)
 
     # digest --out: the files, with placeholder links where the signed ones would be.
@@ -160,10 +173,11 @@ def test_the_commands_that_use_a_secret_ask_for_each_by_name(
     tmp_path: Path, database_url: str
 ) -> None:
     config = str(write_config(tmp_path, database_url))
-    assert run("poll", "-c", config, cwd=tmp_path).returncode == 0
+    assert run_here("poll", "-c", config).returncode == 0
 
-    def refused(*args: str, env: dict[str, str] | None = None) -> list[str]:
-        result = run(*with_config(args, config), cwd=tmp_path, env=env)
+    def refused(*args: str, env: dict[str, str] | None = None, here: bool = True) -> list[str]:
+        command = with_config(args, config)
+        result = run_here(*command, env=env) if here else run(*command, cwd=tmp_path, env=env)
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert result.stdout == "" and "Traceback" not in result.stderr
         return result.stderr.splitlines()
@@ -173,7 +187,7 @@ def test_the_commands_that_use_a_secret_ask_for_each_by_name(
 
     everything = list(LINES)
     sending = ["PB_SMTP_PASSWORD", "PB_SECRET_KEY", "PB_SLACK_BOT_TOKEN", "PB_LAB_HOOK"]
-    assert refused("digest", "--since", "2024-11-28") == lines("digest", *sending)
+    assert refused("digest", "--since", "2024-11-28", here=False) == lines("digest", *sending)
     assert refused("run") == lines("run", *everything)
     no_web = [v for v in everything if v != "PB_SLACK_SIGNING_SECRET"]
     assert refused("run", "--no-web") == lines("run", *no_web)
@@ -183,7 +197,7 @@ def test_the_commands_that_use_a_secret_ask_for_each_by_name(
     assert refused("digest", env=but_token) == lines("digest", "PB_SLACK_BOT_TOKEN")
     assert refused("serve", env=but_token) == lines("serve", "PB_SLACK_BOT_TOKEN")
     # All set: `digest` goes on and sends (to loopback ports where nothing listens).
-    sent = run("digest", "-c", config, "--since", "2024-11-28", cwd=tmp_path, env=SECRETS)
+    sent = run_here("digest", "-c", config, "--since", "2024-11-28", env=SECRETS)
     assert sent.returncode == 1 and no_secret_asked(sent)
     assert "ada <ada@lab.example>: FAILED" in sent.stderr
 
@@ -261,14 +275,14 @@ def test_the_database_url_comes_from_the_variable_url_env_names(
     env = {"PB_DB": url}
     password = "Pw-S3cret-42" if url != database_url else None
 
-    def ok(*args: str) -> str:
-        result = run(*args, cwd=tmp_path, env=env)
+    def ok(*args: str, here: bool = True) -> str:
+        result = run_here(*args, env=env) if here else run(*args, cwd=tmp_path, env=env)
         assert result.returncode == 0, (args, result.stdout, result.stderr)
         if password is not None:
             assert password not in result.stdout + result.stderr
         return result.stdout
 
-    checked = ok("check-config", "-c", str(config))
+    checked = ok("check-config", "-c", str(config), here=False)
     assert "(from $PB_DB)" in checked and "not set" not in checked
     assert "subscribed bob" in ok("subscribe", "-c", str(config), "bob", "--email", "b@x.org", "x")
     assert "bob <b@x.org> [database, active]" in ok("-vv", "list", "-c", str(config))
@@ -279,12 +293,12 @@ def test_the_database_url_comes_from_the_variable_url_env_names(
     # Not set: every command that opens the database says so; check-config only reports it.
     missing = "[database] url_env names PB_DB, which is not set"
     for args in (("list",), ("db", "upgrade"), ("digest", "--dry-run")):
-        result = run(*args, "-c", str(config), cwd=tmp_path)
+        result = run_here(*args, "-c", str(config))
         command = " ".join(args[:2] if args[0] == "db" else args[:1])
         assert result.returncode == 2 and result.stderr == (
             f"error: {missing}: `paperbell {command}` opens the database and needs it\n"
         )
-    result = run("check-config", "-c", str(config), cwd=tmp_path)
+    result = run_here("check-config", "-c", str(config))
     assert result.returncode == 0, result.stderr
     assert "database from $PB_DB, which is not set" in result.stdout
     assert f"schema: cannot tell: {missing}" in result.stdout

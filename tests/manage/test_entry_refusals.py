@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from support.cli import invoke, run
+from support.cli import invoke, run, run_here
 from support.config import slack_config
 from support.hostile import LANGUAGE_TEXTS, expected_language
 from support.pages import Site
@@ -115,12 +115,15 @@ def test_subscribe_refuses_control_characters_odd_time_zones_and_too_many_rules(
 ) -> None:
     config = str(_config(tmp_path, database_url))
 
-    def subscribe(*args: str) -> tuple[int, str]:
-        done = run("subscribe", "-c", config, *args, cwd=tmp_path)
+    def subscribe(*args: str, here: bool = True) -> tuple[int, str]:
+        """`paperbell subscribe ARGS`: as a separate process, or (`here`) the same command
+        line in this process, without a process start."""
+        command = ("subscribe", "-c", config, *args)
+        done = run_here(*command) if here else run(*command, cwd=tmp_path)
         assert "Traceback" not in done.stderr, done.stderr
         return done.returncode, done.stderr
 
-    code, err = subscribe("ada", "--email", "ada@example.org", "robot\x1b[31m")
+    code, err = subscribe("ada", "--email", "ada@example.org", "robot\x1b[31m", here=False)
     assert code == 2 and "a rule cannot hold the control character U+001B at column 6" in err
     code, err = subscribe("ada", "--email", "ada@example.org", "robot", "--timezone", "A" * 300)
     assert code == 2 and "timezone: unknown time zone 'AAAA" in err and "cannot write" not in err

@@ -3,7 +3,7 @@ server on loopback from the real API and Hugging Face payloads, into a real data
 
 The library runs with a controlled clock (the fetcher's waits advance it instead of
 sleeping), so the 3 s spacing is measured exactly; the command runs for real, is
-interrupted with SIGINT and run again.
+interrupted with SIGINT and run again, on few days: each of its requests waits 3 s.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from support.cli import run, start
+from support.cli import run, run_here, start
 from support.clock import FakeTime
 from support.paths import FIXTURES
 from support.servers import FeedServer, Route, feed_server
@@ -91,10 +91,16 @@ def config_path(tmp_path: Path, database_url: str, server: FeedServer) -> Path:
 
 
 async def _backfill(
-    config_path: Path, fake: FakeTime, *, stop_after: int | None = None
+    config_path: Path,
+    fake: FakeTime,
+    *,
+    stop_after: int | None = None,
+    since: date = date(2026, 6, 25),
+    only: str | None = None,
 ) -> list[BackfillReport]:
     config = load_config(config_path)
-    planned = plan(build_sources(config), date(2026, 6, 25), date(2026, 6, 29))
+    sources = [s for s in build_sources(config) if only in (None, s.name)]
+    planned = plan(sources, since, date(2026, 6, 29))
     seen: list[str] = []
 
     def advance(report: BackfillReport, part: str, count: int) -> None:
@@ -202,9 +208,7 @@ def _on_a_terminal(*args: str) -> tuple[str, str]:
     return out, shown.decode(errors="replace")
 
 
-def test_the_command_shows_progress_stops_on_ctrl_c_and_resumes(
-    config_path: Path, server: FeedServer, tmp_path: Path
-) -> None:
+def test_the_command_shows_progress_on_a_terminal(config_path: Path) -> None:
     args = ["backfill", "-c", str(config_path), "--source", "number-theory"]
     out, bar = _on_a_terminal(*args, "--since", "2026-06-28", "--until", "2026-06-29")
     assert "2/2" in bar and "day" in bar  # tqdm's bar, where a person watches
@@ -214,6 +218,9 @@ def test_the_command_shows_progress_stops_on_ctrl_c_and_resumes(
     assert "number-theory 2026-06-28: 0 papers" in out
     assert "number-theory 2026-06-28: 0 papers" not in bar  # the bar names the day itself
 
+
+def test_the_command_writes_a_line_a_day_into_a_log(config_path: Path, tmp_path: Path) -> None:
+    args = ["backfill", "-c", str(config_path), "--source", "number-theory"]
     plain = run(*args, "--since", "2026-06-20", "--until", "2026-06-21", cwd=tmp_path)
     assert plain.returncode == 0, plain.stderr
     assert "/2" not in plain.stderr and "\r" not in plain.stderr  # no bar into a log
@@ -223,14 +230,24 @@ def test_the_command_shows_progress_stops_on_ctrl_c_and_resumes(
         "number-theory: 2 days fetched, 0 already done, 0 papers (0 new)",
     ]
 
+
+def test_the_command_stops_on_ctrl_c_and_resumes(
+    config_path: Path, server: FeedServer, tmp_path: Path
+) -> None:
+    # 27 to 29 June done by an earlier backfill (the library's, on a controlled clock): the
+    # command is left 25 June, then 26 with its page of 5 papers. It fetches a day every 3 s.
+    asyncio.run(_backfill(config_path, FakeTime(), since=date(2026, 6, 27), only="number-theory"))
+    args = ["backfill", "-c", str(config_path), "--source", "number-theory"]
+    days, done_before = 5, 3
     process = start(
-        *args, "--since", "2026-06-22", "--until", "2026-06-29", "--no-progress", cwd=tmp_path
+        *args, "--since", "2026-06-25", "--until", "2026-06-29", "--no-progress", cwd=tmp_path
     )
     try:
         assert process.stdout is not None
-        assert process.stdout.readline().startswith("resuming: 2 of 8 days already done")
+        resuming = f"resuming: {done_before} of {days} days already done"
+        assert process.stdout.readline().startswith(resuming)
         line = process.stdout.readline()  # the first day is done (requests are 3 s apart)
-        assert line.startswith("number-theory 2026-06-22: 0 papers"), line
+        assert line.startswith("number-theory 2026-06-25: 0 papers"), line
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
     finally:
@@ -240,13 +257,15 @@ def test_the_command_shows_progress_stops_on_ctrl_c_and_resumes(
     assert process.returncode == 130, (out, err)
     assert "interrupted:" in err and "run the same command again" in err
 
-    again = run(*args, "--since", "2026-06-22", "--until", "2026-06-29", cwd=tmp_path)
+    # Run again, in this process (the command line without a process start).
+    again = run_here(*args, "--since", "2026-06-25", "--until", "2026-06-29")
     assert again.returncode == 0, again.stderr
     resumed = [line for line in again.stdout.splitlines() if line.startswith("resuming:")]
-    assert resumed and "of 8 days already done" in resumed[0], again.stdout
+    assert resumed and f"of {days} days already done" in resumed[0], again.stdout
     skipped = int(resumed[0].split()[1])
-    assert 3 <= skipped <= 7  # 28 and 29 from the first run, 22 at least from the second
-    fetched = f"{8 - skipped} day{'s' if skipped != 7 else ''} fetched"
+    # 27 to 29 from before, 25 at least from the interrupted run; 26 is left.
+    assert done_before + 1 <= skipped <= days - 1
+    fetched = f"{days - skipped} day{'s' if days - skipped != 1 else ''} fetched"
     assert f"{fetched}, {skipped} already done, 5 papers" in again.stdout
 
 

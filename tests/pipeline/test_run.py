@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from support.cli import run, start
+from support.cli import run, run_here, start
 from support.config import sink_email, toml_table
 from support.servers import ArxivDays, Route, feed_server, smtp_sink
 
@@ -197,11 +197,12 @@ def test_sigterm_while_sending_loses_and_repeats_nothing(
         first = len(sink.messages)
         assert 3 <= first < 30
 
-        status = run("status", "-c", str(config), cwd=tmp_path)
+        # What the stopped process left: the commands read it in this process.
+        status = run_here("status", "-c", str(config))
         assert f"outbox: {30 - first} pending, {first} sent, 0 failed, 0 in flight" in status.stdout
 
         sink.delay = 0
-        cron = run("digest", "-c", str(config), cwd=tmp_path)
+        cron = run_here("digest", "-c", str(config))
         assert cron.returncode == 0, cron.stderr
         ids = [m["Message-ID"] for m in sink.messages]
         assert len(ids) == 30 and len(set(ids)) == 30  # everyone once, no one twice

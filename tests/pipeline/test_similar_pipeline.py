@@ -105,17 +105,25 @@ def listed(text: str, heading: str) -> list[str]:
     return re.findall(r"arxiv\.org/abs/(\d{4}\.\d{4,5})", section)
 
 
-def test_likes_add_similar_papers_and_a_dislike_changes_the_next_digest(
-    world: World, full_feed_papers: tuple[Paper, ...]
-) -> None:
+def likes_pde(world: World, papers: tuple[Paper, ...]) -> tuple[list[str], str]:
+    """Ada subscribes to "robot" and likes five PDE papers (math.AP): the ids she liked and
+    her digest's text as it would be sent now."""
+    seeds = [p.id for p in new_of(papers, "math.AP")[:5]]
+    world.run("subscribe", "ada", "--email", "ada@lab.example", "robot")
+    liked = world.run("like", "ada", *seeds)
+    assert "5" in liked.output
+    return seeds, world.preview("ada")
+
+
+def test_likes_add_similar_papers(world: World, full_feed_papers: tuple[Paper, ...]) -> None:
     pde = new_of(full_feed_papers, "math.AP")
-    seeds = [p.id for p in pde[:5]]
     world.run("subscribe", "ada", "--email", "ada@lab.example", "robot")
     before = world.preview("ada")
     assert "Similar to what you like" not in before  # rules only: as before
     robot = listed(before, "robot")
     assert len(robot) > 10
 
+    seeds = [p.id for p in pde[:5]]
     liked = world.run("like", "ada", *seeds)
     assert "5" in liked.output
     ranked = world.preview("ada")
@@ -128,17 +136,38 @@ def test_likes_add_similar_papers_and_a_dislike_changes_the_next_digest(
     order = listed(ranked, "robot")
     assert sorted(order) == sorted(robot)  # the same papers matched, in the ranking's order
 
+
+def test_a_dislike_moves_a_paper_down(world: World, full_feed_papers: tuple[Paper, ...]) -> None:
+    _, ranked = likes_pde(world, full_feed_papers)
     # 👎 on the paper ranked first: the next digest puts it lower.
-    first = order[0]
+    first = listed(ranked, "robot")[0]
     world.run("dislike", "ada", first)
     after = listed(world.preview("ada"), "robot")
     assert first in after and after.index(first) > 0
 
-    # Three dislikes of it and two more robot papers: it is left out, and said so.
+
+def test_three_dislikes_leave_a_paper_out(
+    world: World, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    _, ranked = likes_pde(world, full_feed_papers)
+    order = listed(ranked, "robot")
+    # Three dislikes of the paper ranked first and two more robot papers: it is left out,
+    # and said so.
+    first = order[0]
+    world.run("dislike", "ada", first)
     world.run("dislike", "ada", order[1], order[2])
     text = world.preview("ada")
     assert first not in listed(text, "robot")
     assert re.search(r"\d+ papers? close to ones you marked 👎 (was|were) left out", text)
+
+
+def test_what_dislikes_left_out_is_recorded_and_never_comes_later(
+    world: World, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    world.run("subscribe", "ada", "--email", "ada@lab.example", "robot")
+    robot = listed(world.preview("ada"), "robot")  # before any like: ranked by the rules
+    world.run("like", "ada", *(p.id for p in new_of(full_feed_papers, "math.AP")[:5]))
+    world.run("dislike", "ada", *robot[:3])
 
     # Sent for real: what was left out by 👎 is recorded and never comes later.
     world.run("digest", *SINCE)
@@ -161,7 +190,7 @@ def test_similar_max_zero_ranks_but_adds_nothing(
     assert "Similar to what you like" not in world.preview("ada")
 
 
-def test_embeddings_from_an_endpoint_each_text_once_and_a_failure_falls_back(
+def test_embeddings_from_an_endpoint_each_text_once(
     tmp_path: Path, database_url: str, full_feed_bytes: bytes, full_feed_papers: tuple[Paper, ...]
 ) -> None:
     with EmbeddingsStandIn() as standin:
@@ -185,6 +214,19 @@ def test_embeddings_from_an_endpoint_each_text_once_and_a_failure_falls_back(
             world.preview("ada")  # a second run asks for nothing: kept per model
             assert sum(len(r["input"]) for r in standin.requests) == asked
 
+
+def test_embeddings_from_an_endpoint_that_fails_fall_back(
+    tmp_path: Path, database_url: str, full_feed_bytes: bytes, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    with EmbeddingsStandIn() as standin:
+        settings = f'[embeddings]\nbase_url = "{standin.base_url}"\nmodel = "stand-in-64"\n'
+        for world in make_world(tmp_path, database_url, full_feed_bytes, settings):
+            seeds = [p.id for p in new_of(full_feed_papers, "math.AP")[:5]]
+            world.run("subscribe", "ada", "--email", "ada@lab.example", "robot")
+            world.run("like", "ada", *seeds)
+            text = world.preview("ada")  # ranked in the endpoint's space
+            assert len(listed(text, "Similar to what you like")) == 5
+
             # A new paper's text to embed and the endpoint down: the default ranking, said.
             world.run("dislike", "ada", listed(text, "robot")[0])
             standin.script[:] = [Fault(status=500)] * 10
@@ -192,6 +234,15 @@ def test_embeddings_from_an_endpoint_each_text_once_and_a_failure_falls_back(
             fallback = world.preview("ada")
             assert "ranked by their words today" in " ".join(fallback.split())
             assert len(listed(fallback, "Similar to what you like")) == 5  # never empty
+
+
+def test_try_like_with_an_endpoint_that_fails_falls_back_and_says_so(
+    tmp_path: Path, database_url: str, full_feed_bytes: bytes, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    with EmbeddingsStandIn() as standin:
+        settings = f'[embeddings]\nbase_url = "{standin.base_url}"\nmodel = "stand-in-64"\n'
+        for world in make_world(tmp_path, database_url, full_feed_bytes, settings):
+            seeds = [p.id for p in new_of(full_feed_papers, "math.AP")[:5]]
             standin.script[:] = [Fault(status=500)] * 10
             tried = world.run("try", *(f"--like={key}" for key in seeds), "--limit", "5")
             assert "note: " in tried.output and "failed (server error)" in tried.output

@@ -1,12 +1,13 @@
 """Running the `paperbell` command: in this process with Click's test runner (`invoke`,
-`outcome`), or as a user does, a separate process with no PAPERBELL_ variables from the test
-environment (`run`, `start`)."""
+`outcome`, and `run_here`, which answers as `run` does), or as a user does, a separate process
+with no PAPERBELL_ variables from the test environment (`run`, `start`)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import traceback
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,18 @@ def run(
         timeout=120,
         env={**clean_env(), **(env or {})},
     )
+
+
+def run_here(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`run`'s answer (exit code, output, error output with an uncaught exception's
+    traceback) from the command line run in this process: no process start, for a test of
+    many commands. The environment is `run`'s: no PAPERBELL_ variables, `env` set."""
+    unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("PAPERBELL_")}
+    result = CliRunner().invoke(main, list(args), env={**unset, **(env or {})})
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, stderr)
 
 
 def start(*args: str, **kwargs: Any) -> subprocess.Popen[str]:

@@ -5,6 +5,7 @@ that write a config file as a user would."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from bot.config import Config, parse_config
@@ -37,16 +38,17 @@ def toml_table(name: str, values: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def local_feed_config(database_url: str) -> str:
+def local_feed_config(database_url: str, listing: Path = FULL_FEED) -> str:
     """A config file's start: the database and one arxiv source read from the real listing
-    of 28 Nov 2024 on disk (a file:// URL), so a poll needs no server."""
+    of 28 Nov 2024 on disk (a file:// URL; `listing`: another file of it, such as a part),
+    so a poll needs no server."""
     return f"""version = 1
 [database]
 url = "{database_url}"
 [[sources]]
 kind = "arxiv"
 categories = ["cs"]
-url = "{FULL_FEED.as_uri()}"
+url = "{listing.as_uri()}"
 """
 
 

@@ -196,6 +196,15 @@ def smtp_sink(
         controller.stop()
 
 
+def first_items(listing: bytes, count: int) -> bytes:
+    """A real RSS listing cut to its first `count` items: the same day on less data, for a
+    test whose point is not the day's size."""
+    head, _, rest = listing.partition(b"<item>")
+    items = [b"<item>" + part for part in rest.split(b"<item>")][:count]
+    items[-1], _, _ = items[-1].partition(b"</channel>")
+    return head + b"".join(items) + b"</channel>\n</rss>\n"
+
+
 class ArxivDays:
     """What rss.arxiv.org serves at a given moment, built from the real listing of 2024-11-28.
 

@@ -393,8 +393,12 @@ def _texts_emails(folder: Path) -> dict[str, tuple[Path, str | None]]:
     return found
 
 
+@pytest.mark.parametrize(
+    ("view", "width", "scheme"),
+    [("desktop", 1280, "light"), ("phone", 390, "light"), ("phone-dark", 390, "dark")],
+)
 def test_summaries_and_translations_read_well_at_desktop_and_phone_width(
-    browser: Any, tmp_path: Path
+    browser: Any, tmp_path: Path, view: str, width: int, scheme: str
 ) -> None:
     emails = _texts_emails(tmp_path)
     assert set(emails) == {
@@ -405,36 +409,27 @@ def test_summaries_and_translations_read_well_at_desktop_and_phone_width(
         "fifty-zh",
     }
     for name, (path, language) in emails.items():
-        for view, width, scheme in (
-            ("desktop", 1280, "light"),
-            ("phone", 390, "light"),
-            ("phone-dark", 390, "dark"),
-        ):
-            context = browser.new_context(
-                viewport={"width": width, "height": 900}, color_scheme=scheme
-            )
-            page = context.new_page()
-            page.goto(path.as_uri())
-            where = f"{name} at {width} px, {scheme}"
-            # Nothing sticks out sideways: no horizontal scrolling, CJK lines included.
-            wide, client = page.evaluate(
-                "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
-            )
-            assert wide <= client, f"{where}: the page is {wide} px wide in {client}"
-            titles = page.locator("h3")
-            assert titles.count() >= 5
-            if scheme == "dark":  # the dark-mode rules apply: light text on a dark card
-                card = page.locator("table.card")
-                assert card.evaluate("e => getComputedStyle(e).backgroundColor") == (
-                    "rgb(27, 30, 33)"
-                )
-            if language:
-                _check_translations(page, language, where)
-            else:
-                assert page.locator("[lang]:not(html)").count() == 0
-                assert page.get_by_text("AI summary", exact=False).count() >= 1
-            shot(page, f"texts-{name}-{view}")
-            context.close()
+        context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
+        page = context.new_page()
+        page.goto(path.as_uri())
+        where = f"{name} at {width} px, {scheme}"
+        # Nothing sticks out sideways: no horizontal scrolling, CJK lines included.
+        wide, client = page.evaluate(
+            "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+        )
+        assert wide <= client, f"{where}: the page is {wide} px wide in {client}"
+        titles = page.locator("h3")
+        assert titles.count() >= 5
+        if scheme == "dark":  # the dark-mode rules apply: light text on a dark card
+            card = page.locator("table.card")
+            assert card.evaluate("e => getComputedStyle(e).backgroundColor") == ("rgb(27, 30, 33)")
+        if language:
+            _check_translations(page, language, where)
+        else:
+            assert page.locator("[lang]:not(html)").count() == 0
+            assert page.get_by_text("AI summary", exact=False).count() >= 1
+        shot(page, f"texts-{name}-{view}")
+        context.close()
 
 
 def _check_translations(page: Any, language: str, where: str) -> None:
