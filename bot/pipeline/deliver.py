@@ -117,16 +117,19 @@ async def deliver(
     reports = list(plan.left_out)
     texts_run: TextsRun | None = None  # the first share's: those who want texts come first
     attempted: set[int] = set()  # outbox records tried this run: each is tried once a run
+    # Building and rendering take CPU: in a thread, so that the event loop (the daemon's web
+    # app and slash command) is never held for a whole share.
     for share in shares(plan.parsed):
-        built, skipped = build_digests(
-            parts, plan, request, now=now, rankings=rankings, parsed=share
+        built, skipped = await asyncio.to_thread(
+            build_digests, parts, plan, request, now=now, rankings=rankings, parsed=share
         )
         digests, share_texts = await write_texts(
             parts.llm, parts.store, [d for d, _ in built], now=now, ask=request.mode == "send"
         )
         texts_run = texts_run or share_texts
         targets = (target for _, target in built)
-        outgoing, failed = render(zip(digests, targets, strict=True), context)
+        pairs = list(zip(digests, targets, strict=True))
+        outgoing, failed = await asyncio.to_thread(render, pairs, context)
         reports += [*skipped, *failed]
         if request.mode == "dry-run":
             reports += [report_of(o.digest, o.recipient, "would-send") for o in outgoing]
