@@ -143,20 +143,6 @@ class Matched(Mapping[Hashable, "PaperMatches"]):
                 if (matched := by_slot.get(slot)) is not None
             }
 
-    def prepare(self) -> None:
-        """Make now the leaf hits of every paper some rule matched, so that later asks
-        only put them together: a caller that will ask for most of them (a large delivery
-        run) does this in a thread, rather than paying for each paper's first ask where
-        it builds its digests."""
-        matched = 0
-        for bits in self._slot_bits.values():
-            matched |= bits
-        memos = self._memos
-        with collector_paused():
-            for index in indexes(matched):
-                if memos[index] is None:
-                    memos[index] = self._leaf_hits(index)
-
     def index_of(self, paper_id: str) -> int | None:
         """The position of the paper with this id in `papers` (the last, if several)."""
         return self._positions().get(paper_id)

@@ -231,32 +231,6 @@ def test_hits_are_made_only_for_the_papers_asked_about(monkeypatch: pytest.Monke
     assert alone == digest
 
 
-def test_prepared_hits_are_made_once_ahead_and_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`prepare` (a large delivery run, in its planning thread) makes the hits of every
-    matched paper at once, each paper's leaves once; asking later makes none, and answers
-    what asking first would have."""
-    rules_ = [parse_rule(text) for text in ("learning", "model", '"neural network"')]
-    fresh = match_rules(rules_, papers())
-    expected = {rule.node: dict(fresh[rule.node]) for rule in rules_}
-    made: list[str] = []
-    real = leaf_hits
-
-    def counted(leaf: Any, text: PaperText) -> Any:
-        made.append(text.id)
-        return real(leaf, text)
-
-    monkeypatch.setattr(bot.match.matched, "leaf_hits", counted)
-    matches = match_rules(rules_, papers())
-    assert isinstance(matches, bot.match.matched.Matched)
-    matches.prepare()
-    matched = {paper_id for rule in rules_ for paper_id in matches[rule.node]}
-    assert set(made) == matched
-    asked = len(made)
-    matches.prepare()  # again: nothing more
-    assert {rule.node: dict(matches[rule.node]) for rule in rules_} == expected
-    assert len(made) == asked
-
-
 def test_indexes_of_sparse_and_dense_bit_sets() -> None:
     assert indexes(0) == []
     assert indexes(0b1011) == [0, 1, 3]
