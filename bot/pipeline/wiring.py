@@ -36,6 +36,7 @@ from bot.config import parse_config as parse_config_data
 from bot.core.calendar import eastern_date
 from bot.core.errors import ConfigError
 from bot.core.links import LinkSigner
+from bot.core.schedule import Defaults
 from bot.core.verp import MessageIds, Verp
 from bot.pipeline.health import ListingChecks
 from bot.render.email import EmailSettings
@@ -371,7 +372,7 @@ class Parts:
     unsigned: tuple[str, ...]  # why emails cannot be sent with signed links (missing keys)
     declared: Callable[[], list[Subscriber]]  # the config file's subscribers
     declare: Callable[[datetime], None]  # the config's subscribers and verdicts into the store
-    defaults: Any  # bot.config.sections.Defaults: the schedule of those without their own
+    defaults: Defaults  # the schedule of subscribers who do not set their own
     window_days: int  # [digest] window_days
     llm: LlmConfig | None
     embeddings: EmbeddingsConfig | None
