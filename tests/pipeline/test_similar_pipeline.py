@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from email import message_from_bytes, policy
 from email.message import EmailMessage
@@ -88,6 +89,18 @@ def make_world(
         world = World(config, feed, sink, database_url, tmp_path)
         world.run("poll")
         yield world
+
+
+@contextmanager
+def endpoint_world(
+    tmp_path: Path, database_url: str, full_feed_bytes: bytes, papers: tuple[Paper, ...]
+) -> Iterator[tuple[EmbeddingsStandIn, World, list[str]]]:
+    """A world whose [embeddings] is a stand-in endpoint, and the ids of five PDE papers
+    (math.AP) to like."""
+    with EmbeddingsStandIn() as standin:
+        settings = f'[embeddings]\nbase_url = "{standin.base_url}"\nmodel = "stand-in-64"\n'
+        for world in make_world(tmp_path, database_url, full_feed_bytes, settings):
+            yield standin, world, [p.id for p in new_of(papers, "math.AP")[:5]]
 
 
 @pytest.fixture
@@ -193,59 +206,61 @@ def test_similar_max_zero_ranks_but_adds_nothing(
 def test_embeddings_from_an_endpoint_each_text_once(
     tmp_path: Path, database_url: str, full_feed_bytes: bytes, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    with EmbeddingsStandIn() as standin:
-        settings = f'[embeddings]\nbase_url = "{standin.base_url}"\nmodel = "stand-in-64"\n'
-        for world in make_world(tmp_path, database_url, full_feed_bytes, settings):
-            pde = new_of(full_feed_papers, "math.AP")
-            seeds = [p.id for p in pde[:5]]
-            # try --like ranks in the space a digest uses: the endpoint's.
-            tried = world.run("try", *(f"--like={key}" for key in seeds), "--limit", "5")
-            assert standin.requests and "note:" not in tried.output
-            shown = re.findall(r"^\s+\d+\. (\d{4}\.\d{5})", tried.output, re.M)
-            assert len(shown) == 5 and not set(shown) & set(seeds)
-            world.run("subscribe", "ada", "--email", "ada@lab.example", "robot")
-            world.run("like", "ada", *seeds)
-            text = world.preview("ada")
-            assert len(listed(text, "Similar to what you like")) == 5
-            asked = sum(len(r["input"]) for r in standin.requests)
-            assert asked >= 1504  # every paper of the day (and the liked texts), once
-            with Store.open(database_url) as store:
-                assert store.vectors.count("openai:stand-in-64") == asked
-            world.preview("ada")  # a second run asks for nothing: kept per model
-            assert sum(len(r["input"]) for r in standin.requests) == asked
+    with endpoint_world(tmp_path, database_url, full_feed_bytes, full_feed_papers) as (
+        standin,
+        world,
+        seeds,
+    ):
+        # try --like ranks in the space a digest uses: the endpoint's.
+        tried = world.run("try", *(f"--like={key}" for key in seeds), "--limit", "5")
+        assert standin.requests and "note:" not in tried.output
+        shown = re.findall(r"^\s+\d+\. (\d{4}\.\d{5})", tried.output, re.M)
+        assert len(shown) == 5 and not set(shown) & set(seeds)
+        world.run("subscribe", "ada", "--email", "ada@lab.example", "robot")
+        world.run("like", "ada", *seeds)
+        text = world.preview("ada")
+        assert len(listed(text, "Similar to what you like")) == 5
+        asked = sum(len(r["input"]) for r in standin.requests)
+        assert asked >= 1504  # every paper of the day (and the liked texts), once
+        with Store.open(database_url) as store:
+            assert store.vectors.count("openai:stand-in-64") == asked
+        world.preview("ada")  # a second run asks for nothing: kept per model
+        assert sum(len(r["input"]) for r in standin.requests) == asked
 
 
 def test_embeddings_from_an_endpoint_that_fails_fall_back(
     tmp_path: Path, database_url: str, full_feed_bytes: bytes, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    with EmbeddingsStandIn() as standin:
-        settings = f'[embeddings]\nbase_url = "{standin.base_url}"\nmodel = "stand-in-64"\n'
-        for world in make_world(tmp_path, database_url, full_feed_bytes, settings):
-            seeds = [p.id for p in new_of(full_feed_papers, "math.AP")[:5]]
-            world.run("subscribe", "ada", "--email", "ada@lab.example", "robot")
-            world.run("like", "ada", *seeds)
-            text = world.preview("ada")  # ranked in the endpoint's space
-            assert len(listed(text, "Similar to what you like")) == 5
+    with endpoint_world(tmp_path, database_url, full_feed_bytes, full_feed_papers) as (
+        standin,
+        world,
+        seeds,
+    ):
+        world.run("subscribe", "ada", "--email", "ada@lab.example", "robot")
+        world.run("like", "ada", *seeds)
+        text = world.preview("ada")  # ranked in the endpoint's space
+        assert len(listed(text, "Similar to what you like")) == 5
 
-            # A new paper's text to embed and the endpoint down: the default ranking, said.
-            world.run("dislike", "ada", listed(text, "robot")[0])
-            standin.script[:] = [Fault(status=500)] * 10
-            _drop_vectors(database_url)
-            fallback = world.preview("ada")
-            assert "ranked by their words today" in " ".join(fallback.split())
-            assert len(listed(fallback, "Similar to what you like")) == 5  # never empty
+        # A new paper's text to embed and the endpoint down: the default ranking, said.
+        world.run("dislike", "ada", listed(text, "robot")[0])
+        standin.script[:] = [Fault(status=500)] * 10
+        _drop_vectors(database_url)
+        fallback = world.preview("ada")
+        assert "ranked by their words today" in " ".join(fallback.split())
+        assert len(listed(fallback, "Similar to what you like")) == 5  # never empty
 
 
 def test_try_like_with_an_endpoint_that_fails_falls_back_and_says_so(
     tmp_path: Path, database_url: str, full_feed_bytes: bytes, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    with EmbeddingsStandIn() as standin:
-        settings = f'[embeddings]\nbase_url = "{standin.base_url}"\nmodel = "stand-in-64"\n'
-        for world in make_world(tmp_path, database_url, full_feed_bytes, settings):
-            seeds = [p.id for p in new_of(full_feed_papers, "math.AP")[:5]]
-            standin.script[:] = [Fault(status=500)] * 10
-            tried = world.run("try", *(f"--like={key}" for key in seeds), "--limit", "5")
-            assert "note: " in tried.output and "failed (server error)" in tried.output
+    with endpoint_world(tmp_path, database_url, full_feed_bytes, full_feed_papers) as (
+        standin,
+        world,
+        seeds,
+    ):
+        standin.script[:] = [Fault(status=500)] * 10
+        tried = world.run("try", *(f"--like={key}" for key in seeds), "--limit", "5")
+        assert "note: " in tried.output and "failed (server error)" in tried.output
 
 
 def _drop_vectors(database_url: str) -> None:
