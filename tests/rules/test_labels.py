@@ -430,7 +430,7 @@ def test_slack_label_names_a_rule_or_takes_its_label_away(commands: SlashCommand
         "Rule 1, `robot`, is now shown as *robots &amp; arms*."
     )
     assert labels_of(commands) == {"drone": "UAVs", "robot": "robots & arms"}
-    assert say(commands, "label 2 off") == "Rule 2, `drone`, is shown as itself again."
+    assert say(commands, "label 2 off") == "Rule 2, `drone`, is shown in words again."
     assert labels_of(commands) == {"robot": "robots & arms"}
     for text in ("label", "label 2", "label two UAVs"):
         assert say(commands, text).startswith(":warning: Say which rule and its label: ")
