@@ -30,6 +30,7 @@ from bot.render.view import (
     ItemView,
     RuleName,
     TextLength,
+    digest_summaries_note,
     item_view,
     model_text,
     ranking_note,
@@ -194,10 +195,10 @@ def _at_most(length: str, wanted: str) -> bool:
 
 
 def _heading(writer: _Writer, rule: RuleName, count: int, *, continued: bool) -> str:
+    """A group's heading: its rule as shown (its label, else its words), its count."""
     name = writer.text(clip(tidy(rule.text), 200))
-    shown = name if rule.label is not None or not name else f"Rule: {name}"
     more = " (continued)" if continued else ""
-    return writer.strong(f"{shown}{DOT}{plural(count, 'paper')}{more}")
+    return writer.strong(f"{name}{DOT}{plural(count, 'paper')}{more}")
 
 
 def _paper(writer: _Writer, view: ItemView, length: str) -> str:
@@ -205,20 +206,18 @@ def _paper(writer: _Writer, view: ItemView, length: str) -> str:
     categories, its abstract (or summary) at `length`, its other links."""
     paper = view.paper
     title = clip(tidy(view.title_text), TITLE_CHARS) or paper.label
-    lines = [_title_line(writer, view.number, title, view.url)]
+    lines = [_title_line(writer, view.number, title, view.url, upvotes=view.upvotes_shown)]
     if view.translated_title:
         lines.append(writer.text(clip(view.translated_title, TITLE_CHARS)))
-    meta = [clip(shorten_authors(paper.authors), AUTHORS_CHARS)]
-    meta.append(clip(", ".join(tidy(c) for c in paper.categories), CATEGORIES_CHARS))
-    meta += [clip(marker, 100) for marker in view.markers]
-    if described := [part for part in meta if part]:
-        lines.append(writer.text(DOT.join(described)))
     lines += [writer.text(part) for part in _abstract(view, length)]
-    links = [writer.link(other.label, other.url) for other in view.links[:4]]
-    if view.summary_label:
-        links.append(writer.text(view.summary_label))
-    if links := [link for link in links if link]:
-        lines.append(DOT.join(links))
+    # One quiet line: authors, categories in words, markers, then the few links.
+    meta = [clip(shorten_authors(paper.authors), AUTHORS_CHARS)]
+    meta.append(clip("; ".join(c.words for c in view.categories), CATEGORIES_CHARS))
+    meta += [clip(marker, 100) for marker in view.markers]
+    quiet = [writer.text(part) for part in meta if part]
+    quiet += [writer.link(other.label, other.url) for other in view.links]
+    if quiet := [part for part in quiet if part]:
+        lines.append(DOT.join(quiet))
     return "\n".join(lines)
 
 
@@ -234,8 +233,10 @@ def _abstract(view: ItemView, length: str) -> list[str]:
 
 
 def _notes(digest: Digest) -> list[str]:
-    """What the digest says of itself: papers left out, the ranking, missing texts."""
-    notes = [shown_note(digest), ranking_note(digest), texts_note(digest)]
+    """What the digest says of itself: who wrote its summaries, papers left out, the
+    ranking, missing texts."""
+    notes = [digest_summaries_note(digest), shown_note(digest), ranking_note(digest)]
+    notes.append(texts_note(digest))
     if (texts := texts_view(digest)) and texts.language_note:
         notes.append(texts.language_note)
     if digest.note:
@@ -342,12 +343,16 @@ def _fit(shape: ChatShape, writer: _Writer, unit: _Unit, heading: str | None, ro
     return _cut(shape, writer, unit, room)
 
 
-def _title_line(writer: _Writer, number: int, title: str, url: str | None) -> str:
+def _title_line(
+    writer: _Writer, number: int, title: str, url: str | None, *, upvotes: str | None = None
+) -> str:
     """`1. [Title](url)` in Markdown; in plain text the title, and its link on a line of
-    its own (a link an app can open: never cut, never in the middle of a sentence)."""
+    its own (a link an app can open: never cut, never in the middle of a sentence);
+    `upvotes`: Hugging Face's, beside the title (`▲ 163`)."""
+    beside = f" {writer.text(upvotes)}" if upvotes else ""
     if writer.markdown:
-        return f"{writer.strong(f'{number}.')} {writer.link(title, url)}"
-    line = f"{number}. {writer.text(title)}"
+        return f"{writer.strong(f'{number}.')} {writer.link(title, url)}{beside}"
+    line = f"{number}. {writer.text(title)}{beside}"
     return f"{line}\n{url}" if url and len(url) <= URL_CHARS else line
 
 

@@ -51,6 +51,7 @@ from bot.render.view import (
     ranking_note,
     rule_names,
     shown_note,
+    summaries_note,
     texts_view,
 )
 from bot.render.view import texts_note as texts_note_of
@@ -154,9 +155,10 @@ class RenderedEmail:
 
 def subject_line(digest: Digest, *, limit: int = SUBJECT_LIMIT) -> str:
     """`12 new papers: diffusion policy, multi-agent RL — Tue 24 Nov`: how many, under which
-    rules (each its label, else the rule itself, as the headings show them), and the day
+    rules (each its label, else the rule in words, as the headings show them), and the day
     the papers were announced. At most `limit` characters: the rules that do not fit are
-    counted (`and 2 more`); a first rule too long alone is cut at a word, with "…"."""
+    counted (`(+2 more)`: a rule in words may hold an "and"); a first rule too long alone
+    is cut at a word, with "…"."""
     count = digest.count
     if count == 0:
         note = tidy(digest.note or "").split(";")[0].rstrip(".")
@@ -183,7 +185,7 @@ def subject_line(digest: Digest, *, limit: int = SUBJECT_LIMIT) -> str:
 
 
 def _and_more(hidden: int) -> str:
-    return f" and {hidden} more" if hidden else ""
+    return f" (+{hidden} more)" if hidden else ""
 
 
 ARXIV_KINDS = frozenset({"arxiv", "arxiv_query"})
@@ -247,8 +249,7 @@ def _preheader(digest: Digest, groups: tuple[GroupView, ...]) -> str:
     if not groups:
         return _intro(digest)
     counts = ", ".join(
-        f"{len(group.items)} {'for ' if group.rule.code or group.rule.rule else ''}{group.rule}"
-        for group in groups
+        f"{len(group.items)} {'for ' if group.rule.rule else ''}{group.rule}" for group in groups
     )
     text = f"{plural(digest.count, 'new paper')}: {counts}. First: {groups[0].items[0].title_text}"
     if len(text) > PREHEADER_LIMIT:
@@ -460,6 +461,8 @@ def _render(
         "layout": layout,
         "script": language_script(language) if language else "",
         "language_note": texts.language_note if texts else None,
+        # Who wrote the summaries: said once, at the top, not on every paper.
+        "summaries_note": summaries_note(item for group in groups for item in group.items),
         "texts_note": texts_note,
     }
     env = template_env()

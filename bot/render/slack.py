@@ -17,9 +17,8 @@ Where paper text goes:
 - abstracts, authors, categories and notes are `plain_text`: shown literally;
 - a paper's title, abstract and author names show their TeX as letters (`bot.render.tex`,
   through the view and `shorten_authors`), as in email;
-- rules are mrkdwn code spans (nothing formats inside one), backticks swapped; a rule's
-  label (`bot.render.view.RuleName`) is shown in its place as text, escaped, its
-  formatting marks swapped for look-alikes as a title's are;
+- a rule is shown by its label, else in words (`bot.render.view.RuleName`: never its
+  syntax), as text: escaped, its formatting marks swapped for look-alikes as a title's are;
 - what a model wrote (`Digest.texts`: summaries, translated titles and texts, who wrote
   them) is `plain_text` only: never mrkdwn, so no link or formatting comes from it.
 
@@ -57,6 +56,7 @@ from bot.render.view import (
     RuleName,
     TextsView,
     cut_like,
+    digest_summaries_note,
     item_view,
     ranking_note,
     rule_name,
@@ -106,7 +106,6 @@ ABSTRACT_CHARS = 300
 SUMMARY_CHARS = 600  # a model's summary (the pipeline asks for about 300)
 TRANSLATED_TITLE_CHARS = 300
 TRANSLATED_TEXT_CHARS = 600  # the summary's translation, or the shown abstract's
-SUMMARY_BY_CHARS = 100  # "AI summary · <model>"
 AUTHORS_CHARS = 400
 CATEGORIES_CHARS = 300
 MARKER_CHARS = 100  # cross-list from ..., updated: v3
@@ -116,7 +115,7 @@ REPLY_CHARS = 2600  # a rule in a reply: whole (500 characters, each escaped at 
 NOTE_CHARS = 2000
 FALLBACK_CHARS = 300
 URL_CHARS = 500  # a longer (DOI) link is left out rather than cut
-LINK_LABEL_CHARS = 80  # "Hugging Face (12 upvotes, #1 of the day)"
+LINK_LABEL_CHARS = 80  # "PDF", "Code", "DOI"
 TOP_TITLES = 5
 MAX_DOIS = 2
 
@@ -244,8 +243,8 @@ def as_code(text: str, limit: int = REPLY_CHARS) -> str:
 
 
 def _shown_rule(name: RuleName, limit: int = RULE_CHARS) -> str:
-    """A rule as shown: its label as text, else the rule itself as a code span."""
-    return _code(name.rule, limit) if name.label is None else as_text(name.label, limit)
+    """A rule as shown: its label, else its words, as text (never its syntax)."""
+    return as_text(name.text, limit)
 
 
 def text_length(value: Any) -> int:
@@ -261,7 +260,7 @@ def text_length(value: Any) -> int:
 
 
 def _rule_list(rules: Sequence[RuleName], limit: int = RULES_CHARS) -> str:
-    """`` `robot`, multi-agent RL and 3 more ``, at most about `limit` characters."""
+    """`robot, multi-agent RL (+3 more)`, at most about `limit` characters."""
     spans = [_shown_rule(rule) for rule in rules]
     shown: list[str] = []
     for span in spans:
@@ -269,7 +268,7 @@ def _rule_list(rules: Sequence[RuleName], limit: int = RULES_CHARS) -> str:
             break
         shown.append(span)
     hidden = len(spans) - len(shown)
-    return ", ".join(shown) + (f" and {hidden} more" if hidden else "")
+    return ", ".join(shown) + (f" (+{hidden} more)" if hidden else "")
 
 
 def _day(day: date, *, year: bool = True, month: bool = True) -> str:
@@ -362,31 +361,19 @@ def _paper_blocks(
     labels: Mapping[str, str] | None = None,
     votes: VoteTokens | None = None,
 ) -> list[dict[str, Any]]:
-    """A paper: linked title (its translation beneath); authors, categories and rules; the
-    abstract's start, or the summary in its place, then its translation; links; its 👍 / 👎
-    buttons, with `votes`."""
+    """A paper: linked title, Hugging Face's upvotes beside it (its translation beneath);
+    the abstract's start, or the summary in its place, then its translation; one quiet
+    line (authors, categories in words, markers, links); its 👍 / 👎 buttons, with
+    `votes`. The rule it matched is its group's heading; who wrote the summaries, the
+    digest's first message."""
     paper = item.paper
     view = item_view(number, item, abstracts="full", texts=texts, labels=labels)
-    blocks = [_section(f"*{number}. {link(view.url, _title(item, TITLE_CHARS))}*")]
+    title = f"*{number}. {link(view.url, _title(item, TITLE_CHARS))}*"
+    if view.upvotes_shown:
+        title += f"  {link(view.hf_url, view.upvotes_shown)}"
+    blocks = [_section(title)]
     if view.translated_title:
         blocks.append(_context(_plain(shorten(view.translated_title, TRANSLATED_TITLE_CHARS))))
-
-    meta: list[MarkdownTextObject | PlainTextObject] = []
-    authors = shorten(shorten_authors(paper.authors), AUTHORS_CHARS)
-    if authors:
-        meta.append(_plain(authors))
-    categories = ", ".join(
-        f"{name} (primary)" if index == 0 and len(paper.categories) > 1 else name
-        for index, name in enumerate(tidy(c) for c in paper.categories)
-    )
-    markers = [shorten(marker, MARKER_CHARS) for marker in view.markers]
-    described = [part for part in (shorten(categories, CATEGORIES_CHARS), *markers) if part]
-    if described:
-        meta.append(_plain(" \u00b7 ".join(described)))
-    if rules := _rule_list(view.rules):
-        meta.append(_mrkdwn(f"Matched {rules}"))
-    if meta:
-        blocks.append(_context(*meta))
 
     if view.summary:
         english = shorten(view.summary, SUMMARY_CHARS)
@@ -401,6 +388,13 @@ def _paper_blocks(
     if shown:
         blocks.append(_plain_section("\n\n".join(shown)))
 
+    quiet: list[MarkdownTextObject | PlainTextObject] = []
+    if authors := shorten(shorten_authors(paper.authors), AUTHORS_CHARS):
+        quiet.append(_plain(authors))
+    categories = "; ".join(category.words for category in view.categories)
+    markers = [shorten(marker, MARKER_CHARS) for marker in view.markers]
+    if described := [part for part in (shorten(categories, CATEGORIES_CHARS), *markers) if part]:
+        quiet.append(_plain(" \u00b7 ".join(described)))
     # The title goes to the paper's page; beside it, each other destination once.
     links = [escape_mrkdwn(_fit(paper.label, 60))]
     doi_urls = {url for _, url in view.dois}
@@ -413,11 +407,8 @@ def _paper_blocks(
             if dois > MAX_DOIS:
                 continue
         links.append(link(other.url, _fit(other.label, LINK_LABEL_CHARS)))
-    footer: list[MarkdownTextObject | PlainTextObject] = []
-    if view.summary_label:  # who wrote the summary: plain text, whatever the model's name
-        footer.append(_plain(shorten(view.summary_label, SUMMARY_BY_CHARS)))
-    footer.append(_mrkdwn(" \u00b7 ".join(links)))
-    blocks.append(_context(*footer))
+    quiet.append(_mrkdwn(" \u00b7 ".join(links)))
+    blocks.append(_context(*quiet))
     if votes is not None:
         blocks.append(vote_buttons(number, votes))
     return blocks
@@ -431,8 +422,7 @@ def _page(item: DigestItem) -> str | None:
 def _heading(rule: RuleName, count: int, *, continued: bool) -> dict[str, Any]:
     more = " (continued)" if continued else ""
     name = _shown_rule(rule, 2 * RULE_CHARS)
-    shown = f"*{name}*" if rule.label else f"*Rule* {name}"
-    return _section(f"{shown} \u00b7 {plural(count, 'paper')}{more}")
+    return _section(f"*{name}* \u00b7 {plural(count, 'paper')}{more}")
 
 
 # -- messages -------------------------------------------------------------------------
@@ -478,6 +468,8 @@ def _summary_post(digest: Digest, *, threaded: bool = True) -> SlackMessage:
     if digest.note:
         notes.append(escape_mrkdwn(_fit(digest.note, NOTE_CHARS)))
     elements: list[MarkdownTextObject | PlainTextObject] = [_mrkdwn(note) for note in notes]
+    if written_by := digest_summaries_note(digest):  # once here, not on every paper
+        elements.append(_plain(shorten(written_by, NOTE_CHARS)))
     if (texts := texts_view(digest)) and texts.language_note:
         elements.append(_plain(texts.language_note))
     if note := texts_note(digest):
@@ -531,8 +523,8 @@ def _thread_posts(
 
     A group's heading opens each message the group appears in ("continued" after the
     first), always together with a paper; a divider separates groups. Papers need none:
-    each opens with its bold numbered title and closes with its small links line, and four
-    blocks a paper let twelve share a message."""
+    each opens with its bold numbered title and closes with its quiet line, and three
+    blocks a paper (four with its buttons) let twelve share a message."""
     thread = _Thread(limits=limits, total=digest.count, messages=[], blocks=[], numbers=[])
     texts = texts_view(digest)
     labels = digest.subscriber.labels

@@ -10,7 +10,8 @@ pointing at a column of the (stripped) rule. The same grammar serves the config 
 Slack command and the web page.
 
 Modules: `words` (tokenize, fold, name_words), `tree` (the nodes, format_rule),
-`parser` (parse_rule), `evaluation` (PaperText, analyze, evaluate, match).
+`parser` (parse_rule), `evaluation` (PaperText, analyze, evaluate, match), `prose` (a
+rule in words for a reader: describe, describe_rule).
 
 Grammar (version 2), EBNF::
 
@@ -151,6 +152,7 @@ from bot.rules.evaluation import (
     matches_any,
 )
 from bot.rules.parser import MAX_DEPTH, MAX_RULE_LENGTH, MAX_TERMS, arxiv_id, parse_rule
+from bot.rules.prose import describe, describe_rule
 from bot.rules.tree import (
     LEAVES,
     And,
@@ -196,6 +198,8 @@ __all__ = [
     "analyze",
     "analyze_text",
     "arxiv_id",
+    "describe",
+    "describe_rule",
     "evaluate",
     "fold",
     "format_node",

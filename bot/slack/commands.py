@@ -256,7 +256,7 @@ class SlashCommands:
         if typed.lower() in ("off", "none"):
             text = await asyncio.to_thread(self.store.subscribers.set_label, sub.name, number, None)
             return Reply(
-                f"Rule {number}, {as_code(text)}, is shown as itself again.",
+                f"Rule {number}, {as_code(text)}, is shown in words again.",
                 public=target.channel is not None,
             )
         if len(typed) >= 2 and typed[0] == typed[-1] == '"':

@@ -4,7 +4,8 @@
 `Unusable` with the reason it is not used (empty, too long, not in the asked language,
 thinking only). Its thinking (`<think>…</think>`) never reaches a reader; markup, links and
 control characters are dropped; the text is capped. `shown_summary` cuts a stored summary
-for the digest (near 300 characters, with "…"). Pure: no I/O. Linear in the answer's
+for the digest (near 300 characters, at most 330: at a sentence's end, else at a word with
+"…"). Pure: no I/O. Linear in the answer's
 length: no regex here backtracks on what a model sends.
 """
 
@@ -29,6 +30,9 @@ __all__ = [
 # real answer far below it.
 MAX_ANSWER = 50_000
 SUMMARY_SHOWN = 300  # a summary is cut near this many characters in a digest
+# A summary cut at a sentence's end keeps at least this share of SUMMARY_SHOWN (220 of
+# 300 characters); a shorter one is cut at a word instead.
+SENTENCE_SHARE = 11 / 15
 MAX_SUMMARY = 1200  # a summary longer than this is no summary
 # A translation may be this many times its source's length (and at least the floor).
 TRANSLATION_FACTOR = 3
@@ -118,17 +122,21 @@ def clean_answer(raw: str | None, request: TextRequest) -> str:
 
 
 def shown_summary(text: str, limit: int = SUMMARY_SHOWN) -> str:
-    """A summary as a digest shows it: whole up to `limit` characters (and a little more);
-    longer, cut at the last sentence's end before it, else at a word, with "…"."""
+    """A summary as a digest shows it, one paragraph near `limit` characters (300): whole
+    up to a tenth more (330); longer, cut at the last sentence end within that if it keeps
+    at least 11/15 of `limit` (220), else at a word, with "…", within `limit`. Never
+    longer than `limit` and a tenth: paragraphs of a steady length, as in the digests
+    people read. Linear: only the first `limit` and a tenth characters are searched."""
     text = " ".join(text.split())
-    if len(text) <= limit + limit // 10:
+    most = limit + limit // 10
+    if len(text) <= most:
         return text
-    head = text[: limit + 1]
-    ends = [m.end() for m in _SENTENCE_END.finditer(head)]
-    if ends and ends[-1] >= limit // 2:
-        return head[: ends[-1]].rstrip() + " …"
-    space = head.rfind(" ")
-    cut = head[:space] if space >= limit // 2 else head[:limit]
+    head = text[: most + 1]  # one more: what follows a full stop says if it ends a sentence
+    ends = [end for match in _SENTENCE_END.finditer(head) if (end := match.end()) <= most]
+    if ends and ends[-1] >= limit * SENTENCE_SHARE:
+        return head[: ends[-1]].rstrip()
+    space = head.rfind(" ", 0, limit)
+    cut = head[:space] if space >= limit // 2 else head[: limit - 1]
     return cut.rstrip(" ,;:") + "…"
 
 

@@ -91,9 +91,9 @@ def messages(request: TextRequest) -> list[dict[str, str]]:
         system = (
             "You write the summaries in a daily digest of new research papers. Read the "
             "paper's title and abstract and answer with one paragraph of two or three plain "
-            "sentences, at most 60 words, in English, saying what the paper does and what it "
-            "finds. Answer with the summary only: no title, no preamble, no lists, no "
-            "Markdown, no links, no notes."
+            "sentences, about 300 characters (at most 330, about 50 words), in English, "
+            "saying what the paper does and what it finds. Answer with the summary only: no "
+            "title, no preamble, no lists, no Markdown, no links, no notes."
         )
         return [{"role": "system", "content": system}, {"role": "user", "content": request.source}]
     name = language_name(request.language)

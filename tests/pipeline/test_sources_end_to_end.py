@@ -191,10 +191,12 @@ def test_four_kinds_poll_in_one_run_and_a_hugging_face_paper_is_merged_and_sent_
         html = _part(message, "text/html")
         text = _part(message, "text/plain")
         assert html.count(f'https://arxiv.org/abs/{world.target.id}"') >= 1
-        assert "Hugging Face (163 upvotes, #1 of the day)</a>" in html
-        assert f'href="https://huggingface.co/papers/{world.target.id}"' in html
-        flat = " ".join(text.split()).replace(" (primary)", "")
-        assert ", ".join(world.target.categories) in flat  # the categories came from arXiv
+        # The upvotes beside the title, linked to the paper's Hugging Face page.
+        assert f'href="https://huggingface.co/papers/{world.target.id}">\u25b2&nbsp;163</a>' in html
+        assert "\u25b2 163" in " ".join(text.split())
+        flat = " ".join(text.split())
+        for category in world.target.categories:  # the categories came from arXiv
+            assert f"({category})" in flat
         assert "Meriones" in text  # the journal paper, with its DOI link
         assert 'href="https://doi.org/10.1080/09397140.2021.1992835"' in html
         assert text.count(world.target.title.split()[0]) >= 1

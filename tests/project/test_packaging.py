@@ -127,6 +127,7 @@ def test_the_wheel_holds_what_the_demo_and_migrations_need_and_no_test_stand_ins
         "bot/deploy/paperbell.service",
         "bot/store/migrations/env.py",
         "bot/data/arxiv_holidays.toml",
+        "bot/data/arxiv_categories.toml",
     ]
     for path in needed:
         assert path in files, f"the wheel lacks {path}"

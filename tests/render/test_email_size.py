@@ -81,8 +81,10 @@ def test_fifty_of_the_heaviest_papers_fit_whole(changes: dict[str, Any]) -> None
     assert size <= HTML_BUDGET
     assert digest.count == shown(html) == 50 and digest.omitted == asked.omitted
     notes = [length for length, note in SHORTENED_NOTES.items() if note in html]
-    if changes.get("abstracts") == "full":
+    if changes.get("abstracts") == "full" and not changes.get("summaries"):
         assert notes in (["short"], ["brief"])
+    elif changes.get("abstracts") == "full":  # a summary (at most 330 characters) in place
+        assert notes in ([], ["short"], ["brief"])
     else:
         assert notes == []
 
@@ -120,11 +122,12 @@ def test_the_most_papers_a_subscriber_may_ask_for_fit(name: str) -> None:
 
 
 def test_texts_go_before_papers() -> None:
-    """A hundred of the heaviest papers with summaries: too long even with brief ones, but
-    every paper fits without: every paper is kept."""
+    """A hundred of the heaviest papers with summaries (each at most 330 characters): too
+    long with them whole, but every paper fits with their first lines: every paper is
+    kept."""
     size, digest, html = rendered(heaviest_digest(100, summaries=True))
     assert size <= HTML_BUDGET and digest.count == 100
-    assert SHORTENED_NOTES["none"] in html and "More would not fit" not in html
+    assert SHORTENED_NOTES["brief"] in html and "More would not fit" not in html
 
 
 def test_a_plain_text_digest_is_measured_as_text() -> None:

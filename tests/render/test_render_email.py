@@ -274,16 +274,16 @@ def test_check_address_accepts_plain_addresses() -> None:
 
 
 def test_subject_many_papers(message: EmailMessage) -> None:
-    assert message["Subject"] == '4 new papers: "diffusion policy", multi-agent \u2014 Thu 28 Nov'
+    assert message["Subject"] == "4 new papers: diffusion policy, multi-agent \u2014 Thu 28 Nov"
 
 
 def test_subject_one_paper() -> None:
-    assert subject_line(one_paper_digest()) == '1 new paper: "diffusion policy" \u2014 Thu 28 Nov'
+    assert subject_line(one_paper_digest()) == "1 new paper: diffusion policy \u2014 Thu 28 Nov"
 
 
 def test_subject_shows_each_rules_label_in_its_place() -> None:
-    """The issue's example: labels where the rules have them, the rule itself elsewhere,
-    never in added quotes; the days of a weekly digest as a span."""
+    """The issue's example: labels where the rules have them, the rule in words elsewhere
+    (no quotes, no operators); the days of a weekly digest as a span."""
     marl = 'marl OR "multi-agent reinforcement learning"'
     digest = sample_digest()
     digest = replace(
@@ -294,7 +294,8 @@ def test_subject_shows_each_rules_label_in_its_place() -> None:
     labelled = replace(
         digest.subscriber, labels={**digest.subscriber.labels, marl: "multi-agent RL"}
     )
-    assert subject_line(digest) == f"4 new papers: diffusion policy, {marl} \u2014 Thu 28 Nov"
+    words = "marl or multi-agent reinforcement learning"
+    assert subject_line(digest) == f"4 new papers: diffusion policy, {words} \u2014 Thu 28 Nov"
     assert (
         subject_line(replace(digest, subscriber=labelled))
         == "4 new papers: diffusion policy, multi-agent RL \u2014 Thu 28 Nov"
@@ -307,7 +308,7 @@ def test_subject_shows_each_rules_label_in_its_place() -> None:
     assert subject_line(replace(digest, announced=turn)).endswith(
         "\u2014 Mon 30 Nov \u2013 Tue 1 Dec"
     )
-    assert subject_line(replace(digest, announced=())).endswith(f", {marl}")
+    assert subject_line(replace(digest, announced=())).endswith(f", {words}")
     years = (date(2026, 1, 2), date(2025, 12, 29))
     assert subject_line(replace(digest, announced=years)).endswith(
         "\u2014 Mon 29 Dec 2025 \u2013 Fri 2 Jan 2026"
@@ -322,12 +323,12 @@ def test_subject_many_rules_is_capped() -> None:
     subject = subject_line(replace(digest, groups=groups))
     assert len(subject) <= 120
     assert subject == (
-        "8 new papers: rule number 0 about something rather long and 7 more \u2014 Thu 28 Nov"
+        "8 new papers: rule number 0 about something rather long (+7 more) \u2014 Thu 28 Nov"
     )
     shorter = tuple(DigestGroup(rule=f"rule {i}", items=(item,)) for i in range(40))
     subject = subject_line(replace(digest, groups=shorter))
     assert len(subject) <= 120 and subject.startswith("40 new papers: rule 0, rule 1, ")
-    assert re.search(r", rule \d+ and \d+ more \u2014 Thu 28 Nov$", subject), subject
+    assert re.search(r", rule \d+ \(\+\d+ more\) \u2014 Thu 28 Nov$", subject), subject
 
 
 def test_subject_single_huge_rule_is_cut_at_a_word() -> None:
@@ -340,7 +341,7 @@ def test_subject_single_huge_rule_is_cut_at_a_word() -> None:
     group = replace(digest.groups[0], rule=words)
     two = replace(digest, groups=(group, replace(group, rule="robot")))
     subject = subject_line(two)
-    assert len(subject) <= 120 and subject.endswith("… and 1 more \u2014 Thu 28 Nov")
+    assert len(subject) <= 120 and subject.endswith("… (+1 more) \u2014 Thu 28 Nov")
     cut = subject.removeprefix("2 new papers: ").split("…")[0]
     assert words.startswith(cut + " "), subject  # whole words only
 
@@ -353,8 +354,8 @@ def test_subject_plurals() -> None:
         digest,
         groups=(group, replace(group, rule="robot"), replace(group, rule="a longer third rule")),
     )
-    assert subject_line(three, limit=63) == (
-        '3 new papers: "diffusion policy", robot and 1 more \u2014 Thu 28 Nov'
+    assert subject_line(three, limit=60) == (
+        "3 new papers: diffusion policy, robot (+1 more) \u2014 Thu 28 Nov"
     )
 
 
@@ -488,10 +489,18 @@ def test_links_are_distinct_even_when_the_feed_repeats_them() -> None:
 
 
 def test_doi_link_is_quoted(html: str, text: str) -> None:
-    assert '<a href="https://doi.org/10.1000/xyz%3C123%3E">DOI</a>' in html
-    assert "doi.org" not in text  # the paper's page links it
+    """A paper off arXiv links its DOI, quoted; one on arXiv leaves it to its abstract
+    page (a quiet line: the PDF, not every destination)."""
+    assert "doi.org" not in html and "doi.org" not in text
     assert "Journal ref: J. Robots 12 (2024) 1-10" in text
     assert "J. Robots 12 (2024) 1-10" in html
+    paper = make_paper(1, id="url:https://journal.example/1", dois=("10.1000/xyz<123>",))
+    digest = one_paper_digest()
+    item = replace(digest.groups[0].items[0], paper=paper, hits=())
+    digest = replace(digest, groups=(replace(digest.groups[0], items=(item,)),))
+    rendered = render_digest(digest, SETTINGS)
+    assert '<a href="https://doi.org/10.1000/xyz%3C123%3E">DOI</a>' in rendered.html
+    assert "doi.org" not in rendered.text  # the text part: one URL a paper, its page
 
 
 def test_authors_shortened_with_count(html: str, text: str) -> None:
@@ -501,18 +510,20 @@ def test_authors_shortened_with_count(html: str, text: str) -> None:
     assert "Ada Lovelace, Alan Turing" in text
 
 
-def test_primary_category_marked(html: str, text: str) -> None:
-    assert "cs.RO (primary), cs.LG" in html
-    assert "cs.RO (primary), cs.LG" in text
-    # A paper in one category needs no "(primary)".
-    one = replace(sample_digest().groups[0].items[0].paper, categories=("cs.RO",))
+def test_categories_in_words_primary_first(html: str, text: str) -> None:
+    """As arXiv lists a paper's subjects: "Robotics (cs.RO); Machine Learning (cs.LG)"."""
+    assert "Robotics (cs.RO); Machine Learning (cs.LG)" in html
+    assert "Robotics (cs.RO); Machine Learning (cs.LG)" in tidy(text)
+    assert "(primary)" not in html and "(primary)" not in text
+    # A category arXiv's taxonomy does not know is shown as its code.
+    odd = replace(sample_digest().groups[0].items[0].paper, categories=("cs.ZZ",))
     digest = one_paper_digest()
     digest = replace(
         digest,
-        groups=(replace(digest.groups[0], items=(replace(digest.items[0], paper=one),)),),
+        groups=(replace(digest.groups[0], items=(replace(digest.items[0], paper=odd),)),),
     )
     rendered = render_digest(digest, SETTINGS)
-    assert "(primary)" not in rendered.html and "(primary)" not in rendered.text
+    assert "cs.ZZ" in rendered.html and "(cs.ZZ)" not in rendered.html
 
 
 def test_cross_and_update_markers(html: str, text: str) -> None:
@@ -520,38 +531,36 @@ def test_cross_and_update_markers(html: str, text: str) -> None:
     assert "cross-list from cs.AI" in tidy(text)
     assert "updated: v3" in html
     assert "updated: v3" in tidy(text)
-    assert text.count("cross-list from") == 1
-    assert text.count("updated: v") == 1
+    assert tidy(text).count("cross-list from") == 1
+    assert tidy(text).count("updated: v") == 1
 
 
 def test_groups_and_matched_rules(html: str, text: str) -> None:
     """A paper is filed under the first rule it matched; the others it matched are named
     beside it (once, and only those)."""
-    assert '== "diffusion policy" · 2 papers ==' in text
+    assert "== diffusion policy · 2 papers ==" in text
     assert "== multi-agent · 2 papers ==" in text
     assert "Matched:" not in text and "Matched:" not in html
     assert tidy(text).count("also matched") == 1 and html.count("also matched") == 1
     assert "also matched multi-agent" in tidy(text)
-    assert "also matched <code>multi-agent</code>" in html  # a rule as code, not quoted
-    assert '"multi-agent"' not in html
+    assert "also matched multi-agent" in html  # a rule in words: no code, no quotes
+    assert '"multi-agent"' not in html and "<code>" not in html
     assert "· 2 papers" in html
-    assert text.index('diffusion policy" · 2 papers') < text.index("multi-agent · 2 papers")
+    assert text.index("diffusion policy · 2 papers") < text.index("multi-agent · 2 papers")
 
 
-def test_a_labelled_rule_is_shown_by_its_label_and_the_footer_gives_both() -> None:
+def test_a_labelled_rule_is_shown_by_its_label_and_others_in_words() -> None:
     digest = sample_digest()
     labels = {"multi-agent": "Multi-agent & co"}
     digest = replace(digest, subscriber=replace(digest.subscriber, labels=labels))
     rendered = render_digest(digest, SETTINGS)
     assert "== Multi-agent & co · 2 papers ==" in rendered.text
     assert "also matched Multi-agent & co" in tidy(rendered.text)
-    assert 'matching "diffusion policy", Multi-agent & co: multi-agent.' in tidy(rendered.text)
+    assert "matching diffusion policy, Multi-agent & co." in tidy(rendered.text)
     assert ">Multi-agent &amp; co <span" in rendered.html
-    assert "Multi-agent &amp; co: <code>multi-agent</code>." in rendered.html
-    assert "<code>multi-agent</code> <span" not in rendered.html
-    assert (
-        rendered.subject == '4 new papers: "diffusion policy", Multi-agent & co \u2014 Thu 28 Nov'
-    )
+    assert "matching diffusion policy, Multi-agent &amp; co.</p>" in rendered.html
+    assert "<code>" not in rendered.html
+    assert rendered.subject == "4 new papers: diffusion policy, Multi-agent & co \u2014 Thu 28 Nov"
 
 
 def test_omitted_papers_are_counted(html: str, text: str) -> None:
@@ -768,9 +777,7 @@ def test_preheader_is_hidden_and_summarises(html: str) -> None:
     preheader = re.search(r'<div class="preheader" style="([^"]*)">(.*?)</div>', html)
     assert preheader is not None
     assert "display:none" in preheader.group(1)
-    assert preheader.group(2).startswith("4 new papers: 2 for &quot;diffusion policy&quot;") or (
-        preheader.group(2).startswith('4 new papers: 2 for "diffusion policy"')
-    )
+    assert preheader.group(2).startswith("4 new papers: 2 for diffusion policy, 2 for multi")
     assert "First: Schr" in preheader.group(2)
 
 
@@ -778,8 +785,7 @@ def test_top_names_the_day_and_the_rules(html: str) -> None:
     assert "4 new papers matched your rules" in html
     assert "From the arXiv announcement of Thursday 28 November 2024." in html
     assert (
-        '<code>"diffusion policy"</code> '
-        '<span class="count" style="font-weight:normal;color:#59636e">' in html
+        '">diffusion policy <span class="count" style="font-weight:normal;color:#59636e">' in html
     )
 
 
@@ -799,7 +805,7 @@ def test_toc_when_more_than_five_papers() -> None:
         assert f'href="#paper-{number}"' in rendered.html
         assert f'id="paper-{number}"' in rendered.html
     assert rendered.html.index('href="#paper-6"') < rendered.html.index('id="paper-1"')
-    assert '"diffusion policy" · 6 papers:\n   1. Diffusion policy study 0\n' in rendered.text
+    assert "\ndiffusion policy · 6 papers:\n   1. Diffusion policy study 0\n" in rendered.text
     assert "   6. Diffusion policy study 5\n" in rendered.text
 
 
@@ -935,17 +941,22 @@ def test_excerpt_of_a_huge_abstract_with_many_hits_takes_linear_time() -> None:
 # -- links: Hugging Face, manage ------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("upvotes", "label"), [(12, "Hugging Face (12 upvotes)"), (1, "Hugging Face (1 upvote)")]
-)
-def test_hugging_face_link_with_upvotes(upvotes: int, label: str) -> None:
+@pytest.mark.parametrize(("upvotes", "shown"), [(12, "12"), (1, "1"), (1234, "1,234")])
+def test_upvotes_beside_the_title_link_to_hugging_face(upvotes: int, shown: str) -> None:
+    """As Hugging Face shows them: `▲ 163` beside the title, linked to its page there;
+    in plain text beside the title, with no link of their own."""
     digest = one_paper_digest()
     item = digest.groups[0].items[0]
-    item = replace(item, paper=replace(item.paper, upvotes=upvotes))
+    item = replace(item, paper=replace(item.paper, upvotes=upvotes, hf_rank=1))
     digest = replace(digest, groups=(replace(digest.groups[0], items=(item,)),))
     rendered = render_digest(digest, SETTINGS)
-    assert f'<a href="https://huggingface.co/papers/2411.00001">{label}</a>' in rendered.html
-    assert "huggingface.co" not in rendered.text  # the HTML part's; the text: one URL a paper
+    link = f'<a href="https://huggingface.co/papers/2411.00001">\u25b2&nbsp;{shown}</a>'
+    title = re.search(r"<h3[^>]*>(.*?)</h3>", rendered.html)
+    assert title is not None and link in title.group(1)
+    assert rendered.html.count("huggingface.co") == 1
+    assert "upvote" not in rendered.html and "of the day" not in rendered.html
+    assert f"learning \u25b2 {shown} https://arxiv.org/abs/2411.00001" in tidy(rendered.text)
+    assert "huggingface.co" not in rendered.text
 
 
 def test_no_hugging_face_link_when_not_there(html: str, text: str) -> None:

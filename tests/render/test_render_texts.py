@@ -49,6 +49,7 @@ from bot.render.view import (
     group_views,
     layout_of,
     model_text,
+    summaries_note,
 )
 
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
@@ -171,12 +172,16 @@ def test_item_view_carries_summary_and_translations() -> None:
     }
     (group,) = group_views(digest(texts, summaries=True, language="zh"))
     first, second, third = group.items
-    assert first.summary == SUMMARY and first.summary_label == f"AI summary · {MODEL}"
+    assert first.summary == SUMMARY and first.summary_by == MODEL
     assert first.translated_title == ZH_TITLE and first.translated_text == ZH_SUMMARY
     assert (first.language, first.language_name, first.direction) == ("zh", "Chinese", "ltr")
-    assert second.summary_label == "Summary by Hugging Face"
+    assert second.summary_by == HUGGING_FACE
     assert second.translated_title is None and second.translated_text is None
-    assert third.summary is None and third.summary_label is None and not third.translated
+    assert third.summary is None and third.summary_by is None and not third.translated
+    # Who wrote them is said once, for the digest: the model first.
+    said = f"AI summaries by {MODEL} and Hugging Face."
+    assert summaries_note(group.items) == said
+    assert summaries_note([third]) is None
 
 
 def test_what_the_subscriber_did_not_ask_for_is_not_shown() -> None:
@@ -282,8 +287,11 @@ def summaries_digest() -> Digest:
 def test_summaries_layout_shows_summaries_in_place_of_abstracts() -> None:
     text, html = html_text(build_message(summaries_digest(), SETTINGS, now=NOW))
     assert html is not None
-    assert SUMMARY in html and f"AI summary · {MODEL}" in html
-    assert "Summary by Hugging Face" in html
+    # Who wrote the summaries: once, at the top, not on every paper.
+    said = f"AI summaries by {MODEL} and Hugging Face."
+    assert SUMMARY in html and html.count(said) == 1
+    assert html.index(said) < html.index('id="paper-1"')
+    assert "AI summary" not in html and "Summary by" not in html
     assert html.count("We study diffusion policies") == 5  # the papers without a summary
     # The abstract a click away, for every paper: its title's one link there.
     assert html.count('<a href="https://arxiv.org/abs/') == 7 and ">Abstract</a>" not in html
@@ -291,7 +299,8 @@ def test_summaries_layout_shows_summaries_in_place_of_abstracts() -> None:
     assert 'href="#paper-' not in html  # no table of contents: nothing competes
     assert "Matched:" not in html and "Read the full abstract" not in html
     flat = " ".join(text.split())  # as read, line breaks aside
-    assert SUMMARY in flat and f"AI summary · {MODEL} · Ada Lovelace, Alan Turing et al." in flat
+    assert SUMMARY in flat and flat.count(said) == 1 and "AI summary" not in flat
+    assert f"{SUMMARY} Ada Lovelace, Alan Turing et al." in flat
     assert "A summary could not be written for 1 paper today" in flat
     # The note sits near the top: before the first paper.
     assert html.index("could not be written") < html.index('id="paper-1"')
@@ -374,7 +383,9 @@ def test_both_shows_the_summary_and_its_translation() -> None:
     )
     assert html is not None
     first = html.split('id="paper-2"')[0]
-    assert first.index(ZH_TITLE) < first.index(f"AI summary · {MODEL}") < first.index(SUMMARY)
+    assert html.index(f"AI summaries by {MODEL}.") < html.index('id="paper-1"')
+    assert first.index(ZH_TITLE) < first.index(SUMMARY)
+    assert MODEL not in first.split('id="paper-1"')[1]
     assert first.index(SUMMARY) < first.index(ZH_SUMMARY)
     assert "We study diffusion policies" not in first  # the summary is in the abstract's place
     assert re.search(r'<h3 style="[^"]*">1\. <a href="https://arxiv\.org/abs/', first)
@@ -480,7 +491,8 @@ def test_slack_posts_of_fifty_papers_with_texts_fit(changes: dict[str, Any]) -> 
     assert numbers == list(range(1, 51))
     plain = " ".join(plain_texts(posts))
     if changes.get("summaries"):
-        assert plain.count(f"AI summary · {MODEL}") == 50
+        assert plain.count(f"AI summaries by {MODEL}.") == 1  # in the first message
+        assert MODEL not in " ".join(plain_texts(posts[1:]))
     if changes.get("language"):
         assert sum(1 for char in plain if "\u4e00" <= char <= "\u9fff") > 4000
     summary = " ".join(plain_texts(posts[:1]))

@@ -133,14 +133,37 @@ def test_an_answer_that_cannot_be_shown_says_why(
 
 
 def test_a_summary_is_cut_near_300_characters_at_a_sentence_or_a_word() -> None:
+    """As the digests people read: one paragraph of about 300 characters, at most 330; cut
+    at the last sentence's end if that keeps 220, else at a word with "…"."""
     sentence = "This paper proposes a new way to learn dexterous manipulation from demos. "
-    cut = shown_summary(sentence * 8)
-    assert cut.endswith(" …") and 150 <= len(cut) <= 305
-    assert cut[:-2].endswith(".")
+    cut = shown_summary(sentence * 8)  # sentences end at 74, 148, 222, 296, 370
+    assert cut == (sentence * 4).strip() and len(cut) == 295
+    # The last end within 330 is too early (a 200-character sentence, then a long one):
+    # cut at a word near 300 instead.
+    early = "A" + " word" * 39 + ". " + "And then a very long sentence" + " going on" * 40
+    cut = shown_summary(early)
+    assert cut.endswith("on…") and 280 <= len(cut) <= 300
     words = shown_summary("manipulation " * 60)
-    assert words.endswith("manipulation…") and len(words) <= 301
+    assert words.endswith("manipulation…") and len(words) <= 300
+    # Up to 330 characters: whole.
+    whole = ("x" * 9 + " ") * 32 + "x" * 9 + "."
+    assert len(whole) == 330 and shown_summary(whole) == whole
+    # A full stop inside a number or a name is no sentence's end.
+    numbers = "Scores rise from 3.5 to 4.2 on every task" + " and more" * 40
+    assert "3.…" not in shown_summary(numbers) and shown_summary(numbers).endswith("…")
     short = "It works."
     assert shown_summary(short) == short
+    # Chinese sentences end with 。 and no space; the limit scales with the text.
+    chinese = "这是一个句子。" * 60
+    assert shown_summary(chinese, 100).endswith("。") and len(shown_summary(chinese, 100)) <= 110
+
+
+@given(st.text(max_size=2000), st.integers(20, 600))
+@example("a. " * 400, 300)
+def test_a_summary_shown_is_never_longer_than_a_tenth_over_its_limit(text: str, limit: int) -> None:
+    shown = shown_summary(text, limit)
+    assert len(shown) <= limit + limit // 10
+    assert shown == " ".join(text.split()) or len(" ".join(text.split())) > len(shown)
 
 
 def test_the_prompts_ask_for_one_plain_text_each() -> None:

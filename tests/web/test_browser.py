@@ -427,7 +427,7 @@ def test_summaries_and_translations_read_well_at_desktop_and_phone_width(
             _check_translations(page, language, where)
         else:
             assert page.locator("[lang]:not(html)").count() == 0
-            assert page.get_by_text("AI summary", exact=False).count() >= 1
+            assert page.get_by_text("AI summaries by", exact=False).count() >= 1
         shot(page, f"texts-{name}-{view}")
         context.close()
 

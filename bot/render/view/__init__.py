@@ -2,16 +2,17 @@
 
 Owns what email, Slack and Apprise all compute from a digest, in three parts:
 
-- `models`: the views themselves, data: one paper's (`ItemView`), a rule as shown
-  (`RuleName`: its label, or the rule itself, never in quotes), a rule's papers
+- `models`: the views themselves, data: one paper's (`ItemView`: its categories in
+  arXiv's words, its upvotes as a number, its quiet line's links), a rule as shown
+  (`RuleName`: its label, or the rule in words, never its syntax), a rule's papers
   (`GroupView`), how much of each paper's text is shown (`TextLength`), the layouts.
 - `papers`: the views made from a digest: one paper's (`item_view`: its title and abstract
   highlighted, its markers, its links checked by `bot.core.links.web_url`, one per
-  destination, its Hugging Face and code figures, in words), the digest's groups of
+  destination), the digest's groups of
   numbered papers (`group_views`), the days of its papers (`day_span`).
 - `texts`: its summaries and translations, when the subscriber asked for them and the
   digest carries them (`texts_view`), its layout (`layout_of`) and what it says in words
-  (`shown_note`, `ranking_note`, `texts_note`).
+  (`summaries_note`, `shown_note`, `ranking_note`, `texts_note`).
 
 Shared by `bot.render.email`, `bot.render.slack` and `bot.render.apprise`, which lay these
 out, each for its medium, and import them from here; none imports another.
@@ -46,10 +47,12 @@ from bot.render.view.texts import (
     TRANSLATED_TITLE_CHARS,
     TextsView,
     cut_like,
+    digest_summaries_note,
     layout_of,
     model_text,
     ranking_note,
     shown_note,
+    summaries_note,
     texts_note,
     texts_view,
 )
@@ -73,6 +76,7 @@ __all__ = [
     "asked_length",
     "cut_like",
     "day_span",
+    "digest_summaries_note",
     "group_views",
     "item_view",
     "layout_of",
@@ -81,6 +85,7 @@ __all__ = [
     "rule_name",
     "rule_names",
     "shown_note",
+    "summaries_note",
     "texts_note",
     "texts_view",
 ]

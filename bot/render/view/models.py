@@ -1,7 +1,8 @@
 """The view model's types: what the renderers show of one paper (`ItemView`, with its
-categories and links), of a rule (`RuleName`: a rule's label, or the rule itself, never in
-quotes) and of a rule's papers (`GroupView`), and the words for how much of each paper's
-text a digest shows (`TextLength`) and how it is laid out (`Layout`).
+categories in arXiv's words and its links), of a rule (`RuleName`: a rule's label, or the
+rule in words, never its syntax) and of a rule's papers (`GroupView`), and the words for
+how much of each paper's text a digest shows (`TextLength`) and how it is laid out
+(`Layout`).
 
 Data, and a rule's name as shown (`rule_name`, `rule_names`). The views are made by
 `bot.render.view.papers` and given their summaries and translations by
@@ -16,8 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from bot.core.models import HUGGING_FACE, Paper
+from bot.core.categories import category_words
+from bot.core.models import Paper
 from bot.render.text import Excerpt, Segment, plural, tidy
+from bot.rules import describe
 
 # How a digest is laid out: "standard" (rules, metadata, abstracts), "summaries" (a calm
 # list: title and summary per paper, one short line under it), "translated" (the standard
@@ -40,31 +43,26 @@ BRIEF_CHARS = 120
 
 @dataclass(frozen=True)
 class RuleName:
-    """A rule as shown to people: its label when it has one, else the rule itself.
-
-    Never wrapped in quotes: a quoted rule reads as an exact-phrase search, the very thing
-    the rule language writes with quotes. A rule shown as itself is set apart as code where
-    the medium has it (`code`: HTML <code>, a Slack code span); plain in a subject, the
-    plain-text email and the terminal, where it follows a colon or opens its line. A label
-    is a name, shown as text. `str()` is what is shown."""
+    """A rule as shown to people: its label when it has one, else the rule in words
+    (`bot.rules.describe`: `"reinforcement learning" -survey` is `reinforcement learning,
+    not survey`, `hf:top10` is `Top 10 on Hugging Face`). A reader sees words, never the
+    rule's syntax (its quotes read as a quotation, its operators as noise); the rule itself
+    (`rule`) is for the places where a subscriber edits it. `str()` is what is shown."""
 
     rule: str  # the rule's text, whitespace tidied
     label: str | None = None
+    words: str = ""  # the rule in words (empty: the rule's text is shown)
 
     @property
     def text(self) -> str:
-        """What is shown: the label, else the rule."""
-        return self.label or self.rule
-
-    @property
-    def code(self) -> bool:
-        """Whether what is shown is the rule itself (set apart as code where it can be)."""
-        return self.label is None
+        """What is shown: the label, else the rule in words."""
+        return self.label or self.words or self.rule
 
     @property
     def both(self) -> str:
-        """The label and the rule, where a reader needs the rule too: `multi-agent RL: marl
-        OR "multi-agent reinforcement learning"`; a rule without a label, as itself."""
+        """The label and the rule, where a subscriber needs the rule too (listing their
+        rules to edit them): `multi-agent RL: marl OR "multi-agent reinforcement
+        learning"`; a rule without a label, as itself."""
         return f"{self.label}: {self.rule}" if self.label else self.rule
 
     def __str__(self) -> str:
@@ -77,16 +75,13 @@ SIMILAR_GROUP = RuleName(rule="", label="Similar to what you like")
 
 def rule_name(rule: str, labels: Mapping[str, str] | None = None) -> RuleName:
     """The rule `rule` as shown, with its label from `labels` (by the rule's text)."""
-    if not labels:
-        return RuleName(rule=tidy(rule))
-    label = labels.get(rule) or labels.get(rule.strip())
-    return RuleName(rule=tidy(rule), label=tidy(label) if label else None)
+    text = tidy(rule)
+    label = (labels.get(rule) or labels.get(rule.strip())) if labels else None
+    return RuleName(rule=text, label=tidy(label) if label else None, words=tidy(describe(text)))
 
 
 def rule_names(rules: Sequence[str], labels: Mapping[str, str] | None = None) -> list[RuleName]:
     """Each rule (blank ones left out) as shown."""
-    if not labels:
-        return [name for name in (RuleName(rule=tidy(rule)) for rule in rules) if name.rule]
     return [rule_name(rule, labels) for rule in rules if tidy(rule)]
 
 
@@ -96,6 +91,11 @@ class CategoryView:
 
     name: str
     primary: bool
+
+    @property
+    def words(self) -> str:
+        """The category as arXiv names it: `Computation and Language (cs.CL)`."""
+        return category_words(self.name)
 
 
 @dataclass(frozen=True)
@@ -119,9 +119,8 @@ class ItemView:
     markers: tuple[str, ...]
     dois: tuple[tuple[str, str], ...]  # (doi, https://doi.org/... link)
     day: str | None  # the announcement day: "Thu 28 Nov 2024"
-    upvotes: str | None  # Hugging Face: "12 upvotes" (None: not there)
-    hf_rank: str | None = None  # "#1 of the day"
-    code: str | None = None  # "Code (1,204 stars)", linking to code_url
+    upvotes: int | None  # Hugging Face's upvotes (None: not there), shown beside the title
+    code: str | None = None  # "Code", linking to code_url
     # The paper's links, each checked by bot.core.links.web_url (None: no link): only these
     # become links, never a paper's raw fields.
     url: str | None = None  # its page: arXiv's abstract page, else its link or DOI's
@@ -147,29 +146,23 @@ class ItemView:
         return f"paper-{self.number}"
 
     @property
-    def summary_label(self) -> str | None:
-        """Who wrote the summary, as shown beside it: `Summary by Hugging Face`,
-        `AI summary · qwen2.5:7b-instruct`; None without a summary."""
-        if self.summary is None:
-            return None
-        if self.summary_by == HUGGING_FACE:
-            return f"Summary by {HUGGING_FACE}"
-        return f"AI summary · {self.summary_by}" if self.summary_by else "AI summary"
+    def upvotes_shown(self) -> str | None:
+        """The upvotes beside the title, as Hugging Face shows them: `▲ 163`."""
+        # A no-break space: the figure never wraps away from its triangle.
+        return None if self.upvotes is None else f"\u25b2\u00a0{self.upvotes:,}"
 
     @property
     def links(self) -> tuple[LinkView, ...]:
-        """The paper's links beside its title, one per destination: the PDF, the code, its
-        Hugging Face page (when the paper is there) and its DOIs, leaving out any that goes
-        where the title goes (`url`: arXiv's abstract page, whose own links reach the HTML
-        version and the rest) or where an earlier one goes."""
+        """The paper's links on its quiet line, one per destination: the PDF, the code, and
+        for a paper not on arXiv its DOI; leaving out any that goes where the title goes
+        (`url`: arXiv's abstract page, whose own links reach the HTML version, the DOIs
+        and the rest) or where an earlier one goes. Hugging Face's page is reached from the
+        upvotes beside the title (`hf_url`)."""
         wanted: list[tuple[str, str | None]] = [("PDF", self.pdf_url)]
         if self.code:
             wanted.append((self.code, self.code_url))
-        if self.upvotes:
-            figures = ", ".join(part for part in (self.upvotes, self.hf_rank) if part)
-            wanted.append((f"Hugging Face ({figures})", self.hf_url))
-        for index, (_, doi_url) in enumerate(self.dois):
-            wanted.append(("DOI" if index == 0 else f"DOI {index + 1}", doi_url))
+        if self.dois and not self.paper.on_arxiv:
+            wanted.append(("DOI", self.dois[0][1]))
         seen = {self.url}
         links: list[LinkView] = []
         for label, url in wanted:

@@ -1,7 +1,7 @@
 """A digest's papers as shown: one paper's view (`item_view`: its title and abstract
 highlighted, as much of the abstract as asked (`TextLength`), its markers, its links checked
-by `bot.core.links.web_url`, one per destination, its Hugging Face and code figures, in
-words; its summary and translations by `bot.render.view.texts`), the digest's groups of
+by `bot.core.links.web_url`, one per destination, its Hugging Face upvotes; its summary
+and translations by `bot.render.view.texts`), the digest's groups of
 numbered papers (`group_views`) and the days its papers were announced (`day_span`).
 
 Remembers a paper's view by its highlights (`_paper_view`): a day's digests show the same
@@ -100,9 +100,8 @@ def _paper_view(
             if (url := web_url("https://doi.org/" + quote(doi, safe="/:;()._-"), what=whose))
         ),
         day=_short_day(paper.announced) if paper.announced else None,
-        upvotes=plural(paper.upvotes, "upvote") if paper.upvotes is not None else None,
-        hf_rank=f"#{paper.hf_rank} of the day" if paper.hf_rank else None,
-        code=_code_label(paper) if code_url else None,
+        upvotes=paper.upvotes,
+        code="Code" if code_url else None,
         url=web_url(paper.abs_url, what=whose),
         pdf_url=web_url(paper.pdf_url, what=whose),
         html_url=web_url(paper.html_url, what=whose),
@@ -124,14 +123,6 @@ def _excerpt(abstract: Sequence[Segment], length: TextLength, *, seen: Sequence[
         head = excerpt(abstract, BRIEF_CHARS, slack=BRIEF_CHARS // 4)
         return Excerpt(head=head.head, clipped=head.clipped)
     return excerpt(abstract, SHORT_CHARS, seen=seen, slack=SHORT_SLACK)
-
-
-def _code_label(paper: Paper) -> str | None:
-    """The code link's text: `Code (1,204 stars)`; None without a repository."""
-    if not paper.github:
-        return None
-    stars = f" ({plural(paper.github_stars, 'star')})" if paper.github_stars else ""
-    return f"Code{stars}"
 
 
 def group_views(digest: Digest, *, abstracts: TextLength | None = None) -> tuple[GroupView, ...]:

@@ -4,8 +4,9 @@ says of itself in words.
 Owns the subscriber's summaries and translations (`TextsView`, `texts_view`; `with_texts`
 puts a paper's into its view), the layout they give the digest (`layout_of`), how a model's
 text is shown (`model_text`) and a translation cut where its English is (`cut_like`), and
-the digest's lines: the papers it leaves out (`shown_note`), its ranking (`ranking_note`),
-the texts that could not be written (`texts_note`) and why a similar paper is there
+the digest's lines: who wrote its summaries (`summaries_note`: once, at the top, not on
+every paper), the papers it leaves out (`shown_note`), its ranking (`ranking_note`), the
+texts that could not be written (`texts_note`) and why a similar paper is there
 (`similar_marker`).
 
 Pure: no I/O, no clock; it escapes nothing. A model's texts are untrusted plain text: here
@@ -15,7 +16,7 @@ become links.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from bot.core.languages import (
@@ -25,13 +26,14 @@ from bot.core.languages import (
     standard_tag,
     usable_tag,
 )
-from bot.core.models import Digest, Paper, PaperTexts, Subscriber
+from bot.core.models import HUGGING_FACE, Digest, Paper, PaperTexts, Subscriber
 from bot.render.text import Segment, clip, letters, plain_text, plural, tidy
 from bot.render.view.models import BRIEF_CHARS, ItemView, Layout, TextLength
 
-# The most shown of a model's texts, in characters: the pipeline asks for shorter (a
-# summary is about 300 characters), these only bound what a runaway answer can cost.
-SUMMARY_CHARS = 1000
+# The most shown of a model's texts, in characters. The pipeline cuts a summary near 300
+# characters, at most 330 (`bot.texts.answers.shown_summary`): a longer one is cut here
+# too. The others only bound what a runaway answer can cost.
+SUMMARY_CHARS = 330
 SUMMARY_BY_CHARS = 80  # a model's name
 NOTE_CHARS = 500  # Digest.texts_note
 SIMILAR_TITLE_CHARS = 70  # the liked paper's title in a similar paper's "like “…”"
@@ -99,6 +101,39 @@ def model_text(text: str | None, limit: int) -> str | None:
     shown = plain_text(text[: 4 * limit])  # a runaway answer is cut before any work on it
     shown = tidy(letters(shown))
     return clip(shown, limit) or None
+
+
+def summaries_note(items: Iterable[ItemView]) -> str | None:
+    """Who wrote the summaries the papers `items` show, said once at the top of a digest:
+    `AI summaries by qwen2.5:7b-instruct.`, `AI summaries by qwen2.5:7b-instruct and
+    Hugging Face.`; None without a summary."""
+    return _written_by([item.summary_by for item in items if item.summary is not None])
+
+
+def digest_summaries_note(digest: Digest) -> str | None:
+    """`summaries_note` of a digest's papers as their subscriber asked for them."""
+    texts = texts_view(digest)
+    if texts is None or not texts.summaries:
+        return None
+    writers = []
+    for item in digest.items:
+        written = texts.of(item.paper)
+        if written is not None and model_text(written.summary, SUMMARY_CHARS):
+            writers.append(model_text(written.summary_by, SUMMARY_BY_CHARS))
+    return _written_by(writers)
+
+
+def _written_by(writers: Sequence[str | None]) -> str | None:
+    """`AI summaries by <the writers>.` (None: an unnamed writer); None without any."""
+    if not writers:
+        return None
+    # The model first: Hugging Face writes the few it has, the model the rest.
+    names = sorted(dict.fromkeys(w for w in writers if w), key=lambda w: w == HUGGING_FACE)
+    if not names:
+        return "AI summaries."
+    if len(names) == 1:
+        return f"AI summaries by {names[0]}."
+    return f"AI summaries by {', '.join(names[:-1])} and {names[-1]}."
 
 
 def shown_note(digest: Digest) -> str | None:
