@@ -166,3 +166,31 @@ def test_each_part_is_its_own_outbox_record_and_none_goes_twice(
     again = invoke("digest", "--since", "2024-11-28", config=config)
     assert again.exit_code == 0, again.output
     assert len(sink.messages) == count
+
+
+def test_a_part_that_fails_goes_again_alone(tmp_path: Path, database_url: str) -> None:
+    """The server drops the connection at the second part (twice: the retry on a new
+    connection too): the other parts are sent and recorded, the second is left queued; the
+    next run sends it, and it alone."""
+    with smtp_sink() as (sink, port), llm_standin() as llm:
+        config = tmp_path / "config.toml"
+        write_config(config, database_url, port, llm.base_url)
+        assert invoke("poll", config=config).exit_code == 0
+
+        def drop_the_next(_message: EmailMessage) -> None:
+            if len(sink.messages) == 1:
+                sink.drop_data = 2
+
+        sink.on_accept = drop_the_next
+        args = ("digest", "--since", "2024-11-28", "--subscriber", "mei")
+        first = invoke(*args, config=config)
+        sent = [str(m["Subject"]) for m in sink.messages]
+        total = len(sent) + 1
+        others = [f"({n}/{total})" for n in range(3, total + 1)]
+        assert [s[-5:] for s in sent] == [f"(1/{total})", *others], first.output
+        again = invoke(*args, config=config)
+        assert again.exit_code == 0, again.output
+        later = [str(m["Subject"])[-5:] for m in sink.messages[len(sent) :]]
+        assert later == [f"(2/{total})"]
+        assert invoke(*args, config=config).exit_code == 0
+        assert len(sink.messages) == total  # nothing goes twice
