@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from bot.channels import Channel, kind_of
+from bot.channels import Channel, Rendered, kind_of
 from bot.channels.outbox import drain
 from bot.core.models import Digest, target_label
 from bot.store import Queued, Store
@@ -48,19 +48,35 @@ class DeliveryReport:
 
 @dataclass(frozen=True, slots=True)
 class Outgoing:
-    """A digest rendered for its channel: the bytes queued (or written) for `recipient`."""
+    """A digest rendered for its channel: the bytes queued (or written) for `recipient`. A
+    part of a digest sent as numbered messages: its number (`part`, from 1; 0: a digest
+    sent whole) and the digest id of its first part (`first`)."""
 
     digest: Digest
     recipient: str
     payload: bytes
+    part: int = 0
+    first: str | None = None
+
+
+def outgoing_of(rendered: Rendered, recipient: str) -> list[Outgoing]:
+    """The messages of a rendered digest: itself, or each of its parts (`Rendered.more`)."""
+    if not rendered.more:
+        return [Outgoing(rendered.digest, recipient, rendered.payload)]
+    first = rendered.digest.digest_id
+    return [
+        Outgoing(message.digest, recipient, message.payload, part=number, first=first)
+        for number, message in enumerate((rendered, *rendered.more), 1)
+    ]
 
 
 def queue(
     store: Store, outgoing: Sequence[Outgoing], request: DeliveryRequest, *, now: datetime
 ) -> list[DeliveryReport]:
     """Queue each payload in the outbox with its papers, once per (subscriber, channel,
-    period: `request.period`'s, else the digest's own id): a report for each that another
-    run had queued first."""
+    period: `request.period`'s, else the digest's own id; a part after the first: that
+    and its number), the parts of a digest all or none: a report for each that another
+    run had queued first. Each part is its own record, sent and recorded alone."""
     period = request.period
     elsewhere: list[DeliveryReport] = []
     entries = []
@@ -68,16 +84,18 @@ def queue(
         digest = o.digest
         sub = digest.subscriber
         assert sub.id is not None
+        slot = period(sub) if period else (o.first or digest.digest_id)
         entries.append(
             Queued(
                 sub.id,
                 channel=digest.channel,
-                period=period(sub) if period else digest.digest_id,
+                period=f"{slot}#{o.part}" if o.part > 1 else slot,
                 digest_id=digest.digest_id,
                 recipient=o.recipient,
                 payload=o.payload,
                 sent=[item.paper for item in digest.items],
                 omitted=(*digest.omitted, *digest.disliked),
+                together=o.first,
             )
         )
     for o, outbox_id in zip(outgoing, store.outbox.enqueue_many(entries, now=now), strict=True):

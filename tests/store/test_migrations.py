@@ -587,6 +587,35 @@ def test_0014_indexes_the_outbox_for_bounces_and_keeps_every_record(database_url
     assert [tuple(row) for row in kept] == [("d1", "Ada@Example.org")]
 
 
+@pytest.mark.database
+def test_0016_gives_every_subscriber_long_digests_in_parts_and_back(database_url: str) -> None:
+    """Revision 0016 adds `long_emails`: from the oldest database, through 0015, every
+    stored subscriber keeps its settings and gets "parts", the default; its own choice is
+    stored; back to 0015, the column alone is gone."""
+    migrate_to(database_url, BASELINE)
+    migrate_to(database_url, "0015")
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        insert_subscriber(connection, "2026-11-01 08:00:00+00:00", abstracts="full")
+    engine.dispose()
+    migrate_to(database_url, head())
+    assert differences(database_url) == []
+    with Store.open(database_url) as store:
+        (ada,) = store.subscribers.all()
+        assert (ada.name, ada.abstracts, ada.long_emails) == ("ada", "full", "parts")
+        store.subscribers.set_schedule("ada", long_emails="one")
+        (ada,) = store.subscribers.all()
+        assert ada.long_emails == "one"
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        command.downgrade(alembic_config(connection), "0015")
+        columns = {c["name"] for c in sqlalchemy_inspect(connection).get_columns("subscribers")}
+        kept = connection.execute(text("SELECT name, abstracts FROM subscribers")).all()
+    engine.dispose()
+    assert "long_emails" not in columns and "abstracts" in columns
+    assert [tuple(row) for row in kept] == [("ada", "full")]
+
+
 def legacy_database(folder: Path) -> Path:
     """A copy of the database 0d0a80b wrote, in `folder`."""
     path = folder / "paperbell-0d0a80b.sqlite"
