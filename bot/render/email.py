@@ -432,12 +432,12 @@ def _render(
     unsubscribe_address = None
     if settings is not None:
         unsubscribe_address = check_address(settings.unsubscribe_address, what="unsubscribe_mailto")
-    subject = subject_line(digest)
     shown = digest if part is None else part.digest
     groups = group_views(shown, abstracts=length, first=part.first if part else 1)
     part_note = part.note(digest.count) if part else None
-    if part is not None:
-        subject = f"{subject} ({part.number}/{part.total})"
+    # A part's number ends its subject, within the same limit: the rules give way to it.
+    numbered = f" ({part.number}/{part.total})" if part is not None else ""
+    subject = subject_line(digest, limit=SUBJECT_LIMIT - len(numbered)) + numbered
     layout = layout_of(subscriber)
     texts = texts_view(digest)
     language = texts.language if texts else None

@@ -17,6 +17,7 @@ from support.demo_texts import heaviest_digest
 from bot.render.email import (
     HTML_BUDGET,
     SHORTENED_NOTES,
+    SUBJECT_LIMIT,
     EmailSettings,
     build_message,
     html_size,
@@ -73,6 +74,20 @@ def test_the_parts_are_threaded_under_the_first() -> None:
     assert [part.digest.digest_id for part in parts if part.digest] == [
         f"{digest.digest_id}p{n}" for n in range(1, len(parts) + 1)
     ]
+
+
+def test_a_parts_number_ends_its_subject_within_the_limit() -> None:
+    digest = heaviest_digest(40, abstracts="full", language="zh")
+    # Rules shown in words as long as a subject: the first is cut to leave room for "(1/2)".
+    phrase = " ".join(["reinforcement learning for robot manipulation"] * 3)
+    long_rules = tuple(
+        replace(group, rule=f'"{phrase} {n}"') for n, group in enumerate(digest.groups)
+    )
+    parts = render_parts(replace(digest, groups=long_rules), SETTINGS)
+    assert len(parts) >= 2
+    for number, part in enumerate(parts, 1):
+        assert len(part.subject) <= SUBJECT_LIMIT
+        assert part.subject.endswith(f"… (+1 more) \u2014 Thu 28 Nov ({number}/{len(parts)})")
 
 
 def test_one_email_when_the_subscriber_chose_it() -> None:
