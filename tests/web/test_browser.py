@@ -301,7 +301,7 @@ def test_a_thumbs_up_in_the_email_is_recorded_shown_on_the_manage_page_and_undon
     page.on("pageerror", lambda error: console.append(f"pageerror: {error}"))
     page.goto(demo.digest_html("ada").as_uri())
     first = page.locator("div[id^='paper-']").first
-    title = first.locator("h3 a").inner_text().split(". ", 1)[-1].strip()
+    title = first.locator("h3 > a").inner_text().split(". ", 1)[-1].strip()
     like = first.get_by_role("link", name="👍")
     assert f"localhost:{demo.port}/feedback/" in str(like.get_attribute("href"))
     like.click()
@@ -483,7 +483,7 @@ def test_view_in_browser_opens_the_digest_in_the_archive_and_the_list(
     page.on("pageerror", lambda error: console.append(f"pageerror: {error}"))
     page.goto(demo.digest_html("ada").as_uri())
     headline = page.locator("h1").inner_text()
-    titles = page.locator("h3 a").all_inner_texts()
+    titles = page.locator("h3 > a").all_inner_texts()
     view = page.get_by_role("link", name="View in your browser")
     href = str(view.get_attribute("href"))
     assert re.fullmatch(rf"http://localhost:{demo.port}/archive/[^/]+/paperbell\.[0-9a-f]+", href)
@@ -492,7 +492,7 @@ def test_view_in_browser_opens_the_digest_in_the_archive_and_the_list(
     page.wait_for_url(href)
     assert opened.value.status == 200
     assert page.locator("h1").inner_text() == headline
-    assert page.locator("h3 a").all_inner_texts() == titles  # the same digest, whole
+    assert page.locator("h3 > a").all_inner_texts() == titles  # the same digest, whole
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     shot(page, "archive-digest-phone")
 
@@ -508,7 +508,7 @@ def test_view_in_browser_opens_the_digest_in_the_archive_and_the_list(
     shot(page, "archive-list-phone")
     listed.click()
     page.wait_for_url(href)
-    assert page.locator("h3 a").all_inner_texts() == titles
+    assert page.locator("h3 > a").all_inner_texts() == titles
     assert not [line for line in console if "Content Security Policy" in line], console
     assert not [line for line in console if line.startswith("pageerror")], console
     context.close()
@@ -558,7 +558,8 @@ def test_the_rating_page_works_on_a_phone_without_scripts(
     page = context.new_page()
     titles = None
     page.goto(demo.digest_html("ada").as_uri())
-    titles = [t.split(". ", 1)[-1].strip() for t in page.locator("h3 a").all_inner_texts()]
+    # The titles: a heading's own link (a Hugging Face paper's ▲ upvotes link sits beside it).
+    titles = [t.split(". ", 1)[-1].strip() for t in page.locator("h3 > a").all_inner_texts()]
     link = _rating_link(demo, "ada")
     response = page.goto(link)
     assert response is not None and response.status == 200
