@@ -90,6 +90,20 @@ def test_a_parts_number_ends_its_subject_within_the_limit() -> None:
         assert part.subject.endswith(f"… (+1 more) \u2014 Thu 28 Nov ({number}/{len(parts)})")
 
 
+def test_a_part_says_which_it_is_under_the_day_then_who_wrote_the_summaries() -> None:
+    digest = heaviest_digest(67, abstracts="full", language="zh", summaries=True)
+    parts = render_parts(digest, SETTINGS)
+    assert len(parts) >= 2
+    for number, part in enumerate(parts, 1):
+        html = part.html[part.html.index('class="brand"') :]  # past the preheader
+        for body in (part.text, html):
+            day = body.index("Thursday 28 November 2024")
+            which = body.index(f"Part {number} of {len(parts)}: papers")
+            written = body.index("AI summaries by qwen2.5:7b-instruct.")
+            assert day < which < written
+            assert body.count("AI summaries by") == 1
+
+
 def test_one_email_when_the_subscriber_chose_it() -> None:
     digest = heaviest_digest(40, abstracts="full", language="zh")
     one = replace(digest, subscriber=replace(digest.subscriber, long_emails="one"))
