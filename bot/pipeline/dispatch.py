@@ -1,7 +1,8 @@
-"""A run's rendered digests handed on (delivery's last steps): queued in the outbox and sent
-through the channels, or written to files, with a `DeliveryReport` for each.
+"""A run's digests handed on (delivery's last steps): queued in the outbox as jobs and sent
+through the channels (each rendered by the worker that claims it), or rendered and written
+to files, with a `DeliveryReport` for each.
 
-Owns what a run reports and how its payloads reach the outbox and the channels; the
+Owns what a run reports and how its digests reach the outbox and the channels; the
 order of the run is `bot.pipeline.deliver`'s, the outbox's rules `bot.channels.outbox`'s.
 """
 
@@ -12,9 +13,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from bot.channels import Channel, kind_of
+from bot.channels import Channel, Target, kind_of
 from bot.channels.outbox import drain
 from bot.core.models import Digest, target_label
+from bot.pipeline.jobs import job_of, renderer
 from bot.store import Queued, Store
 
 if TYPE_CHECKING:
@@ -56,16 +58,18 @@ class Outgoing:
 
 
 def queue(
-    store: Store, outgoing: Sequence[Outgoing], request: DeliveryRequest, *, now: datetime
+    store: Store,
+    built: Sequence[tuple[Digest, Target]],
+    request: DeliveryRequest,
+    *,
+    now: datetime,
 ) -> list[DeliveryReport]:
-    """Queue each payload in the outbox with its papers, once per (subscriber, channel,
-    period: `request.period`'s, else the digest's own id): a report for each that another
-    run had queued first."""
+    """Queue each digest as a job for its target, with its papers, once per (subscriber,
+    channel, period: `request.period`'s, else the digest's own id): a report for each that
+    another run had queued first."""
     period = request.period
-    elsewhere: list[DeliveryReport] = []
     entries = []
-    for o in outgoing:
-        digest = o.digest
+    for digest, target in built:
         sub = digest.subscriber
         assert sub.id is not None
         entries.append(
@@ -74,16 +78,19 @@ def queue(
                 channel=digest.channel,
                 period=period(sub) if period else digest.digest_id,
                 digest_id=digest.digest_id,
-                recipient=o.recipient,
-                payload=o.payload,
+                recipient=target.recipient,
+                payload=b"",
                 sent=[item.paper for item in digest.items],
                 omitted=(*digest.omitted, *digest.disliked),
+                job=job_of(digest),
             )
         )
-    for o, outbox_id in zip(outgoing, store.outbox.enqueue_many(entries, now=now), strict=True):
-        if outbox_id is None:
-            elsewhere.append(report_of(o.digest, o.recipient, "queued-elsewhere"))
-    return elsewhere
+    ids = store.outbox.enqueue_many(entries, now=now)
+    return [
+        report_of(digest, target.recipient, "queued-elsewhere")
+        for (digest, target), outbox_id in zip(built, ids, strict=True)
+        if outbox_id is None
+    ]
 
 
 async def send(
@@ -94,8 +101,8 @@ async def send(
     *,
     attempted: set[int] | None = None,
 ) -> list[DeliveryReport]:
-    """Send what the outbox holds (and is due, unless `request.catch_up`), this run's
-    digests among it; a report per attempt (without the digest: a run of many thousands
+    """Render and send what the outbox holds (and is due, unless `request.catch_up`), this
+    run's digests among it; a report per attempt (without the digest: a run of many thousands
     holds none once sent). `attempted`: the records this run tried already (each is tried
     once a run)."""
     reports = []
@@ -107,6 +114,7 @@ async def send(
         due_only=not request.catch_up,
         should_stop=should_stop,
         tried=attempted,
+        render=renderer(parts),
     ):
         item = attempt.item
         error = attempt.error

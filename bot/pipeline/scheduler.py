@@ -57,6 +57,7 @@ from bot.core.schedule import Slot, latest_slot, next_slot
 from bot.match.digest import empty_note
 from bot.pipeline.deliver import DeliveryReport, DeliveryRequest, deliver
 from bot.pipeline.health import SourceHealth, source_health, source_plans
+from bot.pipeline.jobs import renderer
 from bot.pipeline.likes import sync_declared_likes_online
 from bot.pipeline.mailbox import MailboxReader
 from bot.pipeline.poll import PollReport, check_listing, poll_source
@@ -380,7 +381,7 @@ class Daemon:
         return listing is not None and bool(listing.repaired)
 
     async def send_due(self) -> list[Attempt]:
-        """Send the queued digests that are due (retries wait for their time)."""
+        """Render and send the queued digests that are due (retries wait for their time)."""
         if not self.parts.channels:
             return []
         attempts = await drain(
@@ -391,6 +392,7 @@ class Daemon:
             retry=self.retry,
             due_only=True,
             should_stop=lambda: self.stopping,
+            render=renderer(self.parts),
         )
         for attempt in attempts:
             _count(self.counters.sends, attempt.status)

@@ -10,7 +10,7 @@ after a claim says which `owner` it comes from. Queueing is bot.store.outbox.que
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -46,6 +46,20 @@ class OutboxItem:
     attempts: int  # failed attempts before this one
     progress: str | None = None  # how far a multi-message digest got (the channel's JSON)
     lease_until: datetime | None = None  # the worker holds it until then, unless it renews
+    job: bytes | None = None  # the digest, not yet rendered into `payload` (bot.pipeline.jobs)
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedJob:
+    """A claimed job rendered into its message (`Outbox.mark_rendered`): the message, how
+    many papers it holds and leaves out, and the job's papers it does not hold
+    ((id, version): the renderer cut them)."""
+
+    outbox_id: int
+    payload: bytes
+    papers: int
+    omitted: int
+    left_out: Sequence[tuple[str, int]] = ()
 
 
 # Recording a send (`Outbox.mark_sent`): the record, leased by `owner` or (its lease lost)
@@ -66,6 +80,34 @@ _DELIVERIES_SENT = (
     update(DELIVERIES)
     .where(DELIVERIES.c.outbox_id == bindparam("row"), DELIVERIES.c.status == "queued")
     .values(status="sent")
+)
+
+
+# Recording a rendered job (`Outbox.mark_rendered`): the record `owner` holds, its message
+# in place of the job, its papers the message does not hold left out.
+_RENDERED = (
+    update(OUTBOX)
+    .where(
+        OUTBOX.c.id == bindparam("row"),
+        OUTBOX.c.lease_owner == bindparam("owner"),
+        OUTBOX.c.status == "pending",
+    )
+    .values(papers=bindparam("paper_count"), omitted=bindparam("omitted_count"))
+)
+_MESSAGE_RENDERED = (
+    update(MESSAGES)
+    .where(MESSAGES.c.outbox_id == bindparam("row"))
+    .values(payload=bindparam("message"), job=None)
+)
+_LEFT_OUT = (
+    update(DELIVERIES)
+    .where(
+        DELIVERIES.c.outbox_id == bindparam("row"),
+        DELIVERIES.c.paper_id == bindparam("paper"),
+        DELIVERIES.c.paper_version == bindparam("version"),
+        DELIVERIES.c.status == "queued",
+    )
+    .values(status="omitted")
 )
 
 
@@ -90,7 +132,7 @@ _LEASE = (
         OUTBOX.c.progress,
     )
 )
-_MESSAGES_OF = select_columns(MESSAGES.c.outbox_id, MESSAGES.c.payload).where(
+_MESSAGES_OF = select_columns(MESSAGES.c.outbox_id, MESSAGES.c.payload, MESSAGES.c.job).where(
     MESSAGES.c.outbox_id.in_(bindparam("ids", expanding=True))
 )
 
@@ -163,7 +205,10 @@ class OutboxLeases(Repository):
             ).all()
             ids = [row.id for row in leased]
             messages = (
-                {int(i): bytes(p) for i, p in connection.execute(_MESSAGES_OF, {"ids": ids})}
+                {
+                    int(i): (bytes(payload), None if job is None else bytes(job))
+                    for i, payload, job in connection.execute(_MESSAGES_OF, {"ids": ids})
+                }
                 if ids
                 else {}
             )
@@ -176,12 +221,13 @@ class OutboxLeases(Repository):
                     channel=row.channel,
                     recipient=row.recipient,
                     digest_id=row.digest_id,
-                    payload=messages.get(row.id, b""),
+                    payload=messages.get(row.id, (b"", None))[0],
                     papers=row.papers,
                     omitted=row.omitted,
                     attempts=row.attempts,
                     progress=row.progress,
                     lease_until=until,
+                    job=messages.get(row.id, (b"", None))[1],
                 )
                 for row in leased
             ),
@@ -242,6 +288,32 @@ class OutboxLeases(Repository):
             if written:
                 connection.execute(_DELIVERIES_SENT, {"row": outbox_id})
             return bool(held)
+
+    def mark_rendered(self, rendered: Sequence[RenderedJob], *, owner: str) -> set[int]:
+        """Jobs `owner` rendered: each message kept in place of its job, and the papers the
+        message left out (an email holds what mail apps show whole) recorded as omitted, in
+        one transaction. The ids `owner` still held: one missing was taken over by another
+        worker (its lease ran out), which renders it itself."""
+        held: set[int] = set()
+        with failing_as("record the rendered digests"), self.database.transaction() as connection:
+            for job in rendered:
+                counts = {"paper_count": job.papers, "omitted_count": job.omitted}
+                mine = {"row": job.outbox_id, "owner": owner, **counts}
+                if not connection.execute(_RENDERED, mine).rowcount:
+                    continue
+                held.add(job.outbox_id)
+                connection.execute(
+                    _MESSAGE_RENDERED, {"row": job.outbox_id, "message": job.payload}
+                )
+                if job.left_out:
+                    connection.execute(
+                        _LEFT_OUT,
+                        [
+                            {"row": job.outbox_id, "paper": paper, "version": version}
+                            for paper, version in job.left_out
+                        ],
+                    )
+        return held
 
     def mark_progress(
         self, outbox_id: int, progress: str, *, owner: str, lease_until: datetime

@@ -29,7 +29,8 @@ MESSAGES = OutboxMessageRow.__table__  # type: ignore[attr-defined]
 @dataclass(frozen=True, slots=True)
 class Queued:
     """A built digest to queue (`Outbox.enqueue_many`): for whom, where, for which slot,
-    its finished payload, and the papers it sends and leaves out."""
+    its finished payload or its `job` (the digest, rendered by the worker that claims it;
+    the payload empty until then), and the papers it sends and leaves out."""
 
     subscriber_id: int
     channel: str
@@ -39,6 +40,7 @@ class Queued:
     payload: bytes
     sent: Sequence[Paper]
     omitted: Sequence[Paper] = ()
+    job: bytes | None = None
 
 
 class OutboxQueue(Repository):
@@ -107,7 +109,10 @@ class OutboxQueue(Repository):
         ids = [int(i) for i in connection.execute(returning, rows).scalars()]
         connection.execute(
             insert(MESSAGES),
-            [{"outbox_id": i, "payload": e.payload} for i, e in zip(ids, entries, strict=True)],
+            [
+                {"outbox_id": i, "payload": e.payload, "job": e.job}
+                for i, e in zip(ids, entries, strict=True)
+            ],
         )
         deliveries = []
         for outbox_id, entry in zip(ids, entries, strict=True):
