@@ -73,7 +73,11 @@ def run(
     clock = utcnow if clock_start is None else _fast_clock(clock_start, clock_speed)
     store = open_store(config)
 
-    code = asyncio.run(run_daemon(config, store, clock=clock, web=web, speed=clock_speed))
+    # The senders read the real clock: on the testing aid's clock, this process sends.
+    senders = 0 if clock_start is not None else config.delivery.workers
+    code = asyncio.run(
+        run_daemon(config, store, clock=clock, web=web, speed=clock_speed, senders=senders)
+    )
     sys.exit(code)
 
 

@@ -67,7 +67,8 @@ class DeliveryRequest:
     default the digest's own id. `note(subscriber)` is the text of a short note sent when
     their digest holds nothing (None: send nothing). `catch_up` also sends queued digests
     still waiting for their retry time (a run from the command line); the daemon leaves
-    them to their time."""
+    them to their time. `sends` false: the digests are queued, not sent by this process
+    (its sender processes send them)."""
 
     mode: Mode = "send"
     only: str | None = None  # this subscriber alone, by name
@@ -76,6 +77,7 @@ class DeliveryRequest:
     period: Callable[[Subscriber], str] | None = None
     note: Callable[[Subscriber], str | None] | None = None
     catch_up: bool = True
+    sends: bool = True  # False: queue only; the sender processes send (bot.cli.senders)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +134,9 @@ async def deliver(
         reports += skipped
         if request.mode == "send":  # each digest a job, rendered by the worker sending it
             reports += await asyncio.to_thread(queue, parts.store, pairs, request, now=now)
-            reports += await send(
-                parts, clock or (lambda: now), request, should_stop, attempted=attempted
-            )
+            if request.sends:
+                clock = clock or (lambda: now)
+                reports += await send(parts, clock, request, should_stop, attempted=attempted)
         else:  # a preview or files: rendered here, nothing queued
             reports += await _render_here(parts, pairs, context, request.mode)
         await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
@@ -350,5 +352,9 @@ async def _rankings(parts: Parts, plan: DeliveryPlan, *, now: datetime) -> dict[
 
 
 def _in_order(reports: list[DeliveryReport], subscribers: list[Subscriber]) -> list[DeliveryReport]:
+    """The reports in the subscribers' order, a digest's "queued" left out once its send
+    was reported."""
+    tried = {r.outbox_id for r in reports if r.status != "queued" and r.outbox_id is not None}
+    kept = [r for r in reports if not (r.status == "queued" and r.outbox_id in tried)]
     order = {s.name: i for i, s in enumerate(subscribers)}
-    return sorted(reports, key=lambda r: order.get(r.subscriber, len(order)))
+    return sorted(kept, key=lambda r: order.get(r.subscriber, len(order)))

@@ -9,7 +9,7 @@ order of the run is `bot.pipeline.deliver`'s, the outbox's rules `bot.channels.o
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -31,7 +31,8 @@ class DeliveryReport:
     subscriber: str
     address: str | None
     # "sent", "failed", "retry" (failed, queued for another attempt), "nothing",
-    # "queued-elsewhere" (another run queued it first), "would-send", "written", "skipped",
+    # "queued-elsewhere" (another run queued it first), "queued" (in the outbox, not yet
+    # sent by this process: another sends it), "would-send", "written", "skipped",
     # "unrecorded" (sent, but the record failed), "waiting" (left queued for the relay's
     # limits: a later run sends it; not a failure)
     status: str
@@ -41,6 +42,7 @@ class DeliveryReport:
     where: str | None = None
     digest: Digest | None = field(default=None, repr=False)
     channel: str = "email"
+    outbox_id: int | None = None  # its outbox record, once queued
 
     @property
     def target(self) -> str:
@@ -65,8 +67,8 @@ def queue(
     now: datetime,
 ) -> list[DeliveryReport]:
     """Queue each digest as a job for its target, with its papers, once per (subscriber,
-    channel, period: `request.period`'s, else the digest's own id): a report for each that
-    another run had queued first."""
+    channel, period: `request.period`'s, else the digest's own id): a report for each,
+    "queued" with its outbox record, or "queued-elsewhere" (another run queued it first)."""
     period = request.period
     entries = []
     for digest, target in built:
@@ -88,9 +90,34 @@ def queue(
     ids = store.outbox.enqueue_many(entries, now=now)
     return [
         report_of(digest, target.recipient, "queued-elsewhere")
-        for (digest, target), outbox_id in zip(built, ids, strict=True)
         if outbox_id is None
+        else replace(report_of(digest, target.recipient, "queued"), outbox_id=outbox_id)
+        for (digest, target), outbox_id in zip(built, ids, strict=True)
     ]
+
+
+def settle(store: Store, reports: Sequence[DeliveryReport]) -> list[DeliveryReport]:
+    """The reports, each digest this run queued and another process sent (or tried) told
+    as its outbox record now stands; one still waiting stays "queued"."""
+    queued = [r.outbox_id for r in reports if r.status == "queued" and r.outbox_id is not None]
+    if not queued:
+        return list(reports)
+    records = store.outbox.records(queued)
+    settled = []
+    for report in reports:
+        record = records.get(report.outbox_id or 0) if report.status == "queued" else None
+        if record is not None and (record.status != "pending" or record.attempts):
+            status = record.status if record.status != "pending" else "retry"
+            report = replace(
+                report,
+                status=status,
+                count=record.papers,
+                omitted=record.omitted,
+                error=record.last_error,
+                digest=None,
+            )
+        settled.append(report)
+    return settled
 
 
 async def send(
@@ -136,6 +163,7 @@ async def send(
                 omitted=item.omitted,
                 error=error,
                 channel=item.channel,
+                outbox_id=item.id,
             )
         )
     return reports

@@ -145,7 +145,8 @@ class TickReport:
 
 class Daemon:
     """Polls, digests and sends, one `tick` at a time; `serve` runs it on a timer. With a
-    `leadership`, polls and digests only while it leads."""
+    `leadership`, polls and digests only while it leads; with `sends` false, leaves the
+    sending to its sender processes (`bot.cli.senders`)."""
 
     def __init__(
         self,
@@ -157,6 +158,7 @@ class Daemon:
         clock: Callable[[], datetime],
         owner: str | None = None,
         leadership: Leadership | None = None,
+        sends: bool = True,
     ) -> None:
         self.config = config
         self.store = store
@@ -166,6 +168,7 @@ class Daemon:
         self.owner = owner or worker_name()
         self.leadership = leadership
         self.leading = leadership is None  # whether this process polls and plans
+        self.sends = sends  # whether it sends the queued digests (else its senders do)
         self.calendar = config.polling.calendar()
         self.policy = config.polling.policy()
         self.retry = self.parts.retry
@@ -207,7 +210,7 @@ class Daemon:
             self._check_calendar(now)
             polls = await self.poll_due(now)
             digests = await self.digests_due(self.clock())
-        attempts = await self.send_due()
+        attempts = await self.send_due() if self.sends else []
         if self.leading and not self.stopping:
             await self.prune_due(self.clock())
         self.counters.ticks += 1
@@ -347,6 +350,7 @@ class Daemon:
             period=lambda sub: due[sub.id or 0][1].key,
             note=note,
             catch_up=False,
+            sends=self.sends,
         )
         reports = await deliver(
             self.parts,

@@ -20,10 +20,18 @@ deliveries (which paper versions went, or will go, to whom on which channel).
 from __future__ import annotations
 
 from bot.store.outbox.leases import OutboxItem, OutboxLeases, RenderedJob
-from bot.store.outbox.queries import OutboxQueries, OutboxStatus, Waiting
+from bot.store.outbox.queries import OutboxQueries, OutboxStatus, RecordState, Waiting
 from bot.store.outbox.queue import OutboxQueue, Queued
 
-__all__ = ["Outbox", "OutboxItem", "OutboxStatus", "Queued", "RenderedJob", "Waiting"]
+__all__ = [
+    "Outbox",
+    "OutboxItem",
+    "OutboxStatus",
+    "Queued",
+    "RecordState",
+    "RenderedJob",
+    "Waiting",
+]
 
 
 class Outbox(OutboxQueue, OutboxLeases, OutboxQueries):
