@@ -308,7 +308,7 @@ def process_cpu(watch: TreeWatch, main_pid: int, first: float | None, end: float
         elif "resource_tracker" in command:
             continue  # multiprocessing's helper: no work of the run
         else:
-            role = "render worker" if "spawn_main" in command else f"process {pid}"
+            role = "sender" if "spawn_main" in command else f"process {pid}"
         busy = (seconds - since.get(pid, 0.0)) / span if span > 0 else float("nan")
         parts.append(f"{role} {seconds:.1f} s (busy {busy:.2f})")
     return "CPU by process (busy: its share of one core from the first message on): " + (

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -264,11 +265,12 @@ def digest(
     request = DeliveryRequest(mode=mode, only=only, since=since.date() if since else None)
     texts: list[TextsRun] = []
     parts = wire(config, store, out_dir=out_dir)
-    senders = None  # [delivery] workers: this process sends too, with workers - 1 more
+    senders = None  # [delivery] workers: more than one send beside this process, which plans
     if mode == "send" and config.delivery.workers > 1:
         from bot.cli.senders import start_senders
 
-        senders = start_senders(config_path, config.delivery.workers - 1, until_idle=True)
+        senders = start_senders(config_path, config.delivery.workers, until_idle=True)
+        request = replace(request, sends=False)
     try:
         reports = asyncio.run(
             deliver(parts, request, now=utcnow(), clock=utcnow, on_texts=texts.append)

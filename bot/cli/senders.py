@@ -15,9 +15,12 @@ import asyncio
 import logging
 import multiprocessing
 import multiprocessing.synchronize
+import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
@@ -42,6 +45,8 @@ class Senders:
         self.planned.set()
         for process in self.processes:
             process.join()
+            if process.exitcode:
+                log.error("%s ended with exit code %s", process.name, process.exitcode)
 
     def stop(self, grace: float) -> None:
         """Stop the senders after their messages in flight; those still running after
@@ -56,18 +61,32 @@ class Senders:
                 process.join()
 
 
-def start_senders(config_path: Path, count: int, *, until_idle: bool) -> Senders:
+def start_senders(
+    config_path: Path,
+    count: int,
+    *,
+    until_idle: bool,
+    clock: Callable[[], datetime] | None = None,
+) -> Senders:
     """Start `count` sender processes over the config at `config_path`. `until_idle`: a
     one-off run's (`paperbell digest`): they send every record now, retries included, and
     stop once `planned` is set and nothing is left; otherwise a daemon's, sending what is
-    due until stopped."""
+    due until stopped. `clock`: what they read the time on (picklable; default the
+    real one)."""
     spawn = multiprocessing.get_context("spawn")
     planned, stopping = spawn.Event(), spawn.Event()
     processes: list[BaseProcess] = []
     for number in range(1, count + 1):
         process = spawn.Process(
             target=_send,
-            args=(str(config_path), planned, stopping, until_idle),
+            args=(
+                clock,
+                str(config_path),
+                planned,
+                stopping,
+                until_idle,
+                logging.getLogger().level,
+            ),
             name=f"paperbell-sender-{number}",
             daemon=True,
         )
@@ -77,18 +96,26 @@ def start_senders(config_path: Path, count: int, *, until_idle: bool) -> Senders
 
 
 def _send(
+    clock: Callable[[], datetime] | None,
     config_path: str,
     planned: multiprocessing.synchronize.Event,
     stopping: multiprocessing.synchronize.Event,
     until_idle: bool,
+    log_level: int,
 ) -> None:
-    """A sender's life: claim, render, send, record, until told to stop."""
+    """A sender's life: claim, render, send, record, until told to stop. It logs at its
+    parent's level, each line naming the sender."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _die_with_parent()
+    logging.basicConfig(
+        level=log_level, format="%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"
+    )
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # the schema check, each start
     from bot.channels.outbox import drain
     from bot.cli.secrets import database_url
     from bot.config import load_config
+    from bot.core.plurals import plural
     from bot.pipeline import build_channels, wire
     from bot.pipeline.jobs import renderer
     from bot.store import Store, utcnow
@@ -104,7 +131,7 @@ def _send(
                 drain(
                     store,
                     parts.channels,
-                    clock=utcnow,
+                    clock=clock or utcnow,
                     retry=parts.retry,
                     due_only=not until_idle,
                     should_stop=stopping.is_set,
@@ -112,20 +139,27 @@ def _send(
                     render=render,
                 )
             )
-            if not attempts:
-                if until_idle and done_planning:
-                    return
+            if attempts:
+                sent = sum(1 for attempt in attempts if attempt.status == "sent")
+                log.info("sent %s", plural(sent, "digest"))
+            elif until_idle and done_planning:
+                return
+            else:
                 stopping.wait(IDLE_SECONDS)
 
 
 def _die_with_parent() -> None:
-    """On Linux, ask for SIGKILL when the parent dies: no sender outlives its daemon."""
+    """On Linux, ask for SIGKILL when the parent dies: no sender outlives its daemon (nor
+    starts after it died)."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
 
+    parent = os.getppid()
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # a libc without prctl: the parent stops it instead
-        pass
+        return
+    if os.getppid() != parent:  # the parent died before the call
+        os._exit(1)

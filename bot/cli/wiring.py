@@ -161,7 +161,7 @@ async def run_daemon(
             config.daemon.tick_seconds,
         )
         sending = (
-            start_senders(config.path, senders, until_idle=False)
+            start_senders(config.path, senders, until_idle=False, clock=clock)
             if senders and config.path is not None
             else None
         )

@@ -185,8 +185,9 @@ class DeliveryConfig(Section):
     retry_max_seconds: float = Field(3 * 3600, gt=0, le=30 * 86400)
     bounce_limit: int = Field(3, ge=1, le=100)
     # Processes that render and send the queued digests: `run` starts this many beside the
-    # one that plans and serves the web app; `digest` sends in its own and this many less one.
-    workers: int = Field(2, ge=1, le=64)
+    # one that plans and serves the web app; `digest` too, beside the one that plans (with 1,
+    # it sends in its own).
+    workers: int = Field(1, ge=1, le=64)
 
 
 class AppriseConfig(Section):
