@@ -1,6 +1,8 @@
 """A run's signed links, as its renderers ask for them (`Linker`): each subscriber's manage,
-one-click unsubscribe, archive and feed links, and each paper's 👍 / 👎 links and buttons
-(each signed over its subscriber, paper and verdict: `LinkSigner.feedback_token`).
+one-click unsubscribe, archive and feed links, an email's rating link (its papers' page of
+👍 / 👎, signed over its subscriber and digest: `LinkSigner.rating_url`), and each paper's
+👍 / 👎 links and buttons (each signed over its subscriber, paper and verdict:
+`LinkSigner.feedback_token`).
 
 Made for each run from the parts wired at start (`bot.pipeline.wiring.Parts.render_context`):
 the signer, the site, the time. Pure: it signs, it reads nothing.
@@ -32,20 +34,23 @@ class Linker:
         self, subscriber: Subscriber, papers: Sequence[str] = (), digest_id: str | None = None
     ) -> DigestLinks | None:
         """The subscriber's signed manage and one-click unsubscribe links, and the 👍 / 👎
-        links of each of `papers` (paper ids), the digest `digest_id` in their archive
-        and their Atom feed, when [web] is set up for them and the subscriber is stored
-        (has an id). Placeholders (`placeholder_url`) when nothing can sign them: a
-        message that is sent never carries them (`bot.pipeline.deliver` refuses to send
-        without the key)."""
+        links of each of `papers` (paper ids), the digest `digest_id` in their archive,
+        the page to rate its papers (when it has any) and their Atom feed, when [web] is
+        set up for them and the subscriber is stored (has an id). Placeholders
+        (`placeholder_url`) when nothing can sign them: a message that is sent never
+        carries them (`bot.pipeline.deliver` refuses to send without the key)."""
         if subscriber.id is None:
             return None
         signer, now, site = self.signer, self.now, self.placeholders
         feedback: dict[str, VoteLinks] = {}
+        rating: str | None = None
         if signer is not None:
             unsubscribe = signer.url("unsubscribe", subscriber, now=now)
             manage = signer.url("manage", subscriber, now=now)
             archive = signer.archive_url(subscriber, digest_id) if digest_id else None
             feed = signer.feed_url(subscriber)
+            if digest_id and papers:
+                rating = signer.rating_url(subscriber, digest_id, now=now)
             for key in papers:
                 like = signer.feedback_url(subscriber, key, "like", now=now)
                 dislike = signer.feedback_url(subscriber, key, "dislike", now=now)
@@ -56,6 +61,7 @@ class Linker:
             manage = placeholder_url(site, "manage")
             archive = placeholder_url(site, "archive") if digest_id else None
             feed = placeholder_url(site, "feed")
+            rating = placeholder_url(site, "rate") if digest_id and papers else None
             vote = VoteLinks(*(placeholder_url(site, "feedback"),) * 2)
             feedback = dict.fromkeys(papers, vote)
         else:
@@ -66,6 +72,7 @@ class Linker:
             feedback=feedback,
             archive=archive,
             feed=feed,
+            rating=rating,
         )
 
     def votes(self, digest: Digest) -> dict[str, VoteTokens]:

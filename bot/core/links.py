@@ -20,6 +20,11 @@ subscriber's `owner_tag` without carrying it, so it is checked against the subsc
 names (`read_feedback`). Each token has its own signature: one edited to another paper,
 verdict, subscriber, address or time is refused, as is a paper key no link could carry.
 
+A rating token (the one link of an email's plain-text part to a page where each of its
+papers gets its 👍 / 👎: `rating_url`, `read_rating`) is made the same way, with a salt of
+its own, over the subscriber's id and the digest's id (its hex packed into bytes): short,
+in date as long as a feedback link, refused when edited to another digest or subscriber.
+
 A standing link (the personal Atom feed, `/feed/TOKEN.atom`, and the digest archive,
 `/archive/TOKEN`) sits in a feed reader or an old email for years, so it does not expire:
 its token is the subscriber's id and an HMAC-SHA256 over it whose key covers the purpose and
@@ -38,6 +43,7 @@ import functools
 import hashlib
 import hmac
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -75,8 +81,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Purpose = Literal["manage", "unsubscribe", "confirm", "feedback"]
-PURPOSES: tuple[Purpose, ...] = ("manage", "unsubscribe", "confirm", "feedback")
+Purpose = Literal["manage", "unsubscribe", "confirm", "feedback", "rate"]
+PURPOSES: tuple[Purpose, ...] = ("manage", "unsubscribe", "confirm", "feedback", "rate")
+# The links that name more than a subscriber, each read by a reader of its own.
+_NAMING = frozenset({"feedback", "rate"})
 # The links that do not expire (see the module's docstring): the Atom feed and the archive.
 Standing = Literal["feed", "archive"]
 STANDING: tuple[Standing, ...] = ("feed", "archive")
@@ -88,6 +96,10 @@ _CODE_OF = {verdict: code for code, verdict in _VERDICT_CODES.items()}
 # rarely over 100): a paper with a longer one gets no 👍 / 👎 links.
 MAX_FEEDBACK_KEY = 200
 MAX_FEEDBACK_TOKEN = 400  # characters: anything longer is no token of ours
+MAX_DIGEST_ID = 128  # the outbox's column: a rating token names a digest at most this long
+# How a rating token's body writes its digest: "h" its id's hex packed ("paperbell.<hex>"),
+# "r" the id itself (any other), each base64url.
+_HEX_DIGEST = re.compile(r"paperbell\.((?:[0-9a-f]{2}){1,32})")
 FEEDBACK_SIGNATURE_BYTES = 12  # 96 bits: forging one takes ~2**96 tries
 MIN_SECRET = 32
 # The token of a link that could not be signed (a preview made without the secret key).
@@ -154,6 +166,7 @@ class Visitor:
     made: datetime
     paper: str | None = None  # feedback links: the paper's key ("2411.18179", "doi:…")
     verdict: Verdict | None = None  # feedback links: "like" or "dislike"
+    digest: str | None = None  # rating links: the digest's id ("paperbell.3da9…")
 
     def belongs_to(self, sub: Subscriber) -> bool:
         """Whether the link was made for this subscriber, at the address they have now."""
@@ -241,6 +254,55 @@ def _feedback_claim(token: str) -> _Claim | None:
     return _Claim(int(number), verdict, paper)
 
 
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes | None:
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _digest_ok(digest_id: str) -> bool:
+    """Whether a digest id can be named by a rating token: what the outbox stores."""
+    return 0 < len(digest_id) <= MAX_DIGEST_ID and digest_id.isascii() and digest_id.isprintable()
+
+
+def _rating_body(number: int, digest_id: str) -> str:
+    packed = _HEX_DIGEST.fullmatch(digest_id)
+    if packed:
+        return f"{number}h{_b64(bytes.fromhex(packed.group(1)))}"
+    return f"{number}r{_b64(digest_id.encode())}"
+
+
+def _rating_claim(token: str) -> tuple[int, str] | None:
+    """The subscriber id and digest id a rating token names (unchecked), or None when its
+    body is not one we make."""
+    if len(token) > MAX_FEEDBACK_TOKEN or not token.isascii() or token.count(".") != 2:
+        return None
+    body = token.partition(".")[0]
+    number = body[: len(body) - len(body.lstrip("0123456789"))]
+    code, rest = body[len(number) : len(number) + 1], body[len(number) + 1 :]
+    raw = _unb64(rest) if rest else None
+    if not number or len(number) > 12 or raw is None:
+        return None
+    if code == "h" and 0 < len(raw) <= 32:
+        digest_id = f"paperbell.{raw.hex()}"
+    elif code == "r":
+        try:
+            digest_id = raw.decode()
+        except UnicodeDecodeError:
+            return None
+    else:
+        return None
+    # Only the form this module writes: one body for each digest.
+    if not _digest_ok(digest_id) or _rating_body(int(number), digest_id) != body:
+        return None
+    return int(number), digest_id
+
+
 class LinkSigner:
     """Makes and reads the signed links of one site (`public_url`) with one secret."""
 
@@ -278,6 +340,8 @@ class LinkSigner:
     def token(self, purpose: Purpose, sub: Subscriber, *, now: datetime) -> str:
         if purpose == "feedback":
             raise ValueError("a feedback link names a paper: use feedback_token")
+        if purpose == "rate":
+            raise ValueError("a rating link names a digest: use rating_url")
         if sub.id is None:
             raise ValueError(f"{sub.name} is not stored: a link needs its database id")
         return str(self._serializer(purpose, now).dumps([sub.id, self._owner_tag(sub)]))
@@ -287,8 +351,9 @@ class LinkSigner:
         return f"{self.public_url}/{purpose}/{self.token(purpose, sub, now=now)}"
 
     def read(self, purpose: Purpose, token: str, *, now: datetime) -> Visitor | TokenProblem:
-        """Whose the token is, or why it is refused (a feedback token: `read_feedback`)."""
-        if purpose == "feedback":
+        """Whose the token is, or why it is refused (a feedback token: `read_feedback`, a
+        rating token: `read_rating`)."""
+        if purpose in _NAMING:
             return TokenProblem("forged")
         serializer = self._serializer(purpose, now)
         max_age = int(self.max_age[purpose].total_seconds())
@@ -307,8 +372,10 @@ class LinkSigner:
 
     # -- feedback links: 👍 / 👎 on one paper ------------------------------------------------
 
-    def _feedback_signer(self, tag: str, now: datetime) -> TimestampSigner:
-        salt = f"paperbell.feedback.{tag}"
+    def _feedback_signer(
+        self, tag: str, now: datetime, purpose: str = "feedback"
+    ) -> TimestampSigner:
+        salt = f"paperbell.{purpose}.{tag}"
         signer = self._feedback_signers.get((salt, now))
         if signer is None:
             if len(self._feedback_signers) >= 256:
@@ -376,6 +443,51 @@ class LinkSigner:
         except BadSignature:
             return TokenProblem("forged")
         return Visitor(subscriber_id, tag, made, paper, verdict)
+
+    # -- rating links: the page where each paper of one email gets its 👍 / 👎 -----------------
+
+    def rating_url(self, sub: Subscriber, digest_id: str, *, now: datetime) -> str | None:
+        """The full link: `https://site/rate/TOKEN`, naming `sub` and the digest `digest_id`
+        (None for an id no digest is stored under)."""
+        if sub.id is None:
+            raise ValueError(f"{sub.name} is not stored: a link needs its database id")
+        if not _digest_ok(digest_id):
+            return None
+        body = _rating_body(sub.id, digest_id)
+        token = self._feedback_signer(self._owner_tag(sub), now, "rate").sign(body).decode()
+        return f"{self.public_url}/rate/{token}"
+
+    def read_rating(
+        self,
+        token: str,
+        *,
+        now: datetime,
+        owner: Callable[[int], Subscriber | None],
+    ) -> Visitor | TokenProblem | None:
+        """Whose digest the token opens for rating, or why it is refused; None when it names
+        a subscriber `owner` (a lookup by id) does not know (as `read_feedback`)."""
+        claim = _rating_claim(token)
+        if claim is None:
+            return TokenProblem("forged")
+        subscriber_id, digest_id = claim
+        sub = owner(subscriber_id)
+        if sub is None or sub.id != subscriber_id:
+            return None
+        tag = owner_tag(sub)
+        max_age = int(self.max_age["feedback"].total_seconds())
+        try:
+            _, made = self._feedback_signer(tag, now, "rate").unsign(
+                token, max_age=max_age, return_timestamp=True
+            )
+        except SignatureExpired as exc:
+            if exc.date_signed is None:
+                return TokenProblem("forged")
+            return TokenProblem(
+                "expired", Visitor(subscriber_id, tag, exc.date_signed, digest=digest_id)
+            )
+        except BadSignature:
+            return TokenProblem("forged")
+        return Visitor(subscriber_id, tag, made, digest=digest_id)
 
     # -- standing links: the Atom feed and the archive ---------------------------------------
 

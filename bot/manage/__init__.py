@@ -36,6 +36,7 @@ from bot.core.links import (
 )
 from bot.core.models import DECLARED_VIA, Feedback, FeedbackVia, Paper, Subscriber, Verdict
 from bot.manage.destinations import Destinations, DestinationView
+from bot.manage.rating import RatingLink, Ratings, SentPapers
 from bot.manage.reading import (
     LANGUAGES,
     language_called,
@@ -55,9 +56,11 @@ __all__ = [
     "DestinationView",
     "FeedbackLink",
     "Manager",
+    "RatingLink",
     "Refused",
     "RuleActivity",
     "RuleProblem",
+    "SentPapers",
     "free_name",
     "language_called",
     "language_choices",
@@ -166,7 +169,7 @@ def notice_sender(
     return send
 
 
-class Manager(Destinations):
+class Manager(Destinations, Ratings):
     """The subscription changes the web pages make, for one config and store."""
 
     def __init__(
@@ -201,6 +204,9 @@ class Manager(Destinations):
         if purpose == "feedback":
             link = self.open_feedback(token)
             return link.subscriber if isinstance(link, FeedbackLink) else link
+        if purpose == "rate":
+            rating = self.open_rating(token)
+            return rating.subscriber if isinstance(rating, RatingLink) else rating
         if purpose == "feed" or purpose == "archive":
             return self.open_standing(purpose, token)
         found = self.signer.read(purpose, token, now=self.clock())
@@ -227,6 +233,11 @@ class Manager(Destinations):
         if owner is None or found.paper is None or found.verdict is None:
             return Refused("gone")
         return FeedbackLink(owner, found.paper, found.verdict)
+
+    def open_rating(self, token: str) -> RatingLink | Refused:
+        """The digest an email's rating link opens, and for whom (`Ratings.rating_link`)."""
+        found = self.rating_link(token)
+        return found if isinstance(found, RatingLink) else Refused(*found)
 
     def open_standing(self, purpose: Standing, token: str) -> Subscriber | Refused:
         """Whose feed or archive a standing link opens (it never expires); "forged" when the

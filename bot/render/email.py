@@ -128,14 +128,17 @@ class VoteLinks:
 class DigestLinks:
     """The subscriber's signed links, made by the caller (`bot.core.links`): the RFC 8058
     one-click unsubscribe URL (https), the manage page (https, or http on loopback), and
-    each paper's 👍 / 👎 links, by paper id (a paper without them shows none); this very
-    digest in their archive ("view in browser"), and their Atom feed."""
+    each paper's 👍 / 👎 links, by paper id (a paper without them shows none: the HTML part
+    carries them); this very digest in their archive ("view in browser"), their Atom feed,
+    and the page where each paper of this email is rated (the plain-text part's one link
+    for all the 👍 / 👎)."""
 
     unsubscribe: str | None = None
     manage: str | None = None
     feedback: Mapping[str, VoteLinks] = field(default_factory=dict)
     archive: str | None = None
     feed: str | None = None
+    rating: str | None = None
 
 
 @dataclass(frozen=True)
@@ -415,6 +418,7 @@ def _render(
     manage_url = _check_link_url(links.manage, what="manage_url") if links.manage else None
     archive_url = _check_link_url(links.archive, what="archive_url") if links.archive else None
     feed_url = _check_link_url(links.feed, what="feed_url") if links.feed else None
+    rating_url = _check_link_url(links.rating, what="rating_url") if links.rating else None
     more, more_url = _more(digest, full=dropped, manage_url=manage_url)
     feedback = _vote_links(links.feedback)
     context = {
@@ -445,6 +449,9 @@ def _render(
         "manage_url": manage_url,
         "archive_url": archive_url,  # this digest in the subscriber's archive
         "feed_url": feed_url,
+        # The plain-text part's one link to rate this email's papers (in place of each
+        # paper's 👍 / 👎 links).
+        "rating_url": rating_url,
         # Each paper's 👍 / 👎 links, by paper id.
         "feedback": feedback,
         "acknowledgement": ACKNOWLEDGEMENT,

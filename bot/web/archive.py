@@ -39,7 +39,7 @@ from bot.store import SentDigest
 from bot.web.feedback import paper_name
 from bot.web.site import Site
 
-__all__ = ["ArchivePages"]
+__all__ = ["ArchivePages", "digest_title", "sent_when"]
 
 PAGE_SIZE = 100
 MAX_PAGE = 10_000
@@ -101,6 +101,18 @@ def _subject(head: bytes) -> str | None:
     except (ValueError, LookupError, TypeError):
         return None
     return tidy(str(subject)) if subject else None
+
+
+def sent_when(digest: SentDigest, sub: Subscriber) -> str:
+    """When a digest was sent, in the subscriber's time zone: `Thursday 28 November 2024 at
+    16:00 (Europe/London)`."""
+    sent = _when(digest.sent, sub)
+    return f"{_day(sent.date())} at {sent:%H:%M} ({_zone(sub).key})"
+
+
+def digest_title(digest: SentDigest) -> str:
+    """A digest as the pages name it: an email's subject, else how many papers it had."""
+    return _title(digest)
 
 
 def _title(digest: SentDigest) -> str:
@@ -203,8 +215,7 @@ class ArchivePages:
             )
         digest, papers = found
         back = f"/archive/{request.path_params['token']}"
-        sent = _when(digest.sent, sub)
-        when = f"{_day(sent.date())} at {sent:%H:%M} ({_zone(sub).key})"
+        when = sent_when(digest, sub)
         message = _message(digest.message or b"") if digest.channel == "email" else None
         shown = _part(message, "html") if message is not None else None
         if shown is not None:

@@ -1,7 +1,8 @@
 """The pages reached from every email, as Starlette routes: one-click unsubscribe (RFC 8058),
 the manage page, address confirmation (double opt-in) and a fresh link for an expired one;
 `page_routes` lists them with the sign-up page and the rule check (`bot.web.signup`), the
-personal Atom feed (`bot.web.feed`) and the digest archive (`bot.web.archive`).
+personal Atom feed (`bot.web.feed`), the digest archive (`bot.web.archive`) and the page
+where an email's papers are rated (`bot.web.rating`).
 
 Wiring only: what each page does is `bot.manage`; this module reads forms, renders through
 `bot.web.site.Site` and answers. Links are capabilities (a signed token in the URL names
@@ -49,6 +50,7 @@ from bot.web.archive import ArchivePages
 from bot.web.feed import FeedPages
 from bot.web.feedback import FEEDBACK_SCRIPT_PATH, FeedbackPages, paper_name
 from bot.web.guards import parse_form, read_body
+from bot.web.rating import RatingPages
 from bot.web.signup import SCRIPT_PATH, SignupPages
 from bot.web.site import MAX_FORM, Site
 
@@ -372,13 +374,15 @@ def page_routes(
     page queued mail (a confirmation, a fresh link): it sends what the outbox holds."""
     site = Site(manager, mail_queued=mail_queued)
     links, signup, feedback = LinkPages(site), SignupPages(site), FeedbackPages(site)
-    feed, archive = FeedPages(site), ArchivePages(site)
+    feed, archive, rating = FeedPages(site), ArchivePages(site), RatingPages(site)
     return [
         Route(SCRIPT_PATH, signup.script, methods=["GET"]),
         Route(FEEDBACK_SCRIPT_PATH, feedback.script, methods=["GET"]),
         Route("/feedback/{token}", feedback.page, methods=["GET"]),
         Route("/feedback/{token}", feedback.post, methods=["POST"]),
         Route("/feedback/{token}/undo", feedback.undo, methods=["POST"]),
+        Route("/rate/{token}", rating.page, methods=["GET"]),
+        Route("/rate/{token}", rating.post, methods=["POST"]),
         Route("/unsubscribe/{token}", links.unsubscribe_page, methods=["GET"]),
         Route("/unsubscribe/{token}", links.unsubscribe_post, methods=["POST"]),
         Route("/unsubscribe/{token}/undo", links.unsubscribe_undo, methods=["POST"]),

@@ -192,11 +192,11 @@ def test_four_kinds_poll_in_one_run_and_a_hugging_face_paper_is_merged_and_sent_
         text = _part(message, "text/plain")
         assert html.count(f'https://arxiv.org/abs/{world.target.id}"') >= 1
         assert "Hugging Face (163 upvotes, #1 of the day)</a>" in html
-        assert f"https://huggingface.co/papers/{world.target.id}" in text
+        assert f'href="https://huggingface.co/papers/{world.target.id}"' in html
         flat = " ".join(text.split()).replace(" (primary)", "")
         assert ", ".join(world.target.categories) in flat  # the categories came from arXiv
         assert "Meriones" in text  # the journal paper, with its DOI link
-        assert "https://doi.org/10.1080/09397140.2021.1992835" in text
+        assert 'href="https://doi.org/10.1080/09397140.2021.1992835"' in html
         assert text.count(world.target.title.split()[0]) >= 1
 
         # Later that day Hugging Face has more upvotes: stored, but nothing is sent again.

@@ -153,10 +153,12 @@ def test_demo_message_shape(case: DemoCase) -> None:
     assert [line for line in text.splitlines() if len(line) > 72 and "://" not in line] == []
     assert "https://papers.lab.example/manage/TOKEN-" in text
     assert "https://papers.lab.example/unsubscribe/TOKEN-" in text
-    # Every paper's 👍 / 👎, in both parts.
-    for number in range(1, digest.count + 1):
-        like = f"https://papers.lab.example/feedback/TOKEN-{case.subscriber.name}-{number}-like-"
-        assert f"    👍 {like}" in text
+    # The text part: one rating page for the email's 👍 / 👎, and each paper's page; the
+    # HTML part: each paper's own 👍 / 👎 (below).
+    assert text.count("https://papers.lab.example/rate/TOKEN-") == 1
+    assert "/feedback/" not in text
+    for item in digest.items:
+        assert text.count(item.paper.abs_url) == 1
     assert "Thank you to arXiv for use of its open access interoperability." in text
     assert (".html" in files) is (case.subscriber.email_format == "html")
     standard = layout_of(case.subscriber) == "standard"

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from support.digests import NOW, hits_for, make_paper, sample_digest
 
 from bot.core.models import Digest, DigestGroup, DigestItem
+from bot.match.digest import note_digest
 from bot.render import template_env, templates_dir
 from bot.render.email import (
     ACKNOWLEDGEMENT,
@@ -428,7 +429,35 @@ def test_links_present(html: str, text: str) -> None:
         "https://arxiv.org/pdf/2411.00003v3",
     ):
         assert f'href="{url}"' in html
-        assert url in text
+    # The text part: one URL a paper, its page (the others are a click away there).
+    assert "https://arxiv.org/abs/2411.00001" in text and "/pdf/" not in text
+
+
+def test_the_text_part_has_one_url_a_paper_and_one_rating_link() -> None:
+    """Each paper's page, once; its 👍 / 👎 (and PDF, code, DOI) only in the HTML part; one
+    link to the email's rating page, where there are papers to rate."""
+    digest = sample_digest()
+    votes = {
+        item.paper.id: VoteLinks(
+            like=f"https://bell.example.org/feedback/{item.paper.id}-up",
+            dislike=f"https://bell.example.org/feedback/{item.paper.id}-down",
+        )
+        for item in digest.items
+    }
+    rating = "https://bell.example.org/rate/7hPaS.tok.en"
+    links = DigestLinks(feedback=votes, rating=rating)
+    rendered = render_digest(digest, SETTINGS, links=links)
+    urls = re.findall(r"https?://\S+", rendered.text)
+    pages = [url for url in urls if "/rate/" not in url]
+    assert sorted(pages) == sorted(str(item.paper.abs_url) for item in digest.items)
+    assert rendered.text.count(rating) == 1 and "/feedback/" not in rendered.text
+    assert rendered.html.count("/feedback/") == 2 * digest.count and rating not in rendered.html
+    note = render_digest(
+        note_digest(digest.subscriber, "No papers today.", period="p", now=NOW),
+        SETTINGS,
+        links=links,
+    )
+    assert "/rate/" not in note.text
 
 
 def test_one_link_per_destination(html: str, text: str) -> None:
@@ -460,7 +489,7 @@ def test_links_are_distinct_even_when_the_feed_repeats_them() -> None:
 
 def test_doi_link_is_quoted(html: str, text: str) -> None:
     assert '<a href="https://doi.org/10.1000/xyz%3C123%3E">DOI</a>' in html
-    assert "DOI: https://doi.org/10.1000/xyz%3C123%3E" in text
+    assert "doi.org" not in text  # the paper's page links it
     assert "Journal ref: J. Robots 12 (2024) 1-10" in text
     assert "J. Robots 12 (2024) 1-10" in html
 
@@ -916,7 +945,7 @@ def test_hugging_face_link_with_upvotes(upvotes: int, label: str) -> None:
     digest = replace(digest, groups=(replace(digest.groups[0], items=(item,)),))
     rendered = render_digest(digest, SETTINGS)
     assert f'<a href="https://huggingface.co/papers/2411.00001">{label}</a>' in rendered.html
-    assert f"{label}: https://huggingface.co/papers/2411.00001" in rendered.text
+    assert "huggingface.co" not in rendered.text  # the HTML part's; the text: one URL a paper
 
 
 def test_no_hugging_face_link_when_not_there(html: str, text: str) -> None:

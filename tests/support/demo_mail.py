@@ -140,6 +140,7 @@ def demo_links(name: str) -> DigestLinks:
         feedback=votes,
         archive=f"https://papers.lab.example/archive/TOKEN-{name}/{demo_digests()[name].digest_id}",
         feed=f"https://papers.lab.example/feed/TOKEN-{name}.atom",
+        rating=f"https://papers.lab.example/rate/TOKEN-{name}-{'R' * 40}",
     )
 
 

@@ -528,3 +528,58 @@ def test_the_manage_page_links_the_archive_and_the_feed(demo: DemoServer, browse
     page.wait_for_url(re.compile(r".*/archive/[^/]+$"))
     assert page.locator("ul.digests a").count() >= 1
     context.close()
+
+
+# -- the rating page --------------------------------------------------------------------------
+
+
+def _rating_link(demo: DemoServer, local: str) -> str:
+    """The one rating link of a demo digest's plain-text part."""
+    import email
+    import email.policy
+
+    (eml,) = sorted((demo.out_dir / "mail").glob(f"{local}-*.eml"))
+    message = email.message_from_bytes(eml.read_bytes(), policy=email.policy.default)
+    part = message.get_body(("plain",))  # type: ignore[attr-defined]
+    (link,) = re.findall(rf"http://localhost:{demo.port}/rate/\S+", part.get_content())
+    return str(link)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_rating_page_works_on_a_phone_without_scripts(
+    demo: DemoServer, browser: Any, scheme: str
+) -> None:
+    """The plain-text part's rating link, opened on a phone with scripts off: the email's
+    papers, each with 👍 and 👎 buttons big enough for a thumb; a press records the verdict
+    and the page shows it lit; pressed again, it is taken back. Nothing overflows."""
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844}, java_script_enabled=False, color_scheme=scheme
+    )
+    page = context.new_page()
+    titles = None
+    page.goto(demo.digest_html("ada").as_uri())
+    titles = [t.split(". ", 1)[-1].strip() for t in page.locator("h3 a").all_inner_texts()]
+    link = _rating_link(demo, "ada")
+    response = page.goto(link)
+    assert response is not None and response.status == 200
+    assert page.locator("h1").inner_text() == "Rate this email's papers"
+    rated = page.locator("ol.rated > li")
+    assert rated.count() == len(titles)
+    assert [t.strip() for t in rated.locator("strong").all_inner_texts()] == titles
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    first = rated.first
+    like = first.get_by_role("button", name="👍 Like")
+    box = like.bounding_box()
+    assert box is not None and box["height"] >= 44
+    shot(page, f"rating-page-phone-{scheme}", full_page=False)
+
+    like.click()
+    page.wait_for_url(re.compile(r".*/rate/[^/#]+#paper-1$"))
+    first = page.locator("#paper-1")
+    assert "You like it" in first.inner_text()
+    assert first.get_by_role("button", name="👍 Like").get_attribute("aria-pressed") == "true"
+    shot(page, f"rating-page-voted-phone-{scheme}", full_page=False)
+    first.get_by_role("button", name="👍 Like").click()
+    page.wait_for_url(re.compile(r".*#paper-1$"))
+    assert "Not rated" in page.locator("#paper-1").inner_text()
+    context.close()
