@@ -107,10 +107,12 @@ class Target:
 @dataclass(frozen=True, slots=True)
 class Rendered:
     """A digest rendered for one target: the digest it shows (an email may hold fewer
-    papers than its digest) and the bytes queued for it."""
+    papers than its digest) and the bytes queued for it; a digest sent as numbered
+    emails: this is the first, and `more` the others, each queued as its own message."""
 
     digest: Digest
     payload: bytes
+    more: tuple[Rendered, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from bot.channels.registry import CHANNEL_KINDS, ChannelKind, kind_of, register
 from bot.core.errors import DeliveryError, StoreError
 from bot.core.mail import MAIL_POLICY
 from bot.core.models import Digest, Subscriber
-from bot.render.email import EmailSettings, build_message_bytes, render_digest
+from bot.render.email import EmailSettings, build_message_bytes, render_parts
 
 log = logging.getLogger(__name__)
 
@@ -112,18 +112,29 @@ class EmailKind(ChannelKind):
     @classmethod
     def render(cls, digest: Digest, target: Target, context: RenderContext) -> Rendered:
         """The digest as the email message it is sent as, and the digest that message
-        shows (the papers past what one email holds are left out: `render_digest`)."""
+        shows (the papers past what one email holds are left out: `render_digest`); or,
+        with full abstracts, as the numbered emails that hold it whole (`render_parts`),
+        each with its own links (its archive page, its papers' 👍 / 👎)."""
         settings = context.settings.get("email")
         if not isinstance(settings, EmailChannelSettings):
             raise ValueError("no [email] section: emails cannot be built")
-        papers = [item.paper.id for item in digest.items]
-        links = context.links(digest.subscriber, papers, digest.digest_id)
-        rendered = render_digest(digest, settings.message, links=links)
-        shown = rendered.digest or digest
-        message = build_message_bytes(
-            shown, settings.message, now=context.now, links=links, rendered=rendered
-        )
-        return Rendered(shown, message)
+        links: dict[str, Any] = {}
+
+        def links_of(shown: Digest) -> Any:
+            if shown.digest_id not in links:
+                papers = [item.paper.id for item in shown.items]
+                links[shown.digest_id] = context.links(shown.subscriber, papers, shown.digest_id)
+            return links[shown.digest_id]
+
+        messages = []
+        for part in render_parts(digest, settings.message, links_of=links_of):
+            shown = part.digest or digest
+            payload = build_message_bytes(
+                shown, settings.message, now=context.now, links=links_of(shown), rendered=part
+            )
+            messages.append(Rendered(shown, payload))
+        first, *more = messages
+        return Rendered(first.digest, first.payload, more=tuple(more))
 
     @classmethod
     def sender(cls, settings: Any) -> Channel | None:

@@ -308,7 +308,9 @@ async def _send_batch(
 ) -> list[Attempt]:
     results: list[Attempt] = []
     if any(item.job is not None for item in items):
-        items, refused, later = await asyncio.to_thread(_render_jobs, store, held, items, render)
+        items, refused, later = await asyncio.to_thread(
+            _render_jobs, store, held, items, render, now=clock()
+        )
         for item, why in refused:  # given up (its papers go back), never counted as a bounce
             if store.outbox.mark_failed(item.id, owner=held.owner, error=why) is not None:
                 log.error("digest for %s could not be rendered: %s", item.subscriber, why)
@@ -380,11 +382,13 @@ async def _send_batch(
 
 
 def _render_jobs(
-    store: Store, held: Held, items: list[OutboxItem], render: RenderJob | None
+    store: Store, held: Held, items: list[OutboxItem], render: RenderJob | None, *, now: datetime
 ) -> tuple[list[OutboxItem], list[tuple[OutboxItem, str]], list[SendOutcome]]:
     """Each record of the batch queued as a job rendered, and its message kept (one
     transaction) before any is sent: the records to send, in order; those the channel
-    refused, and why; those left for a worker that can render (no `render` given)."""
+    refused, and why; those left for a worker that can render (no `render` given). A job
+    rendered as numbered messages sends its first here; the others are queued as records
+    of their own, for the next claim."""
     ready: dict[int, OutboxItem] = {item.id: item for item in items if item.job is None}
     rendered: list[RenderedJob] = []
     refused: list[tuple[OutboxItem, str]] = []
@@ -400,7 +404,9 @@ def _render_jobs(
             held.done(item)
             refused.append((item, str(exc)))
     try:
-        kept = store.outbox.mark_rendered(rendered, owner=held.owner) if rendered else set()
+        kept = (
+            store.outbox.mark_rendered(rendered, owner=held.owner, now=now) if rendered else set()
+        )
     except StoreError as exc:
         log.error("cannot keep the rendered digests; stopping: %s", exc)
         held.broken = True

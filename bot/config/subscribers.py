@@ -116,6 +116,8 @@ class SubscriberConfig(Section):
     notify_empty: bool | None = None
     email_format: Literal["html", "text"] = "html"
     abstracts: Literal["short", "full"] = "short"
+    # A digest too long for one email with full abstracts: numbered parts, or one email.
+    long_emails: Literal["parts", "one"] = "parts"
     # A summary in place of each abstract; a language whose translations stand beside the
     # English (a BCP 47 tag; English itself needs none, and is read as none).
     summaries: bool = False
@@ -222,6 +224,7 @@ class SubscriberConfig(Section):
             apprise_env=self.apprise_env,
             email_format=self.email_format,
             abstracts=self.abstracts,
+            long_emails=self.long_emails,
             summaries=self.summaries,
             language=self.language,
             similar_max=self.similar_max,

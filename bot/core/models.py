@@ -20,6 +20,8 @@ from bot.core.schedule import Schedule
 
 EmailFormat = Literal["html", "text"]
 AbstractLength = Literal["short", "full"]
+# A digest too long for one email: in numbered parts, or as one email all the same.
+LongEmails = Literal["parts", "one"]
 EMAIL_FORMATS: tuple[str, ...] = ("html", "text")
 ABSTRACT_LENGTHS: tuple[str, ...] = ("short", "full")
 
@@ -226,6 +228,9 @@ class Subscriber:
     # text only); abstracts "short" (a few lines, the rest a click away) or "full".
     email_format: EmailFormat = "html"
     abstracts: AbstractLength = "short"
+    # A digest past what mail apps show whole (full abstracts): sent as numbered parts,
+    # each whole, or as one email that Gmail clips (bot.render.email.render_parts).
+    long_emails: LongEmails = "parts"
     # A one-paragraph summary in place of each abstract (a model's, else Hugging Face's),
     # and a language (a BCP 47 tag: "zh", "ja", "de") whose translations of each title and
     # abstract (or summary) stand beside the English. None: English only.

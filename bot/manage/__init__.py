@@ -413,7 +413,8 @@ class Manager(Destinations, Ratings):
     # -- settings ----------------------------------------------------------------------------
 
     def change_settings(self, sub: Subscriber, values: dict[str, str]) -> list[str]:
-        """Set schedule, day, time, timezone, email_format, abstracts, max_papers (how many
+        """Set schedule, day, time, timezone, email_format, abstracts, long_emails ("parts"
+        or "one": a digest too long for one email), max_papers (how many
         papers an email shows), summaries ("on" or "off") and language (a tag; "none" or
         English: English only); the problems, if any (then nothing changes)."""
         self._editable(sub)

@@ -44,8 +44,11 @@ def paper_count_choices(current: int) -> list[int]:
 
 def reading_parts(sub: Subscriber) -> list[str]:
     """How a subscriber's digests read beyond the abstracts, as short phrases for a status
-    line: "summaries", "in Chinese beside the English" (none: English abstracts)."""
+    line: "summaries", "in Chinese beside the English", "a long digest as one email"
+    (none: English abstracts, a long digest in parts)."""
     parts = ["summaries"] if sub.summaries else []
     if sub.language:
         parts.append(f"in {language_called(sub.language)} beside the English")
+    if sub.long_emails == "one":
+        parts.append("a long digest as one email")
     return parts

@@ -40,7 +40,15 @@ from bot.core.models import Digest, Paper, Ranking, Subscriber
 from bot.match.digest import RuleMatches, build_digest, match_rules, note_digest
 from bot.match.matched import collector_paused
 from bot.pipeline.activity import refresh_rule_counts
-from bot.pipeline.dispatch import DeliveryReport, Outgoing, queue, report_of, send, write_files
+from bot.pipeline.dispatch import (
+    DeliveryReport,
+    Outgoing,
+    outgoing_of,
+    queue,
+    report_of,
+    send,
+    write_files,
+)
 from bot.pipeline.texts import TextsRun, write_texts
 from bot.pipeline.wiring import Parts
 from bot.rules import Rule, parse_rule
@@ -329,7 +337,7 @@ def render(
         except ValueError as exc:
             reports.append(report_of(digest, target.recipient, "failed", error=str(exc)))
             continue
-        outgoing.append(Outgoing(rendered.digest, target.recipient, rendered.payload))
+        outgoing += outgoing_of(rendered, target.recipient)
     return outgoing, reports
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from bot.channels import Channel, Target, kind_of
+from bot.channels import Channel, Rendered, Target, kind_of
 from bot.channels.outbox import drain
 from bot.core.models import Digest, target_label
 from bot.pipeline.jobs import job_of, renderer
@@ -52,11 +52,26 @@ class DeliveryReport:
 
 @dataclass(frozen=True, slots=True)
 class Outgoing:
-    """A digest rendered for its channel: the bytes queued (or written) for `recipient`."""
+    """A digest rendered for its channel: the bytes queued (or written) for `recipient`. A
+    part of a digest sent as numbered messages: its number (`part`, from 1; 0: a digest
+    sent whole) and the digest id of its first part (`first`)."""
 
     digest: Digest
     recipient: str
     payload: bytes
+    part: int = 0
+    first: str | None = None
+
+
+def outgoing_of(rendered: Rendered, recipient: str) -> list[Outgoing]:
+    """The messages of a rendered digest: itself, or each of its parts (`Rendered.more`)."""
+    if not rendered.more:
+        return [Outgoing(rendered.digest, recipient, rendered.payload)]
+    first = rendered.digest.digest_id
+    return [
+        Outgoing(message.digest, recipient, message.payload, part=number, first=first)
+        for number, message in enumerate((rendered, *rendered.more), 1)
+    ]
 
 
 def queue(
@@ -68,7 +83,8 @@ def queue(
 ) -> list[DeliveryReport]:
     """Queue each digest as a job for its target, with its papers, once per (subscriber,
     channel, period: `request.period`'s, else the digest's own id): a report for each,
-    "queued" with its outbox record, or "queued-elsewhere" (another run queued it first)."""
+    "queued" with its outbox record, or "queued-elsewhere" (another run queued it first).
+    A digest its worker renders as numbered messages becomes a record a part then."""
     period = request.period
     entries = []
     for digest, target in built:

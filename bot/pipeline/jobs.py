@@ -16,7 +16,7 @@ from bot.channels import Target, channel_kind
 from bot.channels.outbox import RenderJob
 from bot.core.models import Digest
 from bot.pipeline.wiring import Parts
-from bot.store import OutboxItem, RenderedJob
+from bot.store import OutboxItem, RenderedJob, RenderedPart
 
 _DIGEST = TypeAdapter(Digest)
 
@@ -35,8 +35,9 @@ def digest_of(job: bytes) -> Digest:
 
 
 def renderer(parts: Parts) -> RenderJob:
-    """What renders a claimed job for its channel with these parts: the message, and the
-    digest's papers it leaves out. The message is dated, and its links signed, at the
+    """What renders a claimed job for its channel with these parts: the message, the
+    digest's papers it leaves out, and the further parts of a digest sent as numbered
+    messages. The message is dated, and its links signed, at the
     time the digest was made (`Digest.created`): whichever worker renders a job, and
     whenever, makes the same message."""
 
@@ -50,17 +51,22 @@ def renderer(parts: Parts) -> RenderJob:
         target = _target(parts, digest, item)
         rendered = kind.render(digest, target, parts.render_context(digest.created))
         shown = rendered.digest
-        kept = {(item.paper.id, item.paper.version) for item in shown.items}
-        queued = ((i.paper.id, i.paper.version) for i in digest.items)
+        more = [RenderedPart(m.digest.digest_id, m.payload, _keys(m.digest)) for m in rendered.more]
+        sent = {*_keys(shown), *(key for part in more for key in part.papers)}
         return RenderedJob(
             item.id,
             rendered.payload,
-            papers=len(kept),
+            papers=len(shown.items),
             omitted=len(shown.omitted) + len(shown.disliked),
-            left_out=[key for key in queued if key not in kept],
+            left_out=[key for key in _keys(digest) if key not in sent],
+            more=more,
         )
 
     return render
+
+
+def _keys(digest: Digest) -> list[tuple[str, int]]:
+    return [(item.paper.id, item.paper.version) for item in digest.items]
 
 
 def _target(parts: Parts, digest: Digest, item: OutboxItem) -> Target:

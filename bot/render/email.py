@@ -12,7 +12,9 @@ The HTML part's CSS lives in two <style> blocks in the template: the first is in
 each element here (css_inline, never fetching anything: some clients drop <style>), the
 second (phones, dark mode, link colours and highlights) is kept as it is. Every digest is
 rendered within `HTML_BUDGET`, past which Gmail clips a message (`render_digest`: less text,
-then fewer papers). The same digest always gives the same bytes (the MIME boundary is made
+then fewer papers), except one with full abstracts: it is sent whole, in numbered parts
+each within the budget, or as one email if its subscriber chose so (`render_parts`). The
+same digest always gives the same bytes (the MIME boundary is made
 from the headers: its Message-ID and Date), which the golden tests
 (tests/render/test_email_golden.py) rely on.
 """
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import email.utils
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from email.headerregistry import Address
@@ -33,11 +35,12 @@ from bot.core.checks import check_address, check_header_text
 from bot.core.languages import language_script
 from bot.core.links import LOOPBACK_HOSTS
 from bot.core.mail import MAIL_POLICY
-from bot.core.models import Digest, DigestGroup, DigestItem, Paper
+from bot.core.models import Digest, Paper
 from bot.core.verp import MessageIds
 from bot.render import template_env
 from bot.render.inlining import inline_css
 from bot.render.mime import message_bytes
+from bot.render.parts import DigestPart, parts_needed, split, weight, with_only
 from bot.render.text import clip, plural, tidy
 from bot.render.view import (
     SIMILAR_GROUP,
@@ -67,6 +70,7 @@ __all__ = [
     "html_size",
     "inline_css",
     "render_digest",
+    "render_parts",
     "subject_line",
 ]
 
@@ -150,6 +154,7 @@ class RenderedEmail:
     text: str
     html: str
     digest: Digest | None = field(default=None, compare=False, repr=False)
+    part: DigestPart | None = field(default=None, compare=False, repr=False)  # of several
 
 
 def subject_line(digest: Digest, *, limit: int = SUBJECT_LIMIT) -> str:
@@ -242,10 +247,15 @@ def _intro(digest: Digest) -> str:
     return f"{_headline(digest)}{joint + when if when else ''}."
 
 
-def _preheader(digest: Digest, groups: tuple[GroupView, ...]) -> str:
-    """The line inboxes show beside the subject: the counts per rule, then the top paper."""
+def _preheader(
+    digest: Digest, groups: tuple[GroupView, ...], *, part_note: str | None = None
+) -> str:
+    """The line inboxes show beside the subject: the counts per rule, then the top paper
+    (a part: which part, then its first paper)."""
     if not groups:
         return _intro(digest)
+    if part_note:
+        return clip(f"{part_note} First: {groups[0].items[0].title_text}", PREHEADER_LIMIT)
     counts = ", ".join(
         f"{len(group.items)} {'for ' if group.rule.code or group.rule.rule else ''}{group.rule}"
         for group in groups
@@ -326,6 +336,35 @@ def render_digest(
     return rendered
 
 
+def render_parts(
+    digest: Digest,
+    settings: EmailSettings | None = None,
+    *,
+    links_of: Callable[[Digest], DigestLinks | None] = lambda _digest: None,
+) -> list[RenderedEmail]:
+    """The digest as the emails it is sent as. A subscriber who asked for full abstracts
+    gets every paper and its texts whole: in one email if it fits `HTML_BUDGET`, else in
+    numbered parts, each within it, that mail apps thread (or in one email all the same,
+    if they chose `long_emails = "one"`). Anyone else gets one email (`render_digest`).
+    `links_of(digest)`: the signed links of a digest, or of a part (its own archive page,
+    its papers' 👍 / 👎)."""
+    if asked_length(digest.subscriber.abstracts) != "full":
+        return [render_digest(digest, settings, links=links_of(digest))]
+    whole = _render(digest, settings, links=links_of(digest), length="full")
+    if _fits(whole) or digest.subscriber.long_emails == "one" or digest.count < 2:
+        return [whole]
+    weights = [weight(item, digest.texts.get(item.paper.id)) for item in digest.items]
+    count = parts_needed(_size(whole), HTML_BUDGET)
+    while True:
+        parts = [
+            _render(digest, settings, links=links_of(part.digest), length="full", part=part)
+            for part in split(digest, weights, count)
+        ]
+        if all(_fits(part) for part in parts) or count >= digest.count:
+            return parts
+        count += 1
+
+
 def html_size(html: str) -> int:
     """The size of an email's HTML (or text) part as mail apps count it: its bytes as they
     arrive, each line ending in CRLF."""
@@ -357,23 +396,7 @@ def _best(digest: Digest, count: int) -> Digest:
         ]
     kept = {index for index, _ in ranked[:count]}
     dropped = tuple(item.paper for index, item in ranked[count:])
-    groups: list[DigestGroup] = []
-    index = 0
-    for group in digest.groups:
-        items: list[DigestItem] = []
-        for item in group.items:
-            if index in kept:
-                items.append(item)
-            index += 1
-        if items:
-            groups.append(replace(group, items=tuple(items)))
-    shown = {item.paper.announced for group in groups for item in group.items}
-    return replace(
-        digest,
-        groups=tuple(groups),
-        omitted=dropped + digest.omitted,
-        announced=tuple(day for day in digest.announced if day in shown),
-    )
+    return replace(with_only(digest, kept), omitted=dropped + digest.omitted)
 
 
 def _more(digest: Digest, *, full: bool, manage_url: str | None) -> tuple[str, str | None]:
@@ -396,9 +419,11 @@ def _render(
     length: TextLength,
     note: bool = False,
     dropped: bool = False,
+    part: DigestPart | None = None,
 ) -> RenderedEmail:
     """The digest rendered with `length` of each paper's text; `note`: say it is less than
-    the subscriber asked for, to fit; `dropped`: papers were left out to fit, too."""
+    the subscriber asked for, to fit; `dropped`: papers were left out to fit, too; `part`:
+    only this part's papers, the rest (subject, notes) still the whole digest's."""
     note = note or dropped
     links = links or DigestLinks()
     subscriber = digest.subscriber
@@ -407,7 +432,11 @@ def _render(
     if settings is not None:
         unsubscribe_address = check_address(settings.unsubscribe_address, what="unsubscribe_mailto")
     subject = subject_line(digest)
-    groups = group_views(digest, abstracts=length)
+    shown = digest if part is None else part.digest
+    groups = group_views(shown, abstracts=length, first=part.first if part else 1)
+    part_note = part.note(digest.count) if part else None
+    if part is not None:
+        subject = f"{subject} ({part.number}/{part.total})"
     layout = layout_of(subscriber)
     texts = texts_view(digest)
     language = texts.language if texts else None
@@ -420,6 +449,8 @@ def _render(
     feed_url = _check_link_url(links.feed, what="feed_url") if links.feed else None
     rating_url = _check_link_url(links.rating, what="rating_url") if links.rating else None
     more, more_url = _more(digest, full=dropped, manage_url=manage_url)
+    if part is not None and part.number < part.total:  # said once, at the end
+        more, more_url = "", None
     feedback = _vote_links(links.feedback)
     context = {
         "subject": subject,
@@ -427,9 +458,10 @@ def _render(
         "intro": _intro(digest),
         "headline": _headline(digest),
         "announcements": _upper_first(_announcements(digest)) if not digest.note else "",
-        "preheader": _preheader(digest, groups),
+        "preheader": _preheader(digest, groups, part_note=part_note),
+        "part_note": part_note,
         "groups": groups,
-        "toc": digest.count >= TOC_MIN_PAPERS,
+        "toc": shown.count >= TOC_MIN_PAPERS,
         "count": digest.count,
         # Each paper's announcement day, when the digest spans more than one.
         "many_days": len(set(digest.announced)) > 1,
@@ -465,7 +497,7 @@ def _render(
     env = template_env()
     text = env.get_template("email/digest.txt.j2").render(context)
     html = inline_css(env.get_template("email/digest.html.j2").render(context))
-    return RenderedEmail(subject=subject, text=text, html=html, digest=digest)
+    return RenderedEmail(subject=subject, text=text, html=html, digest=shown, part=part)
 
 
 def _phrase(text: str) -> str:
@@ -527,9 +559,12 @@ def build_message_bytes(
         ("To", to_addr),
         ("Subject", tidy(rendered.subject)),
         ("Date", email.utils.format_datetime(now)),
-        ("Message-ID", f"<{_message_id_local(digest.digest_id, settings)}@{settings.domain}>"),
-        ("List-Id", list_id),
+        ("Message-ID", _message_id(digest.digest_id, settings)),
     ]
+    if rendered.part is not None and rendered.part.number > 1:  # threaded under the first
+        first = _message_id(rendered.part.thread, settings)
+        headers += [("In-Reply-To", first), ("References", first)]
+    headers.append(("List-Id", list_id))
     if unsubscribe_url:
         headers.append(("List-Unsubscribe", f"<{_check_https_url(unsubscribe_url)}>, {mailto}"))
         headers.append(("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"))
@@ -539,6 +574,11 @@ def build_message_bytes(
     headers.append(("X-Auto-Response-Suppress", "All"))
     html = rendered.html if digest.subscriber.email_format != "text" else None
     return message_bytes(headers, rendered.text, html)
+
+
+def _message_id(digest_id: str, settings: EmailSettings) -> str:
+    """A digest's Message-ID, in its angle brackets."""
+    return f"<{_message_id_local(digest_id, settings)}@{settings.domain}>"
 
 
 def _message_id_local(digest_id: str, settings: EmailSettings) -> str:

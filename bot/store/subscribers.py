@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
 from bot.core.errors import StoreError
-from bot.core.models import DEFAULT_INCLUDE, AbstractLength, EmailFormat, Subscriber
+from bot.core.models import DEFAULT_INCLUDE, AbstractLength, EmailFormat, LongEmails, Subscriber
 from bot.core.schedule import Defaults
 from bot.store.bulk import (
     RULES,
@@ -57,6 +57,7 @@ SETTINGS = (
     *SCHEDULE_SETTINGS,
     "email_format",
     "abstracts",
+    "long_emails",
     "max_papers",
     "summaries",
     "language",
@@ -199,6 +200,7 @@ class Subscribers(Repository):
                     email_confirmed=row.email_confirmed,
                     email_format=cast(EmailFormat, row.email_format),
                     abstracts=cast(AbstractLength, row.abstracts),
+                    long_emails=cast(LongEmails, row.long_emails),
                     summaries=row.summaries,
                     language=row.language,
                     similar_max=row.similar_max,
@@ -209,9 +211,9 @@ class Subscribers(Repository):
 
     def set_schedule(self, name: str, **settings: str | bool | int | float | None) -> None:
         """Change a database subscriber's settings (schedule, day, time, timezone,
-        notify_empty, email_format, abstracts, max_papers, summaries, language, similar_max,
-        similar_min); None sets a
-        schedule setting back to the config's default."""
+        notify_empty, email_format, abstracts, long_emails, max_papers, summaries, language,
+        similar_max, similar_min); None sets a schedule setting back to the config's
+        default."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
             for key, value in settings.items():

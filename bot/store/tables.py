@@ -120,6 +120,8 @@ class SubscriberRow(SQLModel, table=True):
     email_confirmed: bool = True  # False: learnt from Slack, not confirmed by its owner
     email_format: str = Field(default="html", max_length=8)  # html, text
     abstracts: str = Field(default="short", max_length=8)  # short, full
+    # A digest too long for one email: "parts" or "one" (migration 0016).
+    long_emails: str = Field(default="parts", max_length=8)
     # A summary in place of each abstract; a language the texts are translated into (a
     # BCP 47 tag), None: English only (migration 0004).
     summaries: bool = False
@@ -211,7 +213,7 @@ class OutboxMessageRow(SQLModel, table=True):
     )
     payload: bytes = Field(sa_type=LargeBinary)  # empty until its job is rendered
     # The digest to render, for the worker that claims it (`bot.pipeline.jobs`); None once
-    # rendered into `payload` (migration 0016).
+    # rendered into `payload` (migration 0017).
     job: bytes | None = Field(default=None, sa_type=LargeBinary)
 
 

@@ -64,6 +64,7 @@ SETTING_FIELDS = (
     "timezone",
     "email_format",
     "abstracts",
+    "long_emails",  # a digest too long for one email: "parts" or "one"
     "max_papers",  # how many papers an email shows
     "similar_max",  # how many papers like the liked ones an email adds
     "summaries",  # "on", or "off" from a hidden field (an unchecked box sends nothing)

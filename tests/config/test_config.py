@@ -216,6 +216,7 @@ def test_schema_problems_and_cross_checks_are_reported_together() -> None:
         ({"rules": ["x"], "include": []}, "subscribers[0].include:"),
         ({"rules": ["x"], "email": "zoë@example.org"}, "not a plausible email address"),
         ({"rules": ["x"], "email": "ada@example.c"}, "not a plausible email address"),
+        ({"rules": ["x"], "long_emails": "split"}, "subscribers[0].long_emails:"),
     ],
 )
 def test_subscriber_problems(subscriber: dict[str, object], expected: str) -> None:
@@ -442,6 +443,15 @@ def test_a_subscriber_may_have_summaries_and_a_language() -> None:
     for english in ("en", "en-GB", "EN-us"):  # English is no translation, and no error
         config = parse_config(minimal(subscribers=[{**sub, "language": english}]), environ={})
         assert config.declared_subscribers()[0].language is None
+
+
+def test_a_subscriber_takes_long_digests_in_parts_unless_they_say_one() -> None:
+    sub = {"name": "ada", "email": "ada@example.org", "rules": ["x"], "abstracts": "full"}
+    plain = parse_config(minimal(subscribers=[sub]), environ={}).declared_subscribers()[0]
+    assert plain.long_emails == "parts"
+    one = {**sub, "long_emails": "one"}
+    declared = parse_config(minimal(subscribers=[one]), environ={}).declared_subscribers()[0]
+    assert declared.long_emails == "one"
 
 
 @pytest.mark.parametrize(

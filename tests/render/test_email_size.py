@@ -6,7 +6,9 @@ of link, summaries and translations, as real ones are and as long as a runaway m
 Past 102 KB Gmail clips a message: the rest, the unsubscribe link with it, is behind a
 "View entire message" link. An email too long with the texts asked for shows less of each
 (short abstracts, then their first lines, then none) before it leaves out any paper; the
-papers it leaves out are the lowest ranked, counted with those over `max_papers`.
+papers it leaves out are the lowest ranked, counted with those over `max_papers`. (That is
+`render_digest`; a digest with full abstracts is sent whole, in parts, by `render_parts`:
+tests/render/test_email_parts.py.)
 """
 
 from __future__ import annotations

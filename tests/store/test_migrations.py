@@ -588,16 +588,44 @@ def test_0014_indexes_the_outbox_for_bounces_and_keeps_every_record(database_url
 
 
 @pytest.mark.database
-def test_0016_queues_jobs_and_going_back_drops_only_those_not_rendered(
+def test_0016_gives_every_subscriber_long_digests_in_parts_and_back(database_url: str) -> None:
+    """Revision 0016 adds `long_emails`: from the oldest database, through 0015, every
+    stored subscriber keeps its settings and gets "parts", the default; its own choice is
+    stored; back to 0015, the column alone is gone."""
+    migrate_to(database_url, BASELINE)
+    migrate_to(database_url, "0015")
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        insert_subscriber(connection, "2026-11-01 08:00:00+00:00", abstracts="full")
+    engine.dispose()
+    migrate_to(database_url, head())
+    assert differences(database_url) == []
+    with Store.open(database_url) as store:
+        (ada,) = store.subscribers.all()
+        assert (ada.name, ada.abstracts, ada.long_emails) == ("ada", "full", "parts")
+        store.subscribers.set_schedule("ada", long_emails="one")
+        (ada,) = store.subscribers.all()
+        assert ada.long_emails == "one"
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        command.downgrade(alembic_config(connection), "0015")
+        columns = {c["name"] for c in sqlalchemy_inspect(connection).get_columns("subscribers")}
+        kept = connection.execute(text("SELECT name, abstracts FROM subscribers")).all()
+    engine.dispose()
+    assert "long_emails" not in columns and "abstracts" in columns
+    assert [tuple(row) for row in kept] == [("ada", "full")]
+
+
+def test_0017_queues_jobs_and_going_back_drops_only_those_not_rendered(
     database_url: str, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    """Revision 0016 lets a queued digest wait as a job: from the oldest database, through
-    0015 with a pending message, that message is claimed as it was (no job); a job queued
-    after it is claimed with its job. Back to 0015, the job not yet rendered leaves the
+    """Revision 0017 lets a queued digest wait as a job: from the oldest database, through
+    0016 with a pending message, that message is claimed as it was (no job); a job queued
+    after it is claimed with its job. Back to 0016, the job not yet rendered leaves the
     outbox with its papers' deliveries (the older paperbell builds that digest again);
     the message queued before is kept byte for byte."""
     migrate_to(database_url, BASELINE)
-    migrate_to(database_url, "0015")
+    migrate_to(database_url, "0016")
     when = datetime(2026, 11, 27, 8, 0, tzinfo=UTC)
     engine = create_engine(normalize_url(database_url))
     with engine.begin() as connection:
@@ -628,7 +656,7 @@ def test_0016_queues_jobs_and_going_back_drops_only_those_not_rendered(
         ]
     engine = create_engine(normalize_url(database_url))
     with engine.begin() as connection:
-        command.downgrade(alembic_config(connection), "0015")
+        command.downgrade(alembic_config(connection), "0016")
         kept = connection.execute(text("SELECT digest_id FROM outbox")).scalars().all()
         payloads = connection.execute(text("SELECT payload FROM outbox_messages")).scalars()
         deliveries = connection.execute(text("SELECT count(*) FROM deliveries")).scalar_one()

@@ -175,6 +175,7 @@ def test_settings_pause_and_resume(site: Site) -> None:
             "timezone": "Europe/Paris",
             "email_format": "text",
             "abstracts": "full",
+            "long_emails": "one",
             "max_papers": "20",
             "similar_max": "3",
         },
@@ -182,13 +183,18 @@ def test_settings_pause_and_resume(site: Site) -> None:
     )
     assert saved.status_code == 303
     ada = site.subscriber("ada")
-    assert ada.similar_max == 3
+    assert ada.similar_max == 3 and ada.long_emails == "one"
+    page = site.http.get(path).text
+    assert 'name="long_emails" value="one" checked' in page
+    assert "a long digest as one email" in page  # the status line says it
     assert '<option value="3" selected>3</option>' in site.http.get(path).text
     assert ada.schedule.describe() == "weekly on Friday at 16:30 (Europe/Paris)"
     assert (ada.email_format, ada.abstracts, ada.max_papers) == ("text", "full", 20)
     assert '<option value="20" selected>20</option>' in site.http.get(path).text
     bad = site.post(path + "/settings", {"timezone": "Mars/Olympus", "time": "25:00"}, page=path)
     assert bad.status_code == 400 and "unknown time zone" in bad.text
+    neither = site.post(path + "/settings", {"long_emails": "some"}, page=path)
+    assert neither.status_code == 400 and "long_emails" in neither.text
     too_many = site.post(path + "/settings", {"max_papers": "5000"}, page=path)
     assert too_many.status_code == 400 and "max_papers" in too_many.text
     assert site.subscriber("ada").max_papers == 20

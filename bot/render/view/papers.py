@@ -134,11 +134,14 @@ def _code_label(paper: Paper) -> str | None:
     return f"Code{stars}"
 
 
-def group_views(digest: Digest, *, abstracts: TextLength | None = None) -> tuple[GroupView, ...]:
-    """The digest's groups, their papers numbered from 1 across the digest; `abstracts`:
-    how much of each paper's text to show (default: the subscriber's `abstracts`)."""
+def group_views(
+    digest: Digest, *, abstracts: TextLength | None = None, first: int = 1
+) -> tuple[GroupView, ...]:
+    """The digest's groups, their papers numbered from `first` across the digest (a later
+    part of a digest sent in parts goes on from the one before); `abstracts`: how much of
+    each paper's text to show (default: the subscriber's `abstracts`)."""
     groups: list[GroupView] = []
-    number = 0
+    number = first - 1
     abstracts = abstracts or asked_length(digest.subscriber.abstracts)
     labels = digest.subscriber.labels
     texts = texts_view(digest)

@@ -19,7 +19,7 @@ deliveries (which paper versions went, or will go, to whom on which channel).
 
 from __future__ import annotations
 
-from bot.store.outbox.leases import OutboxItem, OutboxLeases, RenderedJob
+from bot.store.outbox.leases import OutboxItem, OutboxLeases, RenderedJob, RenderedPart
 from bot.store.outbox.queries import OutboxQueries, OutboxStatus, RecordState, Waiting
 from bot.store.outbox.queue import OutboxQueue, Queued
 
@@ -30,6 +30,7 @@ __all__ = [
     "Queued",
     "RecordState",
     "RenderedJob",
+    "RenderedPart",
     "Waiting",
 ]
 

@@ -15,7 +15,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ARRAY, ColumnElement, Integer, Select, all_, bindparam, update
+from sqlalchemy import (
+    ARRAY,
+    ColumnElement,
+    Integer,
+    Select,
+    all_,
+    bindparam,
+    insert,
+    tuple_,
+    update,
+)
 from sqlalchemy import select as select_columns  # more columns than sqlmodel's types
 from sqlmodel import col, select
 
@@ -60,6 +70,19 @@ class RenderedJob:
     papers: int
     omitted: int
     left_out: Sequence[tuple[str, int]] = ()
+    # A digest rendered as numbered messages: the parts after the first, each queued as a
+    # record of its own with its papers (and sent and recorded alone).
+    more: Sequence[RenderedPart] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedPart:
+    """A part after the first of a job rendered as numbered messages: its digest id, its
+    message, and its papers ((id, version)), which move from the job's record to its own."""
+
+    digest_id: str
+    payload: bytes
+    papers: Sequence[tuple[str, int]]
 
 
 # Recording a send (`Outbox.mark_sent`): the record, leased by `owner` or (its lease lost)
@@ -289,10 +312,13 @@ class OutboxLeases(Repository):
                 connection.execute(_DELIVERIES_SENT, {"row": outbox_id})
             return bool(held)
 
-    def mark_rendered(self, rendered: Sequence[RenderedJob], *, owner: str) -> set[int]:
-        """Jobs `owner` rendered: each message kept in place of its job, and the papers the
-        message left out (an email holds what mail apps show whole) recorded as omitted, in
-        one transaction. The ids `owner` still held: one missing was taken over by another
+    def mark_rendered(
+        self, rendered: Sequence[RenderedJob], *, owner: str, now: datetime
+    ) -> set[int]:
+        """Jobs `owner` rendered: each message kept in place of its job, the papers the
+        message left out (an email holds what mail apps show whole) recorded as omitted,
+        and each further part queued as a record of its own, its papers with it; in one
+        transaction. The ids `owner` still held: one missing was taken over by another
         worker (its lease ran out), which renders it itself."""
         held: set[int] = set()
         with failing_as("record the rendered digests"), self.database.transaction() as connection:
@@ -302,6 +328,8 @@ class OutboxLeases(Repository):
                 if not connection.execute(_RENDERED, mine).rowcount:
                     continue
                 held.add(job.outbox_id)
+                for number, part in enumerate(job.more, 2):
+                    _queue_part(connection, job.outbox_id, number, part, now)
                 connection.execute(
                     _MESSAGE_RENDERED, {"row": job.outbox_id, "message": job.payload}
                 )
@@ -421,3 +449,37 @@ class OutboxLeases(Repository):
                 break
             failed += 1
         return failed
+
+
+def _queue_part(
+    connection: Any, job_id: int, number: int, part: RenderedPart, now: datetime
+) -> None:
+    """Queue part `number` of the job `job_id` as a record of its own (pending, for the
+    next claim), its message, and move its papers' deliveries from the job's record."""
+    record = connection.execute(select_columns(OUTBOX).where(OUTBOX.c.id == job_id)).one()
+    part_id = connection.execute(
+        insert(OUTBOX)
+        .values(
+            subscriber_id=record.subscriber_id,
+            channel=record.channel,
+            period=f"{record.period}#{number}"[:128],
+            digest_id=part.digest_id,
+            recipient=record.recipient,
+            papers=len(part.papers),
+            omitted=0,
+            status="pending",
+            attempts=0,
+            next_attempt=now,
+            created_at=now,
+        )
+        .returning(OUTBOX.c.id)
+    ).scalar_one()
+    connection.execute(insert(MESSAGES).values(outbox_id=part_id, payload=part.payload))
+    connection.execute(
+        update(DELIVERIES)
+        .where(
+            DELIVERIES.c.outbox_id == job_id,
+            tuple_(DELIVERIES.c.paper_id, DELIVERIES.c.paper_version).in_(list(part.papers)),
+        )
+        .values(outbox_id=part_id, digest_id=part.digest_id)
+    )
