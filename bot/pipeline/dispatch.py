@@ -107,7 +107,9 @@ def queue(
     return [
         report_of(digest, target.recipient, "queued-elsewhere")
         if outbox_id is None
-        else replace(report_of(digest, target.recipient, "queued"), outbox_id=outbox_id)
+        else replace(  # without the digest: a run of many thousands holds none once queued
+            report_of(digest, target.recipient, "queued"), outbox_id=outbox_id, digest=None
+        )
         for (digest, target), outbox_id in zip(built, ids, strict=True)
     ]
 
