@@ -308,7 +308,7 @@ def process_cpu(watch: TreeWatch, main_pid: int, first: float | None, end: float
         elif "resource_tracker" in command:
             continue  # multiprocessing's helper: no work of the run
         else:
-            role = "render worker" if "spawn_main" in command else f"process {pid}"
+            role = "sender" if "spawn_main" in command else f"process {pid}"
         busy = (seconds - since.get(pid, 0.0)) / span if span > 0 else float("nan")
         parts.append(f"{role} {seconds:.1f} s (busy {busy:.2f})")
     return "CPU by process (busy: its share of one core from the first message on): " + (
@@ -316,7 +316,7 @@ def process_cpu(watch: TreeWatch, main_pid: int, first: float | None, end: float
     )
 
 
-def write_setup(folder: Path, sink_port: int) -> tuple[Path, bytes]:
+def write_setup(folder: Path, sink_port: int, workers: int | None = None) -> tuple[Path, bytes]:
     xml = gzip.decompress(FEED.read_bytes())
     feed = folder / "listing.xml"
     feed.write_bytes(xml)
@@ -341,7 +341,8 @@ host = "127.0.0.1"
 port = {sink_port}
 security = "none"
 from = "paperbell <papers@bench.example>"
-""",
+"""
+        + (f"[delivery]\nworkers = {workers}\n" if workers else ""),
         encoding="utf-8",
     )
     return config, xml
@@ -384,6 +385,9 @@ def main() -> int:
     parser.add_argument("--subscribers", type=int, default=10_000)
     parser.add_argument("--anchor-messages", type=int, default=None)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--workers", type=int, help="[delivery] workers (default: the config's default)"
+    )
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
     parser.add_argument("--profile", type=Path, help="cProfile the digest run into this file")
     args = parser.parse_args()
@@ -397,7 +401,7 @@ def main() -> int:
     sink = Sink()
     env = {**os.environ, "PAPERBELL_BENCH_SECRET": "b" * 40, "PYTHONPATH": str(ROOT)}
     try:
-        config, xml = write_setup(folder, sink.port)
+        config, xml = write_setup(folder, sink.port, args.workers)
         paperbell("db", "upgrade", "-c", str(config), env=env)
         paperbell("poll", "-c", str(config), env=env)
         add_subscribers(folder / "paperbell.sqlite", args.subscribers, title_words(xml), args.seed)

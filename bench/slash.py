@@ -180,6 +180,27 @@ def make_config(database: Path, smtp_port: int) -> Config:
     return parse_config(data, environ=environ)
 
 
+def sender_config(database: Path, smtp_port: int) -> Path:
+    """The config file the sender processes read: the database and email of `make_config`."""
+    path = database.with_suffix(".toml")
+    path.write_text(
+        f"""version = 1
+[database]
+url = "sqlite:///{database}"
+[email]
+from = "paperbell <digest@papers.lab.example>"
+host = "127.0.0.1"
+port = {smtp_port}
+security = "none"
+[web]
+public_url = "https://papers.lab.example"
+secret_key_env = "PAPERBELL_SECRET_KEY"
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
 # -- the server (a child process, as `paperbell run`) --------------------------------------------
 
 
@@ -295,6 +316,7 @@ class StandIn:
 async def _serve(
     database: Path, smtp_port: int, pipe: Connection, mode: str, cpu_ms: float
 ) -> None:
+    from bot.cli.senders import start_senders
     from bot.cli.wiring import Front
     from bot.pipeline import DeliveryRequest, build_channels, build_fetcher, deliver, wire
     from bot.pipeline.scheduler import Daemon
@@ -318,12 +340,21 @@ async def _serve(
         try:
             if kind == "standin":
                 return await standin.run(stop)
-            return await deliver(
-                wire(config, store, {"email": channels["email"]}),  # no Slack stand-in needed
-                DeliveryRequest(),
-                now=NOW,
-                should_stop=stop.is_set,
+            # As the daemon runs it: this process plans and queues, its sender processes
+            # ([delivery] workers, by email only) render and send.
+            os.environ["PAPERBELL_SECRET_KEY"] = WEB_SECRET
+            senders = start_senders(
+                sender_config(database, smtp_port), config.delivery.workers, until_idle=True
             )
+            try:
+                return await deliver(
+                    wire(config, store, {"email": channels["email"]}),
+                    DeliveryRequest(sends=False),
+                    now=NOW,
+                    should_stop=stop.is_set,
+                )
+            finally:
+                await asyncio.to_thread(senders.finish)
         finally:
             times["digest_end"] = time.time()
 

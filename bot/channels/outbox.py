@@ -3,9 +3,10 @@
 Owns the delivery policy: leases, retries of transient failures with exponential backoff
 and jitter, permanent failures (the papers go back to the subscriber's next digest), and
 pausing a subscriber whose address keeps bouncing. The store does the bookkeeping in
-transactions; the channel moves the bytes. Must not build or render digests: a queued
-record holds the finished message, so a digest re-sent after a crash is the same message
-(same Message-ID) as the one that may already have arrived.
+transactions; the channel moves the bytes. A record queued as a job (its digest) is
+rendered by the worker that claims it, with the `render` it is given (the pipeline's:
+`bot.pipeline.jobs`), and its message kept before it is sent: a digest re-sent after a
+crash is the same message (same Message-ID) as the one that may already have arrived.
 
 Leases: a worker holds the records it claimed for `RetryPolicy.lease`, and renews the lease
 of every record of its batch not yet done once a third of it has passed: looked at before
@@ -41,7 +42,7 @@ import os
 import platform
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import cast
 
@@ -50,7 +51,7 @@ from bot.channels.registry import channel_kind, kind_of
 from bot.core.errors import StoreError
 from bot.core.models import target_label
 from bot.core.plurals import plural
-from bot.store import OutboxItem, Store
+from bot.store import OutboxItem, RenderedJob, Store
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,11 @@ class Attempt:
     paused_target: bool = False  # this target alone was (an Apprise service refusing)
 
 
+# Renders a claimed record's job (`item.job`: its digest) into its message and what that
+# holds; raises ValueError when the channel refuses the digest.
+RenderJob = Callable[[OutboxItem], RenderedJob]
+
+
 def worker_name() -> str:
     """Who holds a lease: host and process, for `status` and the logs."""
     return f"{platform.node()}:{os.getpid()}"
@@ -111,6 +117,7 @@ async def drain(
     rand: Callable[[], float] = random.random,
     should_stop: Callable[[], bool] = lambda: False,
     tried: set[int] | None = None,
+    render: RenderJob | None = None,
 ) -> list[Attempt]:
     """Send every claimable record once, batch by batch, until none is left (or
     `should_stop()` says so between batches: a daemon shutting down).
@@ -122,7 +129,8 @@ async def drain(
     sent leaving it). `channels` maps a record's channel kind ("email", "slack",
     "apprise": the kind of "apprise:<key>") to what sends it. The kinds of a batch are
     sent side by side: a slow service holds up no email; and `retry.connections` batches
-    at a time, each over its own connection."""
+    at a time, each over its own connection. `render` makes the message of each record
+    queued as a job, in a thread (without it, such a record waits for a worker that can)."""
     if not isinstance(channels, Mapping):
         channels = {channels.name: channels}
     retry = retry or RetryPolicy()
@@ -170,6 +178,7 @@ async def drain(
                         retry=retry,
                         rand=rand,
                         should_stop=should_stop,
+                        render=render,
                     )
                 )
             for sent in await asyncio.gather(*sends):
@@ -295,7 +304,20 @@ async def _send_batch(
     retry: RetryPolicy,
     rand: Callable[[], float],
     should_stop: Callable[[], bool],
+    render: RenderJob | None,
 ) -> list[Attempt]:
+    results: list[Attempt] = []
+    if any(item.job is not None for item in items):
+        items, refused, later = await asyncio.to_thread(
+            _render_jobs, store, held, items, render, now=clock()
+        )
+        for item, why in refused:  # given up (its papers go back), never counted as a bounce
+            if store.outbox.mark_failed(item.id, owner=held.owner, error=why) is not None:
+                log.error("digest for %s could not be rendered: %s", item.subscriber, why)
+                results.append(Attempt(item, "failed", error=why))
+        results += _record_failures(store, held, later, clock=clock, retry=retry, rand=rand)
+        if held.stopped:
+            return results
     unrecorded: dict[int, str] = {}
     owner = held.owner
 
@@ -347,7 +369,6 @@ async def _send_batch(
     finally:
         beating.cancel()
         await asyncio.gather(beating, return_exceptions=True)
-    results: list[Attempt] = []
     for outcome in outcomes:
         item = cast(OutboxItem, outcome.item)
         if outcome.ok:
@@ -358,6 +379,47 @@ async def _send_batch(
         else:
             results += _record_failures(store, held, [outcome], clock=clock, retry=retry, rand=rand)
     return results
+
+
+def _render_jobs(
+    store: Store, held: Held, items: list[OutboxItem], render: RenderJob | None, *, now: datetime
+) -> tuple[list[OutboxItem], list[tuple[OutboxItem, str]], list[SendOutcome]]:
+    """Each record of the batch queued as a job rendered, and its message kept (one
+    transaction) before any is sent: the records to send, in order; those the channel
+    refused, and why; those left for a worker that can render (no `render` given). A job
+    rendered as numbered messages sends its first here; the others are queued as records
+    of their own, for the next claim."""
+    ready: dict[int, OutboxItem] = {item.id: item for item in items if item.job is None}
+    rendered: list[RenderedJob] = []
+    refused: list[tuple[OutboxItem, str]] = []
+    later: list[SendOutcome] = []
+    jobs = {item.id: item for item in items if item.job is not None}
+    for item in jobs.values():
+        if render is None:
+            later.append(SendOutcome(item, ok=False, error="this process renders no jobs"))
+            continue
+        try:
+            rendered.append(render(item))
+        except ValueError as exc:
+            held.done(item)
+            refused.append((item, str(exc)))
+    try:
+        kept = (
+            store.outbox.mark_rendered(rendered, owner=held.owner, now=now) if rendered else set()
+        )
+    except StoreError as exc:
+        log.error("cannot keep the rendered digests; stopping: %s", exc)
+        held.broken = True
+        return [], refused, later
+    for job in rendered:
+        item = jobs[job.outbox_id]
+        if job.outbox_id not in kept:
+            held.lose(f"another worker took over the digest for {item.subscriber}")
+            continue
+        ready[item.id] = replace(
+            item, payload=job.payload, job=None, papers=job.papers, omitted=job.omitted
+        )
+    return [ready[i] for i in sorted(ready)], refused, later
 
 
 def _record_failures(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -70,16 +70,31 @@ def run(
     from bot.cli.wiring import run_daemon  # the web stack, Slack, the pipeline: `run` only
     from bot.store import utcnow
 
-    clock = utcnow if clock_start is None else _fast_clock(clock_start, clock_speed)
+    clock = (
+        utcnow
+        if clock_start is None
+        else FastClock(clock_start.replace(tzinfo=UTC), clock_speed, time.time())
+    )
     store = open_store(config)
 
-    code = asyncio.run(run_daemon(config, store, clock=clock, web=web, speed=clock_speed))
+    senders = config.delivery.workers
+    code = asyncio.run(
+        run_daemon(config, store, clock=clock, web=web, speed=clock_speed, senders=senders)
+    )
     sys.exit(code)
 
 
-def _fast_clock(start: datetime, speed: float) -> Callable[[], datetime]:
-    origin, first = time.monotonic(), start.replace(tzinfo=UTC)
-    return lambda: first + timedelta(seconds=(time.monotonic() - origin) * speed)
+@dataclass(frozen=True)
+class FastClock:
+    """The testing aid's clock: `start` at the moment `origin` (wall time), running `speed`
+    times faster. Read on the wall clock, so that the daemon and its senders agree."""
+
+    start: datetime
+    speed: float
+    origin: float
+
+    def __call__(self) -> datetime:
+        return self.start + timedelta(seconds=(time.time() - self.origin) * self.speed)
 
 
 @click.command()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -253,6 +254,7 @@ def digest(
     placeholders).
     """
     from bot.pipeline import DeliveryRequest, deliver, wire
+    from bot.pipeline.dispatch import settle
     from bot.store import utcnow
 
     config = load_config(config_path)
@@ -262,15 +264,24 @@ def digest(
     store = open_store(config, create=mode == "send")  # a preview makes no database
     request = DeliveryRequest(mode=mode, only=only, since=since.date() if since else None)
     texts: list[TextsRun] = []
-    reports = asyncio.run(
-        deliver(
-            wire(config, store, out_dir=out_dir),
-            request,
-            now=utcnow(),
-            clock=utcnow,
-            on_texts=texts.append,
+    parts = wire(config, store, out_dir=out_dir)
+    senders = None  # [delivery] workers: more than one send beside this process, which plans
+    if mode == "send" and config.delivery.workers > 1:
+        from bot.cli.senders import start_senders
+
+        senders = start_senders(config_path, config.delivery.workers, until_idle=True)
+        request = replace(request, sends=False)
+    try:
+        reports = asyncio.run(
+            deliver(parts, request, now=utcnow(), clock=utcnow, on_texts=texts.append)
         )
-    )
+    except BaseException:
+        if senders is not None:
+            senders.stop(config.daemon.shutdown_grace_seconds)
+        raise
+    if senders is not None:
+        senders.finish()
+        reports = settle(store, reports)
     code = print_delivery(reports, dry_run=dry_run)
     for run in texts:
         if line := run.line():
@@ -330,6 +341,8 @@ def print_delivery(reports: Sequence[DeliveryReport], *, dry_run: bool = False) 
                 click.echo(line)
         elif r.status == "nothing":
             click.echo(f"{r.subscriber} {r.target}: no new matching papers")
+        elif r.status == "queued":  # not sent yet: a `paperbell run` sends it
+            click.echo(f"{r.subscriber} {r.target}: {papers} queued, not sent yet")
         elif r.status == "queued-elsewhere":
             click.echo(f"{r.subscriber} {r.target}: already queued by another run")
         elif r.status == "unrecorded":

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from bot import __version__
 from bot.channels import Channel
 from bot.channels.outbox import worker_name
+from bot.cli.senders import start_senders
 from bot.cli.shell import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, stop_on_signals
 from bot.config import Config
 from bot.core.plurals import plural
@@ -124,9 +125,11 @@ async def run_daemon(
     clock: Callable[[], datetime],
     web: tuple[str, int] | None,
     speed: float,
+    senders: int = 0,
 ) -> int:
     """Run the daemon until SIGINT or SIGTERM, the web app on `web` (host, port) beside;
-    the exit code."""
+    the exit code. `senders`: processes that render and send the queued digests (none:
+    this process sends them)."""
     # Which process polls and plans (PostgreSQL: the one holding an advisory lock; SQLite: a
     # second `run` on the same file is refused here, before anything starts).
     leadership = Leadership(store.database, name=worker_name())
@@ -145,6 +148,7 @@ async def run_daemon(
             channels=channels,
             clock=clock,
             leadership=leadership,
+            sends=not senders,
         )
         server = front.server(web, daemon) if web is not None else None
         front.start_socket_mode()
@@ -156,11 +160,18 @@ async def run_daemon(
             plural(len(subscribers), "subscriber"),
             config.daemon.tick_seconds,
         )
+        sending = (
+            start_senders(config.path, senders, until_idle=False, clock=clock)
+            if senders and config.path is not None
+            else None
+        )
         try:
             await daemon.serve(stop, web=server, interval=config.daemon.tick_seconds / speed)
         except asyncio.CancelledError:
             return EXIT_INTERRUPTED
         finally:
+            if sending is not None:
+                await asyncio.to_thread(sending.stop, config.daemon.shutdown_grace_seconds)
             await front.close()
     if server is not None and not stop.is_set():
         log.error("the web app stopped (is port %d free?)", web[1] if web else 0)

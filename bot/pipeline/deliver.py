@@ -11,18 +11,18 @@ settings, the link signer) is wired once from the config (`bot.pipeline.wiring.P
                     registry's kinds say where): the digest built (or the empty day's note)
     write_texts     the summaries and translations their subscribers asked for, of the
                     papers going out (`bot.pipeline.texts`; a preview asks no model)
-    render          each digest rendered for its target by its channel kind
-    queue           each payload into the outbox with its papers, once per period
-                    (`bot.pipeline.dispatch`, as the step after it)
-    send            the outbox drained through the channels, each message recorded once
-                    the far end accepted it
+    queue           each digest into the outbox as a job, with its papers, once per
+                    period (`bot.pipeline.dispatch`, as the step after it)
+    send            the outbox drained: each job claimed, rendered for its target by its
+                    channel kind (`bot.pipeline.jobs`), its message kept, sent through the
+                    channel and recorded once the far end accepted it
     (report)        one `DeliveryReport` per digest, or per reason there is none, in the
                     subscribers' order
 
 The plan is made once for everyone; the steps after it run a share of the subscribers at
 a time (`shares`), so that the first digests are sent seconds after the start and few
-messages are held in memory. A dry run stops after rendering; a run to files sends the
-payloads through the file channel and queues and records nothing.
+messages are held in memory. A dry run renders and stops; a run to files renders and
+writes each payload through the file channel, and queues and records nothing.
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ class DeliveryRequest:
     default the digest's own id. `note(subscriber)` is the text of a short note sent when
     their digest holds nothing (None: send nothing). `catch_up` also sends queued digests
     still waiting for their retry time (a run from the command line); the daemon leaves
-    them to their time."""
+    them to their time. `sends` false: the digests are queued, not sent by this process
+    (its sender processes send them)."""
 
     mode: Mode = "send"
     only: str | None = None  # this subscriber alone, by name
@@ -84,6 +85,7 @@ class DeliveryRequest:
     period: Callable[[Subscriber], str] | None = None
     note: Callable[[Subscriber], str | None] | None = None
     catch_up: bool = True
+    sends: bool = True  # False: queue only; the sender processes send (bot.cli.senders)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +112,7 @@ async def deliver(
     on_texts: Callable[[TextsRun], None] | None = None,
 ) -> list[DeliveryReport]:
     """Each subscriber's digest per target, of stored papers they have not received there,
-    rendered, queued in the outbox and sent (or, as `request` says, only reported or
+    queued in the outbox and sent (or, as `request` says, only rendered and reported or
     written to files): a share of the subscribers at a time, so that the first digests go
     out while the others are made. `clock` times the sending (default: `now`);
     `should_stop()` is checked before each message; `on_texts` hears what the run's
@@ -137,17 +139,14 @@ async def deliver(
         texts_run = texts_run or share_texts
         targets = (target for _, target in built)
         pairs = list(zip(digests, targets, strict=True))
-        outgoing, failed = await asyncio.to_thread(render, pairs, context)
-        reports += [*skipped, *failed]
-        if request.mode == "dry-run":
-            reports += [report_of(o.digest, o.recipient, "would-send") for o in outgoing]
-        elif request.mode == "files":
-            reports += await write_files(parts.channels, outgoing)
-        else:
-            reports += await asyncio.to_thread(queue, parts.store, outgoing, request, now=now)
-            reports += await send(
-                parts, clock or (lambda: now), request, should_stop, attempted=attempted
-            )
+        reports += skipped
+        if request.mode == "send":  # each digest a job, rendered by the worker sending it
+            reports += await asyncio.to_thread(queue, parts.store, pairs, request, now=now)
+            if request.sends:
+                clock = clock or (lambda: now)
+                reports += await send(parts, clock, request, should_stop, attempted=attempted)
+        else:  # a preview or files: rendered here, nothing queued
+            reports += await _render_here(parts, pairs, context, request.mode)
         await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
     if on_texts is not None:
         on_texts(texts_run or TextsRun(model=parts.llm.model if parts.llm else None))
@@ -182,6 +181,17 @@ def shares(
         yield head
     for start in range(len(head), len(others), size):
         yield others[start : start + size]
+
+
+async def _render_here(
+    parts: Parts, pairs: list[tuple[Digest, Target]], context: RenderContext, mode: Mode
+) -> list[DeliveryReport]:
+    """A dry run's reports, or a run to files' (its payloads written), of digests rendered
+    in this process (in a thread: the event loop keeps answering)."""
+    outgoing, reports = await asyncio.to_thread(render, pairs, context)
+    if mode == "dry-run":
+        return reports + [report_of(o.digest, o.recipient, "would-send") for o in outgoing]
+    return reports + await write_files(parts.channels, outgoing)
 
 
 def _refuse_unsigned_links(parts: Parts, request: DeliveryRequest) -> None:
@@ -350,5 +360,9 @@ async def _rankings(parts: Parts, plan: DeliveryPlan, *, now: datetime) -> dict[
 
 
 def _in_order(reports: list[DeliveryReport], subscribers: list[Subscriber]) -> list[DeliveryReport]:
+    """The reports in the subscribers' order, a digest's "queued" left out once its send
+    was reported."""
+    tried = {r.outbox_id for r in reports if r.status != "queued" and r.outbox_id is not None}
+    kept = [r for r in reports if not (r.status == "queued" and r.outbox_id in tried)]
     order = {s.name: i for i, s in enumerate(subscribers)}
-    return sorted(reports, key=lambda r: order.get(r.subscriber, len(order)))
+    return sorted(kept, key=lambda r: order.get(r.subscriber, len(order)))

@@ -1,20 +1,22 @@
-"""A run's rendered digests handed on (delivery's last steps): queued in the outbox and sent
-through the channels, or written to files, with a `DeliveryReport` for each.
+"""A run's digests handed on (delivery's last steps): queued in the outbox as jobs and sent
+through the channels (each rendered by the worker that claims it), or rendered and written
+to files, with a `DeliveryReport` for each.
 
-Owns what a run reports and how its payloads reach the outbox and the channels; the
+Owns what a run reports and how its digests reach the outbox and the channels; the
 order of the run is `bot.pipeline.deliver`'s, the outbox's rules `bot.channels.outbox`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from bot.channels import Channel, Rendered, kind_of
+from bot.channels import Channel, Rendered, Target, kind_of
 from bot.channels.outbox import drain
 from bot.core.models import Digest, target_label
+from bot.pipeline.jobs import job_of, renderer
 from bot.store import Queued, Store
 
 if TYPE_CHECKING:
@@ -29,7 +31,8 @@ class DeliveryReport:
     subscriber: str
     address: str | None
     # "sent", "failed", "retry" (failed, queued for another attempt), "nothing",
-    # "queued-elsewhere" (another run queued it first), "would-send", "written", "skipped",
+    # "queued-elsewhere" (another run queued it first), "queued" (in the outbox, not yet
+    # sent by this process: another sends it), "would-send", "written", "skipped",
     # "unrecorded" (sent, but the record failed), "waiting" (left queued for the relay's
     # limits: a later run sends it; not a failure)
     status: str
@@ -39,6 +42,7 @@ class DeliveryReport:
     where: str | None = None
     digest: Digest | None = field(default=None, repr=False)
     channel: str = "email"
+    outbox_id: int | None = None  # its outbox record, once queued
 
     @property
     def target(self) -> str:
@@ -71,37 +75,67 @@ def outgoing_of(rendered: Rendered, recipient: str) -> list[Outgoing]:
 
 
 def queue(
-    store: Store, outgoing: Sequence[Outgoing], request: DeliveryRequest, *, now: datetime
+    store: Store,
+    built: Sequence[tuple[Digest, Target]],
+    request: DeliveryRequest,
+    *,
+    now: datetime,
 ) -> list[DeliveryReport]:
-    """Queue each payload in the outbox with its papers, once per (subscriber, channel,
-    period: `request.period`'s, else the digest's own id; a part after the first: that
-    and its number), the parts of a digest all or none: a report for each that another
-    run had queued first. Each part is its own record, sent and recorded alone."""
+    """Queue each digest as a job for its target, with its papers, once per (subscriber,
+    channel, period: `request.period`'s, else the digest's own id): a report for each,
+    "queued" with its outbox record, or "queued-elsewhere" (another run queued it first).
+    A digest its worker renders as numbered messages becomes a record a part then."""
     period = request.period
-    elsewhere: list[DeliveryReport] = []
     entries = []
-    for o in outgoing:
-        digest = o.digest
+    for digest, target in built:
         sub = digest.subscriber
         assert sub.id is not None
-        slot = period(sub) if period else (o.first or digest.digest_id)
         entries.append(
             Queued(
                 sub.id,
                 channel=digest.channel,
-                period=f"{slot}#{o.part}" if o.part > 1 else slot,
+                period=period(sub) if period else digest.digest_id,
                 digest_id=digest.digest_id,
-                recipient=o.recipient,
-                payload=o.payload,
+                recipient=target.recipient,
+                payload=b"",
                 sent=[item.paper for item in digest.items],
                 omitted=(*digest.omitted, *digest.disliked),
-                together=o.first,
+                job=job_of(digest),
             )
         )
-    for o, outbox_id in zip(outgoing, store.outbox.enqueue_many(entries, now=now), strict=True):
-        if outbox_id is None:
-            elsewhere.append(report_of(o.digest, o.recipient, "queued-elsewhere"))
-    return elsewhere
+    ids = store.outbox.enqueue_many(entries, now=now)
+    return [
+        report_of(digest, target.recipient, "queued-elsewhere")
+        if outbox_id is None
+        else replace(  # without the digest: a run of many thousands holds none once queued
+            report_of(digest, target.recipient, "queued"), outbox_id=outbox_id, digest=None
+        )
+        for (digest, target), outbox_id in zip(built, ids, strict=True)
+    ]
+
+
+def settle(store: Store, reports: Sequence[DeliveryReport]) -> list[DeliveryReport]:
+    """The reports, each digest this run queued and another process sent (or tried) told
+    as its outbox record now stands; one still waiting stays "queued"."""
+    queued = [r.outbox_id for r in reports if r.status == "queued" and r.outbox_id is not None]
+    if not queued:
+        return list(reports)
+    records = store.outbox.records(queued)
+    settled = []
+    for report in reports:
+        record = records.get(report.outbox_id or 0) if report.status == "queued" else None
+        if record is not None and (record.status != "pending" or record.attempts):
+            status = record.status if record.status != "pending" else "retry"
+            report = replace(
+                report,
+                status=status,
+                count=record.papers,
+                omitted=record.omitted,
+                error=record.last_error,
+                digest=None,
+            )
+        settled.append(report)
+    return settled
 
 
 async def send(
@@ -112,8 +146,8 @@ async def send(
     *,
     attempted: set[int] | None = None,
 ) -> list[DeliveryReport]:
-    """Send what the outbox holds (and is due, unless `request.catch_up`), this run's
-    digests among it; a report per attempt (without the digest: a run of many thousands
+    """Render and send what the outbox holds (and is due, unless `request.catch_up`), this
+    run's digests among it; a report per attempt (without the digest: a run of many thousands
     holds none once sent). `attempted`: the records this run tried already (each is tried
     once a run)."""
     reports = []
@@ -125,6 +159,7 @@ async def send(
         due_only=not request.catch_up,
         should_stop=should_stop,
         tried=attempted,
+        render=renderer(parts),
     ):
         item = attempt.item
         error = attempt.error
@@ -146,6 +181,7 @@ async def send(
                 omitted=item.omitted,
                 error=error,
                 channel=item.channel,
+                outbox_id=item.id,
             )
         )
     return reports

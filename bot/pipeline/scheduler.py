@@ -57,6 +57,7 @@ from bot.core.schedule import Slot, latest_slot, next_slot
 from bot.match.digest import empty_note
 from bot.pipeline.deliver import DeliveryReport, DeliveryRequest, deliver
 from bot.pipeline.health import SourceHealth, source_health, source_plans
+from bot.pipeline.jobs import renderer
 from bot.pipeline.likes import sync_declared_likes_online
 from bot.pipeline.mailbox import MailboxReader
 from bot.pipeline.poll import PollReport, check_listing, poll_source
@@ -144,7 +145,8 @@ class TickReport:
 
 class Daemon:
     """Polls, digests and sends, one `tick` at a time; `serve` runs it on a timer. With a
-    `leadership`, polls and digests only while it leads."""
+    `leadership`, polls and digests only while it leads; with `sends` false, leaves the
+    sending to its sender processes (`bot.cli.senders`)."""
 
     def __init__(
         self,
@@ -156,6 +158,7 @@ class Daemon:
         clock: Callable[[], datetime],
         owner: str | None = None,
         leadership: Leadership | None = None,
+        sends: bool = True,
     ) -> None:
         self.config = config
         self.store = store
@@ -165,6 +168,7 @@ class Daemon:
         self.owner = owner or worker_name()
         self.leadership = leadership
         self.leading = leadership is None  # whether this process polls and plans
+        self.sends = sends  # whether it sends the queued digests (else its senders do)
         self.calendar = config.polling.calendar()
         self.policy = config.polling.policy()
         self.retry = self.parts.retry
@@ -206,7 +210,7 @@ class Daemon:
             self._check_calendar(now)
             polls = await self.poll_due(now)
             digests = await self.digests_due(self.clock())
-        attempts = await self.send_due()
+        attempts = await self.send_due() if self.sends else []
         if self.leading and not self.stopping:
             await self.prune_due(self.clock())
         self.counters.ticks += 1
@@ -346,6 +350,7 @@ class Daemon:
             period=lambda sub: due[sub.id or 0][1].key,
             note=note,
             catch_up=False,
+            sends=self.sends,
         )
         reports = await deliver(
             self.parts,
@@ -380,7 +385,7 @@ class Daemon:
         return listing is not None and bool(listing.repaired)
 
     async def send_due(self) -> list[Attempt]:
-        """Send the queued digests that are due (retries wait for their time)."""
+        """Render and send the queued digests that are due (retries wait for their time)."""
         if not self.parts.channels:
             return []
         attempts = await drain(
@@ -391,6 +396,7 @@ class Daemon:
             retry=self.retry,
             due_only=True,
             should_stop=lambda: self.stopping,
+            render=renderer(self.parts),
         )
         for attempt in attempts:
             _count(self.counters.sends, attempt.status)

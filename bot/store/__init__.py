@@ -35,7 +35,14 @@ from bot.store.database import (
 )
 from bot.store.feedback import FeedbackStore, RankingModel, RankingModels, Vectors
 from bot.store.leader import Leadership, Workers, workers
-from bot.store.outbox import Outbox, OutboxItem, OutboxStatus, Queued
+from bot.store.outbox import (
+    Outbox,
+    OutboxItem,
+    OutboxStatus,
+    Queued,
+    RenderedJob,
+    RenderedPart,
+)
 from bot.store.papers import Papers, UpsertCounts
 from bot.store.relays import Relays, RelayState
 from bot.store.retention import Pruned, Retention
@@ -65,6 +72,8 @@ __all__ = [
     "RankingModel",
     "RelayState",
     "Relays",
+    "RenderedJob",
+    "RenderedPart",
     "RuleCount",
     "SchemaState",
     "SentDigest",

@@ -211,7 +211,10 @@ class OutboxMessageRow(SQLModel, table=True):
     outbox_id: int = Field(
         foreign_key="outbox.id", primary_key=True, sa_column_kwargs={"autoincrement": False}
     )
-    payload: bytes = Field(sa_type=LargeBinary)
+    payload: bytes = Field(sa_type=LargeBinary)  # empty until its job is rendered
+    # The digest to render, for the worker that claims it (`bot.pipeline.jobs`); None once
+    # rendered into `payload` (migration 0017).
+    job: bytes | None = Field(default=None, sa_type=LargeBinary)
 
 
 class DestinationRow(SQLModel, table=True):

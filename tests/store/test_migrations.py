@@ -25,8 +25,8 @@ from support.servers import smtp_sink
 import bot
 from bot.cli import main
 from bot.core.errors import OutdatedSchema, StoreError
-from bot.core.models import Feedback
-from bot.store import Store, normalize_url, schema_state, upgrade_schema
+from bot.core.models import Feedback, Paper
+from bot.store import Queued, Store, normalize_url, schema_state, upgrade_schema
 from bot.store.schema import BASELINE, alembic_config, head, scripts
 
 LEGACY = FIXTURES / "legacy_0d0a80b"
@@ -614,6 +614,56 @@ def test_0016_gives_every_subscriber_long_digests_in_parts_and_back(database_url
     engine.dispose()
     assert "long_emails" not in columns and "abstracts" in columns
     assert [tuple(row) for row in kept] == [("ada", "full")]
+
+
+def test_0017_queues_jobs_and_going_back_drops_only_those_not_rendered(
+    database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """Revision 0017 lets a queued digest wait as a job: from the oldest database, through
+    0016 with a pending message, that message is claimed as it was (no job); a job queued
+    after it is claimed with its job. Back to 0016, the job not yet rendered leaves the
+    outbox with its papers' deliveries (the older paperbell builds that digest again);
+    the message queued before is kept byte for byte."""
+    migrate_to(database_url, BASELINE)
+    migrate_to(database_url, "0016")
+    when = datetime(2026, 11, 27, 8, 0, tzinfo=UTC)
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        sid = insert_subscriber(connection, when)
+        insert_sent_email(connection, sid, when, status="pending", sent_at=None)
+        outbox_id = connection.execute(text("SELECT id FROM outbox")).scalar_one()
+        message = {"outbox_id": outbox_id, "payload": b"Subject: waiting\r\n\r\nhello\r\n"}
+        insert_row(connection, "outbox_messages", message)
+    engine.dispose()
+    migrate_to(database_url, head())
+    assert differences(database_url) == []
+    job = Queued(
+        sid,
+        channel="email",
+        period="daily:2026-11-02",
+        digest_id="d2",
+        recipient="ada@example.org",
+        payload=b"",
+        sent=full_feed_papers[:2],
+        job=b"the digest",
+    )
+    with Store.open(database_url) as store:
+        store.outbox.enqueue_many([job], now=when)
+        claimed = store.outbox.claim("w1", now=when, lease=timedelta(minutes=5))
+        assert [(i.digest_id, i.payload, i.job) for i in claimed] == [
+            ("d1", message["payload"], None),
+            ("d2", b"", b"the digest"),
+        ]
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        command.downgrade(alembic_config(connection), "0016")
+        kept = connection.execute(text("SELECT digest_id FROM outbox")).scalars().all()
+        payloads = connection.execute(text("SELECT payload FROM outbox_messages")).scalars()
+        deliveries = connection.execute(text("SELECT count(*) FROM deliveries")).scalar_one()
+        columns = {c["name"] for c in sqlalchemy_inspect(connection).get_columns("outbox_messages")}
+        assert [bytes(p) for p in payloads] == [message["payload"]]
+    engine.dispose()
+    assert kept == ["d1"] and deliveries == 0 and "job" not in columns
 
 
 def legacy_database(folder: Path) -> Path:

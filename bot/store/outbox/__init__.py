@@ -5,9 +5,11 @@ deliveries (which paper versions went, or will go, to whom on which channel).
 
 - bot.store.outbox.queue: `enqueue`, `enqueue_many` (`Queued`): a digest's papers are
   written with its outbox record in one transaction (delivery status "queued"), so a re-run
-  can never send a paper twice;
+  can never send a paper twice; a digest is queued as its message, or as a job (the digest
+  itself) that the worker claiming it renders;
 - bot.store.outbox.leases: a worker leases records (`claim`, `renew`, `release`; an
-  `OutboxItem` each) and records how each went (`mark_sent` only after the channel
+  `OutboxItem` each), keeps each job's message once rendered (`mark_rendered`) and records
+  how each went (`mark_sent` only after the channel
   accepted the message, `mark_progress`, `mark_retry`, `defer`, `mark_failed`); a lease
   held by another worker is never written over;
 - bot.store.outbox.queries: read only: `status`, `target_status` (`OutboxStatus`),
@@ -17,11 +19,20 @@ deliveries (which paper versions went, or will go, to whom on which channel).
 
 from __future__ import annotations
 
-from bot.store.outbox.leases import OutboxItem, OutboxLeases
-from bot.store.outbox.queries import OutboxQueries, OutboxStatus, Waiting
+from bot.store.outbox.leases import OutboxItem, OutboxLeases, RenderedJob, RenderedPart
+from bot.store.outbox.queries import OutboxQueries, OutboxStatus, RecordState, Waiting
 from bot.store.outbox.queue import OutboxQueue, Queued
 
-__all__ = ["Outbox", "OutboxItem", "OutboxStatus", "Queued", "Waiting"]
+__all__ = [
+    "Outbox",
+    "OutboxItem",
+    "OutboxStatus",
+    "Queued",
+    "RecordState",
+    "RenderedJob",
+    "RenderedPart",
+    "Waiting",
+]
 
 
 class Outbox(OutboxQueue, OutboxLeases, OutboxQueries):

@@ -10,12 +10,22 @@ after a claim says which `owner` it comes from. Queueing is bot.store.outbox.que
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ARRAY, ColumnElement, Integer, Select, all_, bindparam, update
+from sqlalchemy import (
+    ARRAY,
+    ColumnElement,
+    Integer,
+    Select,
+    all_,
+    bindparam,
+    insert,
+    tuple_,
+    update,
+)
 from sqlalchemy import select as select_columns  # more columns than sqlmodel's types
 from sqlmodel import col, select
 
@@ -46,6 +56,33 @@ class OutboxItem:
     attempts: int  # failed attempts before this one
     progress: str | None = None  # how far a multi-message digest got (the channel's JSON)
     lease_until: datetime | None = None  # the worker holds it until then, unless it renews
+    job: bytes | None = None  # the digest, not yet rendered into `payload` (bot.pipeline.jobs)
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedJob:
+    """A claimed job rendered into its message (`Outbox.mark_rendered`): the message, how
+    many papers it holds and leaves out, and the job's papers it does not hold
+    ((id, version): the renderer cut them)."""
+
+    outbox_id: int
+    payload: bytes
+    papers: int
+    omitted: int
+    left_out: Sequence[tuple[str, int]] = ()
+    # A digest rendered as numbered messages: the parts after the first, each queued as a
+    # record of its own with its papers (and sent and recorded alone).
+    more: Sequence[RenderedPart] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedPart:
+    """A part after the first of a job rendered as numbered messages: its digest id, its
+    message, and its papers ((id, version)), which move from the job's record to its own."""
+
+    digest_id: str
+    payload: bytes
+    papers: Sequence[tuple[str, int]]
 
 
 # Recording a send (`Outbox.mark_sent`): the record, leased by `owner` or (its lease lost)
@@ -66,6 +103,34 @@ _DELIVERIES_SENT = (
     update(DELIVERIES)
     .where(DELIVERIES.c.outbox_id == bindparam("row"), DELIVERIES.c.status == "queued")
     .values(status="sent")
+)
+
+
+# Recording a rendered job (`Outbox.mark_rendered`): the record `owner` holds, its message
+# in place of the job, its papers the message does not hold left out.
+_RENDERED = (
+    update(OUTBOX)
+    .where(
+        OUTBOX.c.id == bindparam("row"),
+        OUTBOX.c.lease_owner == bindparam("owner"),
+        OUTBOX.c.status == "pending",
+    )
+    .values(papers=bindparam("paper_count"), omitted=bindparam("omitted_count"))
+)
+_MESSAGE_RENDERED = (
+    update(MESSAGES)
+    .where(MESSAGES.c.outbox_id == bindparam("row"))
+    .values(payload=bindparam("message"), job=None)
+)
+_LEFT_OUT = (
+    update(DELIVERIES)
+    .where(
+        DELIVERIES.c.outbox_id == bindparam("row"),
+        DELIVERIES.c.paper_id == bindparam("paper"),
+        DELIVERIES.c.paper_version == bindparam("version"),
+        DELIVERIES.c.status == "queued",
+    )
+    .values(status="omitted")
 )
 
 
@@ -90,7 +155,7 @@ _LEASE = (
         OUTBOX.c.progress,
     )
 )
-_MESSAGES_OF = select_columns(MESSAGES.c.outbox_id, MESSAGES.c.payload).where(
+_MESSAGES_OF = select_columns(MESSAGES.c.outbox_id, MESSAGES.c.payload, MESSAGES.c.job).where(
     MESSAGES.c.outbox_id.in_(bindparam("ids", expanding=True))
 )
 
@@ -163,7 +228,10 @@ class OutboxLeases(Repository):
             ).all()
             ids = [row.id for row in leased]
             messages = (
-                {int(i): bytes(p) for i, p in connection.execute(_MESSAGES_OF, {"ids": ids})}
+                {
+                    int(i): (bytes(payload), None if job is None else bytes(job))
+                    for i, payload, job in connection.execute(_MESSAGES_OF, {"ids": ids})
+                }
                 if ids
                 else {}
             )
@@ -176,12 +244,13 @@ class OutboxLeases(Repository):
                     channel=row.channel,
                     recipient=row.recipient,
                     digest_id=row.digest_id,
-                    payload=messages.get(row.id, b""),
+                    payload=messages.get(row.id, (b"", None))[0],
                     papers=row.papers,
                     omitted=row.omitted,
                     attempts=row.attempts,
                     progress=row.progress,
                     lease_until=until,
+                    job=messages.get(row.id, (b"", None))[1],
                 )
                 for row in leased
             ),
@@ -242,6 +311,37 @@ class OutboxLeases(Repository):
             if written:
                 connection.execute(_DELIVERIES_SENT, {"row": outbox_id})
             return bool(held)
+
+    def mark_rendered(
+        self, rendered: Sequence[RenderedJob], *, owner: str, now: datetime
+    ) -> set[int]:
+        """Jobs `owner` rendered: each message kept in place of its job, the papers the
+        message left out (an email holds what mail apps show whole) recorded as omitted,
+        and each further part queued as a record of its own, its papers with it; in one
+        transaction. The ids `owner` still held: one missing was taken over by another
+        worker (its lease ran out), which renders it itself."""
+        held: set[int] = set()
+        with failing_as("record the rendered digests"), self.database.transaction() as connection:
+            for job in rendered:
+                counts = {"paper_count": job.papers, "omitted_count": job.omitted}
+                mine = {"row": job.outbox_id, "owner": owner, **counts}
+                if not connection.execute(_RENDERED, mine).rowcount:
+                    continue
+                held.add(job.outbox_id)
+                for number, part in enumerate(job.more, 2):
+                    _queue_part(connection, job.outbox_id, number, part, now)
+                connection.execute(
+                    _MESSAGE_RENDERED, {"row": job.outbox_id, "message": job.payload}
+                )
+                if job.left_out:
+                    connection.execute(
+                        _LEFT_OUT,
+                        [
+                            {"row": job.outbox_id, "paper": paper, "version": version}
+                            for paper, version in job.left_out
+                        ],
+                    )
+        return held
 
     def mark_progress(
         self, outbox_id: int, progress: str, *, owner: str, lease_until: datetime
@@ -349,3 +449,37 @@ class OutboxLeases(Repository):
                 break
             failed += 1
         return failed
+
+
+def _queue_part(
+    connection: Any, job_id: int, number: int, part: RenderedPart, now: datetime
+) -> None:
+    """Queue part `number` of the job `job_id` as a record of its own (pending, for the
+    next claim), its message, and move its papers' deliveries from the job's record."""
+    record = connection.execute(select_columns(OUTBOX).where(OUTBOX.c.id == job_id)).one()
+    part_id = connection.execute(
+        insert(OUTBOX)
+        .values(
+            subscriber_id=record.subscriber_id,
+            channel=record.channel,
+            period=f"{record.period}#{number}"[:128],
+            digest_id=part.digest_id,
+            recipient=record.recipient,
+            papers=len(part.papers),
+            omitted=0,
+            status="pending",
+            attempts=0,
+            next_attempt=now,
+            created_at=now,
+        )
+        .returning(OUTBOX.c.id)
+    ).scalar_one()
+    connection.execute(insert(MESSAGES).values(outbox_id=part_id, payload=part.payload))
+    connection.execute(
+        update(DELIVERIES)
+        .where(
+            DELIVERIES.c.outbox_id == job_id,
+            tuple_(DELIVERIES.c.paper_id, DELIVERIES.c.paper_version).in_(list(part.papers)),
+        )
+        .values(outbox_id=part_id, digest_id=part.digest_id)
+    )

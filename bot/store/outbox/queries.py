@@ -35,6 +35,17 @@ class OutboxStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordState:
+    """Where one outbox record stands (`Outbox.records`)."""
+
+    status: str  # pending, sent, failed
+    attempts: int
+    papers: int
+    omitted: int
+    last_error: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Waiting:
     """A channel's pending records by why they wait, and when the next of each goes."""
 
@@ -64,6 +75,20 @@ def _status_of(items: Sequence[OutboxRow]) -> OutboxStatus:
 
 class OutboxQueries(Repository):
     """Counts and states of the outbox and the deliveries (`store.outbox.status`, ...)."""
+
+    def records(self, ids: Sequence[int]) -> dict[int, RecordState]:
+        """Where each of these records stands, by id (a run's digests that other processes
+        sent)."""
+        found: dict[int, RecordState] = {}
+        with self.database.session() as session:
+            for start in range(0, len(ids), 500):  # SQLite limits a statement's parameters
+                query = select(OutboxRow).where(col(OutboxRow.id).in_(ids[start : start + 500]))
+                for row in session.exec(query):
+                    assert row.id is not None
+                    found[row.id] = RecordState(
+                        row.status, row.attempts, row.papers, row.omitted, row.last_error
+                    )
+        return found
 
     def status(self) -> dict[int, OutboxStatus]:
         """subscriber id -> its outbox: pending and failed records, last sent, last error."""

@@ -29,8 +29,8 @@ MESSAGES = OutboxMessageRow.__table__  # type: ignore[attr-defined]
 @dataclass(frozen=True, slots=True)
 class Queued:
     """A built digest to queue (`Outbox.enqueue_many`): for whom, where, for which slot,
-    its finished payload, and the papers it sends and leaves out. Entries with the same
-    `together` (the parts of one digest) are queued all or none."""
+    its finished payload or its `job` (the digest, rendered by the worker that claims it;
+    the payload empty until then), and the papers it sends and leaves out."""
 
     subscriber_id: int
     channel: str
@@ -40,7 +40,7 @@ class Queued:
     payload: bytes
     sent: Sequence[Paper]
     omitted: Sequence[Paper] = ()
-    together: str | None = None
+    job: bytes | None = None
 
 
 class OutboxQueue(Repository):
@@ -69,8 +69,7 @@ class OutboxQueue(Repository):
     def enqueue_many(self, entries: Sequence[Queued], *, now: datetime) -> list[int | None]:
         """Queue many built digests (each as `enqueue` does), in one transaction when none
         clashes with what another run queued first; else each in its own, so that only the
-        ones that clash are left out (the parts of a digest together: `Queued.together`).
-        Each entry's outbox id, or None (queued elsewhere)."""
+        ones that clash are left out. Each entry's outbox id, or None (queued elsewhere)."""
         if not entries:
             return []
         with failing_as("queue the digests"):
@@ -80,17 +79,9 @@ class OutboxQueue(Repository):
                     session.commit()
                     return ids
             except IntegrityError:
-                groups: dict[object, list[int]] = {}
-                for index, entry in enumerate(entries):
-                    groups.setdefault(entry.together or index, []).append(index)
-                if len(groups) == 1:
-                    return [None] * len(entries)
-            found: list[int | None] = [None] * len(entries)
-            for indexes in groups.values():
-                queued = self.enqueue_many([entries[i] for i in indexes], now=now)
-                for index, outbox_id in zip(indexes, queued, strict=True):
-                    found[index] = outbox_id
-            return found
+                if len(entries) == 1:
+                    return [None]
+            return [self.enqueue_many([entry], now=now)[0] for entry in entries]
 
     @staticmethod
     def _add(session: Any, entries: Sequence[Queued], now: datetime) -> list[int]:
@@ -118,7 +109,10 @@ class OutboxQueue(Repository):
         ids = [int(i) for i in connection.execute(returning, rows).scalars()]
         connection.execute(
             insert(MESSAGES),
-            [{"outbox_id": i, "payload": e.payload} for i, e in zip(ids, entries, strict=True)],
+            [
+                {"outbox_id": i, "payload": e.payload, "job": e.job}
+                for i, e in zip(ids, entries, strict=True)
+            ],
         )
         deliveries = []
         for outbox_id, entry in zip(ids, entries, strict=True):

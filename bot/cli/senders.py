@@ -1,0 +1,165 @@
+"""Sender processes (`[delivery] workers`): each one a plain loop that claims queued jobs,
+renders them, sends them and records each (`bot.channels.outbox.drain`), beside the
+process that plans. More mail means more of them; the outbox keeps any two from sending
+one digest. The daemon's web app so never renders or sends (docs/workers.md).
+
+A sender is started with `spawn` (a fresh interpreter: nothing of the parent's threads,
+event loop or database connections), reads the same config file, and ignores Ctrl-C and
+SIGTERM: its parent stops it through `stopping`, after the message in flight. On Linux it
+dies with its parent (a parent killed -9 leaves no sender behind).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import multiprocessing.synchronize
+import os
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# How long an idle sender waits before it looks at the outbox again.
+IDLE_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class Senders:
+    """Sender processes running beside this one. `planned` tells them no more jobs are
+    coming (a one-off run: each stops once it finds nothing to send); `stopping` stops
+    them after the message each has in flight."""
+
+    processes: list[BaseProcess]
+    planned: multiprocessing.synchronize.Event
+    stopping: multiprocessing.synchronize.Event
+
+    def finish(self) -> None:
+        """No more jobs are coming: wait for the senders to send what is queued, and end."""
+        self.planned.set()
+        for process in self.processes:
+            process.join()
+            if process.exitcode:
+                log.error("%s ended with exit code %s", process.name, process.exitcode)
+
+    def stop(self, grace: float) -> None:
+        """Stop the senders after their messages in flight; those still running after
+        `grace` seconds are killed (their claimed digests go to the next worker when their
+        leases run out)."""
+        self.stopping.set()
+        for process in self.processes:
+            process.join(grace)
+            if process.is_alive():
+                log.warning("a sender did not stop within %gs: killed", grace)
+                process.kill()
+                process.join()
+
+
+def start_senders(
+    config_path: Path,
+    count: int,
+    *,
+    until_idle: bool,
+    clock: Callable[[], datetime] | None = None,
+) -> Senders:
+    """Start `count` sender processes over the config at `config_path`. `until_idle`: a
+    one-off run's (`paperbell digest`): they send every record now, retries included, and
+    stop once `planned` is set and nothing is left; otherwise a daemon's, sending what is
+    due until stopped. `clock`: what they read the time on (picklable; default the
+    real one)."""
+    spawn = multiprocessing.get_context("spawn")
+    planned, stopping = spawn.Event(), spawn.Event()
+    processes: list[BaseProcess] = []
+    for number in range(1, count + 1):
+        process = spawn.Process(
+            target=_send,
+            args=(
+                clock,
+                str(config_path),
+                planned,
+                stopping,
+                until_idle,
+                logging.getLogger().level,
+            ),
+            name=f"paperbell-sender-{number}",
+            daemon=True,
+        )
+        process.start()
+        processes.append(process)
+    return Senders(processes, planned, stopping)
+
+
+def _send(
+    clock: Callable[[], datetime] | None,
+    config_path: str,
+    planned: multiprocessing.synchronize.Event,
+    stopping: multiprocessing.synchronize.Event,
+    until_idle: bool,
+    log_level: int,
+) -> None:
+    """A sender's life: claim, render, send, record, until told to stop. It logs at its
+    parent's level, each line naming the sender."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _die_with_parent()
+    logging.basicConfig(
+        level=log_level, format="%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"
+    )
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # the schema check, each start
+    from bot.channels.outbox import drain
+    from bot.cli.secrets import database_url
+    from bot.config import load_config
+    from bot.core.plurals import plural
+    from bot.pipeline import build_channels, wire
+    from bot.pipeline.jobs import renderer
+    from bot.store import Store, utcnow
+
+    config = load_config(Path(config_path))
+    with Store.open(database_url(config)) as store:
+        parts = wire(config, store, build_channels(config, store=store))
+        render = renderer(parts)
+        tried: set[int] = set()  # a one-off run tries each record once
+        while not stopping.is_set():
+            done_planning = planned.is_set()
+            attempts = asyncio.run(
+                drain(
+                    store,
+                    parts.channels,
+                    clock=clock or utcnow,
+                    retry=parts.retry,
+                    due_only=not until_idle,
+                    should_stop=stopping.is_set,
+                    tried=tried if until_idle else None,
+                    render=render,
+                )
+            )
+            if attempts:
+                sent = sum(1 for attempt in attempts if attempt.status == "sent")
+                log.info("sent %s", plural(sent, "digest"))
+            elif until_idle and done_planning:
+                return
+            else:
+                stopping.wait(IDLE_SECONDS)
+
+
+def _die_with_parent() -> None:
+    """On Linux, ask for SIGKILL when the parent dies: no sender outlives its daemon (nor
+    starts after it died)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # a libc without prctl: the parent stops it instead
+        return
+    if os.getppid() != parent:  # the parent died before the call
+        os._exit(1)

@@ -1,0 +1,139 @@
+"""A digest queued as a job: the digest itself in the outbox, rendered by the worker that
+claims it, its message kept before it is sent.
+
+Real parts: the database (SQLite file, or PostgreSQL with PAPERBELL_TEST_DATABASE_URL), an
+SMTP server on loopback, the bundled listing's papers; one fixed clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+from collections import Counter
+from datetime import UTC, date, datetime
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from sqlmodel import select
+from support.config import sink_email
+from support.servers import smtp_sink
+
+from bot.config import parse_config
+from bot.core.models import Paper
+from bot.pipeline import DeliveryRequest, build_channels, deliver
+from bot.pipeline.dispatch import send
+from bot.pipeline.jobs import digest_of, job_of
+from bot.pipeline.wiring import wire
+from bot.store import Queued, Store
+from bot.store.tables import DeliveryRow, OutboxMessageRow
+
+NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
+DAY = date(2024, 11, 28)
+
+
+def config_of(database_url: str, port: int, *, names: tuple[str, ...] = ("ada",)) -> object:
+    return parse_config(
+        {
+            "version": 1,
+            "database": {"url": database_url},
+            "email": sink_email(port),
+            "subscribers": [
+                {"name": name, "email": f"{name}@lab.example", "rules": ["learning"]}
+                for name in names
+            ],
+        },
+        environ={},
+    )
+
+
+def test_a_job_is_rendered_once_and_its_message_kept_before_it_is_sent(
+    database_url: str, store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """Planning queues each digest as a job; the worker that claims it renders it, keeps the
+    message in place of the job, sends it and records it: the record holds exactly the
+    bytes that went, dated when the digest was made, whatever time the worker renders."""
+    store.papers.upsert(full_feed_papers, now=NOW)
+    with smtp_sink() as (sink, port):
+        config = config_of(database_url, port, names=("ada", "grace"))
+        parts = wire(config, store, build_channels(config))  # type: ignore[arg-type]
+        reports = asyncio.run(
+            deliver(parts, DeliveryRequest(since=DAY), now=NOW, clock=lambda: NOW.replace(hour=20))
+        )
+    assert [r.status for r in reports] == ["sent", "sent"]
+    with store.database.session() as session:
+        kept = session.exec(select(OutboxMessageRow)).all()
+    assert [row.job for row in kept] == [None, None]
+    assert sorted(bytes(row.payload) for row in kept) == sorted(sink.raw)
+    for message in sink.messages:
+        assert message["Date"] == email.utils.format_datetime(NOW)
+
+
+def test_a_job_that_cannot_be_read_is_given_up_and_pauses_no_one(
+    database_url: str, store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """A job no worker can render fails at once (its papers go back to the next digest),
+    and however often it happens it is no bounce: the subscriber is never paused."""
+    ada, _ = store.subscribers.add("ada", email="ada@lab.example", rules=["robot"], now=NOW)
+    assert ada.id is not None
+    with smtp_sink() as (sink, port):
+        config = config_of(database_url, port)
+        parts = wire(config, store, build_channels(config))  # type: ignore[arg-type]
+        for attempt in range(parts.retry.bounce_limit + 1):
+            papers = full_feed_papers[attempt : attempt + 1]
+            store.outbox.enqueue_many(
+                [
+                    Queued(
+                        ada.id,
+                        channel="email",
+                        period=f"p{attempt}",
+                        digest_id=f"d{attempt}",
+                        recipient="ada@lab.example",
+                        payload=b"",
+                        sent=papers,
+                        job=b"not a digest",
+                    )
+                ],
+                now=NOW,
+            )
+            (report,) = asyncio.run(send(parts, lambda: NOW, DeliveryRequest(), lambda: False))
+            assert report.status == "failed" and "cannot be read" in (report.error or "")
+    assert sink.messages == []
+    with store.database.session() as session:
+        statuses = Counter(row.status for row in session.exec(select(DeliveryRow)))
+    assert statuses == {}  # every paper back for the next digest
+    record = store.subscribers.get("ada")
+    assert record is not None and record.paused_reason is None
+
+
+@pytest.fixture(scope="module")
+def bundled_digests(full_feed_papers: tuple[Paper, ...]) -> list[object]:
+    from bot.core.models import Subscriber
+    from bot.match.digest import build_digest
+    from bot.rules import parse_rule
+
+    found = []
+    for number, rule in enumerate(("learning", "ti:robot", '"quantum error correction"'), 1):
+        sub = Subscriber(
+            id=number, name=f"reader{number}", email=f"r{number}@lab.example", rules=(rule,)
+        )
+        digest = build_digest(
+            sub, [parse_rule(rule)], full_feed_papers, delivered={}, now=NOW, since=DAY
+        )
+        assert digest is not None
+        found.append(digest)
+    return found
+
+
+def test_a_job_holds_its_digest_exactly(bundled_digests: list[object]) -> None:
+    for digest in bundled_digests:
+        assert digest_of(job_of(digest)) == digest  # type: ignore[arg-type]
+
+
+@settings(max_examples=200)
+@given(st.binary(max_size=400))
+@example(b"")
+@example(b"x\x9c\x03\x00\x00\x00\x00\x01")  # an empty zlib stream: no JSON in it
+def test_bytes_that_hold_no_digest_are_refused_with_a_value_error(job: bytes) -> None:
+    with pytest.raises(ValueError):
+        digest_of(job)

@@ -1,0 +1,132 @@
+"""Sender processes (`[delivery] workers`): `paperbell digest` plans in its own process while
+its senders render and send; every digest goes once, each is reported, and no sender
+outlives the command, even one killed with SIGKILL.
+
+Real parts: the command as a process (and its spawned senders), the database (SQLite file,
+or PostgreSQL with PAPERBELL_TEST_DATABASE_URL), the bundled listing's first 100 papers
+over HTTP on loopback, an SMTP server on loopback.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from support.cli import invoke, run, start
+from support.config import sink_email, toml_table
+from support.servers import Route, feed_server, first_items, smtp_sink
+
+pytestmark = pytest.mark.database
+
+SUBSCRIBERS = 40
+WORDS = ["quantum", "learning", "model", "network", "data"]
+
+
+def config_text(database_url: str, feed_url: str, smtp_port: int, workers: int) -> str:
+    head = f"""version = 1
+[database]
+url = "{database_url}"
+[delivery]
+workers = {workers}
+batch = 4
+lease_seconds = 2
+[[sources]]
+kind = "arxiv"
+categories = ["cs", "physics", "quant-ph", "math"]
+url = "{feed_url}"
+"""
+    head += toml_table("email", sink_email(smtp_port, sender="papers@paperbell.example"))
+    return head + "\n".join(
+        f'[[subscribers]]\nname = "s{i:02d}"\nemail = "s{i:02d}@lab.example"\n'
+        f'rules = ["{WORDS[i % len(WORDS)]}"]\nmax_papers = 5\n'
+        for i in range(SUBSCRIBERS)
+    )
+
+
+def processes_marked(marker: str) -> list[int]:
+    """The processes whose environment holds `marker` (a command and the senders it
+    spawned inherit it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker.encode() in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc")
+def test_three_senders_send_each_digest_once_and_the_command_reports_each(
+    tmp_path: Path, database_url: str, full_feed_bytes: bytes
+) -> None:
+    marker = f"TEST_SENDERS_MARK={uuid.uuid4().hex}"
+    with feed_server() as feed, smtp_sink() as (sink, port):
+        feed.routes["/rss/all"] = Route(first_items(full_feed_bytes, 100))
+        config = tmp_path / "config.toml"
+        config.write_text(config_text(database_url, feed.url("/rss/all"), port, workers=3))
+        assert invoke("poll", config=config).exit_code == 0
+        sink.delay = 0.01  # each message takes a while: the senders share the work
+        name, value = marker.split("=")
+        done = run(
+            "digest",
+            "-v",
+            "-c",
+            str(config),
+            "--since",
+            "2024-11-28",
+            cwd=tmp_path,
+            env={name: value},
+        )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(": sent ") == SUBSCRIBERS, done.stdout
+    received = Counter(str(m["Message-ID"]) for m in sink.messages)
+    assert len(received) == SUBSCRIBERS and set(received.values()) == {1}
+    senders = set(re.findall(r"paperbell-sender-\d", done.stderr))
+    assert len(senders) >= 2, done.stderr  # the work was shared
+    assert processes_marked(marker) == []  # none outlived the command
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc")
+def test_senders_die_with_a_command_killed_by_sigkill_and_nothing_is_lost(
+    tmp_path: Path, database_url: str, full_feed_bytes: bytes
+) -> None:
+    marker = uuid.uuid4().hex
+    with feed_server() as feed, smtp_sink() as (sink, port):
+        feed.routes["/rss/all"] = Route(first_items(full_feed_bytes, 100))
+        config = tmp_path / "config.toml"
+        config.write_text(config_text(database_url, feed.url("/rss/all"), port, workers=2))
+        assert invoke("poll", config=config).exit_code == 0
+        sink.delay = 0.05
+        os.environ["TEST_SENDERS_MARK"] = marker  # inherited by the command's senders
+        try:
+            process = start("digest", "-c", str(config), "--since", "2024-11-28")
+        finally:
+            del os.environ["TEST_SENDERS_MARK"]
+        deadline = time.monotonic() + 30
+        while len(sink.messages) < 5:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the delivery stalled"
+            time.sleep(0.01)
+        process.send_signal(signal.SIGKILL)
+        process.communicate()
+        deadline = time.monotonic() + 5
+        while processes_marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_marked(marker) == []  # the senders died with it
+        time.sleep(2.1)  # their leases run out
+        sink.delay = 0
+        final = invoke("digest", "--since", "2024-11-28", config=config)
+        assert final.exit_code == 0, final.output
+    received = Counter(str(m["Message-ID"]) for m in sink.messages)
+    assert len(received) == SUBSCRIBERS  # every digest arrived
+    # Only a message in flight at the kill may come twice: one per connection of each sender.
+    assert sum(n - 1 for n in received.values()) <= 2 * 4
