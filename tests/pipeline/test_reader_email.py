@@ -4,7 +4,8 @@ from the stand-in of the OpenAI API on loopback answering like a real model (lon
 asked), the digests received by an SMTP server on loopback and read back.
 
 The issue's "done when", for summaries and words: every summary shown is at most 330
-characters and their median at least 250; a reader of `hf:top10` or of
+characters and their median at least 250, and the plain text carries at most 1.5 URLs a
+paper with the site's links signed; a reader of `hf:top10` or of
 `"reinforcement learning"` sees no rule syntax in the subject or the visible text, and who
 wrote the summaries is said once, not on every paper."""
 
@@ -32,6 +33,8 @@ SUBSCRIBERS = {
     "hana": {"rules": ["hf:top10"]},
     "rhea": {"rules": ['"reinforcement learning"']},
 }
+PUBLIC_URL = "https://papers.lab.example"
+SECRET = {"PAPERBELL_SECRET_KEY": "a-test-key-of-32-characters-long!!"}
 # What a reader must never see of a rule: its operators and quotes.
 SYNTAX = ("hf:top", '"reinforcement learning"', "“reinforcement learning”", "cat:", " OR ")
 
@@ -62,6 +65,7 @@ def write_config(path: Path, database_url: str, port: int, base_url: str) -> Non
         local_feed_config(database_url)
         + f'[[sources]]\nkind = "huggingface"\nname = "hf-daily"\nurl = "{HF_DAY.as_uri()}"\n'
         + toml_table("email", sink_email(port, timeout=5))
+        + toml_table("web", {"public_url": PUBLIC_URL, "secret_key_env": "PAPERBELL_SECRET_KEY"})
         + toml_table(
             "llm",
             {"base_url": base_url, "model": DEFAULT_MODEL, "timeout": 10, "max_retries": 1},
@@ -96,7 +100,7 @@ def test_summaries_are_near_300_characters_and_rules_are_words(
         config = tmp_path / "config.toml"
         write_config(config, database_url, port, llm.base_url)
         assert invoke("poll", config=config).exit_code == 0
-        result = invoke("digest", "--since", "2024-11-28", config=config)
+        result = invoke("digest", "--since", "2024-11-28", config=config, env=SECRET)
         assert result.exit_code == 0, result.output
         mail = {m["To"].partition("@")[0]: m for m in sink.messages}
     assert sorted(mail) == sorted(SUBSCRIBERS)
@@ -117,6 +121,13 @@ def test_summaries_are_near_300_characters_and_rules_are_words(
     for body in (visible(sam), " ".join(part(mail["sam"], "plain").split())):
         assert body.count(f"AI summaries by {DEFAULT_MODEL}") == 1
         assert "AI summary" not in body
+
+    # The plain text, with signed links: the paper's page, and one rating page an email.
+    text = part(mail["sam"], "plain")
+    urls = re.findall(r"https?://\S+", text)
+    assert text.count(f"{PUBLIC_URL}/rate/") == 1
+    print(f"\nplain text of a {len(shown)}-paper digest: {len(urls)} URLs")
+    assert len(urls) / len(shown) <= 1.5, (len(urls), len(shown))
 
     # Words, not syntax: in the subject, the HTML as seen and the plain text.
     subjects = {name: " ".join(str(m["Subject"]).split()) for name, m in mail.items()}
