@@ -429,20 +429,27 @@ class LinkSigner:
         if sub is None or sub.id != subscriber_id:
             return None
         tag = owner_tag(sub)
+        return self._checked(
+            token,
+            self._feedback_signer(tag, now),
+            lambda made: Visitor(subscriber_id, tag, made, paper, verdict),
+        )
+
+    def _checked(
+        self, token: str, signer: TimestampSigner, visitor: Callable[[datetime], Visitor]
+    ) -> Visitor | TokenProblem:
+        """The visitor a 👍 / 👎 or rating token names (`visitor(when it was signed)`), or
+        "expired" (with that visitor: a fresh link can be mailed) or "forged"."""
         max_age = int(self.max_age["feedback"].total_seconds())
         try:
-            _, made = self._feedback_signer(tag, now).unsign(
-                token, max_age=max_age, return_timestamp=True
-            )
+            _, made = signer.unsign(token, max_age=max_age, return_timestamp=True)
         except SignatureExpired as exc:
             if exc.date_signed is None:
                 return TokenProblem("forged")
-            return TokenProblem(
-                "expired", Visitor(subscriber_id, tag, exc.date_signed, paper, verdict)
-            )
+            return TokenProblem("expired", visitor(exc.date_signed))
         except BadSignature:
             return TokenProblem("forged")
-        return Visitor(subscriber_id, tag, made, paper, verdict)
+        return visitor(made)
 
     # -- rating links: the page where each paper of one email gets its 👍 / 👎 -----------------
 
@@ -474,20 +481,11 @@ class LinkSigner:
         if sub is None or sub.id != subscriber_id:
             return None
         tag = owner_tag(sub)
-        max_age = int(self.max_age["feedback"].total_seconds())
-        try:
-            _, made = self._feedback_signer(tag, now, "rate").unsign(
-                token, max_age=max_age, return_timestamp=True
-            )
-        except SignatureExpired as exc:
-            if exc.date_signed is None:
-                return TokenProblem("forged")
-            return TokenProblem(
-                "expired", Visitor(subscriber_id, tag, exc.date_signed, digest=digest_id)
-            )
-        except BadSignature:
-            return TokenProblem("forged")
-        return Visitor(subscriber_id, tag, made, digest=digest_id)
+        return self._checked(
+            token,
+            self._feedback_signer(tag, now, "rate"),
+            lambda made: Visitor(subscriber_id, tag, made, digest=digest_id),
+        )
 
     # -- standing links: the Atom feed and the archive ---------------------------------------
 
