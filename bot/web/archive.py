@@ -175,20 +175,23 @@ class ArchivePages:
         )
         base = f"/archive/{request.path_params['token']}"
         days: dict[str, list[DigestLine]] = {}
+        words = words_for(sub.language)
         for digest in found[:PAGE_SIZE]:
             sent = _when(digest.sent, sub)
-            days.setdefault(_day(sent.date()), []).append(
+            day = _day(sent.date()) if words.english else words.day(sent.date())
+            days.setdefault(day, []).append(
                 DigestLine(
                     url=f"{base}/{digest.digest_id}",
                     time=f"{sent:%H:%M}",
-                    channel=channel_name(digest.channel),
+                    channel=channel_name(digest.channel, words),
                     title=_title(digest),
                 )
             )
         return self.site.page(
             request,
             "archive",
-            title="Your past digests",
+            title=N_("Your past digests"),
+            language=sub.language,
             sub=sub,
             days=days,
             zone=_zone(sub).key,
@@ -213,14 +216,18 @@ class ArchivePages:
         if found is None:
             return self.site.message(
                 request,
-                "No such digest",
-                "This digest is not in your archive: it was never sent (or not yet), or it "
-                "was sent to another subscription.",
+                N_("No such digest"),
+                N_(
+                    "This digest is not in your archive: it was never sent (or not yet), or it "
+                    "was sent to another subscription."
+                ),
                 status=404,
+                language=sub.language,
             )
         digest, papers = found
         back = f"/archive/{request.path_params['token']}"
-        when = sent_when(digest, sub)
+        words = words_for(sub.language)
+        when = sent_when(digest, sub, words)
         message = _message(digest.message or b"") if digest.channel == "email" else None
         shown = _part(message, "html") if message is not None else None
         if shown is not None:
@@ -229,9 +236,10 @@ class ArchivePages:
             request,
             "archive_digest",
             title=_title(digest),
+            language=sub.language,
             heading=_title(digest),
             when=when,
-            channel=channel_name(digest.channel),
+            channel=channel_name(digest.channel, words),
             back=back,
             text=_part(message, "plain") if message is not None else None,
             papers=[_paper_line(paper) for paper in papers],
