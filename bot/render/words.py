@@ -101,11 +101,11 @@ class Words:
     def gettext(self, message: str) -> str:
         return self.translations.gettext(message)
 
-    def ngettext(self, singular: str, plural: str, count: int) -> str:
+    def ngettext(self, singular: str, plural: str, count: int, **values: object) -> str:
         """The form of the message for `count`, with `%(count)s` filled in as a number is
-        written in the language (`1,504`)."""
+        written in the language (`1,504`), and any other `%(name)s` from `values`."""
         form = self.translations.ngettext(singular, plural, count)
-        return form % {"count": self.number(count)}
+        return form % {**values, "count": self.number(count)}
 
     def pgettext(self, context: str, message: str) -> str:
         return self.translations.pgettext(context, message)
