@@ -22,7 +22,7 @@ from pathlib import Path
 
 import jinja2
 
-from bot.core.languages import ENGLISH
+from bot.core.languages import ENGLISH, language_name
 from bot.core.links import web_url
 from bot.render.text import FILTERS
 from bot.render.words import words_for
@@ -72,6 +72,8 @@ def _language_env(tag: str) -> jinja2.Environment:
     env.filters["date"] = words.short_date
     env.filters["day_month"] = words.day_month
     env.filters["weekday"] = words.weekday
+    # A language's name in the reader's language: `zh` -> `Chinese`, `中文`.
+    env.filters["language_name"] = functools.partial(language_name, in_language=words.tag)
     env.filters.update(FILTERS)
     # `url|web_url`: the URL if it may become a link (http or https), else None.
     env.filters["web_url"] = web_url
