@@ -184,6 +184,7 @@ def subject_line(digest: Digest, *, limit: int = SUBJECT_LIMIT, words: Words | N
         names.append(similar.casefold() if words.english else similar)
     if not names:
         return head + tail
+    # Translators: the subject's start; the rules follow, as many as fit (none here).
     head = words.gettext("%(count)s: %(rules)s") % {"count": head, "rules": ""}
     comma = words.gettext(", ")
     shown: list[str] = []

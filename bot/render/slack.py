@@ -287,11 +287,15 @@ def _when(days: Iterable[date], words: Words) -> str:
         start = words.day(first, short=True)
     elif first.month != last.month:
         start = words.day_part(
-            first, words.pgettext("date pattern: a short day in the year", "EEE d MMM")
+            # Translators: a CLDR date pattern (docs/languages.md): the same fields in your order.
+            first,
+            words.pgettext("date pattern: a short day in the year", "EEE d MMM"),
         )
     else:
         start = words.day_part(
-            first, words.pgettext("date pattern: a short day in the month", "EEE d")
+            # Translators: a CLDR date pattern (docs/languages.md): the same fields in your order.
+            first,
+            words.pgettext("date pattern: a short day in the month", "EEE d"),
         )
     return f"{start} {RANGE} {words.day(last, short=True)}"
 

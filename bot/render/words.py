@@ -116,19 +116,22 @@ class Words:
     def day(self, day: date, *, short: bool = False) -> str:
         """A day as the language writes it: `Thursday 28 November 2024` (`short`: `Thu 28
         Nov 2024`), `2024年11月28日星期四`."""
-        pattern = (
-            self.pgettext("date pattern: a short day", "EEE d MMM y")
-            if short
-            else self.pgettext("date pattern: a day", "EEEE d MMMM y")
-        )
+        if short:
+            # Translators: a CLDR date pattern (docs/languages.md): the same fields in your order.
+            pattern = self.pgettext("date pattern: a short day", "EEE d MMM y")
+        else:
+            # Translators: a CLDR date pattern (docs/languages.md): the same fields in your order.
+            pattern = self.pgettext("date pattern: a day", "EEEE d MMMM y")
         return babel.dates.format_date(day, pattern, locale=self.locale)
 
     def short_date(self, day: date) -> str:
         """A date, short: `28 Nov 2024`, `2024年11月28日`."""
+        # Translators: a CLDR date pattern (docs/languages.md): the same fields in your order.
         return self.day_part(day, self.pgettext("date pattern: a date", "d MMM y"))
 
     def day_month(self, day: date) -> str:
         """A date without its year: `28 Nov`, `11月28日`."""
+        # Translators: a CLDR date pattern (docs/languages.md): the same fields in your order.
         return self.day_part(day, self.pgettext("date pattern: a day and month", "d MMM"))
 
     def weekday(self, index: int) -> str:
@@ -143,6 +146,7 @@ class Words:
         """An instant on the reader's clock, with its offset: `Friday 29 November 2024,
         09:00 (UTC+8)`; `zone`: an IANA zone name (UTC when it is not one)."""
         local = at.astimezone(_zone(zone))
+        # Translators: a CLDR date pattern (docs/languages.md): the same fields in your order.
         pattern = self.pgettext("date pattern: a day and time", "EEEE d MMMM y, HH:mm")
         written = babel.dates.format_datetime(local, pattern, locale=self.locale)
         return self.gettext("%(time)s (%(offset)s)") % {

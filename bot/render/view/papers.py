@@ -177,11 +177,13 @@ def day_span(days: Sequence[date], words: Words | None = None) -> str:
     words = words or words_for(None)
     first, last = min(days), max(days)
     # The CLDR date patterns of each form, in the reader's words.
+    # Translators: a CLDR date pattern (docs/languages.md): the same fields in your order.
     in_year = words.pgettext("date pattern: a short day in the year", "EEE d MMM")
     if first == last:
         return words.day_part(first, in_year)
     if first.year != last.year:
         return f"{words.day(first, short=True)} \u2013 {words.day(last, short=True)}"
+    # Translators: a CLDR date pattern (docs/languages.md): the same fields in your order.
     in_month = words.pgettext("date pattern: a short day in the month", "EEE d")
     start = words.day_part(first, in_month if first.month == last.month else in_year)
     return f"{start} \u2013 {words.day_part(last, in_year)}"
