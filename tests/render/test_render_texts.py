@@ -386,7 +386,7 @@ def test_both_shows_the_summary_and_its_translation() -> None:
     )
     assert html is not None
     first = html.split('id="paper-2"')[0]
-    assert html.index(f"AI summaries by {MODEL}.") < html.index('id="paper-1"')
+    assert html.index(f"总结由 AI 生成：{MODEL}。") < html.index('id="paper-1"')  # zh words
     assert first.index(ZH_TITLE) < first.index(SUMMARY)
     assert MODEL not in first.split('id="paper-1"')[1]
     assert first.index(SUMMARY) < first.index(ZH_SUMMARY)
@@ -495,7 +495,8 @@ def test_slack_posts_of_fifty_papers_with_texts_fit(changes: dict[str, Any]) -> 
     assert numbers == list(range(1, 51))
     plain = " ".join(plain_texts(posts))
     if changes.get("summaries"):
-        assert plain.count(f"AI summaries by {MODEL}.") == 1  # in the first message
+        said = words_for(d.subscriber.language).gettext("AI summaries by %(writers)s.")
+        assert plain.count(said % {"writers": MODEL}) == 1  # in the first message
         assert MODEL not in " ".join(plain_texts(posts[1:]))
     if changes.get("language"):
         assert sum(1 for char in plain if "\u4e00" <= char <= "\u9fff") > 4000
