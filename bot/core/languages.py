@@ -7,6 +7,7 @@ Pure: no I/O. A tag is accepted when it names a known language ("zh", "zh-Hant",
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 
 import langcodes
@@ -15,6 +16,7 @@ __all__ = [
     "ENGLISH",
     "MAX_TAG",
     "LanguageError",
+    "closest_supported",
     "is_english",
     "language_name",
     "language_script",
@@ -63,11 +65,11 @@ def usable_tag(tag: str | None) -> str | None:
 
 
 @lru_cache(maxsize=256)
-def language_name(tag: str) -> str:
-    """The language's name in English: `zh-Hant` -> `Chinese (Traditional)` (the tag
-    itself, for a tag that is no tag)."""
+def language_name(tag: str, in_language: str = ENGLISH) -> str:
+    """The language's name, in English or `in_language`: `zh-Hant` -> `Chinese
+    (Traditional)`, `繁體中文` (the tag itself, for a tag that is no tag)."""
     try:
-        return str(langcodes.Language.get(tag).display_name())
+        return str(langcodes.Language.get(tag).display_name(in_language))
     except (langcodes.tag_parser.LanguageTagError, ValueError):
         return tag
 
@@ -81,6 +83,37 @@ def language_script(tag: str) -> str:
         return str(langcodes.Language.get(tag).maximize().script or "Latn")
     except (langcodes.tag_parser.LanguageTagError, ValueError):
         return "Zyyy"
+
+
+def closest_supported(tag: str | None, supported: Iterable[str]) -> str | None:
+    """Which of the `supported` tags (catalogs of the email's own words) serves a reader of
+    `tag`: the same language in the same script (`zh`, `zh-CN`, `zh-SG` and `zh-Hans` all
+    take `zh-Hans`; `zh-TW` and `zh-Hant` do not), the same region first when several
+    differ only by it (`pt-PT` before `pt-BR`). None when none does, or `tag` is no tag."""
+    if not tag:
+        return None
+    try:
+        wanted = _likely(standard_tag(tag))
+    except LanguageError:
+        return None
+    same = [
+        one
+        for one in sorted(supported)
+        if _likely(one)[:2] == wanted[:2]  # language and script
+    ]
+    if not same:
+        return None
+    return next((one for one in same if _likely(one)[2] == wanted[2]), same[0])
+
+
+@lru_cache(maxsize=256)
+def _likely(tag: str) -> tuple[str, str, str]:
+    """A tag's language, likely script and likely region: `zh` -> (`zh`, `Hans`, `CN`)."""
+    try:
+        full = langcodes.Language.get(tag, normalize=True).maximize()
+    except (langcodes.tag_parser.LanguageTagError, ValueError):
+        return ("", "", "")
+    return (full.language or "", full.script or "", full.territory or "")
 
 
 def is_english(tag: str | None) -> bool:

@@ -15,16 +15,28 @@ signed one-click URL) as encoded words, and no mail app then sees the link. It i
 between its entries only, a line passing 78 characters if an entry is that long (RFC 5322
 allows 998); its entries must be ASCII.
 
-An ASCII subject and every other header are folded as `email.policy.SMTP` folds them.
+An ASCII subject and every other header are folded as `email.policy.SMTP` folds them. A
+non-ASCII subject's encoded words are the shorter of quoted-printable (mostly ASCII text)
+and base64 (Chinese): the standard library's choice for UTF-8 is a process-wide setting
+that a library may change (Apprise's email plugin sets quoted-printable when it is
+imported), and the same digest must give the same bytes.
 """
 
 from __future__ import annotations
 
+from email.charset import SHORTEST, Charset
 from email.header import Header
 from email.policy import EmailPolicy
 from typing import Any
 
 __all__ = ["MAIL_POLICY"]
+
+
+def _utf8() -> Charset:
+    """UTF-8 in the shorter encoded words, whatever the process-wide setting says."""
+    charset = Charset("utf-8")
+    charset.header_encoding = SHORTEST
+    return charset
 
 
 class _MailPolicy(EmailPolicy):
@@ -38,7 +50,7 @@ class _MailPolicy(EmailPolicy):
         if text.isascii():
             return None
         encoded = Header(
-            text, "utf-8", maxlinelen=self.max_line_length or 78, header_name=name
+            text, _utf8(), maxlinelen=self.max_line_length or 78, header_name=name
         ).encode(linesep=self.linesep)
         return f"{name}: {encoded}{self.linesep}"
 

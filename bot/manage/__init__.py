@@ -504,6 +504,7 @@ class Manager(Destinations, Ratings):
             origin=origin,
             notice_id=notice_id,
             now=now,
+            language=sub.language,
         )
         queued = self.store.outbox.enqueue(
             sub.id,

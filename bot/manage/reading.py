@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from bot.core.languages import language_name
 from bot.core.models import Subscriber
+from bot.render.words import Words, words_for
 
 # The translations the settings page offers first (any other tag a subscriber has is added).
 LANGUAGES = ("zh", "zh-Hant", "ja", "ko", "de", "fr", "es", "pt", "ru", "it", "ar", "hi")
@@ -15,26 +16,29 @@ LANGUAGES = ("zh", "zh-Hant", "ja", "ko", "de", "fr", "es", "pt", "ru", "it", "a
 PAPER_COUNTS = (10, 15, 20, 30, 50, 100)
 
 
-def language_called(tag: str) -> str:
-    """A stored language's name ("Chinese", "Portuguese (Brazil)"); a tag that is not one
-    (stored by hand) as it is, so a page or a reply never fails on it."""
+def language_called(tag: str, in_language: str = "en") -> str:
+    """A stored language's name ("Chinese", "Portuguese (Brazil)"; in `in_language`, a
+    tag: "中文"); a tag that is not one (stored by hand) as it is, so a page or a reply
+    never fails on it."""
     try:
-        return language_name(tag)
+        return language_name(tag, in_language)
     except ValueError:
         return tag
 
 
-def language_label(tag: str) -> str:
+def language_label(tag: str, in_language: str = "en") -> str:
     """A language as the settings page names it: "zh" is written in simplified characters,
     named so beside zh-Hant's "Chinese (Traditional)"."""
-    return language_called("zh-Hans" if tag == "zh" else tag)
+    return language_called("zh-Hans" if tag == "zh" else tag, in_language)
 
 
-def language_choices(current: str | None) -> list[tuple[str, str]]:
-    """The settings page's translation choices, (tag, name), with the subscriber's own tag
-    when it is not among LANGUAGES; "English only" (tag "none") is the page's own."""
+def language_choices(current: str | None, words: Words | None = None) -> list[tuple[str, str]]:
+    """The settings page's translation choices, (tag, name in the reader's `words`), with
+    the subscriber's own tag when it is not among LANGUAGES; "English only" (tag "none")
+    is the page's own."""
+    in_language = (words or words_for(None)).tag
     tags = [*LANGUAGES, *([current] if current and current not in LANGUAGES else [])]
-    return [(tag, language_label(tag)) for tag in tags]
+    return [(tag, language_label(tag, in_language)) for tag in tags]
 
 
 def paper_count_choices(current: int) -> list[int]:
@@ -42,13 +46,15 @@ def paper_count_choices(current: int) -> list[int]:
     return sorted({*PAPER_COUNTS, current})
 
 
-def reading_parts(sub: Subscriber) -> list[str]:
+def reading_parts(sub: Subscriber, words: Words | None = None) -> list[str]:
     """How a subscriber's digests read beyond the abstracts, as short phrases for a status
-    line: "summaries", "in Chinese beside the English", "a long digest as one email"
-    (none: English abstracts, a long digest in parts)."""
-    parts = ["summaries"] if sub.summaries else []
+    line, in the reader's `words`: "summaries", "in Chinese beside the English", "a long
+    digest as one email" (none: English abstracts, a long digest in parts)."""
+    words = words or words_for(None)
+    parts = [words.gettext("summaries")] if sub.summaries else []
     if sub.language:
-        parts.append(f"in {language_called(sub.language)} beside the English")
+        name = language_called(sub.language, words.tag)
+        parts.append(words.gettext("in %(language)s beside the English") % {"language": name})
     if sub.long_emails == "one":
-        parts.append("a long digest as one email")
+        parts.append(words.gettext("a long digest as one email"))
     return parts

@@ -27,6 +27,7 @@ from bot.core.languages import ENGLISH, language_name, usable_tag
 from bot.core.models import HUGGING_FACE, Digest, Paper, PaperTexts
 from bot.core.plurals import plural
 from bot.core.redact import redact_shapes
+from bot.render.words import words_for
 from bot.store import Store, TextKey
 from bot.texts.answers import SUMMARY_SHOWN, plain_text, shown_summary
 from bot.texts.client import FATAL, TextClient, TextFailure
@@ -368,20 +369,27 @@ def _with_texts(
             title=title,
             text=text,
         )
+    # In the reader's words (bot.render.words): the note is shown as it is written here.
+    words = words_for(sub.language)
     notes = []
     if no_summary:
         notes.append(
-            f"{_count(no_summary, 'summary', 'summaries')} could not be written this time: "
-            + (
-                "that paper shows its abstract."
-                if no_summary == 1
-                else "those papers show their abstracts."
+            words.ngettext(
+                "%(count)s summary could not be written this time: that paper shows its abstract.",
+                "%(count)s summaries could not be written this time: those papers show their "
+                "abstracts.",
+                no_summary,
             )
         )
     if no_translation and language is not None:
+        name = language_name(language, words.tag)
         notes.append(
-            f"The {language_name(language)} translation is missing for "
-            f"{_count(no_translation, 'paper', 'papers')}."
+            words.ngettext(
+                "The %(language)s translation is missing for %(count)s paper.",
+                "The %(language)s translation is missing for %(count)s papers.",
+                no_translation,
+                language=name,
+            )
         )
     return replace(digest, texts=texts, texts_note=" ".join(notes) or None)
 
@@ -393,7 +401,3 @@ def _shown_share(translation: str, english: str) -> str:
         return translation
     limit = max(40, round(len(translation) * SUMMARY_SHOWN / max(1, len(english))))
     return shown_summary(translation, limit)
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"1 {one}" if n == 1 else f"{n} {many}"

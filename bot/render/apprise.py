@@ -24,9 +24,8 @@ from urllib.parse import quote
 
 from bot.core.models import Digest
 from bot.render.email import ACKNOWLEDGEMENT, subject_line
-from bot.render.text import clip, plural, shorten_authors, tidy
+from bot.render.text import clip, shorten_authors, tidy
 from bot.render.view import (
-    SIMILAR_GROUP,
     ItemView,
     RuleName,
     TextLength,
@@ -36,9 +35,11 @@ from bot.render.view import (
     ranking_note,
     rule_name,
     shown_note,
+    similar_group,
     texts_note,
     texts_view,
 )
+from bot.render.words import Words, words_for
 
 __all__ = [
     "MIN_BODY",
@@ -145,13 +146,17 @@ def chat_messages(
             f"a digest (at least {MIN_BODY})"
         )
     writer = _Writer(shape.markdown)
-    subject = subject_line(digest)
-    footer = _footer(writer, manage_url)
+    words = words_for(digest.subscriber.language)
+    subject = subject_line(digest, words=words)
+    footer = _footer(writer, manage_url, words)
     if digest.count == 0:
-        note = model_text(digest.note, NOTE_CHARS) or "No new papers matched your rules."
+        note = model_text(digest.note, NOTE_CHARS) or words.gettext(
+            "No new papers matched your rules."
+        )
         return _assemble(shape, writer, subject, [], [writer.text(note)], footer)
-    notes = [writer.text(n) for n in _notes(digest)]
-    return _assemble(shape, writer, subject, _paper_units(digest, writer, shape), notes, footer)
+    notes = [writer.text(n) for n in _notes(digest, words)]
+    units = _paper_units(digest, writer, shape, words)
+    return _assemble(shape, writer, subject, units, notes, footer)
 
 
 @dataclass(frozen=True)
@@ -168,7 +173,7 @@ class _Unit:
     url: str | None
 
 
-def _paper_units(digest: Digest, writer: _Writer, shape: ChatShape) -> list[_Unit]:
+def _paper_units(digest: Digest, writer: _Writer, shape: ChatShape, words: Words) -> list[_Unit]:
     units: list[_Unit] = []
     labels = digest.subscriber.labels
     texts = texts_view(digest)
@@ -176,13 +181,15 @@ def _paper_units(digest: Digest, writer: _Writer, shape: ChatShape) -> list[_Uni
     lengths = [length for length in ("full", "short", "brief", "none") if _at_most(length, wanted)]
     number = 0
     for group in digest.groups:
-        rule = SIMILAR_GROUP if group.similar else rule_name(group.rule, labels)
+        rule = similar_group(words) if group.similar else rule_name(group.rule, labels)
         count = len(group.items)
-        heading = _heading(writer, rule, count, continued=False)
-        continued = _heading(writer, rule, count, continued=True)
+        heading = _heading(writer, rule, count, continued=False, words=words)
+        continued = _heading(writer, rule, count, continued=True, words=words)
         for index, item in enumerate(group.items):
             number += 1
-            view = item_view(number, item, abstracts="full", texts=texts, labels=labels)
+            view = item_view(
+                number, item, abstracts="full", texts=texts, labels=labels, words=words
+            )
             blocks = tuple(_paper(writer, view, length) for length in lengths)
             title = tidy(view.title_text) or item.paper.label
             units.append(_Unit(number, heading, continued, index == 0, blocks, title, view.url))
@@ -194,11 +201,12 @@ def _at_most(length: str, wanted: str) -> bool:
     return order.index(length) >= order.index(wanted)
 
 
-def _heading(writer: _Writer, rule: RuleName, count: int, *, continued: bool) -> str:
+def _heading(writer: _Writer, rule: RuleName, count: int, *, continued: bool, words: Words) -> str:
     """A group's heading: its rule as shown (its label, else its words), its count."""
     name = writer.text(clip(tidy(rule.text), 200))
-    more = " (continued)" if continued else ""
-    return writer.strong(f"{name}{DOT}{plural(count, 'paper')}{more}")
+    more = words.gettext(" (continued)") if continued else ""
+    papers = words.ngettext("%(count)s paper", "%(count)s papers", count)
+    return writer.strong(f"{name}{DOT}{papers}{more}")
 
 
 def _paper(writer: _Writer, view: ItemView, length: str) -> str:
@@ -232,22 +240,23 @@ def _abstract(view: ItemView, length: str) -> list[str]:
     return shown
 
 
-def _notes(digest: Digest) -> list[str]:
+def _notes(digest: Digest, words: Words) -> list[str]:
     """What the digest says of itself: who wrote its summaries, papers left out, the
     ranking, missing texts."""
-    notes = [digest_summaries_note(digest), shown_note(digest), ranking_note(digest)]
-    notes.append(texts_note(digest))
-    if (texts := texts_view(digest)) and texts.language_note:
-        notes.append(texts.language_note)
+    notes = [digest_summaries_note(digest, words), shown_note(digest, words)]
+    notes += [ranking_note(digest, words), texts_note(digest)]
+    if texts := texts_view(digest):
+        notes.append(texts.language_note_in(words))
     if digest.note:
         notes.append(model_text(digest.note, NOTE_CHARS))
     return [clip(note, NOTE_CHARS) for note in notes if note]
 
 
-def _footer(writer: _Writer, manage_url: str | None) -> str:
+def _footer(writer: _Writer, manage_url: str | None, words: Words) -> str:
     lines = []
     if manage_url and len(manage_url) <= URL_CHARS:
-        lines.append(writer.link("Change your rules or stop these digests", manage_url))
+        label = words.gettext("Change your rules or stop these digests")
+        lines.append(writer.link(label, manage_url))
     lines.append(writer.text(ACKNOWLEDGEMENT))
     return "\n".join(lines)
 

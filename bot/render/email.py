@@ -25,7 +25,7 @@ import email.utils
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime
+from datetime import datetime
 from email.headerregistry import Address
 from email.message import EmailMessage
 from typing import cast
@@ -41,9 +41,8 @@ from bot.render import template_env
 from bot.render.inlining import inline_css
 from bot.render.mime import message_bytes
 from bot.render.parts import DigestPart, parts_needed, split, weight, with_only
-from bot.render.text import clip, plural, tidy
+from bot.render.text import clip, tidy
 from bot.render.view import (
-    SIMILAR_GROUP,
     TEXT_LENGTHS,
     GroupView,
     TextLength,
@@ -54,10 +53,12 @@ from bot.render.view import (
     ranking_note,
     rule_names,
     shown_note,
+    similar_group,
     summaries_note,
     texts_view,
 )
 from bot.render.view import texts_note as texts_note_of
+from bot.render.words import N_, Words, words_for
 
 __all__ = [
     "ACKNOWLEDGEMENT",
@@ -84,13 +85,16 @@ SUBJECT_LIMIT = 120
 # 102 KB, hiding the rest and the unsubscribe link.
 HTML_BUDGET = 100_000
 # What a digest too long for HTML_BUDGET with the texts its subscriber asked for says, by
-# how much of each paper's text it shows instead (`bot.render.view.TextLength`).
-SHORTENED_NOTE = "Abstracts are shortened: in full, this email is too long for some mail apps."
+# how much of each paper's text it shows instead (`bot.render.view.TextLength`), in the
+# reader's words.
+SHORTENED_NOTE = N_("Abstracts are shortened: in full, this email is too long for some mail apps.")
 SHORTENED_NOTES: dict[TextLength, str] = {
     "short": SHORTENED_NOTE,
-    "brief": "Abstracts are cut to their first lines: in full, this email is too long for "
-    "some mail apps.",
-    "none": "Abstracts are left out: with them, this email is too long for some mail apps.",
+    "brief": N_(
+        "Abstracts are cut to their first lines: in full, this email is too long for "
+        "some mail apps."
+    ),
+    "none": N_("Abstracts are left out: with them, this email is too long for some mail apps."),
 }
 TOC_MIN_PAPERS = 6  # a digest this long opens with a table of contents
 PREHEADER_LIMIT = 200
@@ -158,60 +162,70 @@ class RenderedEmail:
     part: DigestPart | None = field(default=None, compare=False, repr=False)  # of several
 
 
-def subject_line(digest: Digest, *, limit: int = SUBJECT_LIMIT) -> str:
+def subject_line(digest: Digest, *, limit: int = SUBJECT_LIMIT, words: Words | None = None) -> str:
     """`12 new papers: diffusion policy, multi-agent RL — Tue 24 Nov`: how many, under which
     rules (each its label, else the rule in words, as the headings show them), and the day
-    the papers were announced. At most `limit` characters: the rules that do not fit are
-    counted (`(+2 more)`: a rule in words may hold an "and"); a first rule too long alone
-    is cut at a word, with "…"."""
+    the papers were announced, in the reader's `words` (English: None). At most `limit`
+    characters: the rules that do not fit are counted (`(+2 more)`: a rule in words may
+    hold an "and"); a first rule too long alone is cut at a word, with "…"."""
+    words = words or words_for(None)
     count = digest.count
     if count == 0:
         note = tidy(digest.note or "").split(";")[0].rstrip(".")
-        return note if note and len(note) <= limit else "No new papers for your rules"
-    head = plural(count, "new paper")
-    when = day_span(digest.announced)
+        return (
+            note if note and len(note) <= limit else words.gettext("No new papers for your rules")
+        )
+    head = words.ngettext("%(count)s new paper", "%(count)s new papers", count)
+    when = day_span(digest.announced, words)
     tail = f" \u2014 {when}" if when and len(head) + len(when) + 24 <= limit else ""
     names = [name.text for name in rule_names(digest.rules, digest.subscriber.labels)]
     if digest.similar:
-        names.append(SIMILAR_GROUP.text.casefold())
+        similar = similar_group(words).text
+        names.append(similar.casefold() if words.english else similar)
     if not names:
         return head + tail
-    head += ": "
+    # Translators: the subject's start; the rules follow, as many as fit (none here).
+    head = words.gettext("%(count)s: %(rules)s") % {"count": head, "rules": ""}
+    comma = words.gettext(", ")
     shown: list[str] = []
     for index, name in enumerate(names):
-        more = _and_more(len(names) - index - 1)
-        if len(head + ", ".join([*shown, name]) + more + tail) > limit:
+        more = _and_more(len(names) - index - 1, words)
+        if len(head + comma.join([*shown, name]) + more + tail) > limit:
             break
         shown.append(name)
     if not shown:  # the first rule alone is too long: cut at a word
-        more = _and_more(len(names) - 1)
+        more = _and_more(len(names) - 1, words)
         shown = [clip(names[0], max(limit - len(head) - len(more) - len(tail), 1))]
-    return tidy(head + ", ".join(shown) + _and_more(len(names) - len(shown)) + tail)
+    return tidy(head + comma.join(shown) + _and_more(len(names) - len(shown), words) + tail)
 
 
-def _and_more(hidden: int) -> str:
-    return f" (+{hidden} more)" if hidden else ""
+def _and_more(hidden: int, words: Words) -> str:
+    if not hidden:
+        return ""
+    return words.ngettext(" (+%(count)s more)", " (+%(count)s more)", hidden)
 
 
 ARXIV_KINDS = frozenset({"arxiv", "arxiv_query"})
 
 
-def _day(day: date) -> str:
-    return f"{day:%A} {day.day} {day:%B %Y}"
-
-
-def _announcements(digest: Digest) -> str:
-    """`from the arXiv announcement of Thursday 28 November 2024`; with papers from other
-    sources (a journal), `dated 20 October 2021 to 28 November 2024` (empty when unknown)."""
+def _announcements(digest: Digest, words: Words) -> str:
+    """`From the arXiv announcement of Thursday 28 November 2024`; with papers from other
+    sources (a journal), `Dated 20 October 2021 to 28 November 2024` (empty when unknown)."""
     days = sorted(set(digest.announced))
     if not days:
         return ""
     if not all(_announced_by_arxiv(item.paper) for item in digest.items):
         if len(days) > 3:
-            return f"dated {_day(days[0])} to {_day(days[-1])}"
-        return f"dated {' and '.join(_day(d) for d in days)}"
-    noun = "announcement" if len(days) == 1 else "announcements"
-    return f"from the arXiv {noun} of {', '.join(_day(d) for d in days)}"
+            return words.gettext("Dated %(first)s to %(last)s") % {
+                "first": words.day(days[0]),
+                "last": words.day(days[-1]),
+            }
+        listed = words.gettext(" and ").join(words.day(d) for d in days)
+        return words.gettext("Dated %(days)s") % {"days": listed}
+    listed = words.gettext(", ").join(words.day(d) for d in days)
+    if len(days) == 1:
+        return words.gettext("From the arXiv announcement of %(days)s") % {"days": listed}
+    return words.gettext("From the arXiv announcements of %(days)s") % {"days": listed}
 
 
 def _announced_by_arxiv(paper: Paper) -> bool:
@@ -221,47 +235,91 @@ def _announced_by_arxiv(paper: Paper) -> bool:
     return paper.on_arxiv and arxiv
 
 
-def _upper_first(text: str) -> str:
-    return text[:1].upper() + text[1:]
+def _generated(digest: Digest, words: Words) -> str:
+    """When the digest was made, on its reader's clock (their schedule's zone, else the
+    config's default): `Generated Friday 29 November 2024, 09:00 (UTC+8).`"""
+    when = words.moment(digest.created, digest.subscriber.schedule.timezone)
+    return words.gettext("Generated %(time)s.") % {"time": when}
 
 
-def _headline(digest: Digest) -> str:
+def _headline(digest: Digest, words: Words) -> str:
     if digest.count == 0:
-        return digest.note or "No new papers matched your rules"
+        return digest.note or words.gettext("No new papers matched your rules")
     similar = len(digest.similar)
     matched = digest.count - similar
     if not similar:
-        return f"{plural(matched, 'new paper')} matched your rules"
-    like = f"{plural(similar, 'new paper')} like ones you liked"
+        return words.ngettext(
+            "%(count)s new paper matched your rules",
+            "%(count)s new papers matched your rules",
+            matched,
+        )
     if not matched:
-        return like
-    are = "is" if similar == 1 else "are"
-    head = f"{plural(matched, 'new paper')} matched your rules"
-    return f"{head}, and {similar} more {are} like ones you liked"
+        return words.ngettext(
+            "%(count)s new paper like ones you liked",
+            "%(count)s new papers like ones you liked",
+            similar,
+        )
+    head = words.ngettext(
+        "%(count)s new paper matched your rules", "%(count)s new papers matched your rules", matched
+    )
+    more = words.ngettext(
+        "and %(count)s more is like ones you liked",
+        "and %(count)s more are like ones you liked",
+        similar,
+    )
+    return words.gettext("%(matched)s, %(similar)s") % {"matched": head, "similar": more}
 
 
-def _intro(digest: Digest) -> str:
+def _intro(digest: Digest, words: Words) -> str:
     """The opening sentence: how many papers, from which announcement."""
-    when = _announcements(digest)
+    when = _announcements(digest, words)
     if digest.count == 0 and digest.note:
         return digest.note
-    joint = ", " if when.startswith("dated") else " "
-    return f"{_headline(digest)}{joint + when if when else ''}."
+    headline = _headline(digest, words)
+    if not when:
+        return words.gettext("%(headline)s.") % {"headline": headline}
+    # The announcements' line, as the middle of a sentence: "from the arXiv …", ", dated …"
+    arxiv = all(_announced_by_arxiv(item.paper) for item in digest.items)
+    joined = (
+        words.gettext("%(headline)s %(when)s.")
+        if arxiv
+        else words.gettext("%(headline)s, %(when)s.")
+    )
+    middle = when[:1].lower() + when[1:] if words.english else when
+    return joined % {"headline": headline, "when": middle}
 
 
 def _preheader(
-    digest: Digest, groups: tuple[GroupView, ...], *, part_note: str | None = None
+    digest: Digest,
+    groups: tuple[GroupView, ...],
+    words: Words,
+    *,
+    part_note: str | None = None,
 ) -> str:
     """The line inboxes show beside the subject: the counts per rule, then the top paper
     (a part: which part, then its first paper)."""
     if not groups:
-        return _intro(digest)
+        return _intro(digest, words)
+    first = groups[0].items[0].title_text
     if part_note:
-        return clip(f"{part_note} First: {groups[0].items[0].title_text}", PREHEADER_LIMIT)
-    counts = ", ".join(
-        f"{len(group.items)} {'for ' if group.rule.rule else ''}{group.rule}" for group in groups
+        return clip(
+            words.gettext("%(part)s First: %(title)s") % {"part": part_note, "title": first},
+            PREHEADER_LIMIT,
+        )
+    counts = words.gettext(", ").join(
+        (
+            words.gettext("%(count)s for %(rule)s")
+            if group.rule.rule
+            else words.gettext("%(count)s %(rule)s")
+        )
+        % {"count": words.number(len(group.items)), "rule": group.rule}
+        for group in groups
     )
-    text = f"{plural(digest.count, 'new paper')}: {counts}. First: {groups[0].items[0].title_text}"
+    text = words.gettext("%(papers)s: %(counts)s. First: %(title)s") % {
+        "papers": words.ngettext("%(count)s new paper", "%(count)s new papers", digest.count),
+        "counts": counts,
+        "title": groups[0].items[0].title_text,
+    }
     if len(text) > PREHEADER_LIMIT:
         text = text[: PREHEADER_LIMIT - 1].rsplit(" ", 1)[0].rstrip(" ,;:.") + "…"
     return text
@@ -400,14 +458,16 @@ def _best(digest: Digest, count: int) -> Digest:
     return replace(with_only(digest, kept), omitted=dropped + digest.omitted)
 
 
-def _more(digest: Digest, *, full: bool, manage_url: str | None) -> tuple[str, str | None]:
+def _more(
+    digest: Digest, words: Words, *, full: bool, manage_url: str | None
+) -> tuple[str, str | None]:
     """What the email says of the matching papers it does not show, and where its reader
     can ask for more of them next time (their manage page, when they may change it there)."""
-    shown = shown_note(digest)
+    shown = shown_note(digest, words)
     if shown is None:
         return "", None
     if full:  # papers left out so that mail apps show the email whole
-        return f"{shown} More would not fit in one email.", None
+        return words.gettext("%(shown)s More would not fit in one email.") % {"shown": shown}, None
     editable = digest.subscriber.origin == "database"
     return shown, f"{manage_url}#settings" if manage_url and editable else None
 
@@ -432,34 +492,38 @@ def _render(
     unsubscribe_address = None
     if settings is not None:
         unsubscribe_address = check_address(settings.unsubscribe_address, what="unsubscribe_mailto")
+    words = words_for(subscriber.language)
     shown = digest if part is None else part.digest
-    groups = group_views(shown, abstracts=length, first=part.first if part else 1)
-    part_note = part.note(digest.count) if part else None
+    groups = group_views(shown, abstracts=length, first=part.first if part else 1, words=words)
+    part_note = part.note(digest.count, words) if part else None
     # A part's number ends its subject, within the same limit: the rules give way to it.
     numbered = f" ({part.number}/{part.total})" if part is not None else ""
-    subject = subject_line(digest, limit=SUBJECT_LIMIT - len(numbered)) + numbered
+    subject = subject_line(digest, limit=SUBJECT_LIMIT - len(numbered), words=words) + numbered
     layout = layout_of(subscriber)
     texts = texts_view(digest)
     language = texts.language if texts else None
-    shortened = SHORTENED_NOTES.get(length) if note else None
+    shortened = (
+        words.gettext(SHORTENED_NOTES[length]) if note and length in SHORTENED_NOTES else None
+    )
     texts_note = " ".join(
-        part for part in (ranking_note(digest), texts_note_of(digest), shortened) if part
+        part for part in (ranking_note(digest, words), texts_note_of(digest), shortened) if part
     )
     manage_url = _check_link_url(links.manage, what="manage_url") if links.manage else None
     archive_url = _check_link_url(links.archive, what="archive_url") if links.archive else None
     feed_url = _check_link_url(links.feed, what="feed_url") if links.feed else None
     rating_url = _check_link_url(links.rating, what="rating_url") if links.rating else None
-    more, more_url = _more(digest, full=dropped, manage_url=manage_url)
+    more, more_url = _more(digest, words, full=dropped, manage_url=manage_url)
     if part is not None and part.number < part.total:  # said once, at the end
         more, more_url = "", None
     feedback = _vote_links(links.feedback)
     context = {
         "subject": subject,
         "site_name": site_name,
-        "intro": _intro(digest),
-        "headline": _headline(digest),
-        "announcements": _upper_first(_announcements(digest)) if not digest.note else "",
-        "preheader": _preheader(digest, groups, part_note=part_note),
+        "intro": _intro(digest, words),
+        "headline": _headline(digest, words),
+        "announcements": _announcements(digest, words) if not digest.note else "",
+        "generated": _generated(digest, words),
+        "preheader": _preheader(digest, groups, words, part_note=part_note),
         "part_note": part_note,
         "groups": groups,
         "toc": shown.count >= TOC_MIN_PAPERS,
@@ -468,7 +532,7 @@ def _render(
         "many_days": len(set(digest.announced)) > 1,
         "more": more,
         "more_url": more_url,
-        "more_link": "Show more papers per email",
+        "more_link": words.gettext("Show more papers per email"),
         "recipient": subscriber.email or subscriber.name,
         "subscriber_rules": tuple(rule_names(subscriber.rules, subscriber.labels)),
         "unsubscribe_address": unsubscribe_address,
@@ -477,6 +541,7 @@ def _render(
             if unsubscribe_address
             else None
         ),
+        # What the unsubscribe address reads: in English, whatever the reader's language.
         "unsubscribe_subject": f"unsubscribe {subscriber.name}",
         "unsubscribe_url": _check_https_url(links.unsubscribe) if links.unsubscribe else None,
         "manage_url": manage_url,
@@ -492,12 +557,12 @@ def _render(
         # without them.
         "layout": layout,
         "script": language_script(language) if language else "",
-        "language_note": texts.language_note if texts else None,
+        "language_note": texts.language_note_in(words) if texts else None,
         # Who wrote the summaries: said once, at the top, not on every paper.
-        "summaries_note": summaries_note(item for group in groups for item in group.items),
+        "summaries_note": summaries_note((item for group in groups for item in group.items), words),
         "texts_note": texts_note,
     }
-    env = template_env()
+    env = template_env(words.tag)
     text = env.get_template("email/digest.txt.j2").render(context)
     html = inline_css(env.get_template("email/digest.html.j2").render(context))
     return RenderedEmail(subject=subject, text=text, html=html, digest=shown, part=part)

@@ -18,14 +18,15 @@ from bot.core.mail import MAIL_POLICY
 from bot.render import template_env
 from bot.render.email import EmailSettings
 from bot.render.text import tidy
+from bot.render.words import N_, words_for
 
 __all__ = ["NoticeKind", "build_notice"]
 
 NoticeKind = Literal["confirm", "link"]
 
 SUBJECTS: dict[NoticeKind, str] = {
-    "confirm": "Confirm your address for {site} digests",
-    "link": "Your link to manage your {site} digests",
+    "confirm": N_("Confirm your address for %(site)s digests"),
+    "link": N_("Your link to manage your %(site)s digests"),
 }
 
 
@@ -40,15 +41,18 @@ def build_notice(
     origin: str = "",
     notice_id: str,
     now: datetime,
+    language: str | None = None,
 ) -> EmailMessage:
-    """A plain-text notice to `to` carrying one signed `url` that works for `days` days.
+    """A plain-text notice to `to` carrying one signed `url` that works for `days` days,
+    in the words of a reader of `language` (a subscriber's tag; None: English).
     `notice_id` makes the Message-ID (the outbox's key for it)."""
     if now.tzinfo is None:
         raise ValueError("now must be a timezone-aware datetime")
     to_addr = check_address(to, what="notice recipient")
     site = tidy(settings.site_name)
+    words = words_for(language)
     text = (
-        template_env()
+        template_env(words.tag)
         .get_template(f"notice/{kind}.txt.j2")
         .render(
             site_name=site,
@@ -63,7 +67,7 @@ def build_notice(
     from_name = tidy(check_header_text(settings.from_name, what="from_name"))
     msg["From"] = Address(display_name=from_name, addr_spec=check_address(settings.from_addr))
     msg["To"] = to_addr
-    msg["Subject"] = SUBJECTS[kind].format(site=site)
+    msg["Subject"] = words.gettext(SUBJECTS[kind]) % {"site": site}
     msg["Date"] = email.utils.format_datetime(now)
     msg["Message-ID"] = f"<{notice_id}@{settings.domain}>"
     msg["Auto-Submitted"] = "auto-generated"

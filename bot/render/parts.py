@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from bot.core.models import Digest, DigestGroup, DigestItem, PaperTexts
+from bot.render.words import Words, words_for
 
 __all__ = ["DigestPart", "part_id", "parts_needed", "split", "weight", "with_only"]
 
@@ -35,10 +36,19 @@ class DigestPart:
     first: int
     thread: str
 
-    def note(self, papers: int) -> str:
-        """What the part says of itself, of a digest of `papers` papers."""
+    def note(self, papers: int, words: Words | None = None) -> str:
+        """What the part says of itself, of a digest of `papers` papers, in the reader's
+        `words` (English: None)."""
         last = self.first + self.digest.count - 1
-        return f"Part {self.number} of {self.total}: papers {self.first}–{last} of {papers}."
+        return (words or words_for(None)).gettext(
+            "Part %(number)s of %(total)s: papers %(first)s–%(last)s of %(papers)s."
+        ) % {
+            "number": self.number,
+            "total": self.total,
+            "first": self.first,
+            "last": last,
+            "papers": papers,
+        }
 
 
 def part_id(digest_id: str, number: int) -> str:

@@ -50,9 +50,8 @@ from slack_sdk.models.blocks import (
 
 from bot.core.links import web_url
 from bot.core.models import Digest, DigestItem
-from bot.render.text import letters, plural, shorten_authors, tidy
+from bot.render.text import letters, shorten_authors, tidy
 from bot.render.view import (
-    SIMILAR_GROUP,
     RuleName,
     TextsView,
     cut_like,
@@ -62,9 +61,11 @@ from bot.render.view import (
     rule_name,
     rule_names,
     shown_note,
+    similar_group,
     texts_note,
     texts_view,
 )
+from bot.render.words import Words, words_for
 
 __all__ = [
     "SLACK_LIMITS",
@@ -138,8 +139,6 @@ _LOOKALIKES = str.maketrans(
 )
 _ESCAPED_WIDTH = {"&": len("&amp;"), "<": len("&lt;"), ">": len("&gt;")}
 _URL_SAFE = ":/?#[]@!$&'()*+,;=%~-._"
-_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _TRAILING = re.compile(r"[\s,;:.(\[{\-\u2013\u2014]+$")
 
 
@@ -259,36 +258,46 @@ def text_length(value: Any) -> int:
     return 0
 
 
-def _rule_list(rules: Sequence[RuleName], limit: int = RULES_CHARS) -> str:
+def _rule_list(
+    rules: Sequence[RuleName], limit: int = RULES_CHARS, words: Words | None = None
+) -> str:
     """`robot, multi-agent RL (+3 more)`, at most about `limit` characters."""
+    words = words or words_for(None)
+    comma = words.gettext(", ")
     spans = [_shown_rule(rule) for rule in rules]
     shown: list[str] = []
     for span in spans:
-        if shown and len(", ".join([*shown, span])) > limit:
+        if shown and len(comma.join([*shown, span])) > limit:
             break
         shown.append(span)
     hidden = len(spans) - len(shown)
-    return ", ".join(shown) + (f" (+{hidden} more)" if hidden else "")
+    more = words.ngettext(" (+%(count)s more)", " (+%(count)s more)", hidden) if hidden else ""
+    return comma.join(shown) + more
 
 
-def _day(day: date, *, year: bool = True, month: bool = True) -> str:
-    text = f"{_WEEKDAYS[day.weekday()]} {day.day}"
-    if month:
-        text += f" {_MONTHS[day.month - 1]}"
-    return text + (f" {day.year}" if year else "")
-
-
-def _when(days: Iterable[date]) -> str:
-    """`Thu 28 Nov 2024`, or a span: `Mon 25 – Thu 28 Nov 2024`."""
+def _when(days: Iterable[date], words: Words) -> str:
+    """`Thu 28 Nov 2024`, or a span: `Mon 25 – Thu 28 Nov 2024`, in the reader's words."""
     ordered = sorted(set(days))
     if not ordered:
         return ""
     first, last = ordered[0], ordered[-1]
     if first == last:
-        return _day(first)
-    same_year = first.year == last.year
-    same_month = same_year and first.month == last.month
-    return f"{_day(first, year=not same_year, month=not same_month)} {RANGE} {_day(last)}"
+        return words.day(first, short=True)
+    if first.year != last.year:
+        start = words.day(first, short=True)
+    elif first.month != last.month:
+        start = words.day_part(
+            # Translators: a CLDR date pattern (docs/languages.md): the same fields in your order.
+            first,
+            words.pgettext("date pattern: a short day in the year", "EEE d MMM"),
+        )
+    else:
+        start = words.day_part(
+            # Translators: a CLDR date pattern (docs/languages.md): the same fields in your order.
+            first,
+            words.pgettext("date pattern: a short day in the month", "EEE d"),
+        )
+    return f"{start} {RANGE} {words.day(last, short=True)}"
 
 
 # -- blocks ---------------------------------------------------------------------------
@@ -330,9 +339,10 @@ def _title(item: DigestItem, limit: int) -> str:
     return _fit(tidy(letters(paper.title)) or paper.versioned_id, limit)
 
 
-def vote_buttons(number: int, votes: VoteTokens) -> dict[str, Any]:
+def vote_buttons(number: int, votes: VoteTokens, words: Words | None = None) -> dict[str, Any]:
     """The 👍 / 👎 buttons of the thread's paper `number` (block ids are unique in a
     message: the paper's number is)."""
+    words = words or words_for(None)
     return _dict(
         ActionsBlock(
             block_id=f"paperbell-vote-{number}",
@@ -341,13 +351,13 @@ def vote_buttons(number: int, votes: VoteTokens) -> dict[str, Any]:
                     text=PlainTextObject(text="\U0001f44d", emoji=True),
                     action_id=LIKE_ACTION,
                     value=votes.like,
-                    accessibility_label="I like this paper",
+                    accessibility_label=words.gettext("I like this paper"),
                 ),
                 ButtonElement(
                     text=PlainTextObject(text="\U0001f44e", emoji=True),
                     action_id=DISLIKE_ACTION,
                     value=votes.dislike,
-                    accessibility_label="Fewer papers like this",
+                    accessibility_label=words.gettext("Fewer papers like this"),
                 ),
             ],
         )
@@ -360,6 +370,7 @@ def _paper_blocks(
     texts: TextsView | None = None,
     labels: Mapping[str, str] | None = None,
     votes: VoteTokens | None = None,
+    words: Words | None = None,
 ) -> list[dict[str, Any]]:
     """A paper: linked title, Hugging Face's upvotes beside it (its translation beneath);
     the abstract's start, or the summary in its place, then its translation; one quiet
@@ -367,7 +378,8 @@ def _paper_blocks(
     `votes`. The rule it matched is its group's heading; who wrote the summaries, the
     digest's first message."""
     paper = item.paper
-    view = item_view(number, item, abstracts="full", texts=texts, labels=labels)
+    words = words or words_for(None)
+    view = item_view(number, item, abstracts="full", texts=texts, labels=labels, words=words)
     title = f"*{number}. {link(view.url, _title(item, TITLE_CHARS))}*"
     if view.upvotes_shown:
         title += f"  {link(view.hf_url, view.upvotes_shown)}"
@@ -410,7 +422,7 @@ def _paper_blocks(
     quiet.append(_mrkdwn(" \u00b7 ".join(links)))
     blocks.append(_context(*quiet))
     if votes is not None:
-        blocks.append(vote_buttons(number, votes))
+        blocks.append(vote_buttons(number, votes, words))
     return blocks
 
 
@@ -419,18 +431,21 @@ def _page(item: DigestItem) -> str | None:
     return web_url(item.paper.abs_url, what=f"paper {item.paper.id[:80]}: a link")
 
 
-def _heading(rule: RuleName, count: int, *, continued: bool) -> dict[str, Any]:
-    more = " (continued)" if continued else ""
+def _heading(rule: RuleName, count: int, *, continued: bool, words: Words) -> dict[str, Any]:
+    more = words.gettext(" (continued)") if continued else ""
     name = _shown_rule(rule, 2 * RULE_CHARS)
-    return _section(f"*{name}* \u00b7 {plural(count, 'paper')}{more}")
+    papers = words.ngettext("%(count)s paper", "%(count)s papers", count)
+    return _section(f"*{name}* \u00b7 {papers}{more}")
 
 
 # -- messages -------------------------------------------------------------------------
 
 
-def _header(digest: Digest) -> str:
-    when = _when(digest.announced)
-    head = f"{plural(digest.count, 'new paper')} for you"
+def _header(digest: Digest, words: Words) -> str:
+    when = _when(digest.announced, words)
+    head = words.ngettext(
+        "%(count)s new paper for you", "%(count)s new papers for you", digest.count
+    )
     return shorten(f"{head} {DASH} {when}" if when else head, SLACK_LIMITS.header_text)
 
 
@@ -438,18 +453,26 @@ def _fallback(text: str) -> str:
     return escape_mrkdwn(_fit(text, FALLBACK_CHARS)) or "paperbell"
 
 
-def _note_post(digest: Digest) -> SlackMessage:
-    note = tidy(digest.note or "") or "No new papers matched your rules."
+def _note_post(digest: Digest, words: Words) -> SlackMessage:
+    note = tidy(digest.note or "") or words.gettext("No new papers matched your rules.")
     return SlackMessage(text=_fallback(note), blocks=(_plain_section(shorten(note, NOTE_CHARS)),))
 
 
-def _summary_post(digest: Digest, *, threaded: bool = True) -> SlackMessage:
-    header = _header(digest)
+def _summary_post(digest: Digest, words: Words, *, threaded: bool = True) -> SlackMessage:
+    header = _header(digest, words)
     rules = rule_names(digest.rules, digest.subscriber.labels)
-    matched = f"{plural(digest.count, 'paper')} matched {plural(len(rules), 'rule')}"
+    matched = words.gettext("%(papers)s matched %(rules)s") % {
+        "papers": words.ngettext("%(count)s paper", "%(count)s papers", digest.count),
+        "rules": words.ngettext("%(count)s rule", "%(count)s rules", len(rules)),
+    }
+    listed = _rule_list(rules, words=words)
     blocks = [
         _dict(HeaderBlock(text=PlainTextObject(text=header))),
-        _section(f"{matched}: {_rule_list(rules)}." if rules else f"{matched}."),
+        _section(
+            words.gettext("%(matched)s: %(rules)s.") % {"matched": matched, "rules": listed}
+            if rules
+            else words.gettext("%(matched)s.") % {"matched": matched}
+        ),
     ]
     # The best papers (digest order breaks ties), shown in the thread's order with the
     # thread's numbers: they run upwards, as the thread does.
@@ -460,22 +483,27 @@ def _summary_post(digest: Digest, *, threaded: bool = True) -> SlackMessage:
         for number, item in sorted(ranked[:TOP_TITLES], key=lambda pair: pair[0])
     ]
     blocks.append(_section("\n".join(lines)))
-    notes = [f"The papers are in the thread {DOWN}" if threaded else f"The papers follow {DOWN}"]
-    if shown := shown_note(digest):
+    follow = (
+        words.gettext("The papers are in the thread")
+        if threaded
+        else words.gettext("The papers follow")
+    )
+    notes = [f"{follow} {DOWN}"]
+    if shown := shown_note(digest, words):
         notes.append(shown)
-    if said := ranking_note(digest):
+    if said := ranking_note(digest, words):
         notes.append(escape_mrkdwn(said))
     if digest.note:
         notes.append(escape_mrkdwn(_fit(digest.note, NOTE_CHARS)))
     elements: list[MarkdownTextObject | PlainTextObject] = [_mrkdwn(note) for note in notes]
-    if written_by := digest_summaries_note(digest):  # once here, not on every paper
+    if written_by := digest_summaries_note(digest, words):  # once here, not on every paper
         elements.append(_plain(shorten(written_by, NOTE_CHARS)))
-    if (texts := texts_view(digest)) and texts.language_note:
-        elements.append(_plain(texts.language_note))
+    if (texts := texts_view(digest)) and (language_note := texts.language_note_in(words)):
+        elements.append(_plain(language_note))
     if note := texts_note(digest):
         elements.append(_plain(shorten(note, NOTE_CHARS)))
     blocks.append(_context(*elements))
-    shown = ", ".join(rule.text for rule in rules)
+    shown = words.gettext(", ").join(rule.text for rule in rules)
     text = _fallback(f"{header}: {shown}" if shown else header)
     return SlackMessage(text=text, blocks=tuple(blocks))
 
@@ -485,6 +513,7 @@ class _Thread:
     """The thread messages being filled: blocks and numbers of the current one."""
 
     limits: SlackLimits
+    words: Words
     total: int
     messages: list[SlackMessage]
     blocks: list[dict[str, Any]]
@@ -506,10 +535,18 @@ class _Thread:
         if not self.blocks:
             return
         first, last = self.numbers[0], self.numbers[-1]
+        total = self.words.number(self.total)
         if first == last:
-            text = f"Paper {first} of {self.total}"
+            text = self.words.gettext("Paper %(number)s of %(total)s") % {
+                "number": first,
+                "total": total,
+            }
         else:
-            text = f"Papers {first}{RANGE}{last} of {self.total}"
+            text = self.words.gettext("Papers %(first)s–%(last)s of %(total)s") % {
+                "first": first,
+                "last": last,
+                "total": total,
+            }
         self.messages.append(
             SlackMessage(text=text, blocks=tuple(self.blocks), numbers=tuple(self.numbers))
         )
@@ -525,17 +562,20 @@ def _thread_posts(
     first), always together with a paper; a divider separates groups. Papers need none:
     each opens with its bold numbered title and closes with its quiet line, and three
     blocks a paper (four with its buttons) let twelve share a message."""
-    thread = _Thread(limits=limits, total=digest.count, messages=[], blocks=[], numbers=[])
+    words = words_for(digest.subscriber.language)
+    thread = _Thread(
+        limits=limits, words=words, total=digest.count, messages=[], blocks=[], numbers=[]
+    )
     texts = texts_view(digest)
     labels = digest.subscriber.labels
     number = 0
     for group in digest.groups:
-        rule = SIMILAR_GROUP if group.similar else rule_name(group.rule, labels)
+        rule = similar_group(words) if group.similar else rule_name(group.rule, labels)
         for index, item in enumerate(group.items):
             number += 1
             mine = votes.get(item.paper.id) if votes else None
-            paper = _paper_blocks(number, item, texts, labels, mine)
-            heading = _heading(rule, len(group.items), continued=index > 0)
+            paper = _paper_blocks(number, item, texts, labels, mine, words)
+            heading = _heading(rule, len(group.items), continued=index > 0, words=words)
             unit = [_divider(), heading, *paper] if index == 0 else paper
             if thread.blocks and not thread.fits(unit):
                 thread.flush()
@@ -558,6 +598,7 @@ def build_posts(
     each paper's 👍 / 👎 buttons' tokens, by paper id (none: no buttons).
 
     A digest with no papers is one message: its note (why there is nothing today)."""
+    words = words_for(digest.subscriber.language)
     if digest.count == 0:
-        return [_note_post(digest)]
-    return [_summary_post(digest, threaded=threaded), *_thread_posts(digest, limits, votes)]
+        return [_note_post(digest, words)]
+    return [_summary_post(digest, words, threaded=threaded), *_thread_posts(digest, limits, votes)]

@@ -35,6 +35,7 @@ from bot.core.links import web_url
 from bot.core.models import Paper, Subscriber
 from bot.pipeline import NOTICE_CHANNEL
 from bot.render.text import letters, plural, shorten_authors, tidy
+from bot.render.words import N_, Words, words_for
 from bot.store import SentDigest
 from bot.web.feedback import paper_name
 from bot.web.site import Site
@@ -46,16 +47,17 @@ MAX_PAGE = 10_000
 MAX_DIGEST_ID = 128  # the outbox's column
 LEAVE_OUT = (NOTICE_CHANNEL,)
 # By kind: an Apprise target's channel is "apprise:<key>", one name for all of them.
-CHANNEL_NAMES = {"email": "Email", "slack": "Slack", "apprise": "Chat / push"}
+CHANNEL_NAMES = {"email": N_("Email"), "slack": N_("Slack"), "apprise": N_("Chat / push")}
 # An archived email may run no script and load nothing: added to the site's policy.
 SHOWN_EMAIL_POLICY = "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 _BODY = re.compile(rb"<body\b[^>]*>", re.IGNORECASE)
 
 
-def channel_name(channel: str) -> str:
+def channel_name(channel: str, words: Words | None = None) -> str:
     """A digest's channel as the list names it: Email, Slack, Chat / push."""
     kind = kind_of(channel)
-    return CHANNEL_NAMES.get(kind, kind.title())
+    name = CHANNEL_NAMES.get(kind)
+    return (words or words_for(None)).gettext(name) if name else kind.title()
 
 
 @dataclass(frozen=True)
@@ -103,9 +105,12 @@ def _subject(head: bytes) -> str | None:
     return tidy(str(subject)) if subject else None
 
 
-def sent_when(digest: SentDigest, sub: Subscriber) -> str:
+def sent_when(digest: SentDigest, sub: Subscriber, words: Words | None = None) -> str:
     """When a digest was sent, in the subscriber's time zone: `Thursday 28 November 2024 at
-    16:00 (Europe/London)`."""
+    16:00 (Europe/London)`; in another language, as it writes it (`2024年11月29日星期五
+    00:00（UTC+8）`)."""
+    if words is not None and not words.english:
+        return words.moment(digest.sent, _zone(sub).key)
     sent = _when(digest.sent, sub)
     return f"{_day(sent.date())} at {sent:%H:%M} ({_zone(sub).key})"
 
@@ -170,20 +175,23 @@ class ArchivePages:
         )
         base = f"/archive/{request.path_params['token']}"
         days: dict[str, list[DigestLine]] = {}
+        words = words_for(sub.language)
         for digest in found[:PAGE_SIZE]:
             sent = _when(digest.sent, sub)
-            days.setdefault(_day(sent.date()), []).append(
+            day = _day(sent.date()) if words.english else words.day(sent.date())
+            days.setdefault(day, []).append(
                 DigestLine(
                     url=f"{base}/{digest.digest_id}",
                     time=f"{sent:%H:%M}",
-                    channel=channel_name(digest.channel),
+                    channel=channel_name(digest.channel, words),
                     title=_title(digest),
                 )
             )
         return self.site.page(
             request,
             "archive",
-            title="Your past digests",
+            title=N_("Your past digests"),
+            language=sub.language,
             sub=sub,
             days=days,
             zone=_zone(sub).key,
@@ -208,14 +216,18 @@ class ArchivePages:
         if found is None:
             return self.site.message(
                 request,
-                "No such digest",
-                "This digest is not in your archive: it was never sent (or not yet), or it "
-                "was sent to another subscription.",
+                N_("No such digest"),
+                N_(
+                    "This digest is not in your archive: it was never sent (or not yet), or it "
+                    "was sent to another subscription."
+                ),
                 status=404,
+                language=sub.language,
             )
         digest, papers = found
         back = f"/archive/{request.path_params['token']}"
-        when = sent_when(digest, sub)
+        words = words_for(sub.language)
+        when = sent_when(digest, sub, words)
         message = _message(digest.message or b"") if digest.channel == "email" else None
         shown = _part(message, "html") if message is not None else None
         if shown is not None:
@@ -224,9 +236,10 @@ class ArchivePages:
             request,
             "archive_digest",
             title=_title(digest),
+            language=sub.language,
             heading=_title(digest),
             when=when,
-            channel=channel_name(digest.channel),
+            channel=channel_name(digest.channel, words),
             back=back,
             text=_part(message, "plain") if message is not None else None,
             papers=[_paper_line(paper) for paper in papers],

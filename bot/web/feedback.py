@@ -24,6 +24,7 @@ from bot.core.models import DECLARED_VIA, Feedback, Paper, Verdict
 from bot.manage import FeedbackLink, Refused
 from bot.render import templates_dir
 from bot.render.text import letters, tidy
+from bot.render.words import N_, words_for
 from bot.web.site import Site
 
 __all__ = ["FEEDBACK_SCRIPT_PATH", "FeedbackPages", "paper_name"]
@@ -32,7 +33,7 @@ __all__ = ["FEEDBACK_SCRIPT_PATH", "FeedbackPages", "paper_name"]
 # the templates); templates/web/feedback.html.j2 names the same path.
 FEEDBACK_SCRIPT_PATH = "/static/feedback.js"
 TITLE_CHARS = 300
-SAID: dict[Verdict, str] = {"like": "👍 You like", "dislike": "👎 You do not like"}
+SAID: dict[Verdict, str] = {"like": N_("👍 You like"), "dislike": N_("👎 You do not like")}
 
 
 def paper_name(key: str, title: str | None) -> str:
@@ -75,18 +76,20 @@ class FeedbackPages:
         state = "undone" if undone else "recorded" if recorded else "ask"
         title = paper.title if paper else current.title if current else ""
         heading = {
-            "ask": "Recording your verdict",
-            "recorded": "Thank you: noted",
-            "undone": "Taken back",
+            "ask": N_("Recording your verdict"),
+            "recorded": N_("Thank you: noted"),
+            "undone": N_("Taken back"),
         }[state]
+        words = words_for(sub.language)
         return self.site.page(
             request,
             "feedback",
             title=heading,
-            heading=heading,
+            language=sub.language,
+            heading=words.gettext(heading),
             state=state,
             verdict=verdict,
-            said=SAID[verdict],
+            said=words.gettext(SAID[verdict]),
             other=current.verdict if current is not None and not recorded else None,
             # Undone: the verdict it had replaced stands again (a click before, the file's).
             restored=current.verdict if undone and current is not None else None,

@@ -45,6 +45,7 @@ from bot.manage import (
     reading_parts,
 )
 from bot.render.notice import NoticeKind
+from bot.render.words import N_, words_for
 from bot.store import Store
 from bot.web.archive import ArchivePages
 from bot.web.feed import FeedPages
@@ -71,28 +72,28 @@ SETTING_FIELDS = (
     "language",  # a tag, or "none": English only
 )
 
-# What a finished change says at the top of the manage page (?done=KEY).
+# What a finished change says at the top of the manage page (?done=KEY; translated there).
 DONE = {
-    "added": "Rule added.",
-    "edited": "Rule saved.",
-    "removed": "Rule removed.",
-    "settings": "Settings saved.",
-    "paused": "Paused: no digests until you resume.",
-    "resumed": "Resumed: your next digest comes at its usual time.",
-    "confirmed": "Address confirmed: your digests will come by email.",
-    "forgotten": "Removed from your liked and disliked papers.",
-    "destination-added": "Destination added: your next digest goes there too.",
-    "destination-removed": "Destination removed.",
-    "email-resumed": "Email resumed: your next digest comes by email at its usual time.",
+    "added": N_("Rule added."),
+    "edited": N_("Rule saved."),
+    "removed": N_("Rule removed."),
+    "settings": N_("Settings saved."),
+    "paused": N_("Paused: no digests until you resume."),
+    "resumed": N_("Resumed: your next digest comes at its usual time."),
+    "confirmed": N_("Address confirmed: your digests will come by email."),
+    "forgotten": N_("Removed from your liked and disliked papers."),
+    "destination-added": N_("Destination added: your next digest goes there too."),
+    "destination-removed": N_("Destination removed."),
+    "email-resumed": N_("Email resumed: your next digest comes by email at its usual time."),
 }
-# Where a verdict came from, as the manage page says it.
+# Where a verdict came from, as the manage page says it (translated there).
 FEEDBACK_FROM = {
-    "email": "from an email",
-    "slack": "in Slack",
-    "page": "on this page",
-    "command": "with a command",
-    "config": "in the config file",
-    "file": "from your library file",
+    "email": N_("from an email"),
+    "slack": N_("in Slack"),
+    "page": N_("on this page"),
+    "command": N_("with a command"),
+    "config": N_("in the config file"),
+    "file": N_("from your library file"),
 }
 
 Form = dict[str, str]
@@ -114,7 +115,8 @@ class LinkPages:
         return self.site.page(
             request,
             "unsubscribe",
-            title="Unsubscribed" if done else "Unsubscribe",
+            title=N_("Unsubscribed") if done else N_("Unsubscribe"),
+            language=sub.language,
             sub=sub,
             address=mask(sub.email),
             done=done,
@@ -135,13 +137,16 @@ class LinkPages:
         token = request.path_params["token"]
         body = await read_body(request, MAX_FORM)
         if body is None:
-            return self.site.message(request, "Too large", "That request is too large.", status=413)
+            return self.site.message(
+                request, N_("Too large"), N_("That request is too large."), status=413
+            )
         if not one_click(body, request.headers.get("content-type", "")):
             return self.site.message(
                 request,
-                "Nothing was changed",
-                f"An unsubscribe request carries {ONE_CLICK}; this one did not.",
+                N_("Nothing was changed"),
+                N_("An unsubscribe request carries %(field)s; this one did not."),
                 status=400,
+                values={"field": ONE_CLICK},
             )
         sub = await self.site.open_link(request, "unsubscribe")
         if isinstance(sub, Response):
@@ -157,8 +162,10 @@ class LinkPages:
         await run_in_threadpool(self.manager.resume, sub)
         return self.site.message(
             request,
-            "You are subscribed again",
-            f"Digests for {sub.name} will come to {mask(sub.email)} at their usual time.",
+            N_("You are subscribed again"),
+            N_("Digests for %(name)s will come to %(address)s at their usual time."),
+            language=sub.language,
+            values={"name": sub.name, "address": mask(sub.email)},
         )
 
     # -- fresh links (an expired but genuine link) ----------------------------------------
@@ -166,7 +173,9 @@ class LinkPages:
     async def renew(self, request: Request) -> Response:
         purpose, token = request.path_params["purpose"], request.path_params["token"]
         if purpose not in PURPOSES:
-            return self.site.message(request, "Not found", "There is no such page.", status=404)
+            return self.site.message(
+                request, N_("Not found"), N_("There is no such page."), status=404
+            )
         form = await self.site.checked_form(request)
         if isinstance(form, Response):
             return form
@@ -180,9 +189,13 @@ class LinkPages:
         await self.site.after_mail()
         return self.site.message(
             request,
-            "A new link is on its way",
-            f"We sent a new link to {mask(sub.email)} (at most one a day). It may take a "
-            "minute; look in your spam folder too.",
+            N_("A new link is on its way"),
+            N_(
+                "We sent a new link to %(address)s (at most one a day). It may take a "
+                "minute; look in your spam folder too."
+            ),
+            language=sub.language,
+            values={"address": mask(sub.email)},
         )
 
     # -- manage -------------------------------------------------------------------------
@@ -205,11 +218,13 @@ class LinkPages:
         places = await run_in_threadpool(self.manager.destinations, sub)
         email_paused = await run_in_threadpool(self.manager.email_pause, sub)
         done = DONE.get(request.query_params.get("done", ""))
+        words = words_for(sub.language)
         return self.site.page(
             request,
             "manage",
             status=status,
-            title="Your paper digests",
+            title=N_("Your paper digests"),
+            language=sub.language,
             sub=sub,
             token=token,
             base=f"/manage/{token}",
@@ -221,10 +236,10 @@ class LinkPages:
             problems=problems or [],
             weekdays=WEEKDAYS,
             timezones=_timezones(),
-            languages=language_choices(sub.language),
+            languages=language_choices(sub.language, words),
             paper_counts=paper_count_choices(sub.max_papers),
             similar_counts=sorted({0, 3, 5, 10, sub.similar_max}),
-            reading=reading_parts(sub),
+            reading=reading_parts(sub, words),
             editable=sub.origin == "database",
             unsubscribe_url=self.manager.link("unsubscribe", sub),
             archive_url=self.manager.signer.archive_url(sub),
@@ -264,7 +279,9 @@ class LinkPages:
             "remove-destination": self._remove_destination,
         }.get(request.path_params["action"])
         if change is None:
-            return self.site.message(request, "Not found", "There is no such page.", status=404)
+            return self.site.message(
+                request, N_("Not found"), N_("There is no such page."), status=404
+            )
         try:
             return await change(request, sub, form, token)
         except (PaperbellError, ValueError) as exc:
@@ -353,7 +370,12 @@ class LinkPages:
         if isinstance(sub, Response):
             return sub
         return self.site.page(
-            request, "confirm", title="Confirm your address", sub=sub, address=sub.email
+            request,
+            "confirm",
+            title=N_("Confirm your address"),
+            language=sub.language,
+            sub=sub,
+            address=sub.email,
         )
 
     async def confirm_post(self, request: Request) -> Response:

@@ -24,6 +24,7 @@ from bot.core.models import VERDICTS, Verdict
 from bot.manage import RatingLink, Refused, SentPapers
 from bot.pipeline import NOTICE_CHANNEL
 from bot.render.text import shorten_authors
+from bot.render.words import N_, words_for
 from bot.web.archive import channel_name, digest_title, sent_when
 from bot.web.feedback import paper_name, paper_url
 from bot.web.site import Site
@@ -32,7 +33,7 @@ __all__ = ["RatingPages"]
 
 LEAVE_OUT = (NOTICE_CHANNEL,)
 # The verdicts the page shows but does not change: kept in a file, changed there.
-DECLARED = {"config": "set in the config file", "file": "from your library file"}
+DECLARED = {"config": N_("set in the config file"), "file": N_("from your library file")}
 MAX_KEY = 1000  # a posted paper key longer than this names no paper of ours
 
 
@@ -68,10 +69,13 @@ class RatingPages:
         if sent is None:
             return self.site.message(
                 request,
-                "No such digest",
-                "This email is not among those sent to you, so there is nothing to rate here. "
-                "Use the link in the email itself.",
+                N_("No such digest"),
+                N_(
+                    "This email is not among those sent to you, so there is nothing to rate "
+                    "here. Use the link in the email itself."
+                ),
                 status=404,
+                language=link.subscriber.language,
             )
         return link, sent
 
@@ -94,15 +98,17 @@ class RatingPages:
             )
             for number, paper in enumerate(sent.papers, 1)
         ]
+        words = words_for(sub.language)
         return self.site.page(
             request,
             "rate",
-            title="Rate this email's papers",
-            heading="Rate this email's papers",
+            title=N_("Rate this email's papers"),
+            language=sub.language,
+            heading=words.gettext("Rate this email's papers"),
             papers=papers,
             subject=digest_title(sent.digest),
-            channel=channel_name(sent.digest.channel),
-            when=sent_when(sent.digest, sub),
+            channel=channel_name(sent.digest.channel, words),
+            when=sent_when(sent.digest, sub, words),
             action=f"/rate/{request.path_params['token']}",
             manage_url=self.manager.link("manage", sub),
         )
@@ -124,10 +130,13 @@ class RatingPages:
         if key not in numbers or verdict not in VERDICTS:
             return self.site.message(
                 request,
-                "Nothing was changed",
-                "That form did not name a paper of this email and 👍 or 👎. Open the page "
-                "again from the email's link.",
+                N_("Nothing was changed"),
+                N_(
+                    "That form did not name a paper of this email and 👍 or 👎. Open the page "
+                    "again from the email's link."
+                ),
                 status=400,
+                language=link.subscriber.language,
             )
         sub, verdict = link.subscriber, cast(Verdict, verdict)
         if action == "take_back":

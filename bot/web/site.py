@@ -21,6 +21,7 @@ from bot.core.errors import PaperbellError
 from bot.core.models import Subscriber
 from bot.manage import Manager, Refused, mask
 from bot.render import template_env
+from bot.render.words import N_, words_for
 from bot.web.guards import CSRF_COOKIE, CSRF_FIELD, Csrf, parse_form, read_body
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,6 @@ class Site:
         self.mail_queued = mail_queued
         signer = manager.signer
         self.csrf = Csrf(signer.derived_key("csrf"), public_url=signer.public_url)
-        self.env = template_env()
         self.name = manager.config.email.from_name if manager.config.email else "paperbell"
         # Whom a reader may write to about what the pages cannot do: the digests' sender.
         self.contact = manager.config.email.from_address if manager.config.email else None
@@ -54,16 +54,24 @@ class Site:
         *,
         status: int = 200,
         title: str = "",
+        language: str | None = None,
         **context: Any,
     ) -> HTMLResponse:
+        """The page `template` in the words of a reader of `language` (a subscriber's tag;
+        None: English); `title`: a message of the catalogs (marked with `N_`)."""
         token, fresh = self.csrf.token(request)
-        html = self.env.get_template(f"web/{template}.html.j2").render(
-            site_name=self.name,
-            contact=self.contact,
-            title=title,
-            csrf_field=CSRF_FIELD,
-            csrf=token,
-            **context,
+        words = words_for(language)
+        html = (
+            template_env(words.tag)
+            .get_template(f"web/{template}.html.j2")
+            .render(
+                site_name=self.name,
+                contact=self.contact,
+                title=words.gettext(title) if title else "",
+                csrf_field=CSRF_FIELD,
+                csrf=token,
+                **context,
+            )
         )
         response = HTMLResponse(html, status_code=status)
         # The security headers (a script policy with no inline script, no referrer: the
@@ -82,44 +90,74 @@ class Site:
             )
         return response
 
-    def message(self, request: Request, heading: str, text: str, *, status: int = 200) -> Response:
+    def message(
+        self,
+        request: Request,
+        heading: str,
+        text: str,
+        *,
+        status: int = 200,
+        language: str | None = None,
+        values: dict[str, str] | None = None,
+    ) -> Response:
+        """A page that says one thing: `heading` and `text` are messages of the catalogs
+        (marked with `N_`), `text` filled in with `values` (`%(name)s`) once translated."""
+        words = words_for(language)
+        said = words.gettext(text)
         return self.page(
-            request, "message", status=status, title=heading, heading=heading, text=text
+            request,
+            "message",
+            status=status,
+            title=heading,
+            language=language,
+            heading=words.gettext(heading),
+            text=said % values if values else said,
         )
 
     def refused(self, request: Request, refusal: Refused, *, token: str, purpose: str) -> Response:
+        language = refusal.subscriber.language if refusal.subscriber is not None else None
         if refusal.reason == "expired" and refusal.subscriber is not None:
             return self.page(
                 request,
                 "expired",
                 status=410,
-                title="This link has expired",
+                title=N_("This link has expired"),
+                language=language,
                 renew_url=f"/{purpose}/{token}/renew",
                 address=mask(refusal.subscriber.email),
             )
         if refusal.reason == "stopped":  # a feed or archive link of someone unsubscribed
             return self.message(
                 request,
-                "This subscription is stopped",
-                "It was unsubscribed, and its past digests and feed stopped with it. Resume "
-                "it (the manage link in your most recent email) and this link works again.",
+                N_("This subscription is stopped"),
+                N_(
+                    "It was unsubscribed, and its past digests and feed stopped with it. Resume "
+                    "it (the manage link in your most recent email) and this link works again."
+                ),
                 status=410,
+                language=language,
             )
         if refusal.reason == "gone":
             return self.message(
                 request,
-                "This link no longer works",
-                "The subscription it was made for has changed address or is gone. Use the "
-                "link in your most recent email.",
+                N_("This link no longer works"),
+                N_(
+                    "The subscription it was made for has changed address or is gone. Use the "
+                    "link in your most recent email."
+                ),
                 status=404,
+                language=language,
             )
         return self.message(
             request,
-            "This link is not valid",
-            "It was not made by this paperbell, it was changed on the way (a mail program "
-            "may have cut it), or the subscription it was made for is gone. Open the link "
-            "from your most recent email again, or copy it whole.",
+            N_("This link is not valid"),
+            N_(
+                "It was not made by this paperbell, it was changed on the way (a mail program "
+                "may have cut it), or the subscription it was made for is gone. Open the link "
+                "from your most recent email again, or copy it whole."
+            ),
             status=403 if refusal.reason == "forged" else 400,
+            language=language,
         )
 
     async def read_form(self, request: Request) -> dict[str, str] | None:
@@ -134,10 +172,10 @@ class Site:
         """A posted form that passed the CSRF checks, or the page that refuses it."""
         form = await self.read_form(request)
         if form is None:
-            return self.message(request, "Too large", "That form is too large.", status=413)
+            return self.message(request, N_("Too large"), N_("That form is too large."), status=413)
         problem = self.csrf.problem(request, form)
         if problem is not None:
-            return self.message(request, "Nothing was changed", problem, status=403)
+            return self.message(request, N_("Nothing was changed"), problem, status=403)
         return form
 
     async def opened(self, purpose: str, token: str) -> Subscriber | Refused:

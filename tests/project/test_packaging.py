@@ -128,6 +128,8 @@ def test_the_wheel_holds_what_the_demo_and_migrations_need_and_no_test_stand_ins
         "bot/store/migrations/env.py",
         "bot/data/arxiv_holidays.toml",
         "bot/data/arxiv_categories.toml",
+        # the catalogs of paperbell's words, read and compiled when first needed
+        "bot/locales/zh_Hans/LC_MESSAGES/messages.po",
     ]
     for path in needed:
         assert path in files, f"the wheel lacks {path}"

@@ -51,13 +51,15 @@ def test_fifty_of_the_heaviest_papers_in_full_come_whole_in_parts() -> None:
     assert all(d is not None for d in shown)
     assert [len(d.omitted) for d in shown if d] == [612] + [0] * (total - 1)
     assert sum(d.count for d in shown if d) == 50
-    assert "The best 50 of the 662 papers" in parts[-1].html
-    assert not any("The best 50" in part.html for part in parts[:-1])
+    # (in the reader's language: these digests are a reader of zh's)
+    best = "这里是符合你规则的 662 篇论文中最好的 50 篇。"
+    assert best in parts[-1].html
+    assert not any(best in part.html for part in parts[:-1])
     # One subject stem; each part says which papers it holds.
     stem = parts[0].subject.removesuffix(f" (1/{total})")
     expected = [f"{stem} ({n}/{total})" for n in range(1, total + 1)]
     assert [part.subject for part in parts] == expected
-    assert f"Part 1 of {total}: papers 1–" in parts[0].text
+    assert f"第 1 部分，共 {total} 部分：第 1–" in parts[0].text
 
 
 def test_the_parts_are_threaded_under_the_first() -> None:
@@ -87,7 +89,8 @@ def test_a_parts_number_ends_its_subject_within_the_limit() -> None:
     assert len(parts) >= 2
     for number, part in enumerate(parts, 1):
         assert len(part.subject) <= SUBJECT_LIMIT
-        assert part.subject.endswith(f"… (+1 more) \u2014 Thu 28 Nov ({number}/{len(parts)})")
+        # (in the reader's language: "(+1 more) — Thu 28 Nov" in English)
+        assert part.subject.endswith(f"…（另有 1 条） \u2014 11月28日周四 ({number}/{len(parts)})")
 
 
 def test_a_part_says_which_it_is_under_the_day_then_who_wrote_the_summaries() -> None:
@@ -96,12 +99,12 @@ def test_a_part_says_which_it_is_under_the_day_then_who_wrote_the_summaries() ->
     assert len(parts) >= 2
     for number, part in enumerate(parts, 1):
         html = part.html[part.html.index('class="brand"') :]  # past the preheader
-        for body in (part.text, html):
-            day = body.index("Thursday 28 November 2024")
-            which = body.index(f"Part {number} of {len(parts)}: papers")
-            written = body.index("AI summaries by qwen2.5:7b-instruct.")
+        for body in (part.text, html):  # in the reader's language, Chinese
+            day = body.index("2024年11月28日星期四")
+            which = body.index(f"第 {number} 部分，共 {len(parts)} 部分")
+            written = body.index("总结由 AI 生成：qwen2.5:7b-instruct。")
             assert day < which < written
-            assert body.count("AI summaries by") == 1
+            assert body.count("总结由 AI 生成") == 1
 
 
 def test_one_email_when_the_subscriber_chose_it() -> None:

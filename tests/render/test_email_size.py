@@ -40,6 +40,7 @@ from bot.render.email import (
     html_size,
     render_digest,
 )
+from bot.render.words import words_for
 from bot.store import Store, utcnow
 from bot.store.tables import DeliveryRow
 
@@ -82,7 +83,8 @@ def test_fifty_of_the_heaviest_papers_fit_whole(changes: dict[str, Any]) -> None
     print(f"{'+'.join(f'{k}={v}' for k, v in changes.items()) or 'short'}: {size / 1024:.1f} KB")
     assert size <= HTML_BUDGET
     assert digest.count == shown(html) == 50 and digest.omitted == asked.omitted
-    notes = [length for length, note in SHORTENED_NOTES.items() if note in html]
+    words = words_for(asked.subscriber.language)  # the notes are in the reader's language
+    notes = [length for length, note in SHORTENED_NOTES.items() if words.gettext(note) in html]
     if changes.get("abstracts") == "full" and not changes.get("summaries"):
         assert notes in (["short"], ["brief"])
     elif changes.get("abstracts") == "full":  # a summary (at most 330 characters) in place
@@ -112,9 +114,12 @@ def test_the_most_papers_a_subscriber_may_ask_for_fit(name: str) -> None:
     assert size <= HTML_BUDGET
     assert 50 <= digest.count == shown(html) < asked.count
     assert len(digest.omitted) == asked.count - digest.count  # each one counted, none lost
-    assert SHORTENED_NOTES["none"] in html  # no abstract left before any paper went
-    said = f"The best {digest.count} of the {asked.count} papers that matched your rules"
-    assert f"{said} are here. More would not fit in one email." in html
+    words = words_for(asked.subscriber.language)  # the notes are in the reader's language
+    assert words.gettext(SHORTENED_NOTES["none"]) in html  # no abstract left before any went
+    said = words.gettext(
+        "The best %(shown)s of the %(total)s papers that matched your rules are here."
+    ) % {"shown": digest.count, "total": asked.count}
+    assert words.gettext("%(shown)s More would not fit in one email.") % {"shown": said} in html
     # The ones kept are the best: none left out scores above one kept.
     scores = {item.paper.id: item.score for item in asked.items}
     kept = min(scores[item.paper.id] for item in digest.items)

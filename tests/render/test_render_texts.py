@@ -51,6 +51,7 @@ from bot.render.view import (
     model_text,
     summaries_note,
 )
+from bot.render.words import words_for
 
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
 SETTINGS = EmailSettings(from_addr="digest@papers.lab.example")
@@ -345,8 +346,10 @@ def test_translated_layout_puts_each_translation_under_its_english() -> None:
     text, html = html_text(build_message(translated_digest(), SETTINGS, now=NOW))
     assert html is not None
     found = elements(html)
-    marked = [(tag, attrs, own) for tag, attrs, own in found if attrs.get("lang") == "zh"]
+    # (the translation's own text follows its label, "中文摘要", in the reader's language)
+    marked = [(tag, attrs, own.strip()) for tag, attrs, own in found if attrs.get("lang") == "zh"]
     assert [own for _, _, own in marked][:2] == [ZH_TITLE, ZH_TEXT[: len(marked[1][2]) - 1] + "…"]
+    assert '<b lang="zh-Hans">中文摘要</b>' in html and "<div><b>摘要</b> We study" in html
     assert len(marked) == 3  # two titles, one text: the third paper is English only
     # The translated title is the element right after the title's heading.
     heading = next(n for n, (tag, _, _) in enumerate(found) if tag == "h3")
@@ -355,7 +358,7 @@ def test_translated_layout_puts_each_translation_under_its_english() -> None:
     # The translation of the abstract comes after the English.
     assert html.index("We study diffusion policies") < html.index(ZH_TEXT[:20])
     assert "Noto Sans CJK SC" in html and "PingFang SC" in html
-    assert "With machine translations into Chinese." in html
+    assert "中文译文由机器翻译生成。" in html  # in the reader's language, as all its words
     lines = text.splitlines()
     title_line = next(n for n, line in enumerate(lines) if "number 1 for robots" in line)
     assert lines[title_line + 1].strip() == ZH_TITLE
@@ -383,7 +386,7 @@ def test_both_shows_the_summary_and_its_translation() -> None:
     )
     assert html is not None
     first = html.split('id="paper-2"')[0]
-    assert html.index(f"AI summaries by {MODEL}.") < html.index('id="paper-1"')
+    assert html.index(f"总结由 AI 生成：{MODEL}。") < html.index('id="paper-1"')  # zh words
     assert first.index(ZH_TITLE) < first.index(SUMMARY)
     assert MODEL not in first.split('id="paper-1"')[1]
     assert first.index(SUMMARY) < first.index(ZH_SUMMARY)
@@ -420,10 +423,11 @@ def test_fifty_papers_stay_under_gmails_clipping(changes: dict[str, Any]) -> Non
     print(f"{'+'.join(f'{k}={v}' for k, v in changes.items())}: {size / 1024:.1f} KB")
     assert size < HTML_BUDGET, f"{size} bytes of HTML: Gmail clips past 102 KB"
     assert html.count('id="paper-') == 50
+    shortened = words_for(d.subscriber.language).gettext(SHORTENED_NOTE)  # the reader's words
     if changes.get("abstracts") == "full":  # too long in full: shortened, and said so
-        assert SHORTENED_NOTE in html
+        assert shortened in html
     else:
-        assert SHORTENED_NOTE not in html
+        assert shortened not in html
     cjk = sum(1 for char in html if "\u4e00" <= char <= "\u9fff")
     assert (cjk > 2500) is ("language" in changes)  # a third of the English, cut like it
 
@@ -491,13 +495,14 @@ def test_slack_posts_of_fifty_papers_with_texts_fit(changes: dict[str, Any]) -> 
     assert numbers == list(range(1, 51))
     plain = " ".join(plain_texts(posts))
     if changes.get("summaries"):
-        assert plain.count(f"AI summaries by {MODEL}.") == 1  # in the first message
+        said = words_for(d.subscriber.language).gettext("AI summaries by %(writers)s.")
+        assert plain.count(said % {"writers": MODEL}) == 1  # in the first message
         assert MODEL not in " ".join(plain_texts(posts[1:]))
     if changes.get("language"):
         assert sum(1 for char in plain if "\u4e00" <= char <= "\u9fff") > 4000
     summary = " ".join(plain_texts(posts[:1]))
     assert "Summaries could not be written for 3 papers today" in summary
-    assert ("With machine translations into Chinese." in summary) is ("language" in changes)
+    assert ("中文译文由机器翻译生成。" in summary) is ("language" in changes)  # Chinese words
 
 
 def test_slack_paper_shows_translated_title_under_title_and_summary_then_translation() -> None:

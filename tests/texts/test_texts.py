@@ -291,7 +291,7 @@ def test_an_endpoint_that_is_down_costs_one_attempt_not_one_per_paper(
     assert time.monotonic() - started < 10
     assert run.failed == {"unreachable": 12}
     assert "unreachable" in (run.line() or "")
-    assert done[0].texts_note and "could not be written" in done[0].texts_note
+    assert done[0].texts_note and "篇总结这次未能生成" in done[0].texts_note  # in Chinese
 
 
 def test_each_answer_is_asked_for_as_the_model_answers_it(
@@ -309,7 +309,7 @@ def test_each_answer_is_asked_for_as_the_model_answers_it(
     assert run.failed == {"wrong language": 1}
     assert done[0].texts[papers[0].id].title is None
     assert done[0].texts[papers[0].id].text  # its abstract's translation is shown
-    assert done[0].texts_note == "The Chinese translation is missing for 1 paper."
+    assert done[0].texts_note == "有 1 篇论文缺少中文译文。"  # the reader's language
     body = llm.chat_requests[0].body
     assert body["model"] == DEFAULT_MODEL and body["temperature"] == 0.2
     assert body["messages"][0]["role"] == "system" and "max_tokens" in body

@@ -263,7 +263,8 @@ def test_summaries_and_a_translation_are_chosen_on_the_manage_page_and_kept(
     page.goto(demo.digest_html("ada").as_uri())
     page.locator("a[href*='/manage/']").first.click()
     page.wait_for_url(re.compile(r".*/manage/.*"))
-    box = page.get_by_label("A short summary in place of each abstract")
+    assert page.get_by_label("A short summary in place of each abstract").count() == 1
+    box = page.locator("#summaries")  # its label is in the page's language, which changes
     language = page.locator("#language")
     assert not box.is_checked() and language.input_value() == "none"
     assert "Chinese (Simplified)" in language.inner_text()
@@ -271,16 +272,17 @@ def test_summaries_and_a_translation_are_chosen_on_the_manage_page_and_kept(
     box.check()
     language.select_option("zh")
     page.get_by_role("button", name="Save settings").click()
-    page.get_by_text("Settings saved.").wait_for()
+    # Chinese is the page's language from now on (docs/languages.md).
+    page.get_by_text("设置已保存。").wait_for()
     page.reload()
     assert box.is_checked() and language.input_value() == "zh"
-    assert "summaries, in Chinese beside the English" in page.locator("#top").inner_text()
+    assert "总结，中文与英文对照" in page.locator("#top").inner_text()
     shot(page, "manage-summaries-chinese")
 
     # Unchecked, the box sends nothing: its hidden "off" turns summaries off.
     box.uncheck()
-    language.select_option(label="None: English only")
-    page.get_by_role("button", name="Save settings").click()
+    language.select_option(label="无：仅英文")
+    page.get_by_role("button", name="保存设置").click()
     page.get_by_text("Settings saved.").wait_for()
     page.reload()
     assert not box.is_checked() and language.input_value() == "none"

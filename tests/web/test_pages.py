@@ -164,6 +164,39 @@ def test_the_manage_page_shows_rules_with_what_they_matched_and_edits_them(site:
     assert site.http.post("/rules/check", data={"rule": "a OR b"}).json() == {"ok": True}
 
 
+def test_the_manage_page_in_chinese(site: Site) -> None:
+    """A subscriber whose language is Chinese gets the pages, their dates and the mail they
+    send in Chinese; their rules, the papers' titles and what they typed stay as they are."""
+    site.store.subscribers.set_schedule("ada", language="zh-CN", timezone="Asia/Shanghai")
+    site.deliver()
+    path = site.link("manage", "ada")
+    page = site.http.get(path)
+    assert page.status_code == 200
+    text = page.text
+    assert '<html lang="zh-Hans">' in text and "<title>你的论文摘要 · paperbell</title>" in text
+    for words in ("<h1>你的论文摘要</h1>", "<h2>规则</h2>", "<h2>发送设置</h2>", "暂停摘要"):
+        assert words in text, words
+    assert "统计于 2024年11月28日" in text  # "counted on 28 Nov 2024", as Chinese writes it
+    assert "每天 08:00（Asia/Shanghai）" in text
+    assert "&#34;large language models&#34; reasoning" in text  # the rule itself, unchanged
+    assert ">星期一</option>" in text and "Your paper digests" not in text
+    assert '<option value="zh-CN" selected>中文（中国）</option>' in text
+    assert '<option value="ja">日语</option>' in text  # the languages named in Chinese
+
+    saved = site.post(path + "/pause", {}, page=path)
+    assert saved.status_code == 303
+    assert "已暂停：恢复之前不会发送摘要。" in site.http.get(saved.headers["location"]).text
+
+    site.clock.advance(days=61)
+    expired = site.http.get(path)
+    assert expired.status_code == 410 and "此链接已过期" in expired.text
+    sent = site.post(path + "/renew", {}, page=path)
+    assert "新链接正在发送" in sent.text and "a•••@lab.example" in sent.text
+    (notice,) = [m for m in mail_to(site.sink, "ada@lab.example") if "摘要的链接" in m["Subject"]]
+    assert notice["Subject"] == "管理你的 paperbell 摘要的链接"
+    assert text_of(notice).startswith("你好：")
+
+
 def test_settings_pause_and_resume(site: Site) -> None:
     path = site.link("manage", "ada")
     saved = site.post(
@@ -237,7 +270,9 @@ def test_summaries_and_a_translation_are_set_and_cleared_on_the_manage_page(site
     assert (ada.summaries, ada.language) == (True, "zh")
     page = site.http.get(path).text
     assert 'value="on" checked' in page and '<option value="zh" selected>' in page
-    assert "by HTML email, summaries, in Chinese beside the English" in page
+    # Chinese is also the page's language now (test_the_manage_page_in_chinese).
+    assert '<html lang="zh-Hans">' in page
+    assert "通过HTML 邮件发送，总结，中文与英文对照。" in page
 
     bad = save([("summaries", "off"), ("language", "xx")])
     assert bad.status_code == 400

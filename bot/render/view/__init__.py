@@ -38,6 +38,7 @@ from bot.render.view.models import (
     TextLength,
     rule_name,
     rule_names,
+    similar_group,
 )
 from bot.render.view.papers import asked_length, day_span, group_views, item_view
 from bot.render.view.texts import (
@@ -85,6 +86,7 @@ __all__ = [
     "rule_name",
     "rule_names",
     "shown_note",
+    "similar_group",
     "summaries_note",
     "texts_note",
     "texts_view",

@@ -20,6 +20,7 @@ from typing import Literal
 from bot.core.categories import category_words
 from bot.core.models import Paper
 from bot.render.text import Excerpt, Segment, plural, tidy
+from bot.render.words import N_, Words
 from bot.rules import describe
 
 # How a digest is laid out: "standard" (rules, metadata, abstracts), "summaries" (a calm
@@ -69,8 +70,14 @@ class RuleName:
         return self.text
 
 
-# The heading of the papers no rule matched but close to what the subscriber liked.
-SIMILAR_GROUP = RuleName(rule="", label="Similar to what you like")
+# The heading of the papers no rule matched but close to what the subscriber liked (in the
+# reader's words: `similar_group`).
+SIMILAR_GROUP = RuleName(rule="", label=N_("Similar to what you like"))
+
+
+def similar_group(words: Words) -> RuleName:
+    """`SIMILAR_GROUP` in the reader's words."""
+    return RuleName(rule="", label=words.gettext(SIMILAR_GROUP.text))
 
 
 def rule_name(rule: str, labels: Mapping[str, str] | None = None) -> RuleName:
@@ -187,7 +194,8 @@ class GroupView:
     rule: RuleName  # as shown: its label, or the rule
     heading: str
     items: tuple[ItemView, ...] = field(default=())
+    papers: str = ""  # how many, in the reader's words: "3 papers", "3 篇论文"
 
     @property
     def count(self) -> str:
-        return plural(len(self.items), "paper")
+        return self.papers or plural(len(self.items), "paper")

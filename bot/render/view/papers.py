@@ -19,20 +19,21 @@ from urllib.parse import quote
 
 from bot.core.links import web_url
 from bot.core.models import Digest, DigestItem, Paper
-from bot.render.text import Excerpt, Segment, excerpt, highlight, plural
+from bot.render.text import Excerpt, Segment, excerpt, highlight
 from bot.render.view.models import (
     BRIEF_CHARS,
     SHORT_CHARS,
     SHORT_SLACK,
-    SIMILAR_GROUP,
     CategoryView,
     GroupView,
     ItemView,
     TextLength,
     rule_name,
     rule_names,
+    similar_group,
 )
 from bot.render.view.texts import TextsView, similar_marker, texts_view, with_texts
+from bot.render.words import Words, words_for
 
 
 def item_view(
@@ -42,17 +43,20 @@ def item_view(
     abstracts: TextLength = "short",
     texts: TextsView | None = None,
     labels: Mapping[str, str] | None = None,
+    words: Words | None = None,
 ) -> ItemView:
     """The view of the digest's `number`th paper; `abstracts`: how much of its text to show
     (`TextLength`: "short" is the first lines and a snippet around the hits); `texts`: what
     the digest carries of summaries and translations for its subscriber (`texts_view`),
-    None: none; `labels`: the subscriber's rule labels (`Subscriber.labels`)."""
+    None: none; `labels`: the subscriber's rule labels (`Subscriber.labels`); `words`: the
+    reader's language (English: None)."""
+    words = words or words_for(None)
     title_spans = tuple((h.start, h.end) for h in item.hits if h.field == "title")
     abstract_spans = tuple((h.start, h.end) for h in item.hits if h.field == "abstract")
-    shown, abstract = _paper_view(item.paper, title_spans, abstract_spans, abstracts)
+    shown, abstract = _paper_view(item.paper, title_spans, abstract_spans, abstracts, words)
     markers = shown.markers
     if item.similar_to is not None:
-        markers = (*markers, similar_marker(item.similar_to))
+        markers = (*markers, similar_marker(item.similar_to, words))
     view = replace(
         shown, number=number, rules=tuple(rule_names(item.rules, labels)), markers=markers
     )
@@ -70,15 +74,16 @@ def _paper_view(
     title_spans: tuple[tuple[int, int], ...],
     abstract_spans: tuple[tuple[int, int], ...],
     abstracts: TextLength,
+    words: Words,
 ) -> tuple[ItemView, tuple[Segment, ...]]:
     """What an item's view owes to its paper, its highlights and the length of text shown
     alone (numbered 0, no rules, no "similar to" marker), and its highlighted abstract."""
     primary = paper.primary_category
     markers: list[str] = []
     if paper.is_cross and primary:
-        markers.append(f"cross-list from {primary}")
+        markers.append(words.gettext("cross-list from %(category)s") % {"category": primary})
     if paper.is_update:
-        markers.append(f"updated: v{paper.version}")
+        markers.append(words.gettext("updated: v%(version)s") % {"version": paper.version})
     title = highlight(paper.title, title_spans)
     abstract = highlight(paper.abstract, abstract_spans)
     shown = _excerpt(abstract, abstracts, seen=[text for text, marked in title if marked])
@@ -99,9 +104,9 @@ def _paper_view(
             for doi in paper.dois
             if (url := web_url("https://doi.org/" + quote(doi, safe="/:;()._-"), what=whose))
         ),
-        day=_short_day(paper.announced) if paper.announced else None,
+        day=words.day(paper.announced, short=True) if paper.announced else None,
         upvotes=paper.upvotes,
-        code="Code" if code_url else None,
+        code=words.gettext("Code") if code_url else None,
         url=web_url(paper.abs_url, what=whose),
         pdf_url=web_url(paper.pdf_url, what=whose),
         html_url=web_url(paper.html_url, what=whose),
@@ -126,11 +131,17 @@ def _excerpt(abstract: Sequence[Segment], length: TextLength, *, seen: Sequence[
 
 
 def group_views(
-    digest: Digest, *, abstracts: TextLength | None = None, first: int = 1
+    digest: Digest,
+    *,
+    abstracts: TextLength | None = None,
+    first: int = 1,
+    words: Words | None = None,
 ) -> tuple[GroupView, ...]:
     """The digest's groups, their papers numbered from `first` across the digest (a later
     part of a digest sent in parts goes on from the one before); `abstracts`: how much of
-    each paper's text to show (default: the subscriber's `abstracts`)."""
+    each paper's text to show (default: the subscriber's `abstracts`); `words`: the
+    reader's language (English: None)."""
+    words = words or words_for(None)
     groups: list[GroupView] = []
     number = first - 1
     abstracts = abstracts or asked_length(digest.subscriber.abstracts)
@@ -140,10 +151,15 @@ def group_views(
         items = []
         for item in group.items:
             number += 1
-            items.append(item_view(number, item, abstracts=abstracts, texts=texts, labels=labels))
-        rule = SIMILAR_GROUP if group.similar else rule_name(group.rule, labels)
-        heading = f"{rule} · {plural(len(items), 'paper')}"
-        groups.append(GroupView(rule=rule, heading=heading, items=tuple(items)))
+            items.append(
+                item_view(
+                    number, item, abstracts=abstracts, texts=texts, labels=labels, words=words
+                )
+            )
+        rule = similar_group(words) if group.similar else rule_name(group.rule, labels)
+        papers = words.ngettext("%(count)s paper", "%(count)s papers", len(items))
+        heading = f"{rule} · {papers}"
+        groups.append(GroupView(rule=rule, heading=heading, items=tuple(items), papers=papers))
     return tuple(groups)
 
 
@@ -152,20 +168,22 @@ def asked_length(abstracts: str) -> TextLength:
     return "full" if abstracts == "full" else "short"
 
 
-def _short_day(day: date) -> str:
-    return f"{day:%a} {day.day} {day:%b %Y}"
-
-
-def day_span(days: Sequence[date]) -> str:
+def day_span(days: Sequence[date], words: Words | None = None) -> str:
     """The days a digest's papers were announced, short, without the year unless they span
     two: `Tue 24 Nov`, `Mon 23 – Fri 27 Nov`, `Fri 28 Nov – Tue 2 Dec`, `Mon 29 Dec 2025 –
-    Fri 2 Jan 2026`; empty without any."""
+    Fri 2 Jan 2026` (`11月24日周二` in Chinese); empty without any."""
     if not days:
         return ""
+    words = words or words_for(None)
     first, last = min(days), max(days)
+    # The CLDR date patterns of each form, in the reader's words.
+    # Translators: a CLDR date pattern (docs/languages.md): the same fields in your order.
+    in_year = words.pgettext("date pattern: a short day in the year", "EEE d MMM")
     if first == last:
-        return f"{first:%a} {first.day} {first:%b}"
+        return words.day_part(first, in_year)
     if first.year != last.year:
-        return f"{first:%a} {first.day} {first:%b %Y} \u2013 {last:%a} {last.day} {last:%b %Y}"
-    start = f"{first:%a} {first.day}" + ("" if first.month == last.month else f" {first:%b}")
-    return f"{start} \u2013 {last:%a} {last.day} {last:%b}"
+        return f"{words.day(first, short=True)} \u2013 {words.day(last, short=True)}"
+    # Translators: a CLDR date pattern (docs/languages.md): the same fields in your order.
+    in_month = words.pgettext("date pattern: a short day in the month", "EEE d")
+    start = words.day_part(first, in_month if first.month == last.month else in_year)
+    return f"{start} \u2013 {words.day_part(last, in_year)}"

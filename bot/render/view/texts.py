@@ -27,8 +27,9 @@ from bot.core.languages import (
     usable_tag,
 )
 from bot.core.models import HUGGING_FACE, Digest, Paper, PaperTexts, Subscriber
-from bot.render.text import Segment, clip, letters, plain_text, plural, tidy
+from bot.render.text import Segment, clip, letters, plain_text, tidy
 from bot.render.view.models import BRIEF_CHARS, ItemView, Layout, TextLength
+from bot.render.words import Words, words_for
 
 # The most shown of a model's texts, in characters. The pipeline cuts a summary near 300
 # characters, at most 330 (`bot.texts.answers.shown_summary`): a longer one is cut here
@@ -66,7 +67,14 @@ class TextsView:
     def language_note(self) -> str | None:
         """The line that says the translations are a machine's: `With machine translations
         into Chinese.`; None without translations."""
-        return f"With machine translations into {self.language_name}." if self.language else None
+        return self.language_note_in(words_for(None))
+
+    def language_note_in(self, words: Words) -> str | None:
+        """`language_note` in the reader's words: `中文翻译由机器生成。`."""
+        if not self.language:
+            return None
+        name = self.language_name if words.english else language_name(self.language, words.tag)
+        return words.gettext("With machine translations into %(language)s.") % {"language": name}
 
 
 def texts_view(digest: Digest) -> TextsView | None:
@@ -103,14 +111,15 @@ def model_text(text: str | None, limit: int) -> str | None:
     return clip(shown, limit) or None
 
 
-def summaries_note(items: Iterable[ItemView]) -> str | None:
+def summaries_note(items: Iterable[ItemView], words: Words | None = None) -> str | None:
     """Who wrote the summaries the papers `items` show, said once at the top of a digest:
     `AI summaries by qwen2.5:7b-instruct.`, `AI summaries by qwen2.5:7b-instruct and
     Hugging Face.`; None without a summary."""
-    return _written_by([item.summary_by for item in items if item.summary is not None])
+    writers = [item.summary_by for item in items if item.summary is not None]
+    return _written_by(writers, words or words_for(None))
 
 
-def digest_summaries_note(digest: Digest) -> str | None:
+def digest_summaries_note(digest: Digest, words: Words | None = None) -> str | None:
     """`summaries_note` of a digest's papers as their subscriber asked for them."""
     texts = texts_view(digest)
     if texts is None or not texts.summaries:
@@ -120,52 +129,71 @@ def digest_summaries_note(digest: Digest) -> str | None:
         written = texts.of(item.paper)
         if written is not None and model_text(written.summary, SUMMARY_CHARS):
             writers.append(model_text(written.summary_by, SUMMARY_BY_CHARS))
-    return _written_by(writers)
+    return _written_by(writers, words or words_for(None))
 
 
-def _written_by(writers: Sequence[str | None]) -> str | None:
+def _written_by(writers: Sequence[str | None], words: Words) -> str | None:
     """`AI summaries by <the writers>.` (None: an unnamed writer); None without any."""
     if not writers:
         return None
     # The model first: Hugging Face writes the few it has, the model the rest.
     names = sorted(dict.fromkeys(w for w in writers if w), key=lambda w: w == HUGGING_FACE)
     if not names:
-        return "AI summaries."
+        return words.gettext("AI summaries.")
     if len(names) == 1:
-        return f"AI summaries by {names[0]}."
-    return f"AI summaries by {', '.join(names[:-1])} and {names[-1]}."
+        return words.gettext("AI summaries by %(writers)s.") % {"writers": names[0]}
+    listed = words.gettext("%(first)s and %(last)s") % {
+        "first": words.gettext(", ").join(names[:-1]),
+        "last": names[-1],
+    }
+    return words.gettext("AI summaries by %(writers)s.") % {"writers": listed}
 
 
-def shown_note(digest: Digest) -> str | None:
+def shown_note(digest: Digest, words: Words | None = None) -> str | None:
     """What a digest with papers left out says of them, in its reader's words: `The best 15
     of the 34 papers that matched your rules are here.`; None when it shows every one."""
+    words = words or words_for(None)
     left = len(digest.omitted)
     matched = digest.count - len(digest.similar)
     if not left or not matched:
         return None
-    total = matched + left
+    total = words.number(matched + left)
     if matched == 1:
-        return f"The best of the {total} papers that matched your rules is here."
-    return f"The best {matched} of the {total} papers that matched your rules are here."
+        return words.gettext(
+            "The best of the %(total)s papers that matched your rules is here."
+        ) % {"total": total}
+    return words.gettext(
+        "The best %(shown)s of the %(total)s papers that matched your rules are here."
+    ) % {"shown": words.number(matched), "total": total}
 
 
-def ranking_note(digest: Digest) -> str | None:
+def ranking_note(digest: Digest, words: Words | None = None) -> str | None:
     """What a digest ranked by its reader's verdicts says of it: the papers their 👎 pushed
     out (`2 papers close to ones you marked 👎 were left out.`), and why the ranking is not
     the usual one today (`Digest.ranking_note`, as shown); None when there is nothing."""
+    words = words or words_for(None)
     notes = []
     if disliked := len(digest.disliked):
-        were = "was" if disliked == 1 else "were"
-        notes.append(f"{plural(disliked, 'paper')} close to ones you marked 👎 {were} left out.")
+        notes.append(
+            words.ngettext(
+                "%(count)s paper close to ones you marked 👎 was left out.",
+                "%(count)s papers close to ones you marked 👎 were left out.",
+                disliked,
+            )
+        )
     if note := model_text(digest.ranking_note, NOTE_CHARS):
         notes.append(note)
     return " ".join(notes) or None
 
 
-def similar_marker(title: str) -> str:
+def similar_marker(title: str, words: Words | None = None) -> str:
     """What a paper no rule matched says of why it is there: `like “<the liked paper's
     title>”` (TeX as letters, cut at SIMILAR_TITLE_CHARS)."""
-    return f"like “{clip(tidy(letters(title)), SIMILAR_TITLE_CHARS) or 'a paper you liked'}”"
+    words = words or words_for(None)
+    shown = clip(tidy(letters(title)), SIMILAR_TITLE_CHARS)
+    if not shown:
+        return words.gettext("like “a paper you liked”")
+    return words.gettext("like “%(title)s”") % {"title": shown}
 
 
 def texts_note(digest: Digest) -> str | None:
