@@ -115,6 +115,9 @@ def test_summaries_are_near_300_characters_and_rules_are_words(
     shown = summaries_shown(sam)
     assert len(shown) == sam.count('<div id="paper-') >= 20
     lengths = [len(text) for text in shown]
+    print(
+        f"\n{len(lengths)} summaries shown: max {max(lengths)}, median {statistics.median(lengths)}"
+    )
     assert max(lengths) <= 330, lengths
     assert statistics.median(lengths) >= 250, lengths
     # Who wrote them: once, at the top, in both parts; never beside a paper.
