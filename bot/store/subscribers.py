@@ -66,6 +66,10 @@ SETTINGS = (
 )
 
 
+# The largest id a subscriber can have: the id column is a 32-bit integer on PostgreSQL.
+MAX_ID = 2**31 - 1
+
+
 class Keep(enum.Enum):
     """A value left as it is (`replace_rule`'s label)."""
 
@@ -557,7 +561,11 @@ class Subscribers(Repository):
         return total + len(names) - paused, paused
 
     def get(self, name: str | int) -> SubscriberRecord | None:
-        """The subscriber named `name` (or whose id it is), config or database, if stored."""
+        """The subscriber named `name` (or whose id it is), config or database, if stored.
+        An id no row can have (a number out of a stranger's token) finds no one: PostgreSQL
+        would refuse to compare it with its 32-bit ids."""
+        if isinstance(name, int) and not 0 < name <= MAX_ID:
+            return None
         key = SubscriberRow.name == name if isinstance(name, str) else SubscriberRow.id == name
         with self.database.session() as session:
             row = session.exec(select(SubscriberRow).where(key)).first()

@@ -348,7 +348,11 @@ def create_app(
     if daemon is not None:
         mounted += daemon_routes(daemon)
     https = public_url is not None and public_url.lower().startswith("https://")
-    return Starlette(routes=mounted, middleware=[Middleware(SecurityHeaders, https=https)])
+    app = Starlette(routes=mounted, middleware=[Middleware(SecurityHeaders, https=https)])
+    # A path that matches no route is not found, never redirected: a stranger's token with a
+    # slash in it ("/archive/0%2F") gets a 404, not a 307 to another path.
+    app.router.redirect_slashes = False
+    return app
 
 
 def daemon_routes(daemon: Daemon) -> list[BaseRoute]:

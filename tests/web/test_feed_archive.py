@@ -176,6 +176,8 @@ def test_forged_cut_crossed_and_foreign_tokens_are_refused(site: Site) -> None:
 @example("٣.abc")  # a digit to str.isdigit, not to us
 @example("..")
 @example("%00")
+@example("58777932689")  # a subscriber id past PostgreSQL's 32-bit ids
+@example("0/")  # a slash: no route, and no redirect either
 def test_hostile_tokens_are_refused_never_a_crash(site: Site, token: str) -> None:
     quoted = quote(token, safe="")
     for path in (f"/feed/{quoted}.atom", f"/archive/{quoted}", f"/archive/{quoted}/paperbell.x"):
