@@ -186,8 +186,8 @@ class DeliveryConfig(Section):
     bounce_limit: int = Field(3, ge=1, le=100)
     # Processes that render and send the queued digests: `run` starts this many beside the
     # one that plans and serves the web app; `digest` too, beside the one that plans (with 1,
-    # it sends in its own).
-    workers: int = Field(1, ge=1, le=64)
+    # it sends in its own). 0: no sender process; the process that plans sends too.
+    workers: int = Field(1, ge=0, le=64)
 
 
 class AppriseConfig(Section):

@@ -81,7 +81,9 @@ def config_text(database_url: str, smtp_port: int) -> str:
     return (
         local_feed_config(database_url)
         + f"[daemon]\ntick_seconds = 1\nshutdown_grace_seconds = 5\n"
+        # workers = 0: each `run` sends in its own process, the one these tests name and kill.
         f"[delivery]\nlease_seconds = {LEASE_SECONDS}\nbatch = 10\nconnections = {CONNECTIONS}\n"
+        "workers = 0\n"
         + toml_table("email", sink_email(smtp_port, sender="papers@paperbell.example"))
     )
 
