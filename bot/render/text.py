@@ -18,6 +18,8 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from markupsafe import Markup, escape
+
 from bot.core.plurals import plural
 from bot.render.tex import Segment, formulas, letters, letters_segments, tex_math
 
@@ -103,6 +105,15 @@ def star_marks(segments: Iterable[Segment], marker: str = "*") -> str:
     return "".join(f"{marker}{text}{marker}" if marked else text for text, marked in segments)
 
 
+def mark_hits(segments: Iterable[Segment]) -> Markup:
+    """Join segments into HTML, each highlighted part in `<mark>`, all text escaped."""
+    return Markup("").join(
+        Markup("<mark>%s</mark>") % text if hit else escape(text) for text, hit in segments
+    )
+
+
+# Remembered: a day's digests print the same authors for many subscribers.
+@functools.lru_cache(maxsize=16384)
 def tidy_author(author: str) -> str:
     """One author name as printed: TeX as letters (`R\\'emy` -> Rémy), whitespace
     collapsed (affiliations kept as given)."""
@@ -367,6 +378,7 @@ FILTERS = {
     "highlight": highlight,
     "highlight_segments": highlight_segments,
     "star_marks": star_marks,
+    "mark_hits": mark_hits,
     "shorten_authors": shorten_authors,
     "first_authors": first_authors,
     "wrap": wrap,
