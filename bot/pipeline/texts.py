@@ -22,7 +22,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from bot.config import LlmConfig
 from bot.core.languages import ENGLISH, language_name, usable_tag
 from bot.core.models import HUGGING_FACE, Digest, Paper, PaperTexts
 from bot.core.plurals import plural
@@ -30,10 +29,10 @@ from bot.core.redact import redact_shapes
 from bot.render.words import words_for
 from bot.store import Store, TextKey
 from bot.texts.answers import SUMMARY_SHOWN, plain_text, shown_summary
-from bot.texts.client import FATAL, TextClient, TextFailure
+from bot.texts.client import FATAL, TextFailure, TextModel
 from bot.texts.prompts import HF_SUMMARY, TextRequest, summary_request, translation_request
 
-__all__ = ["TextsRun", "known_summaries", "texts_client", "write_texts"]
+__all__ = ["TextsRun", "known_summaries", "write_texts"]
 
 log = logging.getLogger(__name__)
 
@@ -85,22 +84,8 @@ class TextsRun:
         return line
 
 
-def texts_client(llm: LlmConfig | None) -> TextClient | None:
-    """The [llm] endpoint's client, or None without [llm]."""
-    if llm is None:
-        return None
-    return TextClient(
-        base_url=llm.base_url,
-        model=llm.model,
-        api_key=llm.api_key,
-        timeout=llm.timeout,
-        max_retries=llm.max_retries,
-        temperature=llm.temperature,
-    )
-
-
 async def write_texts(
-    llm: LlmConfig | None,
+    llm: TextModel | None,
     store: Store,
     digests: Sequence[Digest],
     *,
@@ -109,7 +94,7 @@ async def write_texts(
 ) -> tuple[list[Digest], TextsRun]:
     """The digests, each with the texts its subscriber asked for (`Digest.texts`) and a
     note when some are missing; and what the run came to. `ask`: ask the model for the
-    texts not stored yet (a preview does not). `llm`: the config's [llm], if any."""
+    texts not stored yet (a preview does not). `llm`: the model [llm] sets up, if any."""
     wanting = [d for d in digests if d.subscriber.wants_texts and d.items]
     run = TextsRun(model=llm.model if llm else None)
     if not wanting:
@@ -136,14 +121,14 @@ class _Writer:
     """One run's texts: read from the store, else asked of the model, once each."""
 
     def __init__(
-        self, llm: LlmConfig | None, store: Store, run: TextsRun, *, now: datetime, ask: bool
+        self, llm: TextModel | None, store: Store, run: TextsRun, *, now: datetime, ask: bool
     ):
         self.llm = llm
         self.store = store
         self.run = run
         self.now = now
         self.ask = ask
-        self.client = texts_client(llm) if ask else None
+        self.client = llm.open() if ask and llm is not None else None
         # A failure every further request would meet (reason, detail): nothing more is asked.
         self.fatal: tuple[str, str] | None = None
         if self.llm is not None and self.llm.api_key_env and not self.llm.api_key:

@@ -30,7 +30,7 @@ from bot.channels.linking import Linker
 from bot.channels.outbox import RetryPolicy
 from bot.channels.servers import Relay, RelayPool
 from bot.channels.slack import SlackSettings
-from bot.config import SECRET_KEY, Config, EmailConfig, EmbeddingsConfig, LlmConfig
+from bot.config import SECRET_KEY, Config, EmailConfig
 from bot.config import load_config as load_config_file
 from bot.config import parse_config as parse_config_data
 from bot.core.calendar import eastern_date
@@ -40,8 +40,10 @@ from bot.core.schedule import Defaults
 from bot.core.verp import MessageIds, Verp
 from bot.pipeline.health import ListingChecks
 from bot.render.email import EmailSettings
+from bot.similar.embeddings import EmbeddingsEndpoint
 from bot.sources import SOURCE_KINDS, Source, load_builtin_sources
 from bot.store.database import utcnow
+from bot.texts.client import TextModel
 
 if TYPE_CHECKING:
     import httpx
@@ -350,6 +352,43 @@ def retry_policy(config: Config) -> RetryPolicy:
     )
 
 
+def text_model(config: Config) -> TextModel | None:
+    """The model that writes summaries and translations ([llm]), or None without it."""
+    llm = config.llm
+    if llm is None:
+        return None
+    return TextModel(
+        base_url=llm.base_url,
+        model=llm.model,
+        api_key=llm.api_key,
+        api_key_env=llm.api_key_env,
+        timeout=llm.timeout,
+        max_retries=llm.max_retries,
+        temperature=llm.temperature,
+        concurrency=llm.concurrency,
+        max_requests_per_day=llm.max_requests_per_day,
+        deadline_seconds=llm.deadline_seconds,
+    )
+
+
+def embeddings_endpoint(config: Config) -> EmbeddingsEndpoint | None:
+    """Where papers like these get their vectors ([embeddings]), or None: the default
+    space."""
+    e = config.embeddings
+    if e is None:
+        return None
+    return EmbeddingsEndpoint(
+        provider=e.provider,
+        model=e.model,
+        base_url=e.base_url,
+        api_key=e.api_key,
+        timeout=e.timeout,
+        max_retries=e.max_retries,
+        batch_size=e.batch_size,
+        deadline_seconds=e.deadline_seconds,
+    )
+
+
 def _email_section(config: Config) -> EmailConfig:
     if config.email is None:
         raise ConfigError(["email: the [email] section is missing"], source=str(config.path))
@@ -374,8 +413,8 @@ class Parts:
     declare: Callable[[datetime], None]  # the config's subscribers and verdicts into the store
     defaults: Defaults  # the schedule of subscribers who do not set their own
     window_days: int  # [digest] window_days
-    llm: LlmConfig | None
-    embeddings: EmbeddingsConfig | None
+    text_model: TextModel | None  # writes summaries and translations; None: no [llm]
+    embeddings: EmbeddingsEndpoint | None  # papers like these; None: the default space
 
     def render_context(self, now: datetime) -> RenderContext:
         """What every renderer is given for a run at `now`: each kind's settings, the
@@ -426,6 +465,6 @@ def wire(
         declare=declare,
         defaults=config.digest.defaults(),
         window_days=config.digest.window_days,
-        llm=config.llm,
-        embeddings=config.embeddings,
+        text_model=text_model(config),
+        embeddings=embeddings_endpoint(config),
     )
