@@ -10,7 +10,7 @@ whole call stops at `deadline` seconds. The answer is untrusted: a batch whose c
 dimension or numbers are wrong (NaN, infinite, not numbers, a different dimension from the
 batch before) fails the call with `EmbeddingsFailure` ("bad answer"), as does any refusal,
 with a short stable `reason` and a `detail` for the log. The caller falls back to the
-default ranking (bot.pipeline.similar).
+default ranking (bot.similar.ranking).
 """
 
 from __future__ import annotations
