@@ -92,6 +92,7 @@ def summarize(
     if not papers:
         sys.exit(EXIT_FAILED)
     from bot.pipeline.texts import write_texts
+    from bot.pipeline.wiring import text_model
     from bot.store import utcnow
 
     now = utcnow()
@@ -102,7 +103,7 @@ def summarize(
         created=now,
         groups=(DigestGroup("", tuple(DigestItem(p, (), ()) for p in papers)),),
     )
-    (written,), run = asyncio.run(write_texts(config.llm, store, [digest], now=now))
+    (written,), run = asyncio.run(write_texts(text_model(config), store, [digest], now=now))
     for paper in papers:
         _show(paper, written, tag)
     if line := run.line():

@@ -134,7 +134,11 @@ async def deliver(
             build_digests, parts, plan, request, now=now, rankings=rankings, parsed=share
         )
         digests, share_texts = await write_texts(
-            parts.llm, parts.store, [d for d, _ in built], now=now, ask=request.mode == "send"
+            parts.text_model,
+            parts.store,
+            [d for d, _ in built],
+            now=now,
+            ask=request.mode == "send",
         )
         texts_run = texts_run or share_texts
         targets = (target for _, target in built)
@@ -149,7 +153,7 @@ async def deliver(
             reports += await _render_here(parts, pairs, context, request.mode)
         await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
     if on_texts is not None:
-        on_texts(texts_run or TextsRun(model=parts.llm.model if parts.llm else None))
+        on_texts(texts_run or TextsRun(model=parts.text_model.model if parts.text_model else None))
     if request.mode == "send":  # for the manage pages: after the digests, not before
         shared = (plan.first, plan.papers, plan.matches)
         await asyncio.to_thread(

@@ -1,106 +1,34 @@
 """Summaries and translations for the digests going out: delivery's step between building
 the digests and rendering them.
 
-Owns which texts a run needs (only the papers of the digests built, for the subscribers
-who asked: `summaries`, `language`), each asked for once however many digests show it,
-read from the store when a model already wrote it (`store.texts`), asked of the [llm]
-endpoint otherwise (`bot.texts.client`), within the day's budget, `concurrency` requests at
-a time and one deadline for the whole run. What could not be written is shown as the
-abstract, said in the digest (`Digest.texts_note`) and counted (`TextsRun`, `status`,
-/metrics), and asked for again at the next run. A preview (`ask=False`) reads the store
-and asks nothing.
+Owns which digests want texts (those whose subscribers asked: `summaries`, `language`)
+and how the texts go into them; `bot.texts.writer` writes them, once each, read from the
+store when a model already wrote it (`store.texts`), asked of the model the wiring made
+(`TextModel`) otherwise. What could not be written is shown as the abstract, said in the
+digest (`Digest.texts_note`) and counted (`TextsRun`, `status`, /metrics). A preview
+(`ask=False`) reads the store and asks nothing.
 
 Without [llm], a summary is Hugging Face's AI summary where the paper has one.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
-from bot.config import LlmConfig
-from bot.core.languages import ENGLISH, language_name, usable_tag
-from bot.core.models import HUGGING_FACE, Digest, Paper, PaperTexts
-from bot.core.plurals import plural
-from bot.core.redact import redact_shapes
+from bot.core.languages import language_name, usable_tag
+from bot.core.models import Digest, Subscriber
 from bot.render.words import words_for
-from bot.store import Store, TextKey
-from bot.texts.answers import SUMMARY_SHOWN, plain_text, shown_summary
-from bot.texts.client import FATAL, TextClient, TextFailure
-from bot.texts.prompts import HF_SUMMARY, TextRequest, summary_request, translation_request
+from bot.store import Store
+from bot.texts.client import TextModel
+from bot.texts.writer import DigestTexts, TextsRun, known_summaries, write_for
 
-__all__ = ["TextsRun", "known_summaries", "texts_client", "write_texts"]
-
-log = logging.getLogger(__name__)
-
-PaperKey = tuple[str, int]  # id, version
-
-
-@dataclass
-class TextsRun:
-    """What one run's summaries and translations came to."""
-
-    model: str | None = None  # None: no [llm]
-    wanted: int = 0  # distinct texts the run's digests needed from the model
-    cached: int = 0  # of them, already written (read from the store)
-    written: int = 0  # written by the model in this run
-    not_asked: int = 0  # a preview's: not written yet, and a preview asks nothing
-    over_budget: int = 0  # not asked: the day's max_requests_per_day was reached
-    failed: Counter[str] = field(default_factory=Counter)  # reason -> count
-    hugging_face: int = 0  # papers shown with Hugging Face's summary
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    last_error: str | None = None
-
-    @property
-    def missing(self) -> int:
-        return sum(self.failed.values()) + self.over_budget
-
-    def line(self) -> str | None:
-        """The run's figures for people, or None when no digest wanted any text."""
-        if self.model is None:
-            if not self.hugging_face:
-                return None
-            return f"summaries: {self.hugging_face} from Hugging Face (no [llm] is set up)"
-        if not self.wanted:
-            return None
-        parts = [f"{self.written} written", f"{self.cached} already stored"]
-        if self.not_asked:
-            parts.append(f"{self.not_asked} not written yet (a preview asks no model)")
-        if self.over_budget:
-            parts.append(f"{self.over_budget} over today's budget")
-        if self.failed:
-            reasons = ", ".join(f"{why}: {n}" for why, n in self.failed.most_common())
-            parts.append(f"{sum(self.failed.values())} failed ({reasons})")
-        tokens = self.prompt_tokens + self.completion_tokens
-        if tokens:
-            parts.append(plural(tokens, "token"))
-        line = f"summaries and translations ({self.model}): " + ", ".join(parts)
-        if self.last_error and self.failed:
-            line += f"; last error: {self.last_error}"
-        return line
-
-
-def texts_client(llm: LlmConfig | None) -> TextClient | None:
-    """The [llm] endpoint's client, or None without [llm]."""
-    if llm is None:
-        return None
-    return TextClient(
-        base_url=llm.base_url,
-        model=llm.model,
-        api_key=llm.api_key,
-        timeout=llm.timeout,
-        max_retries=llm.max_retries,
-        temperature=llm.temperature,
-    )
+__all__ = ["TextsRun", "known_summaries", "write_texts"]
 
 
 async def write_texts(
-    llm: LlmConfig | None,
+    llm: TextModel | None,
     store: Store,
     digests: Sequence[Digest],
     *,
@@ -109,295 +37,44 @@ async def write_texts(
 ) -> tuple[list[Digest], TextsRun]:
     """The digests, each with the texts its subscriber asked for (`Digest.texts`) and a
     note when some are missing; and what the run came to. `ask`: ask the model for the
-    texts not stored yet (a preview does not). `llm`: the config's [llm], if any."""
+    texts not stored yet (a preview does not). `llm`: the model [llm] sets up, if any."""
     wanting = [d for d in digests if d.subscriber.wants_texts and d.items]
     run = TextsRun(model=llm.model if llm else None)
     if not wanting:
         return list(digests), run
-    writer = _Writer(llm, store, run, now=now, ask=ask)
-    try:
-        summaries = await writer.summaries(wanting)
-        translations = await writer.translations(wanting, summaries)
-    except Exception as exc:  # the store failed: the digests go out as they are
-        log.exception("summaries and translations: not written")
-        run.failed["store"] += 1
-        run.last_error = f"store: {type(exc).__name__}: {exc}"[:300]
+    shown = await write_for(llm, store.texts, wanting, run, now=now, ask=ask)
+    if shown is None:
         return list(digests), run
-    finally:
-        await writer.close()
-    for papers in summaries.values():
-        if papers[1] == HUGGING_FACE:
-            run.hugging_face += 1
-    done = {id(d): _with_texts(d, summaries, translations, run) for d in wanting}
+    done = {
+        id(d): replace(d, texts=s.texts, texts_note=_note(d.subscriber, s))
+        for d, s in zip(wanting, shown, strict=True)
+    }
     return [done.get(id(d), d) for d in digests], run
 
 
-class _Writer:
-    """One run's texts: read from the store, else asked of the model, once each."""
-
-    def __init__(
-        self, llm: LlmConfig | None, store: Store, run: TextsRun, *, now: datetime, ask: bool
-    ):
-        self.llm = llm
-        self.store = store
-        self.run = run
-        self.now = now
-        self.ask = ask
-        self.client = texts_client(llm) if ask else None
-        # A failure every further request would meet (reason, detail): nothing more is asked.
-        self.fatal: tuple[str, str] | None = None
-        if self.llm is not None and self.llm.api_key_env and not self.llm.api_key:
-            self.fatal = ("no key", f"[llm] api_key_env names {self.llm.api_key_env}, not set")
-            self.run.last_error = f"no key: {self.fatal[1]}"
-        self.deadline: float | None = None
-        self.limit = asyncio.Semaphore(self.llm.concurrency if self.llm else 1)
-
-    async def close(self) -> None:
-        if self.client is not None:
-            await self.client.close()
-        if self.llm is not None and self.run.wanted:
-            try:
-                self._record()
-            except Exception:  # the day's figures are lost, not the digests
-                log.exception("summaries and translations: today's figures not recorded")
-
-    def _record(self) -> None:
-        assert self.llm is not None
-        self.store.texts.record(
-            self.now.date(),
-            self.llm.model,
-            written=self.run.written,
-            cached=self.run.cached,
-            over_budget=self.run.over_budget,
-            prompt_tokens=self.run.prompt_tokens,
-            completion_tokens=self.run.completion_tokens,
-            failures=dict(self.run.failed),
-            last_error=self.run.last_error,
-            now=self.now,
-        )
-
-    async def summaries(self, digests: Sequence[Digest]) -> dict[PaperKey, tuple[str, str]]:
-        """Each paper's summary and who wrote it, for the digests that show summaries: the
-        model's, else Hugging Face's (when the paper has one)."""
-        papers = {
-            (p.id, p.version): p
-            for d in digests
-            if d.subscriber.summaries
-            for p in (item.paper for item in d.items)
-        }
-        written: dict[TextKey, str] = {}
-        if self.llm is not None:
-            written = await self.resolve([summary_request(p) for p in papers.values()])
-        return known_summaries(papers.values(), written, self.llm.model if self.llm else None)
-
-    async def translations(
-        self, digests: Sequence[Digest], summaries: dict[PaperKey, tuple[str, str]]
-    ) -> dict[TextKey, str]:
-        """The translations the digests with a language show: each paper's title, and the
-        text shown in place of its abstract (its summary, else its abstract)."""
-        if self.llm is None:
-            return {}
-        requests: list[TextRequest | None] = []
-        for digest in digests:
-            language = usable_tag(digest.subscriber.language)
-            if language is None:
-                continue
-            for paper in (item.paper for item in digest.items):
-                requests.append(translation_request(paper, "title", language, paper.title))
-                kind, text = _shown(paper, digest, summaries)
-                requests.append(translation_request(paper, kind, language, text))
-        return await self.resolve(requests)
-
-    async def resolve(self, requests: Sequence[TextRequest | None]) -> dict[TextKey, str]:
-        """The texts of `requests` (each once; None: nothing to ask): stored ones read, the
-        others asked for."""
-        assert self.llm is not None
-        unique = list({r.key: r for r in requests if r is not None}.values())
-        if not unique:
-            return {}
-        found = self.store.texts.get(((r.key, r.source_hash) for r in unique), self.llm.model)
-        self.run.wanted += len(unique)
-        self.run.cached += len(found)
-        missing = [r for r in unique if r.key not in found]
-        if not missing:
-            return found
-        if not self.ask:
-            self.run.not_asked += len(missing)
-            return found
-        loop = asyncio.get_running_loop()
-        if self.deadline is None:
-            self.deadline = loop.time() + self.llm.deadline_seconds
-        answers = await asyncio.gather(*(self._ask(r) for r in missing), return_exceptions=True)
-        for request, text in zip(missing, answers, strict=True):
-            if isinstance(text, str) and text:
-                found[request.key] = text
-            elif isinstance(text, BaseException):  # not the model's: the store's, say
-                self._failed(request, "error", f"{type(text).__name__}: {text}"[:300])
-        return found
-
-    async def _ask(self, request: TextRequest) -> str | None:
-        """One text asked of the model and stored; None (counted, logged) when it failed."""
-        assert self.llm is not None and self.client is not None and self.deadline is not None
-        async with self.limit:
-            if self.fatal is not None:
-                self._failed(request, *self.fatal, asked=False)
-                return None
-            remaining = self.deadline - asyncio.get_running_loop().time()
-            if remaining <= 0:
-                self._failed(request, "deadline", "the run's deadline_seconds passed")
-                return None
-            budget = self.llm.max_requests_per_day
-            try:
-                allowed = self.store.texts.reserve(self.now.date(), self.llm.model, budget)
-            except Exception as exc:  # the budget cannot be counted: nothing is asked
-                self.fatal = ("store", f"{type(exc).__name__}: {exc}"[:300])
-                self._failed(request, *self.fatal)
-                return None
-            if not allowed:
-                self.run.over_budget += 1
-                return None
-            try:
-                async with asyncio.timeout(remaining):
-                    written = await self.client.write(
-                        request, timeout=min(self.llm.timeout, remaining)
-                    )
-            except TimeoutError:
-                self._failed(request, "deadline", "the run's deadline_seconds passed")
-                return None
-            except TextFailure as exc:
-                if exc.reason in FATAL:
-                    self.fatal = (exc.reason, exc.detail)
-                self._failed(request, exc.reason, exc.detail)
-                return None
-            except Exception as exc:  # one odd answer never stops a digest
-                log.exception("%s: not written", request.describe())
-                self._failed(request, "error", f"{type(exc).__name__}: {exc}"[:300])
-                return None
-        self.run.prompt_tokens += written.prompt_tokens
-        self.run.completion_tokens += written.completion_tokens
-        try:
-            kept = self.store.texts.put(
-                request.key,
-                self.llm.model,
-                written.text,
-                source_hash=request.source_hash,
-                now=self.now,
-                prompt_tokens=written.prompt_tokens,
-                completion_tokens=written.completion_tokens,
-            )
-        except Exception as exc:  # not kept: not shown either (asked again next run)
-            log.exception("%s: written, not stored", request.describe())
-            self._failed(request, "store", f"{type(exc).__name__}: {exc}"[:300])
-            return None
-        self.run.written += 1
-        # Another run may have kept its own at the same moment: every digest shows that one.
-        return kept
-
-    def _failed(
-        self, request: TextRequest, reason: str, detail: str, *, asked: bool = True
-    ) -> None:
-        """Count a text not written; the first of each reason in a run is logged, and what
-        the endpoint said is the run's last error (not a request skipped after it)."""
-        first = reason not in self.run.failed
-        self.run.failed[reason] += 1
-        if not asked:
-            return
-        said = redact_shapes(f"{reason}: {detail}" if detail else reason)
-        if first:
-            log.warning("%s: not written (%s)", request.describe(), said)
-        self.run.last_error = said
-
-
-def known_summaries(
-    papers: Iterable[Paper], written: Mapping[TextKey, str], model: str | None
-) -> dict[PaperKey, tuple[str, str]]:
-    """Each paper's summary and who wrote it, of those there are: `model`'s among the texts
-    `written` (read from the store), else Hugging Face's (theirs to write: made plain
-    text, never markup). Asks nothing."""
-    found: dict[PaperKey, tuple[str, str]] = {}
-    for paper in papers:
-        text = written.get((paper.id, paper.version, "summary", ENGLISH))
-        if text is not None and model is not None:
-            found[(paper.id, paper.version)] = (text, model)
-        elif paper.ai_summary and (hf := plain_text(paper.ai_summary)):
-            found[(paper.id, paper.version)] = (hf, HUGGING_FACE)
-    return found
-
-
-def _shown(
-    paper: Paper, digest: Digest, summaries: dict[PaperKey, tuple[str, str]]
-) -> tuple[str, str]:
-    """What a digest shows in place of the paper's abstract, as (kind, English text): its
-    summary (the model's, or Hugging Face's), else the abstract."""
-    summary = summaries.get((paper.id, paper.version)) if digest.subscriber.summaries else None
-    if summary is None:
-        return "abstract", paper.abstract
-    text, by = summary
-    return ("summary" if by != HUGGING_FACE else HF_SUMMARY), text
-
-
-def _with_texts(
-    digest: Digest,
-    summaries: dict[PaperKey, tuple[str, str]],
-    translations: dict[TextKey, str],
-    run: TextsRun,
-) -> Digest:
-    """The digest with each paper's texts, and a note on those missing."""
-    sub = digest.subscriber
+def _note(sub: Subscriber, shown: DigestTexts) -> str | None:
+    """What the digest says of its missing texts, in its reader's words; None: none missing."""
     language = usable_tag(sub.language)
-    texts: dict[str, PaperTexts] = {}
-    no_summary = 0
-    no_translation = 0
-    for paper in (item.paper for item in digest.items):
-        summary = summaries.get((paper.id, paper.version)) if sub.summaries else None
-        asked = summary_request(paper) is not None  # too short an abstract: none asked
-        if sub.summaries and summary is None and run.model is not None and asked:
-            no_summary += 1
-        title = text = None
-        if language is not None and run.model is not None:
-            kind, english = _shown(paper, digest, summaries)
-            title = translations.get((paper.id, paper.version, "title", language))
-            text = translations.get((paper.id, paper.version, kind, language))
-            if text is not None and kind != "abstract":
-                text = _shown_share(text, english)
-            if title is None or (text is None and english.strip()):
-                no_translation += 1
-        texts[paper.id] = PaperTexts(
-            summary=shown_summary(summary[0]) if summary else None,
-            summary_by=summary[1] if summary else None,
-            language=language,
-            title=title,
-            text=text,
-        )
     # In the reader's words (bot.render.words): the note is shown as it is written here.
     words = words_for(sub.language)
     notes = []
-    if no_summary:
+    if shown.no_summary:
         notes.append(
             words.ngettext(
                 "%(count)s summary could not be written this time: that paper shows its abstract.",
                 "%(count)s summaries could not be written this time: those papers show their "
                 "abstracts.",
-                no_summary,
+                shown.no_summary,
             )
         )
-    if no_translation and language is not None:
+    if shown.no_translation and language is not None:
         name = language_name(language, words.tag)
         notes.append(
             words.ngettext(
                 "The %(language)s translation is missing for %(count)s paper.",
                 "The %(language)s translation is missing for %(count)s papers.",
-                no_translation,
+                shown.no_translation,
                 language=name,
             )
         )
-    return replace(digest, texts=texts, texts_note=" ".join(notes) or None)
-
-
-def _shown_share(translation: str, english: str) -> str:
-    """A summary's translation cut as its English is cut in the digest (the same share)."""
-    shown = shown_summary(english)
-    if len(shown) >= len(" ".join(english.split())):
-        return translation
-    limit = max(40, round(len(translation) * SUMMARY_SHOWN / max(1, len(english))))
-    return shown_summary(translation, limit)
+    return " ".join(notes) or None

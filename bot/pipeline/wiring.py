@@ -30,7 +30,7 @@ from bot.channels.linking import Linker
 from bot.channels.outbox import RetryPolicy
 from bot.channels.servers import Relay, RelayPool
 from bot.channels.slack import SlackSettings
-from bot.config import SECRET_KEY, Config, EmailConfig, EmbeddingsConfig, LlmConfig
+from bot.config import SECRET_KEY, Config, EmailConfig, EmailServerConfig
 from bot.config import load_config as load_config_file
 from bot.config import parse_config as parse_config_data
 from bot.core.calendar import eastern_date
@@ -40,8 +40,10 @@ from bot.core.schedule import Defaults
 from bot.core.verp import MessageIds, Verp
 from bot.pipeline.health import ListingChecks
 from bot.render.email import EmailSettings
+from bot.similar.embeddings import EmbeddingsEndpoint
 from bot.sources import SOURCE_KINDS, Source, load_builtin_sources
 from bot.store.database import utcnow
+from bot.texts.client import TextModel
 
 if TYPE_CHECKING:
     import httpx
@@ -125,20 +127,45 @@ def channel_settings(config: Config, store: Store | None = None) -> dict[str, An
     load_builtin_channels()
     found: dict[str, Any] = {"apprise": apprise_settings(config, store)}
     if config.email is not None:
-        senders = envelope_senders(config)
-        servers = email_servers(config, store)
-        found["email"] = EmailChannelSettings(
-            smtp_settings(config),
-            email_settings(config),
-            envelope_from=senders,
-            limiter=relay_limiter(config, store) if store is not None else None,
-            pool=RelayPool(servers, envelope_from=senders) if servers else None,
-        )
+        found["email"] = email_channel_settings(config, store)
     # A webhook whose variable is not set still makes a channel: a dry run reports what
     # would go there; a send asks for the variable first (`bot.cli.secrets`).
     if config.slack is not None or any(s.webhook_url_env for s in config.subscribers):
         found["slack"] = slack_settings(config)
     return found
+
+
+def email_channel_settings(config: Config, store: Store | None = None) -> EmailChannelSettings:
+    """[email] as the email channel takes it: the SMTP connection, the messages' settings,
+    the envelope senders (VERP), and [[email.servers]], each relay with its limits and
+    slow-downs kept in `store` for every process (with no store: none kept, none limited).
+    All is read first; the parts that live are built after, in one go."""
+    e = _email_section(config)
+    smtp = smtp_settings(config)
+    messages = email_settings(config)
+    senders = envelope_senders(config)
+    limits = relay_limits(config)
+    name = relay_name(config)
+    servers = [
+        (server.relay, _server_smtp(server, e.timeout), _server_limits(server), server.weight)
+        for server in e.servers
+    ]
+    limiter: RelayLimiter | None = None
+    relays: list[Relay] = []
+    if store is None:
+        relays = [Relay(smtp_of, weight, None) for _, smtp_of, _, weight in servers]
+    else:
+        limiter = RelayLimiter(store.relays, name, limits, clock=utcnow)
+        for relay, smtp_of, limits_of, weight in servers:
+            kept = RelayLimiter(store.relays, relay, limits_of, clock=utcnow)
+            relays.append(Relay(smtp_of, weight, kept))
+    return EmailChannelSettings(
+        smtp,
+        messages,
+        envelope_from=senders,
+        limiter=limiter,
+        pool=RelayPool(relays, envelope_from=senders) if relays else None,
+    )
 
 
 def apprise_settings(config: Config, store: Store | None = None) -> AppriseSettings:
@@ -228,46 +255,29 @@ def relay_name(config: Config) -> str:
     return f"{e.host.lower()}:{e.effective_port}"
 
 
-def relay_limiter(
-    config: Config, store: Store, *, clock: Callable[[], datetime] = utcnow
-) -> RelayLimiter:
-    """The [email] relay's limits and slow-downs, kept in `store` for every process."""
-    return RelayLimiter(store.relays, relay_name(config), relay_limits(config), clock=clock)
-
-
-def email_servers(
-    config: Config, store: Store | None = None, *, clock: Callable[[], datetime] = utcnow
-) -> list[Relay]:
-    """[[email.servers]] (none: [email] names the one relay), each with its limits and
-    slow-downs kept in `store` for every process (with no store: none kept)."""
-    e = _email_section(config)
-    relays: list[Relay] = []
-    for server in e.servers:
-        smtp = SmtpSettings(
-            host=server.host,
-            port=server.effective_port,
-            security=server.security,
-            username=server.username,
-            password=server.password,
-            timeout=e.timeout,
-        )
-        limits = Limits(server.max_per_second, server.max_per_hour, server.max_per_day)
-        limiter = None
-        if store is not None:
-            limiter = RelayLimiter(store.relays, server.relay, limits, clock=clock)
-        relays.append(Relay(smtp, server.weight, limiter))
-    return relays
-
-
 def relays_limits(config: Config) -> list[tuple[str, Limits, int]]:
     """Each relay email goes through: its name ("host:port"), limits and weight."""
     e = _email_section(config)
     if not e.servers:
         return [(relay_name(config), relay_limits(config), 1)]
-    return [
-        (s.relay, Limits(s.max_per_second, s.max_per_hour, s.max_per_day), s.weight)
-        for s in e.servers
-    ]
+    return [(s.relay, _server_limits(s), s.weight) for s in e.servers]
+
+
+def _server_smtp(server: EmailServerConfig, timeout: float) -> SmtpSettings:
+    """One of [[email.servers]]' connection settings ([email]'s timeout)."""
+    return SmtpSettings(
+        host=server.host,
+        port=server.effective_port,
+        security=server.security,
+        username=server.username,
+        password=server.password,
+        timeout=timeout,
+    )
+
+
+def _server_limits(server: EmailServerConfig) -> Limits:
+    """One of [[email.servers]]' max_per_second, max_per_hour, max_per_day."""
+    return Limits(server.max_per_second, server.max_per_hour, server.max_per_day)
 
 
 def email_settings(config: Config) -> EmailSettings:
@@ -350,6 +360,43 @@ def retry_policy(config: Config) -> RetryPolicy:
     )
 
 
+def text_model(config: Config) -> TextModel | None:
+    """The model that writes summaries and translations ([llm]), or None without it."""
+    llm = config.llm
+    if llm is None:
+        return None
+    return TextModel(
+        base_url=llm.base_url,
+        model=llm.model,
+        api_key=llm.api_key,
+        api_key_env=llm.api_key_env,
+        timeout=llm.timeout,
+        max_retries=llm.max_retries,
+        temperature=llm.temperature,
+        concurrency=llm.concurrency,
+        max_requests_per_day=llm.max_requests_per_day,
+        deadline_seconds=llm.deadline_seconds,
+    )
+
+
+def embeddings_endpoint(config: Config) -> EmbeddingsEndpoint | None:
+    """Where papers like these get their vectors ([embeddings]), or None: the default
+    space."""
+    e = config.embeddings
+    if e is None:
+        return None
+    return EmbeddingsEndpoint(
+        provider=e.provider,
+        model=e.model,
+        base_url=e.base_url,
+        api_key=e.api_key,
+        timeout=e.timeout,
+        max_retries=e.max_retries,
+        batch_size=e.batch_size,
+        deadline_seconds=e.deadline_seconds,
+    )
+
+
 def _email_section(config: Config) -> EmailConfig:
     if config.email is None:
         raise ConfigError(["email: the [email] section is missing"], source=str(config.path))
@@ -374,8 +421,8 @@ class Parts:
     declare: Callable[[datetime], None]  # the config's subscribers and verdicts into the store
     defaults: Defaults  # the schedule of subscribers who do not set their own
     window_days: int  # [digest] window_days
-    llm: LlmConfig | None
-    embeddings: EmbeddingsConfig | None
+    text_model: TextModel | None  # writes summaries and translations; None: no [llm]
+    embeddings: EmbeddingsEndpoint | None  # papers like these; None: the default space
 
     def render_context(self, now: datetime) -> RenderContext:
         """What every renderer is given for a run at `now`: each kind's settings, the
@@ -426,6 +473,6 @@ def wire(
         declare=declare,
         defaults=config.digest.defaults(),
         window_days=config.digest.window_days,
-        llm=config.llm,
-        embeddings=config.embeddings,
+        text_model=text_model(config),
+        embeddings=embeddings_endpoint(config),
     )

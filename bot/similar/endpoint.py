@@ -10,7 +10,7 @@ whole call stops at `deadline` seconds. The answer is untrusted: a batch whose c
 dimension or numbers are wrong (NaN, infinite, not numbers, a different dimension from the
 batch before) fails the call with `EmbeddingsFailure` ("bad answer"), as does any refusal,
 with a short stable `reason` and a `detail` for the log. The caller falls back to the
-default ranking (bot.pipeline.similar).
+default ranking (bot.similar.ranking).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import math
 import time
 from collections.abc import Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +33,7 @@ from bot.similar.text import MAX_TEXT
 __all__ = [
     "MAX_BATCH",
     "MAX_DIMENSION",
+    "Embedder",
     "EmbeddingsClient",
     "EmbeddingsFailure",
     "FastembedEmbedder",
@@ -217,3 +218,12 @@ class FastembedEmbedder:
                 return await asyncio.to_thread(work)
         except TimeoutError:
             raise EmbeddingsFailure("timeout", f"not done within {math.ceil(deadline)} s") from None
+
+
+class Embedder(Protocol):
+    """What embeds texts for a run: `EmbeddingsClient` or `FastembedEmbedder`."""
+
+    model: str
+    batch_size: int
+
+    async def embed(self, texts: Sequence[str], *, deadline: float) -> npt.NDArray[np.float32]: ...

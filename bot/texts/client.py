@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 from bot.texts.answers import Unusable, clean_answer
 from bot.texts.prompts import TextRequest, messages
 
-__all__ = ["FATAL", "TextClient", "TextFailure", "Written"]
+__all__ = ["FATAL", "TextClient", "TextFailure", "TextModel", "Written"]
 
 log = logging.getLogger(__name__)
 
@@ -196,3 +196,32 @@ def _tokens(usage: Any, name: str) -> int:
 def _short(text: str, limit: int = 300) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+@dataclass(frozen=True)
+class TextModel:
+    """The model that writes a run's texts, and how a run may use it: the endpoint and
+    model, `concurrency` requests at once, at most `max_requests_per_day` (None: no budget),
+    all within `deadline_seconds`. Made once at start; each run opens its own client."""
+
+    base_url: str
+    model: str
+    api_key: str | None = None
+    api_key_env: str | None = None  # where the key is read from: named when it is not set
+    timeout: float = 60.0
+    max_retries: int = 2
+    temperature: float = 0.2
+    concurrency: int = 4
+    max_requests_per_day: int | None = None
+    deadline_seconds: float = 90.0
+
+    def open(self) -> TextClient:
+        """A client for one run (it holds connections: close it)."""
+        return TextClient(
+            base_url=self.base_url,
+            model=self.model,
+            api_key=self.api_key,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            temperature=self.temperature,
+        )

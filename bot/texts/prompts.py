@@ -17,12 +17,14 @@ from bot.core.models import Paper
 __all__ = [
     "HF_SUMMARY",
     "MIN_ABSTRACT",
+    "TextKey",
     "TextRequest",
     "messages",
     "summary_request",
     "translation_request",
 ]
 
+TextKey = tuple[str, int, str, str]  # paper id, version, kind, language: a text's key
 # The kinds a request may be: the three of `bot.core.models.TEXT_KINDS`, and the translation
 # of Hugging Face's AI summary (shown when no model summary is there).
 HF_SUMMARY = "hf-summary"
@@ -47,7 +49,7 @@ class TextRequest:
     title: str = ""  # the paper's title, for people (logs, `paperbell summarize`)
 
     @property
-    def key(self) -> tuple[str, int, str, str]:
+    def key(self) -> TextKey:
         return (self.paper_id, self.version, self.kind, self.language)
 
     @property

@@ -19,6 +19,7 @@ from bot.config import parse_config
 from bot.core.models import Feedback, Paper, Subscriber
 from bot.match.digest import match_rules
 from bot.pipeline.similar import RankingRun, rank_subscribers
+from bot.pipeline.wiring import embeddings_endpoint
 from bot.rules import parse_rule
 from bot.store import Store
 
@@ -53,7 +54,14 @@ def ranked(
     papers = store.papers.announced_since(NOW.date() - timedelta(days=7))
     matches = match_rules(rules, papers)  # type: ignore[arg-type]
     return asyncio.run(
-        rank_subscribers(config.embeddings, store, [(sub, rules)], papers, matches, now=NOW)  # type: ignore[list-item]
+        rank_subscribers(
+            embeddings_endpoint(config),
+            store,
+            [(sub, rules)],  # type: ignore[list-item]
+            papers,
+            matches,
+            now=NOW,
+        )
     )
 
 

@@ -25,6 +25,7 @@ from support.webhooks import json_values as any_json
 from bot.config import Config, parse_config
 from bot.core.models import HUGGING_FACE, Digest, DigestGroup, DigestItem, Paper, Subscriber
 from bot.pipeline.texts import TextsRun, write_texts
+from bot.pipeline.wiring import text_model
 from bot.store import Store
 from bot.texts.prompts import summary_request
 
@@ -71,7 +72,7 @@ def digest(name: str, papers: Sequence[Paper], **settings: Any) -> Digest:
 def write(
     cfg: Config, store: Store, digests: Sequence[Digest], *, ask: bool = True
 ) -> tuple[list[Digest], TextsRun]:
-    return asyncio.run(write_texts(cfg.llm, store, digests, now=NOW, ask=ask))
+    return asyncio.run(write_texts(text_model(cfg), store, digests, now=NOW, ask=ask))
 
 
 def test_each_text_is_asked_once_for_every_subscriber_and_kept_for_the_next_runs(
@@ -458,14 +459,15 @@ def test_two_runs_at_once_show_one_summary_and_its_own_translation(
 
     llm.answer = answer
     cfg = config(llm.base_url)
+    model = text_model(cfg)
 
     async def both() -> list[tuple[list[Digest], TextsRun]]:
         return await asyncio.gather(
             write_texts(
-                cfg.llm, store, [digest("ada", papers[:1], summaries=True, language="zh")], now=NOW
+                model, store, [digest("ada", papers[:1], summaries=True, language="zh")], now=NOW
             ),
             write_texts(
-                cfg.llm, store, [digest("bea", papers[:1], summaries=True, language="zh")], now=NOW
+                model, store, [digest("bea", papers[:1], summaries=True, language="zh")], now=NOW
             ),
         )
 

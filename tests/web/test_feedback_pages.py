@@ -311,6 +311,7 @@ def test_a_dislike_from_the_email_moves_that_paper_down_in_the_next_digest(site:
 
     from bot.match.digest import build_digest, match_rules
     from bot.pipeline.similar import rank_subscribers
+    from bot.pipeline.wiring import embeddings_endpoint
     from bot.rules import parse_rule
 
     message = ada_message(site)
@@ -331,7 +332,7 @@ def test_a_dislike_from_the_email_moves_that_paper_down_in_the_next_digest(site:
         matches = match_rules(rules, papers)
         run = asyncio.run(
             rank_subscribers(
-                site.config.embeddings,
+                embeddings_endpoint(site.config),
                 site.store,
                 [(ada, rules)],
                 papers,
