@@ -66,6 +66,11 @@ def test_a_run_is_planned_in_the_planner_process_and_counted_by_the_daemon(
         try:
             reports = asyncio.run(daemon.digests_due(NOW))
             again = asyncio.run(daemon.digests_due(NOW + timedelta(minutes=1)))
+            assert planner.process is not None
+            first = planner.process
+            first.kill()  # a planner that died is started again at the next run
+            first.join()
+            after_death = asyncio.run(daemon.digests_due(NOW + timedelta(minutes=2)))
         finally:
             planner.stop(5)
         pending = store.outbox.totals(now=NOW)
@@ -73,7 +78,8 @@ def test_a_run_is_planned_in_the_planner_process_and_counted_by_the_daemon(
     assert {r.status for r in reports} == {"queued"}
     assert daemon.counters.digests == {"queued": len(NAMES)}  # the daemon counts what it read
     assert pending.get("pending") == len(NAMES)  # one job per digest, in the outbox
-    assert again == []  # the slots were marked handled
+    assert again == [] and after_death == []  # the slots were marked handled
+    assert planner.process is not first
     # Planned there, not here: this process logged no digest; the planner did, by its name.
     assert not [r for r in caplog.records if r.getMessage().startswith("digest for")]
     err = capfd.readouterr().err
