@@ -17,15 +17,17 @@ Runs, each on its own copy of the database and its own server process:
   baseline   `/papers list` with --baseline-subscribers (2) subscribers
   health     `GET /healthz` on the N-subscriber server (the web stack alone)
   list       `/papers list` with N subscribers
-  digest     the same, while a real digest run for every subscriber goes on in the
-             server's process (`bot.pipeline.deliver`, awaited on the server's event loop
-             as the daemon awaits it; --digest-mode thread: on its own loop in a thread),
-             sending email to Postfix's `smtp-sink` on loopback (aiosmtpd if it is absent;
-             by email only: the Slack channel is left out), started --digest-lead seconds
-             before the load; answers later than --timeout count at --timeout
-  standin    the same beside a stand-in for a digest run that streams and gives the loop
-             back after each subscriber (`StandIn`: --standin-ms of real rule matching and
-             one committed 30 KB write per subscriber; its CPU on the loop, or in a thread)
+  digest     the same, while a real digest run for every subscriber goes on as `paperbell
+             run` runs it: the server's daemon asks its planner process to plan and queue
+             the digests due (`Daemon.digests_due`, `bot.cli.planner`) and waits for the
+             reports, while sender processes (`bot.cli.senders`, [delivery] workers) send
+             email to Postfix's `smtp-sink` on loopback (aiosmtpd if it is absent; by email
+             only: the Slack channel is left out); started --digest-lead seconds before the
+             load; answers later than --timeout count at --timeout
+  standin    the same beside a stand-in for a digest run in the server's own process that
+             streams and gives the loop back after each subscriber (`StandIn`: --standin-ms
+             of real rule matching and one committed 30 KB write per subscriber; its CPU on
+             the loop, or with --standin-mode thread in a thread)
 
 Each row also says how long the server's event loop was held at most (a 10 ms timer's
 lateness) and its longest garbage collection, during the load.
@@ -33,6 +35,7 @@ lateness) and its longest garbage collection, during the load.
     .venv/bin/python bench/slash.py                        # every run, 10,000 subscribers
     .venv/bin/python bench/slash.py --runs baseline list --requests 500
     .venv/bin/python bench/slash.py --runs list --py-spy /tmp/spy   # sample the server
+    .venv/bin/python bench/slash.py --runs digest --digest-lead 30      # later in the run
 
 Not part of the test suite. Deterministic data for a `--seed`; the times are wall times on a
 shared machine.
@@ -62,7 +65,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -124,7 +127,7 @@ def make_database(path: Path, subscribers: int, papers: Sequence[Paper], *, seed
                 "categories": "[]",
                 "max_papers": 50,
                 "include": '["cross", "new"]',
-                "created_at": NOW,
+                "created_at": NOW - timedelta(days=1),  # before the day's slot: it is due
                 "slack_user": user_id(i),
                 "email_format": "html",
                 "abstracts": "short",
@@ -213,10 +216,10 @@ def free_port() -> int:
 def serve(
     database: str, smtp_port: int, pipe: Connection, profile: bool, mode: str, cpu_ms: float
 ) -> None:
-    """The child process: the web app as `paperbell run` serves it; told "digest" (or
-    "standin"), a digest run for every subscriber (or the stand-in), awaited on the web
-    app's event loop as the daemon does (`mode` "loop") or on its own loop in a thread
-    ("thread"); told "stop", the figures."""
+    """The child process: the web app as `paperbell run` serves it; told "digest", a digest
+    run for every subscriber as the daemon runs one (a planner process plans, sender
+    processes send); told "standin", the stand-in, its CPU on the web app's event loop
+    (`mode` "loop") or in a thread ("thread"); told "stop", the figures."""
     profiler = cProfile.Profile() if profile else None
     if profiler is not None:
         profiler.enable()
@@ -316,13 +319,17 @@ class StandIn:
 async def _serve(
     database: Path, smtp_port: int, pipe: Connection, mode: str, cpu_ms: float
 ) -> None:
+    from bot.cli.planner import PlannerProcess
     from bot.cli.senders import start_senders
     from bot.cli.wiring import Front
-    from bot.pipeline import DeliveryRequest, build_channels, build_fetcher, deliver, wire
+    from bot.pipeline import build_channels, build_fetcher
     from bot.pipeline.scheduler import Daemon
     from bot.sources.http import make_client
 
+    os.environ["PAPERBELL_SECRET_KEY"] = WEB_SECRET  # the planner's and senders' links
     config = make_config(database, smtp_port)
+    config_file = sender_config(database, smtp_port)
+    planner = PlannerProcess(config_file)
     store = Store.open(config.database.url)
     channels = build_channels(config, store=store)
     stop = asyncio.Event()
@@ -340,21 +347,19 @@ async def _serve(
         try:
             if kind == "standin":
                 return await standin.run(stop)
-            # As the daemon runs it: this process plans and queues, its sender processes
-            # ([delivery] workers, by email only) render and send.
-            os.environ["PAPERBELL_SECRET_KEY"] = WEB_SECRET
-            senders = start_senders(
-                sender_config(database, smtp_port), config.delivery.workers, until_idle=True
-            )
+            # As `paperbell run` runs it: its planner process plans and queues, its sender
+            # processes ([delivery] workers, by email only) render and send; this process
+            # (the web app's) waits for the reports.
+            senders = start_senders(config_file, config.delivery.workers, until_idle=True)
             try:
-                return await deliver(
-                    wire(config, store, {"email": channels["email"]}),
-                    DeliveryRequest(sends=False),
-                    now=NOW,
-                    should_stop=stop.is_set,
-                )
+                reports = await daemon.digests_due(NOW)
+                times["planned_end"] = time.time()
+                times["queued"] = sum(1 for r in reports if r.status == "queued")
             finally:
-                await asyncio.to_thread(senders.finish)
+                if stop.is_set():
+                    await asyncio.to_thread(senders.stop, 5.0)
+                else:
+                    await asyncio.to_thread(senders.finish)
         finally:
             times["digest_end"] = time.time()
 
@@ -365,6 +370,8 @@ async def _serve(
             fetcher=build_fetcher(config, client),
             channels=channels,
             clock=lambda: NOW,
+            sends=False,
+            planner=planner.plan,
         )
         port = free_port()
         server = front.server(("127.0.0.1", port), daemon)
@@ -375,12 +382,7 @@ async def _serve(
         while True:
             message = await asyncio.to_thread(pipe.recv)
             if message in ("digest", "standin"):
-                if mode == "thread" and message == "digest":
-                    digest = asyncio.ensure_future(
-                        asyncio.to_thread(asyncio.run, run_digest(message))
-                    )
-                else:
-                    digest = asyncio.create_task(run_digest(message))
+                digest = asyncio.create_task(run_digest(message))
                 pipe.send(("digest", time.time()))
             elif message == "load":
                 pauses.reset()
@@ -395,8 +397,8 @@ async def _serve(
         }
         pipe.send(("figures", figures))
         stop.set()
-        if digest is not None and not digest.done():
-            digest.cancel()
+        daemon.stopping = True
+        await asyncio.to_thread(planner.stop, 5.0)  # a run still planning is cut short
         if digest is not None:
             await asyncio.gather(digest, return_exceptions=True)
         server.should_exit = True
@@ -646,7 +648,7 @@ async def measure(
     ours, theirs = context.Pipe()
     child = context.Process(
         target=serve,
-        args=(str(copy), smtp.port, theirs, args.profile, args.digest_mode, args.standin_ms),
+        args=(str(copy), smtp.port, theirs, args.profile, args.standin_mode, args.standin_ms),
     )
     child.start()
     kind, port = await asyncio.to_thread(ours.recv)
@@ -726,10 +728,17 @@ async def measure(
         end = seen.get("digest_end", ended)
         running = "still running" if end >= ended else f"ended {end - began:.1f}s in"
         lead = f"{began - seen['digest_start']:.1f}s" if "digest_start" in seen else "?"
+        where = "in a planner process" if digest == "digest" else f"on the {args.standin_mode}"
         notes += (
-            f" ({digest} on the {args.digest_mode}: began {lead} before the load, {running}"
+            f" ({digest} {where}: began {lead} before the load, {running}"
             f"{'' if stopped else ', server stopped by force'}; load {ended - began:.1f}s"
         )
+        after = stopped or {}
+        if digest == "digest" and "planned_end" in after:
+            notes += (
+                f"; {int(after['queued']):,} digests planned and queued in "
+                f"{after['planned_end'] - after['digest_start']:.1f}s"
+            )
         if digest == "standin" and figures is not None:
             done = figures["standin_done"]
             notes += f"; stand-in: {done:,} subscribers in it, {done / (ended - began):.0f}/s"
@@ -811,12 +820,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--stop-within", type=float, default=30.0, help="seconds the server gets to stop"
     )
     parser.add_argument(
-        "--digest-mode",
+        "--standin-mode",
         choices=["loop", "thread"],
         default="loop",
-        help="the digest run awaited on the server's event loop, as the daemon does (the "
-        "stand-in's CPU work on it), or on its own loop in a thread (the stand-in's CPU "
-        "work in a thread)",
+        help="the stand-in's CPU work on the server's event loop, or in a thread",
     )
     parser.add_argument(
         "--standin-ms",

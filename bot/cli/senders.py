@@ -105,13 +105,7 @@ def _send(
 ) -> None:
     """A sender's life: claim, render, send, record, until told to stop. It logs at its
     parent's level, each line naming the sender."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    _die_with_parent()
-    logging.basicConfig(
-        level=log_level, format="%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"
-    )
-    logging.getLogger("alembic").setLevel(logging.WARNING)  # the schema check, each start
+    prepare_child(log_level)
     from bot.channels.outbox import drain
     from bot.cli.secrets import database_url
     from bot.config import load_config
@@ -148,8 +142,20 @@ def _send(
                 stopping.wait(IDLE_SECONDS)
 
 
+def prepare_child(log_level: int) -> None:
+    """What a spawned child of `run` or `digest` does first: ignore Ctrl-C and SIGTERM (its
+    parent stops it), die with its parent, and log at `log_level`, each line naming it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _die_with_parent()
+    logging.basicConfig(
+        level=log_level, format="%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"
+    )
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # the schema check, each start
+
+
 def _die_with_parent() -> None:
-    """On Linux, ask for SIGKILL when the parent dies: no sender outlives its daemon (nor
+    """On Linux, ask for SIGKILL when the parent dies: no child outlives its daemon (nor
     starts after it died)."""
     if not sys.platform.startswith("linux"):
         return

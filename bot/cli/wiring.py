@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from bot import __version__
 from bot.channels import Channel
 from bot.channels.outbox import worker_name
+from bot.cli.planner import PlannerProcess
 from bot.cli.senders import start_senders
 from bot.cli.shell import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, stop_on_signals
 from bot.config import Config
@@ -128,18 +129,25 @@ async def run_daemon(
     senders: int = 0,
 ) -> int:
     """Run the daemon until SIGINT or SIGTERM, the web app on `web` (host, port) beside;
-    the exit code. `senders`: processes that render and send the queued digests (none:
-    this process sends them)."""
+    the exit code. `senders`: processes that render and send the queued digests, beside a
+    planner process that plans and queues them (none: this process plans and sends)."""
     # Which process polls and plans (PostgreSQL: the one holding an advisory lock; SQLite: a
     # second `run` on the same file is refused here, before anything starts).
     leadership = Leadership(store.database, name=worker_name())
-    leadership.take()
+    leading = leadership.take()
     stop = asyncio.Event()
     _stop_on_signals_twice(stop)
     channels = build_channels(config, store=store)
     if not channels.keys() - {"apprise"}:  # Apprise needs no section
         log.warning("no [email] or [slack] section: digests go to Apprise destinations only")
     front = Front(config, store, channels, clock=clock, stop=stop)
+    # With sender processes, the planning goes to a process of its own too: this one's
+    # event loop serves the web app whatever a run costs.
+    planner = (
+        PlannerProcess(config.path, clock=clock) if senders and config.path is not None else None
+    )
+    if planner is not None and leading:  # ready by the first tick's planning
+        planner.start()
     async with make_client() as client:
         daemon = Daemon(
             config,
@@ -149,6 +157,7 @@ async def run_daemon(
             clock=clock,
             leadership=leadership,
             sends=not senders,
+            planner=planner.plan if planner is not None else None,
         )
         server = front.server(web, daemon) if web is not None else None
         front.start_socket_mode()
@@ -170,8 +179,9 @@ async def run_daemon(
         except asyncio.CancelledError:
             return EXIT_INTERRUPTED
         finally:
-            if sending is not None:
-                await asyncio.to_thread(sending.stop, config.daemon.shutdown_grace_seconds)
+            grace = config.daemon.shutdown_grace_seconds
+            children = [part for part in (planner, sending) if part is not None]
+            await asyncio.gather(*(asyncio.to_thread(part.stop, grace) for part in children))
             await front.close()
     if server is not None and not stop.is_set():
         log.error("the web app stopped (is port %d free?)", web[1] if web else 0)

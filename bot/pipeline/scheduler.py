@@ -6,7 +6,9 @@ Every `tick` does three things in order, each decided elsewhere and each safe to
    about midnight US Eastern on feed days until new ids appear, other sources at an interval);
 2. build and queue the digests whose slot has come (`bot.core.schedule`), once the listing they
    should hold is in (or late past the deadline); a slot is remembered as handled, and the
-   outbox is unique per slot, so neither a restart nor a second process queues one twice;
+   outbox is unique per slot, so neither a restart nor a second process queues one twice.
+   With sender processes, `paperbell run` has this done by a planner process of its own
+   (`planner`, bot.cli.planner), so that a run never holds the web app's event loop;
 3. send what the outbox holds and is due (`bot.channels.outbox.drain`).
 
 Several processes may run on one PostgreSQL database: one of them leads (`Leadership`, an
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -136,6 +138,11 @@ class Counters:
     prune_errors: int = 0
 
 
+# What plans and queues the due digests in another process (`bot.cli.planner`): given the
+# moment and what tells it to stop, the run's reports.
+Planner = Callable[[datetime, Callable[[], bool]], Awaitable[list[DeliveryReport]]]
+
+
 @dataclass(frozen=True, slots=True)
 class TickReport:
     polls: list[PollReport]
@@ -146,7 +153,8 @@ class TickReport:
 class Daemon:
     """Polls, digests and sends, one `tick` at a time; `serve` runs it on a timer. With a
     `leadership`, polls and digests only while it leads; with `sends` false, leaves the
-    sending to its sender processes (`bot.cli.senders`)."""
+    sending to its sender processes (`bot.cli.senders`); with a `planner`, leaves the
+    planning of the due digests to it (`bot.cli.planner`: a process of its own)."""
 
     def __init__(
         self,
@@ -159,6 +167,7 @@ class Daemon:
         owner: str | None = None,
         leadership: Leadership | None = None,
         sends: bool = True,
+        planner: Planner | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -169,6 +178,7 @@ class Daemon:
         self.leadership = leadership
         self.leading = leadership is None  # whether this process polls and plans
         self.sends = sends  # whether it sends the queued digests (else its senders do)
+        self.planner = planner  # what plans the due digests (None: this process)
         self.calendar = config.polling.calendar()
         self.policy = config.polling.policy()
         self.retry = self.parts.retry
@@ -284,9 +294,25 @@ class Daemon:
         return reports
 
     async def digests_due(self, now: datetime) -> list[DeliveryReport]:
-        """Queue (and send) the digests whose slot has come and whose listing is in."""
+        """Queue (and send) the digests whose slot has come and whose listing is in: here,
+        or in the planner's process; counted either way."""
         if self.stopping or not self.parts.channels:
             return []
+        if self.planner is not None:
+            reports = await self.planner(now, lambda: self.stopping)
+        else:
+            reports = await self.plan_due(now)
+        for report in reports:
+            _count(self.counters.digests, report.status)
+        return reports
+
+    async def plan_due(
+        self, now: datetime, *, should_stop: Callable[[], bool] | None = None
+    ) -> list[DeliveryReport]:
+        """Plan, queue (and, when this process sends, send) the digests that are due now,
+        each slot marked handled; a line logged per digest. `should_stop()` ends the run
+        early (default: the daemon is stopping)."""
+        should_stop = should_stop or (lambda: self.stopping)
         plans = self.plans(now)
         due = {}
         for plan in digest_plans(self.subscribers(), plans, self.calendar, self.policy, now=now):
@@ -357,7 +383,7 @@ class Daemon:
             request,
             now=now,
             clock=self.clock,
-            should_stop=lambda: self.stopping,
+            should_stop=should_stop,
             on_texts=_log_texts,
         )
         # Handled, whatever came of it: a failure is in the outbox (and status); a slot
@@ -370,7 +396,6 @@ class Daemon:
             {sid: slot.key for sid, (_, slot) in due.items()}, notes=nothing
         )
         for report in reports:
-            _count(self.counters.digests, report.status)
             log.info(
                 "digest for %s: %s (%s)",
                 report.subscriber,

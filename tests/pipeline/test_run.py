@@ -2,7 +2,7 @@
 SMTP server on loopback, the web app; digests arrive at each subscriber's local time.
 
 The process runs on a fast clock (hidden `--clock-start`/`--clock-speed` options: simulated
-time starts on a Monday evening in New York and runs 1,800 times faster), so three hours of
+time starts on a Monday evening in New York and runs 1,800 times faster), so five hours of
 a night pass in seconds. Then SIGTERM stops it cleanly and `status` tells what happened.
 """
 
@@ -23,7 +23,9 @@ from support.servers import ArxivDays, Route, feed_server, smtp_sink
 from bot.core.calendar import ArxivCalendar
 from bot.demo import free_port
 
-START = datetime(2026, 11, 24, 3, 30, tzinfo=UTC)  # Monday 22:30 in New York
+# Monday 21:00 in New York: the first digest is due 4 simulated hours (8 s) later, time for
+# the daemon's planner process to start on a busy machine.
+START = datetime(2026, 11, 24, 2, 0, tzinfo=UTC)
 SPEED = 1800.0
 
 

@@ -1,0 +1,89 @@
+"""The planner process (`paperbell run` with sender processes): the digests due are planned
+and queued in a process of its own, not in the daemon's, whose event loop serves the web
+app; the daemon reads back the run's reports and counts them.
+
+Real parts: the spawned planner process, a SQLite file holding the real listing of
+2024-11-28, the daemon of `bot.pipeline.scheduler` (nothing is sent: the senders send).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from support.config import sink_email, toml_table
+
+from bot.cli.planner import PlannerProcess
+from bot.config import load_config
+from bot.demo.data import bundled_papers
+from bot.pipeline import build_channels
+from bot.pipeline.scheduler import Daemon
+from bot.store import Store
+
+NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)  # after the 09:00 UTC slot of that day
+NAMES = ("ada", "bo", "cy")
+
+
+def config_text(database: Path) -> str:
+    head = f'version = 1\n[database]\nurl = "sqlite:///{database}"\n'
+    head += '[web]\npublic_url = "https://papers.lab.example"\nsecret_key_env = "TEST_KEY"\n'
+    head += toml_table("email", sink_email(9))  # nothing is sent: no server behind it
+    return head + "".join(
+        f'[[subscribers]]\nname = "{name}"\nemail = "{name}@lab.example"\n'
+        'rules = ["learning"]\ntime = "09:00"\ntimezone = "UTC"\n'
+        for name in NAMES
+    )
+
+
+def test_a_run_is_planned_in_the_planner_process_and_counted_by_the_daemon(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("TEST_KEY", "a-test-secret-key-that-is-long-enough-0123456789")
+    caplog.set_level(logging.INFO)  # the planner logs at its parent's level
+    path = tmp_path / "config.toml"
+    path.write_text(config_text(tmp_path / "paperbell.sqlite"))
+    config = load_config(path)
+    planner = PlannerProcess(path)
+    with Store.open(config.database.url) as store:
+        store.papers.upsert(tuple(bundled_papers(source="arxiv")), now=NOW)
+        store.subscribers.sync_config(config.declared_subscribers(), now=NOW - timedelta(days=1))
+        daemon = Daemon(
+            config,
+            store,
+            fetcher=None,
+            channels=build_channels(config, store=store),
+            clock=lambda: NOW,
+            sends=False,
+            planner=planner.plan,
+        )
+        try:
+            reports = asyncio.run(daemon.digests_due(NOW))
+            again = asyncio.run(daemon.digests_due(NOW + timedelta(minutes=1)))
+            assert planner.process is not None
+            first = planner.process
+            first.kill()  # a planner that died is started again at the next run
+            first.join()
+            after_death = asyncio.run(daemon.digests_due(NOW + timedelta(minutes=2)))
+        finally:
+            planner.stop(5)
+        pending = store.outbox.totals(now=NOW)
+    assert sorted(r.subscriber for r in reports) == sorted(NAMES)
+    assert {r.status for r in reports} == {"queued"}
+    assert daemon.counters.digests == {"queued": len(NAMES)}  # the daemon counts what it read
+    assert pending.get("pending") == len(NAMES)  # one job per digest, in the outbox
+    assert again == [] and after_death == []  # the slots were marked handled
+    assert planner.process is not first
+    # Planned there, not here: this process logged no digest; the planner did, by its name.
+    assert not [r for r in caplog.records if r.getMessage().startswith("digest for")]
+    err = capfd.readouterr().err
+    for name in NAMES:
+        assert f"paperbell-planner bot.pipeline.scheduler: digest for {name}: queued" in err
+    assert planner.process is not None and planner.process.pid != os.getpid()
+    assert not planner.process.is_alive()  # stopped with the daemon
