@@ -223,22 +223,28 @@ def tree_pids(pid: int) -> list[int]:
     return found
 
 
+def process_memory_mb(pid: int) -> tuple[float, float]:
+    """One process's resident set and proportional set (PSS: a page it shares with others
+    counted as its share), in MB (0: gone)."""
+    rss = pss = 0
+    try:
+        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0.0, 0.0
+    for line in rollup.splitlines():
+        if line.startswith("Rss:"):
+            rss += int(line.split()[1])
+        elif line.startswith("Pss:"):
+            pss += int(line.split()[1])
+    return rss / 1024, pss / 1024
+
+
 def tree_memory_mb(pids: list[int]) -> tuple[float, float]:
     """The memory of processes, in MB (0: gone): the sum of their resident sets (a page
     two of them share counted twice), and of their proportional sets (PSS: a shared page
     counted once, split between those that share it)."""
-    rss = pss = 0
-    for pid in pids:
-        try:
-            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
-        except OSError:
-            continue
-        for line in rollup.splitlines():
-            if line.startswith("Rss:"):
-                rss += int(line.split()[1])
-            elif line.startswith("Pss:"):
-                pss += int(line.split()[1])
-    return rss / 1024, pss / 1024
+    sizes = [process_memory_mb(pid) for pid in pids]
+    return sum(rss for rss, _ in sizes), sum(pss for _, pss in sizes)
 
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -262,6 +268,7 @@ class TreeWatch:
         self.pid = pid
         self.peak = 0.0
         self.peak_pss = 0.0
+        self.pss: dict[int, float] = {}  # each process's peak PSS, by pid
         self.cpu: dict[int, float] = {}
         self.commands: dict[int, str] = {}
         self._samples: list[tuple[float, dict[int, float]]] = []
@@ -272,9 +279,11 @@ class TreeWatch:
     def _watch(self) -> None:
         while not self._done.wait(0.1):
             pids = tree_pids(self.pid)
-            rss, pss = tree_memory_mb(pids)
-            self.peak = max(self.peak, rss)
-            self.peak_pss = max(self.peak_pss, pss)
+            sizes = {pid: process_memory_mb(pid) for pid in pids}
+            self.peak = max(self.peak, sum(rss for rss, _ in sizes.values()))
+            self.peak_pss = max(self.peak_pss, sum(pss for _, pss in sizes.values()))
+            for pid, (_, pss) in sizes.items():
+                self.pss[pid] = max(self.pss.get(pid, 0.0), pss)
             for pid in pids:
                 if (seconds := cpu_seconds(pid)) is not None:
                     self.cpu[pid] = seconds
@@ -295,6 +304,27 @@ class TreeWatch:
         return self.peak, self.peak_pss
 
 
+def role_of(watch: TreeWatch, pid: int, main_pid: int) -> str | None:
+    """What a process of the run is: the main process, a sender, another (None:
+    multiprocessing's helper, which does no work of the run)."""
+    command = watch.commands.get(pid, "")
+    if pid == main_pid:
+        return "main process"
+    if "resource_tracker" in command:
+        return None
+    return "sender" if "spawn_main" in command else f"process {pid}"
+
+
+def process_memory(watch: TreeWatch, main_pid: int) -> str:
+    """Each process's peak PSS: what one more sender weighs."""
+    parts = []
+    for pid, pss in sorted(watch.pss.items(), key=lambda item: item[0] != main_pid):
+        role = role_of(watch, pid, main_pid)
+        if role is not None:
+            parts.append(f"{role} {pss:.0f} MB")
+    return "peak PSS by process: " + "; ".join(parts)
+
+
 def process_cpu(watch: TreeWatch, main_pid: int, first: float | None, end: float) -> str:
     """Each process's CPU time, and how busy it was from the first message to the end:
     the process near 1.0 is the one the rate waits for."""
@@ -302,13 +332,9 @@ def process_cpu(watch: TreeWatch, main_pid: int, first: float | None, end: float
     span = end - first if first is not None else float("nan")
     parts = []
     for pid, seconds in sorted(watch.cpu.items(), key=lambda item: item[0] != main_pid):
-        command = watch.commands.get(pid, "")
-        if pid == main_pid:
-            role = "main process"
-        elif "resource_tracker" in command:
-            continue  # multiprocessing's helper: no work of the run
-        else:
-            role = "sender" if "spawn_main" in command else f"process {pid}"
+        role = role_of(watch, pid, main_pid)
+        if role is None:
+            continue
         busy = (seconds - since.get(pid, 0.0)) / span if span > 0 else float("nan")
         parts.append(f"{role} {seconds:.1f} s (busy {busy:.2f})")
     return "CPU by process (busy: its share of one core from the first message on): " + (
@@ -464,6 +490,7 @@ def main() -> int:
         )
         print(f"ratio to the anchor: {rate / anchor_rate:.2f}x")
         print(process_cpu(watch, child.pid, sink.first, end))
+        print(process_memory(watch, child.pid))
         missing = sent - received
         if missing > 0:
             print(f"MISSING: {missing:,} digests did not reach the sink")

@@ -38,8 +38,6 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, 
 from dataclasses import dataclass, field
 from typing import Any
 
-import apprise
-
 from bot.channels.apprise_urls import (
     Destination,
     Unreadable,
@@ -429,6 +427,8 @@ class AppriseChannel:
         """Send one message with the destination's plugin (run in a worker thread); one
         given on the manage page (`guard`) through the guard. The refusal, if the guard
         refused it."""
+        import apprise  # here: only a process that sends to Apprise loads it
+
         with captured() as records:
             try:
                 plugin = self._plugins.get(key)
@@ -469,6 +469,8 @@ class AppriseChannel:
 
     @staticmethod
     def _plugin_notify(plugin: Any, title: str, body: str, fmt: Any) -> bool:
+        import apprise
+
         return bool(
             plugin.notify(
                 body=body, title=title, body_format=fmt, overflow=apprise.OverflowMode.UPSTREAM

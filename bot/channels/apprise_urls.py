@@ -29,8 +29,8 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-import apprise
-
+# `apprise` is imported in the functions that ask it: a process with no Apprise
+# destination (a sender of an email-only site) never loads the library and its plugins.
 from bot.channels.guard import Resolve, host_refusal, lookup
 from bot.core.addresses import Reach
 from bot.render.apprise import MIN_BODY, ChatShape
@@ -124,6 +124,8 @@ def destination(url: str) -> Destination:
 
 @lru_cache(maxsize=1024)
 def _destination(url: str) -> Destination:
+    import apprise
+
     shown = scheme_of(url)
     if not url or len(url) > MAX_URL:
         raise Unreadable(f"{shown}: not an Apprise URL (empty or over {MAX_URL} characters)")
@@ -174,6 +176,8 @@ def destination_channel(given: str) -> str:
 def plugin_for(url: str) -> Any:
     """A fresh Apprise plugin for a URL `destination` read (to send with: each sender keeps
     its own, pacing itself instead of Apprise's blocking throttle)."""
+    import apprise
+
     with captured():
         plugin = apprise.Apprise.instantiate(url.strip(), suppress_exceptions=True)
     if plugin is None:
@@ -188,6 +192,8 @@ def self_service_refusal(url: str, reach: Reach, *, resolve: Resolve = lookup) -
     naming a file on this server; a host that is not on the public internet (looked up
     now; each send checks again, `bot.channels.guard`). The URL must be one `destination`
     reads."""
+    import apprise
+
     if not reach.on:
         return "this site takes no destinations given on this page"
     url = url.strip()
@@ -250,6 +256,8 @@ def shape_of(plugin: Any) -> ChatShape:
     """The messages a plugin takes: Markdown where it declares Markdown (the format it
     renders a Markdown body as, `resolve_format`, honouring a `?format=` in the URL), else
     plain text; its body and title limits (ntfy: its JSON upstream limit too)."""
+    import apprise
+
     markdown = apprise.NotifyFormat.MARKDOWN
     resolve = getattr(plugin, "resolve_format", None)
     if callable(resolve):

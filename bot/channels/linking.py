@@ -13,11 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from bot.core.links import LinkSigner, placeholder_url
 from bot.core.models import Digest, Subscriber
 from bot.render.email import DigestLinks, VoteLinks
-from bot.render.slack import VoteTokens
+
+if TYPE_CHECKING:
+    from bot.render.slack import VoteTokens
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,9 @@ class Linker:
         subscriber is stored; else none (no buttons). Each is signed as an email's links
         are, over its paper and verdict: a member of a channel who read a value off a button
         cannot make it give another verdict, which only the channel's managers may give."""
+        # Here: bot.render.slack brings slack-sdk, which a run with no Slack never needs.
+        from bot.render.slack import VoteTokens
+
         signer, sub = self.signer, digest.subscriber
         if signer is None or sub.id is None:
             return {}

@@ -165,7 +165,12 @@ async def drain(
                 channel = channels.get(kind)
                 if channel is None:
                     attempts.extend(
-                        _unsendable(store, held, group, kind, clock=clock, retry=retry, rand=rand)
+                        map(
+                            _kept,
+                            _unsendable(
+                                store, held, group, kind, clock=clock, retry=retry, rand=rand
+                            ),
+                        )
                     )
                     continue
                 sends.append(
@@ -182,7 +187,7 @@ async def drain(
                     )
                 )
             for sent in await asyncio.gather(*sends):
-                attempts.extend(sent)
+                attempts.extend(map(_kept, sent))
                 # A record sent (and recorded) can never be claimed again: it leaves the
                 # set each claim excludes, which so stays as small as what failed this run
                 # (not every record the run sent: a claim would name thousands).
@@ -273,6 +278,12 @@ class Held:
                 log.error("cannot hand back %s: %s", plural(len(untried), "claimed digest"), exc)
         self.open.clear()
         return untried
+
+
+def _kept(attempt: Attempt) -> Attempt:
+    """The attempt as `drain` keeps it until it returns: its record without the message and
+    the job, which no report reads (tens of KB each; a run sends thousands)."""
+    return replace(attempt, item=replace(attempt.item, payload=b"", job=None))
 
 
 def _unsendable(

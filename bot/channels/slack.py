@@ -25,8 +25,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from slack_sdk.errors import SlackApiError, SlackClientError
-
 from bot.channels.base import (
     OnProgress,
     OnSent,
@@ -41,9 +39,9 @@ from bot.channels.base import (
 )
 from bot.channels.registry import ChannelKind, register
 from bot.core.models import Digest, Subscriber, version_key
-from bot.render.slack import build_posts
 
 if TYPE_CHECKING:
+    from slack_sdk.errors import SlackApiError
     from slack_sdk.web.async_client import AsyncWebClient
 
 log = logging.getLogger(__name__)
@@ -184,6 +182,9 @@ class SlackKind(ChannelKind):
     @classmethod
     def render(cls, digest: Digest, target: Target, context: RenderContext) -> Rendered:
         """The digest as the Slack messages it is posted as (a summary, then its thread)."""
+        # Here, not above: slack-sdk's blocks weigh on every process that never posts to Slack.
+        from bot.render.slack import build_posts
+
         threaded = not target.recipient.startswith(WEBHOOK_PREFIX)
         # 👍 / 👎 buttons need the app's interactivity: not in a webhook's posts (the webhook
         # may be another app's), and only with the key that signs their values.
@@ -279,6 +280,9 @@ class SlackChannel:
         return outcomes
 
     def _poster(self, target: str) -> _Poster:
+        # slack-sdk is imported where a digest goes to Slack: an email-only run never needs it.
+        from slack_sdk.errors import SlackApiError, SlackClientError
+
         if target.startswith(WEBHOOK_PREFIX):
             variable = target.removeprefix(WEBHOOK_PREFIX)
             url = self.settings.webhooks.get(variable)
@@ -322,6 +326,7 @@ class SlackChannel:
         return post
 
     def _webhook_poster(self, variable: str, url: str) -> _Poster:
+        from slack_sdk.errors import SlackClientError
         from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
         from slack_sdk.webhook.async_client import AsyncWebhookClient
 

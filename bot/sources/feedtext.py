@@ -48,10 +48,6 @@ from dataclasses import replace
 from datetime import date
 from typing import Any, cast
 
-import feedparser
-from feedparser.encodings import convert_to_utf8
-from feedparser.sanitizer import replace_doctype
-
 from bot.core.checks import is_web_url
 from bot.core.errors import FeedFormatError
 from bot.core.models import MAX_ID_LENGTH, MAX_VERSION, Paper
@@ -128,6 +124,8 @@ def read_feed(body: bytes, *, where: str, source: str = "", url: str = "") -> An
     """feedparser's reading of `clean_body(body)` (a stream, never the bytes themselves:
     feedparser treats a bytes/str argument that names an existing file or a URL as
     something to open). Whatever feedparser raises is a FeedFormatError."""
+    import feedparser  # here: the store checks papers with this module, and never reads feeds
+
     cleaned = clean_body(body)
     try:
         problem = _not_well_formed(cleaned)
@@ -171,6 +169,9 @@ class _FatalOnly:
 def _not_well_formed(body: bytes) -> xml.sax.SAXException | None:
     """Why feedparser's strict parser would refuse `body` (None: it would not), read as it
     reads it: converted to UTF-8, the DOCTYPE replaced, namespaces on, no external entity."""
+    from feedparser.encodings import convert_to_utf8
+    from feedparser.sanitizer import replace_doctype
+
     result: dict[str, Any] = {"headers": {}}
     data = convert_to_utf8({}, body, result)
     if not result.get("encoding"):

@@ -10,16 +10,19 @@ over HTTP on loopback, an SMTP server on loopback.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from support.cli import invoke, run, start
+from support.cli import clean_env, invoke, run, start
 from support.config import sink_email, toml_table
 from support.servers import Route, feed_server, first_items, smtp_sink
 
@@ -134,3 +137,40 @@ def test_senders_die_with_a_command_killed_by_sigkill_and_nothing_is_lost(
     assert len(received) == SUBSCRIBERS  # every digest arrived
     # Only a message in flight at the kill may come twice: one per connection of each sender.
     assert sum(n - 1 for n in received.values()) <= 2 * 4
+
+
+# Each is loaded only where its channel or feature is used: a sender of an email-only site
+# holds none of them (each sender is a whole interpreter, and its imports its weight).
+NOT_FOR_EMAIL = ("apprise", "slack_sdk", "aiohttp", "feedparser", "requests")
+
+
+def test_a_sender_of_an_email_only_site_loads_no_chat_or_feed_library(
+    tmp_path: Path, database_url: str
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(config_text(database_url, "http://127.0.0.1:9/rss", 25, workers=2))
+    assert invoke("db", "upgrade", "-c", str(config)).exit_code == 0
+    # A sender's life in a fresh interpreter, as `spawn` starts it: told planning is done,
+    # it finds nothing queued and ends.
+    script = (
+        "import json, multiprocessing, sys\n"
+        "from bot.cli.senders import _send\n"
+        "spawn = multiprocessing.get_context('spawn')\n"
+        "planned, stopping = spawn.Event(), spawn.Event()\n"
+        "planned.set()\n"
+        f"_send(None, {str(config)!r}, planned, stopping, True, 30)\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    modules = json.loads(done.stdout.splitlines()[-1])
+    assert "bot.channels.email" in modules  # it did set up its channels
+    loaded = sorted({m.partition(".")[0] for m in modules} & set(NOT_FOR_EMAIL))
+    assert loaded == []
