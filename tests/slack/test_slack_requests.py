@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
@@ -341,3 +342,19 @@ def test_the_checker_refuses_without_raising() -> None:
     assert checker.check(b"text=help", good) == "replayed request"  # in memory, no store
     assert checker.check(b"x", {**good, "X-Slack-Request-Timestamp": "¹²³"}) == "bad timestamp"
     assert checker.check(b"\xff", {**good, "X-Slack-Signature": "v0=\xe9"}) == "bad signature"
+
+
+def test_requests_that_come_together_are_each_new_once(store: Store) -> None:
+    """Forty threads at once, two to a signature (a request and its replay, side by side):
+    written in batches, each signature is new exactly once, and a restart remembers all."""
+    signatures = [f"v0={n:064x}" for n in range(20)] * 2
+    window = timedelta(minutes=5)
+    with ThreadPoolExecutor(max_workers=40) as pool:
+        firsts = list(
+            pool.map(lambda s: store.slack_requests.first(s, now=NOW, window=window), signatures)
+        )
+    assert sorted(s for s, first in zip(signatures, firsts, strict=True) if first) == sorted(
+        set(signatures)
+    )
+    restarted = type(store.slack_requests)(store.database)
+    assert not any(restarted.first(s, now=NOW, window=window) for s in set(signatures))
