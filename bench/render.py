@@ -42,6 +42,7 @@ from bot.core.links import LinkSigner, max_ages  # noqa: E402
 from bot.core.models import Digest, Subscriber  # noqa: E402
 from bot.demo import bundled_papers  # noqa: E402
 from bot.match.digest import build_digest, match_rules  # noqa: E402
+from bot.render import text as text_module  # noqa: E402
 from bot.render.email import EmailSettings  # noqa: E402
 from bot.rules import parse_rule  # noqa: E402
 
@@ -106,6 +107,25 @@ def clear_caches() -> None:
                     value.cache_clear()
 
 
+def paired_without(
+    name: str, found: list[Digest], context: RenderContext, rounds: int, per: float
+) -> None:
+    """Warm passes with and without the cache `bot.render.text.<name>`, alternated: what
+    that cache saves, beside its baseline in the same run."""
+    cached = getattr(text_module, name)
+    with_cache, without_cache = [], []
+    for _ in range(rounds):
+        with_cache.append(timed(render_all, found, context) * per)
+        setattr(text_module, name, cached.__wrapped__)
+        try:
+            without_cache.append(timed(render_all, found, context) * per)
+        finally:
+            setattr(text_module, name, cached)
+    shown = " ".join
+    print(f"warm with {name} cached: {shown(f'{t:.2f}' for t in with_cache)} ms a digest")
+    print(f"warm without it:        {shown(f'{t:.2f}' for t in without_cache)} ms a digest")
+
+
 def timed(action: Callable[..., object], *args: object) -> float:
     """The CPU time of `action(*args)`, after a full collection."""
     gc.collect()
@@ -120,6 +140,12 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", type=Path, help="cProfile one warm pass into this file")
+    parser.add_argument(
+        "--without",
+        metavar="CACHE",
+        help="also time warm passes with this functools cache of bot.render.text bypassed "
+        "(e.g. tidy_author), paired with passes that use it",
+    )
     args = parser.parse_args()
     load_builtin_channels()
     start = time.process_time()
@@ -153,6 +179,8 @@ def main() -> int:
     )
     warm = min(timed(render_all, found, context) for _ in range(args.repeat))
     print(f"warm (best of {args.repeat}): {warm * per:.2f} ms a digest")
+    if args.without:
+        paired_without(args.without, found, context, args.repeat, per)
     if args.profile:
         profiler = cProfile.Profile()
         profiler.runcall(render_all, found, context)
