@@ -138,32 +138,28 @@ def channel_settings(config: Config, store: Store | None = None) -> dict[str, An
 def email_channel_settings(config: Config, store: Store | None = None) -> EmailChannelSettings:
     """[email] as the email channel takes it: the SMTP connection, the messages' settings,
     the envelope senders (VERP), and [[email.servers]], each relay with its limits and
-    slow-downs kept in `store` for every process (with no store: none kept, none limited).
-    All is read first; the parts that live are built after, in one go."""
+    slow-downs kept in `store` for every process (with no store: none kept, none limited)."""
     e = _email_section(config)
-    smtp = smtp_settings(config)
-    messages = email_settings(config)
     senders = envelope_senders(config)
-    limits = relay_limits(config)
-    name = relay_name(config)
-    servers = [
-        (server.relay, _server_smtp(server, e.timeout), _server_limits(server), server.weight)
+
+    def limiter(relay: str, limits: Limits) -> RelayLimiter | None:
+        if store is None:
+            return None
+        return RelayLimiter(store.relays, relay, limits, clock=utcnow)
+
+    relays = [
+        Relay(
+            _server_smtp(server, e.timeout),
+            server.weight,
+            limiter(server.relay, _server_limits(server)),
+        )
         for server in e.servers
     ]
-    limiter: RelayLimiter | None = None
-    relays: list[Relay] = []
-    if store is None:
-        relays = [Relay(smtp_of, weight, None) for _, smtp_of, _, weight in servers]
-    else:
-        limiter = RelayLimiter(store.relays, name, limits, clock=utcnow)
-        for relay, smtp_of, limits_of, weight in servers:
-            kept = RelayLimiter(store.relays, relay, limits_of, clock=utcnow)
-            relays.append(Relay(smtp_of, weight, kept))
     return EmailChannelSettings(
-        smtp,
-        messages,
+        smtp_settings(config),
+        email_settings(config),
         envelope_from=senders,
-        limiter=limiter,
+        limiter=limiter(relay_name(config), relay_limits(config)),
         pool=RelayPool(relays, envelope_from=senders) if relays else None,
     )
 
