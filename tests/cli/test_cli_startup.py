@@ -6,15 +6,12 @@ command's own help says."""
 from __future__ import annotations
 
 import importlib
-import json
 import pkgutil
-import subprocess
-import sys
 from pathlib import Path
 
 import click
 import pytest
-from support.cli import clean_env
+from support.cli import loaded, modules_after
 
 import bot.cli
 from bot.cli import COMMANDS
@@ -45,29 +42,6 @@ LIGHTER = ("pydantic", "httpx", "jinja2", "feedparser", "langcodes")
 SHARED = {"bot.cli.reports": {"bot.cli.people"}}
 COMMAND_MODULES = sorted({entry.module for entry in COMMANDS.values()})
 WHOLE = 10**6  # a short help this long is never cut: the whole first sentence
-
-
-def modules_after(code: str, *, cwd: Path) -> set[str]:
-    """The modules a fresh Python has imported after running `code` (which may exit)."""
-    script = (
-        "import atexit, json, sys\n"
-        "atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))\n"
-        f"{code}\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=clean_env(),
-        cwd=cwd,
-    )
-    assert done.returncode == 0, done.stderr
-    return set(json.loads(done.stderr.splitlines()[-1]))
-
-
-def loaded(modules: set[str], libraries: tuple[str, ...]) -> list[str]:
-    return sorted(lib for lib in libraries if any(m.partition(".")[0] == lib for m in modules))
 
 
 @pytest.mark.parametrize(

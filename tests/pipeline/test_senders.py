@@ -10,19 +10,16 @@ over HTTP on loopback, an SMTP server on loopback.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from support.cli import clean_env, invoke, run, start
+from support.cli import invoke, loaded, modules_after, run, start
 from support.config import sink_email, toml_table
 from support.servers import Route, feed_server, first_items, smtp_sink
 
@@ -152,25 +149,14 @@ def test_a_sender_of_an_email_only_site_loads_no_chat_or_feed_library(
     assert invoke("db", "upgrade", "-c", str(config)).exit_code == 0
     # A sender's life in a fresh interpreter, as `spawn` starts it: told planning is done,
     # it finds nothing queued and ends.
-    script = (
-        "import json, multiprocessing, sys\n"
+    modules = modules_after(
+        "import multiprocessing\n"
         "from bot.cli.senders import _send\n"
         "spawn = multiprocessing.get_context('spawn')\n"
         "planned, stopping = spawn.Event(), spawn.Event()\n"
         "planned.set()\n"
-        f"_send(None, {str(config)!r}, planned, stopping, True, 30)\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=clean_env(),
+        f"_send(None, {str(config)!r}, planned, stopping, True, 30)",
         cwd=tmp_path,
     )
-    assert done.returncode == 0, done.stderr
-    modules = json.loads(done.stdout.splitlines()[-1])
     assert "bot.channels.email" in modules  # it did set up its channels
-    loaded = sorted({m.partition(".")[0] for m in modules} & set(NOT_FOR_EMAIL))
-    assert loaded == []
+    assert loaded(modules, NOT_FOR_EMAIL) == []

@@ -1,9 +1,11 @@
 """Running the `paperbell` command: in this process with Click's test runner (`invoke`,
 `outcome`, and `run_here`, which answers as `run` does), or as a user does, a separate process
-with no PAPERBELL_ variables from the test environment (`run`, `start`)."""
+with no PAPERBELL_ variables from the test environment (`run`, `start`); and what a fresh
+Python imports to run some code (`modules_after`, `loaded`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -92,3 +94,27 @@ def start(*args: str, **kwargs: Any) -> subprocess.Popen[str]:
         text=True,
         **kwargs,
     )
+
+
+def modules_after(code: str, *, cwd: Path) -> set[str]:
+    """The modules a fresh Python has imported after running `code` (which may exit)."""
+    script = (
+        "import atexit, json, sys\n"
+        "atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))\n"
+        f"{code}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+        cwd=cwd,
+    )
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stderr.splitlines()[-1]))
+
+
+def loaded(modules: set[str], libraries: tuple[str, ...]) -> list[str]:
+    """Which of `libraries` (top-level names) are among `modules`."""
+    return sorted(lib for lib in libraries if any(m.partition(".")[0] == lib for m in modules))
