@@ -9,7 +9,9 @@ import base64
 import binascii
 import hashlib
 from collections.abc import Sequence
+from email.headerregistry import BaseHeader
 from email.message import EmailMessage, MIMEPart
+from functools import lru_cache
 from typing import Literal
 
 from bot.core.mail import MAIL_POLICY
@@ -24,12 +26,13 @@ _LINE = 76
 _ESCAPED = bytes(range(0x7F, 0x100)) + b"="  # the bytes quoted-printable writes as three
 
 
-def transfer_encoding(body: str) -> TransferEncoding:
+def transfer_encoding(body: str | bytes) -> TransferEncoding:
     """The 7-bit encoding that writes `body` shorter: quoted-printable for text that is
     mostly ASCII (readable as it is), base64 for text in a script outside it (Chinese
     in quoted-printable takes three times its bytes; in base64, four thirds). Both pass
-    any relay, with or without 8BITMIME, so the queued bytes never depend on the server."""
-    data = body.encode("utf-8", "replace")
+    any relay, with or without 8BITMIME, so the queued bytes never depend on the server.
+    `body` is the text, or its UTF-8 bytes."""
+    data = body if isinstance(body, bytes) else body.encode("utf-8", "replace")
     escaped = len(data) - len(data.translate(None, _ESCAPED))
     quoted = len(data) + 2 * escaped
     quoted += 3 * (quoted // (_LINE - 1))  # "=" CRLF at each soft line break
@@ -46,14 +49,14 @@ def message_bytes(headers: Sequence[tuple[str, str]], text: str, html: str | Non
     quoted-printable or base64 body, so the boundary cannot clash with the parts' content."""
     message = EmailMessage(policy=MAIL_POLICY)
     for name, value in headers:
-        message[name] = value
+        message[name] = _shared(name, value) if name.lower() in _SHARED else value
     if html is None:
         _fill(message, text, "plain")
-        message["MIME-Version"] = "1.0"
+        message["MIME-Version"] = _shared("MIME-Version", "1.0")
         return message.as_bytes()
     head = "\n".join(f"{name}: {value}" for name, value in headers).encode()
-    message["MIME-Version"] = "1.0"
-    message["Content-Type"] = "multipart/alternative"
+    message["MIME-Version"] = _shared("MIME-Version", "1.0")
+    message["Content-Type"] = _shared("Content-Type", "multipart/alternative")
     message.set_boundary(f"=_paperbell_{hashlib.sha256(head).hexdigest()[:32]}")
     for body, subtype in ((text, "plain"), (html, "html")):
         part = EmailMessage(policy=MAIL_POLICY)
@@ -62,14 +65,40 @@ def message_bytes(headers: Sequence[tuple[str, str]], text: str, html: str | Non
     return message.as_bytes()
 
 
+# Headers the same in most messages of a site or a run (its sender, the run's date, each
+# part's type), and what `_shared` keeps of them.
+_SHARED = frozenset(
+    (
+        "from",
+        "date",
+        "list-id",
+        "list-unsubscribe-post",
+        "auto-submitted",
+        "x-auto-response-suppress",
+        "mime-version",
+        "content-type",
+        "content-transfer-encoding",
+    )
+)
+
+
+@lru_cache(maxsize=256)
+def _shared(name: str, value: str) -> BaseHeader:
+    """The header `name: value` as the email package parses it, parsed once for all the
+    messages it occurs in: parsing takes longer than the rest of a header's work, and a
+    parsed header never changes (the policy takes one as it is)."""
+    return MAIL_POLICY.header_factory(name, value)
+
+
 def _fill(part: MIMEPart, body: str, subtype: str) -> None:
     """`body` as a UTF-8 text part in the shorter of its 7-bit encodings, as `set_content`
     writes it, but encoded in C (the email package's quoted-printable encoder is pure
     Python, and each subscriber's parts are tens of kilobytes of their own)."""
-    lines = body.encode("utf-8", "replace").splitlines()  # its line ends, as set_content's
-    encoding = transfer_encoding(body)
-    part["Content-Type"] = f'text/{subtype}; charset="utf-8"'
-    part["Content-Transfer-Encoding"] = encoding
+    data = body.encode("utf-8", "replace")
+    lines = data.splitlines()  # its line ends, as set_content's
+    encoding = transfer_encoding(data)
+    part["Content-Type"] = _shared("Content-Type", f'text/{subtype}; charset="utf-8"')
+    part["Content-Transfer-Encoding"] = _shared("Content-Transfer-Encoding", encoding)
     if encoding == "quoted-printable":
         encoded = binascii.b2a_qp(b"\n".join(lines) + b"\n")
     else:  # base64 carries text's canonical CRLF line ends
