@@ -40,7 +40,8 @@ from bot.channels.registry import CHANNEL_KINDS, ChannelKind, kind_of, register
 from bot.core.errors import DeliveryError, StoreError
 from bot.core.mail import MAIL_POLICY
 from bot.core.models import Digest, Subscriber
-from bot.render.email import EmailSettings, build_message_bytes, render_parts
+from bot.render.email import EmailSettings, render_parts
+from bot.render.message import build_message_bytes
 
 log = logging.getLogger(__name__)
 

@@ -1,12 +1,13 @@
-"""Email rendering: a Digest into a subject, a plain-text part, an HTML part, and a message.
+"""Email rendering: a Digest into a subject, a plain-text part and an HTML part.
 
-This module owns what a digest email says and its headers (List-Id, List-Unsubscribe,
-Message-ID ...). It is pure: it reads templates and nothing else; it never sends (that is
-`bot.channels`), never reads the clock (`now` is passed in) and never trusts its input:
-paper text is escaped in HTML, header values are checked for CR/LF and shape, and a
-paper's URLs become links only through `bot.core.links.web_url` (http and https only: a feed's
-`javascript:` or `data:` link is shown as plain text, never as a link). What it shows of
-each paper and rule is the view model it shares with Slack (`bot.render.view`).
+This module owns what a digest email says; `bot.render.message` makes it the message it
+is sent as, with its headers (List-Id, List-Unsubscribe, Message-ID ...). It is pure: it
+reads templates and nothing else; it never sends (that is `bot.channels`), never reads
+the clock (`now` is passed in) and never trusts its input: paper text is escaped in HTML,
+and a paper's URLs become links only through `bot.core.links.web_url` (http and https
+only: a feed's `javascript:` or `data:` link is shown as plain text, never as a link).
+What it shows of each paper and rule is the view model it shares with Slack
+(`bot.render.view`).
 
 The HTML part's CSS lives in two <style> blocks in the template: the first is inlined onto
 each element here (css_inline, never fetching anything: some clients drop <style>), the
@@ -14,32 +15,23 @@ second (phones, dark mode, link colours and highlights) is kept as it is. Every 
 rendered within `HTML_BUDGET`, past which Gmail clips a message (`render_digest`: less text,
 then fewer papers), except one with full abstracts: it is sent whole, in numbered parts
 each within the budget, or as one email if its subscriber chose so (`render_parts`). The
-same digest always gives the same bytes (the MIME boundary is made
-from the headers: its Message-ID and Date), which the golden tests
-(tests/render/test_email_golden.py) rely on.
+same digest always gives the same bytes (the MIME boundary is made from the headers: its
+Message-ID and Date), which the golden tests (tests/render/test_email_golden.py) rely on.
 """
 
 from __future__ import annotations
 
-import email.utils
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
-from email.headerregistry import Address
-from email.message import EmailMessage
-from typing import cast
 from urllib.parse import quote, urlsplit
 
 from bot.core.checks import check_address, check_header_text
 from bot.core.languages import language_script
 from bot.core.links import LOOPBACK_HOSTS
-from bot.core.mail import MAIL_POLICY
 from bot.core.models import Digest, Paper
-from bot.core.verp import MessageIds
 from bot.render import template_env
 from bot.render.inlining import inline_css
-from bot.render.mime import message_bytes
 from bot.render.parts import DigestPart, parts_needed, split, weight, with_only
 from bot.render.text import clip, tidy
 from bot.render.view import (
@@ -66,14 +58,14 @@ __all__ = [
     "EmailSettings",
     "RenderedEmail",
     "VoteLinks",
-    "build_message",
-    "build_message_bytes",
     "check_address",
+    "check_https_url",
     "html_size",
     "inline_css",
     "render_digest",
     "render_parts",
     "subject_line",
+    "unsubscribe_mailto_url",
 ]
 
 # The arXiv terms of use ask every digest to carry this line, word for word.
@@ -98,9 +90,6 @@ SHORTENED_NOTES: dict[TextLength, str] = {
 }
 TOC_MIN_PAPERS = 6  # a digest this long opens with a table of contents
 PREHEADER_LIMIT = 200
-
-_MSGID_LEFT_RE = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,200}")
-_ATOMS_RE = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~ -]+")
 
 
 @dataclass(frozen=True)
@@ -325,11 +314,13 @@ def _preheader(
     return text
 
 
-def _unsubscribe_mailto_url(address: str, name: str) -> str:
+def unsubscribe_mailto_url(address: str, name: str) -> str:
+    """The mailto: link that unsubscribes `name` by writing to `address`."""
     return f"mailto:{address}?subject={quote('unsubscribe ' + name, safe='')}"
 
 
-def _check_https_url(url: str) -> str:
+def check_https_url(url: str) -> str:
+    """An unsubscribe URL, checked: plain https, nothing a header or a link could break on."""
     check_header_text(url, what="unsubscribe_url")
     parts = urlsplit(url)
     if parts.scheme != "https" or not parts.netloc or any(c in url for c in " <>,\"'"):
@@ -537,13 +528,13 @@ def _render(
         "subscriber_rules": tuple(rule_names(subscriber.rules, subscriber.labels)),
         "unsubscribe_address": unsubscribe_address,
         "unsubscribe_mailto_url": (
-            _unsubscribe_mailto_url(unsubscribe_address, subscriber.name)
+            unsubscribe_mailto_url(unsubscribe_address, subscriber.name)
             if unsubscribe_address
             else None
         ),
         # What the unsubscribe address reads: in English, whatever the reader's language.
         "unsubscribe_subject": f"unsubscribe {subscriber.name}",
-        "unsubscribe_url": _check_https_url(links.unsubscribe) if links.unsubscribe else None,
+        "unsubscribe_url": check_https_url(links.unsubscribe) if links.unsubscribe else None,
         "manage_url": manage_url,
         "archive_url": archive_url,  # this digest in the subscriber's archive
         "feed_url": feed_url,
@@ -566,102 +557,3 @@ def _render(
     text = env.get_template("email/digest.txt.j2").render(context)
     html = inline_css(env.get_template("email/digest.html.j2").render(context))
     return RenderedEmail(subject=subject, text=text, html=html, digest=shown, part=part)
-
-
-def _phrase(text: str) -> str:
-    """A header display name: as is when it is plain atoms, else a quoted string."""
-    if _ATOMS_RE.fullmatch(text):
-        return text
-    return '"' + email.utils.quote(text) + '"'
-
-
-def _slug(text: str) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return slug or "paperbell"
-
-
-def build_message(
-    digest: Digest,
-    settings: EmailSettings,
-    *,
-    now: datetime,
-    links: DigestLinks | None = None,
-    rendered: RenderedEmail | None = None,
-) -> EmailMessage:
-    """The message `build_message_bytes` writes, as an `EmailMessage` (to read its parts)."""
-    raw = build_message_bytes(digest, settings, now=now, links=links, rendered=rendered)
-    return cast(EmailMessage, email.message_from_bytes(raw, policy=MAIL_POLICY))
-
-
-def build_message_bytes(
-    digest: Digest,
-    settings: EmailSettings,
-    *,
-    now: datetime,
-    links: DigestLinks | None = None,
-    rendered: RenderedEmail | None = None,
-) -> bytes:
-    """Build the message for one digest, as the bytes it is queued and sent as:
-    multipart/alternative (text first, HTML last), or plain text alone for a subscriber
-    whose `email_format` is "text" (`bot.render.mime`).
-
-    `links.unsubscribe`, when given, is the subscriber's RFC 8058 one-click https URL; it
-    is listed before the mailto link and `List-Unsubscribe-Post` is added. `links.manage`
-    and `links.feed` are shown in the footer of both parts, `links.archive` ("view in your
-    browser") at the top. `rendered`: the digest already rendered with
-    these settings and links (`render_digest`), to build it once.
-    """
-    unsubscribe_url = links.unsubscribe if links else None
-    if now.tzinfo is None or now.utcoffset() is None:
-        raise ValueError("now must be a timezone-aware datetime")
-    to_addr = check_address(digest.subscriber.email, what=f"{digest.subscriber.name}: email")
-    if not _MSGID_LEFT_RE.fullmatch(digest.digest_id):
-        raise ValueError(f"digest_id not usable in a Message-ID: {digest.digest_id!r}")
-    sender, list_id, unsubscribe_address = _sender_headers(settings)
-
-    rendered = rendered or render_digest(digest, settings, links=links)
-
-    mailto = f"<{_unsubscribe_mailto_url(unsubscribe_address, digest.subscriber.name)}>"
-    headers: list[tuple[str, str]] = [
-        ("From", sender),
-        ("To", to_addr),
-        ("Subject", tidy(rendered.subject)),
-        ("Date", email.utils.format_datetime(now)),
-        ("Message-ID", _message_id(digest.digest_id, settings)),
-    ]
-    if rendered.part is not None and rendered.part.number > 1:  # threaded under the first
-        first = _message_id(rendered.part.thread, settings)
-        headers += [("In-Reply-To", first), ("References", first)]
-    headers.append(("List-Id", list_id))
-    if unsubscribe_url:
-        headers.append(("List-Unsubscribe", f"<{_check_https_url(unsubscribe_url)}>, {mailto}"))
-        headers.append(("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"))
-    else:
-        headers.append(("List-Unsubscribe", mailto))
-    headers.append(("Auto-Submitted", "auto-generated"))
-    headers.append(("X-Auto-Response-Suppress", "All"))
-    html = rendered.html if digest.subscriber.email_format != "text" else None
-    return message_bytes(headers, rendered.text, html)
-
-
-def _message_id(digest_id: str, settings: EmailSettings) -> str:
-    """A digest's Message-ID, in its angle brackets."""
-    return f"<{_message_id_local(digest_id, settings)}@{settings.domain}>"
-
-
-def _message_id_local(digest_id: str, settings: EmailSettings) -> str:
-    """A digest's Message-ID's local part: its id, signed when the site has a key."""
-    if not settings.message_id_key:
-        return digest_id
-    return MessageIds(settings.message_id_key).local(digest_id)
-
-
-def _sender_headers(settings: EmailSettings) -> tuple[str, str, str]:
-    """The From and List-Id values and the unsubscribe address of `settings`, checked."""
-    from_addr = check_address(settings.from_addr, what="from_addr")
-    unsubscribe_address = check_address(settings.unsubscribe_address, what="unsubscribe_mailto")
-    from_name = tidy(check_header_text(settings.from_name, what="from_name"))
-    list_name = tidy(check_header_text(settings.list_id, what="list_id"))
-    sender = str(Address(display_name=from_name, addr_spec=from_addr))  # quoted as needed
-    list_id = f"{_phrase(list_name)} <{_slug(list_name)}.{settings.domain}>"
-    return sender, list_id, unsubscribe_address

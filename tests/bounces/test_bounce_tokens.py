@@ -25,7 +25,8 @@ from support.demo_mail import NOW, SETTINGS, demo_digests
 from support.servers import smtp_sink
 
 from bot.core.verp import MessageIds
-from bot.render.email import EmailSettings, build_message
+from bot.render.email import EmailSettings
+from bot.render.message import build_message
 
 ENV = {"PB_SECRET_KEY": WEB_SECRET}
 KEY = "k" * 64

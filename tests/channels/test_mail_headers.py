@@ -106,7 +106,8 @@ def test_a_from_name_of_any_kind_reaches_the_reader_whole_over_smtp() -> None:
 
     from support.digests import sample_digest
 
-    from bot.render.email import EmailSettings, build_message
+    from bot.render.email import EmailSettings
+    from bot.render.message import build_message
     from bot.render.notice import build_notice
 
     now = datetime(2024, 11, 28, 6, 30, tzinfo=UTC)

@@ -7,7 +7,7 @@ What is compared
     `bot.demo.bundled_hf_papers()`, 21 August 2026, with their upvotes):
     the rules matched once for everyone (`bot.match.digest.match_rules`), then
     `bot.match.digest.build_digest` per subscriber, as `bot.pipeline.deliver` does. Each digest
-    goes through `bot.render.email.build_message` with a fixed clock (2024-11-28 12:00
+    goes through `bot.render.message.build_message` with a fixed clock (2024-11-28 12:00
     UTC) and fixed signed links, and the result must equal the files in `tests/golden/`:
 
         <case>.txt       the text/plain part, decoded

@@ -19,11 +19,11 @@ from bot.render.email import (
     SHORTENED_NOTES,
     SUBJECT_LIMIT,
     EmailSettings,
-    build_message,
     html_size,
     render_digest,
     render_parts,
 )
+from bot.render.message import build_message
 from bot.render.parts import split
 
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)

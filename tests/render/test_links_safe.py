@@ -28,7 +28,8 @@ from support.servers import web_server
 from bot.core.links import web_url
 from bot.core.models import Digest, DigestGroup, DigestItem, Paper, Subscriber
 from bot.match.digest import Trial
-from bot.render.email import DigestLinks, EmailSettings, build_message, render_digest
+from bot.render.email import DigestLinks, EmailSettings, render_digest
+from bot.render.message import build_message
 from bot.render.slack import build_posts
 from bot.render.terminal import render_trial
 from bot.rules import parse_rule

@@ -27,12 +27,11 @@ from bot.render.email import (
     EmailSettings,
     RenderedEmail,
     VoteLinks,
-    build_message,
-    build_message_bytes,
     check_address,
     render_digest,
     subject_line,
 )
+from bot.render.message import build_message, build_message_bytes
 from bot.render.text import (
     SHORT_SLACK,
     excerpt,

@@ -33,13 +33,8 @@ from bot.core.models import (
     Subscriber,
 )
 from bot.demo.slack_limits import check_message, mrkdwn_problems
-from bot.render.email import (
-    HTML_BUDGET,
-    SHORTENED_NOTE,
-    EmailSettings,
-    build_message,
-    render_digest,
-)
+from bot.render.email import HTML_BUDGET, SHORTENED_NOTE, EmailSettings, render_digest
+from bot.render.message import build_message
 from bot.render.slack import SLACK_LIMITS, SlackMessage, build_posts, text_length
 from bot.render.text import clip, plain_text, wrap
 from bot.render.view import (

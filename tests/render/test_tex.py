@@ -28,7 +28,7 @@ from support.pages import Site
 from bot.core.models import Digest, Paper, Subscriber
 from bot.demo import DEMO_DAY, bundled_papers
 from bot.match.digest import build_digest, match_rules, try_rule
-from bot.render.email import build_message
+from bot.render.message import build_message
 from bot.render.slack import build_posts
 from bot.render.terminal import render_trial
 from bot.render.tex import letters, letters_segments, pieces, tex_math

@@ -1,7 +1,7 @@
 """The demo digests as they are mailed: each demo subscriber (`bot.demo.DEMO_SUBSCRIBERS`),
 a full-abstracts and a text-only variant, and the summaries and translations variants (with
 the hand-written texts of tests/support/demo_texts.py), gets the digest the pipeline would
-build from the bundled papers, built by `bot.render.email.build_message` with a fixed clock
+build from the bundled papers, built by `bot.render.message.build_message` with a fixed clock
 and fixed signed links. tests/render/test_email_golden.py compares them with tests/golden/,
 tests/render/test_spam.py scores them with SpamAssassin."""
 
@@ -18,7 +18,8 @@ from bot.core.models import Digest, Paper, PaperTexts, Subscriber
 from bot.demo import DEMO_DAY, DEMO_HF_DAY, DEMO_SUBSCRIBERS, bundled_hf_papers, bundled_papers
 from bot.demo.data import IN_CONFIG
 from bot.match.digest import build_digest, match_rules
-from bot.render.email import DigestLinks, EmailSettings, VoteLinks, build_message
+from bot.render.email import DigestLinks, EmailSettings, VoteLinks
+from bot.render.message import build_message
 from bot.rules import parse_rule
 from support.demo_texts import (
     GRACE_CHINESE,
