@@ -130,7 +130,11 @@ def is_english(tag: str | None) -> bool:
 
 @lru_cache(maxsize=256)
 def _known(code: str) -> bool:
-    """Whether the language subtag has a name (`xx` has none)."""
+    """Whether the language subtag has a name (`xx` has none). English, every subscriber's
+    unless they chose another, is known without reading the names: their table
+    (`language_data`) is the larger part of langcodes' data."""
+    if code == ENGLISH:
+        return True
     return not str(_language(code).display_name()).startswith("Unknown language")
 
 
