@@ -15,7 +15,8 @@ title words (Zipf over their document frequency, seeded). Then, against the same
   of the digests' mean size (~58 KB);
 - `paperbell digest -c config.toml --since 2024-11-28` as a child process: wall time,
   time to the first message the sink counts, messages per second, peak RSS (the child's
-  ru_maxrss).
+  ru_maxrss), and each process's CPU time and peak PSS (and its PSS when the first message
+  arrived: mostly a sender's imports, before the run's data).
 
 The sink's running counter (`smtp-sink -c`) counts what it accepted; every digest must
 arrive (exit code 1 otherwise, or when the digest command fails).
@@ -262,7 +263,7 @@ def cpu_seconds(pid: int) -> float | None:
 class TreeWatch:
     """While a process runs, every 0.1 s: the peaks of its tree's memory
     (`tree_memory_mb`), and each process's CPU time (`cpu`: the last seen, by pid;
-    `cpu_at(moment)`: as it was at a monotonic moment)."""
+    `cpu_at(moment)`: as it was at a monotonic moment) and PSS (`pss_at(moment)`)."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
@@ -272,6 +273,7 @@ class TreeWatch:
         self.cpu: dict[int, float] = {}
         self.commands: dict[int, str] = {}
         self._samples: list[tuple[float, dict[int, float]]] = []
+        self._pss_samples: list[tuple[float, dict[int, float]]] = []
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
@@ -291,11 +293,18 @@ class TreeWatch:
                     with contextlib.suppress(OSError):
                         command = Path(f"/proc/{pid}/cmdline").read_bytes()
                         self.commands[pid] = command.replace(b"\0", b" ").decode(errors="replace")
-            self._samples.append((time.monotonic(), dict(self.cpu)))
+            now = time.monotonic()
+            self._samples.append((now, dict(self.cpu)))
+            self._pss_samples.append((now, {pid: pss for pid, (_, pss) in sizes.items()}))
 
     def cpu_at(self, moment: float) -> dict[int, float]:
         """Each process's CPU time at the last sample before `moment`."""
         before = [cpu for when, cpu in self._samples if when <= moment]
+        return before[-1] if before else {}
+
+    def pss_at(self, moment: float) -> dict[int, float]:
+        """Each process's PSS at the last sample before `moment`, in MB."""
+        before = [pss for when, pss in self._pss_samples if when <= moment]
         return before[-1] if before else {}
 
     def stop(self) -> tuple[float, float]:
@@ -315,14 +324,16 @@ def role_of(watch: TreeWatch, pid: int, main_pid: int) -> str | None:
     return "sender" if "spawn_main" in command else f"process {pid}"
 
 
-def process_memory(watch: TreeWatch, main_pid: int) -> str:
-    """Each process's peak PSS: what one more sender weighs."""
+def process_memory(watch: TreeWatch, main_pid: int, first: float | None) -> str:
+    """Each process's peak PSS (what one more sender weighs), and its PSS when the first
+    message arrived: a sender's then is mostly its imports, what it gains after, the run's."""
+    at_first = watch.pss_at(first) if first is not None else {}
     parts = []
     for pid, pss in sorted(watch.pss.items(), key=lambda item: item[0] != main_pid):
         role = role_of(watch, pid, main_pid)
         if role is not None:
-            parts.append(f"{role} {pss:.0f} MB")
-    return "peak PSS by process: " + "; ".join(parts)
+            parts.append(f"{role} {pss:.0f} MB ({at_first.get(pid, 0.0):.0f} MB)")
+    return "peak PSS by process (at the first message): " + "; ".join(parts)
 
 
 def process_cpu(watch: TreeWatch, main_pid: int, first: float | None, end: float) -> str:
@@ -490,7 +501,7 @@ def main() -> int:
         )
         print(f"ratio to the anchor: {rate / anchor_rate:.2f}x")
         print(process_cpu(watch, child.pid, sink.first, end))
-        print(process_memory(watch, child.pid))
+        print(process_memory(watch, child.pid, sink.first))
         missing = sent - received
         if missing > 0:
             print(f"MISSING: {missing:,} digests did not reach the sink")

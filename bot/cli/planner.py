@@ -7,9 +7,10 @@ counts, /metrics and /healthz); the web app answers meanwhile. Leadership and th
 are as before: the daemon asks only while it leads, and the outbox is unique per slot.
 
 Started like a sender (`bot.cli.senders`): spawned when the daemon starts leading (`start`)
-or at the first run it plans, whichever comes first, it reads the
-same config file, ignores Ctrl-C and SIGTERM (its parent stops it through `stopping`, after
-the run under way), dies with its parent on Linux, and logs its lines under its own name.
+or at the first run it plans, whichever comes first, it reads the same config file,
+confirms the schema revision the daemon checked, ignores Ctrl-C and SIGTERM (its parent
+stops it through `stopping`, after the run under way), dies with its parent on Linux, and
+logs its lines under its own name.
 One that died is started again at the next run. A run cut short (killed) loses nothing:
 its slots are not marked handled, so the next run plans them again, and the outbox, unique
 per slot, keeps what was queued from being queued twice.
@@ -28,7 +29,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-from bot.cli.senders import prepare_child
+from bot.cli.senders import prepare_child, schema_revision
 from bot.pipeline.dispatch import DeliveryReport
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,14 @@ class PlannerProcess:
         level = logging.getLogger().level  # the daemon's: it logs as its parent does
         process = self._spawn.Process(
             target=_plan,
-            args=(self.clock, str(self.config_path), theirs, self.stopping, level),
+            args=(
+                self.clock,
+                str(self.config_path),
+                schema_revision(),
+                theirs,
+                self.stopping,
+                level,
+            ),
             name="paperbell-planner",
             daemon=True,
         )
@@ -122,12 +130,14 @@ class PlannerProcess:
 def _plan(
     clock: Callable[[], datetime] | None,
     config_path: str,
+    revision: str,
     pipe: Connection,
     stopping: multiprocessing.synchronize.Event,
     log_level: int,
 ) -> None:
     """The planner's life: for each moment the daemon sends, plan and queue the digests due
-    then, and send back their reports (or the error), until told to stop."""
+    then, and send back their reports (or the error), until told to stop; over a database
+    at `revision` only (the daemon checked its schema)."""
     prepare_child(log_level)
     from bot.cli.secrets import database_url
     from bot.config import load_config
@@ -136,7 +146,7 @@ def _plan(
     from bot.store import Store, utcnow
 
     config = load_config(Path(config_path))
-    with Store.open(database_url(config)) as store:
+    with Store.open_at(database_url(config), revision) as store:
         # The daemon's planning half: its channels say where digests go; it never sends.
         channels = build_channels(config, store=store)
         daemon = Daemon(

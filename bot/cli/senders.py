@@ -6,7 +6,10 @@ one digest. The daemon's web app so never renders or sends (docs/workers.md).
 A sender is started with `spawn` (a fresh interpreter: nothing of the parent's threads,
 event loop or database connections), reads the same config file, and ignores Ctrl-C and
 SIGTERM: its parent stops it through `stopping`, after the message in flight. On Linux it
-dies with its parent (a parent killed -9 leaves no sender behind).
+dies with its parent (a parent killed -9 leaves no sender behind). Each sender is a whole
+interpreter, so it loads only what it uses: the parent checked the database's schema when
+it opened it, and a sender confirms the revision with one query (`Store.open_at`) instead
+of loading the migrations.
 """
 
 from __future__ import annotations
@@ -75,6 +78,7 @@ def start_senders(
     real one)."""
     spawn = multiprocessing.get_context("spawn")
     planned, stopping = spawn.Event(), spawn.Event()
+    revision = schema_revision()
     processes: list[BaseProcess] = []
     for number in range(1, count + 1):
         process = spawn.Process(
@@ -82,6 +86,7 @@ def start_senders(
             args=(
                 clock,
                 str(config_path),
+                revision,
                 planned,
                 stopping,
                 until_idle,
@@ -98,13 +103,14 @@ def start_senders(
 def _send(
     clock: Callable[[], datetime] | None,
     config_path: str,
+    revision: str,
     planned: multiprocessing.synchronize.Event,
     stopping: multiprocessing.synchronize.Event,
     until_idle: bool,
     log_level: int,
 ) -> None:
-    """A sender's life: claim, render, send, record, until told to stop. It logs at its
-    parent's level, each line naming the sender."""
+    """A sender's life: claim, render, send, record, until told to stop; over a database
+    at `revision` only. It logs at its parent's level, each line naming the sender."""
     prepare_child(log_level)
     from bot.channels.outbox import drain
     from bot.cli.secrets import database_url
@@ -115,7 +121,7 @@ def _send(
     from bot.store import Store, utcnow
 
     config = load_config(Path(config_path))
-    with Store.open(database_url(config)) as store:
+    with Store.open_at(database_url(config), revision) as store:
         parts = wire(config, store, build_channels(config, store=store))
         render = renderer(parts)
         tried: set[int] = set()  # a one-off run tries each record once
@@ -142,6 +148,14 @@ def _send(
                 stopping.wait(IDLE_SECONDS)
 
 
+def schema_revision() -> str:
+    """The schema revision of this paperbell, which the parent's store was checked at when
+    it opened: what each child it starts confirms (`Store.open_at`)."""
+    from bot.store.schema import head
+
+    return head()
+
+
 def prepare_child(log_level: int) -> None:
     """What a spawned child of `run` or `digest` does first: ignore Ctrl-C and SIGTERM (its
     parent stops it), die with its parent, and log at `log_level`, each line naming it."""
@@ -151,7 +165,6 @@ def prepare_child(log_level: int) -> None:
     logging.basicConfig(
         level=log_level, format="%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"
     )
-    logging.getLogger("alembic").setLevel(logging.WARNING)  # the schema check, each start
 
 
 def _die_with_parent() -> None:

@@ -3,14 +3,19 @@ with their names and the script they are written in (`langcodes`, `language_data
 
 Pure: no I/O. A tag is accepted when it names a known language ("zh", "zh-Hant", "pt-BR",
 "ja"), refused with a message that says why otherwise; English needs no translation.
+langcodes is imported at the first tag read (`_language`), not with this module: its
+tables are large, and a process that reads no tag (a sender whose subscribers all read
+English) never needs them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import langcodes
+if TYPE_CHECKING:
+    from langcodes import Language
 
 __all__ = [
     "ENGLISH",
@@ -42,8 +47,8 @@ def standard_tag(text: str) -> str:
     if not wanted or len(wanted) > MAX_TAG or not wanted.isascii():
         raise LanguageError(f"language {shown}: not a BCP 47 language tag (like zh, ja, de, pt-BR)")
     try:
-        language = langcodes.Language.get(wanted, normalize=True)
-    except (langcodes.tag_parser.LanguageTagError, ValueError) as exc:
+        language = _language(wanted, normalize=True)
+    except ValueError as exc:
         raise LanguageError(
             f"language {shown}: not a BCP 47 language tag (like zh, ja, de, pt-BR)"
         ) from exc
@@ -69,8 +74,8 @@ def language_name(tag: str, in_language: str = ENGLISH) -> str:
     """The language's name, in English or `in_language`: `zh-Hant` -> `Chinese
     (Traditional)`, `繁體中文` (the tag itself, for a tag that is no tag)."""
     try:
-        return str(langcodes.Language.get(tag).display_name(in_language))
-    except (langcodes.tag_parser.LanguageTagError, ValueError):
+        return str(_language(tag).display_name(in_language))
+    except ValueError:
         return tag
 
 
@@ -80,8 +85,8 @@ def language_script(tag: str) -> str:
     `ja` -> `Jpan`, `ru` -> `Cyrl`, `de` -> `Latn` (`Zyyy`, unknown, for a tag that is
     no tag)."""
     try:
-        return str(langcodes.Language.get(tag).maximize().script or "Latn")
-    except (langcodes.tag_parser.LanguageTagError, ValueError):
+        return str(_language(tag).maximize().script or "Latn")
+    except ValueError:
         return "Zyyy"
 
 
@@ -110,20 +115,32 @@ def closest_supported(tag: str | None, supported: Iterable[str]) -> str | None:
 def _likely(tag: str) -> tuple[str, str, str]:
     """A tag's language, likely script and likely region: `zh` -> (`zh`, `Hans`, `CN`)."""
     try:
-        full = langcodes.Language.get(tag, normalize=True).maximize()
-    except (langcodes.tag_parser.LanguageTagError, ValueError):
+        full = _language(tag, normalize=True).maximize()
+    except ValueError:
         return ("", "", "")
     return (full.language or "", full.script or "", full.territory or "")
 
 
 def is_english(tag: str | None) -> bool:
     try:
-        return tag is not None and langcodes.Language.get(tag).language == ENGLISH
-    except (langcodes.tag_parser.LanguageTagError, ValueError):
+        return tag is not None and _language(tag).language == ENGLISH
+    except ValueError:
         return False
 
 
 @lru_cache(maxsize=256)
 def _known(code: str) -> bool:
-    """Whether the language subtag has a name (`xx` has none)."""
-    return not str(langcodes.Language.get(code).display_name()).startswith("Unknown language")
+    """Whether the language subtag has a name (`xx` has none). English, every subscriber's
+    unless they chose another, is known without reading the names: their table
+    (`language_data`) is the larger part of langcodes' data."""
+    if code == ENGLISH:
+        return True
+    return not str(_language(code).display_name()).startswith("Unknown language")
+
+
+def _language(tag: str, *, normalize: bool = False) -> Language:
+    """langcodes' reading of `tag` (`normalize`: its standard form). Raises ValueError
+    (langcodes' LanguageTagError is one) for a text that is no tag."""
+    import langcodes
+
+    return langcodes.Language.get(tag, normalize=normalize)

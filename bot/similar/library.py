@@ -10,7 +10,9 @@ is skipped and counted with why (its number and key); the file is never lost for
 file over MAX_LIBRARY_BYTES is refused whole; entries past MAX_ENTRIES are left out and
 counted. An empty file (blank, or BibTeX comments only) is an empty library, no error.
 
-Pure: the bytes come in, the entries go out; reading the file is the caller's.
+Pure: the bytes come in, the entries go out; reading the file is the caller's. Each
+format's library is imported when a file of that format is read: a process that reads
+none (a sender) never loads them.
 """
 
 from __future__ import annotations
@@ -21,11 +23,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import bibtexparser
-import rispy
-from bibtexparser import model as bib
+from typing import TYPE_CHECKING, Any, Literal
 
 from bot.core.plurals import plural
 from bot.similar.refs import (
@@ -39,6 +37,9 @@ from bot.similar.refs import (
     valid_arxiv_id,
 )
 from bot.similar.text import joined_text
+
+if TYPE_CHECKING:
+    from bibtexparser import model as bib
 
 # bibtexparser logs each block it cannot read; here each is a skipped entry, counted and
 # named with the others (its warnings would repeat them, in its words, on every read).
@@ -339,6 +340,8 @@ def _doi(fields: Mapping[str, list[str]]) -> str | None:
 def _bibtex_records(text: str) -> list[_Record]:
     """Each entry of a BibTeX file; `@string`s resolved, `@comment`s and `@preamble`s not
     entries. If the parser fails on the file as a whole, each entry is read on its own."""
+    import bibtexparser
+
     try:
         return _bibtex_blocks(bibtexparser.parse_string(text).blocks)
     except Exception:
@@ -358,6 +361,8 @@ def _bibtex_chunks(text: str) -> list[str]:
 
 
 def _bibtex_blocks(blocks: Iterable[bib.Block]) -> list[_Record]:
+    from bibtexparser import model as bib
+
     records: list[_Record] = []
     for block in blocks:
         if isinstance(block, bib.DuplicateBlockKeyBlock):
@@ -390,6 +395,8 @@ def _bibtex_blocks(blocks: Iterable[bib.Block]) -> list[_Record]:
 def _ris_records(text: str) -> list[_Record]:
     """Each `TY  - ` record of a RIS file, read by rispy on its own (a record without its
     `ER  - ` ends where the next begins)."""
+    import rispy
+
     starts = [m.start() for m in _RIS_START_RE.finditer(text)]
     records: list[_Record] = []
     for a, b in zip(starts, [*starts[1:], len(text)], strict=True):

@@ -2,7 +2,8 @@
 
 `Store.open(url)` opens the database (bot.store.database; tables: bot.store.tables; their
 migrations and the schema's version: bot.store.schema, `schema_state`, `upgrade_schema`;
-a copy of a SQLite file while it is in use: `backup_database`) and
+a copy of a SQLite file while it is in use: `backup_database`; `Store.open_at`, a child
+process's way in, confirms the revision its parent checked) and
 hands out one repository per kind of data: `store.papers`, `store.sources` (their polls),
 `store.subscribers` (with their rules; many added or mirrored at once: bot.store.bulk),
 `store.feedback` (verdicts on papers), `store.vectors` (texts' embeddings),
@@ -124,6 +125,12 @@ class Store:
         """Connect (a new database is made by the migrations); a database at an older
         schema is upgraded when `upgrade` is true, else refused (OutdatedSchema)."""
         return cls(Database.open(url, upgrade=upgrade))
+
+    @classmethod
+    def open_at(cls, url: str, revision: str) -> Store:
+        """Connect to a database whose schema this process's parent checked: it must be at
+        `revision` (one query confirms it), else refused (StoreError)."""
+        return cls(Database.open_at(url, revision))
 
     def close(self) -> None:
         self.database.close()

@@ -29,6 +29,7 @@ from bot.store.schema import (
     Upgrade,
     baseline_columns,
     copy_sqlite,
+    current_revision,
     migrate,
     read_state,
     sqlite_file,
@@ -64,6 +65,27 @@ class Database:
                 copied = f" (the file before it: {done.backup})" if done.backup else ""
                 log.warning("%s: %s%s", redact_url(url), describe_upgrade(done), copied)
             write_ahead(engine)
+        return cls(engine)
+
+    @classmethod
+    def open_at(cls, url: str, revision: str) -> Database:
+        """Connect to a database whose schema another process checked (`open`), as its
+        sender or planner: it must be at `revision`, confirmed with one query (none of the
+        migrations' checks, no Alembic), else refused. Makes no database."""
+        url = normalize_url(url)
+        with opening(url) as engine:
+            path = sqlite_file(engine.url)
+            current = None
+            if path is None or path.exists():  # connecting would make the SQLite file
+                with engine.connect() as connection:
+                    current = current_revision(connection)
+            if current != revision:
+                raise StoreError(
+                    f"the database {redact_url(url)} is at schema {current or 'none'}, "
+                    f"not {revision}: the one it was at when this paperbell started",
+                    hint="another paperbell changed it (`paperbell db current` says how): "
+                    "restart this one",
+                )
         return cls(engine)
 
     def close(self) -> None:

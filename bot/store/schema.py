@@ -7,6 +7,10 @@ before it had migrations (0d0a80b: its tables, no `alembic_version`) is recognis
 at the baseline, then upgraded. Before an upgrade writes to a SQLite file, the file is
 copied to `NAME.bak-REVISION` (the revision it was at). Knows no table's meaning, and
 opens no database itself: bot.store.database does.
+
+Alembic (and Mako, its templates' library) is imported by the functions that read the
+migrations or run them, not with this module: a process that only confirms a revision its
+parent checked (`current_revision`: a sender) never loads them.
 """
 
 from __future__ import annotations
@@ -18,14 +22,15 @@ import stat
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import URL, Connection, Engine, create_engine, inspect
 
 from bot.store.tables import SCHEMA
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +100,8 @@ class Upgrade:
 
 @cache
 def scripts() -> ScriptDirectory:
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config())
 
 
@@ -114,6 +121,8 @@ def head() -> str:
 def baseline_columns() -> dict[str, frozenset[str]]:
     """The baseline's tables and their columns (0d0a80b's schema), read off a database in
     memory migrated to it: what an unversioned database must have to be upgraded."""
+    from alembic import command
+
     engine = create_engine("sqlite://")
     try:
         with engine.begin() as connection:
@@ -130,6 +139,8 @@ def baseline_columns() -> dict[str, frozenset[str]]:
 
 def alembic_config(connection: Connection | None = None) -> Config:
     """Alembic's config for the migrations shipped in the package, run on `connection`."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.set_main_option("file_template", "r%%(rev)s_%%(slug)s")  # a module name
@@ -139,6 +150,8 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 def read_state(engine: Engine) -> SchemaState:
     """Where the database stands. A SQLite file that does not exist is not created."""
+    from alembic.migration import MigrationContext
+
     path = sqlite_file(engine.url)
     if path is not None and not path.exists():
         return SchemaState(current=None, head=head(), exists=False)
@@ -149,10 +162,21 @@ def read_state(engine: Engine) -> SchemaState:
     return SchemaState(current=current, head=head(), exists=exists)
 
 
+def current_revision(connection: Connection) -> str | None:
+    """The revision the database is at, read with one plain query and no Alembic: what a
+    process confirms when its parent checked the schema (None: no `alembic_version`)."""
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    found = connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalars()
+    return " ".join(sorted(found)) or None  # two rows: a branched history, never one revision
+
+
 def migrate(engine: Engine, state: SchemaState) -> Upgrade:
     """Bring the database at `state` to the newest revision: create a new one, stamp an
     unversioned one at the baseline, copy a SQLite file first. The caller checked that
     `state` is known and not up to date."""
+    from alembic import command
+
     backup = None
     path = sqlite_file(engine.url)
     if state.exists and path is not None:

@@ -16,6 +16,7 @@ from babel.messages.frontend import _parse_mappings_from_toml
 from babel.messages.pofile import read_po
 from hypothesis import example, given
 from hypothesis import strategies as st
+from support.cli import loaded, modules_after
 from support.paths import ROOT
 
 from bot.core.languages import closest_supported
@@ -108,6 +109,17 @@ def test_a_language_without_its_catalog_reads_english(tag: str | None) -> None:
     """Traditional Chinese is another script: its readers get English, not Simplified."""
     assert words_for(tag).tag == "en"
     assert words_for(tag).gettext("Unsubscribe") == "Unsubscribe"
+
+
+def test_an_english_reader_s_words_read_no_table_of_language_names(tmp_path: Path) -> None:
+    """Every subscriber reads English unless they chose another language: picking their
+    words leaves langcodes' table of names (`language_data`, most of its weight) unread."""
+    code = (
+        "from bot.core.languages import closest_supported, standard_tag\n"
+        "assert standard_tag('EN-us') == 'en-US'\n"
+        "assert closest_supported('en', ['en', 'zh-Hans']) == 'en'"
+    )
+    assert loaded(modules_after(code, cwd=tmp_path), ("language_data",)) == []
 
 
 @given(

@@ -805,6 +805,24 @@ def test_a_revision_this_paperbell_does_not_know_is_refused(database_url: str) -
         upgrade_schema(database_url)
 
 
+@pytest.mark.database
+def test_a_child_process_opens_only_the_revision_its_parent_checked(
+    database_url: str, tmp_path: Path
+) -> None:
+    """A sender or planner confirms the revision with one query (no Alembic): the one its
+    parent's check left it at, or nothing."""
+    Store.open(database_url).close()
+    with Store.open_at(database_url, head()) as store:
+        assert schema_state(database_url).current == head()
+        assert store.outbox.totals(now=datetime(2026, 11, 1, tzinfo=UTC))["pending"] == 0
+    with pytest.raises(StoreError, match=f"is at schema {head()}, not {BASELINE}"):
+        Store.open_at(database_url, BASELINE)  # another paperbell's parent checked it
+    missing = tmp_path / "missing.sqlite"
+    with pytest.raises(StoreError, match=f"is at schema none, not {head()}"):
+        Store.open_at(f"sqlite:///{missing}", head())
+    assert not missing.exists()  # refused, not made
+
+
 def test_the_migrations_ship_inside_the_package() -> None:
     # In the wheel with the code (pyproject: packages = ["bot"]); no alembic.ini anywhere.
     folder = Path(alembic_config().get_main_option("script_location") or "")
