@@ -401,16 +401,18 @@ def _email_section(config: Config) -> EmailConfig:
 
 @dataclass(frozen=True)
 class Parts:
-    """What delivery runs with, made from the config once at start (`wire`): the store, the
-    channels by kind (with their relays and limits), each kind's settings (what targets and
-    renderers read), the outbox's retry policy, the link signer, the model endpoints, and
-    the config's own subscribers (`declared`, synced into the store by `declare`)."""
+    """What delivery and the ways in run with, made from the config once at start (`wire`):
+    the store, the channels by kind (with their relays and limits), each kind's settings
+    (what targets and renderers read), the outbox's retry policy, the link signer, the
+    envelope signer, the model endpoints, and the config's own subscribers (`declared`,
+    synced into the store by `declare`)."""
 
     store: Store
     channels: Mapping[str, Channel]
     settings: Mapping[str, Any]
     retry: RetryPolicy
     signer: LinkSigner | None  # signs the emails' links; None: [web] is not set up for them
+    verp: Verp | None  # signs the envelope senders, read back from bounces; None: not set up
     placeholders: str | None  # the site's address when its key is not set: a preview's links
     unsigned: tuple[str, ...]  # why emails cannot be sent with signed links (missing keys)
     declared: Callable[[], list[Subscriber]]  # the config file's subscribers
@@ -463,6 +465,7 @@ def wire(
         settings=settings,
         retry=retry_policy(config),
         signer=signer,
+        verp=verp(config),
         placeholders=config.web.public_url or None if signer is None and missing else None,
         unsigned=tuple(m.line() for m in missing),
         declared=config.declared_subscribers,

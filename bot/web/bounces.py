@@ -40,7 +40,7 @@ from bot.config.sections import BouncesConfig
 from bot.core.errors import PaperbellError
 from bot.core.verp import MessageIds, Verp
 from bot.pipeline.bounces import BounceOutcome, handle_report, record_forged
-from bot.pipeline.wiring import message_ids, verp
+from bot.pipeline.wiring import Parts, message_ids
 from bot.sources.base import FetchLimits, FetchState
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store
@@ -258,19 +258,21 @@ class BounceHooks:
 
 def bounce_routes(
     config: Config,
-    store: Store,
+    parts: Parts,
     *,
     clock: Callable[[], datetime],
     fetch: Fetch = sns_fetch,
 ) -> list[Route]:
-    """The webhooks [bounces] sets up (none without the section, or with IMAP alone)."""
-    if config.bounces is None or not config.bounces.webhooks():
+    """The webhooks [bounces] sets up (none without the section, or with IMAP alone), over
+    the wired `parts`: the store, the envelope signer, [delivery] bounce_limit."""
+    bounces = config.bounces
+    if bounces is None or not bounces.webhooks():
         return []
     unset = {
-        "postmark": config.bounces.postmark_secret is None,
-        "mailgun": config.bounces.mailgun_signing_key is None,
+        "postmark": bounces.postmark_secret is None,
+        "mailgun": bounces.mailgun_signing_key is None,
     }
-    for provider in config.bounces.webhooks():
+    for provider in bounces.webhooks():
         if unset.get(provider):
             log.warning(
                 "bounces: the secret of POST %s is not set (its variable, [bounces] %s_env): "
@@ -279,11 +281,11 @@ def bounce_routes(
                 "postmark_secret" if provider == "postmark" else "mailgun_signing_key",
             )
     hooks = BounceHooks(
-        config.bounces,
-        store,
-        verp=verp(config),
+        bounces,
+        parts.store,
+        verp=parts.verp,
         message_ids=message_ids(config, authenticated=True),
-        bounce_limit=config.delivery.bounce_limit,
+        bounce_limit=parts.retry.bounce_limit,
         clock=clock,
         fetch=fetch,
     )
