@@ -95,12 +95,24 @@ class BounceHooks:
         self._lock = threading.Lock()  # one event at a time: its duplicate waits, then sees it
 
     def routes(self) -> list[Route]:
-        """The routes of the providers set up."""
+        """The routes of the providers set up (none with IMAP alone); a warning for each
+        whose secret is not set yet."""
         endpoints = {"ses": self.ses, "postmark": self.postmark, "mailgun": self.mailgun}
-        return [
-            Route(PATHS[name], endpoints[name], methods=["POST"])
-            for name in self.settings.webhooks()
-        ]
+        unset = {
+            "postmark": self.settings.postmark_secret is None,
+            "mailgun": self.settings.mailgun_signing_key is None,
+        }
+        routes = []
+        for name in self.settings.webhooks():
+            if unset.get(name):
+                log.warning(
+                    "bounces: the secret of POST %s is not set (its variable, [bounces] %s_env): "
+                    "it answers 503 until it is",
+                    PATHS[name],
+                    "postmark_secret" if name == "postmark" else "mailgun_signing_key",
+                )
+            routes.append(Route(PATHS[name], endpoints[name], methods=["POST"]))
+        return routes
 
     # -- the providers ---------------------------------------------------------------------
 
@@ -265,23 +277,10 @@ def bounce_routes(
 ) -> list[Route]:
     """The webhooks [bounces] sets up (none without the section, or with IMAP alone), over
     the wired `parts`: the store, the envelope signer, [delivery] bounce_limit."""
-    bounces = config.bounces
-    if bounces is None or not bounces.webhooks():
+    if config.bounces is None:
         return []
-    unset = {
-        "postmark": bounces.postmark_secret is None,
-        "mailgun": bounces.mailgun_signing_key is None,
-    }
-    for provider in bounces.webhooks():
-        if unset.get(provider):
-            log.warning(
-                "bounces: the secret of POST %s is not set (its variable, [bounces] %s_env): "
-                "it answers 503 until it is",
-                PATHS[provider],
-                "postmark_secret" if provider == "postmark" else "mailgun_signing_key",
-            )
     hooks = BounceHooks(
-        bounces,
+        config.bounces,
         parts.store,
         verp=parts.verp,
         message_ids=message_ids(config, authenticated=True),
