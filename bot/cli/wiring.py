@@ -64,7 +64,7 @@ class Front:
         self.pages: list[Route] | None = (
             page_routes(manager, mail_queued=mail_queued) if manager is not None else None
         )
-        self.bounces: list[Route] = bounce_routes(config, parts, clock=clock)
+        self.bounces: list[Route] = bounce_routes(config.bounces, parts, clock=clock)
         if self.slack is not None or self.pages:
             # The config file's subscribers are answered by their database ids (the pages'
             # links) and names (/papers): in the store before the first request.

@@ -403,8 +403,8 @@ def _email_section(config: Config) -> EmailConfig:
 class Parts:
     """What delivery and the ways in run with, made from the config once at start (`wire`):
     the store, the channels by kind (with their relays and limits), each kind's settings
-    (what targets and renderers read), the outbox's retry policy, the link signer, the
-    envelope signer, the model endpoints, and the config's own subscribers (`declared`,
+    (what targets and renderers read), the outbox's retry policy, the link, envelope and
+    Message-ID signers, the model endpoints, and the config's own subscribers (`declared`,
     synced into the store by `declare`)."""
 
     store: Store
@@ -413,6 +413,9 @@ class Parts:
     retry: RetryPolicy
     signer: LinkSigner | None  # signs the emails' links; None: [web] is not set up for them
     verp: Verp | None  # signs the envelope senders, read back from bounces; None: not set up
+    # Reads the digests' signed Message-IDs back from a provider's (authenticated) bounce
+    # report; None: no [email] or no secret key.
+    message_ids: MessageIds | None
     placeholders: str | None  # the site's address when its key is not set: a preview's links
     unsigned: tuple[str, ...]  # why emails cannot be sent with signed links (missing keys)
     declared: Callable[[], list[Subscriber]]  # the config file's subscribers
@@ -466,6 +469,7 @@ def wire(
         retry=retry_policy(config),
         signer=signer,
         verp=verp(config),
+        message_ids=message_ids(config, authenticated=True),
         placeholders=config.web.public_url or None if signer is None and missing else None,
         unsigned=tuple(m.line() for m in missing),
         declared=config.declared_subscribers,

@@ -35,12 +35,11 @@ from bot.bounces.webhooks import (
     read_postmark,
     read_ses,
 )
-from bot.config import Config
 from bot.config.sections import BouncesConfig
 from bot.core.errors import PaperbellError
 from bot.core.verp import MessageIds, Verp
 from bot.pipeline.bounces import BounceOutcome, handle_report, record_forged
-from bot.pipeline.wiring import Parts, message_ids
+from bot.pipeline.wiring import Parts
 from bot.sources.base import FetchLimits, FetchState
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store
@@ -269,21 +268,22 @@ class BounceHooks:
 
 
 def bounce_routes(
-    config: Config,
+    bounces: BouncesConfig | None,
     parts: Parts,
     *,
     clock: Callable[[], datetime],
     fetch: Fetch = sns_fetch,
 ) -> list[Route]:
-    """The webhooks [bounces] sets up (none without the section, or with IMAP alone), over
-    the wired `parts`: the store, the envelope signer, [delivery] bounce_limit."""
-    if config.bounces is None:
+    """The webhooks `bounces` ([bounces]) sets up (none without the section, or with IMAP
+    alone), over the wired `parts`: the store, the envelope and Message-ID signers,
+    [delivery] bounce_limit."""
+    if bounces is None:
         return []
     hooks = BounceHooks(
-        config.bounces,
+        bounces,
         parts.store,
         verp=parts.verp,
-        message_ids=message_ids(config, authenticated=True),
+        message_ids=parts.message_ids,
         bounce_limit=parts.retry.bounce_limit,
         clock=clock,
         fetch=fetch,
