@@ -48,7 +48,6 @@ from bot.pipeline.wiring import NOTICE_CHANNEL, Parts
 from bot.render.notice import NoticeKind, build_notice
 from bot.rules import parse_rule
 from bot.similar.text import paper_text
-from bot.store import Store
 
 __all__ = [
     "LANGUAGES",
@@ -121,13 +120,13 @@ class RuleActivity:
     label: str | None = None  # the name the digests show in place of the rule
 
 
-def free_name(store: Store, config: Config, wanted: str, *, fallback: str) -> str:
+def free_name(parts: Parts, wanted: str, *, fallback: str) -> str:
     """A subscriber name not taken yet (in the config file or the database), made from
     `wanted` (a Slack handle, a channel name, an address's local part): `ada`, `ada-2` ..."""
     base = re.sub(r"[^A-Za-z0-9_.@\-]", "-", wanted)[:56].strip("-") or fallback
-    taken = {s.name for s in config.subscribers}
+    taken = {s.name for s in parts.declared()}
     name, number = base, 1
-    while name in taken or store.subscribers.get(name) is not None:
+    while name in taken or parts.store.subscribers.get(name) is not None:
         number += 1
         name = f"{base}-{number}"
     return name
@@ -183,7 +182,7 @@ class Manager(Destinations, Ratings):
         """The stored subscriber with this id (config-file ones included), active or not:
         one lookup (a made-up id in a link costs a query, not everyone's load)."""
         row = self.store.subscribers.get(subscriber_id)
-        declared, defaults = self.config.declared_subscriber, self.parts.defaults
+        declared, defaults = self.parts.declared_named, self.parts.defaults
         return (
             self.store.subscribers.stored(row, declared=declared, defaults=defaults)
             if row
@@ -551,7 +550,7 @@ class Manager(Destinations, Ratings):
             return
         # Named after the address's local part: a name shows on pages a forwarded link may
         # open, the address does not.
-        name = free_name(self.store, self.config, email.partition("@")[0], fallback="subscriber")
+        name = free_name(self.parts, email.partition("@")[0], fallback="subscriber")
         self.store.subscribers.add(
             name, email=email, rules=[rule.strip()], now=now, email_confirmed=False
         )

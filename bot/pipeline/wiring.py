@@ -419,6 +419,7 @@ class Parts:
     placeholders: str | None  # the site's address when its key is not set: a preview's links
     unsigned: tuple[str, ...]  # why emails cannot be sent with signed links (missing keys)
     declared: Callable[[], list[Subscriber]]  # the config file's subscribers
+    declared_named: Callable[[str], Subscriber | None]  # one of them by name, made alone
     declare: Callable[[datetime], None]  # the config's subscribers and verdicts into the store
     defaults: Defaults  # the schedule of subscribers who do not set their own
     window_days: int  # [digest] window_days
@@ -473,6 +474,7 @@ def wire(
         placeholders=config.web.public_url or None if signer is None and missing else None,
         unsigned=tuple(m.line() for m in missing),
         declared=config.declared_subscribers,
+        declared_named=config.declared_subscriber,
         declare=declare,
         defaults=config.digest.defaults(),
         window_days=config.digest.window_days,

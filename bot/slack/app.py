@@ -441,7 +441,7 @@ def build_slack_app(
         if record is None:
             return None
         found = store.subscribers.stored(
-            record, declared=config.declared_subscriber, defaults=parts.defaults
+            record, declared=parts.declared_named, defaults=parts.defaults
         )
         return found if found is not None and found.active else None
 
@@ -452,7 +452,14 @@ def build_slack_app(
         return await deliver(parts, request, now=clock(), clock=clock)
 
     commands = SlashCommands(
-        config, store, directory, send_now, clock, manager=manager, mail_queued=mail_queued
+        slack,
+        parts,
+        directory,
+        send_now,
+        clock,
+        max_rules=config.digest.max_rules,
+        manager=manager,
+        mail_queued=mail_queued,
     )
     checker = RequestChecker(slack.signing_secret, store=store) if slack.signing_secret else None
     buttons = ButtonResponder(ButtonAnswers(manager)) if manager is not None else None
