@@ -161,9 +161,8 @@ async def run_daemon(
     async with make_client() as client:
         daemon = Daemon(
             config,
-            store,
+            parts,
             fetcher=build_fetcher(config, client),
-            channels=parts.channels,
             clock=clock,
             leadership=leadership,
             sends=not senders,
