@@ -12,26 +12,26 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from bot import __version__
-from bot.channels import Channel
 from bot.channels.outbox import worker_name
 from bot.cli.planner import PlannerProcess
 from bot.cli.senders import start_senders
 from bot.cli.shell import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, stop_on_signals
 from bot.config import Config
 from bot.core.plurals import plural
-from bot.pipeline import build_channels, build_fetcher
+from bot.manage import Manager, notice_sender
+from bot.pipeline import Parts, build_fetcher, wire
 from bot.pipeline.scheduler import Daemon
 from bot.slack.app import SlackApp, build_slack_app, run_socket_mode, slack_routes
 from bot.sources.http import make_client
 from bot.store import Leadership, Store, utcnow
 from bot.web.app import create_app, make_server
 from bot.web.bounces import bounce_routes
-from bot.web.pages import build_pages
+from bot.web.pages import page_routes
 
 if TYPE_CHECKING:  # the web stack's own types: only `bot.web` imports it
     import uvicorn
@@ -41,24 +41,34 @@ log = logging.getLogger("bot")
 
 
 class Front:
-    """The ways in beside the daemon, as the config sets them up: Slack's slash command
-    (its HTTP route, Socket Mode) and the pages reached from emails. `stop` ends Socket
-    Mode."""
+    """The ways in beside the daemon, over the wired `parts`, as the config sets them up:
+    Slack's slash command (its HTTP route, Socket Mode), the pages reached from emails and
+    the bounce webhooks; one `Manager` and one mail sender serve both Slack and the pages.
+    `stop` ends Socket Mode."""
 
     def __init__(
         self,
         config: Config,
-        store: Store,
-        channels: Mapping[str, Channel],
+        parts: Parts,
         *,
         clock: Callable[[], datetime],
         stop: asyncio.Event,
     ) -> None:
-        self.config = config
+        self.web = config.web
         self.stop = stop
-        self.slack: SlackApp | None = build_slack_app(config, store, channels, clock=clock)
-        self.pages: list[Route] | None = build_pages(config, store, channels, clock=clock)
-        self.bounces: list[Route] = bounce_routes(config, store, clock=clock)
+        manager = Manager(config, parts, clock=clock) if parts.signer is not None else None
+        mail_queued = notice_sender(parts, clock=clock)
+        self.slack: SlackApp | None = build_slack_app(
+            config, parts, manager=manager, mail_queued=mail_queued, clock=clock
+        )
+        self.pages: list[Route] | None = (
+            page_routes(manager, mail_queued=mail_queued) if manager is not None else None
+        )
+        self.bounces: list[Route] = bounce_routes(config.bounces, parts, clock=clock)
+        if self.slack is not None or self.pages:
+            # The config file's subscribers are answered by their database ids (the pages'
+            # links) and names (/papers): in the store before the first request.
+            parts.store.subscribers.sync_config(parts.declared(), now=clock())
         self._socket: asyncio.Task[None] | None = None
 
     def server(self, where: tuple[str, int], daemon: Daemon | None = None) -> uvicorn.Server:
@@ -67,10 +77,10 @@ class Front:
         app = create_app(
             daemon,
             routes=[*(self.pages or []), *slack_routes(self.slack), *self.bounces],
-            public_url=self.config.web.public_url,
+            public_url=self.web.public_url,
         )
         server = make_server(
-            app, host=where[0], port=where[1], trusted_proxies=self.config.web.trusted_proxies
+            app, host=where[0], port=where[1], trusted_proxies=self.web.trusted_proxies
         )
         log.info(
             "web app on http://%s:%d (%s)", where[0], where[1], self.routes(daemon is not None)
@@ -137,10 +147,10 @@ async def run_daemon(
     leading = leadership.take()
     stop = asyncio.Event()
     _stop_on_signals_twice(stop)
-    channels = build_channels(config, store=store)
-    if not channels.keys() - {"apprise"}:  # Apprise needs no section
+    parts = wire(config, store)
+    if not parts.channels.keys() - {"apprise"}:  # Apprise needs no section
         log.warning("no [email] or [slack] section: digests go to Apprise destinations only")
-    front = Front(config, store, channels, clock=clock, stop=stop)
+    front = Front(config, parts, clock=clock, stop=stop)
     # With sender processes, the planning goes to a process of its own too: this one's
     # event loop serves the web app whatever a run costs.
     planner = (
@@ -151,9 +161,8 @@ async def run_daemon(
     async with make_client() as client:
         daemon = Daemon(
             config,
-            store,
+            parts,
             fetcher=build_fetcher(config, client),
-            channels=channels,
             clock=clock,
             leadership=leadership,
             sends=not senders,
@@ -217,7 +226,7 @@ async def serve_web(config: Config, store: Store, where: tuple[str, int]) -> int
     """Serve the web app alone on `where` (host, port) until SIGINT or SIGTERM; the exit
     code."""
     stop = stop_on_signals()
-    front = Front(config, store, build_channels(config, store=store), clock=utcnow, stop=stop)
+    front = Front(config, wire(config, store), clock=utcnow, stop=stop)
     server = front.server(where)
     front.start_socket_mode()
     web = asyncio.create_task(server.serve())

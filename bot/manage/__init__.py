@@ -16,12 +16,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Literal
 
-from bot.channels import Channel
+from bot.channels import subscriber_targets
 from bot.channels.outbox import drain
 from bot.config import Config, subscriber_problems, subscriber_settings, too_many_rules
 from bot.core.checks import check_label
@@ -44,12 +44,10 @@ from bot.manage.reading import (
     paper_count_choices,
     reading_parts,
 )
-from bot.pipeline import NOTICE_CHANNEL, email_settings, retry_policy
-from bot.pipeline.wiring import targets
+from bot.pipeline.wiring import NOTICE_CHANNEL, Parts
 from bot.render.notice import NoticeKind, build_notice
 from bot.rules import parse_rule
 from bot.similar.text import paper_text
-from bot.store import Store
 
 __all__ = [
     "LANGUAGES",
@@ -122,13 +120,13 @@ class RuleActivity:
     label: str | None = None  # the name the digests show in place of the rule
 
 
-def free_name(store: Store, config: Config, wanted: str, *, fallback: str) -> str:
+def free_name(parts: Parts, wanted: str, *, fallback: str) -> str:
     """A subscriber name not taken yet (in the config file or the database), made from
     `wanted` (a Slack handle, a channel name, an address's local part): `ada`, `ada-2` ..."""
     base = re.sub(r"[^A-Za-z0-9_.@\-]", "-", wanted)[:56].strip("-") or fallback
-    taken = {s.name for s in config.subscribers}
+    taken = {s.name for s in parts.declared()}
     name, number = base, 1
-    while name in taken or store.subscribers.get(name) is not None:
+    while name in taken or parts.store.subscribers.get(name) is not None:
         number += 1
         name = f"{base}-{number}"
     return name
@@ -149,40 +147,33 @@ def mask(email: str | None) -> str:
     return f"{local[:1]}•••@{domain}"
 
 
-def notice_sender(
-    config: Config,
-    store: Store,
-    channels: Mapping[str, Channel],
-    *,
-    clock: Callable[[], datetime],
-) -> Callable[[], Awaitable[None]]:
+def notice_sender(parts: Parts, *, clock: Callable[[], datetime]) -> Callable[[], Awaitable[None]]:
     """What sends the mail the pages and Slack queue (confirmations, fresh links) at once,
-    one drain at a time; the daemon's tick would send it anyway."""
+    through the wired channels, one drain at a time; the daemon's tick would send it
+    anyway."""
     lock = asyncio.Lock()
 
     async def send() -> None:
-        if NOTICE_CHANNEL not in channels:
+        if NOTICE_CHANNEL not in parts.channels:
             return
         async with lock:
-            await drain(store, channels, clock=clock, retry=retry_policy(config))
+            await drain(parts.store, parts.channels, clock=clock, retry=parts.retry)
 
     return send
 
 
 class Manager(Destinations, Ratings):
-    """The subscription changes the web pages make, for one config and store."""
+    """The subscription changes the web pages make, over the wired `parts` (the store, the
+    link signer, each channel kind's settings); `config` gives the site's own choices (the
+    rules' limit, who may sign up, what the pages show)."""
 
-    def __init__(
-        self,
-        config: Config,
-        store: Store,
-        signer: LinkSigner,
-        *,
-        clock: Callable[[], datetime],
-    ) -> None:
+    def __init__(self, config: Config, parts: Parts, *, clock: Callable[[], datetime]) -> None:
+        if parts.signer is None:
+            raise ValueError("the pages need [web] public_url and secret_key_env")
         self.config = config
-        self.store = store
-        self.signer = signer
+        self.parts = parts
+        self.store = parts.store
+        self.signer: LinkSigner = parts.signer
         self.clock = clock
 
     # -- who ---------------------------------------------------------------------------------
@@ -191,7 +182,7 @@ class Manager(Destinations, Ratings):
         """The stored subscriber with this id (config-file ones included), active or not:
         one lookup (a made-up id in a link costs a query, not everyone's load)."""
         row = self.store.subscribers.get(subscriber_id)
-        declared, defaults = self.config.declared_subscriber, self.config.digest.defaults()
+        declared, defaults = self.parts.declared_named, self.parts.defaults
         return (
             self.store.subscribers.stored(row, declared=declared, defaults=defaults)
             if row
@@ -273,7 +264,8 @@ class Manager(Destinations, Ratings):
         """Stop the digests at once (RFC 8058 one-click, or the page's button). A database
         subscriber who also gets Slack digests stops only the email ones (the link came in
         an email); otherwise the subscriber stops. Returns what stopped: "email" or "all"."""
-        others = any(target.kind != "email" for target in targets(self.config, sub))
+        targets = subscriber_targets(sub, self.parts.settings)
+        others = any(target.kind != "email" for target in targets)
         if sub.origin == "database" and sub.email and sub.email_confirmed and others:
             self.store.subscribers.stop_email(sub.name)
             log.info("%s stopped their email digests from a link", sub.name)
@@ -488,7 +480,8 @@ class Manager(Destinations, Ratings):
         """Queue a confirmation or fresh-link email to the subscriber's address: at most one
         of each kind a day (a second ask the same day sends nothing new). False when there is
         no address or no email section."""
-        if not sub.email or sub.id is None or self.config.email is None:
+        email = self.parts.settings.get("email")
+        if not sub.email or sub.id is None or email is None:
             return False
         now = self.clock()
         purpose: Purpose = "confirm" if kind == "confirm" else "manage"
@@ -496,7 +489,7 @@ class Manager(Destinations, Ratings):
         notice_id = f"{kind}-{sub.id}-{now:%Y%m%d%H%M%S}"
         message = build_notice(
             kind,
-            email_settings(self.config),
+            email.message,
             to=sub.email,
             url=self.link(purpose, sub),
             days=days,
@@ -557,7 +550,7 @@ class Manager(Destinations, Ratings):
             return
         # Named after the address's local part: a name shows on pages a forwarded link may
         # open, the address does not.
-        name = free_name(self.store, self.config, email.partition("@")[0], fallback="subscriber")
+        name = free_name(self.parts, email.partition("@")[0], fallback="subscriber")
         self.store.subscribers.add(
             name, email=email, rules=[rule.strip()], now=now, email_confirmed=False
         )
@@ -567,9 +560,7 @@ class Manager(Destinations, Ratings):
 
     def _everyone(self) -> Sequence[Subscriber]:
         return self.store.subscribers.all(
-            self.config.declared_subscribers(),
-            include_inactive=True,
-            defaults=self.config.digest.defaults(),
+            self.parts.declared(), include_inactive=True, defaults=self.parts.defaults
         )
 
     def _by_email(self, email: str) -> Subscriber | None:

@@ -12,16 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from bot.channels import subscriber_targets
 from bot.channels.apprise_urls import (
     Unreadable,
     destination,
     destination_channel,
     self_service_refusal,
 )
-from bot.config import Config
 from bot.core.models import Subscriber
 from bot.pipeline.bounces import pause_line
-from bot.pipeline.wiring import targets
+from bot.pipeline.wiring import Parts
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class DestinationView:
 class Destinations:
     """The Apprise destinations part of `Manager`."""
 
-    config: Config
+    parts: Parts
     store: Store
     clock: Callable[[], datetime]
 
@@ -66,7 +66,7 @@ class Destinations:
                 else None,
                 problem=target.problem,
             )
-            for target in targets(self.config, sub)
+            for target in subscriber_targets(sub, self.parts.settings)
             if target.kind == "apprise"
         ]
 
@@ -78,7 +78,7 @@ class Destinations:
         self._editable(sub)
         try:
             found = destination(url)
-            refusal = self_service_refusal(url, self.config.apprise.reach())
+            refusal = self_service_refusal(url, self.parts.settings["apprise"].reach)
         except Unreadable as exc:
             return f"Apprise cannot read that URL ({exc})"
         if refusal is not None:

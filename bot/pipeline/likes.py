@@ -226,7 +226,7 @@ def sync_declared_likes(
             signature = None
         if not fetched and signature is not None and _SYNCED.get((where, sub.name)) == signature:
             continue  # as mirrored last time: nothing to do
-        declared = _declared(config, store, sub, report, now=now, fetched=fetched)
+        declared = _declared(store, sub, path, report, now=now, fetched=fetched)
         for via, feedback in declared.items():
             store.feedback.replace_via(record.id, via, feedback, now=now)
         if signature is not None and "file" in declared:
@@ -245,14 +245,17 @@ def sync_declared_likes(
 
 
 def _declared(
-    config: Config,
     store: Store,
     sub: SubscriberConfig,
+    path: Path | None,
     report: LikesSync,
     *,
     now: datetime,
     fetched: Mapping[str, Paper] | None,
 ) -> dict[FeedbackVia, list[Feedback]]:
+    """A config subscriber's verdicts by where they are declared: its `like` and `dislike`
+    lists ("config"), its like_file at `path` ("file": absent when the file cannot be read,
+    so that its earlier verdicts stay)."""
     liked = resolve(store, [Named.of_key(k) for k in sub.like], fetched=fetched)
     disliked = resolve(store, [Named.of_key(k) for k in sub.dislike], fetched=fetched)
     config_verdicts = verdicts(liked, "like", "config", now=now) + verdicts(
@@ -261,7 +264,6 @@ def _declared(
     report.liked += len(sub.like)
     report.disliked += len(sub.dislike)
     declared: dict[FeedbackVia, list[Feedback]] = {"config": config_verdicts}
-    path = like_file_path(config, sub)
     if path is None:
         declared["file"] = []
         return declared

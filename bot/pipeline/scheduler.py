@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from bot.channels import Channel
 from bot.channels.outbox import Attempt, drain, worker_name
 from bot.config import Config
 from bot.core.calendar import (
@@ -65,8 +64,8 @@ from bot.pipeline.mailbox import MailboxReader
 from bot.pipeline.poll import PollReport, check_listing, poll_source
 from bot.pipeline.retention import prune_old, pruned_line
 from bot.pipeline.texts import TextsRun
-from bot.pipeline.wiring import build_sources, listing_checks, wire
-from bot.store import Leadership, Store, workers
+from bot.pipeline.wiring import Parts, build_sources, listing_checks
+from bot.store import Leadership, workers
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +150,9 @@ class TickReport:
 
 
 class Daemon:
-    """Polls, digests and sends, one `tick` at a time; `serve` runs it on a timer. With a
+    """Polls, digests and sends, one `tick` at a time; `serve` runs it on a timer. It runs
+    with the `parts` wired at start (the store, the channels, the retry policy ...) and
+    reads its own sections of `config` ([polling], [daemon], [database], [bounces]). With a
     `leadership`, polls and digests only while it leads; with `sends` false, leaves the
     sending to its sender processes (`bot.cli.senders`); with a `planner`, leaves the
     planning of the due digests to it (`bot.cli.planner`: a process of its own)."""
@@ -159,10 +160,9 @@ class Daemon:
     def __init__(
         self,
         config: Config,
-        store: Store,
+        parts: Parts,
         *,
         fetcher: Any,
-        channels: Mapping[str, Channel],
         clock: Callable[[], datetime],
         owner: str | None = None,
         leadership: Leadership | None = None,
@@ -170,9 +170,9 @@ class Daemon:
         planner: Planner | None = None,
     ) -> None:
         self.config = config
-        self.store = store
+        self.parts = parts
+        self.store = parts.store
         self.fetcher = fetcher
-        self.parts = wire(config, store, dict(channels))
         self.clock = clock
         self.owner = owner or worker_name()
         self.leadership = leadership
@@ -186,7 +186,7 @@ class Daemon:
         self.checks = listing_checks(config)
         self.counters = Counters()
         # The bounce mailbox ([bounces] every_minutes), read beside the ticks while leading.
-        self.mailbox = MailboxReader.of(config, store, clock=clock)
+        self.mailbox = MailboxReader.of(config, parts.store, clock=clock)
         self.stopping = False
         self._task: asyncio.Task[TickReport | None] | None = None
         self._reading: asyncio.Task[None] | None = None
@@ -197,8 +197,7 @@ class Daemon:
 
     def subscribers(self) -> list[Subscriber]:
         """The active subscribers, with the config's defaults for unset schedules."""
-        declared = self.config.declared_subscribers()
-        return self.store.subscribers.all(declared, defaults=self.config.digest.defaults())
+        return self.store.subscribers.all(self.parts.declared(), defaults=self.parts.defaults)
 
     def plans(self, now: datetime) -> dict[str, PollPlan]:
         return source_plans(self.sources, self.store, self.calendar, self.policy, now=now)
@@ -246,7 +245,7 @@ class Daemon:
 
     async def _start_leading(self, now: datetime) -> None:
         """What a leader does first: mirror the config's subscribers and likes."""
-        self.store.subscribers.sync_config(self.config.declared_subscribers(), now=now)
+        self.store.subscribers.sync_config(self.parts.declared(), now=now)
         try:  # the verdicts' texts: a failure here must not keep the daemon from starting
             await sync_declared_likes_online(
                 self.config, self.store, self.fetcher, self.sources, now=now
@@ -324,7 +323,7 @@ class Daemon:
             due[plan.subscriber.id] = (plan.subscriber, plan.due)
         if not due:
             return []
-        window = self.config.digest.window_days
+        window = self.parts.window_days
 
         def since(sub: Subscriber) -> date:
             # The schedule's window (at least window_days), and at least back to the day the

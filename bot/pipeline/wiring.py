@@ -401,19 +401,25 @@ def _email_section(config: Config) -> EmailConfig:
 
 @dataclass(frozen=True)
 class Parts:
-    """What delivery runs with, made from the config once at start (`wire`): the store, the
-    channels by kind (with their relays and limits), each kind's settings (what targets and
-    renderers read), the outbox's retry policy, the link signer, the model endpoints, and
-    the config's own subscribers (`declared`, synced into the store by `declare`)."""
+    """What delivery and the ways in run with, made from the config once at start (`wire`):
+    the store, the channels by kind (with their relays and limits), each kind's settings
+    (what targets and renderers read), the outbox's retry policy, the link, envelope and
+    Message-ID signers, the model endpoints, and the config's own subscribers (`declared`,
+    synced into the store by `declare`)."""
 
     store: Store
     channels: Mapping[str, Channel]
     settings: Mapping[str, Any]
     retry: RetryPolicy
     signer: LinkSigner | None  # signs the emails' links; None: [web] is not set up for them
+    verp: Verp | None  # signs the envelope senders, read back from bounces; None: not set up
+    # Reads the digests' signed Message-IDs back from a provider's (authenticated) bounce
+    # report; None: no [email] or no secret key.
+    message_ids: MessageIds | None
     placeholders: str | None  # the site's address when its key is not set: a preview's links
     unsigned: tuple[str, ...]  # why emails cannot be sent with signed links (missing keys)
     declared: Callable[[], list[Subscriber]]  # the config file's subscribers
+    declared_named: Callable[[str], Subscriber | None]  # one of them by name, made alone
     declare: Callable[[datetime], None]  # the config's subscribers and verdicts into the store
     defaults: Defaults  # the schedule of subscribers who do not set their own
     window_days: int  # [digest] window_days
@@ -463,9 +469,12 @@ def wire(
         settings=settings,
         retry=retry_policy(config),
         signer=signer,
+        verp=verp(config),
+        message_ids=message_ids(config, authenticated=True),
         placeholders=config.web.public_url or None if signer is None and missing else None,
         unsigned=tuple(m.line() for m in missing),
         declared=config.declared_subscribers,
+        declared_named=config.declared_subscriber,
         declare=declare,
         defaults=config.digest.defaults(),
         window_days=config.digest.window_days,

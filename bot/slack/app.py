@@ -17,7 +17,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -35,13 +35,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from bot.channels import Channel
 from bot.channels.slack import make_client
 from bot.config import Config
 from bot.core.errors import PaperbellError
 from bot.core.models import Subscriber
-from bot.manage import Manager, notice_sender
-from bot.pipeline import DeliveryRequest, deliver, slack_settings, wire
+from bot.manage import Manager
+from bot.pipeline import DeliveryRequest, Parts, deliver
 from bot.slack.actions import ButtonAnswers, ButtonPress, parse_actions
 from bot.slack.commands import SlashCommands
 from bot.slack.messages import CommandRequest, Reply, SlackChannelInfo, SlackUser
@@ -414,13 +413,17 @@ class SlackApp:
 
 def build_slack_app(
     config: Config,
-    store: Store,
-    channels: Mapping[str, Channel],
+    parts: Parts,
     *,
+    manager: Manager | None,
+    mail_queued: Callable[[], Awaitable[None]],
     clock: Callable[[], datetime],
 ) -> SlackApp | None:
-    """The slash command over `store`, if [slack] has a bot token; `digest` sends through
-    `channels`."""
+    """The slash command over the wired `parts`, if [slack] has a bot token: `digest`
+    delivers through them; `manager` (None without [web]'s pages) answers the buttons and
+    the commands that mail a link, and `mail_queued()` sends that mail at once. The config
+    file's subscribers must be in the store already, so that a config `slack_user` or
+    `slack_channel` is found when its person or channel uses /papers."""
     slack = config.slack
     if slack is None or not slack.bot_token:
         return None
@@ -429,20 +432,16 @@ def build_slack_app(
             "[slack] has neither signing_secret_env nor app_token_env: %s cannot be used",
             slack.command,
         )
-    directory = SlackDirectory(make_client(slack_settings(config)))
-    parts = wire(config, store, channels)
-    # The config's subscribers are in the database, so a config `slack_user` or
-    # `slack_channel` is found when its person or channel uses /papers.
-    store.subscribers.sync_config(config.declared_subscribers(), now=clock())
+    store = parts.store
+    directory = SlackDirectory(make_client(parts.settings["slack"]))
 
     def subscriber_named(name: str) -> Subscriber | None:
         """The active subscriber `name`, read alone (by its index, not with everyone)."""
         record = store.subscribers.get(name)
         if record is None:
             return None
-        defaults = config.digest.defaults()
         found = store.subscribers.stored(
-            record, declared=config.declared_subscriber, defaults=defaults
+            record, declared=parts.declared_named, defaults=parts.defaults
         )
         return found if found is not None and found.active else None
 
@@ -452,17 +451,15 @@ def build_slack_app(
         request = DeliveryRequest(only=name, subscribers=[sub] if sub is not None else None)
         return await deliver(parts, request, now=clock(), clock=clock)
 
-    signer = config.web.link_signer()
-    manager = Manager(config, store, signer, clock=clock) if signer is not None else None
-
     commands = SlashCommands(
-        config,
-        store,
+        slack,
+        parts,
         directory,
         send_now,
         clock,
+        max_rules=config.digest.max_rules,
         manager=manager,
-        mail_queued=notice_sender(config, store, channels, clock=clock),
+        mail_queued=mail_queued,
     )
     checker = RequestChecker(slack.signing_secret, store=store) if slack.signing_secret else None
     buttons = ButtonResponder(ButtonAnswers(manager)) if manager is not None else None

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.config import Config, subscriber_problems, subscriber_settings, too_many_rules
+from bot.config import SlackConfig, subscriber_problems, subscriber_settings, too_many_rules
 from bot.core.checks import MAX_LABEL_LENGTH, check_label
 from bot.core.errors import PaperbellError, RuleError
 from bot.core.models import Subscriber
@@ -29,6 +29,7 @@ from bot.core.plurals import plural
 from bot.core.schedule import check_timezone
 from bot.manage import Manager, free_name, language_called, reading_parts
 from bot.match.digest import try_rule
+from bot.pipeline.wiring import Parts
 from bot.render.slack import as_code, as_text, escape_mrkdwn, link
 from bot.render.tex import letters
 from bot.rules import format_rule, parse_rule
@@ -54,11 +55,12 @@ SLOW = frozenset({"digest", "try", "email"})
 class SlashCommands:
     """The command handler. `send_now(name)` delivers a subscriber's digest now."""
 
-    config: Config
-    store: Store
+    slack: SlackConfig  # [slack]: the command's name, the channel managers
+    parts: Parts  # the store, the config file's subscribers, the text model
     directory: Directory
     send_now: SendNow
     clock: Callable[[], datetime]
+    max_rules: int  # [digest] max_rules: a subscriber's rules at most
     # The pages behind the signed links (email confirmation, manage), when [web] has them;
     # `mail_queued()` sends the mail they queue.
     manager: Manager | None = None
@@ -69,16 +71,17 @@ class SlashCommands:
     verdicts: VerdictCommands = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        slack = self.config.slack
-        managers = frozenset(slack.channel_managers) if slack is not None else frozenset()
-        self.subscriptions = Subscriptions(
-            self.config, self.store, self.directory, self.command, managers
-        )
+        managers = frozenset(self.slack.channel_managers)
+        self.subscriptions = Subscriptions(self.parts, self.directory, self.command, managers)
         self.verdicts = VerdictCommands(self.store, self.subscriptions, self.command, self.clock)
 
     @property
     def command(self) -> str:
-        return self.config.slack.command if self.config.slack is not None else "/papers"
+        return self.slack.command
+
+    @property
+    def store(self) -> Store:
+        return self.parts.store
 
     def is_slow(self, request: CommandRequest) -> bool:
         """Whether the command may outlast Slack's 3 seconds (answer first, work after)."""
@@ -154,7 +157,7 @@ class SlashCommands:
                 rules=[rule_text_],
                 now=now,
                 slack_channel=target.channel.id,
-                max_rules=self.config.digest.max_rules,
+                max_rules=self.max_rules,
                 labels={rule_text_: label} if label else None,
             )
             where = f"<#{target.channel.id}>"
@@ -180,7 +183,7 @@ class SlashCommands:
             now=now,
             slack_user=request.user_id,
             email_confirmed=False,
-            max_rules=self.config.digest.max_rules,
+            max_rules=self.max_rules,
             labels={rule_text_: label} if label else None,
         )
         if created and user is not None and user.tz and _known_zone(user.tz):
@@ -315,7 +318,7 @@ class SlashCommands:
                 f"Summaries on: {whose} digests give a short summary in place of each abstract "
                 "(the abstract is a click away)."
             )
-            if self.config.llm is None:
+            if self.parts.text_model is None:
                 text += (
                     "\n_No model is set up here yet: the summaries are Hugging Face's where a "
                     "paper has one, else the abstract._"
@@ -350,7 +353,7 @@ class SlashCommands:
             f"From now on {whose} digests show each title and abstract in "
             f"{language_called(language)} beside the English."
         )
-        if self.config.llm is None:
+        if self.parts.text_model is None:
             text += (
                 "\n_No model is set up here yet: until your paperbell admin adds one, the "
                 "digests stay in English._"
@@ -490,7 +493,7 @@ class SlashCommands:
         """The subscriber's name: the one it has, or a free one like `wanted`."""
         if row is not None:
             return row.name
-        return await asyncio.to_thread(free_name, self.store, self.config, wanted, fallback="slack")
+        return await asyncio.to_thread(free_name, self.parts, wanted, fallback="slack")
 
     async def _check_new(
         self, name: str, row: SubscriberRecord | None, rule: str, label: str | None
@@ -519,7 +522,7 @@ class SlashCommands:
         if same in have:
             return have[same]
         count = len(known.rules) + 1
-        if problem := too_many_rules(count, self.config.digest.max_rules):
+        if problem := too_many_rules(count, self.max_rules):
             raise PaperbellError(
                 f"that would make {problem}. `{self.command} list` shows them, "
                 f"`{self.command} remove N` removes one"

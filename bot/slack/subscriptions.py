@@ -14,12 +14,12 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from bot.config import Config
 from bot.core.errors import PaperbellError
 from bot.core.models import Subscriber
+from bot.pipeline.wiring import Parts
 from bot.slack.messages import CommandRequest, Directory, SlackChannelInfo
 from bot.slack.syntax import CHANNEL_RE
-from bot.store import Store, SubscriberRecord
+from bot.store import SubscriberRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +46,7 @@ class Subscriptions:
     command's name, for the refusals that say what to type; `managers` are user ids that may
     change any channel's subscription besides the workspace admins."""
 
-    config: Config
-    store: Store
+    parts: Parts
     directory: Directory
     command: str
     managers: frozenset[str]
@@ -111,16 +110,16 @@ class Subscriptions:
     def subscriber(self, name: str) -> Subscriber | None:
         """The stored subscriber named `name` (config or database, active or not): one
         lookup by its name (blocking: from a coroutine, in a thread)."""
-        row = self.store.subscribers.get(name)
+        row = self.parts.store.subscribers.get(name)
         return self._stored(row) if row is not None else None
 
     def _find(self, user_id: str, target: Target) -> Subscriber | None:
         if target.channel is not None:
-            row = self.store.subscribers.by_slack(channel=target.channel.keys)
+            row = self.parts.store.subscribers.by_slack(channel=target.channel.keys)
         else:
-            row = self.store.subscribers.by_slack(user=user_id)
+            row = self.parts.store.subscribers.by_slack(user=user_id)
         return self._stored(row) if row is not None else None
 
     def _stored(self, row: SubscriberRecord) -> Subscriber | None:
-        declared, defaults = self.config.declared_subscriber, self.config.digest.defaults()
-        return self.store.subscribers.stored(row, declared=declared, defaults=defaults)
+        declared, defaults = self.parts.declared_named, self.parts.defaults
+        return self.parts.store.subscribers.stored(row, declared=declared, defaults=defaults)

@@ -35,12 +35,11 @@ from bot.bounces.webhooks import (
     read_postmark,
     read_ses,
 )
-from bot.config import Config
 from bot.config.sections import BouncesConfig
 from bot.core.errors import PaperbellError
 from bot.core.verp import MessageIds, Verp
 from bot.pipeline.bounces import BounceOutcome, handle_report, record_forged
-from bot.pipeline.wiring import message_ids, verp
+from bot.pipeline.wiring import Parts
 from bot.sources.base import FetchLimits, FetchState
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store
@@ -95,12 +94,24 @@ class BounceHooks:
         self._lock = threading.Lock()  # one event at a time: its duplicate waits, then sees it
 
     def routes(self) -> list[Route]:
-        """The routes of the providers set up."""
+        """The routes of the providers set up (none with IMAP alone); a warning for each
+        whose secret is not set yet."""
         endpoints = {"ses": self.ses, "postmark": self.postmark, "mailgun": self.mailgun}
-        return [
-            Route(PATHS[name], endpoints[name], methods=["POST"])
-            for name in self.settings.webhooks()
-        ]
+        unset = {
+            "postmark": self.settings.postmark_secret is None,
+            "mailgun": self.settings.mailgun_signing_key is None,
+        }
+        routes = []
+        for name in self.settings.webhooks():
+            if unset.get(name):
+                log.warning(
+                    "bounces: the secret of POST %s is not set (its variable, [bounces] %s_env): "
+                    "it answers 503 until it is",
+                    PATHS[name],
+                    "postmark_secret" if name == "postmark" else "mailgun_signing_key",
+                )
+            routes.append(Route(PATHS[name], endpoints[name], methods=["POST"]))
+        return routes
 
     # -- the providers ---------------------------------------------------------------------
 
@@ -257,33 +268,23 @@ class BounceHooks:
 
 
 def bounce_routes(
-    config: Config,
-    store: Store,
+    bounces: BouncesConfig | None,
+    parts: Parts,
     *,
     clock: Callable[[], datetime],
     fetch: Fetch = sns_fetch,
 ) -> list[Route]:
-    """The webhooks [bounces] sets up (none without the section, or with IMAP alone)."""
-    if config.bounces is None or not config.bounces.webhooks():
+    """The webhooks `bounces` ([bounces]) sets up (none without the section, or with IMAP
+    alone), over the wired `parts`: the store, the envelope and Message-ID signers,
+    [delivery] bounce_limit."""
+    if bounces is None:
         return []
-    unset = {
-        "postmark": config.bounces.postmark_secret is None,
-        "mailgun": config.bounces.mailgun_signing_key is None,
-    }
-    for provider in config.bounces.webhooks():
-        if unset.get(provider):
-            log.warning(
-                "bounces: the secret of POST %s is not set (its variable, [bounces] %s_env): "
-                "it answers 503 until it is",
-                PATHS[provider],
-                "postmark_secret" if provider == "postmark" else "mailgun_signing_key",
-            )
     hooks = BounceHooks(
-        config.bounces,
-        store,
-        verp=verp(config),
-        message_ids=message_ids(config, authenticated=True),
-        bounce_limit=config.delivery.bounce_limit,
+        bounces,
+        parts.store,
+        verp=parts.verp,
+        message_ids=parts.message_ids,
+        bounce_limit=parts.retry.bounce_limit,
         clock=clock,
         fetch=fetch,
     )

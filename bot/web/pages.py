@@ -44,6 +44,7 @@ from bot.manage import (
     paper_count_choices,
     reading_parts,
 )
+from bot.pipeline import wire
 from bot.render.notice import NoticeKind
 from bot.render.words import N_, words_for
 from bot.store import Store
@@ -430,15 +431,16 @@ def build_pages(
     *,
     clock: Callable[[], datetime],
 ) -> list[Route] | None:
-    """The pages' routes, when [web] has public_url and secret_key_env; mail they queue is
-    sent at once through `channels` (the daemon would send it at its next tick anyway)."""
-    signer = config.web.link_signer()
-    if signer is None:
+    """The pages alone, wired here from the config over `store` and `channels` (the mail
+    they queue is sent at once through them), when [web] has public_url and secret_key_env.
+    `paperbell run` and `serve` hand their own wiring to `page_routes` instead."""
+    parts = wire(config, store, channels)
+    if parts.signer is None:
         return None
     # Config-file subscribers get links too: they need their database ids.
-    store.subscribers.sync_config(config.declared_subscribers(), now=clock())
-    manager = Manager(config, store, signer, clock=clock)
-    return page_routes(manager, mail_queued=notice_sender(config, store, channels, clock=clock))
+    store.subscribers.sync_config(parts.declared(), now=clock())
+    manager = Manager(config, parts, clock=clock)
+    return page_routes(manager, mail_queued=notice_sender(parts, clock=clock))
 
 
 @dataclass(frozen=True)

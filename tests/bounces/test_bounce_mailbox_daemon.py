@@ -24,6 +24,7 @@ from support.servers import smtp_sink
 from bot.cli.secrets import secrets_of
 from bot.config import IMAP_PASSWORD, load_config
 from bot.demo import free_port
+from bot.pipeline import wire
 from bot.pipeline.mailbox import MailboxCounters
 from bot.pipeline.scheduler import Daemon
 from bot.store import Store, utcnow
@@ -61,7 +62,7 @@ async def serve_until(daemon: Daemon, done: Any, *, limit: float = 20) -> int:
 
 def daemon_of(config: Path, env: dict[str, str], store: Store) -> Daemon:
     loaded = load_config(config, environ=env)
-    return Daemon(loaded, store, fetcher=None, channels={}, clock=utcnow)
+    return Daemon(loaded, wire(loaded, store, {}), fetcher=None, clock=utcnow)
 
 
 def read_once(config: Path, env: dict[str, str], store: Store) -> tuple[MailboxCounters, int]:

@@ -200,6 +200,7 @@ def test_digest_out_links_work_for_a_subscriber_of_the_config_file(
     open their page: the subscriber is stored (synced) first, as a send does."""
     from bot.config import load_config
     from bot.manage import Manager, Refused
+    from bot.pipeline import wire
     from bot.store import Store, utcnow
 
     config = tmp_path / "config.toml"
@@ -231,9 +232,7 @@ rules = ['"language model"']
     loaded = load_config(config, environ=env)
     store = Store.open(database_url)
     try:
-        signer = loaded.web.link_signer()
-        assert signer is not None
-        manager = Manager(loaded, store, signer, clock=utcnow)
+        manager = Manager(loaded, wire(loaded, store), clock=utcnow)
         for purpose in ("manage", "unsubscribe"):
             found = re.search(rf'href="https://papers\.example\.org/{purpose}/([^"#]+)"', page)
             assert found is not None, purpose

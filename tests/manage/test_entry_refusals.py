@@ -25,13 +25,13 @@ from support.cli import invoke, run, run_here
 from support.config import slack_config
 from support.hostile import LANGUAGE_TEXTS, expected_language
 from support.pages import Site
+from support.slack import wired_slack_app
 
 from bot.core.errors import RuleError
 from bot.demo.slack_standin import SlackStandIn
 from bot.match.matcher import Matcher
-from bot.pipeline import build_channels, refresh_rule_counts
+from bot.pipeline import refresh_rule_counts
 from bot.rules import parse_rule
-from bot.slack.app import build_slack_app
 from bot.slack.commands import SlashCommands
 from bot.slack.messages import CommandRequest
 from bot.store import Store
@@ -205,7 +205,7 @@ def commands(database_url: str) -> Iterator[SlashCommands]:
         config = slack_config(standin, database_url, [])
         config.digest.max_rules = 5
         with Store.open(config.database_url()) as store:
-            built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+            built = wired_slack_app(config, store, clock=lambda: NOW)
             assert built is not None
             yield built.responder.commands
 
@@ -243,7 +243,7 @@ def test_slack_answers_any_rule_with_a_reply_and_refuses_bad_ones_clearly(
         standin.add_user(ADA, "ada", email="ada@lab.example", tz="Europe/London")
         config = slack_config(standin, database_url, [])
         with Store.open(config.database_url()) as store:
-            built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+            built = wired_slack_app(config, store, clock=lambda: NOW)
             assert built is not None
             commands = built.responder.commands
             for verb in ("subscribe", "try"):
@@ -304,7 +304,7 @@ def test_an_unknown_time_zone_from_slack_is_ignored(database_url: str) -> None:
         standin.add_user(ADA, "ada", email="ada@lab.example", tz="A" * 300)
         config = slack_config(standin, database_url, [])
         with Store.open(config.database_url()) as store:
-            built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+            built = wired_slack_app(config, store, clock=lambda: NOW)
             assert built is not None
             said = _say(built.responder.commands, "subscribe robot")
             assert said.startswith("Welcome!") and "daily at 08:00 (UTC)" in said

@@ -20,7 +20,7 @@ from support.config import sink_email, toml_table
 from bot.cli.planner import PlannerProcess
 from bot.config import load_config
 from bot.demo.data import bundled_papers
-from bot.pipeline import build_channels
+from bot.pipeline import wire
 from bot.pipeline.scheduler import Daemon
 from bot.store import Store
 
@@ -56,9 +56,8 @@ def test_a_run_is_planned_in_the_planner_process_and_counted_by_the_daemon(
         store.subscribers.sync_config(config.declared_subscribers(), now=NOW - timedelta(days=1))
         daemon = Daemon(
             config,
-            store,
+            wire(config, store),
             fetcher=None,
-            channels=build_channels(config, store=store),
             clock=lambda: NOW,
             sends=False,
             planner=planner.plan,

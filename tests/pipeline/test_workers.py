@@ -43,6 +43,7 @@ from bot.channels.email import EmailChannel, SmtpSettings
 from bot.channels.outbox import RetryPolicy, drain
 from bot.config import parse_config
 from bot.core.models import Paper
+from bot.pipeline import wire
 from bot.pipeline.scheduler import Daemon
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Leadership, Store, utcnow, workers
@@ -194,9 +195,8 @@ def test_only_the_leader_polls_and_a_follower_takes_over_when_it_stops(
                     a, b = (
                         Daemon(
                             config,
-                            store,
+                            wire(config, store, {}),
                             fetcher=fetcher,
-                            channels={},
                             clock=clock,
                             owner=name,
                             leadership=Leadership(store.database, name=name),

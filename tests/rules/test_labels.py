@@ -22,13 +22,12 @@ from support.cli import invoke
 from support.config import sink_email, slack_config, toml_table
 from support.pages import Site
 from support.servers import Route, feed_server, smtp_sink
+from support.slack import wired_slack_app
 
 from bot.config import load_config, parse_config
 from bot.core.checks import MAX_LABEL_LENGTH, check_label
 from bot.core.errors import ConfigError
 from bot.demo.slack_standin import SlackStandIn
-from bot.pipeline import build_channels
-from bot.slack.app import build_slack_app
 from bot.slack.commands import SlashCommands
 from bot.slack.messages import CommandRequest
 from bot.slack.syntax import usage
@@ -379,7 +378,7 @@ def slash_commands(database_url: str) -> Iterator[SlashCommands]:
         standin.add_user(ADA, "ada", email="ada@lab.example", tz="Europe/London")
         config = slack_config(standin, database_url, [])
         with Store.open(config.database_url()) as store:
-            built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+            built = wired_slack_app(config, store, clock=lambda: NOW)
             assert built is not None
             yield built.responder.commands
             store.database.engine.dispose()

@@ -26,14 +26,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.config import slack_config
 from support.paths import ROOT
-from support.slack import SIGNING_SECRET, signed
+from support.slack import SIGNING_SECRET, signed, wired_slack_app
 
 from bot.demo import bundled_papers, free_port
 from bot.demo.slack_standin import SlackStandIn
 from bot.pipeline import DeliveryRequest, build_channels, deliver, wire
 from bot.render.slack import DISLIKE_ACTION, LIKE_ACTION, UNDO_ACTION
 from bot.slack.actions import parse_actions
-from bot.slack.app import SlackApp, build_slack_app, slack_routes
+from bot.slack.app import SlackApp, slack_routes
 from bot.store import Store
 from bot.web.app import create_app, make_server
 
@@ -138,7 +138,7 @@ async def world(slack: SlackStandIn, database_url: str) -> AsyncIterator[World]:
             wire(config, store, channels), DeliveryRequest(since=date(2024, 11, 28)), now=NOW
         )
         assert {r.subscriber: r.status for r in reports} == {"robots": "sent", "quiet": "sent"}
-        app = build_slack_app(config, store, channels, clock=lambda: NOW)
+        app = wired_slack_app(config, store, channels, clock=lambda: NOW)
         assert app is not None and app.buttons is not None
         port = free_port()
         server = make_server(create_app(routes=slack_routes(app)), host="127.0.0.1", port=port)

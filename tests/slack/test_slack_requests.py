@@ -24,11 +24,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.config import slack_config
 from support.servers import web_server
-from support.slack import SIGNING_SECRET, signed
+from support.slack import SIGNING_SECRET, signed, wired_slack_app
 
 from bot.demo.slack_standin import SlackStandIn
-from bot.pipeline import build_channels
-from bot.slack.app import RequestChecker, SlackApp, build_slack_app, slack_routes
+from bot.slack.app import RequestChecker, SlackApp, slack_routes
 from bot.store import Store
 from bot.web.app import create_app
 
@@ -100,7 +99,7 @@ def header_bytes(value: str) -> bytes:
 
 def slack_app(slack: SlackStandIn, store: Store, database_url: str) -> SlackApp:
     config = slack_config(slack, database_url, [], signing_secret=SIGNING_SECRET)
-    built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+    built = wired_slack_app(config, store, clock=lambda: NOW)
     assert built is not None and built.http is not None
     return built
 

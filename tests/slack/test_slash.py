@@ -21,7 +21,7 @@ import pytest
 from aiohttp import WSMsgType, web
 from support.config import slack_config
 from support.paths import ROOT
-from support.slack import SIGNING_SECRET, signed
+from support.slack import SIGNING_SECRET, signed, wired_slack_app
 
 from bot.config import Config
 from bot.core.models import Paper
@@ -31,7 +31,6 @@ from bot.pipeline import build_channels
 from bot.slack.app import (
     SlackApp,
     SlackResponder,
-    build_slack_app,
     run_socket_mode,
     slack_routes,
 )
@@ -124,7 +123,7 @@ class Session:
 
 def app_for(slack: SlackStandIn, store: Store, database_url: str) -> SlackApp:
     config = make_config(slack, database_url)
-    built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+    built = wired_slack_app(config, store, clock=lambda: NOW)
     assert built is not None and built.http is not None
     return built
 
@@ -374,7 +373,7 @@ def test_config_subscribers_are_found_and_the_last_rule_can_go(
             {"name": "lab", "slack_channel": "#robot-learning", "rules": ["robot"]},
         ],
     )
-    built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+    built = wired_slack_app(config, store, clock=lambda: NOW)
     assert built is not None
 
     async def scenario() -> list[str]:
@@ -437,7 +436,7 @@ def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
         store = Store.open(config.database_url())
         store.papers.upsert(full_feed_papers, now=NOW)
         channels = build_channels(config)
-        built = build_slack_app(config, store, channels, clock=lambda: NOW)
+        built = wired_slack_app(config, store, channels, clock=lambda: NOW)
         assert built is not None and built.http is not None
         pages = build_pages(config, store, channels, clock=lambda: NOW)
         app = create_app(routes=[*(pages or []), *slack_routes(built)])
@@ -497,7 +496,7 @@ def test_summaries_and_a_language_are_set_from_slack_for_oneself_and_for_a_chann
     config = make_config(
         slack, database_url, [{"name": "boss", "slack_user": BOSS, "rules": ["qubit"]}]
     )
-    built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+    built = wired_slack_app(config, store, clock=lambda: NOW)
     assert built is not None
     channel = f"<#{ROBOTS}|robot-learning>"
 
@@ -570,7 +569,7 @@ def test_with_a_model_set_up_slack_says_nothing_of_its_absence(
 
     config = make_config(slack, database_url)
     config.llm = LlmConfig(base_url="http://localhost:11434/v1", model="qwen2.5:7b-instruct")
-    built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+    built = wired_slack_app(config, store, clock=lambda: NOW)
     assert built is not None
 
     def say(text: str) -> str:
@@ -606,7 +605,7 @@ def test_papers_are_liked_disliked_unliked_and_listed_from_slack(
     from bot.pipeline.likes import sync_declared_likes
 
     sync_declared_likes(config, store, now=NOW)
-    built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+    built = wired_slack_app(config, store, clock=lambda: NOW)
     assert built is not None
 
     async def scenario() -> list[str]:
@@ -659,7 +658,7 @@ def test_likes_of_a_config_subscription_without_any_point_at_the_config_file(
         slack, database_url, [{"name": "lab", "slack_channel": "#robot-learning", "rules": ["x"]}]
     )
     store.subscribers.sync_config(config.declared_subscribers(), now=NOW)
-    built = build_slack_app(config, store, build_channels(config), clock=lambda: NOW)
+    built = wired_slack_app(config, store, clock=lambda: NOW)
     assert built is not None
 
     async def scenario() -> str:

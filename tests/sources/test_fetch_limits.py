@@ -28,7 +28,7 @@ from support.servers import HostileServer, Route, feed_server, hostile_server
 
 from bot.config import parse_config
 from bot.core.errors import ConfigError, SourceError
-from bot.pipeline import build_fetcher, poll
+from bot.pipeline import build_fetcher, poll, wire
 from bot.pipeline.scheduler import Daemon
 from bot.sources import MEGABYTE, FetchLimits, FetchState
 from bot.sources.http import PoliteFetcher, make_client
@@ -430,9 +430,8 @@ def test_healthz_says_stuck_past_the_tick_deadline_and_the_tick_still_ends(tmp_p
             async with make_client() as client:
                 daemon = Daemon(
                     config,
-                    store,
+                    wire(config, store, {}),
                     fetcher=build_fetcher(config, client, min_interval=0),
-                    channels={},
                     clock=clock,
                     owner="test",
                 )
@@ -475,7 +474,7 @@ def test_healthz_reads_failing_ticks_as_stalled_not_running(tmp_path: Path) -> N
         config = config_with([], database=f"sqlite:///{tmp_path / 'paperbell.sqlite'}")
         store = Store.open(config.database_url())
         clock = Clock(NOW)
-        daemon = Daemon(config, store, fetcher=None, channels={}, clock=clock, owner="test")
+        daemon = Daemon(config, wire(config, store, {}), fetcher=None, clock=clock, owner="test")
         daemon.counters.started = clock.now
         await daemon.tick()
         good_tick: Callable[[], Awaitable[Any]] = daemon.tick

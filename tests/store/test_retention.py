@@ -25,6 +25,7 @@ from support.workers import queue, release
 
 import bot.store.retention as retention
 from bot.core.models import Paper
+from bot.pipeline import wire
 from bot.pipeline.retention import prune_old
 from bot.pipeline.scheduler import Daemon
 from bot.store import Bounce, Store, utcnow
@@ -129,7 +130,7 @@ def test_the_daemon_prunes_a_few_batches_a_tick_then_waits_a_day(
     queue(store, full_feed_papers, 5)
     old_digests(store, status="sent", sent_at=utcnow() - timedelta(days=100))
     config = parse_config({"version": 1, "database": {"url": "sqlite://"}}, environ={})
-    daemon = Daemon(config, store, fetcher=None, channels={}, clock=utcnow)
+    daemon = Daemon(config, wire(config, store, {}), fetcher=None, clock=utcnow)
     cut = []
     for _ in range(4):
         before = store.retention.prune(sent_before=utcnow(), bounces_before=None, dry_run=True)

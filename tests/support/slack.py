@@ -1,10 +1,20 @@
-"""Requests as Slack sends them to the app: signed with the app's signing secret."""
+"""Requests as Slack sends them to the app, signed with the app's signing secret; the app
+set up as `paperbell run` sets it up."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 import time
+from collections.abc import Callable, Mapping
+from datetime import datetime
+
+from bot.channels import Channel
+from bot.config import Config
+from bot.manage import Manager, notice_sender
+from bot.pipeline import build_channels, wire
+from bot.slack.app import SlackApp, build_slack_app
+from bot.store import Store
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 
@@ -22,3 +32,20 @@ def signed(
         "X-Slack-Signature": f"v0={digest.hexdigest()}",
         "Content-Type": "application/x-www-form-urlencoded",
     }
+
+
+def wired_slack_app(
+    config: Config,
+    store: Store,
+    channels: Mapping[str, Channel] | None = None,
+    *,
+    clock: Callable[[], datetime],
+) -> SlackApp | None:
+    """The Slack app as `paperbell run` sets it up (`bot.cli.wiring.Front`), over parts
+    wired from `config` with `channels` (default: the config's, with no store): the
+    config's subscribers synced, one `Manager` when [web] signs links."""
+    parts = wire(config, store, build_channels(config) if channels is None else channels)
+    store.subscribers.sync_config(parts.declared(), now=clock())
+    manager = Manager(config, parts, clock=clock) if parts.signer is not None else None
+    mail_queued = notice_sender(parts, clock=clock)
+    return build_slack_app(config, parts, manager=manager, mail_queued=mail_queued, clock=clock)

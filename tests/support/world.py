@@ -20,7 +20,7 @@ import pytest
 from bot.channels.email import EmailChannel
 from bot.config import parse_config
 from bot.core.calendar import ArxivCalendar
-from bot.pipeline import smtp_settings
+from bot.pipeline import smtp_settings, wire
 from bot.pipeline.scheduler import Daemon
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store
@@ -143,9 +143,8 @@ def world(tmp_path: Path, full_feed_bytes: bytes, fixtures_dir: Path) -> Iterato
             clock = Clock(start)
             daemon = Daemon(
                 config,
-                store,
+                wire(config, store, {"email": EmailChannel(smtp_settings(config))}),
                 fetcher=PoliteFetcher(make_client(), min_interval=0, retries=0),
-                channels={"email": EmailChannel(smtp_settings(config))},
                 clock=clock,
                 owner="test",
             )

@@ -33,7 +33,7 @@ from support.webhooks import (
 from bot.config import Config, parse_config
 from bot.core.errors import ConfigError
 from bot.core.verp import Verp
-from bot.pipeline.wiring import verp
+from bot.pipeline.wiring import verp, wire
 from bot.store import Store
 from bot.web.app import create_app
 from bot.web.bounces import MAX_BODY, PATHS, bounce_routes
@@ -120,7 +120,7 @@ def hooks(store: Store, database_url: str, signer: SnsSigner) -> Iterator[Hooks]
         fetched.append(url)
         return signer.pem if url.endswith(".pem") else b"<ConfirmSubscriptionResponse/>"
 
-    routes = bounce_routes(config, store, clock=lambda: NOW, fetch=fetch)
+    routes = bounce_routes(config.bounces, wire(config, store), clock=lambda: NOW, fetch=fetch)
     with web_server(create_app(routes=routes)) as base:
         made = Hooks(store, config, base, signer)
         made.fetched = fetched
@@ -285,11 +285,13 @@ def test_malformed_calls_get_a_clear_4xx(hooks: Hooks, provider: str) -> None:
 
 def test_routes_are_mounted_only_when_configured(store: Store, database_url: str) -> None:
     config = webhook_config(database_url, postmark_secret_env="PB_POSTMARK")
-    assert [r.path for r in bounce_routes(config, store, clock=lambda: NOW)] == [PATHS["postmark"]]
+    assert [
+        r.path for r in bounce_routes(config.bounces, wire(config, store), clock=lambda: NOW)
+    ] == [PATHS["postmark"]]
     imap_only = webhook_config(
         database_url, imap_url="imaps://b@imap.lab.example/INBOX", password_env="PB_WEB_KEY"
     )
-    assert bounce_routes(imap_only, store, clock=lambda: NOW) == []
+    assert bounce_routes(imap_only.bounces, wire(imap_only, store), clock=lambda: NOW) == []
 
 
 @pytest.mark.parametrize(
@@ -320,7 +322,7 @@ def test_an_unset_webhook_secret_is_missing_not_a_problem(store: Store, database
         environ={},
     )
     assert [m.variable for m in config.missing_secrets.values()] == ["PB_M"]
-    [route] = bounce_routes(config, store, clock=lambda: NOW)
+    [route] = bounce_routes(config.bounces, wire(config, store), clock=lambda: NOW)
     with web_server(create_app(routes=[route])) as base:
         done = httpx.post(base + PATHS["mailgun"], content=b"{}")
     assert done.status_code == 503 and "mailgun_signing_key_env" in done.json()["result"]
