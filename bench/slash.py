@@ -322,7 +322,7 @@ async def _serve(
     from bot.cli.planner import PlannerProcess
     from bot.cli.senders import start_senders
     from bot.cli.wiring import Front
-    from bot.pipeline import build_channels, build_fetcher
+    from bot.pipeline import build_channels, build_fetcher, wire
     from bot.pipeline.scheduler import Daemon
     from bot.sources.http import make_client
 
@@ -331,9 +331,9 @@ async def _serve(
     config_file = sender_config(database, smtp_port)
     planner = PlannerProcess(config_file)
     store = Store.open(config.database.url)
-    channels = build_channels(config, store=store)
+    parts = wire(config, store, build_channels(config, store=store))
     stop = asyncio.Event()
-    front = Front(config, store, channels, clock=lambda: NOW, stop=stop)
+    front = Front(config, parts, clock=lambda: NOW, stop=stop)
     digest: asyncio.Future[Any] | None = None
     times: dict[str, float] = {}
     pauses = Pauses()
@@ -366,9 +366,8 @@ async def _serve(
     async with make_client() as client:
         daemon = Daemon(
             config,
-            store,
+            parts,
             fetcher=build_fetcher(config, client),
-            channels=channels,
             clock=lambda: NOW,
             sends=False,
             planner=planner.plan,

@@ -267,7 +267,7 @@ def workers_run(
 def worker(url: str, port: int, batch: int, number: int) -> None:
     """One worker process: what `paperbell run` does to send, until the outbox is empty."""
     from bot.config import parse_config
-    from bot.pipeline import build_channels
+    from bot.pipeline import build_channels, wire
     from bot.pipeline.scheduler import Daemon
 
     config = parse_config(
@@ -280,10 +280,8 @@ def worker(url: str, port: int, batch: int, number: int) -> None:
         environ={},
     )
     store = Store.open(url)
-    channels = build_channels(config, store=store)
-    daemon = Daemon(
-        config, store, fetcher=None, channels=channels, clock=utcnow, owner=f"bench-{number}"
-    )
+    parts = wire(config, store, build_channels(config, store=store))
+    daemon = Daemon(config, parts, fetcher=None, clock=utcnow, owner=f"bench-{number}")
     sent(store)  # connected
     print("ready", flush=True)
     sys.stdin.readline()

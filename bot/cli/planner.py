@@ -141,16 +141,15 @@ def _plan(
     prepare_child(log_level)
     from bot.cli.secrets import database_url
     from bot.config import load_config
-    from bot.pipeline import build_channels
+    from bot.pipeline import wire
     from bot.pipeline.scheduler import Daemon
     from bot.store import Store, utcnow
 
     config = load_config(Path(config_path))
     with Store.open_at(database_url(config), revision) as store:
-        # The daemon's planning half: its channels say where digests go; it never sends.
-        channels = build_channels(config, store=store)
+        # The daemon's planning half: its parts say where digests go; it never sends.
         daemon = Daemon(
-            config, store, fetcher=None, channels=channels, clock=clock or utcnow, sends=False
+            config, wire(config, store), fetcher=None, clock=clock or utcnow, sends=False
         )
         while not stopping.is_set():
             if not pipe.poll(WAKE_SECONDS):
