@@ -135,7 +135,8 @@ def arguments_last(args: Sequence[str], options: Mapping[str, int]) -> list[str]
     in their order: a word that starts with "-" but is none of `options` (each name with
     the number of values it takes) is an argument. A `--` in `args` is taken and not
     needed: after it, an option's exact name is still the option (no rule is one: `try --
-    '-survey robot' --demo`), any other word an argument."""
+    '-survey robot' --demo`), any other word an argument, as is an option's name with too
+    few words after it for its values (the rule `-c`, which its parser refuses)."""
     flags = {name[1] for name, takes in options.items() if takes == 0 and len(name) == 2}
     leading: list[str] = []
     arguments: list[str] = []
@@ -148,8 +149,10 @@ def arguments_last(args: Sequence[str], options: Mapping[str, int]) -> list[str]
             ended = True
             continue
         name, attached = word.partition("=")[0], "=" in word
-        if word in options or (word.startswith("--") and name in options and attached):
-            takes = 0 if attached else options.get(word, 0)
+        takes = 0 if attached else options.get(word, 0)
+        if ended and index + takes > len(args):  # a name without its values: a rule (`-c`)
+            arguments.append(word)
+        elif word in options or (word.startswith("--") and name in options and attached):
             leading.extend(args[index - 1 : index + takes])
             index += takes
         elif ended:

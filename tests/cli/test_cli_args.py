@@ -33,6 +33,7 @@ OPTIONS = {"-c": 1, "--config": 1, "--since": 1, "--demo": 0, "--limit": 1, "-h"
         (["-chair", "-vv", "-hv"], ["-vv", "-hv", "--", "-chair"]),  # -chair: no -c hair
         (["robot", "--dmeo"], ["--dmeo", "--", "robot"]),  # unknown: click says so
         (["robot", "--since"], ["--since", "--", "robot"]),  # click: needs a value
+        (["--", "robot", "-c"], ["--", "robot", "-c"]),  # no value after it: a rule
         (["-", "--"], ["--", "-"]),
         (["--"], []),
         ([], []),

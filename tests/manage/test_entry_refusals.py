@@ -148,6 +148,7 @@ NAMES = itertools.count()
 @given(rule=RULE_TEXTS, zone=st.sampled_from([None, "UTC", "A" * 300, "../x", "Europe/Paris"]))
 @example(rule="robot\x00arm", zone=None)
 @example(rule="robot", zone="Mars/\x00lympus")
+@example(rule="-c", zone=None)
 def test_subscribe_answers_any_rule_with_success_or_a_clear_refusal(
     tmp_path: Path, database_url: str, rule: str, zone: str | None
 ) -> None:
