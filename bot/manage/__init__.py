@@ -182,12 +182,7 @@ class Manager(Destinations, Ratings):
         """The stored subscriber with this id (config-file ones included), active or not:
         one lookup (a made-up id in a link costs a query, not everyone's load)."""
         row = self.store.subscribers.get(subscriber_id)
-        declared, defaults = self.parts.declared_named, self.parts.defaults
-        return (
-            self.store.subscribers.stored(row, declared=declared, defaults=defaults)
-            if row
-            else None
-        )
+        return self.parts.stored(row) if row else None
 
     def open(self, purpose: Purpose | Standing, token: str) -> Subscriber | Refused:
         """The subscriber a link names, if the link is genuine, in date, and still theirs

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     import httpx
 
     from bot.sources.http import PoliteFetcher
-    from bot.store import Store
+    from bot.store import Store, SubscriberRecord
 
 from bot.core.models import Subscriber
 
@@ -425,6 +425,14 @@ class Parts:
     window_days: int  # [digest] window_days
     text_model: TextModel | None  # writes summaries and translations; None: no [llm]
     embeddings: EmbeddingsEndpoint | None  # papers like these; None: the default space
+
+    def stored(self, record: SubscriberRecord) -> Subscriber | None:
+        """The subscriber a stored record stands for, read alone: a config file's with its
+        settings from the file (None: the file has it no more), with the site's default
+        schedule."""
+        return self.store.subscribers.stored(
+            record, declared=self.declared_named, defaults=self.defaults
+        )
 
     def render_context(self, now: datetime) -> RenderContext:
         """What every renderer is given for a run at `now`: each kind's settings, the

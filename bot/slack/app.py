@@ -440,9 +440,7 @@ def build_slack_app(
         record = store.subscribers.get(name)
         if record is None:
             return None
-        found = store.subscribers.stored(
-            record, declared=parts.declared_named, defaults=parts.defaults
-        )
+        found = parts.stored(record)
         return found if found is not None and found.active else None
 
     async def send_now(name: str) -> list[Any]:

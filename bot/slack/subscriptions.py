@@ -19,7 +19,6 @@ from bot.core.models import Subscriber
 from bot.pipeline.wiring import Parts
 from bot.slack.messages import CommandRequest, Directory, SlackChannelInfo
 from bot.slack.syntax import CHANNEL_RE
-from bot.store import SubscriberRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,15 +110,11 @@ class Subscriptions:
         """The stored subscriber named `name` (config or database, active or not): one
         lookup by its name (blocking: from a coroutine, in a thread)."""
         row = self.parts.store.subscribers.get(name)
-        return self._stored(row) if row is not None else None
+        return self.parts.stored(row) if row is not None else None
 
     def _find(self, user_id: str, target: Target) -> Subscriber | None:
         if target.channel is not None:
             row = self.parts.store.subscribers.by_slack(channel=target.channel.keys)
         else:
             row = self.parts.store.subscribers.by_slack(user=user_id)
-        return self._stored(row) if row is not None else None
-
-    def _stored(self, row: SubscriberRecord) -> Subscriber | None:
-        declared, defaults = self.parts.declared_named, self.parts.defaults
-        return self.parts.store.subscribers.stored(row, declared=declared, defaults=defaults)
+        return self.parts.stored(row) if row is not None else None
