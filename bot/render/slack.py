@@ -29,12 +29,10 @@ names the subscriber, the paper and the verdict (`bot.slack.actions` reads it ba
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
-from urllib.parse import quote
 
 from slack_sdk.models.blocks import (
     ActionsBlock,
@@ -50,6 +48,7 @@ from slack_sdk.models.blocks import (
 
 from bot.core.links import web_url
 from bot.core.models import Digest, DigestItem
+from bot.render.mrkdwn import ELLIPSIS, as_text, escape_mrkdwn, fit, link, shorten
 from bot.render.text import letters, shorten_authors, tidy
 from bot.render.view import (
     RuleName,
@@ -72,12 +71,7 @@ __all__ = [
     "SlackLimits",
     "SlackMessage",
     "VoteTokens",
-    "as_code",
-    "as_text",
     "build_posts",
-    "escape_mrkdwn",
-    "link",
-    "shorten",
     "text_length",
 ]
 
@@ -112,7 +106,6 @@ CATEGORIES_CHARS = 300
 MARKER_CHARS = 100  # cross-list from ..., updated: v3
 RULE_CHARS = 100  # one rule in a list
 RULES_CHARS = 600  # a list of rules
-REPLY_CHARS = 2600  # a rule in a reply: whole (500 characters, each escaped at most 5 long)
 NOTE_CHARS = 2000
 FALLBACK_CHARS = 300
 URL_CHARS = 500  # a longer (DOI) link is left out rather than cut
@@ -120,27 +113,10 @@ LINK_LABEL_CHARS = 80  # "PDF", "Code", "DOI"
 TOP_TITLES = 5
 MAX_DOIS = 2
 
-ELLIPSIS = "\u2026"
 DASH = "\u2014"  # em dash
 RANGE = "\u2013"  # en dash, as in "Papers 1-12"
 BULLET = "\u2022"
 DOWN = "\u2193"
-
-# Slack mrkdwn has no escape for its formatting marks inside a link label: swap each for a
-# look-alike (the way jsx-slack does). A `|` would end the URL part, `>` the link itself.
-_LOOKALIKES = str.maketrans(
-    {
-        "*": "\u2217",  # asterisk operator
-        "_": "\u02cd",  # modifier letter low macron
-        "~": "\u223c",  # tilde operator
-        "`": "\u02cb",  # modifier letter grave accent
-        "|": "\u2223",  # divides
-    }
-)
-_ESCAPED_WIDTH = {"&": len("&amp;"), "<": len("&lt;"), ">": len("&gt;")}
-_URL_SAFE = ":/?#[]@!$&'()*+,;=%~-._"
-_TRAILING = re.compile(r"[\s,;:.(\[{\-\u2013\u2014]+$")
-
 
 # The action ids of the buttons paperbell posts (`bot.slack.actions` answers them).
 LIKE_ACTION = "paperbell_like"
@@ -170,75 +146,6 @@ class SlackMessage:
 
 
 # -- text helpers ---------------------------------------------------------------------
-
-
-def escape_mrkdwn(text: str) -> str:
-    """Slack's escaping of its three control characters: `&`, `<`, `>`."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _safe_url(url: str) -> str:
-    """A URL that cannot end a link early: spaces, `|`, `<`, `>` percent-encoded, `&` escaped."""
-    return escape_mrkdwn(quote(url.strip(), safe=_URL_SAFE))
-
-
-def link(url: str | None, label: str) -> str:
-    """`<url|label>`: the label escaped, its `|` and formatting marks swapped for look-alikes.
-    Only a URL that `bot.core.links.web_url` passes becomes a link; otherwise the label alone."""
-    shown = escape_mrkdwn(tidy(label).translate(_LOOKALIKES))
-    checked = web_url(url)
-    if checked is None:
-        return shown
-    return f"<{_safe_url(checked)}|{shown}>" if shown else f"<{_safe_url(checked)}>"
-
-
-def shorten(text: str, limit: int) -> str:
-    """`text` with whitespace tidied, cut to at most `limit` characters at a word boundary
-    with an ellipsis (mid-word only when a word is longer than half the limit)."""
-    text = tidy(text)
-    if len(text) <= limit:
-        return text
-    if limit <= 1:
-        return ELLIPSIS[:limit]
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    if space >= limit // 2:
-        cut = cut[:space]
-    return _TRAILING.sub("", cut) + ELLIPSIS
-
-
-def _fit(text: str, limit: int) -> str:
-    """`text` shortened so that its mrkdwn escaping takes at most `limit` characters."""
-    text = tidy(text)
-    if len(escape_mrkdwn(text)) <= limit:
-        return text
-    if limit <= 0:
-        return ""
-    used = size = 0
-    for char in text:  # the longest prefix that fits beside the ellipsis, once escaped
-        width = _ESCAPED_WIDTH.get(char, 1)
-        if used + width > limit - 1:
-            break
-        used += width
-        size += 1
-    return shorten(text, size + 1)
-
-
-def _code(text: str, limit: int = RULE_CHARS) -> str:
-    """A code span (nothing formats inside one): backticks swapped, escaped, cut."""
-    return "`" + escape_mrkdwn(_fit(text.replace("`", "\u02cb"), limit)) + "`"
-
-
-def as_text(text: str, limit: int = REPLY_CHARS) -> str:
-    """Text shown as itself in mrkdwn (a rule's label): escaped, its formatting marks and `|`
-    swapped for look-alikes, cut to `limit`."""
-    return escape_mrkdwn(_fit(text, limit).translate(_LOOKALIKES))
-
-
-def as_code(text: str, limit: int = REPLY_CHARS) -> str:
-    """A rule shown as itself: a code span (nothing formats inside one), backticks swapped,
-    escaped, cut to `limit`."""
-    return _code(text, limit)
 
 
 def _shown_rule(name: RuleName, limit: int = RULE_CHARS) -> str:
@@ -336,7 +243,7 @@ def _divider() -> dict[str, Any]:
 def _title(item: DigestItem, limit: int) -> str:
     """The paper's title as shown (TeX as letters), cut to `limit`."""
     paper = item.paper
-    return _fit(tidy(letters(paper.title)) or paper.versioned_id, limit)
+    return fit(tidy(letters(paper.title)) or paper.versioned_id, limit)
 
 
 def vote_buttons(number: int, votes: VoteTokens, words: Words | None = None) -> dict[str, Any]:
@@ -408,7 +315,7 @@ def _paper_blocks(
     if described := [part for part in (shorten(categories, CATEGORIES_CHARS), *markers) if part]:
         quiet.append(_plain(" \u00b7 ".join(described)))
     # The title goes to the paper's page; beside it, each other destination once.
-    links = [escape_mrkdwn(_fit(paper.label, 60))]
+    links = [escape_mrkdwn(fit(paper.label, 60))]
     doi_urls = {url for _, url in view.dois}
     dois = 0
     for other in view.links:
@@ -418,7 +325,7 @@ def _paper_blocks(
             dois += 1
             if dois > MAX_DOIS:
                 continue
-        links.append(link(other.url, _fit(other.label, LINK_LABEL_CHARS)))
+        links.append(link(other.url, fit(other.label, LINK_LABEL_CHARS)))
     quiet.append(_mrkdwn(" \u00b7 ".join(links)))
     blocks.append(_context(*quiet))
     if votes is not None:
@@ -450,7 +357,7 @@ def _header(digest: Digest, words: Words) -> str:
 
 
 def _fallback(text: str) -> str:
-    return escape_mrkdwn(_fit(text, FALLBACK_CHARS)) or "paperbell"
+    return escape_mrkdwn(fit(text, FALLBACK_CHARS)) or "paperbell"
 
 
 def _note_post(digest: Digest, words: Words) -> SlackMessage:
@@ -494,7 +401,7 @@ def _summary_post(digest: Digest, words: Words, *, threaded: bool = True) -> Sla
     if said := ranking_note(digest, words):
         notes.append(escape_mrkdwn(said))
     if digest.note:
-        notes.append(escape_mrkdwn(_fit(digest.note, NOTE_CHARS)))
+        notes.append(escape_mrkdwn(fit(digest.note, NOTE_CHARS)))
     elements: list[MarkdownTextObject | PlainTextObject] = [_mrkdwn(note) for note in notes]
     if written_by := digest_summaries_note(digest, words):  # once here, not on every paper
         elements.append(_plain(shorten(written_by, NOTE_CHARS)))

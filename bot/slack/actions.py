@@ -21,7 +21,8 @@ from typing import Any
 from bot.core.links import web_url
 from bot.core.models import Verdict
 from bot.manage import FeedbackLink, Manager, Refused
-from bot.render.slack import DISLIKE_ACTION, LIKE_ACTION, UNDO_ACTION, link
+from bot.render.mrkdwn import link
+from bot.render.slack import DISLIKE_ACTION, LIKE_ACTION, UNDO_ACTION
 from bot.render.tex import letters
 from bot.render.text import clip, tidy
 

@@ -30,7 +30,7 @@ from bot.core.schedule import check_timezone
 from bot.manage import Manager, free_name, language_called, reading_parts
 from bot.match.digest import try_rule
 from bot.pipeline.wiring import Parts
-from bot.render.slack import as_code, as_text, escape_mrkdwn, link
+from bot.render.mrkdwn import as_code, as_text, escape_mrkdwn, link
 from bot.render.tex import letters
 from bot.rules import format_rule, parse_rule
 from bot.slack.messages import CommandRequest, Directory, Reply, SendNow, SlackUser

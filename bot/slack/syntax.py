@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from bot.core.errors import RuleError
-from bot.render.slack import escape_mrkdwn
+from bot.render.mrkdwn import escape_mrkdwn
 
 # `<#C0123|name>` (Slack escapes channels so when the manifest says should_escape), or #name.
 CHANNEL_RE = re.compile(

@@ -14,7 +14,7 @@ from bot.core.errors import PaperbellError
 from bot.core.models import Subscriber, Verdict
 from bot.core.plurals import plural
 from bot.pipeline.likes import give_verdicts, paper_keys, verdict_lines
-from bot.render.slack import escape_mrkdwn
+from bot.render.mrkdwn import escape_mrkdwn
 from bot.slack.messages import CommandRequest, Reply
 from bot.slack.subscriptions import Subscriptions, Target
 from bot.store import Store

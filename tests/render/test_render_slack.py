@@ -15,15 +15,13 @@ from slack_sdk.models.blocks import Block
 from bot.core.models import Digest, DigestGroup, DigestItem, Paper, Subscriber
 from bot.demo import bundled_papers
 from bot.match.digest import RuleMatches, build_digest, match_rules, note_digest
+from bot.render.mrkdwn import escape_mrkdwn, link, shorten
 from bot.render.slack import (
     ABSTRACT_CHARS,
     SLACK_LIMITS,
     SlackLimits,
     SlackMessage,
     build_posts,
-    escape_mrkdwn,
-    link,
-    shorten,
 )
 from bot.render.tex import letters
 from bot.rules import parse_rule
