@@ -23,7 +23,7 @@ from bot.cli.senders import start_senders
 from bot.cli.shell import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, stop_on_signals
 from bot.config import Config
 from bot.core.plurals import plural
-from bot.manage import Manager, notice_sender
+from bot.manage import Manager, SiteChoices, notice_sender
 from bot.pipeline import Parts, build_fetcher, wire
 from bot.pipeline.scheduler import Daemon
 from bot.slack.app import SlackApp, build_slack_app, run_socket_mode, slack_routes
@@ -56,7 +56,8 @@ class Front:
     ) -> None:
         self.web = config.web
         self.stop = stop
-        manager = Manager(config, parts, clock=clock) if parts.signer is not None else None
+        choices = SiteChoices.of(config)
+        manager = Manager(choices, parts, clock=clock) if parts.signer is not None else None
         mail_queued = notice_sender(parts, clock=clock)
         self.slack: SlackApp | None = build_slack_app(
             config, parts, manager=manager, mail_queued=mail_queued, clock=clock

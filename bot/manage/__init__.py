@@ -59,6 +59,7 @@ __all__ = [
     "RuleActivity",
     "RuleProblem",
     "SentPapers",
+    "SiteChoices",
     "free_name",
     "language_called",
     "language_choices",
@@ -162,15 +163,43 @@ def notice_sender(parts: Parts, *, clock: Callable[[], datetime]) -> Callable[[]
     return send
 
 
+@dataclass(frozen=True, slots=True)
+class SiteChoices:
+    """The site's own choices that the pages follow, read once from the config: the rules'
+    limit, who may sign up, whose name the pages carry, whether readers add destinations."""
+
+    max_rules: int
+    signup: bool = False
+    signup_domains: tuple[str, ...] = ()
+    trusted_proxies: bool = False  # [web] names a proxy whose word on the client is taken
+    name: str = "paperbell"  # the digests' sender's name
+    contact: str | None = None  # the digests' sender's address: whom a reader may write to
+    destinations_open: bool = True  # [apprise] self_service
+
+    @classmethod
+    def of(cls, config: Config) -> SiteChoices:
+        email, web = config.email, config.web
+        return cls(
+            max_rules=config.digest.max_rules,
+            signup=web.signup,
+            signup_domains=tuple(web.signup_domains),
+            trusted_proxies=bool(web.trusted_proxies),
+            name=email.from_name if email else "paperbell",
+            contact=email.from_address if email else None,
+            destinations_open=config.apprise.self_service,
+        )
+
+
 class Manager(Destinations, Ratings):
     """The subscription changes the web pages make, over the wired `parts` (the store, the
-    link signer, each channel kind's settings); `config` gives the site's own choices (the
-    rules' limit, who may sign up, what the pages show)."""
+    link signer, each channel kind's settings), as the site's `choices` allow."""
 
-    def __init__(self, config: Config, parts: Parts, *, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, choices: SiteChoices, parts: Parts, *, clock: Callable[[], datetime]
+    ) -> None:
         if parts.signer is None:
             raise ValueError("the pages need [web] public_url and secret_key_env")
-        self.config = config
+        self.choices = choices
         self.parts = parts
         self.store = parts.store
         self.signer: LinkSigner = parts.signer
@@ -329,7 +358,7 @@ class Manager(Destinations, Ratings):
             return problem
         self._editable(sub)
         text = text.strip()
-        limit = self.config.digest.max_rules
+        limit = self.choices.max_rules
         if text not in sub.rules and (too_many := too_many_rules(len(sub.rules) + 1, limit)):
             return RuleProblem(f"that would make {too_many}", text, label=label)
         if not self.store.subscribers.add_rule(
@@ -524,7 +553,7 @@ class Manager(Destinations, Ratings):
     def signup_problems(self, email: str, rule: str) -> list[str]:
         problems = subscriber_problems(name="signup", email=email, rules=["placeholder"])
         problems = [p.partition(": ")[2] or p for p in problems]
-        domains = self.config.web.signup_domains
+        domains = self.choices.signup_domains
         domain = email.rpartition("@")[2].lower()
         if not problems and domains and domain not in domains:
             problems.append(f"sign-up is open to addresses at {', '.join(domains)}")

@@ -38,6 +38,7 @@ from bot.manage import (
     Manager,
     Refused,
     RuleProblem,
+    SiteChoices,
     language_choices,
     mask,
     notice_sender,
@@ -248,7 +249,7 @@ class LinkPages:
             liked=_verdicts(given, "like"),
             disliked=_verdicts(given, "dislike"),
             destinations=places,
-            destinations_open=self.manager.config.apprise.self_service,
+            destinations_open=self.manager.choices.destinations_open,
             destination_problem=destination_problem,
             email_paused=email_paused,
         )
@@ -439,7 +440,7 @@ def build_pages(
         return None
     # Config-file subscribers get links too: they need their database ids.
     store.subscribers.sync_config(parts.declared(), now=clock())
-    manager = Manager(config, parts, clock=clock)
+    manager = Manager(SiteChoices.of(config), parts, clock=clock)
     return page_routes(manager, mail_queued=notice_sender(parts, clock=clock))
 
 

@@ -55,7 +55,7 @@ class SignupPages:
         if (
             not self._told_of_proxy
             and "x-forwarded-for" in request.headers
-            and not self.manager.config.web.trusted_proxies
+            and not self.manager.choices.trusted_proxies
         ):
             self._told_of_proxy = True
             log.warning(
@@ -68,14 +68,14 @@ class SignupPages:
         return client_of(request)
 
     async def signup_page(self, request: Request) -> Response:
-        if not self.manager.config.web.signup:
+        if not self.manager.choices.signup:
             return self._closed(request)
         return self.site.page(
             request, "subscribe", title="Subscribe", values={}, problems=[], rule_problem=None
         )
 
     async def signup_post(self, request: Request) -> Response:
-        if not self.manager.config.web.signup:
+        if not self.manager.choices.signup:
             return self._closed(request)
         form = await self.site.checked_form(request)
         if isinstance(form, Response):

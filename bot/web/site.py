@@ -43,9 +43,9 @@ class Site:
         self.mail_queued = mail_queued
         signer = manager.signer
         self.csrf = Csrf(signer.derived_key("csrf"), public_url=signer.public_url)
-        self.name = manager.config.email.from_name if manager.config.email else "paperbell"
+        self.name = manager.choices.name
         # Whom a reader may write to about what the pages cannot do: the digests' sender.
-        self.contact = manager.config.email.from_address if manager.config.email else None
+        self.contact = manager.choices.contact
 
     def page(
         self,

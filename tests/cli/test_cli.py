@@ -199,7 +199,7 @@ def test_digest_out_links_work_for_a_subscriber_of_the_config_file(
     """A preview of a config file's subscriber carries manage and unsubscribe links that
     open their page: the subscriber is stored (synced) first, as a send does."""
     from bot.config import load_config
-    from bot.manage import Manager, Refused
+    from bot.manage import Manager, Refused, SiteChoices
     from bot.pipeline import wire
     from bot.store import Store, utcnow
 
@@ -232,7 +232,7 @@ rules = ['"language model"']
     loaded = load_config(config, environ=env)
     store = Store.open(database_url)
     try:
-        manager = Manager(loaded, wire(loaded, store), clock=utcnow)
+        manager = Manager(SiteChoices.of(loaded), wire(loaded, store), clock=utcnow)
         for purpose in ("manage", "unsubscribe"):
             found = re.search(rf'href="https://papers\.example\.org/{purpose}/([^"#]+)"', page)
             assert found is not None, purpose

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from support.cli import invoke, run, run_here
 from support.config import slack_config
 from support.hostile import LANGUAGE_TEXTS, expected_language
-from support.pages import Site
+from support.pages import Site, open_site
 from support.slack import wired_slack_app
 
 from bot.core.errors import RuleError
@@ -357,8 +357,12 @@ def test_the_manage_page_answers_any_language_with_303_or_a_clear_400(
         assert site.subscriber("ada").language == tag
 
 
-def test_the_manage_page_caps_the_rules(site: Site) -> None:
-    site.config.digest.max_rules = 3
+def test_the_manage_page_caps_the_rules(database_url: str) -> None:
+    with open_site(database_url, digest={"max_rules": 3}) as site:
+        _caps_the_rules(site)
+
+
+def _caps_the_rules(site: Site) -> None:
     path = site.link("manage", "ada")
     assert site.post(path + "/add", {"rule": "third"}, page=path).status_code == 303
     fourth = site.post(path + "/add", {"rule": "fourth"}, page=path)

@@ -95,10 +95,11 @@ def web_config(
     subscribers: list[dict[str, Any]] | None = None,
     web: dict[str, Any] | None = None,
     apprise: dict[str, Any] | None = None,
+    digest: dict[str, Any] | None = None,
 ) -> Config:
     """A config with [email] to the SMTP sink on `smtp_port` and [web] set up for the pages
-    (public_url https://papers.lab.example, a secret key from the environment); `apprise`:
-    its [apprise] section, if any."""
+    (public_url https://papers.lab.example, a secret key from the environment); `apprise`,
+    `digest`: those sections, if any."""
     data: dict[str, Any] = {
         "version": 1,
         "database": {"url": database_url},
@@ -112,4 +113,6 @@ def web_config(
     }
     if apprise is not None:
         data["apprise"] = apprise
+    if digest is not None:
+        data["digest"] = digest
     return parse_config(data, environ={"PAPERBELL_SECRET_KEY": WEB_SECRET})

@@ -87,11 +87,12 @@ def open_site(
     *,
     apprise: dict[str, Any] | None = None,
     web: dict[str, Any] | None = None,
+    digest: dict[str, Any] | None = None,
 ) -> Iterator[Site]:
     """The pages with sign-up open to lab.example, the bundled papers stored, a subscriber
     from the config (lab) and one from the database (ada), the clock at START; `apprise`:
     the [apprise] section (by default LAB_APPRISE); `web`: more of [web]
-    (trusted_proxies ...)."""
+    (trusted_proxies ...); `digest`: the [digest] section (max_rules ...)."""
     with smtp_sink() as (sink, port):
         config = web_config(
             database_url,
@@ -101,6 +102,7 @@ def open_site(
             ],
             web={"signup": True, "signup_domains": ["lab.example"], **(web or {})},
             apprise=LAB_APPRISE if apprise is None else apprise,
+            digest=digest,
         )
         store = Store.open(config.database_url())
         clock = Clock(START)

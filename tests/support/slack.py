@@ -11,7 +11,7 @@ from datetime import datetime
 
 from bot.channels import Channel
 from bot.config import Config
-from bot.manage import Manager, notice_sender
+from bot.manage import Manager, SiteChoices, notice_sender
 from bot.pipeline import build_channels, wire
 from bot.slack.app import SlackApp, build_slack_app
 from bot.store import Store
@@ -46,6 +46,7 @@ def wired_slack_app(
     config's subscribers synced, one `Manager` when [web] signs links."""
     parts = wire(config, store, build_channels(config) if channels is None else channels)
     store.subscribers.sync_config(parts.declared(), now=clock())
-    manager = Manager(config, parts, clock=clock) if parts.signer is not None else None
+    choices = SiteChoices.of(config)
+    manager = Manager(choices, parts, clock=clock) if parts.signer is not None else None
     mail_queued = notice_sender(parts, clock=clock)
     return build_slack_app(config, parts, manager=manager, mail_queued=mail_queued, clock=clock)
