@@ -41,7 +41,7 @@ import logging
 import os
 import platform
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import cast
@@ -118,6 +118,7 @@ async def drain(
     should_stop: Callable[[], bool] = lambda: False,
     tried: set[int] | None = None,
     render: RenderJob | None = None,
+    only: Collection[str] | None = None,
 ) -> list[Attempt]:
     """Send every claimable record once, batch by batch, until none is left (or
     `should_stop()` says so between batches: a daemon shutting down).
@@ -130,7 +131,9 @@ async def drain(
     "apprise": the kind of "apprise:<key>") to what sends it. The kinds of a batch are
     sent side by side: a slow service holds up no email; and `retry.connections` batches
     at a time, each over its own connection. `render` makes the message of each record
-    queued as a job, in a thread (without it, such a record waits for a worker that can)."""
+    queued as a job, in a thread (without it, such a record fails, as any record that
+    cannot be sent). `only`: claim only the records of these channels (the web app's
+    notices: it renders no digest)."""
     if not isinstance(channels, Mapping):
         channels = {channels.name: channels}
     retry = retry or RetryPolicy()
@@ -152,6 +155,7 @@ async def drain(
                 limit=retry.batch,
                 due_only=due_only,
                 exclude=tried,
+                channels=only,
             )
             if not items:
                 return
@@ -397,7 +401,7 @@ def _render_jobs(
 ) -> tuple[list[OutboxItem], list[tuple[OutboxItem, str]], list[SendOutcome]]:
     """Each record of the batch queued as a job rendered, and its message kept (one
     transaction) before any is sent: the records to send, in order; those the channel
-    refused, and why; those left for a worker that can render (no `render` given). A job
+    refused, and why; those that fail here, where no `render` is given. A job
     rendered as numbered messages sends its first here; the others are queued as records
     of their own, for the next claim."""
     ready: dict[int, OutboxItem] = {item.id: item for item in items if item.job is None}

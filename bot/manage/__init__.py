@@ -151,14 +151,20 @@ def mask(email: str | None) -> str:
 def notice_sender(parts: Parts, *, clock: Callable[[], datetime]) -> Callable[[], Awaitable[None]]:
     """What sends the mail the pages and Slack queue (confirmations, fresh links) at once,
     through the wired channels, one drain at a time; the daemon's tick would send it
-    anyway."""
+    anyway. It takes that mail alone: the digests queued meanwhile are the senders'."""
     lock = asyncio.Lock()
 
     async def send() -> None:
         if NOTICE_CHANNEL not in parts.channels:
             return
         async with lock:
-            await drain(parts.store, parts.channels, clock=clock, retry=parts.retry)
+            await drain(
+                parts.store,
+                parts.channels,
+                clock=clock,
+                retry=parts.retry,
+                only=(NOTICE_CHANNEL,),
+            )
 
     return send
 

@@ -11,6 +11,7 @@ import asyncio
 import email.utils
 from collections import Counter
 from datetime import UTC, date, datetime
+from email.message import EmailMessage
 
 import pytest
 from hypothesis import example, given, settings
@@ -21,12 +22,13 @@ from support.servers import smtp_sink
 
 from bot.config import parse_config
 from bot.core.models import Paper
+from bot.manage import notice_sender
 from bot.pipeline import DeliveryRequest, build_channels, deliver
 from bot.pipeline.dispatch import send
 from bot.pipeline.jobs import digest_of, job_of
-from bot.pipeline.wiring import wire
+from bot.pipeline.wiring import NOTICE_CHANNEL, wire
 from bot.store import Queued, Store
-from bot.store.tables import DeliveryRow, OutboxMessageRow
+from bot.store.tables import DeliveryRow, OutboxMessageRow, OutboxRow
 
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
 DAY = date(2024, 11, 28)
@@ -104,6 +106,52 @@ def test_a_job_that_cannot_be_read_is_given_up_and_pauses_no_one(
     assert statuses == {}  # every paper back for the next digest
     record = store.subscribers.get("ada")
     assert record is not None and record.paused_reason is None
+
+
+def test_the_mail_the_pages_send_at_once_leaves_the_digests_to_the_senders(
+    database_url: str, store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """The web app sends a confirmation or a fresh link at once, during a run whose digests
+    wait as jobs: it takes that mail alone, never a digest (which it cannot render: each
+    one it took would be counted a failed attempt, until given up)."""
+    store.papers.upsert(full_feed_papers, now=NOW)
+    with smtp_sink() as (sink, port):
+        config = config_of(database_url, port, names=("ada", "grace"))
+        parts = wire(config, store, build_channels(config))  # type: ignore[arg-type]
+        queued = asyncio.run(deliver(parts, DeliveryRequest(since=DAY, sends=False), now=NOW))
+        assert [r.status for r in queued] == ["queued", "queued"]
+        ada = store.subscribers.get("ada")
+        assert ada is not None
+        notice = email_bytes("ada@lab.example", "Confirm your address")
+        store.outbox.enqueue(
+            ada.id,
+            channel=NOTICE_CHANNEL,
+            period="confirm",
+            digest_id="notice-1",
+            recipient="ada@lab.example",
+            payload=notice,
+            sent=[],
+            now=NOW,
+        )
+        asyncio.run(notice_sender(parts, clock=lambda: NOW)())
+        assert [m["Subject"] for m in sink.messages] == ["Confirm your address"]
+        with store.database.session() as session:
+            digests = session.exec(select(OutboxRow).where(OutboxRow.channel == "email")).all()
+        assert [(row.status, row.attempts, row.lease_owner) for row in digests] == [
+            ("pending", 0, None),
+            ("pending", 0, None),
+        ]
+        sent = asyncio.run(send(parts, lambda: NOW, DeliveryRequest(), lambda: False))
+    assert sorted(r.status for r in sent) == ["sent", "sent"]
+
+
+def email_bytes(to: str, subject: str) -> bytes:
+    message = EmailMessage()
+    message["From"] = "paperbell <digest@lab.example>"
+    message["To"] = to
+    message["Subject"] = subject
+    message.set_content("Click the link.")
+    return message.as_bytes()
 
 
 @pytest.fixture(scope="module")

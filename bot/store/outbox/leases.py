@@ -10,7 +10,7 @@ after a claim says which `owner` it comes from. Queueing is bot.store.outbox.que
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -161,10 +161,10 @@ _MESSAGES_OF = select_columns(MESSAGES.c.outbox_id, MESSAGES.c.payload, MESSAGES
 
 
 @functools.cache
-def _pick(*, due_only: bool, excluding: bool, postgres: bool) -> Select[Any]:
+def _pick(*, due_only: bool, excluding: bool, only: bool, postgres: bool) -> Select[Any]:
     """The statement that picks up to `limit` records `claim` may lease at `now`, with their
     subscribers' names, oldest first (made once for each shape: a run claims hundreds of
-    times); `excluding`: none of the ids `skip`."""
+    times); `excluding`: none of the ids `skip`; `only`: only records of the `channels`."""
     pick = (
         select_columns(OUTBOX.c.id, SUBSCRIBERS.c.name)
         .join(SUBSCRIBERS, SUBSCRIBERS.c.id == OUTBOX.c.subscriber_id, isouter=True)
@@ -172,6 +172,8 @@ def _pick(*, due_only: bool, excluding: bool, postgres: bool) -> Select[Any]:
     )
     if due_only:
         pick = pick.where(OUTBOX.c.next_attempt <= bindparam("now"))
+    if only:
+        pick = pick.where(OUTBOX.c.channel.in_(bindparam("channels", expanding=True)))
     if excluding:
         pick = pick.where(_not_one_of(postgres=postgres))
     pick = pick.order_by(OUTBOX.c.id).limit(bindparam("limit", type_=Integer))
@@ -202,10 +204,12 @@ class OutboxLeases(Repository):
         limit: int = 20,
         due_only: bool = True,
         exclude: Iterable[int] = (),
+        channels: Collection[str] | None = None,
     ) -> list[OutboxItem]:
         """Lease up to `limit` pending records to `owner` until now + lease, oldest first:
         records due (`due_only`: their retry time has come), not leased, or whose lease
-        expired (a worker that died), but for those in `exclude`.
+        expired (a worker that died), but for those in `exclude`; `channels`: only records
+        for these channels (None: any).
 
         One transaction for the batch, whatever its size: the records are picked with their
         subscribers' names, then leased by one conditional UPDATE. On PostgreSQL the pick
@@ -215,10 +219,13 @@ class OutboxLeases(Repository):
         Either way two workers never hold one record."""
         postgres = self.database.engine.dialect.name == "postgresql"
         skip = sorted(set(exclude))
-        pick = _pick(due_only=due_only, excluding=bool(skip), postgres=postgres)
+        only = channels is not None
+        pick = _pick(due_only=due_only, excluding=bool(skip), only=only, postgres=postgres)
         until = now + lease
         with self.database.transaction() as connection:
             values: dict[str, Any] = {"now": now, "limit": limit}
+            if only:
+                values["channels"] = list(channels or ())
             found = connection.execute(pick, {**values, "skip": skip} if skip else values)
             names: dict[int, str | None] = {i: n for i, n in found}
             if not names:
