@@ -3,8 +3,9 @@
 Owns the SMTP conversation and its failure modes (`EmailChannel`), and the kind's entry in
 the channel registry (`EmailKind`: a subscriber's confirmed address is its target, the
 digest rendered by `bot.render.email`, [email] needed by whoever has an address). The
-sender must not render or touch the database: it gets finished messages and reports each
-one's fate through `on_sent` and its outcomes.
+sender does not render: it gets finished messages and reports each one's fate through
+`on_sent` and its outcomes; the database it touches only through the relay's limiter
+(`bot.channels.limits`), which keeps the pace shared by every worker.
 """
 
 from __future__ import annotations

@@ -184,9 +184,10 @@ class DeliveryConfig(Section):
     retry_first_seconds: float = Field(60, gt=0, le=86400)
     retry_max_seconds: float = Field(3 * 3600, gt=0, le=30 * 86400)
     bounce_limit: int = Field(3, ge=1, le=100)
-    # Processes that render and send the queued digests: `run` starts this many beside the
-    # one that plans and serves the web app; `digest` too, beside the one that plans (with 1,
-    # it sends in its own). 0: no sender process; the process that plans sends too.
+    # Processes that render and send the queued digests: `run` starts this many, and one more
+    # that plans, beside the one that serves the web app; `digest` starts them beside the one
+    # that plans (with 1, it sends in its own). 0: no sender process; the process that plans
+    # sends too.
     workers: int = Field(1, ge=0, le=64)
 
 

@@ -11,13 +11,15 @@ CLI, the daemon, the Slack command, the pages, the demo and the tests share all 
     deliver:  store --plan_delivery--> who is due, their rules, what they match
                     --build_digests--> digest per channel kind
                     --write_texts--> summaries, translations (texts)
-                    --render--> each rendered for its channel
-                    --queue--> outbox --send--> channels                (one report each)
-              (dry run: stops before the queue; to files: no queue, nothing recorded)
+                    --queue--> outbox, each digest a job
+                    --send--> each job claimed, rendered (jobs), sent, recorded
+                                                                        (one report each)
+              (dry run, to files: rendered here; no queue, nothing recorded)
 
 Modules: `wiring` (config -> parts), `poll`, `deliver` (with `texts`, the summaries and
 translations of the papers going out, `dispatch`, the queue and send steps and their
-reports, and `activity`, the rule counts the manage page shows), `scheduler` (the daemon:
+reports, `jobs`, the digest queued as a job and rendered by the worker that claims it, and
+`activity`, the rule counts the manage page shows), `scheduler` (the daemon:
 when to poll and deliver) and `backfill` (past days into the store), the last two
 imported from their modules.
 """

@@ -66,7 +66,7 @@ def build_message_bytes(
     links: DigestLinks | None = None,
     rendered: RenderedEmail | None = None,
 ) -> bytes:
-    """Build the message for one digest, as the bytes it is queued and sent as:
+    """Build the message for one digest, as the bytes it is kept and sent as:
     multipart/alternative (text first, HTML last), or plain text alone for a subscriber
     whose `email_format` is "text" (`bot.render.mime`).
 
