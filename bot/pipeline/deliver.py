@@ -54,7 +54,7 @@ from bot.pipeline.wiring import Parts
 from bot.rules import Rule, parse_rule
 
 # "send": queue each digest in the outbox, then send what it holds, recording each message
-# (the config's subscribers are synced and the rules' counts refreshed first); "dry-run":
+# (the config's subscribers are synced first, the rules' counts refreshed after); "dry-run":
 # build and report, send and record nothing; "files": send through the channels given
 # (`digest --out`: files), queue and record no delivery (the config's subscribers are
 # synced first, as when sending: the files' manage and unsubscribe links name them).
@@ -123,12 +123,12 @@ async def deliver(
     with collector_paused():
         plan = await asyncio.to_thread(plan_delivery, parts, request, now=now)
     rankings = await _rankings(parts, plan, now=now)
-    context = parts.render_context(now)
+    sending_clock = clock or (lambda: now)
     reports = list(plan.left_out)
     texts_run: TextsRun | None = None  # the first share's: those who want texts come first
-    attempted: set[int] = set()  # outbox records tried this run: each is tried once a run
-    # Building and rendering take CPU: in a thread, so that the event loop (the daemon's web
-    # app and slash command) is never held for a whole share.
+    tried: set[int] = set()  # outbox records tried this run: each is tried once a run
+    # Building digests takes CPU: in a thread, so that the event loop (the daemon's web app
+    # and slash command) is never held for a whole share.
     for share in shares(plan.parsed):
         built, skipped = await asyncio.to_thread(
             build_digests, parts, plan, request, now=now, rankings=rankings, parsed=share
@@ -147,10 +147,9 @@ async def deliver(
         if request.mode == "send":  # each digest a job, rendered by the worker sending it
             reports += await asyncio.to_thread(queue, parts.store, pairs, request, now=now)
             if request.sends:
-                clock = clock or (lambda: now)
-                reports += await send(parts, clock, request, should_stop, attempted=attempted)
+                reports += await send(parts, sending_clock, request, should_stop, tried=tried)
         else:  # a preview or files: rendered here, nothing queued
-            reports += await _render_here(parts, pairs, context, request.mode)
+            reports += await _render_here(parts, pairs, now, request.mode)
         await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
     if on_texts is not None:
         on_texts(texts_run or TextsRun(model=parts.text_model.model if parts.text_model else None))
@@ -188,11 +187,11 @@ def shares(
 
 
 async def _render_here(
-    parts: Parts, pairs: list[tuple[Digest, Target]], context: RenderContext, mode: Mode
+    parts: Parts, pairs: list[tuple[Digest, Target]], now: datetime, mode: Mode
 ) -> list[DeliveryReport]:
     """A dry run's reports, or a run to files' (its payloads written), of digests rendered
-    in this process (in a thread: the event loop keeps answering)."""
-    outgoing, reports = await asyncio.to_thread(render, pairs, context)
+    in this process at `now` (in a thread: the event loop keeps answering)."""
+    outgoing, reports = await asyncio.to_thread(render, pairs, parts.render_context(now))
     if mode == "dry-run":
         return reports + [report_of(o.digest, o.recipient, "would-send") for o in outgoing]
     return reports + await write_files(parts.channels, outgoing)
@@ -252,10 +251,10 @@ def plan_delivery(parts: Parts, request: DeliveryRequest, *, now: datetime) -> D
         try:
             parsed.append((sub, [parsed_rule(text) for text in sub.rules]))
         except RuleError as exc:
+            # Every place their digests go, said once: none gets a digest.
+            where_to = where(targets[sub.name])
             left_out.append(
-                DeliveryReport(
-                    sub.name, where(targets[sub.name]), "failed", error=f"bad rule: {exc}"
-                )
+                DeliveryReport(sub.name, None, "failed", error=f"bad rule: {exc}", where=where_to)
             )
     # One matcher for everyone: each distinct rule once, each paper analyzed once.
     matches = match_rules((rule for _, rules in parsed for rule in rules), papers)

@@ -39,7 +39,7 @@ class DeliveryReport:
     count: int = 0  # papers in the digest
     omitted: int = 0
     error: str | None = None
-    where: str | None = None
+    where: str | None = None  # the file written; with no address, the places it would go
     digest: Digest | None = field(default=None, repr=False)
     channel: str = "email"
     outbox_id: int | None = None  # its outbox record, once queued
@@ -47,7 +47,9 @@ class DeliveryReport:
     @property
     def target(self) -> str:
         """Where it went, for people: `<ada@lab.example>`, `slack #robot-learning`."""
-        return "(nowhere)" if self.address is None else target_label(self.channel, self.address)
+        if self.address is None:
+            return self.where or "(nowhere)"
+        return target_label(self.channel, self.address)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,11 +146,11 @@ async def send(
     request: DeliveryRequest,
     should_stop: Callable[[], bool],
     *,
-    attempted: set[int] | None = None,
+    tried: set[int] | None = None,
 ) -> list[DeliveryReport]:
     """Render and send what the outbox holds (and is due, unless `request.catch_up`), this
     run's digests among it; a report per attempt (without the digest: a run of many thousands
-    holds none once sent). `attempted`: the records this run tried already (each is tried
+    holds none once sent). `tried`: the records this run tried already (each is tried
     once a run)."""
     reports = []
     for attempt in await drain(
@@ -158,7 +160,7 @@ async def send(
         retry=parts.retry,
         due_only=not request.catch_up,
         should_stop=should_stop,
-        tried=attempted,
+        tried=tried,
         render=renderer(parts),
     ):
         item = attempt.item

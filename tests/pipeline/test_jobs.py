@@ -28,7 +28,7 @@ from bot.pipeline.dispatch import send
 from bot.pipeline.jobs import digest_of, job_of
 from bot.pipeline.wiring import NOTICE_CHANNEL, wire
 from bot.store import Queued, Store
-from bot.store.tables import DeliveryRow, OutboxMessageRow, OutboxRow
+from bot.store.tables import DeliveryRow, OutboxMessageRow, OutboxRow, RuleRow
 
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
 DAY = date(2024, 11, 28)
@@ -143,6 +143,26 @@ def test_the_mail_the_pages_send_at_once_leaves_the_digests_to_the_senders(
         ]
         sent = asyncio.run(send(parts, lambda: NOW, DeliveryRequest(), lambda: False))
     assert sorted(r.status for r in sent) == ["sent", "sent"]
+
+
+def test_a_stored_rule_that_no_longer_reads_fails_its_subscriber_alone(
+    database_url: str, store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """A rule stored by an older version that this one cannot read: that subscriber's run
+    fails, named by where their digests go; everyone else's digest goes."""
+    store.papers.upsert(full_feed_papers, now=NOW)
+    bob, _ = store.subscribers.add("bob", email="bob@lab.example", rules=["robot"], now=NOW)
+    with store.database.session() as session:
+        (rule,) = session.exec(select(RuleRow).where(RuleRow.subscriber_id == bob.id)).all()
+        rule.text = "robot AND ("
+        session.add(rule)
+        session.commit()
+    with smtp_sink() as (_, port):
+        config = config_of(database_url, port)
+        parts = wire(config, store, build_channels(config))  # type: ignore[arg-type]
+        reports = asyncio.run(deliver(parts, DeliveryRequest(since=DAY), now=NOW))
+    outcome = {r.subscriber: (r.status, r.target) for r in reports}
+    assert outcome == {"ada": ("sent", "<ada@lab.example>"), "bob": ("failed", "<bob@lab.example>")}
 
 
 def email_bytes(to: str, subject: str) -> bytes:
