@@ -327,7 +327,13 @@ async def _send_batch(
             _render_jobs, store, held, items, render, now=clock()
         )
         for item, why in refused:  # given up (its papers go back), never counted as a bounce
-            if store.outbox.mark_failed(item.id, owner=held.owner, error=why) is not None:
+            try:
+                given_up = store.outbox.mark_failed(item.id, owner=held.owner, error=why)
+            except StoreError as exc:  # its lease runs out: then it is claimed, and fails, again
+                held.broken = True
+                log.error("digest for %s: cannot record that it failed: %s", item.subscriber, exc)
+                continue
+            if given_up is not None:
                 log.error("digest for %s could not be rendered: %s", item.subscriber, why)
                 results.append(Attempt(item, "failed", error=why))
         results += _record_failures(store, held, later, clock=clock, retry=retry, rand=rand)
