@@ -77,9 +77,9 @@ def run(
     )
     store = open_store(config)
 
-    senders = config.delivery.workers
+    workers = config.delivery.workers
     code = asyncio.run(
-        run_daemon(config, store, clock=clock, web=web, speed=clock_speed, senders=senders)
+        run_daemon(config, store, clock=clock, web=web, speed=clock_speed, workers=workers)
     )
     sys.exit(code)
 

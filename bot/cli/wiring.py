@@ -137,11 +137,15 @@ async def run_daemon(
     clock: Callable[[], datetime],
     web: tuple[str, int] | None,
     speed: float,
-    senders: int = 0,
+    workers: int = 0,
 ) -> int:
     """Run the daemon until SIGINT or SIGTERM, the web app on `web` (host, port) beside;
-    the exit code. `senders`: processes that render and send the queued digests, beside a
-    planner process that plans and queues them (none: this process plans and sends)."""
+    the exit code. `workers`: sender processes that render and send the queued digests,
+    beside a planner process that plans and queues them (none: this process plans and
+    sends). They read the config's file: a config read from none has none."""
+    config_path = config.path
+    if config_path is None:
+        workers = 0
     # Which process polls and plans (PostgreSQL: the one holding an advisory lock; SQLite: a
     # second `run` on the same file is refused here, before anything starts).
     leadership = Leadership(store.database, name=worker_name())
@@ -155,7 +159,7 @@ async def run_daemon(
     # With sender processes, the planning goes to a process of its own too: this one's
     # event loop serves the web app whatever a run costs.
     planner = (
-        PlannerProcess(config.path, clock=clock) if senders and config.path is not None else None
+        PlannerProcess(config_path, clock=clock) if workers and config_path is not None else None
     )
     if planner is not None and leading:  # ready by the first tick's planning
         planner.start()
@@ -166,7 +170,7 @@ async def run_daemon(
             fetcher=build_fetcher(config, client),
             clock=clock,
             leadership=leadership,
-            sends=not senders,
+            sends=not workers,
             planner=planner.plan if planner is not None else None,
         )
         server = front.server(web, daemon) if web is not None else None
@@ -180,8 +184,8 @@ async def run_daemon(
             config.daemon.tick_seconds,
         )
         sending = (
-            start_senders(config.path, senders, until_idle=False, clock=clock)
-            if senders and config.path is not None
+            start_senders(config_path, workers, until_idle=False, clock=clock)
+            if workers and config_path is not None
             else None
         )
         try:
