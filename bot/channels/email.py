@@ -216,13 +216,13 @@ class EmailChannel:
 
     async def send_all(
         self,
-        batch: Sequence[tuple[Any, bytes | EmailMessage]],
+        batch: Sequence[tuple[Any, bytes]],
         on_sent: OnSent,
         *,
         should_stop: ShouldStop | None = None,
         on_progress: OnProgress | None = None,
     ) -> list[SendOutcome]:
-        """Send every message (its bytes as built, or a message) over one connection;
+        """Send every message (its bytes as built) over one connection;
         reconnect once if the server drops it. An item is what the caller tracks the
         message by; it comes back in the outcome.
         Before each message, `should_stop()` may end the batch (a daemon shutting down):
@@ -352,38 +352,30 @@ def _still_open(smtp: aiosmtplib.SMTP | None) -> aiosmtplib.SMTP | None:
     return smtp if smtp is not None and smtp.is_connected else None
 
 
-async def _send(
-    smtp: aiosmtplib.SMTP, message: bytes | EmailMessage, mail_from: str | None = None
-) -> Any:
+async def _send(smtp: aiosmtplib.SMTP, message: bytes, mail_from: str | None = None) -> Any:
     """Send one message as it was built: its bytes, unchanged (they were written with
     `MAIL_POLICY`; aiosmtplib's `send_message` would write them again with
     `email.policy.SMTP`, whose folding of a non-ASCII subject Python 3.11 gets wrong: see
     bot.core.mail). The envelope is the From and To addresses, read from the headers alone;
-    an address that is not ASCII needs SMTPUTF8: bytes go as they are with it asked for
-    (a server without it: ValueError, never sendable there), a message through
-    `send_message`, which negotiates it. `mail_from`, when given, is the envelope sender in
-    place of the From address."""
-    if isinstance(message, EmailMessage):
-        payload = message.as_bytes(policy=MAIL_POLICY)
-        headers: Message = message
-    else:
-        payload = message
-        end = payload.find(b"\r\n\r\n")
-        head = payload if end < 0 else payload[: end + 2]
-        headers = _HEADERS.parsestr(head.decode("utf-8", "surrogateescape"))
+    an address that is not ASCII needs SMTPUTF8, asked for (a server without it:
+    ValueError, never sendable there). A message without one From and a To goes through
+    `send_message`, which finds its envelope as it can. `mail_from`, when given, is the
+    envelope sender in place of the From address."""
+    end = message.find(b"\r\n\r\n")
+    head = message if end < 0 else message[: end + 2]
+    headers = _HEADERS.parsestr(head.decode("utf-8", "surrogateescape"))
     sender = _envelope(headers, "From")
     recipients = _envelope(headers, "To")
     if len(sender) == 1 and recipients:
         if all(a.isascii() for a in (*sender, *recipients)):
-            return await smtp.sendmail(mail_from or sender[0], recipients, payload)
-        if not isinstance(message, EmailMessage):  # parsed again, its UTF-8 would not survive
-            try:
-                return await smtp.sendmail(
-                    mail_from or sender[0], recipients, payload, mail_options=["SMTPUTF8"]
-                )
-            except aiosmtplib.SMTPNotSupported as exc:  # asked before MAIL: nothing sent
-                raise ValueError(f"an address that is not ASCII: {exc}") from None
-    whole = message_from_bytes(payload, policy=MAIL_POLICY)
+            return await smtp.sendmail(mail_from or sender[0], recipients, message)
+        try:
+            return await smtp.sendmail(
+                mail_from or sender[0], recipients, message, mail_options=["SMTPUTF8"]
+            )
+        except aiosmtplib.SMTPNotSupported as exc:  # asked before MAIL: nothing sent
+            raise ValueError(f"an address that is not ASCII: {exc}") from None
+    whole = message_from_bytes(message, policy=MAIL_POLICY)
     return await smtp.send_message(cast(EmailMessage, whole), sender=mail_from)
 
 
