@@ -12,7 +12,7 @@ import zlib
 
 from pydantic import TypeAdapter
 
-from bot.channels import Target, channel_kind
+from bot.channels import ChannelKind, Target, channel_kind
 from bot.channels.outbox import RenderJob
 from bot.core.models import Digest
 from bot.pipeline.wiring import Parts
@@ -48,7 +48,7 @@ def renderer(parts: Parts) -> RenderJob:
         kind = channel_kind(item.channel)
         if kind is None:
             raise ValueError(f"no channel kind {item.channel!r} is known")
-        target = _target(parts, digest, item)
+        target = _target(parts, kind, digest, item)
         rendered = kind.render(digest, target, parts.render_context(digest.created))
         shown = rendered.digest
         more = [RenderedPart(m.digest.digest_id, m.payload, _keys(m.digest)) for m in rendered.more]
@@ -69,10 +69,8 @@ def _keys(digest: Digest) -> list[tuple[str, int]]:
     return [(item.paper.id, item.paper.version) for item in digest.items]
 
 
-def _target(parts: Parts, digest: Digest, item: OutboxItem) -> Target:
+def _target(parts: Parts, kind: type[ChannelKind], digest: Digest, item: OutboxItem) -> Target:
     """The place the job was planned for: its channel's target of the digest's subscriber."""
-    kind = channel_kind(item.channel)
-    assert kind is not None
     for target in kind.targets(digest.subscriber, parts.settings.get(kind.kind)):
         if target.channel == item.channel:
             return target

@@ -497,7 +497,7 @@ def _render(
         words.gettext(SHORTENED_NOTES[length]) if note and length in SHORTENED_NOTES else None
     )
     texts_note = " ".join(
-        part for part in (ranking_note(digest, words), texts_note_of(digest), shortened) if part
+        said for said in (ranking_note(digest, words), texts_note_of(digest), shortened) if said
     )
     manage_url = _check_link_url(links.manage, what="manage_url") if links.manage else None
     archive_url = _check_link_url(links.archive, what="archive_url") if links.archive else None
