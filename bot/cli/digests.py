@@ -329,7 +329,7 @@ def print_delivery(reports: Sequence[DeliveryReport], *, dry_run: bool = False) 
     failed = 0
     for r in reports:
         papers = plural(r.count, "paper")
-        more = f" (+{r.omitted} over max_papers)" if r.omitted else ""
+        more = f" (+{r.omitted} left out)" if r.omitted else ""
         if r.status == "sent":
             click.echo(f"{r.subscriber} {r.target}: sent {papers}{more}")
         elif r.status == "written":

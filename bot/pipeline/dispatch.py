@@ -37,7 +37,7 @@ class DeliveryReport:
     # limits: a later run sends it; not a failure)
     status: str
     count: int = 0  # papers in the digest
-    omitted: int = 0
+    omitted: int = 0  # matching papers left out: over max_papers, close to a 👎, or to fit
     error: str | None = None
     where: str | None = None  # the file written; with no address, the places it would go
     digest: Digest | None = field(default=None, repr=False)
@@ -225,7 +225,7 @@ def report_of(
         recipient,
         status,
         count=digest.count,
-        omitted=len(digest.omitted),
+        omitted=len(digest.omitted) + len(digest.disliked),
         error=error,
         where=where,
         digest=digest,

@@ -175,9 +175,7 @@ max_papers = 3
     for _ in range(2):  # nothing is recorded, so the same digest is written again
         result = invoke("digest", "--since", "2024-11-28", "--out", str(out_dir), config=config)
         assert result.exit_code == 0, result.output
-        assert re.search(
-            r"ada <ada@example.org>: 3 papers \(\+\d+ over max_papers\) -> ", result.output
-        )
+        assert re.search(r"ada <ada@example.org>: 3 papers \(\+\d+ left out\) -> ", result.output)
     assert len(list(out_dir.glob("*.eml"))) == 1
     # Beside each .eml, its HTML part, to open in a browser.
     (eml,) = out_dir.glob("*.eml")
