@@ -1,6 +1,7 @@
-"""The daemon behind `paperbell run`: polls, digests and sends on schedule. Wiring only.
+"""The daemon behind `paperbell run`: polls, digests and sends on schedule. It decides when;
+what each step does is decided elsewhere.
 
-Every `tick` does three things in order, each decided elsewhere and each safe to repeat:
+Every `tick` does three things in order, each safe to repeat:
 
 1. poll the sources whose time has come (`bot.core.calendar.plan_poll`: arXiv listings from
    about midnight US Eastern on feed days until new ids appear, other sources at an interval);
