@@ -32,6 +32,12 @@ log = logging.getLogger(__name__)
 # How long an idle sender waits before it looks at the outbox again.
 IDLE_SECONDS = 0.5
 
+# How much lower a child's CPU priority is than its parent's (added to its niceness, as
+# `nice` does by default): the daemon's process serves the web app, whose requests must
+# not queue behind a run's batch work. At 10 a busy child still gets about a tenth of a
+# core its parent wants too, so a run goes on; with the CPU free, it gets all of it.
+NICENESS = 10
+
 
 @dataclass(frozen=True)
 class Senders:
@@ -158,10 +164,12 @@ def schema_revision() -> str:
 
 def prepare_child(log_level: int) -> None:
     """What a spawned child of `run` or `digest` does first: ignore Ctrl-C and SIGTERM (its
-    parent stops it), die with its parent, and log at `log_level`, each line naming it."""
+    parent stops it), die with its parent, yield the CPU to it (`NICENESS`), and log at
+    `log_level`, each line naming it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _die_with_parent()
+    os.nice(NICENESS)
     logging.basicConfig(
         level=log_level, format="%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"
     )
