@@ -6,7 +6,8 @@ one digest. The daemon's web app so never renders or sends (docs/workers.md).
 A sender is started with `spawn` (a fresh interpreter: nothing of the parent's threads,
 event loop or database connections), reads the same config file, and ignores Ctrl-C and
 SIGTERM: its parent stops it through `stopping`, after the message in flight. On Linux it
-dies with its parent (a parent killed -9 leaves no sender behind). Each sender is a whole
+dies with its parent (a parent killed -9 leaves no sender behind). It runs at a lower CPU
+priority than its parent, whose process serves the web app (`NICENESS`). Each sender is a whole
 interpreter, so it loads only what it uses: the parent checked the database's schema when
 it opened it, and a sender confirms the revision with one query (`Store.open_at`) instead
 of loading the migrations.

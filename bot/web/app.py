@@ -384,9 +384,9 @@ class _Server(uvicorn.Server):
     the process held when it started is left out of garbage collection (`gc.freeze`)."""
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
-        # The modules, the wired parts and the daemon stay for the process's life, yet each
-        # full collection walked them all (well over 100,000 objects): a pause on the event
-        # loop for every request in flight. Frozen, a collection walks what came since.
+        # The modules, the wired parts and the daemon stay for the process's life, yet a
+        # full collection walks them all (well over 100,000 objects): a pause on the event
+        # loop for every request in flight. Frozen, it walks only what came since.
         gc.freeze()
         try:
             await super().serve(sockets)
