@@ -30,8 +30,8 @@ Runs, each on its own copy of the database and its own server process:
              the loop, or with --standin-mode thread in a thread)
 
 Each row also says the server process's CPU time per request (all its threads, during the
-load: less noisy than the latencies on a shared machine), how long its event loop was held
-at most (a 10 ms timer's lateness) and its longest garbage collection.
+load; it too grows when other work shares the cores), how long its event loop was held at
+most (a 10 ms timer's lateness) and its longest garbage collection.
 
     .venv/bin/python bench/slash.py                        # every run, 10,000 subscribers
     .venv/bin/python bench/slash.py --runs baseline list --requests 500
