@@ -29,8 +29,9 @@ Runs, each on its own copy of the database and its own server process:
              of real rule matching and one committed 30 KB write per subscriber; its CPU on
              the loop, or with --standin-mode thread in a thread)
 
-Each row also says how long the server's event loop was held at most (a 10 ms timer's
-lateness) and its longest garbage collection, during the load.
+Each row also says the server process's CPU time per request (all its threads, during the
+load; it too grows when other work shares the cores), how long its event loop was held at
+most (a 10 ms timer's lateness) and its longest garbage collection.
 
     .venv/bin/python bench/slash.py                        # every run, 10,000 subscribers
     .venv/bin/python bench/slash.py --runs baseline list --requests 500
@@ -56,6 +57,7 @@ import os
 import pstats
 import random
 import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -234,11 +236,12 @@ def serve(
 
 class Pauses:
     """What holds the server up: the event loop's longest lag (a 10 ms timer's lateness)
-    and the garbage collector's longest pause."""
+    and the garbage collector's longest pause; and the CPU the process spent since `reset`."""
 
     def __init__(self) -> None:
         self.loop_lag = 0.0
         self.gc_pause = 0.0
+        self.cpu_start = cpu_seconds()
         self._gc_start = 0.0
         gc.callbacks.append(self._on_gc)
 
@@ -256,6 +259,13 @@ class Pauses:
 
     def reset(self) -> None:
         self.loop_lag = self.gc_pause = 0.0
+        self.cpu_start = cpu_seconds()
+
+
+def cpu_seconds() -> float:
+    """This process's CPU time so far, all its threads (user and system)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 class StandIn:
@@ -389,6 +399,7 @@ async def _serve(
             elif message == "stop":
                 break
         figures = {
+            "cpu": cpu_seconds() - pauses.cpu_start,
             "loop_lag": pauses.loop_lag,
             "gc_pause": pauses.gc_pause,
             "standin_done": standin.done - done_before,
@@ -718,6 +729,7 @@ async def measure(
         "the server's loop never came back to answer"
         if figures is None
         else (
+            f"server CPU {figures['cpu'] / len(load.latencies) * 1000:.2f} ms a request, "
             f"loop held <= {figures['loop_lag'] * 1000:.0f} ms, "
             f"gc <= {figures['gc_pause'] * 1000:.0f} ms"
         )

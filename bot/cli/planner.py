@@ -9,8 +9,9 @@ are as before: the daemon asks only while it leads, and the outbox is unique per
 Started like a sender (`bot.cli.senders`): spawned when the daemon starts leading (`start`)
 or at the first run it plans, whichever comes first, it reads the same config file,
 confirms the schema revision the daemon checked, ignores Ctrl-C and SIGTERM (its parent
-stops it through `stopping`, after the run under way), dies with its parent on Linux, and
-logs its lines under its own name.
+stops it through `stopping`, after the run under way), dies with its parent on Linux, runs
+at a lower CPU priority than the daemon (whose process serves the web app), and logs its
+lines under its own name.
 One that died is started again at the next run. A run cut short (killed) loses nothing:
 its slots are not marked handled, so the next run plans them again, and the outbox, unique
 per slot, keeps what was queued from being queued twice.

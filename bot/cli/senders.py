@@ -6,7 +6,8 @@ one digest. The daemon's web app so never renders or sends (docs/workers.md).
 A sender is started with `spawn` (a fresh interpreter: nothing of the parent's threads,
 event loop or database connections), reads the same config file, and ignores Ctrl-C and
 SIGTERM: its parent stops it through `stopping`, after the message in flight. On Linux it
-dies with its parent (a parent killed -9 leaves no sender behind). Each sender is a whole
+dies with its parent (a parent killed -9 leaves no sender behind). It runs at a lower CPU
+priority than its parent, whose process serves the web app (`NICENESS`). Each sender is a whole
 interpreter, so it loads only what it uses: the parent checked the database's schema when
 it opened it, and a sender confirms the revision with one query (`Store.open_at`) instead
 of loading the migrations.
@@ -31,6 +32,12 @@ log = logging.getLogger(__name__)
 
 # How long an idle sender waits before it looks at the outbox again.
 IDLE_SECONDS = 0.5
+
+# How much lower a child's CPU priority is than its parent's (added to its niceness, as
+# `nice` does by default): the daemon's process serves the web app, whose requests must
+# not queue behind a run's batch work. At 10 a busy child still gets about a tenth of a
+# core its parent wants too, so a run goes on; with the CPU free, it gets all of it.
+NICENESS = 10
 
 
 @dataclass(frozen=True)
@@ -158,10 +165,12 @@ def schema_revision() -> str:
 
 def prepare_child(log_level: int) -> None:
     """What a spawned child of `run` or `digest` does first: ignore Ctrl-C and SIGTERM (its
-    parent stops it), die with its parent, and log at `log_level`, each line naming it."""
+    parent stops it), die with its parent, yield the CPU to it (`NICENESS`), and log at
+    `log_level`, each line naming it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _die_with_parent()
+    os.nice(NICENESS)
     logging.basicConfig(
         level=log_level, format="%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"
     )

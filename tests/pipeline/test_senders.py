@@ -1,6 +1,7 @@
 """Sender processes (`[delivery] workers`): `paperbell digest` plans in its own process while
 its senders render and send; every digest goes once, each is reported, and no sender
-outlives the command, even one killed with SIGKILL. (How the senders share the work, and
+outlives the command, even one killed with SIGKILL. A sender, like the planner, runs at a
+lower CPU priority than the process that started it. (How the senders share the work, and
 what it gains, is measured by bench/fanout.py --workers N, not here.)
 
 Real parts: the command as a process (and its spawned senders), the database (SQLite file,
@@ -10,12 +11,14 @@ over HTTP on loopback, an SMTP server on loopback.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
 import time
 import uuid
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,8 @@ from support.cli import invoke, loaded, modules_after, run, start
 from support.config import sink_email, toml_table
 from support.servers import Route, feed_server, first_items, smtp_sink
 
+from bot.cli.planner import PlannerProcess
+from bot.cli.senders import NICENESS, start_senders
 from bot.store.schema import head
 
 pytestmark = pytest.mark.database
@@ -168,3 +173,37 @@ def test_a_sender_of_an_email_only_site_loads_no_chat_feed_or_migration_library(
     modules = modules_after(sender_life(config, head()), cwd=tmp_path)
     assert "bot.channels.email" in modules  # it did set up its channels
     assert loaded(modules, NOT_FOR_EMAIL + NOT_FOR_A_SENDER) == []
+
+
+def niceness_once_set(pid: int, parent: int) -> int:
+    """The niceness of process `pid` once it differs from its parent's (a child lowers its
+    priority first thing; it is read until it did, for at most 20 seconds)."""
+    deadline = time.monotonic() + 20
+    while (value := os.getpriority(os.PRIO_PROCESS, pid)) == parent:
+        assert time.monotonic() < deadline, "the child kept its parent's priority"
+        time.sleep(0.01)
+    return value
+
+
+@pytest.mark.skipif(os.nice(0) >= 19, reason="this process has the lowest priority already")
+def test_a_sender_and_the_planner_yield_the_cpu_to_the_process_that_started_them(
+    tmp_path: Path, database_url: str
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'version = 1\n[database]\nurl = "{database_url}"\n')
+    assert invoke("db", "upgrade", "-c", str(config)).exit_code == 0
+    ours = os.nice(0)
+    senders = start_senders(config, 1, until_idle=False)
+    planner = PlannerProcess(config)
+    try:
+        # The planner answered a run (nothing is due): it lowered its priority before.
+        assert asyncio.run(planner.plan(datetime(2024, 11, 28, tzinfo=UTC), lambda: False)) == []
+        assert planner.process is not None and planner.process.pid is not None
+        planned_at = os.getpriority(os.PRIO_PROCESS, planner.process.pid)
+        (sender,) = senders.processes
+        assert sender.pid is not None
+        sends_at = niceness_once_set(sender.pid, ours)
+    finally:
+        senders.stop(5)
+        planner.stop(5)
+    assert planned_at == sends_at == min(ours + NICENESS, 19)
