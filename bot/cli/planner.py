@@ -6,8 +6,8 @@ The daemon asks it at each tick it leads and waits for the run's reports (for it
 counts, /metrics and /healthz); the web app answers meanwhile. Leadership and the outbox
 are as before: the daemon asks only while it leads, and the outbox is unique per slot.
 
-Started like a sender (`bot.cli.senders`): spawned when the daemon starts leading (`start`)
-or at the first run it plans, whichever comes first, it reads the same config file,
+Started like a sender (`bot.cli.senders`): spawned at the daemon's start when it leads then
+(`start`), else at the first run it plans; it reads the same config file,
 confirms the schema revision the daemon checked, ignores Ctrl-C and SIGTERM (its parent
 stops it through `stopping`, after the run under way), dies with its parent on Linux, runs
 at a lower CPU priority than the daemon (whose process serves the web app), and logs its
@@ -30,7 +30,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-from bot.cli.senders import prepare_child, schema_revision
+from bot.cli.senders import NICENESS, prepare_child, schema_revision
 from bot.pipeline.dispatch import DeliveryReport
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ def _plan(
     """The planner's life: for each moment the daemon sends, plan and queue the digests due
     then, and send back their reports (or the error), until told to stop; over a database
     at `revision` only (the daemon checked its schema)."""
-    prepare_child(log_level)
+    prepare_child(log_level, niceness=NICENESS)
     from bot.cli.secrets import database_url
     from bot.config import load_config
     from bot.pipeline import wire

@@ -1,16 +1,16 @@
 """Sender processes (`[delivery] workers`): each one a plain loop that claims queued jobs,
 renders them, sends them and records each (`bot.channels.outbox.drain`), beside the
 process that plans. More mail means more of them; the outbox keeps any two from sending
-one digest. The daemon's web app so never renders or sends (docs/workers.md).
+one digest. The daemon's web app so never renders or sends a digest (docs/workers.md).
 
 A sender is started with `spawn` (a fresh interpreter: nothing of the parent's threads,
 event loop or database connections), reads the same config file, and ignores Ctrl-C and
 SIGTERM: its parent stops it through `stopping`, after the message in flight. On Linux it
-dies with its parent (a parent killed -9 leaves no sender behind). It runs at a lower CPU
-priority than its parent, whose process serves the web app (`NICENESS`). Each sender is a whole
-interpreter, so it loads only what it uses: the parent checked the database's schema when
-it opened it, and a sender confirms the revision with one query (`Store.open_at`) instead
-of loading the migrations.
+dies with its parent (a parent killed -9 leaves no sender behind). A daemon's sender runs
+at a lower CPU priority than the daemon, whose process serves the web app (`NICENESS`).
+Each sender is a whole interpreter, so it loads only what it uses: the parent checked the
+database's schema when it opened it, and a sender confirms the revision with one query
+(`Store.open_at`) instead of loading the migrations.
 """
 
 from __future__ import annotations
@@ -117,19 +117,21 @@ def _send(
     log_level: int,
 ) -> None:
     """A sender's life: claim, render, send, record, until told to stop; over a database
-    at `revision` only. It logs at its parent's level, each line naming the sender."""
-    prepare_child(log_level)
+    at `revision` only. It logs at its parent's level, each line naming the sender; a
+    daemon's yields the CPU to the web app (`NICENESS`), a one-off run's has none to yield
+    to."""
+    prepare_child(log_level, niceness=0 if until_idle else NICENESS)
     from bot.channels.outbox import drain
     from bot.cli.secrets import database_url
     from bot.config import load_config
     from bot.core.plurals import plural
-    from bot.pipeline import build_channels, wire
+    from bot.pipeline import wire
     from bot.pipeline.jobs import renderer
     from bot.store import Store, utcnow
 
     config = load_config(Path(config_path))
     with Store.open_at(database_url(config), revision) as store:
-        parts = wire(config, store, build_channels(config, store=store))
+        parts = wire(config, store)
         render = renderer(parts)
         tried: set[int] = set()  # a one-off run tries each record once
         while not stopping.is_set():
@@ -163,14 +165,15 @@ def schema_revision() -> str:
     return head()
 
 
-def prepare_child(log_level: int) -> None:
+def prepare_child(log_level: int, *, niceness: int) -> None:
     """What a spawned child of `run` or `digest` does first: ignore Ctrl-C and SIGTERM (its
-    parent stops it), die with its parent, yield the CPU to it (`NICENESS`), and log at
-    `log_level`, each line naming it."""
+    parent stops it), die with its parent, lower its CPU priority by `niceness`, and log
+    at `log_level`, each line naming it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _die_with_parent()
-    os.nice(NICENESS)
+    if niceness:
+        os.nice(niceness)
     logging.basicConfig(
         level=log_level, format="%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"
     )

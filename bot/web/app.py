@@ -11,7 +11,6 @@ holds up the daemon's loop.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -30,8 +29,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from bot.core.errors import PaperbellError
 
 if TYPE_CHECKING:
-    import socket
-
     from bot.pipeline.health import SourceHealth
     from bot.pipeline.scheduler import Daemon
     from bot.store import LeftOut, ModelDay
@@ -380,18 +377,7 @@ def daemon_routes(daemon: Daemon) -> list[BaseRoute]:
 
 class _Server(uvicorn.Server):
     """uvicorn, minus its own signal handling: the daemon owns SIGINT/SIGTERM and stops the
-    web app itself (`should_exit`) after the running tick is done. While it serves, what
-    the process held when it started is left out of garbage collection (`gc.freeze`)."""
-
-    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
-        # The modules, the wired parts and the daemon stay for the process's life, yet a
-        # full collection walks them all (well over 100,000 objects): a pause on the event
-        # loop for every request in flight. Frozen, it walks only what came since.
-        gc.freeze()
-        try:
-            await super().serve(sockets)
-        finally:
-            gc.unfreeze()
+    web app itself (`should_exit`) after the running tick is done."""
 
     def install_signal_handlers(self) -> None:  # uvicorn < 0.29
         pass

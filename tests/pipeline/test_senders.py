@@ -186,7 +186,7 @@ def niceness_once_set(pid: int, parent: int) -> int:
 
 
 @pytest.mark.skipif(os.nice(0) >= 19, reason="this process has the lowest priority already")
-def test_a_sender_and_the_planner_yield_the_cpu_to_the_process_that_started_them(
+def test_a_daemons_sender_and_planner_yield_the_cpu_to_the_process_that_started_them(
     tmp_path: Path, database_url: str
 ) -> None:
     config = tmp_path / "config.toml"
