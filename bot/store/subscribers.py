@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import cast
 
-from sqlalchemy import delete
+from sqlalchemy import bindparam, delete
 from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
@@ -95,6 +95,34 @@ class SubscriberRecord:
     last_slot: str | None  # the last schedule slot the daemon handled
 
 
+# One subscriber read by its id or its Slack user or channel, as `all(only=...)` and
+# `by_slack` read it: made once, since the slash command and the pages read one a request.
+_RECORD = [SUBSCRIBERS.c[f.name] for f in fields(SubscriberRecord)]
+_BY_SLACK_USER = (
+    sa_select(*_RECORD)
+    .where(SUBSCRIBERS.c.slack_user == bindparam("user"), SUBSCRIBERS.c.slack_channel.is_(None))
+    .order_by(SUBSCRIBERS.c.id)
+    .limit(1)
+)
+_BY_SLACK_CHANNEL = (
+    sa_select(*_RECORD)
+    .where(SUBSCRIBERS.c.slack_channel.in_(bindparam("channels", expanding=True)))
+    .order_by(SUBSCRIBERS.c.id)
+    .limit(1)
+)
+_ONE = sa_select(SUBSCRIBERS).where(SUBSCRIBERS.c.id == bindparam("only"))
+_ONE_PLACES = (
+    sa_select(PLACES.c.subscriber_id, PLACES.c.url)
+    .where(PLACES.c.subscriber_id == bindparam("only"))
+    .order_by(PLACES.c.id)
+)
+_ONE_RULES = (
+    sa_select(RULES.c.subscriber_id, RULES.c.text, RULES.c.label)
+    .where(RULES.c.subscriber_id == bindparam("only"))
+    .order_by(RULES.c.id)
+)
+
+
 class Subscribers(Repository):
     """The subscribers and their rules (`store.subscribers`)."""
 
@@ -141,23 +169,24 @@ class Subscribers(Repository):
         defaults = defaults or Defaults()
         # Read as rows, not as ORM objects: a run reads everyone, and making 10,000
         # subscribers' and their rules' objects took a second (their rows: a tenth).
-        query = sa_select(SUBSCRIBERS)
-        rule_query = sa_select(RULES.c.subscriber_id, RULES.c.text, RULES.c.label)
-        places = sa_select(PLACES.c.subscriber_id, PLACES.c.url)
-        if only is not None:
-            query = query.where(SUBSCRIBERS.c.id == only)
-            rule_query = rule_query.where(RULES.c.subscriber_id == only)
-            places = places.where(PLACES.c.subscriber_id == only)
+        if only is None:
+            query = sa_select(SUBSCRIBERS)
+            rule_query = sa_select(RULES.c.subscriber_id, RULES.c.text, RULES.c.label)
+            rule_query = rule_query.order_by(RULES.c.id)
+            places = sa_select(PLACES.c.subscriber_id, PLACES.c.url).order_by(PLACES.c.id)
+            params = {}
+        else:
+            query, rule_query, places, params = _ONE, _ONE_RULES, _ONE_PLACES, {"only": only}
         with self.database.session() as session:
-            rows = {r.name: r for r in session.execute(query)}
+            rows = {r.name: r for r in session.execute(query, params)}
             if only is not None:
                 config_subscribers = [s for s in config_subscribers if s.name in rows]
             urls: dict[int, list[str]] = {}
-            for subscriber_id, url in session.execute(places.order_by(PLACES.c.id)):
+            for subscriber_id, url in session.execute(places, params):
                 urls.setdefault(subscriber_id, []).append(url)
             rules: dict[int, list[str]] = {}
             labels: dict[int, dict[str, str]] = {}
-            for subscriber_id, text, label in session.execute(rule_query.order_by(RULES.c.id)):
+            for subscriber_id, text, label in session.execute(rule_query, params):
                 rules.setdefault(subscriber_id, []).append(text)
                 if label:
                     labels.setdefault(subscriber_id, {})[text] = label
@@ -515,13 +544,11 @@ class Subscribers(Repository):
         names = [channel] if isinstance(channel, str) else list(channel or ())
         with self.database.session() as session:
             if user is not None:
-                query = select(SubscriberRow).where(
-                    SubscriberRow.slack_user == user, col(SubscriberRow.slack_channel).is_(None)
-                )
+                found = session.execute(_BY_SLACK_USER, {"user": user})
             else:
-                query = select(SubscriberRow).where(col(SubscriberRow.slack_channel).in_(names))
-            row = session.exec(query.order_by(col(SubscriberRow.id))).first()
-            return None if row is None else as_record(SubscriberRecord, row)
+                found = session.execute(_BY_SLACK_CHANNEL, {"channels": names})
+            row = found.first()
+            return None if row is None else SubscriberRecord(*row)
 
     def records(self) -> list[SubscriberRecord]:
         """Every stored subscriber's record (the config file's and the database's), by
