@@ -21,7 +21,7 @@ import pytest
 from aiohttp import WSMsgType, web
 from support.config import slack_config
 from support.paths import ROOT
-from support.slack import SIGNING_SECRET, signed, wired_slack_app
+from support.slack import SIGNING_SECRET, signed, wired_front, wired_slack_app
 
 from bot.config import Config
 from bot.core.models import Paper
@@ -411,7 +411,6 @@ def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
 
     from bot.config import parse_config
     from bot.pipeline import DeliveryRequest, deliver, wire
-    from bot.web.pages import build_pages
 
     with smtp_sink() as (sink, port):
         config = parse_config(
@@ -436,10 +435,10 @@ def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
         store = Store.open(config.database_url())
         store.papers.upsert(full_feed_papers, now=NOW)
         channels = build_channels(config)
-        built = wired_slack_app(config, store, channels, clock=lambda: NOW)
+        front = wired_front(config, store, channels, clock=lambda: NOW)
+        built = front.slack
         assert built is not None and built.http is not None
-        pages = build_pages(config, store, channels, clock=lambda: NOW)
-        app = create_app(routes=[*(pages or []), *slack_routes(built)])
+        app = create_app(routes=[*(front.pages or []), *slack_routes(built)])
 
         def emails() -> list[str]:
             reports = asyncio.run(

@@ -3,6 +3,7 @@ set up as `paperbell run` sets it up."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import time
@@ -10,10 +11,10 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from bot.channels import Channel
+from bot.cli.wiring import Front
 from bot.config import Config
-from bot.manage import Manager, SiteChoices, notice_sender
 from bot.pipeline import build_channels, wire
-from bot.slack.app import SlackApp, build_slack_app
+from bot.slack.app import SlackApp
 from bot.store import Store
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -34,6 +35,20 @@ def signed(
     }
 
 
+def wired_front(
+    config: Config,
+    store: Store,
+    channels: Mapping[str, Channel] | None = None,
+    *,
+    clock: Callable[[], datetime],
+) -> Front:
+    """The Slack app and the pages as `paperbell run` sets them up (`bot.cli.wiring.Front`),
+    over parts wired from `config` with `channels` (default: the config's, with no store):
+    the config's subscribers synced, one `Manager` for both when [web] signs links."""
+    parts = wire(config, store, build_channels(config) if channels is None else channels)
+    return Front(config, parts, clock=clock, stop=asyncio.Event())
+
+
 def wired_slack_app(
     config: Config,
     store: Store,
@@ -41,12 +56,5 @@ def wired_slack_app(
     *,
     clock: Callable[[], datetime],
 ) -> SlackApp | None:
-    """The Slack app as `paperbell run` sets it up (`bot.cli.wiring.Front`), over parts
-    wired from `config` with `channels` (default: the config's, with no store): the
-    config's subscribers synced, one `Manager` when [web] signs links."""
-    parts = wire(config, store, build_channels(config) if channels is None else channels)
-    store.subscribers.sync_config(parts.declared(), now=clock())
-    choices = SiteChoices.of(config)
-    manager = Manager(choices, parts, clock=clock) if parts.signer is not None else None
-    mail_queued = notice_sender(parts, clock=clock)
-    return build_slack_app(config, parts, manager=manager, mail_queued=mail_queued, clock=clock)
+    """The Slack app as `paperbell run` sets it up (`wired_front`)."""
+    return wired_front(config, store, channels, clock=clock).slack
