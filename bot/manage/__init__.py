@@ -23,7 +23,7 @@ from typing import Literal
 
 from bot.channels import subscriber_targets
 from bot.channels.outbox import drain
-from bot.config import Config, subscriber_problems, subscriber_settings, too_many_rules
+from bot.config import subscriber_problems, subscriber_settings, too_many_rules
 from bot.core.checks import check_label
 from bot.core.errors import RuleError, StoreError
 from bot.core.links import (
@@ -35,6 +35,7 @@ from bot.core.links import (
     address_tag,
 )
 from bot.core.models import DECLARED_VIA, Feedback, FeedbackVia, Paper, Subscriber, Verdict
+from bot.manage.choices import SiteChoices
 from bot.manage.destinations import Destinations, DestinationView
 from bot.manage.rating import RatingLink, Ratings, SentPapers
 from bot.manage.reading import (
@@ -167,33 +168,6 @@ def notice_sender(parts: Parts, *, clock: Callable[[], datetime]) -> Callable[[]
             )
 
     return send
-
-
-@dataclass(frozen=True, slots=True)
-class SiteChoices:
-    """The site's own choices that the pages follow, read once from the config: the rules'
-    limit, who may sign up, whose name the pages carry, whether readers add destinations."""
-
-    max_rules: int
-    signup: bool = False
-    signup_domains: tuple[str, ...] = ()
-    trusted_proxies: bool = False  # [web] names a proxy whose word on the client is taken
-    name: str = "paperbell"  # the digests' sender's name
-    contact: str | None = None  # the digests' sender's address: whom a reader may write to
-    destinations_open: bool = True  # [apprise] self_service
-
-    @classmethod
-    def of(cls, config: Config) -> SiteChoices:
-        email, web = config.email, config.web
-        return cls(
-            max_rules=config.digest.max_rules,
-            signup=web.signup,
-            signup_domains=tuple(web.signup_domains),
-            trusted_proxies=bool(web.trusted_proxies),
-            name=email.from_name if email else "paperbell",
-            contact=email.from_address if email else None,
-            destinations_open=config.apprise.self_service,
-        )
 
 
 class Manager(Destinations, Ratings):

@@ -36,6 +36,7 @@ from bot.store.database import (
 )
 from bot.store.feedback import FeedbackStore, RankingModel, RankingModels, Vectors
 from bot.store.leader import Leadership, Workers, workers
+from bot.store.lookups import SubscriberRecord
 from bot.store.outbox import (
     Outbox,
     OutboxItem,
@@ -51,7 +52,7 @@ from bot.store.rule_counts import RuleCount, RuleCounts
 from bot.store.schema import SchemaState, Upgrade
 from bot.store.slack_requests import SlackRequests
 from bot.store.sources import LeftOut, Sources, SourceState
-from bot.store.subscribers import SubscriberRecord, Subscribers
+from bot.store.subscribers import Subscribers
 from bot.store.targets import TargetPause, Targets
 from bot.store.texts import ModelDay, TextKey, Texts
 

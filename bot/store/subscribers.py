@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from datetime import datetime
 from typing import cast
 
-from sqlalchemy import bindparam, delete
+from sqlalchemy import delete
 from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
@@ -33,6 +33,15 @@ from bot.store.bulk import (
 )
 from bot.store.bulk import add_many as insert_people
 from bot.store.database import Repository, aware
+from bot.store.lookups import (
+    BY_SLACK_CHANNEL,
+    BY_SLACK_USER,
+    ONE_PLACES,
+    ONE_RULES,
+    ONE_SUBSCRIBER,
+    PLACES,
+    SubscriberRecord,
+)
 from bot.store.tables import (
     BounceRow,
     DeliveryRow,
@@ -50,7 +59,6 @@ from bot.store.tables import (
     load_list,
 )
 
-PLACES = DestinationRow.__table__  # type: ignore[attr-defined]
 SCHEDULE_SETTINGS = ("schedule", "day", "time", "timezone", "notify_empty")
 # What a database subscriber may change about their digests (the manage page, the CLI).
 SETTINGS = (
@@ -77,50 +85,6 @@ class Keep(enum.Enum):
 
 
 KEEP = Keep.KEEP
-
-
-@dataclass(frozen=True, slots=True)
-class SubscriberRecord:
-    """A stored subscriber as the database has it, for what `Subscriber` does not say:
-    where it came from, whether and why it is paused, its address as stored (a config
-    file's subscriber: as last mirrored)."""
-
-    id: int
-    name: str
-    origin: str  # "config" or "database"
-    email: str | None
-    email_confirmed: bool  # False: learnt from Slack, not confirmed by its owner
-    active: bool
-    paused_reason: str | None  # why paperbell paused it (an address that bounces)
-    last_slot: str | None  # the last schedule slot the daemon handled
-
-
-# One subscriber read by its id or its Slack user or channel, as `all(only=...)` and
-# `by_slack` read it: made once, since the slash command and the pages read one a request.
-_RECORD = [SUBSCRIBERS.c[f.name] for f in fields(SubscriberRecord)]
-_BY_SLACK_USER = (
-    sa_select(*_RECORD)
-    .where(SUBSCRIBERS.c.slack_user == bindparam("user"), SUBSCRIBERS.c.slack_channel.is_(None))
-    .order_by(SUBSCRIBERS.c.id)
-    .limit(1)
-)
-_BY_SLACK_CHANNEL = (
-    sa_select(*_RECORD)
-    .where(SUBSCRIBERS.c.slack_channel.in_(bindparam("channels", expanding=True)))
-    .order_by(SUBSCRIBERS.c.id)
-    .limit(1)
-)
-_ONE = sa_select(SUBSCRIBERS).where(SUBSCRIBERS.c.id == bindparam("only"))
-_ONE_PLACES = (
-    sa_select(PLACES.c.subscriber_id, PLACES.c.url)
-    .where(PLACES.c.subscriber_id == bindparam("only"))
-    .order_by(PLACES.c.id)
-)
-_ONE_RULES = (
-    sa_select(RULES.c.subscriber_id, RULES.c.text, RULES.c.label)
-    .where(RULES.c.subscriber_id == bindparam("only"))
-    .order_by(RULES.c.id)
-)
 
 
 class Subscribers(Repository):
@@ -176,7 +140,12 @@ class Subscribers(Repository):
             places = sa_select(PLACES.c.subscriber_id, PLACES.c.url).order_by(PLACES.c.id)
             params = {}
         else:
-            query, rule_query, places, params = _ONE, _ONE_RULES, _ONE_PLACES, {"only": only}
+            query, rule_query, places, params = (
+                ONE_SUBSCRIBER,
+                ONE_RULES,
+                ONE_PLACES,
+                {"only": only},
+            )
         with self.database.session() as session:
             rows = {r.name: r for r in session.execute(query, params)}
             if only is not None:
@@ -544,9 +513,9 @@ class Subscribers(Repository):
         names = [channel] if isinstance(channel, str) else list(channel or ())
         with self.database.session() as session:
             if user is not None:
-                found = session.execute(_BY_SLACK_USER, {"user": user})
+                found = session.execute(BY_SLACK_USER, {"user": user})
             else:
-                found = session.execute(_BY_SLACK_CHANNEL, {"channels": names})
+                found = session.execute(BY_SLACK_CHANNEL, {"channels": names})
             row = found.first()
             return None if row is None else SubscriberRecord(*row)
 
