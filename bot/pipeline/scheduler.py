@@ -329,8 +329,11 @@ class Daemon:
         def window_start(sub: Subscriber, slot: Slot) -> date:
             # The schedule's window (at least window_days), and at least back to the day the
             # previous slot covered: a listing that came late, after that digest, is dated
-            # then, and its papers belong in this one.
-            days = max(window, sub.schedule.days)
+            # then, and its papers belong in this one. A week at least after a weekly slot:
+            # the first daily digest after a change from weekly reaches back to the last
+            # weekly one.
+            weekly = (sub.last_slot or "").startswith("weekly:")
+            days = max(window, sub.schedule.days, 7 if weekly else 1)
             previous = latest_slot(sub.schedule, slot.at - timedelta(seconds=1))
             first = listing_day(self.policy, slot.at) - timedelta(days=days - 1)
             return min(first, listing_day(self.policy, previous.at))

@@ -1,5 +1,5 @@
 """The days a scheduled digest takes: no paper is lost between two digests, whatever came
-between them (a digest given up).
+between them (a digest given up, a schedule change).
 
 The daemon in the simulated world (`support.world`): a feed server plays rss.arxiv.org, an
 SMTP server on loopback receives (or refuses) the digests, the store is a SQLite file, and
@@ -9,6 +9,7 @@ the clock is ours.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -78,3 +79,30 @@ def test_the_papers_of_a_weekly_digest_given_up_come_in_the_next(world: Any) -> 
     received = w.store.outbox.delivered_versions(sub.id, "email")
     missing = sorted(first_week - set(received))
     assert first_week and not missing, f"{len(missing)} papers lost: {missing[:3]}"
+
+
+def test_a_change_from_weekly_to_daily_skips_no_paper(world: Any) -> None:
+    """A weekly subscriber who turns daily on Friday, with a window of one day: the first
+    daily digest holds what came since the last weekly one (Monday's), not only the last
+    two days' papers."""
+
+    async def go() -> tuple[World, Subscriber]:
+        start = at("2026-11-29T12:00")  # Sunday
+        w = await world(start, subscribers=[])
+        w.daemon.parts = replace(w.daemon.parts, window_days=1)
+        w.store.subscribers.add(
+            "lin", email="lin@example.org", rules=["learning"], now=start, max_papers=1000
+        )
+        w.store.subscribers.set_schedule("lin", schedule="weekly", day="monday", time="08:00")
+        await w.run_until(at("2026-12-04T12:00"), step=HOUR)  # Friday noon UTC
+        w.store.subscribers.set_schedule("lin", schedule="daily")
+        await w.run_until(at("2026-12-05T09:00"), step=HOUR)
+        (sub,) = w.daemon.subscribers()
+        return w, sub
+
+    w, sub = asyncio.run(go())
+    sent = [f"{when:%a %d %H:%M}" for when, _ in w.mail("lin")]
+    assert sent == ["Mon 30 08:00", "Fri 04 12:00"]
+    week = owed(w, sub, date(2026, 11, 30), date(2026, 12, 4))
+    missing = sorted(week - set(w.store.outbox.delivered_versions(sub.id, "email")))
+    assert week and not missing, f"{len(missing)} papers lost: {missing[:3]}"
