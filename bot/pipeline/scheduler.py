@@ -326,15 +326,26 @@ class Daemon:
             return []
         window = self.parts.window_days
 
-        def since(sub: Subscriber) -> date:
+        def window_start(sub: Subscriber, slot: Slot) -> date:
             # The schedule's window (at least window_days), and at least back to the day the
             # previous slot covered: a listing that came late, after that digest, is dated
-            # then, and its papers belong in this one.
-            slot = due[sub.id or 0][1]
-            days = max(window, sub.schedule.days)
+            # then, and its papers belong in this one. A week at least after a weekly slot:
+            # the first daily digest after a change from weekly reaches back to the last
+            # weekly one.
+            weekly = (sub.last_slot or "").startswith("weekly:")
+            days = max(window, sub.schedule.days, 7 if weekly else 1)
             previous = latest_slot(sub.schedule, slot.at - timedelta(seconds=1))
             first = listing_day(self.policy, slot.at) - timedelta(days=days - 1)
             return min(first, listing_day(self.policy, previous.at))
+
+        def since(sub: Subscriber) -> date:
+            # Back over the previous slot's window too (if the subscriber had one): a digest
+            # given up releases its papers to this one, a week of them for a weekly digest.
+            slot = due[sub.id or 0][1]
+            previous = latest_slot(sub.schedule, slot.at - timedelta(seconds=1))
+            if sub.created is not None and previous.at < sub.created:
+                return window_start(sub, slot)
+            return min(window_start(sub, slot), window_start(sub, previous))
 
         states = {s.name: s for s in self.store.sources.states()}
         failing = [
