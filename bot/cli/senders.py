@@ -22,16 +22,24 @@ import multiprocessing.synchronize
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # a sender imports them once started (the parent needs none)
+    from bot.channels.base import Channel
+    from bot.channels.outbox import RenderJob, RetryPolicy
+    from bot.store import Store
 
 log = logging.getLogger(__name__)
 
-# How long an idle sender waits before it looks at the outbox again.
+# How long an idle sender waits before it looks at the outbox again; and one whose last
+# look failed (the database is down).
 IDLE_SECONDS = 0.5
+ERROR_SECONDS = 5.0
 
 # How much lower a child's CPU priority is than its parent's (added to its niceness, as
 # `nice` does by default): the daemon's process serves the web app, whose requests must
@@ -121,10 +129,8 @@ def _send(
     daemon's yields the CPU to the web app (`NICENESS`), a one-off run's has none to yield
     to."""
     prepare_child(log_level, niceness=0 if until_idle else NICENESS)
-    from bot.channels.outbox import drain
     from bot.cli.secrets import database_url
     from bot.config import load_config
-    from bot.core.plurals import plural
     from bot.pipeline import wire
     from bot.pipeline.jobs import renderer
     from bot.store import Store, utcnow
@@ -132,29 +138,78 @@ def _send(
     config = load_config(Path(config_path))
     with Store.open_at(database_url(config), revision) as store:
         parts = wire(config, store)
-        render = renderer(parts)
-        tried: set[int] = set()  # a one-off run tries each record once
-        while not stopping.is_set():
-            done_planning = planned.is_set()
+        send_until_stopped(
+            store,
+            parts.channels,
+            retry=parts.retry,
+            render=renderer(parts),
+            clock=clock or utcnow,
+            planned=planned,
+            stopping=stopping,
+            until_idle=until_idle,
+        )
+
+
+class Flag(Protocol):
+    """What a sender is told through: an event its parent sets (a thread's, in a test)."""
+
+    def is_set(self) -> bool: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
+def send_until_stopped(
+    store: Store,
+    channels: Mapping[str, Channel],
+    *,
+    retry: RetryPolicy,
+    render: RenderJob | None,
+    clock: Callable[[], datetime],
+    planned: Flag,
+    stopping: Flag,
+    until_idle: bool,
+    pause: float = ERROR_SECONDS,
+) -> None:
+    """A sender's loop: drain the outbox again and again until `stopping` is set, or, for
+    a one-off run (`until_idle`), until `planned` is set and nothing is left to send.
+
+    A daemon's sender outlives a failed pass (the database restarting, a digest that
+    breaks its renderer): it logs it and looks again `pause` seconds later, as the daemon
+    goes on after a failed tick; its parent never starts another, so a sender that
+    ended would leave every digest queued. A one-off run's ends on it (its parent
+    reports the exit code)."""
+    from bot.channels.outbox import drain
+    from bot.core.plurals import plural
+
+    tried: set[int] = set()  # a one-off run tries each record once
+    while not stopping.is_set():
+        done_planning = planned.is_set()
+        try:
             attempts = asyncio.run(
                 drain(
                     store,
-                    parts.channels,
-                    clock=clock or utcnow,
-                    retry=parts.retry,
+                    channels,
+                    clock=clock,
+                    retry=retry,
                     due_only=not until_idle,
                     should_stop=stopping.is_set,
                     tried=tried if until_idle else None,
                     render=render,
                 )
             )
-            if attempts:
-                sent = sum(1 for attempt in attempts if attempt.status == "sent")
-                log.info("sent %s", plural(sent, "digest"))
-            elif until_idle and done_planning:
-                return
-            else:
-                stopping.wait(IDLE_SECONDS)
+        except Exception as exc:
+            if until_idle:
+                raise
+            log.exception("sending failed (looked at again in %gs): %s", pause, exc)
+            stopping.wait(pause)
+            continue
+        if attempts:
+            sent = sum(1 for attempt in attempts if attempt.status == "sent")
+            log.info("sent %s", plural(sent, "digest"))
+        elif until_idle and done_planning:
+            return
+        else:
+            stopping.wait(IDLE_SECONDS)
 
 
 def schema_revision() -> str:

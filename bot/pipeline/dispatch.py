@@ -18,6 +18,7 @@ from bot.channels.outbox import drain
 from bot.core.models import Digest, target_label
 from bot.pipeline.jobs import job_of, renderer
 from bot.store import Queued, Store
+from bot.store.outbox import RecordState
 
 if TYPE_CHECKING:
     from bot.pipeline.deliver import DeliveryRequest
@@ -118,26 +119,40 @@ def queue(
 
 def settle(store: Store, reports: Sequence[DeliveryReport]) -> list[DeliveryReport]:
     """The reports, each digest this run queued and another process sent (or tried) told
-    as its outbox record now stands; one still waiting stays "queued"."""
+    as its outbox record now stands; one still waiting stays "queued". A digest its sender
+    rendered as numbered messages is told part by part, as `send` tells them."""
     queued = [r.outbox_id for r in reports if r.status == "queued" and r.outbox_id is not None]
     if not queued:
         return list(reports)
     records = store.outbox.records(queued)
+    parts = store.outbox.parts_of(queued)
     settled = []
     for report in reports:
-        record = records.get(report.outbox_id or 0) if report.status == "queued" else None
-        if record is not None and (record.status != "pending" or record.attempts):
-            status = record.status if record.status != "pending" else "retry"
-            report = replace(
-                report,
-                status=status,
-                count=record.papers,
-                omitted=record.omitted,
-                error=record.last_error,
-                digest=None,
+        if report.status != "queued" or report.outbox_id is None:
+            settled.append(report)
+            continue
+        settled.append(_settled(report, records.get(report.outbox_id)))
+        for part_id, part in parts.get(report.outbox_id, ()):
+            alone = replace(
+                report, outbox_id=part_id, count=part.papers, omitted=part.omitted, digest=None
             )
-        settled.append(report)
+            settled.append(_settled(alone, part))
     return settled
+
+
+def _settled(report: DeliveryReport, record: RecordState | None) -> DeliveryReport:
+    """A "queued" report told as its outbox record stands: still "queued" while it waits
+    untried (or the record is gone)."""
+    if record is None or (record.status == "pending" and not record.attempts):
+        return report
+    return replace(
+        report,
+        status=record.status if record.status != "pending" else "retry",
+        count=record.papers,
+        omitted=record.omitted,
+        error=record.last_error,
+        digest=None,
+    )
 
 
 async def send(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 from collections import Counter
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from email.message import EmailMessage
 
 import pytest
@@ -24,10 +24,10 @@ from bot.config import parse_config
 from bot.core.models import Paper
 from bot.manage import notice_sender
 from bot.pipeline import DeliveryRequest, build_channels, deliver
-from bot.pipeline.dispatch import send
+from bot.pipeline.dispatch import DeliveryReport, send, settle
 from bot.pipeline.jobs import digest_of, job_of
 from bot.pipeline.wiring import NOTICE_CHANNEL, wire
-from bot.store import Queued, Store
+from bot.store import Queued, RenderedJob, RenderedPart, Store
 from bot.store.tables import DeliveryRow, OutboxMessageRow, OutboxRow, RuleRow
 
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
@@ -191,6 +191,56 @@ def bundled_digests(full_feed_papers: tuple[Paper, ...]) -> list[object]:
         assert digest is not None
         found.append(digest)
     return found
+
+
+@pytest.mark.parametrize("first_went", [True, False])
+def test_settle_tells_each_part_of_a_digest_the_senders_sent(
+    store: Store, full_feed_papers: tuple[Paper, ...], first_went: bool
+) -> None:
+    """`paperbell digest` with sender processes: a digest its sender rendered as numbered
+    messages is reported part by part, as when it sends them itself; a part left to retry
+    is said, not hidden behind the first part's report (sent, or refused: a record given
+    up is renamed, its parts are not)."""
+    ada, _ = store.subscribers.add("ada", email="ada@lab.example", rules=["robot"], now=NOW)
+    assert ada.id is not None
+    first, second = full_feed_papers[:2]
+    (job_id,) = store.outbox.enqueue_many(
+        [
+            Queued(
+                ada.id,
+                channel="email",
+                period="daily:2024-11-28",
+                digest_id="paperbell.d1",
+                recipient="ada@lab.example",
+                payload=b"",
+                sent=[first, second],
+                job=b"the digest",
+            )
+        ],
+        now=NOW,
+    )
+    assert job_id is not None
+    lease = timedelta(minutes=5)
+    # A sender renders the job as two messages and sends the first (or the server refuses
+    # it); the second is greylisted and waits for its retry.
+    (item,) = store.outbox.claim("sender", now=NOW, lease=lease)
+    assert item.id == job_id
+    part = RenderedPart("paperbell.d1p2", b"part 2", [(second.id, second.version)])
+    rendered = RenderedJob(job_id, b"part 1", papers=1, omitted=0, more=[part])
+    assert store.outbox.mark_rendered([rendered], owner="sender", now=NOW) == {job_id}
+    if first_went:
+        assert store.outbox.mark_sent(job_id, owner="sender", now=NOW)
+    else:
+        assert store.outbox.mark_failed(job_id, owner="sender", error="550 no") is not None
+    (later,) = store.outbox.claim("sender", now=NOW, lease=lease)
+    retry_at = NOW + timedelta(minutes=2)
+    assert store.outbox.mark_retry(
+        later.id, owner="sender", error="451 try again later", next_attempt=retry_at
+    )
+    queued = DeliveryReport("ada", "ada@lab.example", "queued", count=2, outbox_id=job_id)
+    told = [(r.status, r.count, r.error, r.outbox_id) for r in settle(store, [queued])]
+    head = ("sent", 1, None, job_id) if first_went else ("failed", 1, "550 no", job_id)
+    assert told == [head, ("retry", 1, "451 try again later", later.id)]
 
 
 def test_a_job_holds_its_digest_exactly(bundled_digests: list[object]) -> None:

@@ -12,22 +12,31 @@ over HTTP on loopback, an SMTP server on loopback.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
 import signal
+import threading
 import time
 import uuid
 from collections import Counter
 from datetime import UTC, datetime
+from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
 from support.cli import invoke, loaded, modules_after, run, start
+from support.clock import Clock
 from support.config import sink_email, toml_table
+from support.database import dead_database
 from support.servers import Route, feed_server, first_items, smtp_sink
 
+from bot.channels.email import EmailChannel, SmtpSettings
+from bot.channels.outbox import RetryPolicy
 from bot.cli.planner import PlannerProcess
-from bot.cli.senders import NICENESS, start_senders
+from bot.cli.senders import NICENESS, send_until_stopped, start_senders
+from bot.core.models import Paper
+from bot.store import Store
 from bot.store.schema import head
 
 pytestmark = pytest.mark.database
@@ -207,3 +216,67 @@ def test_a_daemons_sender_and_planner_yield_the_cpu_to_the_process_that_started_
         senders.stop(5)
         planner.stop(5)
     assert planned_at == sends_at == min(ours + NICENESS, 19)
+
+
+def test_a_daemons_sender_outlives_a_database_outage(
+    store: Store,
+    database_url: str,
+    full_feed_papers: tuple[Paper, ...],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The database is gone when the sender looks at the outbox (a PostgreSQL restart): it
+    says so and looks again, and sends the digest once the database is back, instead of
+    ending and leaving the daemon with no one to send."""
+    now = datetime(2026, 11, 23, 7, 0, tzinfo=UTC)
+    ada, _ = store.subscribers.add("ada", email="ada@lab.example", rules=["robot"], now=now)
+    assert ada.id is not None
+    mail = EmailMessage()
+    mail["From"], mail["To"], mail["Subject"] = "papers@paperbell.example", "ada@lab.example", "p1"
+    mail.set_content("a digest")
+    store.outbox.enqueue(
+        ada.id,
+        channel="email",
+        period="p1",
+        digest_id="d-ada-p1",
+        recipient="ada@lab.example",
+        payload=bytes(mail),
+        sent=full_feed_papers[:1],
+        now=now,
+    )
+    alive, dead = store.database.engine, dead_database(database_url, tmp_path)
+    store.database.engine = dead
+    planned, stopping = threading.Event(), threading.Event()
+    with smtp_sink() as (sink, port), caplog.at_level(logging.ERROR, "bot.cli.senders"):
+        channel = EmailChannel(SmtpSettings("127.0.0.1", port, security="none", timeout=5))
+        sender = threading.Thread(
+            target=send_until_stopped,
+            args=(store, {"email": channel}),
+            kwargs={
+                "retry": RetryPolicy(),
+                "render": None,
+                "clock": Clock(now),
+                "planned": planned,
+                "stopping": stopping,
+                "until_idle": False,
+                "pause": 0.05,
+            },
+        )
+        sender.start()
+        try:
+            deadline = time.monotonic() + 10
+            while sender.is_alive() and not caplog.records:
+                assert time.monotonic() < deadline, "the sender never looked at the outbox"
+                time.sleep(0.01)
+            store.database.engine = alive  # the database is back
+            while sender.is_alive() and not sink.messages:
+                assert time.monotonic() < deadline, "the digest was not sent"
+                time.sleep(0.01)
+            assert sender.is_alive(), "the sender ended at the outage"
+        finally:
+            stopping.set()
+            sender.join(10)
+            dead.dispose()
+    assert [m["Subject"] for m in sink.messages] == ["p1"]
+    assert "database error" in caplog.records[0].getMessage()
+    assert store.outbox.totals(now=now)["sent"] == 1

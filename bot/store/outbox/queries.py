@@ -73,6 +73,12 @@ def _status_of(items: Sequence[OutboxRow]) -> OutboxStatus:
     )
 
 
+def _unfailed(row: OutboxRow) -> str:
+    """A record's period as queued: a record given up has "#failed-<id>" added
+    (`Outbox.mark_failed`)."""
+    return row.period.removesuffix(f"#failed-{row.id}")
+
+
 class OutboxQueries(Repository):
     """Counts and states of the outbox and the deliveries (`store.outbox.status`, ...)."""
 
@@ -89,6 +95,43 @@ class OutboxQueries(Repository):
                         row.status, row.attempts, row.papers, row.omitted, row.last_error
                     )
         return found
+
+    def parts_of(self, ids: Sequence[int]) -> dict[int, list[tuple[int, RecordState]]]:
+        """The further parts of each of these records that its worker rendered as numbered
+        messages (`Outbox.mark_rendered`: each queued as a record of its own, of the same
+        subscriber and channel, its period the record's and "#<number>"), by the record's
+        id: each part's id and where it stands, in order."""
+        if not ids:
+            return {}
+        parts: dict[int, list[tuple[int, RecordState]]] = {}
+        with self.database.session() as session:
+            for start in range(0, len(ids), 500):  # SQLite limits a statement's parameters
+                chunk = ids[start : start + 500]
+                jobs = session.exec(select(OutboxRow).where(col(OutboxRow.id).in_(chunk))).all()
+                # A record given up is renamed ("#failed-<id>"); its parts kept its name.
+                first = {(r.subscriber_id, r.channel, _unfailed(r)): r.id for r in jobs if r.id}
+                if not first:
+                    continue
+                # Parts are queued after their record: later ids, with a "#" in the period.
+                query = (
+                    select(OutboxRow)
+                    .where(
+                        col(OutboxRow.id) > min(chunk),
+                        col(OutboxRow.subscriber_id).in_({k[0] for k in first}),
+                        col(OutboxRow.period).contains("#"),
+                    )
+                    .order_by(col(OutboxRow.id))
+                )
+                for row in session.exec(query):
+                    base, _, rest = _unfailed(row).rpartition("#")
+                    job = first.get((row.subscriber_id, row.channel, base))
+                    if job is None or not rest.isdigit() or row.id is None:
+                        continue
+                    state = RecordState(
+                        row.status, row.attempts, row.papers, row.omitted, row.last_error
+                    )
+                    parts.setdefault(job, []).append((row.id, state))
+        return parts
 
     def status(self) -> dict[int, OutboxStatus]:
         """subscriber id -> its outbox: pending and failed records, last sent, last error."""
