@@ -332,7 +332,7 @@ async def _serve(
     from bot.cli.planner import PlannerProcess
     from bot.cli.senders import start_senders
     from bot.cli.wiring import Front
-    from bot.pipeline import build_channels, build_fetcher, wire
+    from bot.pipeline import build_channels, build_fetcher, wire, wire_daemon
     from bot.pipeline.scheduler import Daemon
     from bot.sources.http import make_client
 
@@ -375,8 +375,8 @@ async def _serve(
 
     async with make_client() as client:
         daemon = Daemon(
-            config,
             parts,
+            wire_daemon(config, parts, clock=lambda: NOW),
             fetcher=build_fetcher(config, client),
             clock=lambda: NOW,
             sends=False,

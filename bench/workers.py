@@ -267,7 +267,7 @@ def workers_run(
 def worker(url: str, port: int, batch: int, number: int) -> None:
     """One worker process: what `paperbell run` does to send, until the outbox is empty."""
     from bot.config import parse_config
-    from bot.pipeline import build_channels, wire
+    from bot.pipeline import build_channels, wire, wire_daemon
     from bot.pipeline.scheduler import Daemon
 
     config = parse_config(
@@ -281,7 +281,8 @@ def worker(url: str, port: int, batch: int, number: int) -> None:
     )
     store = Store.open(url)
     parts = wire(config, store, build_channels(config, store=store))
-    daemon = Daemon(config, parts, fetcher=None, clock=utcnow, owner=f"bench-{number}")
+    own = wire_daemon(config, parts, clock=utcnow)
+    daemon = Daemon(parts, own, fetcher=None, clock=utcnow, owner=f"bench-{number}")
     sent(store)  # connected
     print("ready", flush=True)
     sys.stdin.readline()

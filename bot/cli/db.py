@@ -103,8 +103,8 @@ def prune(config_path: Path, dry_run: bool) -> None:
 
     config = load_config(config_path)
     store = open_store(config, create=False)
-    pruned = prune_old(config, store, now=utcnow(), dry_run=dry_run)
-    click.echo(pruned_line(config, pruned, dry_run=dry_run))
+    pruned = prune_old(config.database, store, now=utcnow(), dry_run=dry_run)
+    click.echo(pruned_line(config.database, pruned, dry_run=dry_run))
 
 
 def megabytes(size: int) -> str:

@@ -142,16 +142,16 @@ def _plan(
     prepare_child(log_level, niceness=NICENESS)
     from bot.cli.secrets import database_url
     from bot.config import load_config
-    from bot.pipeline import wire
+    from bot.pipeline import wire, wire_daemon
     from bot.pipeline.scheduler import Daemon
     from bot.store import Store, utcnow
 
     config = load_config(Path(config_path))
     with Store.open_at(database_url(config), revision) as store:
         # The daemon's planning half: its parts say where digests go; it never sends.
-        daemon = Daemon(
-            config, wire(config, store), fetcher=None, clock=clock or utcnow, sends=False
-        )
+        parts = wire(config, store)
+        own = wire_daemon(config, parts, clock=clock or utcnow)
+        daemon = Daemon(parts, own, fetcher=None, clock=clock or utcnow, sends=False)
         while not stopping.is_set():
             if not pipe.poll(WAKE_SECONDS):
                 continue

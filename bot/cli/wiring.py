@@ -24,7 +24,7 @@ from bot.cli.shell import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, stop_on_signal
 from bot.config import Config
 from bot.core.plurals import plural
 from bot.manage import Manager, SiteChoices, notice_sender
-from bot.pipeline import Parts, build_fetcher, wire
+from bot.pipeline import Parts, build_fetcher, wire, wire_daemon
 from bot.pipeline.scheduler import Daemon
 from bot.slack.app import SlackApp, build_slack_app, run_socket_mode, slack_routes
 from bot.sources.http import make_client
@@ -165,8 +165,8 @@ async def run_daemon(
         planner.start()
     async with make_client() as client:
         daemon = Daemon(
-            config,
             parts,
+            wire_daemon(config, parts, clock=clock),
             fetcher=build_fetcher(config, client),
             clock=clock,
             leadership=leadership,

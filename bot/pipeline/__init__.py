@@ -40,6 +40,7 @@ from bot.pipeline.wiring import (
     slack_settings,
     smtp_settings,
     wire,
+    wire_daemon,
 )
 
 __all__ = [
@@ -62,4 +63,5 @@ __all__ = [
     "slack_settings",
     "smtp_settings",
     "wire",
+    "wire_daemon",
 ]

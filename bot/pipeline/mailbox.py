@@ -20,12 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from bot.bounces.imap import BounceMailbox
-from bot.config import Config
+from bot.bounces.imap import BounceMailbox, ImapSettings
 from bot.core.errors import PaperbellError
 from bot.core.plurals import plural
+from bot.core.verp import MessageIds, Verp
 from bot.pipeline.bounces import UNTOUCHED, BounceOutcome, read_mailbox
-from bot.pipeline.wiring import message_ids, verp
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -44,42 +43,35 @@ class MailboxCounters:
 
 
 class MailboxReader:
-    """Reads the bounce mailbox now and then (`run`), each read in a thread (`read`)."""
+    """Reads the bounce mailbox at `settings` every `every` seconds (`run`), each read in a
+    thread (`read`), into `store`; `verp` and `message_ids` tie a bounce to its digest,
+    `bounce_limit` refusals in a row pause (`bot.pipeline.bounces`). Made from the config
+    by `bot.pipeline.wiring.mailbox_reader`."""
 
     def __init__(
         self,
-        config: Config,
+        settings: ImapSettings,
         store: Store,
         *,
+        every: float,
+        verp: Verp | None,
+        message_ids: MessageIds | None,
+        bounce_limit: int,
         clock: Callable[[], datetime],
         deadline: float = READ_SECONDS,
     ) -> None:
-        if config.bounces is None:
-            raise ValueError("no [bounces] section")
-        self.settings = config.bounces.imap()
-        self.every = config.bounces.every_minutes * 60
+        self.settings = settings
+        self.every = every
         self.store = store
         self.clock = clock
         self.deadline = deadline
-        self.verp = verp(config)
-        self.message_ids = message_ids(config)
-        self.bounce_limit = config.delivery.bounce_limit
+        self.verp = verp
+        self.message_ids = message_ids
+        self.bounce_limit = bounce_limit
         self.counters = MailboxCounters()
         self.stopping = False
         self._failing = False
         self._stop = asyncio.Event()
-
-    @classmethod
-    def of(
-        cls, config: Config, store: Store, *, clock: Callable[[], datetime]
-    ) -> MailboxReader | None:
-        """The reader the config asks for: None without [bounces] imap_url or with
-        every_minutes = 0."""
-        if config.bounces is None or not config.bounces.every_minutes:
-            return None
-        if config.bounces.imap_url is None:  # bounces come by webhook or pipe alone
-            return None
-        return cls(config, store, clock=clock)
 
     def _read(self, until: float) -> list[BounceOutcome]:
         """One read of the mailbox (blocking: in a thread)."""

@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from bot.config import Config
+from bot.config import DatabaseConfig
 from bot.core.plurals import plural
 from bot.store import Pruned, Store
 
 
 def prune_old(
-    config: Config,
+    keep: DatabaseConfig,
     store: Store,
     *,
     now: datetime,
@@ -23,8 +23,7 @@ def prune_old(
     should_stop: Callable[[], bool] = lambda: False,
 ) -> Pruned:
     """Cut the messages sent more than keep_sent_days ago to their headers, delete the
-    bounces older than keep_bounces_days (0: neither)."""
-    keep = config.database
+    bounces older than keep_bounces_days (0: neither), as [database] `keep` says."""
     return store.retention.prune(
         sent_before=now - timedelta(days=keep.keep_sent_days) if keep.keep_sent_days else None,
         bounces_before=(
@@ -36,10 +35,9 @@ def prune_old(
     )
 
 
-def pruned_line(config: Config, pruned: Pruned, *, dry_run: bool = False) -> str:
+def pruned_line(keep: DatabaseConfig, pruned: Pruned, *, dry_run: bool = False) -> str:
     """What a prune did, in one line: "cut 1,204 messages sent over 90 days ago to their
     headers (35.1 MB); deleted 3 bounces over 365 days old"."""
-    keep = config.database
     cut, deleted = ("would cut", "would delete") if dry_run else ("cut", "deleted")
     parts = []
     if keep.keep_sent_days:

@@ -45,7 +45,6 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from bot.channels.outbox import Attempt, drain, worker_name
-from bot.config import Config
 from bot.core.calendar import (
     ArxivCalendar,
     PollPlan,
@@ -60,12 +59,10 @@ from bot.match.digest import empty_note
 from bot.pipeline.deliver import DeliveryReport, DeliveryRequest, deliver
 from bot.pipeline.health import SourceHealth, source_health, source_plans
 from bot.pipeline.jobs import renderer
-from bot.pipeline.likes import sync_declared_likes_online
-from bot.pipeline.mailbox import MailboxReader
 from bot.pipeline.poll import PollReport, check_listing, poll_source
 from bot.pipeline.retention import prune_old, pruned_line
 from bot.pipeline.texts import TextsRun
-from bot.pipeline.wiring import Parts, build_sources, listing_checks
+from bot.pipeline.wiring import DaemonParts, Parts
 from bot.store import Leadership, workers
 
 log = logging.getLogger(__name__)
@@ -152,16 +149,17 @@ class TickReport:
 
 class Daemon:
     """Polls, digests and sends, one `tick` at a time; `serve` runs it on a timer. It runs
-    with the `parts` wired at start (the store, the channels, the retry policy ...) and
-    reads its own sections of `config` ([polling], [daemon], [database], [bounces]). With a
+    with the parts wired from the config at start: delivery's (`parts`: the store, the
+    channels, the retry policy ...) and its own (`own`: the sources, the listings' checks,
+    the mailbox, its timings; `wire_daemon`). With a
     `leadership`, polls and digests only while it leads; with `sends` false, leaves the
     sending to its sender processes (`bot.cli.senders`); with a `planner`, leaves the
     planning of the due digests to it (`bot.cli.planner`: a process of its own)."""
 
     def __init__(
         self,
-        config: Config,
         parts: Parts,
+        own: DaemonParts,
         *,
         fetcher: Any,
         clock: Callable[[], datetime],
@@ -170,7 +168,6 @@ class Daemon:
         sends: bool = True,
         planner: Planner | None = None,
     ) -> None:
-        self.config = config
         self.parts = parts
         self.store = parts.store
         self.fetcher = fetcher
@@ -180,14 +177,17 @@ class Daemon:
         self.leading = leadership is None  # whether this process polls and plans
         self.sends = sends  # whether it sends the queued digests (else its senders do)
         self.planner = planner  # what plans the due digests (None: this process)
-        self.calendar = config.polling.calendar()
-        self.policy = config.polling.policy()
-        self.retry = self.parts.retry
-        self.sources = build_sources(config)
-        self.checks = listing_checks(config)
+        self.sources = own.sources
+        self.checks = own.checks
+        self.calendar = own.checks.calendar
+        self.policy = own.checks.policy
+        self.retry = parts.retry
+        self.mirror_likes = own.mirror_likes
+        self.keep = own.keep  # how long old messages and bounces are kept
+        self.timings = own.timings  # [daemon] tick_seconds, tick_deadline_seconds ...
         self.counters = Counters()
         # The bounce mailbox ([bounces] every_minutes), read beside the ticks while leading.
-        self.mailbox = MailboxReader.of(config, parts.store, clock=clock)
+        self.mailbox = own.mailbox
         self.stopping = False
         self._task: asyncio.Task[TickReport | None] | None = None
         self._reading: asyncio.Task[None] | None = None
@@ -248,9 +248,7 @@ class Daemon:
         """What a leader does first: mirror the config's subscribers and likes."""
         self.store.subscribers.sync_config(self.parts.declared(), now=now)
         try:  # the verdicts' texts: a failure here must not keep the daemon from starting
-            await sync_declared_likes_online(
-                self.config, self.store, self.fetcher, self.sources, now=now
-            )
+            await self.mirror_likes(self.fetcher, self.sources, now)
         except Exception:
             log.exception("likes: could not mirror the config's likes")
 
@@ -375,7 +373,7 @@ class Daemon:
                 days=sub.schedule.days,
                 papers=sum(counts.values()),
                 late=late,
-                deadline=self.config.polling.deadline,
+                deadline=self.checks.deadline_text,
                 failing=failing,
             )
             nothing[sub.id or 0] = text
@@ -446,7 +444,7 @@ class Daemon:
         try:
             pruned = await asyncio.to_thread(
                 prune_old,
-                self.config,
+                self.keep,
                 self.store,
                 now=now,
                 batches=PRUNE_BATCHES,
@@ -459,7 +457,7 @@ class Daemon:
             return
         self._prune_at = None if pruned.more else now + PRUNE_EVERY
         if pruned.messages or pruned.bounces:
-            log.info("pruned the database: %s", pruned_line(self.config, pruned))
+            log.info("pruned the database: %s", pruned_line(self.keep, pruned))
 
     def _check_calendar(self, now: datetime) -> None:
         year = eastern_date(now).year
@@ -503,7 +501,7 @@ class Daemon:
             await self._start_leading(now)
         elif not await self.lead(now):
             self._follow()
-        timer = asyncio.create_task(self._timer(stop, interval or self.config.daemon.tick_seconds))
+        timer = asyncio.create_task(self._timer(stop, interval or self.timings.tick_seconds))
         if self.mailbox is not None:
             self._reading = asyncio.create_task(self.mailbox.run(leading=lambda: self.leading))
         web_task = asyncio.create_task(self._web(web)) if web is not None else None
@@ -546,7 +544,7 @@ class Daemon:
         await asyncio.gather(timer, return_exceptions=True)
         if self.mailbox is not None:
             self.mailbox.stop()  # a read under way ends after the message it is on
-        grace = self.config.daemon.shutdown_grace_seconds
+        grace = self.timings.shutdown_grace_seconds
         task = self._task
         if task is not None and not task.done():
             log.info("waiting up to %gs for the running tick to finish", grace)

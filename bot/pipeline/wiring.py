@@ -9,7 +9,7 @@ when used.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -30,7 +30,14 @@ from bot.channels.linking import Linker
 from bot.channels.outbox import RetryPolicy
 from bot.channels.servers import Relay, RelayPool
 from bot.channels.slack import SlackSettings
-from bot.config import SECRET_KEY, Config, EmailConfig, EmailServerConfig
+from bot.config import (
+    SECRET_KEY,
+    Config,
+    DaemonConfig,
+    DatabaseConfig,
+    EmailConfig,
+    EmailServerConfig,
+)
 from bot.config import load_config as load_config_file
 from bot.config import parse_config as parse_config_data
 from bot.core.calendar import eastern_date
@@ -48,6 +55,7 @@ from bot.texts.client import TextModel
 if TYPE_CHECKING:
     import httpx
 
+    from bot.pipeline.mailbox import MailboxReader
     from bot.sources.http import PoliteFetcher
     from bot.store import Store, SubscriberRecord
 
@@ -488,4 +496,60 @@ def wire(
         window_days=config.digest.window_days,
         text_model=text_model(config),
         embeddings=embeddings_endpoint(config),
+    )
+
+
+@dataclass(frozen=True)
+class DaemonParts:
+    """What the daemon runs with beside delivery's `Parts`, made from the config once at
+    start (`wire_daemon`): the sources and how their listings are judged, the config's
+    verdicts to mirror when it starts to lead, the bounce mailbox, how long old messages
+    and bounces are kept, and its timings."""
+
+    sources: list[Source]
+    checks: ListingChecks  # [polling]: the calendar, the deadline, repair
+    # The config's 👍 / 👎 into the store (over the fetcher, with the sources: the arXiv API
+    # is asked for the texts of liked papers it does not hold).
+    mirror_likes: Callable[[Any, Sequence[Source], datetime], Awaitable[object]]
+    mailbox: MailboxReader | None  # reads [bounces] imap_url; None: no mailbox to read
+    keep: DatabaseConfig  # [database] keep_sent_days, keep_bounces_days
+    timings: DaemonConfig  # [daemon]: every how long it ticks, how long a tick and a stop take
+
+
+def wire_daemon(config: Config, parts: Parts, *, clock: Callable[[], datetime]) -> DaemonParts:
+    """The daemon's own parts of the config, over the store of `parts`; `clock`: what its
+    mailbox reads the time on."""
+    from bot.pipeline.likes import sync_declared_likes_online
+
+    async def mirror_likes(fetcher: Any, sources: Sequence[Source], now: datetime) -> object:
+        return await sync_declared_likes_online(config, parts.store, fetcher, sources, now=now)
+
+    return DaemonParts(
+        sources=build_sources(config),
+        checks=listing_checks(config),
+        mirror_likes=mirror_likes,
+        mailbox=mailbox_reader(config, parts.store, clock=clock),
+        keep=config.database,
+        timings=config.daemon,
+    )
+
+
+def mailbox_reader(
+    config: Config, store: Store, *, clock: Callable[[], datetime]
+) -> MailboxReader | None:
+    """The daemon's reader of the bounce mailbox: None without [bounces] imap_url or with
+    every_minutes = 0 (bounces come by webhook or pipe alone)."""
+    from bot.pipeline.mailbox import MailboxReader
+
+    bounces = config.bounces
+    if bounces is None or not bounces.every_minutes or bounces.imap_url is None:
+        return None
+    return MailboxReader(
+        bounces.imap(),
+        store,
+        every=bounces.every_minutes * 60,
+        verp=verp(config),
+        message_ids=message_ids(config),
+        bounce_limit=config.delivery.bounce_limit,
+        clock=clock,
     )

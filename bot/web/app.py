@@ -157,7 +157,7 @@ class DaemonCollector:
         subscribers = GaugeMetricFamily(
             "paperbell_subscribers", "Subscribers, by state", labels=["state"]
         )
-        declared = (s.name for s in daemon.config.subscribers)
+        declared = (s.name for s in daemon.parts.declared())
         active, paused = daemon.store.subscribers.tally(declared)  # counted, not read
         subscribers.add_metric(["active"], active)
         subscribers.add_metric(["paused"], paused)
@@ -262,13 +262,13 @@ def _daemon_health(
 ) -> tuple[int, dict[str, Any]]:
     """Whether the daemon ticks: "stuck", "stalled", "not ticking" answer 503."""
     counters = daemon.counters
-    stale_after = timedelta(seconds=max(3 * daemon.config.daemon.tick_seconds, 120))
+    stale_after = timedelta(seconds=max(3 * daemon.timings.tick_seconds, 120))
     started, last = counters.tick_started, counters.last_tick
     if started is not None and (last is None or started > last):  # a tick is running
         body["tick_running_since"] = started.isoformat()
         # Every request a poll makes ends within its deadline, so a tick running past
         # [daemon] tick_deadline_seconds hangs (or sends far more than it should).
-        deadline = timedelta(seconds=daemon.config.daemon.tick_deadline_seconds)
+        deadline = timedelta(seconds=daemon.timings.tick_deadline_seconds)
         body["tick_deadline"] = (started + deadline).isoformat()
         if now - started > deadline:
             body["status"] = "stuck"

@@ -24,7 +24,7 @@ from support.servers import smtp_sink
 from bot.cli.secrets import secrets_of
 from bot.config import IMAP_PASSWORD, load_config
 from bot.demo import free_port
-from bot.pipeline import wire
+from bot.pipeline import wire, wire_daemon
 from bot.pipeline.mailbox import MailboxCounters
 from bot.pipeline.scheduler import Daemon
 from bot.store import Store, utcnow
@@ -62,7 +62,8 @@ async def serve_until(daemon: Daemon, done: Any, *, limit: float = 20) -> int:
 
 def daemon_of(config: Path, env: dict[str, str], store: Store) -> Daemon:
     loaded = load_config(config, environ=env)
-    return Daemon(loaded, wire(loaded, store, {}), fetcher=None, clock=utcnow)
+    parts = wire(loaded, store, {})
+    return Daemon(parts, wire_daemon(loaded, parts, clock=utcnow), fetcher=None, clock=utcnow)
 
 
 def read_once(config: Path, env: dict[str, str], store: Store) -> tuple[MailboxCounters, int]:

@@ -307,7 +307,7 @@ def status_of(w: World, tmp_path: Any) -> str:
     )
     people = "\n".join(
         f'[[subscribers]]\nname = "{s.name}"\nemail = "{s.email}"\nrules = {list(s.rules)!r}\n'
-        for s in w.daemon.config.subscribers
+        for s in w.daemon.parts.declared()
     ).replace("'", '"')
     email = toml_table("email", sink_email(25, sender="paperbell <papers@example.org>"))
     config.write_text(f'version = 1\n[database]\nurl = "{url}"\n{sources}\n{people}\n{email}')

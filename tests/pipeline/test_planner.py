@@ -20,7 +20,7 @@ from support.config import sink_email, toml_table
 from bot.cli.planner import PlannerProcess
 from bot.config import load_config
 from bot.demo.data import bundled_papers
-from bot.pipeline import wire
+from bot.pipeline import wire, wire_daemon
 from bot.pipeline.scheduler import Daemon
 from bot.store import Store
 
@@ -54,9 +54,10 @@ def test_a_run_is_planned_in_the_planner_process_and_counted_by_the_daemon(
     with Store.open(config.database.url) as store:
         store.papers.upsert(tuple(bundled_papers(source="arxiv")), now=NOW)
         store.subscribers.sync_config(config.declared_subscribers(), now=NOW - timedelta(days=1))
+        parts = wire(config, store)
         daemon = Daemon(
-            config,
-            wire(config, store),
+            parts,
+            wire_daemon(config, parts, clock=lambda: NOW),
             fetcher=None,
             clock=lambda: NOW,
             sends=False,

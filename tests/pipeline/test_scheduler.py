@@ -560,7 +560,7 @@ def test_the_timer_ticks_on_time_skips_beats_while_a_tick_runs_and_stops(tmp_pat
     stop event ends it, with the running tick allowed to finish."""
     from support.clock import Clock
 
-    from bot.pipeline import wire
+    from bot.pipeline import wire, wire_daemon
     from bot.pipeline.scheduler import Daemon
 
     config = parse_config(
@@ -575,9 +575,9 @@ def test_the_timer_ticks_on_time_skips_beats_while_a_tick_runs_and_stops(tmp_pat
 
     async def main() -> tuple[int, int]:
         store = Store.open(config.database_url())
-        daemon = Daemon(
-            config, wire(config, store, {}), fetcher=None, clock=Clock(at("2026-11-24T12:00"))
-        )
+        clock = Clock(at("2026-11-24T12:00"))
+        parts = wire(config, store, {})
+        daemon = Daemon(parts, wire_daemon(config, parts, clock=clock), fetcher=None, clock=clock)
         running = 0
         most = 0
         started = 0

@@ -43,7 +43,7 @@ from bot.channels.email import EmailChannel, SmtpSettings
 from bot.channels.outbox import RetryPolicy, drain
 from bot.config import parse_config
 from bot.core.models import Paper
-from bot.pipeline import wire
+from bot.pipeline import wire, wire_daemon
 from bot.pipeline.scheduler import Daemon
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Leadership, Store, utcnow, workers
@@ -192,16 +192,19 @@ def test_only_the_leader_polls_and_a_follower_takes_over_when_it_stops(
             with Store.open(database_url) as one, Store.open(database_url) as two:
                 async with make_client() as client:
                     fetcher = PoliteFetcher(client, min_interval=0, retries=0)
+                    wired = [wire(config, store, {}) for store in (one, two)]
                     a, b = (
                         Daemon(
-                            config,
-                            wire(config, store, {}),
+                            parts,
+                            wire_daemon(config, parts, clock=clock),
                             fetcher=fetcher,
                             clock=clock,
                             owner=name,
                             leadership=Leadership(store.database, name=name),
                         )
-                        for store, name in ((one, "host-a:1"), (two, "host-b:2"))
+                        for parts, store, name in zip(
+                            wired, (one, two), ("host-a:1", "host-b:2"), strict=True
+                        )
                     )
                     for daemon in (a, b):
                         report = await daemon.tick()

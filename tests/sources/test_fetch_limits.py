@@ -28,7 +28,7 @@ from support.servers import HostileServer, Route, feed_server, hostile_server
 
 from bot.config import parse_config
 from bot.core.errors import ConfigError, SourceError
-from bot.pipeline import build_fetcher, poll, wire
+from bot.pipeline import build_fetcher, poll, wire, wire_daemon
 from bot.pipeline.scheduler import Daemon
 from bot.sources import MEGABYTE, FetchLimits, FetchState
 from bot.sources.http import PoliteFetcher, make_client
@@ -428,9 +428,10 @@ def test_healthz_says_stuck_past_the_tick_deadline_and_the_tick_still_ends(tmp_p
             store = Store.open(config.database_url())
             clock = Clock(NOW)
             async with make_client() as client:
+                parts = wire(config, store, {})
                 daemon = Daemon(
-                    config,
-                    wire(config, store, {}),
+                    parts,
+                    wire_daemon(config, parts, clock=clock),
                     fetcher=build_fetcher(config, client, min_interval=0),
                     clock=clock,
                     owner="test",
@@ -474,7 +475,9 @@ def test_healthz_reads_failing_ticks_as_stalled_not_running(tmp_path: Path) -> N
         config = config_with([], database=f"sqlite:///{tmp_path / 'paperbell.sqlite'}")
         store = Store.open(config.database_url())
         clock = Clock(NOW)
-        daemon = Daemon(config, wire(config, store, {}), fetcher=None, clock=clock, owner="test")
+        parts = wire(config, store, {})
+        own = wire_daemon(config, parts, clock=clock)
+        daemon = Daemon(parts, own, fetcher=None, clock=clock, owner="test")
         daemon.counters.started = clock.now
         await daemon.tick()
         good_tick: Callable[[], Awaitable[Any]] = daemon.tick

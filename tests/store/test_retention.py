@@ -25,7 +25,7 @@ from support.workers import queue, release
 
 import bot.store.retention as retention
 from bot.core.models import Paper
-from bot.pipeline import wire
+from bot.pipeline import wire, wire_daemon
 from bot.pipeline.retention import prune_old
 from bot.pipeline.scheduler import Daemon
 from bot.store import Bounce, Store, utcnow
@@ -59,7 +59,7 @@ def test_an_old_digest_is_cut_to_its_headers_and_the_archive_still_shows_its_pap
     ada = site.subscriber("ada")
     deliveries = site.store.outbox.delivered_versions(ada.id, None)
 
-    pruned = prune_old(site.config, site.store, now=site.clock() + timedelta(days=91))
+    pruned = prune_old(site.config.database, site.store, now=site.clock() + timedelta(days=91))
     assert pruned.messages == 2 and pruned.freed > 10_000 and not pruned.more  # ada's, lab's
     with site.store.database.session() as session:
         sizes = session.exec(select(func.length(OutboxMessageRow.payload))).all()
@@ -130,7 +130,8 @@ def test_the_daemon_prunes_a_few_batches_a_tick_then_waits_a_day(
     queue(store, full_feed_papers, 5)
     old_digests(store, status="sent", sent_at=utcnow() - timedelta(days=100))
     config = parse_config({"version": 1, "database": {"url": "sqlite://"}}, environ={})
-    daemon = Daemon(config, wire(config, store, {}), fetcher=None, clock=utcnow)
+    parts = wire(config, store, {})
+    daemon = Daemon(parts, wire_daemon(config, parts, clock=utcnow), fetcher=None, clock=utcnow)
     cut = []
     for _ in range(4):
         before = store.retention.prune(sent_before=utcnow(), bounces_before=None, dry_run=True)

@@ -20,7 +20,7 @@ import pytest
 from bot.channels.email import EmailChannel
 from bot.config import parse_config
 from bot.core.calendar import ArxivCalendar
-from bot.pipeline import smtp_settings, wire
+from bot.pipeline import smtp_settings, wire, wire_daemon
 from bot.pipeline.scheduler import Daemon
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store
@@ -141,9 +141,10 @@ def world(tmp_path: Path, full_feed_bytes: bytes, fixtures_dir: Path) -> Iterato
             store = Store.open(config.database_url())
             store.subscribers.sync_config(config.declared_subscribers(), now=start)
             clock = Clock(start)
+            parts = wire(config, store, {"email": EmailChannel(smtp_settings(config))})
             daemon = Daemon(
-                config,
-                wire(config, store, {"email": EmailChannel(smtp_settings(config))}),
+                parts,
+                wire_daemon(config, parts, clock=clock),
                 fetcher=PoliteFetcher(make_client(), min_interval=0, retries=0),
                 clock=clock,
                 owner="test",
