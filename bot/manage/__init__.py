@@ -280,8 +280,9 @@ class Manager(Destinations, Ratings):
 
     def resume(self, sub: Subscriber) -> None:
         """Undo an unsubscribe. The next digest comes at the next due time of the schedule
-        (at once, if one passed meanwhile): papers are never sent twice, and none is
-        skipped. Email digests stopped alone come back only through a new confirmation
+        (at once, if one passed meanwhile), with the papers not yet received within its
+        window (`[digest] window_days`): never one twice, but those of a longer absence
+        are left out. Email digests stopped alone come back only through a new confirmation
         (`send_notice("confirm")`): a link is no proof that its bearer owns the address."""
         self.store.subscribers.set_active(sub.name, True, now=self.clock())
 
