@@ -8,14 +8,15 @@ order of the run is `bot.pipeline.deliver`'s, the outbox's rules `bot.channels.o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from bot.channels import Channel, Rendered, Target, kind_of
 from bot.channels.outbox import drain
-from bot.core.models import Digest, target_label
+from bot.core.models import Digest, Paper, target_label, version_key
+from bot.match.digest import digest_id
 from bot.pipeline.jobs import job_of, renderer
 from bot.store import Queued, Store
 from bot.store.outbox import RecordState
@@ -87,34 +88,82 @@ def queue(
     """Queue each digest as a job for its target, with its papers, once per (subscriber,
     channel, period: `request.period`'s, else the digest's own id): a report for each,
     "queued" with its outbox record, or "queued-elsewhere" (another run queued it first).
-    A digest its worker renders as numbered messages becomes a record a part then."""
+    Another run queuing for the same target at the same time (a schedule slot and a "send
+    now", each built before the other queued) may have taken some of its papers: it is
+    queued without them, or, with none left, not at all ("nothing"). A digest its worker
+    renders as numbered messages becomes a record a part then."""
     period = request.period
-    entries = []
-    for digest, target in built:
+
+    def entry_of(digest: Digest, target: Target) -> Queued:
         sub = digest.subscriber
         assert sub.id is not None
-        entries.append(
-            Queued(
-                sub.id,
-                channel=digest.channel,
-                period=period(sub) if period else digest.digest_id,
-                digest_id=digest.digest_id,
-                recipient=target.recipient,
-                payload=b"",
-                sent=[item.paper for item in digest.items],
-                omitted=(*digest.omitted, *digest.disliked),
-                job=job_of(digest),
+        return Queued(
+            sub.id,
+            channel=digest.channel,
+            period=period(sub) if period else digest.digest_id,
+            digest_id=digest.digest_id,
+            recipient=target.recipient,
+            payload=b"",
+            sent=[item.paper for item in digest.items],
+            omitted=(*digest.omitted, *digest.disliked),
+            job=job_of(digest),
+            updates="replace" in sub.include,
+        )
+
+    entries = [entry_of(digest, target) for digest, target in built]
+    position = {entry.digest_id: n for n, entry in enumerate(entries)}
+    held: list[Digest | None] = [digest for digest, _ in built]  # each as queued
+
+    def trim(entry: Queued, taken: frozenset[str]) -> Queued | None:
+        n = position[entry.digest_id]
+        digest, target = built[n]
+        left = held[n] = without(digest, taken)
+        return None if left is None else entry_of(left, target)
+
+    ids = store.outbox.enqueue_many(entries, now=now, trim=trim)
+    reports = []
+    for (digest, target), as_queued, outbox_id in zip(built, held, ids, strict=True):
+        if as_queued is None:
+            reports.append(
+                DeliveryReport(
+                    digest.subscriber.name, target.recipient, "nothing", channel=digest.channel
+                )
             )
-        )
-    ids = store.outbox.enqueue_many(entries, now=now)
-    return [
-        report_of(digest, target.recipient, "queued-elsewhere")
-        if outbox_id is None
-        else replace(  # without the digest: a run of many thousands holds none once queued
-            report_of(digest, target.recipient, "queued"), outbox_id=outbox_id, digest=None
-        )
-        for (digest, target), outbox_id in zip(built, ids, strict=True)
-    ]
+        elif outbox_id is None:
+            reports.append(report_of(as_queued, target.recipient, "queued-elsewhere"))
+        else:  # without the digest: a run of many thousands holds none once queued
+            queued = report_of(as_queued, target.recipient, "queued")
+            reports.append(replace(queued, outbox_id=outbox_id, digest=None))
+    return reports
+
+
+def without(digest: Digest, taken: Collection[str]) -> Digest | None:
+    """`digest` without the papers ("id@version") another run queued first, under the id
+    of the papers it still holds; None when it has none left to send."""
+
+    def kept(paper: Paper) -> bool:
+        return version_key(paper.id, paper.version) not in taken
+
+    groups = tuple(
+        replace(group, items=tuple(item for item in group.items if kept(item.paper)))
+        for group in digest.groups
+    )
+    groups = tuple(group for group in groups if group.items)
+    if not groups:
+        return None
+    sent = [item.paper for group in groups for item in group.items]
+    omitted = tuple(paper for paper in digest.omitted if kept(paper))
+    disliked = tuple(paper for paper in digest.disliked if kept(paper))
+    shown = {paper.id for paper in sent}
+    return replace(
+        digest,
+        digest_id=digest_id(digest.subscriber, digest.channel, [*sent, *omitted, *disliked]),
+        groups=groups,
+        omitted=omitted,
+        disliked=disliked,
+        announced=tuple(sorted({p.announced for p in sent if p.announced}, reverse=True)),
+        texts={key: text for key, text in digest.texts.items() if key in shown},
+    )
 
 
 def settle(store: Store, reports: Sequence[DeliveryReport]) -> list[DeliveryReport]:

@@ -5,8 +5,9 @@ deliveries (which paper versions went, or will go, to whom on which channel).
 
 - bot.store.outbox.queue: `enqueue`, `enqueue_many` (`Queued`): a digest's papers are
   written with its outbox record in one transaction (delivery status "queued"), so a re-run
-  can never send a paper twice; a digest is queued as its message, or as a job (the digest
-  itself) that the worker claiming it renders;
+  can never send a paper twice; two runs queuing for one subscriber take turns, the second
+  queuing only the papers the first did not take; a digest is queued as its message, or as
+  a job (the digest itself) that the worker claiming it renders;
 - bot.store.outbox.leases: a worker leases records (`claim`, `renew`, `release`; an
   `OutboxItem` each), keeps each job's message once rendered (`mark_rendered`) and records
   how each went (`mark_sent` only after the channel
