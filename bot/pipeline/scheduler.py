@@ -559,16 +559,18 @@ class Daemon:
                 self._reading.cancel()
                 await asyncio.gather(self._reading, return_exceptions=True)
                 log.warning("abandoned the read of the bounce mailbox")
+        if web is not None:
+            # First: the web app's notice mail is claimed under this process's name too, and
+            # one handed back while it is being sent could be sent again by another process.
+            web.should_exit = True
+            if web_task is not None:
+                await asyncio.gather(web_task, return_exceptions=True)
         released = self.store.outbox.release(self.owner)
         if released:
             log.info("handed back %s", plural(released, "claimed digest"))
         if self.leadership is not None:
             self.leadership.resign()  # another process takes the lead at its next tick
             self.leading = False
-        if web is not None:
-            web.should_exit = True
-            if web_task is not None:
-                await asyncio.gather(web_task, return_exceptions=True)
 
 
 def _count(counter: dict[str, int], key: str, by: int = 1) -> None:
