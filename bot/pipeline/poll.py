@@ -8,6 +8,7 @@ decides neither when to poll (`bot.core.calendar`, the scheduler) nor how a feed
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections.abc import Sequence
@@ -22,7 +23,13 @@ from bot.core.models import Paper
 from bot.core.plurals import plural
 from bot.core.redact import redact_shapes
 from bot.pipeline.health import ListingChecks
-from bot.pipeline.repair import Repair, remember_listing, repair_listing, repair_wanted
+from bot.pipeline.repair import (
+    Repair,
+    missed_days,
+    remember_listing,
+    repair_listing,
+    repair_wanted,
+)
 from bot.pipeline.wiring import build_sources, listing_checks
 from bot.sources import Source
 from bot.store import Store
@@ -50,6 +57,7 @@ class PollReport:
     note: str | None = None
     problems: int = 0  # entries left out (each logged with why)
     repair: Repair | None = None  # the listing was short or stale: what the arXiv API gave
+    caught_up: tuple[Repair, ...] = ()  # feed days missed while the daemon was down
     new_batch: bool = False  # the papers differ from the last poll's (a new listing)
 
 
@@ -89,8 +97,10 @@ async def poll_source(
     report = await _poll_guarded(source, store, fetcher, now=now)
     if checks is None or not source.follows_arxiv_calendar:
         return report
-    repaired = await check_listing(source, store, fetcher, checks, now=now, report=report)
-    return replace(report, repair=repaired) if repaired is not None else report
+    repairs = await check_listing(source, store, fetcher, checks, now=now, report=report)
+    awaited = [r for r in repairs if r.reason != "missed"]
+    caught_up = tuple(r for r in repairs if r.reason == "missed")
+    return replace(report, repair=awaited[0] if awaited else None, caught_up=caught_up)
 
 
 async def check_listing(
@@ -101,10 +111,13 @@ async def check_listing(
     *,
     now: datetime,
     report: PollReport | None = None,
-) -> Repair | None:
+) -> list[Repair]:
     """After a poll (`report`), remember its listing's size; with or without one, repair a
     listing that is short or stale and due a repair (a failed one is tried again later,
-    even when no poll is due). Never raises: the poll stands, the check waits."""
+    even when no poll is due), then the feed days missed while the daemon was down
+    (`missed_days`), all within one `checks.deadline`: the days not reached wait for the
+    next check. Never raises: the poll stands, the check waits."""
+    repairs: list[Repair] = []
     try:
         # A listing is its day's when its papers are new: a feed rebuilt with today's date
         # around yesterday's papers is no listing of today (it is stale).
@@ -114,14 +127,27 @@ async def check_listing(
                 source, store, checks, day=report.announced, items=report.items, now=now
             )
             fresh = True
+        loop = asyncio.get_running_loop()
+        until = loop.time() + checks.deadline
         wanted = repair_wanted(source, store, checks, now=now, fresh=fresh)
-        if wanted is None:
-            return None
-        day, reason = wanted
-        return await repair_listing(source, store, fetcher, checks, day=day, reason=reason, now=now)
+        if wanted is not None:
+            day, reason = wanted
+            repairs.append(
+                await repair_listing(
+                    source, store, fetcher, checks, day=day, reason=reason, now=now, until=until
+                )
+            )
+        for day in missed_days(source, store, checks, now=now):
+            if loop.time() >= until:
+                break
+            repairs.append(
+                await repair_listing(
+                    source, store, fetcher, checks, day=day, reason="missed", now=now, until=until
+                )
+            )
     except Exception as exc:  # the database is down
         log.error("source %s: could not check the listing: %s", source.name, unexpected(exc))
-        return None
+    return repairs
 
 
 async def _poll_guarded(

@@ -8,6 +8,9 @@ papers of the source's categories (`Source.repair_day`), through the polite fetc
 within `ListingChecks.deadline`, and stores them as any poll does (no duplicates: the store
 merges by id). A repair that worked is not repeated; one that failed is tried again after
 the late retry. `paperbell status` and /healthz say what was filled in (`bot.pipeline.health`).
+
+arXiv's feed serves only the current day, so a feed day the daemon was down for all of is
+asked of the API too ("missed", `missed_days`), a few days back at most.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from bot.core.errors import SourceError, unexpected
@@ -36,6 +39,10 @@ from bot.store import Store
 log = logging.getLogger("bot.pipeline")
 
 LIVE_DAYS = 7  # a stale listing is repaired when the source had a listing this recently
+# Feed days missed while the daemon was down are asked for this many days back from the
+# day awaited: the digest window's default, past which their papers would not be sent
+# anyway; so a daemon down for a month asks the API for a week, not a month.
+CATCH_UP_DAYS = 7
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +51,7 @@ class Repair:
 
     source: str
     day: date
-    reason: str  # "short" or "stale"
+    reason: str  # "short", "stale" or "missed"
     papers: int = 0
     new: int = 0  # papers not stored before
     error: str | None = None
@@ -101,6 +108,40 @@ def repair_wanted(
     return None
 
 
+def missed_days(
+    source: Source, store: Store, checks: ListingChecks, *, now: datetime
+) -> list[date]:
+    """The feed days before the one awaited that no poll or repair saw (the daemon was
+    down), since the source's newest listing and at most `CATCH_UP_DAYS` back, oldest
+    first; with those whose repair failed and is due another try. Nothing for a source
+    with no listing yet: a new install's past is `paperbell backfill`'s."""
+    if not (checks.repair and source.follows_arxiv_calendar and source.can_repair):
+        return []
+    awaited = plan_of(
+        source, store.sources.state(source.name), checks.calendar, checks.policy, now=now
+    ).feed_day
+    if awaited is None:
+        return []
+    earlier = store.sources.listings(source.name, before=awaited)
+    held = next((listing.day for listing in earlier if listing_size(listing) > 0), None)
+    if held is None:
+        return []
+    seen = {listing.day: listing for listing in earlier}
+    day = max(held, awaited - timedelta(days=CATCH_UP_DAYS))
+    missed = []
+    while (day := day + timedelta(days=1)) < awaited:
+        if not checks.calendar.day(day).announces:
+            continue
+        listing = seen.get(day)
+        if listing is None or (
+            listing.repair_reason == "missed"
+            and listing_size(listing) == 0
+            and retry_due(listing, checks, now)
+        ):
+            missed.append(day)
+    return missed
+
+
 def _live(store: Store, source: Source, day: date) -> bool:
     """Whether the source had a listing in the week before `day`: a feed stuck on an old
     day is repaired; one that never had a recent listing (a saved copy, a wrong address)
@@ -118,18 +159,22 @@ async def repair_listing(
     day: date,
     reason: str,
     now: datetime,
+    until: float | None = None,
 ) -> Repair:
     """Fill in `source`'s listing of `day` from the arXiv API and record what came (or why
-    nothing did). Never raises for the API's failure: the poll it follows stands."""
+    nothing did), by `until` (the event loop's time; default: `checks.deadline` from now).
+    Never raises for the API's failure: the poll it follows stands."""
     error: str | None = None
     papers: list[Any] = []
     # Tried, before asking: whatever fails after the fetch, the next try waits its turn.
     store.sources.record_repair(source.name, day, reason=reason, now=now, error="interrupted")
     try:
-        async with asyncio.timeout(checks.deadline):
+        if until is None:
+            until = asyncio.get_running_loop().time() + checks.deadline
+        async with asyncio.timeout_at(until):
             papers = list(await source.repair_day(fetcher, day, checks.calendar) or ())
     except TimeoutError:
-        error = f"the arXiv API did not answer within {checks.deadline:g}s"
+        error = f"the arXiv API did not answer within the repair deadline ({checks.deadline:g}s)"
     except SourceError as exc:
         error = str(exc)
     except Exception as exc:  # a bug reading the API must not fail the poll

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
+from time import sleep
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -26,6 +28,7 @@ from support.world import World
 
 from bot.core.calendar import ArxivCalendar, announcement_day, submission_window
 from bot.pipeline.health import Usual, is_short, usual_size
+from bot.pipeline.poll import check_listing
 from bot.sources.arxiv_api import parse_api
 from bot.store.sources import Listing
 from bot.web.app import create_app
@@ -187,10 +190,17 @@ async def healthz(w: World, *, strict: bool = False) -> dict[str, Any]:
 
 
 def seed_history(w: World, day: date, sizes: list[int]) -> None:
-    """Earlier listings of `day`'s weekday, a week apart (the store remembers sizes)."""
+    """Earlier listings of `day`'s weekday, a week apart (the store remembers sizes), and
+    of the other days since the last of them but the day before `day`, which the world's
+    first poll brings: the daemon missed no day (else the arXiv API is asked for it)."""
     for weeks, size in enumerate(sizes, start=1):
         earlier = day - timedelta(weeks=weeks)
         w.store.sources.record_listing("arxiv", earlier, items=size, now=at("2026-11-01T00:00"))
+    since = CALENDAR.last_feed_day(day - timedelta(days=1))
+    for days in range(1, 7):
+        between = day - timedelta(weeks=1) + timedelta(days=days)
+        if between < since and CALENDAR.day(between).announces:
+            w.store.sources.record_listing("arxiv", between, items=50, now=at("2026-11-01T00:00"))
 
 
 def test_a_short_listing_is_filled_in_and_status_says_what_came(world: Any, tmp_path: Any) -> None:
@@ -377,3 +387,93 @@ def test_a_feed_redated_around_yesterdays_papers_is_stale_not_todays_listing(
     assert tuesday.repair_reason == "stale"
     monday = w.store.sources.listing("arxiv", date(2026, 11, 23))
     assert monday is not None and monday.items == len(w.days.papers_of(date(2026, 11, 23)))
+
+
+def test_a_feed_day_missed_while_the_daemon_was_down_is_filled_in_from_the_api(
+    world: Any,
+) -> None:
+    """The daemon runs through Friday 27 Nov, is down all of Monday 30 Nov (US Eastern),
+    and is back on Tuesday, when arXiv's feed serves only Tuesday's listing: the arXiv API
+    is asked once for Monday's papers (Monday's window: Thursday 14:00 to Friday 14:00 US
+    Eastern), they are stored dated Monday, and Tuesday's digest brings them."""
+
+    async def go() -> tuple[World, list[str]]:
+        w = await world(at("2026-11-27T04:00"), subscribers=[BERLIN_DAILY])
+        asked = serve_api(w)
+        await w.run_until(at("2026-11-28T04:00"))  # Friday's listing, then the evening
+        w.clock.now = at("2026-12-01T06:00")  # down from Friday night to Tuesday 01:00 Eastern
+        await w.run_until(at("2026-12-01T12:00"))
+        return w, asked
+
+    w, asked = asyncio.run(go())
+    monday = w.store.sources.listing("arxiv", date(2026, 11, 30))
+    assert monday is not None, "Monday's listing was lost: the arXiv API was not asked"
+    assert monday.repaired == 12 and monday.repair_reason == "missed"
+    assert asked == ["(cat:cs.*) AND submittedDate:[202611261900 TO 202611271900]"]
+    tuesday = w.store.sources.listing("arxiv", date(2026, 12, 1))
+    assert tuesday is not None and tuesday.items == len(w.days.papers_of(date(2026, 12, 1)))
+    after = [message for when, message in w.mail("berlin") if when >= at("2026-12-01T06:00")]
+    assert any(title in body_of(m) for m in after for title in api_titles(12))
+
+
+def test_a_daemon_down_for_a_month_asks_the_api_for_the_last_week_only(world: Any) -> None:
+    """Down from Monday 2 Nov to Tuesday 1 Dec: the arXiv API is asked for the feed days of
+    the week before Tuesday (Wednesday 25, Friday 27 and Monday 30 Nov; Thanksgiving has no
+    listing), not for the month's: older papers are past the digest window."""
+
+    async def go() -> list[str]:
+        w = await world(at("2026-11-02T04:00"), subscribers=[BERLIN_DAILY])
+        asked = serve_api(w)
+        await w.run_until(at("2026-11-03T04:00"))  # Monday's listing, then the evening
+        w.clock.now = at("2026-12-01T06:00")
+        await w.run_until(at("2026-12-01T07:00"))
+        return asked
+
+    asked = asyncio.run(go())
+    assert asked == [
+        f"(cat:cs.*) AND submittedDate:[{start} TO {end}]"
+        for start, end in [
+            ("202611231900", "202611241900"),  # Wednesday 25 Nov
+            ("202611241900", "202611261900"),  # Friday 27 Nov (Thanksgiving's too)
+            ("202611261900", "202611271900"),  # Monday 30 Nov
+        ]
+    ]
+
+
+def test_missed_days_share_one_repair_deadline(world: Any) -> None:
+    """Three missed days, a 1.5 s repair deadline, and an arXiv API that answers the first
+    day at once, then takes 3 s: the first day is filled in, the second runs out of time
+    (tried again later), and the third is not asked before the next check."""
+
+    async def go() -> tuple[World, list[str], list[Any]]:
+        w = await world(at("2026-11-02T04:00"), subscribers=[BERLIN_DAILY])
+        serve_api(w)
+        await w.run_until(at("2026-11-03T04:00"))
+        answer = w.feed.answer
+        arrived: list[str] = []  # the API's requests, as they come (before the answer)
+
+        def slow(path: str, headers: dict[str, str]) -> Route | None:
+            if path.startswith("/api/"):
+                arrived.append(path)
+                if len(arrived) > 1:
+                    sleep(3)
+            return answer(path, headers)
+
+        w.feed.answer = slow
+        checks = replace(w.daemon.checks, deadline=1.5)
+        (source,) = w.daemon.sources
+        repairs = await check_listing(
+            source, w.store, w.daemon.fetcher, checks, now=at("2026-12-01T06:00")
+        )
+        return w, arrived, repairs
+
+    w, asked, repairs = asyncio.run(go())
+    assert [(r.day, r.papers, r.error is None) for r in repairs] == [
+        (date(2026, 11, 25), 12, True),
+        (date(2026, 11, 27), 0, False),
+    ]
+    assert len(asked) == 2
+    friday = w.store.sources.listing("arxiv", date(2026, 11, 27))
+    assert friday is not None and friday.repair_error is not None
+    assert "repair deadline" in friday.repair_error
+    assert w.store.sources.listing("arxiv", date(2026, 11, 30)) is None
