@@ -94,7 +94,8 @@ class Attempt:
 
 
 # Renders a claimed record's job (`item.job`: its digest) into its message and what that
-# holds; raises ValueError when the channel refuses the digest.
+# holds; raises ValueError when the channel refuses the digest (given up at once). Any other
+# error is a fault of that record alone: it is tried again later, as a failed send is.
 RenderJob = Callable[[OutboxItem], RenderedJob]
 
 
@@ -377,7 +378,18 @@ async def _send_batch(
             await asyncio.sleep(retry.lease.total_seconds() / 3)
             held.renew()
 
-    batch = [(item, channel.load(item.payload, item.progress)) for item in items]
+    batch: list[tuple[OutboxItem, object]] = []
+    unreadable: list[SendOutcome] = []
+    for item in items:
+        try:
+            batch.append((item, channel.load(item.payload, item.progress)))
+        except Exception as exc:  # a fault of this record alone: its batch goes on
+            log.exception("digest for %s: its stored message cannot be read", item.subscriber)
+            error = f"its stored message cannot be read: {_named(exc)}"
+            unreadable.append(SendOutcome(item, ok=False, error=error))
+    results += _record_failures(store, held, unreadable, clock=clock, retry=retry, rand=rand)
+    if held.stopped:
+        return results
     beating = asyncio.create_task(heartbeat())
     try:
         outcomes: list[SendOutcome] = await channel.send_all(
@@ -407,7 +419,8 @@ def _render_jobs(
 ) -> tuple[list[OutboxItem], list[tuple[OutboxItem, str]], list[SendOutcome]]:
     """Each record of the batch queued as a job rendered, and its message kept (one
     transaction) before any is sent: the records to send, in order; those the channel
-    refused, and why; those that fail here, where no `render` is given. A job
+    refused, and why; those that fail here (no `render` is given, or it broke: tried
+    again later, as a failed send is). A job
     rendered as numbered messages sends its first here; the others are queued as records
     of their own, for the next claim."""
     ready: dict[int, OutboxItem] = {item.id: item for item in items if item.job is None}
@@ -424,6 +437,9 @@ def _render_jobs(
         except ValueError as exc:
             held.done(item)
             refused.append((item, str(exc)))
+        except Exception as exc:  # a fault of this record alone: its batch goes on
+            log.exception("digest for %s: rendering failed", item.subscriber)
+            later.append(SendOutcome(item, ok=False, error=f"rendering failed: {_named(exc)}"))
     try:
         kept = (
             store.outbox.mark_rendered(rendered, owner=held.owner, now=now) if rendered else set()
@@ -441,6 +457,12 @@ def _render_jobs(
             item, payload=job.payload, job=None, papers=job.papers, omitted=job.omitted
         )
     return [ready[i] for i in sorted(ready)], refused, later
+
+
+def _named(exc: Exception) -> str:
+    """An unexpected error as the record keeps it: a KeyError's message alone is a bare
+    key."""
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _record_failures(
