@@ -279,10 +279,14 @@ def digest(
         if senders is not None:
             senders.stop(config.daemon.shutdown_grace_seconds)
         raise
+    crashed: list[str] = []  # senders that ended with an error: the digests they held wait
     if senders is not None:
-        senders.finish()
+        crashed = senders.finish()
         reports = settle(store, reports)
     code = print_delivery(reports, dry_run=dry_run)
+    for problem in crashed:
+        click.echo(f"error: {problem}: the digests it held are sent by the next run", err=True)
+        code = EXIT_FAILED
     for run in texts:
         if line := run.line():
             click.echo(line)

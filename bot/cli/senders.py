@@ -58,13 +58,17 @@ class Senders:
     planned: multiprocessing.synchronize.Event
     stopping: multiprocessing.synchronize.Event
 
-    def finish(self) -> None:
-        """No more jobs are coming: wait for the senders to send what is queued, and end."""
+    def finish(self) -> list[str]:
+        """No more jobs are coming: wait for the senders to send what is queued, and end.
+        Each sender that ended with an error (or was killed), said in a line: the digests
+        it held wait for the next run, so the run failed."""
         self.planned.set()
+        failed = []
         for process in self.processes:
             process.join()
             if process.exitcode:
-                log.error("%s ended with exit code %s", process.name, process.exitcode)
+                failed.append(f"{process.name} ended with an error ({ended(process)})")
+        return failed
 
     def stop(self, grace: float) -> None:
         """Stop the senders after their messages in flight; those still running after
@@ -77,6 +81,17 @@ class Senders:
                 log.warning("a sender did not stop within %gs: killed", grace)
                 process.kill()
                 process.join()
+
+
+def ended(process: BaseProcess) -> str:
+    """How a child process ended, for a person: its exit code, or the signal that killed it."""
+    code = process.exitcode
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:  # a signal with no name (a real-time one)
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
 
 
 def start_senders(
@@ -177,7 +192,7 @@ def send_until_stopped(
     breaks its renderer): it logs it and looks again `pause` seconds later, as the daemon
     goes on after a failed tick; its parent never starts another, so a sender that
     ended would leave every digest queued. A one-off run's ends on it (its parent
-    reports the exit code)."""
+    reports it, and fails)."""
     from bot.channels.outbox import drain
     from bot.core.plurals import plural
 

@@ -152,6 +152,47 @@ def test_senders_die_with_a_command_killed_by_sigkill_and_nothing_is_lost(
     assert sum(n - 1 for n in received.values()) <= 2 * 4
 
 
+def senders_of(pid: int) -> list[int]:
+    """The processes `pid` spawned (its senders), by their parent and command line."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+            spawned = b"spawn_main" in (entry / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == pid and spawned:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc")
+def test_the_command_fails_when_a_sender_dies(
+    tmp_path: Path, database_url: str, full_feed_bytes: bytes
+) -> None:
+    """A sender killed mid-run (the OOM killer): the command says so and exits 1, as a
+    single process that met an error would; its digests are not silently left queued."""
+    with feed_server() as feed, smtp_sink() as (sink, port):
+        feed.routes["/rss/all"] = Route(first_items(full_feed_bytes, 100))
+        config = tmp_path / "config.toml"
+        config.write_text(config_text(database_url, feed.url("/rss/all"), port, workers=2))
+        assert invoke("poll", config=config).exit_code == 0
+        sink.delay = 0.05
+        process = start("digest", "-c", str(config), "--since", "2024-11-28")
+        deadline = time.monotonic() + 15
+        while len(sink.messages) < 3:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the delivery stalled"
+            time.sleep(0.01)
+        os.kill(senders_of(process.pid)[0], signal.SIGKILL)
+        out, err = process.communicate(timeout=15)
+    assert process.returncode == 1, out + err
+    said = r"error: paperbell-sender-\d ended with an error \(killed by SIGKILL\)"
+    assert re.search(said, err), err
+
+
 # Each is loaded only where its channel or feature is used: a sender of an email-only site
 # holds none of them (each sender is a whole interpreter, and its imports its weight).
 # Nor the migrations' (Alembic, Mako, Pygments: the parent checked the schema), language
