@@ -57,6 +57,17 @@ class Senders:
     processes: list[BaseProcess]
     planned: multiprocessing.synchronize.Event
     stopping: multiprocessing.synchronize.Event
+    start_one: Callable[[str], BaseProcess]  # starts a sender of this name
+
+    def revive(self) -> None:
+        """Start another sender in place of each that ended (the OOM killer): a daemon's
+        senders run until stopped, and with none left every digest would wait."""
+        for number, process in enumerate(self.processes):
+            if self.stopping.is_set():
+                return
+            if not process.is_alive():
+                log.error("%s ended (%s): starting another", process.name, ended(process))
+                self.processes[number] = self.start_one(process.name)
 
     def finish(self) -> list[str]:
         """No more jobs are coming: wait for the senders to send what is queued, and end.
@@ -108,26 +119,23 @@ def start_senders(
     real one)."""
     spawn = multiprocessing.get_context("spawn")
     planned, stopping = spawn.Event(), spawn.Event()
-    revision = schema_revision()
-    processes: list[BaseProcess] = []
-    for number in range(1, count + 1):
-        process = spawn.Process(
-            target=_send,
-            args=(
-                clock,
-                str(config_path),
-                revision,
-                planned,
-                stopping,
-                until_idle,
-                logging.getLogger().level,
-            ),
-            name=f"paperbell-sender-{number}",
-            daemon=True,
-        )
+    args = (
+        clock,
+        str(config_path),
+        schema_revision(),
+        planned,
+        stopping,
+        until_idle,
+        logging.getLogger().level,
+    )
+
+    def start_one(name: str) -> BaseProcess:
+        process = spawn.Process(target=_send, args=args, name=name, daemon=True)
         process.start()
-        processes.append(process)
-    return Senders(processes, planned, stopping)
+        return process
+
+    processes = [start_one(f"paperbell-sender-{number}") for number in range(1, count + 1)]
+    return Senders(processes, planned, stopping, start_one)
 
 
 def _send(
@@ -190,8 +198,8 @@ def send_until_stopped(
 
     A daemon's sender outlives a failed pass (the database restarting, a digest that
     breaks its renderer): it logs it and looks again `pause` seconds later, as the daemon
-    goes on after a failed tick; its parent never starts another, so a sender that
-    ended would leave every digest queued. A one-off run's ends on it (its parent
+    goes on after a failed tick (one that dies all the same, killed, is started again
+    at the daemon's next tick: `Senders.revive`). A one-off run's ends on it (its parent
     reports it, and fails)."""
     from bot.channels.outbox import drain
     from bot.core.plurals import plural

@@ -193,6 +193,59 @@ def test_the_command_fails_when_a_sender_dies(
     assert re.search(said, err), err
 
 
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc")
+def test_a_daemon_starts_another_sender_in_place_of_one_killed(
+    tmp_path: Path, database_url: str, store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """`paperbell run`'s sender killed with SIGKILL (the OOM killer), and its planner with
+    it: both are started again at the next tick, and a digest queued after they died is
+    sent."""
+    now = datetime(2026, 11, 23, 7, 0, tzinfo=UTC)
+    ada, _ = store.subscribers.add("ada", email="ada@lab.example", rules=["robot"], now=now)
+    assert ada.id is not None
+    with smtp_sink() as (sink, port):
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f'version = 1\n[database]\nurl = "{database_url}"\n[delivery]\nworkers = 1\n'
+            "[daemon]\ntick_seconds = 1\nshutdown_grace_seconds = 5\n"
+            + toml_table("email", sink_email(port, sender="papers@paperbell.example"))
+        )
+        process = start(
+            "run", "-c", str(config), "--no-web", "--clock-start", f"{now:%Y-%m-%dT%H:%M}"
+        )
+        try:
+            deadline = time.monotonic() + 15
+            while len(children := senders_of(process.pid)) < 2:  # its sender and planner
+                assert process.poll() is None, process.communicate()
+                assert time.monotonic() < deadline, "the daemon started no sender"
+                time.sleep(0.05)
+            for pid in children:
+                os.kill(pid, signal.SIGKILL)
+            mail = EmailMessage()
+            mail["From"], mail["To"] = "papers@paperbell.example", "ada@lab.example"
+            mail["Subject"] = "p1"
+            mail.set_content("a digest")
+            store.outbox.enqueue(
+                ada.id,
+                channel="email",
+                period="p1",
+                digest_id="d-ada-p1",
+                recipient="ada@lab.example",
+                payload=bytes(mail),
+                sent=full_feed_papers[:1],
+                now=now,
+            )
+            while not sink.messages:
+                assert process.poll() is None, process.communicate()
+                assert time.monotonic() < deadline, "no sender sent the digest"
+                time.sleep(0.05)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            _, err = process.communicate(timeout=15)
+    assert [m["Subject"] for m in sink.messages] == ["p1"]
+    assert "paperbell-sender-1 ended (killed by SIGKILL): starting another" in err, err
+
+
 # Each is loaded only where its channel or feature is used: a sender of an email-only site
 # holds none of them (each sender is a whole interpreter, and its imports its weight).
 # Nor the migrations' (Alembic, Mako, Pygments: the parent checked the schema), language
