@@ -120,6 +120,7 @@ async def drain(
     tried: set[int] | None = None,
     render: RenderJob | None = None,
     only: Collection[str] | None = None,
+    attempts_before: Mapping[int, int] | None = None,
 ) -> list[Attempt]:
     """Send every claimable record once, batch by batch, until none is left (or
     `should_stop()` says so between batches: a daemon shutting down).
@@ -134,7 +135,10 @@ async def drain(
     at a time, each over its own connection. `render` makes the message of each record
     queued as a job, in a thread (without it, such a record fails, as any record that
     cannot be sent). `only`: claim only the records of these channels (the web app's
-    notices: it renders no digest)."""
+    notices: it renders no digest). `attempts_before`: a one-off run's sender beside
+    others (each with its own `tried`), the failed attempts of each pending record when
+    the run began; a record claimed with more failed during the run, in another sender,
+    and is handed back untried: it waits for its retry time, not tried at once again."""
     if not isinstance(channels, Mapping):
         channels = {channels.name: channels}
     retry = retry or RetryPolicy()
@@ -161,6 +165,10 @@ async def drain(
             if not items:
                 return
             tried.update(item.id for item in items)
+            if attempts_before is not None:
+                items = _failed_elsewhere(store, owner, items, attempts_before)
+                if not items:
+                    continue
             held = Held(store, items, owner=owner, clock=clock, lease=retry.lease)
             kinds: dict[str, list[OutboxItem]] = {}
             for item in items:
@@ -283,6 +291,17 @@ class Held:
                 log.error("cannot hand back %s: %s", plural(len(untried), "claimed digest"), exc)
         self.open.clear()
         return untried
+
+
+def _failed_elsewhere(
+    store: Store, owner: str, items: list[OutboxItem], attempts_before: Mapping[int, int]
+) -> list[OutboxItem]:
+    """The claimed records that did not fail since the run began; the others are handed
+    back (left to their retry time)."""
+    failed = {i.id for i in items if i.attempts > attempts_before.get(i.id, 0)}
+    if failed:
+        store.outbox.release(owner, failed)
+    return [item for item in items if item.id not in failed]
 
 
 def _kept(attempt: Attempt) -> Attempt:

@@ -269,7 +269,12 @@ def digest(
     if mode == "send" and config.delivery.workers > 1:
         from bot.cli.senders import start_senders
 
-        senders = start_senders(config_path, config.delivery.workers, until_idle=True)
+        senders = start_senders(
+            config_path,
+            config.delivery.workers,
+            until_idle=True,
+            attempts_before=store.outbox.attempts_pending(),
+        )
         request = replace(request, sends=False)
     try:
         reports = asyncio.run(

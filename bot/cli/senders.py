@@ -111,12 +111,14 @@ def start_senders(
     *,
     until_idle: bool,
     clock: Callable[[], datetime] | None = None,
+    attempts_before: Mapping[int, int] | None = None,
 ) -> Senders:
     """Start `count` sender processes over the config at `config_path`. `until_idle`: a
     one-off run's (`paperbell digest`): they send every record now, retries included, and
     stop once `planned` is set and nothing is left; otherwise a daemon's, sending what is
     due until stopped. `clock`: what they read the time on (picklable; default the
-    real one)."""
+    real one). `attempts_before`: a one-off run's, `Outbox.attempts_pending` when it
+    began: a record that fails in one sender is not tried at once by the others."""
     spawn = multiprocessing.get_context("spawn")
     planned, stopping = spawn.Event(), spawn.Event()
     args = (
@@ -127,6 +129,7 @@ def start_senders(
         stopping,
         until_idle,
         logging.getLogger().level,
+        attempts_before,
     )
 
     def start_one(name: str) -> BaseProcess:
@@ -146,6 +149,7 @@ def _send(
     stopping: multiprocessing.synchronize.Event,
     until_idle: bool,
     log_level: int,
+    attempts_before: Mapping[int, int] | None = None,
 ) -> None:
     """A sender's life: claim, render, send, record, until told to stop; over a database
     at `revision` only. It logs at its parent's level, each line naming the sender; a
@@ -170,6 +174,7 @@ def _send(
             planned=planned,
             stopping=stopping,
             until_idle=until_idle,
+            attempts_before=attempts_before,
         )
 
 
@@ -192,9 +197,12 @@ def send_until_stopped(
     stopping: Flag,
     until_idle: bool,
     pause: float = ERROR_SECONDS,
+    attempts_before: Mapping[int, int] | None = None,
 ) -> None:
     """A sender's loop: drain the outbox again and again until `stopping` is set, or, for
-    a one-off run (`until_idle`), until `planned` is set and nothing is left to send.
+    a one-off run (`until_idle`), until `planned` is set and nothing is left to send. A
+    one-off run's sender tries each record once, and, given `attempts_before` (the
+    records' failed attempts when the run began), none that failed in another sender.
 
     A daemon's sender outlives a failed pass (the database restarting, a digest that
     breaks its renderer): it logs it and looks again `pause` seconds later, as the daemon
@@ -218,6 +226,7 @@ def send_until_stopped(
                     should_stop=stopping.is_set,
                     tried=tried if until_idle else None,
                     render=render,
+                    attempts_before=attempts_before,
                 )
             )
         except Exception as exc:

@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from pathlib import Path
 
@@ -374,3 +374,56 @@ def test_a_daemons_sender_outlives_a_database_outage(
     assert [m["Subject"] for m in sink.messages] == ["p1"]
     assert "database error" in caplog.records[0].getMessage()
     assert store.outbox.totals(now=now)["sent"] == 1
+
+
+def test_a_digest_refused_for_now_is_tried_once_by_a_run_whatever_its_senders(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """`paperbell digest` with two senders: a digest greylisted (451) by one is left to its
+    retry time, not tried again at once by the other (an attempt spent without the wait);
+    one that waits for a retry since an earlier run is still tried now."""
+    now = datetime(2026, 11, 23, 7, 0, tzinfo=UTC)
+    ids = {}
+    for n, name in enumerate(("bob", "ada")):
+        sub, _ = store.subscribers.add(name, email=f"{name}@lab.example", rules=["x"], now=now)
+        assert sub.id is not None
+        mail = EmailMessage()
+        mail["From"], mail["To"] = "papers@paperbell.example", f"{name}@lab.example"
+        mail["Subject"] = name
+        mail.set_content("a digest")
+        ids[name] = store.outbox.enqueue(
+            sub.id,
+            channel="email",
+            period="p1",
+            digest_id=f"d-{name}",
+            recipient=f"{name}@lab.example",
+            payload=bytes(mail),
+            sent=full_feed_papers[n : n + 1],
+            now=now,
+        )
+    # bob's failed in an earlier run, and waits for its retry time.
+    (bob,) = store.outbox.claim("earlier", now=now, lease=timedelta(minutes=5), limit=1)
+    later = now + timedelta(minutes=30)
+    assert store.outbox.mark_retry(bob.id, owner="earlier", error="451", next_attempt=later)
+    at_start = store.outbox.attempts_pending()
+    assert at_start == {bob.id: 1}
+    planned, stopping = threading.Event(), threading.Event()
+    planned.set()
+    with smtp_sink() as (sink, port):
+        sink.transient["ada@lab.example"] = 5
+        channel = EmailChannel(SmtpSettings("127.0.0.1", port, security="none", timeout=5))
+        for _ in range(2):  # one sender after the other, each with what it tried
+            send_until_stopped(
+                store,
+                {"email": channel},
+                retry=RetryPolicy(),
+                render=None,
+                clock=Clock(now),
+                planned=planned,
+                stopping=stopping,
+                until_idle=True,
+                attempts_before=at_start,
+            )
+    assert [m["Subject"] for m in sink.messages] == ["bob"]
+    ada = ids["ada"]
+    assert ada is not None and store.outbox.records([ada])[ada].attempts == 1
