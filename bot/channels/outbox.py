@@ -94,7 +94,8 @@ class Attempt:
 
 
 # Renders a claimed record's job (`item.job`: its digest) into its message and what that
-# holds; raises ValueError when the channel refuses the digest.
+# holds; raises ValueError when the channel refuses the digest (given up at once). Any other
+# error is a fault of that record alone: it is tried again later, as a failed send is.
 RenderJob = Callable[[OutboxItem], RenderedJob]
 
 
@@ -119,6 +120,7 @@ async def drain(
     tried: set[int] | None = None,
     render: RenderJob | None = None,
     only: Collection[str] | None = None,
+    attempts_before: Mapping[int, int] | None = None,
 ) -> list[Attempt]:
     """Send every claimable record once, batch by batch, until none is left (or
     `should_stop()` says so between batches: a daemon shutting down).
@@ -133,7 +135,10 @@ async def drain(
     at a time, each over its own connection. `render` makes the message of each record
     queued as a job, in a thread (without it, such a record fails, as any record that
     cannot be sent). `only`: claim only the records of these channels (the web app's
-    notices: it renders no digest)."""
+    notices: it renders no digest). `attempts_before`: a one-off run's sender beside
+    others (each with its own `tried`), the failed attempts of each pending record when
+    the run began; a record claimed with more failed during the run, in another sender,
+    and is handed back untried: it waits for its retry time, not tried at once again."""
     if not isinstance(channels, Mapping):
         channels = {channels.name: channels}
     retry = retry or RetryPolicy()
@@ -160,6 +165,10 @@ async def drain(
             if not items:
                 return
             tried.update(item.id for item in items)
+            if attempts_before is not None:
+                items = _failed_elsewhere(store, owner, items, attempts_before)
+                if not items:
+                    continue
             held = Held(store, items, owner=owner, clock=clock, lease=retry.lease)
             kinds: dict[str, list[OutboxItem]] = {}
             for item in items:
@@ -284,6 +293,17 @@ class Held:
         return untried
 
 
+def _failed_elsewhere(
+    store: Store, owner: str, items: list[OutboxItem], attempts_before: Mapping[int, int]
+) -> list[OutboxItem]:
+    """The claimed records that did not fail since the run began; the others are handed
+    back (left to their retry time)."""
+    failed = {i.id for i in items if i.attempts > attempts_before.get(i.id, 0)}
+    if failed:
+        store.outbox.release(owner, failed)
+    return [item for item in items if item.id not in failed]
+
+
 def _kept(attempt: Attempt) -> Attempt:
     """The attempt as `drain` keeps it until it returns: its record without the message and
     the job, which no report reads (tens of KB each; a run sends thousands)."""
@@ -377,7 +397,18 @@ async def _send_batch(
             await asyncio.sleep(retry.lease.total_seconds() / 3)
             held.renew()
 
-    batch = [(item, channel.load(item.payload, item.progress)) for item in items]
+    batch: list[tuple[OutboxItem, object]] = []
+    unreadable: list[SendOutcome] = []
+    for item in items:
+        try:
+            batch.append((item, channel.load(item.payload, item.progress)))
+        except Exception as exc:  # a fault of this record alone: its batch goes on
+            log.exception("digest for %s: its stored message cannot be read", item.subscriber)
+            error = f"its stored message cannot be read: {_named(exc)}"
+            unreadable.append(SendOutcome(item, ok=False, error=error))
+    results += _record_failures(store, held, unreadable, clock=clock, retry=retry, rand=rand)
+    if held.stopped:
+        return results
     beating = asyncio.create_task(heartbeat())
     try:
         outcomes: list[SendOutcome] = await channel.send_all(
@@ -407,7 +438,8 @@ def _render_jobs(
 ) -> tuple[list[OutboxItem], list[tuple[OutboxItem, str]], list[SendOutcome]]:
     """Each record of the batch queued as a job rendered, and its message kept (one
     transaction) before any is sent: the records to send, in order; those the channel
-    refused, and why; those that fail here, where no `render` is given. A job
+    refused, and why; those that fail here (no `render` is given, or it broke: tried
+    again later, as a failed send is). A job
     rendered as numbered messages sends its first here; the others are queued as records
     of their own, for the next claim."""
     ready: dict[int, OutboxItem] = {item.id: item for item in items if item.job is None}
@@ -424,6 +456,9 @@ def _render_jobs(
         except ValueError as exc:
             held.done(item)
             refused.append((item, str(exc)))
+        except Exception as exc:  # a fault of this record alone: its batch goes on
+            log.exception("digest for %s: rendering failed", item.subscriber)
+            later.append(SendOutcome(item, ok=False, error=f"rendering failed: {_named(exc)}"))
     try:
         kept = (
             store.outbox.mark_rendered(rendered, owner=held.owner, now=now) if rendered else set()
@@ -441,6 +476,12 @@ def _render_jobs(
             item, payload=job.payload, job=None, papers=job.papers, omitted=job.omitted
         )
     return [ready[i] for i in sorted(ready)], refused, later
+
+
+def _named(exc: Exception) -> str:
+    """An unexpected error as the record keeps it: a KeyError's message alone is a bare
+    key."""
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _record_failures(

@@ -269,7 +269,12 @@ def digest(
     if mode == "send" and config.delivery.workers > 1:
         from bot.cli.senders import start_senders
 
-        senders = start_senders(config_path, config.delivery.workers, until_idle=True)
+        senders = start_senders(
+            config_path,
+            config.delivery.workers,
+            until_idle=True,
+            attempts_before=store.outbox.attempts_pending(),
+        )
         request = replace(request, sends=False)
     try:
         reports = asyncio.run(
@@ -279,10 +284,14 @@ def digest(
         if senders is not None:
             senders.stop(config.daemon.shutdown_grace_seconds)
         raise
+    crashed: list[str] = []  # senders that ended with an error: the digests they held wait
     if senders is not None:
-        senders.finish()
+        crashed = senders.finish()
         reports = settle(store, reports)
     code = print_delivery(reports, dry_run=dry_run)
+    for problem in crashed:
+        click.echo(f"error: {problem}: the digests it held are sent by the next run", err=True)
+        code = EXIT_FAILED
     for run in texts:
         if line := run.line():
             click.echo(line)

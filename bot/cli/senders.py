@@ -57,14 +57,29 @@ class Senders:
     processes: list[BaseProcess]
     planned: multiprocessing.synchronize.Event
     stopping: multiprocessing.synchronize.Event
+    start_one: Callable[[str], BaseProcess]  # starts a sender of this name
 
-    def finish(self) -> None:
-        """No more jobs are coming: wait for the senders to send what is queued, and end."""
+    def revive(self) -> None:
+        """Start another sender in place of each that ended (the OOM killer): a daemon's
+        senders run until stopped, and with none left every digest would wait."""
+        for number, process in enumerate(self.processes):
+            if self.stopping.is_set():
+                return
+            if not process.is_alive():
+                log.error("%s ended (%s): starting another", process.name, ended(process))
+                self.processes[number] = self.start_one(process.name)
+
+    def finish(self) -> list[str]:
+        """No more jobs are coming: wait for the senders to send what is queued, and end.
+        Each sender that ended with an error (or was killed), said in a line: the digests
+        it held wait for the next run, so the run failed."""
         self.planned.set()
+        failed = []
         for process in self.processes:
             process.join()
             if process.exitcode:
-                log.error("%s ended with exit code %s", process.name, process.exitcode)
+                failed.append(f"{process.name} ended with an error ({ended(process)})")
+        return failed
 
     def stop(self, grace: float) -> None:
         """Stop the senders after their messages in flight; those still running after
@@ -79,40 +94,51 @@ class Senders:
                 process.join()
 
 
+def ended(process: BaseProcess) -> str:
+    """How a child process ended, for a person: its exit code, or the signal that killed it."""
+    code = process.exitcode
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:  # a signal with no name (a real-time one)
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
 def start_senders(
     config_path: Path,
     count: int,
     *,
     until_idle: bool,
     clock: Callable[[], datetime] | None = None,
+    attempts_before: Mapping[int, int] | None = None,
 ) -> Senders:
     """Start `count` sender processes over the config at `config_path`. `until_idle`: a
     one-off run's (`paperbell digest`): they send every record now, retries included, and
     stop once `planned` is set and nothing is left; otherwise a daemon's, sending what is
     due until stopped. `clock`: what they read the time on (picklable; default the
-    real one)."""
+    real one). `attempts_before`: a one-off run's, `Outbox.attempts_pending` when it
+    began: a record that fails in one sender is not tried at once by the others."""
     spawn = multiprocessing.get_context("spawn")
     planned, stopping = spawn.Event(), spawn.Event()
-    revision = schema_revision()
-    processes: list[BaseProcess] = []
-    for number in range(1, count + 1):
-        process = spawn.Process(
-            target=_send,
-            args=(
-                clock,
-                str(config_path),
-                revision,
-                planned,
-                stopping,
-                until_idle,
-                logging.getLogger().level,
-            ),
-            name=f"paperbell-sender-{number}",
-            daemon=True,
-        )
+    args = (
+        clock,
+        str(config_path),
+        schema_revision(),
+        planned,
+        stopping,
+        until_idle,
+        logging.getLogger().level,
+        attempts_before,
+    )
+
+    def start_one(name: str) -> BaseProcess:
+        process = spawn.Process(target=_send, args=args, name=name, daemon=True)
         process.start()
-        processes.append(process)
-    return Senders(processes, planned, stopping)
+        return process
+
+    processes = [start_one(f"paperbell-sender-{number}") for number in range(1, count + 1)]
+    return Senders(processes, planned, stopping, start_one)
 
 
 def _send(
@@ -123,6 +149,7 @@ def _send(
     stopping: multiprocessing.synchronize.Event,
     until_idle: bool,
     log_level: int,
+    attempts_before: Mapping[int, int] | None = None,
 ) -> None:
     """A sender's life: claim, render, send, record, until told to stop; over a database
     at `revision` only. It logs at its parent's level, each line naming the sender; a
@@ -147,6 +174,7 @@ def _send(
             planned=planned,
             stopping=stopping,
             until_idle=until_idle,
+            attempts_before=attempts_before,
         )
 
 
@@ -169,15 +197,18 @@ def send_until_stopped(
     stopping: Flag,
     until_idle: bool,
     pause: float = ERROR_SECONDS,
+    attempts_before: Mapping[int, int] | None = None,
 ) -> None:
     """A sender's loop: drain the outbox again and again until `stopping` is set, or, for
-    a one-off run (`until_idle`), until `planned` is set and nothing is left to send.
+    a one-off run (`until_idle`), until `planned` is set and nothing is left to send. A
+    one-off run's sender tries each record once, and, given `attempts_before` (the
+    records' failed attempts when the run began), none that failed in another sender.
 
     A daemon's sender outlives a failed pass (the database restarting, a digest that
     breaks its renderer): it logs it and looks again `pause` seconds later, as the daemon
-    goes on after a failed tick; its parent never starts another, so a sender that
-    ended would leave every digest queued. A one-off run's ends on it (its parent
-    reports the exit code)."""
+    goes on after a failed tick (one that dies all the same, killed, is started again
+    at the daemon's next tick: `Senders.revive`). A one-off run's ends on it (its parent
+    reports it, and fails)."""
     from bot.channels.outbox import drain
     from bot.core.plurals import plural
 
@@ -195,6 +226,7 @@ def send_until_stopped(
                     should_stop=stopping.is_set,
                     tried=tried if until_idle else None,
                     render=render,
+                    attempts_before=attempts_before,
                 )
             )
         except Exception as exc:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from bot import __version__
 from bot.channels.outbox import worker_name
 from bot.cli.planner import PlannerProcess
-from bot.cli.senders import start_senders
+from bot.cli.senders import Senders, start_senders
 from bot.cli.shell import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, stop_on_signals
 from bot.config import Config
 from bot.core.plurals import plural
@@ -142,7 +142,8 @@ async def run_daemon(
     """Run the daemon until SIGINT or SIGTERM, the web app on `web` (host, port) beside;
     the exit code. `workers`: sender processes that render and send the queued digests,
     beside a planner process that plans and queues them (none: this process plans and
-    sends). They read the config's file: a config read from none has none."""
+    sends); one that dies is started again at the next tick. They read the config's
+    file: a config read from none has none."""
     config_path = config.path
     if config_path is None:
         workers = 0
@@ -188,11 +189,20 @@ async def run_daemon(
             if workers and config_path is not None
             else None
         )
+        interval = config.daemon.tick_seconds / speed
+        watching = (
+            asyncio.create_task(_revive_senders(sending, stop, interval))
+            if sending is not None
+            else None
+        )
         try:
-            await daemon.serve(stop, web=server, interval=config.daemon.tick_seconds / speed)
+            await daemon.serve(stop, web=server, interval=interval)
         except asyncio.CancelledError:
             return EXIT_INTERRUPTED
         finally:
+            if watching is not None:
+                watching.cancel()
+                await asyncio.gather(watching, return_exceptions=True)
             grace = config.daemon.shutdown_grace_seconds
             children = [part for part in (planner, sending) if part is not None]
             await asyncio.gather(*(asyncio.to_thread(part.stop, grace) for part in children))
@@ -202,6 +212,19 @@ async def run_daemon(
         return EXIT_FAILED
     log.info("stopped")
     return EXIT_OK
+
+
+async def _revive_senders(senders: Senders, stop: asyncio.Event, interval: float) -> None:
+    """At each tick, start another sender in place of each that died (killed by the OOM
+    killer, say), as the planner process is at the next run it plans."""
+    while not stop.is_set():
+        try:
+            await asyncio.wait_for(stop.wait(), interval)
+        except TimeoutError:
+            try:
+                senders.revive()
+            except Exception as exc:  # no process to be had (a limit): the next tick tries
+                log.error("cannot start a sender process: %s", exc)
 
 
 def _stop_on_signals_twice(stop: asyncio.Event) -> None:

@@ -429,3 +429,39 @@ def test_paperbell_digest_beside_the_daemons_worker_sends_each_digest_once(
     twice = sorted(mid for mid, n in received.items() if n > 1)
     assert twice == [], f"{len(twice)} of {subscribers} digests arrived twice"
     assert len(received) == subscribers
+
+
+def test_a_stored_message_its_channel_cannot_read_fails_alone(
+    store: Store, full_feed_papers: tuple[Paper, ...], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A queued Slack digest whose stored message lacks its target (a KeyError when it is
+    read) costs that digest one attempt, with the traceback in the log; the digests of its
+    batch after it are posted, and it is no bounce."""
+    with SlackStandIn(token="xoxb-standin") as slack:
+        slack.add_channel("C0ROBOTS", "robot-learning")
+        for n, name in enumerate(("ada", "bob", "cy")):
+            sub = subscribe(store, name)
+            assert sub.id is not None
+            payload = {"target": "C0ROBOTS", "messages": [{"text": f"{name} summary"}]}
+            if name == "ada":
+                del payload["target"]
+            store.outbox.enqueue(
+                sub.id,
+                channel="slack",
+                period="p1",
+                digest_id=f"d-{name}",
+                recipient="C0ROBOTS",
+                payload=json.dumps(payload).encode(),
+                sent=full_feed_papers[n : n + 1],
+                now=T0,
+            )
+        settings = SlackSettings(token=slack.token, api_url=slack.base_url, post_interval=0)
+        attempts = asyncio.run(drain(store, {"slack": SlackChannel(settings)}, clock=Clock(T0)))
+        posted = sorted(str(m["text"]) for m in slack.messages("C0ROBOTS"))
+    outcome = {a.item.subscriber: (a.status, a.error) for a in attempts}
+    assert outcome["bob"] == outcome["cy"] == ("sent", None)
+    assert outcome["ada"][0] == "retry" and "KeyError" in (outcome["ada"][1] or "")
+    assert posted == ["bob summary", "cy summary"]
+    ada = store.outbox.status()[store.subscribers.get("ada").id]  # type: ignore[union-attr]
+    assert ada.pending == 1 and ada.next_attempt is not None
+    assert any(r.exc_info and r.exc_info[0] is KeyError for r in caplog.records)

@@ -27,7 +27,7 @@ from bot.pipeline import DeliveryRequest, build_channels, deliver
 from bot.pipeline.dispatch import DeliveryReport, send, settle
 from bot.pipeline.jobs import digest_of, job_of
 from bot.pipeline.wiring import NOTICE_CHANNEL, wire
-from bot.store import Queued, RenderedJob, RenderedPart, Store
+from bot.store import OutboxItem, Queued, RenderedJob, RenderedPart, Store
 from bot.store.tables import DeliveryRow, OutboxMessageRow, OutboxRow, RuleRow
 
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
@@ -255,3 +255,44 @@ def test_a_job_holds_its_digest_exactly(bundled_digests: list[object]) -> None:
 def test_bytes_that_hold_no_digest_are_refused_with_a_value_error(job: bytes) -> None:
     with pytest.raises(ValueError):
         digest_of(job)
+
+
+def test_a_job_whose_rendering_breaks_fails_alone_and_the_batch_goes_on(
+    database_url: str,
+    store: Store,
+    full_feed_papers: tuple[Paper, ...],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A renderer that breaks on one job (a fault, not a refusal: a KeyError) costs that
+    digest one attempt, with the traceback in the log; the rest of its batch is sent, and
+    it is no bounce."""
+    from bot.channels.outbox import drain
+    from bot.pipeline.jobs import renderer
+
+    store.papers.upsert(full_feed_papers, now=NOW)
+    with smtp_sink() as (sink, port):
+        config = config_of(database_url, port, names=("ada", "grace"))
+        parts = wire(config, store, build_channels(config))  # type: ignore[arg-type]
+        queued = asyncio.run(deliver(parts, DeliveryRequest(since=DAY, sends=False), now=NOW))
+        assert [r.status for r in queued] == ["queued", "queued"]
+        render = renderer(parts)
+
+        def breaks_on_ada(item: OutboxItem) -> RenderedJob:
+            if item.subscriber == "ada":
+                raise KeyError("summary")
+            return render(item)
+
+        attempts = asyncio.run(
+            drain(store, parts.channels, clock=lambda: NOW, retry=parts.retry, render=breaks_on_ada)
+        )
+    outcome = {a.item.subscriber: (a.status, a.error) for a in attempts}
+    assert outcome["grace"] == ("sent", None)
+    assert outcome["ada"][0] == "retry" and "KeyError" in (outcome["ada"][1] or "")
+    assert [m["To"] for m in sink.messages] == ["grace@lab.example"]
+    with store.database.session() as session:
+        rows = {row.recipient: row for row in session.exec(select(OutboxRow))}
+    ada_row = rows["ada@lab.example"]
+    assert (ada_row.status, ada_row.attempts, ada_row.lease_owner) == ("pending", 1, None)
+    assert any(r.exc_info and r.exc_info[0] is KeyError for r in caplog.records)
+    record = store.subscribers.get("ada")
+    assert record is not None and record.paused_reason is None

@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from pathlib import Path
 
@@ -152,6 +152,100 @@ def test_senders_die_with_a_command_killed_by_sigkill_and_nothing_is_lost(
     assert sum(n - 1 for n in received.values()) <= 2 * 4
 
 
+def senders_of(pid: int) -> list[int]:
+    """The processes `pid` spawned (its senders), by their parent and command line."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+            spawned = b"spawn_main" in (entry / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == pid and spawned:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc")
+def test_the_command_fails_when_a_sender_dies(
+    tmp_path: Path, database_url: str, full_feed_bytes: bytes
+) -> None:
+    """A sender killed mid-run (the OOM killer): the command says so and exits 1, as a
+    single process that met an error would; its digests are not silently left queued."""
+    with feed_server() as feed, smtp_sink() as (sink, port):
+        feed.routes["/rss/all"] = Route(first_items(full_feed_bytes, 100))
+        config = tmp_path / "config.toml"
+        config.write_text(config_text(database_url, feed.url("/rss/all"), port, workers=2))
+        assert invoke("poll", config=config).exit_code == 0
+        sink.delay = 0.05
+        process = start("digest", "-c", str(config), "--since", "2024-11-28")
+        deadline = time.monotonic() + 15
+        while len(sink.messages) < 3:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the delivery stalled"
+            time.sleep(0.01)
+        os.kill(senders_of(process.pid)[0], signal.SIGKILL)
+        out, err = process.communicate(timeout=15)
+    assert process.returncode == 1, out + err
+    said = r"error: paperbell-sender-\d ended with an error \(killed by SIGKILL\)"
+    assert re.search(said, err), err
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc")
+def test_a_daemon_starts_another_sender_in_place_of_one_killed(
+    tmp_path: Path, database_url: str, store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """`paperbell run`'s sender killed with SIGKILL (the OOM killer), and its planner with
+    it: both are started again at the next tick, and a digest queued after they died is
+    sent."""
+    now = datetime(2026, 11, 23, 7, 0, tzinfo=UTC)
+    ada, _ = store.subscribers.add("ada", email="ada@lab.example", rules=["robot"], now=now)
+    assert ada.id is not None
+    with smtp_sink() as (sink, port):
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f'version = 1\n[database]\nurl = "{database_url}"\n[delivery]\nworkers = 1\n'
+            "[daemon]\ntick_seconds = 1\nshutdown_grace_seconds = 5\n"
+            + toml_table("email", sink_email(port, sender="papers@paperbell.example"))
+        )
+        process = start(
+            "run", "-c", str(config), "--no-web", "--clock-start", f"{now:%Y-%m-%dT%H:%M}"
+        )
+        try:
+            deadline = time.monotonic() + 15
+            while len(children := senders_of(process.pid)) < 2:  # its sender and planner
+                assert process.poll() is None, process.communicate()
+                assert time.monotonic() < deadline, "the daemon started no sender"
+                time.sleep(0.05)
+            for pid in children:
+                os.kill(pid, signal.SIGKILL)
+            mail = EmailMessage()
+            mail["From"], mail["To"] = "papers@paperbell.example", "ada@lab.example"
+            mail["Subject"] = "p1"
+            mail.set_content("a digest")
+            store.outbox.enqueue(
+                ada.id,
+                channel="email",
+                period="p1",
+                digest_id="d-ada-p1",
+                recipient="ada@lab.example",
+                payload=bytes(mail),
+                sent=full_feed_papers[:1],
+                now=now,
+            )
+            while not sink.messages:
+                assert process.poll() is None, process.communicate()
+                assert time.monotonic() < deadline, "no sender sent the digest"
+                time.sleep(0.05)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            _, err = process.communicate(timeout=15)
+    assert [m["Subject"] for m in sink.messages] == ["p1"]
+    assert "paperbell-sender-1 ended (killed by SIGKILL): starting another" in err, err
+
+
 # Each is loaded only where its channel or feature is used: a sender of an email-only site
 # holds none of them (each sender is a whole interpreter, and its imports its weight).
 # Nor the migrations' (Alembic, Mako, Pygments: the parent checked the schema), language
@@ -280,3 +374,56 @@ def test_a_daemons_sender_outlives_a_database_outage(
     assert [m["Subject"] for m in sink.messages] == ["p1"]
     assert "database error" in caplog.records[0].getMessage()
     assert store.outbox.totals(now=now)["sent"] == 1
+
+
+def test_a_digest_refused_for_now_is_tried_once_by_a_run_whatever_its_senders(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """`paperbell digest` with two senders: a digest greylisted (451) by one is left to its
+    retry time, not tried again at once by the other (an attempt spent without the wait);
+    one that waits for a retry since an earlier run is still tried now."""
+    now = datetime(2026, 11, 23, 7, 0, tzinfo=UTC)
+    ids = {}
+    for n, name in enumerate(("bob", "ada")):
+        sub, _ = store.subscribers.add(name, email=f"{name}@lab.example", rules=["x"], now=now)
+        assert sub.id is not None
+        mail = EmailMessage()
+        mail["From"], mail["To"] = "papers@paperbell.example", f"{name}@lab.example"
+        mail["Subject"] = name
+        mail.set_content("a digest")
+        ids[name] = store.outbox.enqueue(
+            sub.id,
+            channel="email",
+            period="p1",
+            digest_id=f"d-{name}",
+            recipient=f"{name}@lab.example",
+            payload=bytes(mail),
+            sent=full_feed_papers[n : n + 1],
+            now=now,
+        )
+    # bob's failed in an earlier run, and waits for its retry time.
+    (bob,) = store.outbox.claim("earlier", now=now, lease=timedelta(minutes=5), limit=1)
+    later = now + timedelta(minutes=30)
+    assert store.outbox.mark_retry(bob.id, owner="earlier", error="451", next_attempt=later)
+    at_start = store.outbox.attempts_pending()
+    assert at_start == {bob.id: 1}
+    planned, stopping = threading.Event(), threading.Event()
+    planned.set()
+    with smtp_sink() as (sink, port):
+        sink.transient["ada@lab.example"] = 5
+        channel = EmailChannel(SmtpSettings("127.0.0.1", port, security="none", timeout=5))
+        for _ in range(2):  # one sender after the other, each with what it tried
+            send_until_stopped(
+                store,
+                {"email": channel},
+                retry=RetryPolicy(),
+                render=None,
+                clock=Clock(now),
+                planned=planned,
+                stopping=stopping,
+                until_idle=True,
+                attempts_before=at_start,
+            )
+    assert [m["Subject"] for m in sink.messages] == ["bob"]
+    ada = ids["ada"]
+    assert ada is not None and store.outbox.records([ada])[ada].attempts == 1

@@ -155,6 +155,18 @@ class OutboxQueries(Repository):
             by_target.setdefault((row.subscriber_id, row.channel), []).append(row)
         return {key: _status_of(items) for key, items in by_target.items()}
 
+    def attempts_pending(self) -> dict[int, int]:
+        """The failed attempts of each pending record that failed before, by id: what a
+        one-off run's senders compare a record's attempts with, to tell one that failed
+        during the run."""
+        with self.database.session() as session:
+            rows = session.exec(
+                select(OutboxRow.id, OutboxRow.attempts).where(
+                    OutboxRow.status == "pending", col(OutboxRow.attempts) > 0
+                )
+            ).all()
+        return {int(i): attempts for i, attempts in rows if i is not None}
+
     def totals(self, *, now: datetime) -> dict[str, int]:
         """How many outbox records are pending, in flight (leased now), sent and failed."""
         with self.database.session() as session:
