@@ -49,7 +49,7 @@ class Listing:
     day: date
     items: int  # papers the listing held
     seen: datetime
-    repair_reason: str | None  # "short" or "stale": why the arXiv API was asked
+    repair_reason: str | None  # "short", "stale" or "missed": why the API was asked
     repair_tried: datetime | None
     repaired: int | None  # papers the API gave for the day (None: not repaired)
     repaired_new: int  # of them, papers the listing lacked

@@ -297,7 +297,7 @@ class SourceListingRow(SQLModel, table=True):
     day: date = Field(primary_key=True)
     items: int = 0  # papers in the listing (the most any poll of that day saw)
     seen: datetime  # the poll that first brought it
-    repair_reason: str | None = Field(default=None, max_length=16)  # "short" or "stale"
+    repair_reason: str | None = Field(default=None, max_length=16)  # "short", "stale", "missed"
     repair_tried: datetime | None = None  # the last repair attempt
     repaired: int | None = None  # papers the arXiv API gave for the day (None: not repaired)
     repaired_new: int = 0  # of them, papers the listing lacked
