@@ -114,13 +114,14 @@ def missed_days(
     """The feed days before the one awaited that no poll or repair saw (the daemon was
     down), since the source's newest listing and at most `CATCH_UP_DAYS` back, oldest
     first; with those whose repair failed and is due another try. Nothing for a source
-    with no listing yet: a new install's past is `paperbell backfill`'s."""
+    with no listing yet (a new install's past is `paperbell backfill`'s), nor for one
+    whose feed is not live (`_live`: a saved copy's old day is no downtime)."""
     if not (checks.repair and source.follows_arxiv_calendar and source.can_repair):
         return []
     awaited = plan_of(
         source, store.sources.state(source.name), checks.calendar, checks.policy, now=now
     ).feed_day
-    if awaited is None:
+    if awaited is None or not _live(store, source, awaited + timedelta(days=1)):
         return []
     earlier = store.sources.listings(source.name, before=awaited)
     held = next((listing.day for listing in earlier if listing_size(listing) > 0), None)

@@ -461,6 +461,11 @@ def test_missed_days_share_one_repair_deadline(world: Any) -> None:
 
         w.feed.answer = slow
         checks = replace(w.daemon.checks, deadline=1.5)
+        # The first poll after the restart brought Tuesday's listing: the feed is live.
+        tuesday = len(w.days.papers_of(date(2026, 12, 1)))
+        w.store.sources.record_listing(
+            "arxiv", date(2026, 12, 1), items=tuesday, now=at("2026-12-01T06:00")
+        )
         (source,) = w.daemon.sources
         repairs = await check_listing(
             source, w.store, w.daemon.fetcher, checks, now=at("2026-12-01T06:00")
