@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from support.paths import FIXTURES
 from support.servers import Route
-from support.world import World
+from support.world import FRIDAY_WEEKLY, World
 
 from bot.config import parse_config
 from bot.core.calendar import ArxivCalendar, PollPolicy, eastern_date, plan_poll
@@ -524,21 +524,9 @@ def test_a_late_listing_reaches_the_next_weekly_digest(world: Any) -> None:
     """Friday's listing comes at 09:00 ET, after a weekly Friday 07:00 digest went out: its
     papers come in the next Friday's digest. Two sources give the same papers: each knows
     the new listing by its own batch, so neither waits for the other or reads as late."""
-    weekly = [
-        {
-            "name": "weekly",
-            "email": "weekly@example.org",
-            "rules": ["learning"],
-            "schedule": "weekly",
-            "day": "friday",
-            "time": "07:00",
-            "timezone": "America/New_York",
-            "max_papers": 1000,
-        }
-    ]
 
     async def go() -> World:
-        w = await world(at("2026-12-03T12:00"), subscribers=weekly, copies=2)
+        w = await world(at("2026-12-03T12:00"), subscribers=[FRIDAY_WEEKLY], copies=2)
         w.days.rebuild[date(2026, 12, 4)] = time(9, 0)
         await w.run_until(at("2026-12-11T13:00"))
         return w

@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from support.world import World
+from support.world import FRIDAY_WEEKLY, World
 
 from bot.core.models import Subscriber
 from bot.match.digest import is_pending, match_rules
@@ -44,21 +44,9 @@ def owed(w: World, sub: Subscriber, first: date, last: date) -> set[str]:
 def test_the_papers_of_a_weekly_digest_given_up_come_in_the_next(world: Any) -> None:
     """A weekly digest refused for good (a 5xx): its papers, of the whole week, come in the
     next week's digest, as the outbox promises when it gives a digest up."""
-    weekly = [
-        {
-            "name": "weekly",
-            "email": "weekly@example.org",
-            "rules": ["learning"],
-            "schedule": "weekly",
-            "day": "friday",
-            "time": "07:00",
-            "timezone": "America/New_York",
-            "max_papers": 1000,
-        }
-    ]
 
     async def go() -> World:
-        w = await world(at("2026-11-29T12:00"), subscribers=weekly)  # Sunday
+        w = await world(at("2026-11-29T12:00"), subscribers=[FRIDAY_WEEKLY])  # Sunday
         w.sink.refuse["weekly@example.org"] = "550 5.2.2 mailbox full"
         await w.run_until(at("2026-12-04T13:00"), step=HOUR)  # Friday 07:00 ET has passed
         del w.sink.refuse["weekly@example.org"]

@@ -45,6 +45,26 @@ SUBSCRIBERS = 40
 WORDS = ["quantum", "learning", "model", "network", "data"]
 
 
+def queue_mail(
+    store: Store, subscriber_id: int, name: str, papers: tuple[Paper, ...], *, now: datetime
+) -> int | None:
+    """A digest for `name` queued as its finished message (subject: the name), for "p1"."""
+    mail = EmailMessage()
+    mail["From"], mail["To"] = "papers@paperbell.example", f"{name}@lab.example"
+    mail["Subject"] = name
+    mail.set_content("a digest")
+    return store.outbox.enqueue(
+        subscriber_id,
+        channel="email",
+        period="p1",
+        digest_id=f"d-{name}",
+        recipient=f"{name}@lab.example",
+        payload=bytes(mail),
+        sent=papers,
+        now=now,
+    )
+
+
 def config_text(database_url: str, feed_url: str, smtp_port: int, workers: int) -> str:
     head = f"""version = 1
 [database]
@@ -221,20 +241,7 @@ def test_a_daemon_starts_another_sender_in_place_of_one_killed(
                 time.sleep(0.05)
             for pid in children:
                 os.kill(pid, signal.SIGKILL)
-            mail = EmailMessage()
-            mail["From"], mail["To"] = "papers@paperbell.example", "ada@lab.example"
-            mail["Subject"] = "p1"
-            mail.set_content("a digest")
-            store.outbox.enqueue(
-                ada.id,
-                channel="email",
-                period="p1",
-                digest_id="d-ada-p1",
-                recipient="ada@lab.example",
-                payload=bytes(mail),
-                sent=full_feed_papers[:1],
-                now=now,
-            )
+            queue_mail(store, ada.id, "ada", full_feed_papers[:1], now=now)
             while not sink.messages:
                 assert process.poll() is None, process.communicate()
                 assert time.monotonic() < deadline, "no sender sent the digest"
@@ -242,7 +249,7 @@ def test_a_daemon_starts_another_sender_in_place_of_one_killed(
         finally:
             process.send_signal(signal.SIGTERM)
             _, err = process.communicate(timeout=15)
-    assert [m["Subject"] for m in sink.messages] == ["p1"]
+    assert [m["Subject"] for m in sink.messages] == ["ada"]
     assert "paperbell-sender-1 ended (killed by SIGKILL): starting another" in err, err
 
 
@@ -325,19 +332,7 @@ def test_a_daemons_sender_outlives_a_database_outage(
     now = datetime(2026, 11, 23, 7, 0, tzinfo=UTC)
     ada, _ = store.subscribers.add("ada", email="ada@lab.example", rules=["robot"], now=now)
     assert ada.id is not None
-    mail = EmailMessage()
-    mail["From"], mail["To"], mail["Subject"] = "papers@paperbell.example", "ada@lab.example", "p1"
-    mail.set_content("a digest")
-    store.outbox.enqueue(
-        ada.id,
-        channel="email",
-        period="p1",
-        digest_id="d-ada-p1",
-        recipient="ada@lab.example",
-        payload=bytes(mail),
-        sent=full_feed_papers[:1],
-        now=now,
-    )
+    queue_mail(store, ada.id, "ada", full_feed_papers[:1], now=now)
     alive, dead = store.database.engine, dead_database(database_url, tmp_path)
     store.database.engine = dead
     planned, stopping = threading.Event(), threading.Event()
@@ -371,7 +366,7 @@ def test_a_daemons_sender_outlives_a_database_outage(
             stopping.set()
             sender.join(10)
             dead.dispose()
-    assert [m["Subject"] for m in sink.messages] == ["p1"]
+    assert [m["Subject"] for m in sink.messages] == ["ada"]
     assert "database error" in caplog.records[0].getMessage()
     assert store.outbox.totals(now=now)["sent"] == 1
 
@@ -387,20 +382,7 @@ def test_a_digest_refused_for_now_is_tried_once_by_a_run_whatever_its_senders(
     for n, name in enumerate(("bob", "ada")):
         sub, _ = store.subscribers.add(name, email=f"{name}@lab.example", rules=["x"], now=now)
         assert sub.id is not None
-        mail = EmailMessage()
-        mail["From"], mail["To"] = "papers@paperbell.example", f"{name}@lab.example"
-        mail["Subject"] = name
-        mail.set_content("a digest")
-        ids[name] = store.outbox.enqueue(
-            sub.id,
-            channel="email",
-            period="p1",
-            digest_id=f"d-{name}",
-            recipient=f"{name}@lab.example",
-            payload=bytes(mail),
-            sent=full_feed_papers[n : n + 1],
-            now=now,
-        )
+        ids[name] = queue_mail(store, sub.id, name, full_feed_papers[n : n + 1], now=now)
     # bob's failed in an earlier run, and waits for its retry time.
     (bob,) = store.outbox.claim("earlier", now=now, lease=timedelta(minutes=5), limit=1)
     later = now + timedelta(minutes=30)

@@ -67,6 +67,18 @@ class World:
         return [(when, m) for when, m in self.received if m["To"].startswith(name)]
 
 
+# New York, weekly on Friday at 07:00, every paper that matches (no cap).
+FRIDAY_WEEKLY = {
+    "name": "weekly",
+    "email": "weekly@example.org",
+    "rules": ["learning"],
+    "schedule": "weekly",
+    "day": "friday",
+    "time": "07:00",
+    "timezone": "America/New_York",
+    "max_papers": 1000,
+}
+
 SUBSCRIBERS = [
     # Berlin, daily at 08:00, wants a note when there is nothing.
     {
