@@ -18,6 +18,7 @@ from bot.channels.outbox import drain
 from bot.core.models import Digest, Paper, target_label, version_key
 from bot.match.digest import digest_id
 from bot.pipeline.jobs import job_of, renderer
+from bot.render.parts import with_only
 from bot.store import Queued, Store
 from bot.store.outbox import RecordState
 
@@ -144,25 +145,20 @@ def without(digest: Digest, taken: Collection[str]) -> Digest | None:
     def kept(paper: Paper) -> bool:
         return version_key(paper.id, paper.version) not in taken
 
-    groups = tuple(
-        replace(group, items=tuple(item for item in group.items if kept(item.paper)))
-        for group in digest.groups
-    )
-    groups = tuple(group for group in groups if group.items)
-    if not groups:
+    shown = {n for n, item in enumerate(digest.items) if kept(item.paper)}
+    if not shown:
         return None
-    sent = [item.paper for group in groups for item in group.items]
+    left = with_only(digest, shown)  # its groups and announcement days, as parts are cut
+    sent = [item.paper for item in left.items]
     omitted = tuple(paper for paper in digest.omitted if kept(paper))
     disliked = tuple(paper for paper in digest.disliked if kept(paper))
-    shown = {paper.id for paper in sent}
+    ids = {paper.id for paper in sent}
     return replace(
-        digest,
+        left,
         digest_id=digest_id(digest.subscriber, digest.channel, [*sent, *omitted, *disliked]),
-        groups=groups,
         omitted=omitted,
         disliked=disliked,
-        announced=tuple(sorted({p.announced for p in sent if p.announced}, reverse=True)),
-        texts={key: text for key, text in digest.texts.items() if key in shown},
+        texts={key: text for key, text in digest.texts.items() if key in ids},
     )
 
 

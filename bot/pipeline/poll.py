@@ -56,8 +56,8 @@ class PollReport:
     error: str | None = None
     note: str | None = None
     problems: int = 0  # entries left out (each logged with why)
-    repair: Repair | None = None  # the listing was short or stale: what the arXiv API gave
-    caught_up: tuple[Repair, ...] = ()  # feed days missed while the daemon was down
+    # What the arXiv API gave: the listing short or stale, feed days missed while down.
+    repairs: tuple[Repair, ...] = ()
     new_batch: bool = False  # the papers differ from the last poll's (a new listing)
 
 
@@ -93,14 +93,13 @@ async def poll_source(
     Never raises for the source's own failure (a SourceError, or any bug reading it: that
     one is logged with its traceback): it is recorded for `status` and reported as an error,
     so the other sources and the digests of papers already stored go on. With `checks`, a
-    calendar source's listing is measured and, short or stale, repaired (`bot.pipeline.repair`)."""
+    calendar source's listing is measured and, short or stale, repaired, and the feed days
+    missed while the daemon was down filled in (`bot.pipeline.repair`)."""
     report = await _poll_guarded(source, store, fetcher, now=now)
     if checks is None or not source.follows_arxiv_calendar:
         return report
     repairs = await check_listing(source, store, fetcher, checks, now=now, report=report)
-    awaited = [r for r in repairs if r.reason != "missed"]
-    caught_up = tuple(r for r in repairs if r.reason == "missed")
-    return replace(report, repair=awaited[0] if awaited else None, caught_up=caught_up)
+    return replace(report, repairs=tuple(repairs))
 
 
 async def check_listing(
