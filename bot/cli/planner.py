@@ -30,7 +30,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-from bot.cli.senders import NICENESS, prepare_child, schema_revision
+from bot.cli.senders import NICENESS, ended, prepare_child, schema_revision
 from bot.pipeline.dispatch import DeliveryReport
 
 log = logging.getLogger(__name__)
@@ -75,8 +75,7 @@ class PlannerProcess:
         if process is not None and pipe is not None and process.is_alive():
             return pipe
         if process is not None:
-            code = process.exitcode
-            log.error("the planner process ended (exit code %s): starting another", code)
+            log.error("the planner process ended (%s): starting another", ended(process))
         if pipe is not None:
             pipe.close()
         ours, theirs = self._spawn.Pipe()
@@ -108,8 +107,8 @@ class PlannerProcess:
         try:
             answer: tuple[str, Any] = pipe.recv()
         except EOFError:
-            code = self.process.exitcode if self.process is not None else None
-            raise PlannerFailed(f"the planner process died (exit code {code})") from None
+            how = ended(self.process) if self.process is not None else "exit code None"
+            raise PlannerFailed(f"the planner process died ({how})") from None
         return answer
 
     def stop(self, grace: float) -> None:
