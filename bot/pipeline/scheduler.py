@@ -248,7 +248,7 @@ class Daemon:
         """What a leader does first: mirror the config's subscribers and likes."""
         self.store.subscribers.sync_config(self.parts.declared(), now=now)
         try:  # the verdicts' texts: a failure here must not keep the daemon from starting
-            await self.mirror_likes(self.fetcher, self.sources, now)
+            await self.mirror_likes(self.fetcher, now)
         except Exception:
             log.exception("likes: could not mirror the config's likes")
 

@@ -9,7 +9,7 @@ when used.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -508,9 +508,9 @@ class DaemonParts:
 
     sources: list[Source]
     checks: ListingChecks  # [polling]: the calendar, the deadline, repair
-    # The config's 👍 / 👎 into the store (over the fetcher, with the sources: the arXiv API
-    # is asked for the texts of liked papers it does not hold).
-    mirror_likes: Callable[[Any, Sequence[Source], datetime], Awaitable[object]]
+    # The config's 👍 / 👎 into the store, over the fetcher: the arXiv API (the sources'
+    # address for it) is asked for the texts of liked papers it does not hold.
+    mirror_likes: Callable[[Any, datetime], Awaitable[object]]
     mailbox: MailboxReader | None  # reads [bounces] imap_url; None: no mailbox to read
     keep: DatabaseConfig  # [database] keep_sent_days, keep_bounces_days
     timings: DaemonConfig  # [daemon]: every how long it ticks, how long a tick and a stop take
@@ -521,11 +521,13 @@ def wire_daemon(config: Config, parts: Parts, *, clock: Callable[[], datetime]) 
     mailbox reads the time on."""
     from bot.pipeline.likes import sync_declared_likes_online
 
-    async def mirror_likes(fetcher: Any, sources: Sequence[Source], now: datetime) -> object:
+    sources = build_sources(config)
+
+    async def mirror_likes(fetcher: Any, now: datetime) -> object:
         return await sync_declared_likes_online(config, parts.store, fetcher, sources, now=now)
 
     return DaemonParts(
-        sources=build_sources(config),
+        sources=sources,
         checks=listing_checks(config),
         mirror_likes=mirror_likes,
         mailbox=mailbox_reader(config, parts.store, clock=clock),
