@@ -26,7 +26,7 @@ from bot.manage import notice_sender
 from bot.pipeline import DeliveryRequest, build_channels, deliver
 from bot.pipeline.dispatch import DeliveryReport, send, settle
 from bot.pipeline.jobs import digest_of, job_of
-from bot.pipeline.wiring import NOTICE_CHANNEL, wire
+from bot.pipeline.wiring import NOTICE_CHANNEL, Parts, wire
 from bot.store import OutboxItem, Queued, RenderedJob, RenderedPart, Store
 from bot.store.tables import DeliveryRow, OutboxMessageRow, OutboxRow, RuleRow
 
@@ -47,6 +47,17 @@ def config_of(database_url: str, port: int, *, names: tuple[str, ...] = ("ada",)
         },
         environ={},
     )
+
+
+def two_queued(database_url: str, store: Store, papers: tuple[Paper, ...], port: int) -> Parts:
+    """ada's and grace's digests of the day queued as jobs, none sent (the sink at `port`):
+    the parts they were queued with."""
+    store.papers.upsert(papers, now=NOW)
+    config = config_of(database_url, port, names=("ada", "grace"))
+    parts = wire(config, store, build_channels(config))  # type: ignore[arg-type]
+    queued = asyncio.run(deliver(parts, DeliveryRequest(since=DAY, sends=False), now=NOW))
+    assert [r.status for r in queued] == ["queued", "queued"]
+    return parts
 
 
 def test_a_job_is_rendered_once_and_its_message_kept_before_it_is_sent(
@@ -114,12 +125,8 @@ def test_the_mail_the_pages_send_at_once_leaves_the_digests_to_the_senders(
     """The web app sends a confirmation or a fresh link at once, during a run whose digests
     wait as jobs: it takes that mail alone, never a digest (which it cannot render: each
     one it took would be counted a failed attempt, until given up)."""
-    store.papers.upsert(full_feed_papers, now=NOW)
     with smtp_sink() as (sink, port):
-        config = config_of(database_url, port, names=("ada", "grace"))
-        parts = wire(config, store, build_channels(config))  # type: ignore[arg-type]
-        queued = asyncio.run(deliver(parts, DeliveryRequest(since=DAY, sends=False), now=NOW))
-        assert [r.status for r in queued] == ["queued", "queued"]
+        parts = two_queued(database_url, store, full_feed_papers, port)
         ada = store.subscribers.get("ada")
         assert ada is not None
         notice = email_bytes("ada@lab.example", "Confirm your address")
@@ -269,12 +276,8 @@ def test_a_job_whose_rendering_breaks_fails_alone_and_the_batch_goes_on(
     from bot.channels.outbox import drain
     from bot.pipeline.jobs import renderer
 
-    store.papers.upsert(full_feed_papers, now=NOW)
     with smtp_sink() as (sink, port):
-        config = config_of(database_url, port, names=("ada", "grace"))
-        parts = wire(config, store, build_channels(config))  # type: ignore[arg-type]
-        queued = asyncio.run(deliver(parts, DeliveryRequest(since=DAY, sends=False), now=NOW))
-        assert [r.status for r in queued] == ["queued", "queued"]
+        parts = two_queued(database_url, store, full_feed_papers, port)
         render = renderer(parts)
 
         def breaks_on_ada(item: OutboxItem) -> RenderedJob:
