@@ -115,7 +115,7 @@ async def deliver(
     queued in the outbox and sent (or, as `request` says, only rendered and reported or
     written to files): a share of the subscribers at a time, so that the first digests go
     out while the others are made. `clock` times the sending (default: `now`);
-    `should_stop()` is checked before each message; `on_texts` hears what the run's
+    `should_stop()` is checked before each share and each message; `on_texts` hears what the run's
     summaries and translations came to."""
     _refuse_unsigned_links(parts, request)
     # Planning reads everyone and matches every rule: in a thread, so that the daemon's
@@ -130,6 +130,8 @@ async def deliver(
     # Building digests takes CPU: in a thread, so that the event loop (the daemon's web app
     # and slash command) is never held for a whole share.
     for share in shares(plan.parsed):
+        if should_stop():  # the subscribers left are planned by the next run
+            break
         built, skipped = await asyncio.to_thread(
             build_digests, parts, plan, request, now=now, rankings=rankings, parsed=share
         )
@@ -153,7 +155,7 @@ async def deliver(
         await asyncio.sleep(0)  # the event loop's turn: the web app answers in between
     if on_texts is not None:
         on_texts(texts_run or TextsRun(model=parts.text_model.model if parts.text_model else None))
-    if request.mode == "send":  # for the manage pages: after the digests, not before
+    if request.mode == "send" and not should_stop():  # for the manage pages, after the digests
         shared = (plan.first, plan.papers, plan.matches)
         await asyncio.to_thread(
             refresh_rule_counts, parts.store, plan.parsed, now=now, shared=shared

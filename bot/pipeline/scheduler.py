@@ -396,14 +396,18 @@ class Daemon:
             on_texts=_log_texts,
         )
         # Handled, whatever came of it: a failure is in the outbox (and status); a slot
-        # with nothing to send is not tried again every tick.
+        # with nothing to send is not tried again every tick. A run stopped early leaves
+        # the subscribers it did not reach to the next run.
+        reached = {report.subscriber for report in reports}
+        stopped = should_stop()
+        handled = {
+            sid: slot.key for sid, (sub, slot) in due.items() if sub.name in reached or not stopped
+        }
         sent = {report.subscriber for report in reports if report.count}
         for sid, (sub, _) in due.items():  # one channel had nothing, another papers
             if sub.name in sent:
                 nothing.pop(sid, None)
-        self.store.subscribers.mark_slots(
-            {sid: slot.key for sid, (_, slot) in due.items()}, notes=nothing
-        )
+        self.store.subscribers.mark_slots(handled, notes=nothing)
         for report in reports:
             log.info(
                 "digest for %s: %s (%s)",

@@ -87,3 +87,50 @@ def test_a_run_is_planned_in_the_planner_process_and_counted_by_the_daemon(
         assert f"paperbell-planner bot.pipeline.scheduler: digest for {name}: queued" in err
     assert planner.process is not None and planner.process.pid != os.getpid()
     assert not planner.process.is_alive()  # stopped with the daemon
+
+
+def test_a_run_told_to_stop_queues_no_more_shares_and_leaves_the_rest_to_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon stopping mid-run (SIGTERM while 10,000 digests are planned) stops after
+    the share under way, so that it stops within its grace; the subscribers it did not
+    reach are planned by the next run, none twice."""
+    monkeypatch.setenv("TEST_KEY", "a-test-secret-key-that-is-long-enough-0123456789")
+    more = [f"reader{number}" for number in range(5)]  # 8 in all: a first share of 5, then 3
+    path = tmp_path / "config.toml"
+    path.write_text(
+        config_text(tmp_path / "paperbell.sqlite")
+        + "".join(
+            f'[[subscribers]]\nname = "{name}"\nemail = "{name}@lab.example"\n'
+            'rules = ["learning"]\ntime = "09:00"\ntimezone = "UTC"\n'
+            for name in more
+        )
+    )
+    config = load_config(path)
+    shares_begun: list[bool] = []
+
+    def stop_after_the_first_share() -> bool:
+        shares_begun.append(True)
+        return len(shares_begun) > 1
+
+    with Store.open(config.database.url) as store:
+        store.papers.upsert(tuple(bundled_papers(source="arxiv")), now=NOW)
+        store.subscribers.sync_config(config.declared_subscribers(), now=NOW - timedelta(days=1))
+        parts = wire(config, store)
+        daemon = Daemon(
+            parts,
+            wire_daemon(config, parts, clock=lambda: NOW),
+            fetcher=None,
+            clock=lambda: NOW,
+            sends=False,
+        )
+        stopped = asyncio.run(daemon.plan_due(NOW, should_stop=stop_after_the_first_share))
+        later = asyncio.run(daemon.plan_due(NOW + timedelta(minutes=1)))
+        again = asyncio.run(daemon.plan_due(NOW + timedelta(minutes=2)))
+        pending = store.outbox.totals(now=NOW)
+    first = {r.subscriber for r in stopped}
+    rest = {r.subscriber for r in later}
+    assert len(first) == 5 and {r.status for r in stopped} == {"queued"}
+    assert first | rest == {*NAMES, *more} and not first & rest
+    assert again == []  # every slot handled once
+    assert pending.get("pending") == 8  # one job per digest, none twice
