@@ -25,6 +25,11 @@ from bot.store.sources import Listing, SourceState
 SHORT_FRACTION = 4  # a listing under a quarter of the usual size is short
 MIN_USUAL = 8  # below this usual size, a small listing is chance, not a fault
 SAME_WEEKDAY = 8  # the usual size: the median of this many latest same-weekday listings
+# Feed days missed while the daemon was down are asked for this many days back from the
+# day awaited (`bot.pipeline.repair.missed_days`): the digest window's default, past which
+# their papers would not be sent anyway; so a daemon down for a month asks the API for a
+# week, not a month.
+CATCH_UP_DAYS = 7
 MIN_SAME_WEEKDAY = 2  # ... when there are at least this many; else
 RECENT, MIN_RECENT = 10, 5  # the median of the latest listings of any weekday
 
@@ -191,12 +196,25 @@ def source_health(
             source, state, checks.calendar, checks.policy, now=now
         )
         listing = newest.get(source.name) if source.follows_arxiv_calendar else None
-        usual = None
-        if listing is not None:
-            history = store.sources.listings(source.name, before=listing.day)
-            usual = usual_size(history, listing.day.weekday())
-        found.append(_judge(source, state, plan, listing, usual, checks))
+        earlier = store.sources.listings(source.name, before=listing.day) if listing else []
+        found.append(_judge(source, state, plan, listing, earlier, checks))
     return found
+
+
+def _failed_catch_ups(earlier: Sequence[Listing], newest: date) -> tuple[str, ...]:
+    """A line for each feed day of the last `CATCH_UP_DAYS` before the `newest` listing
+    that was missed while the daemon was down, and whose repair has failed so far: its
+    papers reach no one until a repair or a backfill brings them."""
+    return tuple(
+        f"missed {_day(e.day)} while down; its repair from the arXiv API failed: "
+        f"{e.repair_error} (tried again at the next polls; or `paperbell backfill "
+        f"--since {e.day.isoformat()}`)"
+        for e in reversed(earlier)
+        if e.repair_reason == "missed"
+        and e.repair_error
+        and listing_size(e) == 0
+        and (newest - e.day).days < CATCH_UP_DAYS
+    )
 
 
 def _judge(
@@ -204,11 +222,13 @@ def _judge(
     state: SourceState | None,
     plan: PollPlan,
     listing: Listing | None,
-    usual: Usual | None,
+    earlier: Sequence[Listing],
     checks: ListingChecks,
 ) -> SourceHealth:
+    """The source's health, from its state, its newest `listing` and the `earlier` ones."""
     problems: list[str] = []
     notes: list[str] = []
+    usual = usual_size(earlier, listing.day.weekday()) if listing is not None else None
     failing = state is not None and state.last_result == "error"
     if failing and state is not None:
         since = state.failing_since or state.last_poll
@@ -243,6 +263,8 @@ def _judge(
         )
     elif listing is not None and listing.repair_error and not short:
         notes.append(f"repair of {_day(listing.day)} failed: {listing.repair_error}")
+    if listing is not None:
+        notes += _failed_catch_ups(earlier, listing.day)
     return SourceHealth(
         name=source.name,
         follows_calendar=source.follows_arxiv_calendar,

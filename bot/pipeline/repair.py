@@ -26,6 +26,7 @@ from bot.core.merge import ARXIV_API
 from bot.core.plurals import plural
 from bot.core.redact import redact_shapes
 from bot.pipeline.health import (
+    CATCH_UP_DAYS,
     ListingChecks,
     is_short,
     listing_size,
@@ -39,10 +40,6 @@ from bot.store import Store
 log = logging.getLogger("bot.pipeline")
 
 LIVE_DAYS = 7  # a stale listing is repaired when the source had a listing this recently
-# Feed days missed while the daemon was down are asked for this many days back from the
-# day awaited: the digest window's default, past which their papers would not be sent
-# anyway; so a daemon down for a month asks the API for a week, not a month.
-CATCH_UP_DAYS = 7
 
 
 @dataclass(frozen=True, slots=True)

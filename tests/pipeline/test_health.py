@@ -416,6 +416,27 @@ def test_a_feed_day_missed_while_the_daemon_was_down_is_filled_in_from_the_api(
     assert any(title in body_of(m) for m in after for title in api_titles(12))
 
 
+def test_a_missed_day_whose_repair_failed_is_told_in_status_and_healthz(world: Any) -> None:
+    """Down all of Monday 30 Nov, back on Tuesday, and the arXiv API answers 503: Tuesday's
+    listing comes, Monday's papers do not, and /healthz (so `paperbell status`) says so with
+    the way to fetch them, though Monday is no longer the newest listing."""
+
+    async def go() -> dict[str, Any]:
+        w = await world(at("2026-11-27T04:00"), subscribers=[BERLIN_DAILY])
+        serve_api(w, status=503)
+        await w.run_until(at("2026-11-28T04:00"))
+        w.clock.now = at("2026-12-01T06:00")
+        await w.run_until(at("2026-12-01T12:00"))
+        return await healthz(w)
+
+    health = asyncio.run(go())
+    source = health["sources"]["arxiv"]
+    assert source["listing"]["day"] == "2026-12-01"
+    (note,) = source["notes"]
+    assert note.startswith("missed Mon 30 Nov while down; its repair from the arXiv API failed: ")
+    assert "503" in note and note.endswith("`paperbell backfill --since 2026-11-30`)")
+
+
 def test_a_daemon_down_for_a_month_asks_the_api_for_the_last_week_only(world: Any) -> None:
     """Down from Monday 2 Nov to Tuesday 1 Dec: the arXiv API is asked for the feed days of
     the week before Tuesday (Wednesday 25, Friday 27 and Monday 30 Nov; Thanksgiving has no
