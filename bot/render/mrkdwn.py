@@ -23,6 +23,7 @@ __all__ = [
     "fit",
     "link",
     "shorten",
+    "url_length",
 ]
 
 ELLIPSIS = "\u2026"
@@ -54,14 +55,24 @@ def _safe_url(url: str) -> str:
     return escape_mrkdwn(quote(url.strip(), safe=_URL_SAFE))
 
 
-def link(url: str | None, label: str) -> str:
+def url_length(url: str) -> int:
+    """How many characters `url` takes in a link, once encoded and escaped (a URL's `&` takes
+    five): what counts against a block's limit."""
+    return len(_safe_url(url))
+
+
+def link(url: str | None, label: str, *, url_limit: int | None = None) -> str:
     """`<url|label>`: the label escaped, its `|` and formatting marks swapped for look-alikes.
-    Only a URL that `bot.core.links.web_url` passes becomes a link; otherwise the label alone."""
+    Only a URL that `bot.core.links.web_url` passes becomes a link, and (with `url_limit`)
+    only one that takes at most that many characters; otherwise the label alone."""
     shown = escape_mrkdwn(tidy(label).translate(_LOOKALIKES))
     checked = web_url(url)
     if checked is None:
         return shown
-    return f"<{_safe_url(checked)}|{shown}>" if shown else f"<{_safe_url(checked)}>"
+    target = _safe_url(checked)
+    if url_limit is not None and len(target) > url_limit:
+        return shown
+    return f"<{target}|{shown}>" if shown else f"<{target}>"
 
 
 def shorten(text: str, limit: int) -> str:

@@ -48,7 +48,7 @@ from slack_sdk.models.blocks import (
 
 from bot.core.links import web_url
 from bot.core.models import Digest, DigestItem
-from bot.render.mrkdwn import ELLIPSIS, as_text, escape_mrkdwn, fit, link, shorten
+from bot.render.mrkdwn import ELLIPSIS, as_text, escape_mrkdwn, fit, link, shorten, url_length
 from bot.render.text import letters, shorten_authors, tidy
 from bot.render.view import (
     RuleName,
@@ -108,7 +108,9 @@ RULE_CHARS = 100  # one rule in a list
 RULES_CHARS = 600  # a list of rules
 NOTE_CHARS = 2000
 FALLBACK_CHARS = 300
-URL_CHARS = 500  # a longer (DOI) link is left out rather than cut
+URL_CHARS = 500  # a longer link (encoded and escaped) is left out rather than cut
+# The summary's five top titles share one section (3000): each link at most this long.
+SUMMARY_URL_CHARS = 350
 LINK_LABEL_CHARS = 80  # "PDF", "Code", "DOI"
 TOP_TITLES = 5
 MAX_DOIS = 2
@@ -287,7 +289,7 @@ def _paper_blocks(
     paper = item.paper
     words = words or words_for(None)
     view = item_view(number, item, abstracts="full", texts=texts, labels=labels, words=words)
-    title = f"*{number}. {link(view.url, _title(item, TITLE_CHARS))}*"
+    title = f"*{number}. {link(view.url, _title(item, TITLE_CHARS), url_limit=URL_CHARS)}*"
     if view.upvotes_shown:
         title += f"  {link(view.hf_url, view.upvotes_shown)}"
     blocks = [_section(title)]
@@ -319,7 +321,7 @@ def _paper_blocks(
     doi_urls = {url for _, url in view.dois}
     dois = 0
     for other in view.links:
-        if len(other.url) > URL_CHARS:
+        if url_length(other.url) > URL_CHARS:
             continue
         if other.url in doi_urls:
             dois += 1
@@ -386,7 +388,8 @@ def _summary_post(digest: Digest, words: Words, *, threaded: bool = True) -> Sla
     numbered = enumerate(digest.items, start=1)
     ranked = sorted(numbered, key=lambda pair: (-pair[1].score, pair[0]))
     lines = [
-        f"{BULLET} {number}. {link(_page(item), _title(item, SUMMARY_TITLE_CHARS))}"
+        f"{BULLET} {number}. "
+        f"{link(_page(item), _title(item, SUMMARY_TITLE_CHARS), url_limit=SUMMARY_URL_CHARS)}"
         for number, item in sorted(ranked[:TOP_TITLES], key=lambda pair: pair[0])
     ]
     blocks.append(_section("\n".join(lines)))

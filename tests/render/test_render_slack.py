@@ -364,6 +364,38 @@ def test_pathological_papers_still_fit(papers: tuple[Paper, ...], kind: str, cou
         assert title == f"*1. <{items[0].paper.abs_url}|{items[0].paper.versioned_id}>*"
 
 
+def journal_paper(base: Paper, number: int, size: int) -> Paper:
+    """A paper of a journal's feed: its link its page, with the tracking parameters such
+    links carry (each `&` is five characters once escaped), `size` characters long."""
+    link = f"https://journal.example/doi/full/10.1000/{number}?"
+    link = (link + "utm_source=rss&utm_medium=feed&" * (size // 30))[:size]
+    return replace(base, id=f"url:https://journal.example/{number}", link=link)
+
+
+@pytest.mark.parametrize("size", [450, 1200, 2000])
+def test_papers_with_long_links_still_fit(papers: tuple[Paper, ...], size: int) -> None:
+    """Links as long as a journal's feed gives (up to the 2048 characters of a URL) never
+    push a block over its limit: the digest is posted, each title shown, linked or not."""
+    items = tuple(
+        DigestItem(paper=journal_paper(p, n, size), rules=("robot",), hits=())
+        for n, p in enumerate(papers[:6], 1)
+    )
+    code = "https://github.com/lab/code?" + "a=1&" * (size // 4)
+    items = (replace(items[0], paper=replace(items[0].paper, github=code[:size])), *items[1:])
+    posts = build_posts(hand_digest(*items))
+    for message in posts:
+        check_limits(message)
+    titles = [
+        b["text"]["text"]
+        for message in posts[1:]
+        for b in message.blocks
+        if b["type"] == "section" and re.match(r"^\*\d+\. ", b["text"]["text"])
+    ]
+    assert len(titles) == len(items)
+    top = posts[0].blocks[2]["text"]["text"].splitlines()
+    assert len(top) == 5 and all(line.startswith("\u2022 ") for line in top)
+
+
 # -- escaping on real titles --------------------------------------------------------------
 
 
