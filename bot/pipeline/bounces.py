@@ -162,27 +162,26 @@ def read_mailbox(
     should_stop: Callable[[], bool] = lambda: False,
     message_ids: MessageIds | None = None,
 ) -> list[BounceOutcome]:
-    """Every message of the bounce mailbox, each handled once (recorded under its IMAP
-    key: read again, it is not counted twice): one dealt with is moved aside; one that is
-    unreadable, forged or about no message paperbell sent stays as it was, for a person to
-    look at. `should_stop` true: the rest wait for the next read."""
+    """Every message of the bounce mailbox not read before, each handled once (recorded
+    under its IMAP key: one read before is passed over, not counted twice): one dealt with
+    is moved aside; one that is unreadable, forged or about no message paperbell sent stays
+    as it was, for a person to look at. `should_stop` true: the rest wait for the next
+    read."""
     outcomes = []
-    for message in mailbox.messages():
+    for message in mailbox.messages(
+        read_before=lambda key: store.bounces.read_before(key) is not None
+    ):
         if should_stop():
             break
-        before = store.bounces.read_before(message.key)
-        if before is not None:
-            outcome = BounceOutcome(before.action, before.kind, None, "read before")
-        else:
-            outcome = handle_bounce(
-                message.raw,
-                store=store,
-                verp=verp,
-                bounce_limit=bounce_limit,
-                now=now,
-                source=message.key,
-                message_ids=message_ids,
-            )
+        outcome = handle_bounce(
+            message.raw,
+            store=store,
+            verp=verp,
+            bounce_limit=bounce_limit,
+            now=now,
+            source=message.key,
+            message_ids=message_ids,
+        )
         if outcome.action not in UNTOUCHED:
             mailbox.move_aside(message)
         outcomes.append(outcome)
