@@ -166,15 +166,17 @@ class Bounces(Repository):
             return _bounce(row) if row is not None else None
 
     def streak(self, message: SentMessage) -> int:
-        """How many of the subscriber's messages on `message`'s channel in a row bounced
-        (hard or soft), the run that holds `message` (counted as bounced): one that went
-        through in between breaks it."""
+        """How many of the subscriber's messages on `message`'s channel to its address in
+        a row bounced (hard or soft), the run that holds `message` (counted as bounced):
+        one that went through in between breaks it; those to an address they had before
+        count for nothing."""
         records = (
             select(OutboxRow.id)
             .where(
                 OutboxRow.subscriber_id == message.subscriber_id,
                 OutboxRow.channel == message.channel,
                 OutboxRow.status == "sent",
+                func.lower(col(OutboxRow.recipient)) == message.recipient.lower(),
             )
             .order_by(col(OutboxRow.id).desc())
             .limit(STREAK_WINDOW)

@@ -160,3 +160,16 @@ def test_a_bounce_for_an_old_address_or_a_notice_pauses_nothing(store: Store) ->
     notice, payload = sent(store, "bob", channel="notice")
     assert bounce(store, dsn_for(notice, payload, "bob@lab.example")).action == "counted"
     assert email_pause(store, "ada") is None and email_pause(store, "bob") is None
+
+
+def test_soft_bounces_at_an_old_address_do_not_count_toward_the_new_one(store: Store) -> None:
+    template = {"template": "postfix-mailbox-full.eml"}
+    for record, payload in (sent(store, "ada", n) for n in (1, 2)):
+        assert bounce(store, dsn_for(record, payload, "ada@lab.example", **template)).action == (
+            "counted"
+        )
+    store.subscribers.set_email("ada", "ada@new.example", confirmed=True)
+    record, payload = sent(store, "ada", 3)
+    done = bounce(store, dsn_for(record, payload, "ada@new.example", **template))
+    assert done.action == "counted" and "1 of 3 in a row" in done.line
+    assert email_pause(store, "ada") is None
