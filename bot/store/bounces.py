@@ -169,7 +169,8 @@ class Bounces(Repository):
         """How many of the subscriber's messages on `message`'s channel to its address in
         a row bounced (hard or soft), the run that holds `message` (counted as bounced):
         one that went through in between breaks it; those to an address they had before
-        count for nothing."""
+        count for nothing. A message whose bounce paused them ends a run: once resumed,
+        the count starts again."""
         records = (
             select(OutboxRow.id)
             .where(
@@ -181,13 +182,15 @@ class Bounces(Repository):
             .order_by(col(OutboxRow.id).desc())
             .limit(STREAK_WINDOW)
         )
-        bounced = select(BounceRow.outbox_id).where(
+        bounced = select(BounceRow.outbox_id, BounceRow.action).where(
             BounceRow.subscriber_id == message.subscriber_id,
             col(BounceRow.kind).in_(("hard", "soft")),
         )
         with failing_as("count the bounces"), self.database.session() as session:
             ids = sorted({*session.exec(records).all(), message.id})
-            hit = {i for i in session.exec(bounced).all() if i is not None} | {message.id}
+            found = [(i, action) for i, action in session.exec(bounced).all() if i is not None]
+        paused = {i for i, action in found if action == "paused"} - {message.id}
+        hit = ({i for i, _ in found} | {message.id}) - paused
         at = ids.index(message.id)
         before = after = 0
         while at - before - 1 >= 0 and ids[at - before - 1] in hit:

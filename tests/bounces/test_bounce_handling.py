@@ -173,3 +173,18 @@ def test_soft_bounces_at_an_old_address_do_not_count_toward_the_new_one(store: S
     done = bounce(store, dsn_for(record, payload, "ada@new.example", **template))
     assert done.action == "counted" and "1 of 3 in a row" in done.line
     assert email_pause(store, "ada") is None
+
+
+def test_a_resume_starts_the_count_again(store: Store) -> None:
+    template = {"template": "postfix-mailbox-full.eml"}
+    actions = [
+        bounce(store, dsn_for(r, p, "ada@lab.example", **template)).action
+        for r, p in (sent(store, "ada", n) for n in range(1, 4))
+    ]
+    assert actions == ["counted", "counted", "paused"]
+    ada = store.subscribers.get("ada")
+    assert ada is not None and store.targets.resume(ada.id, "email") == 1
+    record, payload = sent(store, "ada", 4)
+    done = bounce(store, dsn_for(record, payload, "ada@lab.example", **template))
+    assert done.action == "counted" and "1 of 3 in a row" in done.line
+    assert email_pause(store, "ada") is None
