@@ -241,6 +241,11 @@ def _act(
     if paused is not None:  # a digest sent before the pause came back too: "since" stays
         line = f"{who}: {said}; {pause_line(paused)} already"
         return record(report, "counted", message, line)
+    last = store.bounces.last_paused(message.subscriber_id)
+    if last is not None and message.sent_at is not None and message.sent_at <= last:
+        # Late, or a copy: the pause it would have made was made, and resumed since.
+        line = f"{who}: a digest sent before their email was resumed came back ({said}), ignored"
+        return record(report, "ignored", message, line)
     if report.kind == "hard":
         store.targets.pause(message.subscriber_id, EMAIL, said, now=now)
         return record(report, "paused", message, f"{who}: email paused: {said}")

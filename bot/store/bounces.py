@@ -199,6 +199,16 @@ class Bounces(Repository):
             after += 1
         return before + 1 + after
 
+    def last_paused(self, subscriber_id: int) -> datetime | None:
+        """When a bounce last paused or stopped the subscriber's email (None: none did)."""
+        query = select(func.max(BounceRow.received_at)).where(
+            BounceRow.subscriber_id == subscriber_id,
+            col(BounceRow.action).in_(("paused", "unsubscribed")),
+        )
+        with failing_as("read the bounces"), self.database.session() as session:
+            found = session.exec(query).one()
+        return aware(found) if found is not None else None
+
     def day(self, day: date) -> BounceDay:
         """The bounces received on `day` (UTC), by kind, and the emails sent that day."""
         start = datetime.combine(day, time(), tzinfo=UTC)
