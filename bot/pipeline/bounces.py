@@ -18,8 +18,9 @@ failed. What it does to that message's subscriber:
   in a row came back;
 - a complaint (ARF) stops their email at once (a database subscriber's address must be
   confirmed again to restart it);
-- an auto-reply, a delay warning, a bounce of a notice (a confirmation mail) or of an
-  address the subscriber has since changed: recorded, nothing else.
+- an auto-reply, a delay warning, a bounce of a notice (a confirmation mail), of an
+  address the subscriber has since changed, or of a digest sent before their email was
+  paused and resumed: recorded, nothing else.
 
 Mail that cannot be read, carries no token or a forged one, or answers no message
 paperbell sent is recorded and logged, and changes nothing for anyone. Never raises for
