@@ -13,7 +13,7 @@ import contextlib
 import imaplib
 import re
 import ssl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Literal
@@ -129,22 +129,31 @@ class BounceMailbox:
         with contextlib.suppress(imaplib.IMAP4.error, OSError):
             imap.logout()
 
-    def messages(self) -> Iterator[MailboxMessage]:
+    def messages(
+        self, *, read_before: Callable[[str], bool] = lambda key: False
+    ) -> Iterator[MailboxMessage]:
         """The mailbox's messages, oldest first (at most MAX_MESSAGES), read without
-        marking them read."""
+        marking them read. Those whose key `read_before` knows are passed over unfetched
+        and uncounted: mail left in the mailbox must not fill every later read."""
         imap = self._open()
         _, data = self._run(imap.uid, "SEARCH", None, "ALL")
         found = data[0] if data else None
         uids = found.split() if isinstance(found, bytes) else []
-        for uid in uids[:MAX_MESSAGES]:
+        taken = 0
+        for uid in uids:
             text = uid.decode()
+            key = f"imap:{self._validity}:{text}@{self.settings.where}"
+            if read_before(key):
+                continue
+            if taken >= MAX_MESSAGES:
+                return
+            taken += 1
             size = self._size(imap, text)
             if size is None or size > MAX_MESSAGE_BYTES:
                 continue
             _, data = self._run(imap.uid, "FETCH", text, "(BODY.PEEK[])")
             raw = next((part[1] for part in data if isinstance(part, tuple)), None)
             if isinstance(raw, bytes):
-                key = f"imap:{self._validity}:{text}@{self.settings.where}"
                 yield MailboxMessage(key, text, raw)
 
     def move_aside(self, message: MailboxMessage) -> None:

@@ -49,7 +49,7 @@ _FAILED_AFTER = re.compile(
 )
 _TEMPORARY = re.compile(
     r"has been delayed|temporary (?:error|failure|problem)|will (?:try|retry|continue trying)|"
-    r"still trying|warning: message .* delayed",
+    r"still trying|warning: message \S{1,64} delayed",
     re.IGNORECASE,
 )
 _PERMANENT = re.compile(

@@ -18,8 +18,9 @@ failed. What it does to that message's subscriber:
   in a row came back;
 - a complaint (ARF) stops their email at once (a database subscriber's address must be
   confirmed again to restart it);
-- an auto-reply, a delay warning, a bounce of a notice (a confirmation mail) or of an
-  address the subscriber has since changed: recorded, nothing else.
+- an auto-reply, a delay warning, a bounce of a notice (a confirmation mail), of an
+  address the subscriber has since changed, or of a digest sent before their email was
+  paused and resumed: recorded, nothing else.
 
 Mail that cannot be read, carries no token or a forged one, or answers no message
 paperbell sent is recorded and logged, and changes nothing for anyone. Never raises for
@@ -162,27 +163,26 @@ def read_mailbox(
     should_stop: Callable[[], bool] = lambda: False,
     message_ids: MessageIds | None = None,
 ) -> list[BounceOutcome]:
-    """Every message of the bounce mailbox, each handled once (recorded under its IMAP
-    key: read again, it is not counted twice): one dealt with is moved aside; one that is
-    unreadable, forged or about no message paperbell sent stays as it was, for a person to
-    look at. `should_stop` true: the rest wait for the next read."""
+    """Every message of the bounce mailbox not read before, each handled once (recorded
+    under its IMAP key: one read before is passed over, not counted twice): one dealt with
+    is moved aside; one that is unreadable, forged or about no message paperbell sent stays
+    as it was, for a person to look at. `should_stop` true: the rest wait for the next
+    read."""
     outcomes = []
-    for message in mailbox.messages():
+    for message in mailbox.messages(
+        read_before=lambda key: store.bounces.read_before(key) is not None
+    ):
         if should_stop():
             break
-        before = store.bounces.read_before(message.key)
-        if before is not None:
-            outcome = BounceOutcome(before.action, before.kind, None, "read before")
-        else:
-            outcome = handle_bounce(
-                message.raw,
-                store=store,
-                verp=verp,
-                bounce_limit=bounce_limit,
-                now=now,
-                source=message.key,
-                message_ids=message_ids,
-            )
+        outcome = handle_bounce(
+            message.raw,
+            store=store,
+            verp=verp,
+            bounce_limit=bounce_limit,
+            now=now,
+            source=message.key,
+            message_ids=message_ids,
+        )
         if outcome.action not in UNTOUCHED:
             mailbox.move_aside(message)
         outcomes.append(outcome)
@@ -242,6 +242,11 @@ def _act(
     if paused is not None:  # a digest sent before the pause came back too: "since" stays
         line = f"{who}: {said}; {pause_line(paused)} already"
         return record(report, "counted", message, line)
+    last = store.bounces.last_paused(message.subscriber_id)
+    if last is not None and message.sent_at is not None and message.sent_at <= last:
+        # Late, or a copy: the pause it would have made was made, and resumed since.
+        line = f"{who}: a digest sent before their email was resumed came back ({said}), ignored"
+        return record(report, "ignored", message, line)
     if report.kind == "hard":
         store.targets.pause(message.subscriber_id, EMAIL, said, now=now)
         return record(report, "paused", message, f"{who}: email paused: {said}")

@@ -166,26 +166,31 @@ class Bounces(Repository):
             return _bounce(row) if row is not None else None
 
     def streak(self, message: SentMessage) -> int:
-        """How many of the subscriber's messages on `message`'s channel in a row bounced
-        (hard or soft), the run that holds `message` (counted as bounced): one that went
-        through in between breaks it."""
+        """How many of the subscriber's messages on `message`'s channel to its address in
+        a row bounced (hard or soft), the run that holds `message` (counted as bounced):
+        one that went through in between breaks it; those to an address they had before
+        count for nothing. A message whose bounce paused them ends a run: once resumed,
+        the count starts again."""
         records = (
             select(OutboxRow.id)
             .where(
                 OutboxRow.subscriber_id == message.subscriber_id,
                 OutboxRow.channel == message.channel,
                 OutboxRow.status == "sent",
+                func.lower(col(OutboxRow.recipient)) == message.recipient.lower(),
             )
             .order_by(col(OutboxRow.id).desc())
             .limit(STREAK_WINDOW)
         )
-        bounced = select(BounceRow.outbox_id).where(
+        bounced = select(BounceRow.outbox_id, BounceRow.action).where(
             BounceRow.subscriber_id == message.subscriber_id,
             col(BounceRow.kind).in_(("hard", "soft")),
         )
         with failing_as("count the bounces"), self.database.session() as session:
             ids = sorted({*session.exec(records).all(), message.id})
-            hit = {i for i in session.exec(bounced).all() if i is not None} | {message.id}
+            found = [(i, action) for i, action in session.exec(bounced).all() if i is not None]
+        paused = {i for i, action in found if action == "paused"} - {message.id}
+        hit = ({i for i, _ in found} | {message.id}) - paused
         at = ids.index(message.id)
         before = after = 0
         while at - before - 1 >= 0 and ids[at - before - 1] in hit:
@@ -193,6 +198,16 @@ class Bounces(Repository):
         while at + after + 1 < len(ids) and ids[at + after + 1] in hit:
             after += 1
         return before + 1 + after
+
+    def last_paused(self, subscriber_id: int) -> datetime | None:
+        """When a bounce last paused or stopped the subscriber's email (None: none did)."""
+        query = select(func.max(BounceRow.received_at)).where(
+            BounceRow.subscriber_id == subscriber_id,
+            col(BounceRow.action).in_(("paused", "unsubscribed")),
+        )
+        with failing_as("read the bounces"), self.database.session() as session:
+            found = session.exec(query).one()
+        return aware(found) if found is not None else None
 
     def day(self, day: date) -> BounceDay:
         """The bounces received on `day` (UTC), by kind, and the emails sent that day."""

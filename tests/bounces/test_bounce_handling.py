@@ -5,7 +5,7 @@ parts: the database, DSNs in the format Postfix wrote on loopback (support.bounc
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from support.bounces import T0, digest, fixture, postfix_dsn, sent
@@ -19,8 +19,15 @@ pytestmark = pytest.mark.database
 VERP = Verp("k" * 40, "bounces@papers.lab.example")
 
 
-def bounce(store: Store, raw: bytes, *, limit: int = 3, verp: Verp | None = VERP) -> BounceOutcome:
-    return handle_bounce(raw, store=store, verp=verp, bounce_limit=limit, now=T0)
+def bounce(
+    store: Store,
+    raw: bytes,
+    *,
+    limit: int = 3,
+    verp: Verp | None = VERP,
+    now: datetime = T0,
+) -> BounceOutcome:
+    return handle_bounce(raw, store=store, verp=verp, bounce_limit=limit, now=now)
 
 
 def dsn_for(record: int, payload: bytes, address: str, **options: str) -> bytes:
@@ -160,3 +167,49 @@ def test_a_bounce_for_an_old_address_or_a_notice_pauses_nothing(store: Store) ->
     notice, payload = sent(store, "bob", channel="notice")
     assert bounce(store, dsn_for(notice, payload, "bob@lab.example")).action == "counted"
     assert email_pause(store, "ada") is None and email_pause(store, "bob") is None
+
+
+def test_soft_bounces_at_an_old_address_do_not_count_toward_the_new_one(store: Store) -> None:
+    template = {"template": "postfix-mailbox-full.eml"}
+    for record, payload in (sent(store, "ada", n) for n in (1, 2)):
+        assert bounce(store, dsn_for(record, payload, "ada@lab.example", **template)).action == (
+            "counted"
+        )
+    store.subscribers.set_email("ada", "ada@new.example", confirmed=True)
+    record, payload = sent(store, "ada", 3)
+    done = bounce(store, dsn_for(record, payload, "ada@new.example", **template))
+    assert done.action == "counted" and "1 of 3 in a row" in done.line
+    assert email_pause(store, "ada") is None
+
+
+def test_a_resume_starts_the_count_again(store: Store) -> None:
+    template = {"template": "postfix-mailbox-full.eml"}
+    actions = [
+        bounce(store, dsn_for(r, p, "ada@lab.example", **template)).action
+        for r, p in (sent(store, "ada", n) for n in range(1, 4))
+    ]
+    assert actions == ["counted", "counted", "paused"]
+    ada = store.subscribers.get("ada")
+    assert ada is not None and store.targets.resume(ada.id, "email") == 1
+    day_after = T0 + timedelta(days=1)
+    record, payload = sent(store, "ada", 4, now=day_after)
+    done = bounce(store, dsn_for(record, payload, "ada@lab.example", **template), now=day_after)
+    assert done.action == "counted" and "1 of 3 in a row" in done.line
+    assert email_pause(store, "ada") is None
+
+
+def test_a_bounce_of_a_digest_sent_before_a_resume_pauses_nothing(store: Store) -> None:
+    """A late (or repeated) bounce of a digest sent before the pause is old news once the
+    email is resumed."""
+    first, second = (sent(store, "ada", n) for n in (1, 2))
+    assert bounce(store, dsn_for(*first, "ada@lab.example")).action == "paused"
+    ada = store.subscribers.get("ada")
+    assert ada is not None and store.targets.resume(ada.id, "email") == 1
+    for late in (second, first):
+        done = bounce(store, dsn_for(*late, "ada@lab.example"))
+        assert done.action == "ignored" and "before their email was resumed" in done.line
+    assert email_pause(store, "ada") is None
+    day_after = T0 + timedelta(days=1)
+    record, payload = sent(store, "ada", 3, now=day_after)
+    done = bounce(store, dsn_for(record, payload, "ada@lab.example"), now=day_after)
+    assert done.action == "paused"

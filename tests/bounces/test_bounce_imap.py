@@ -13,7 +13,7 @@ from support.cli import invoke
 from support.imap import dovecot, mailbox_config, send_digests
 from support.servers import smtp_sink
 
-from bot.bounces.imap import parse_imap_url
+from bot.bounces.imap import MAX_MESSAGES, parse_imap_url
 from bot.store import Store
 
 pytestmark = pytest.mark.database
@@ -51,7 +51,7 @@ def test_the_mailbox_is_read_once_and_only_what_was_used_moves(
 
         again = invoke("bounce", "--imap", config=config, env=env)
         assert again.output.endswith(
-            "2 messages read: 0 moved to paperbell-processed, 2 left in the mailbox\n"
+            "0 messages read: 0 moved to paperbell-processed, 0 left in the mailbox\n"
         )
         with Store.open(database_url) as store:
             day = store.bounces.day(store.bounces.of(1)[0].received_at.date())
@@ -104,3 +104,34 @@ def test_imap_urls(url: str, expected: tuple[str, int, str]) -> None:
 def test_bad_imap_urls_are_refused(url: str) -> None:
     with pytest.raises(ValueError):
         parse_imap_url(url)
+
+
+def test_mail_left_in_the_mailbox_never_hides_a_bounce_that_came_after(
+    tmp_path: Path, database_url: str
+) -> None:
+    # Anyone can mail the bounce address: a flood it leaves in place (tokenless) must not
+    # fill every later read, or no genuine bounce is ever read again.
+    with smtp_sink() as (sink, port), dovecot() as server:
+        config, env = mailbox_config(tmp_path, database_url, port, server)
+        sent = send_digests(config, env, sink)
+        ada_from, ada_raw = sent["ada@example.org"]
+        imap = server.client()
+        try:
+            for number in range(MAX_MESSAGES):
+                junk = f"Subject: junk {number}\r\n\r\nhello\r\n".encode()
+                assert imap.append("INBOX", None, None, junk)[0] == "OK"
+        finally:
+            imap.logout()
+        first = invoke("bounce", "--imap", config=config, env=env)
+        assert first.output.endswith(
+            f"{MAX_MESSAGES} messages read: 0 moved to "
+            f"paperbell-processed, {MAX_MESSAGES} left in the mailbox\n"
+        )
+        server.append(postfix_dsn(ada_raw, envelope_from=ada_from, recipient="ada@example.org"))
+
+        again = invoke("bounce", "--imap", config=config, env=env)
+        assert "bounce: paused: ada: email paused: mailbox unknown (5.1.1)" in again.output
+        assert again.output.endswith(
+            "1 message read: 1 moved to paperbell-processed, 0 left in the mailbox\n"
+        )
+        assert len(server.messages("INBOX")) == MAX_MESSAGES

@@ -465,3 +465,46 @@ def test_a_stored_message_its_channel_cannot_read_fails_alone(
     ada = store.outbox.status()[store.subscribers.get("ada").id]  # type: ignore[union-attr]
     assert ada.pending == 1 and ada.next_attempt is not None
     assert any(r.exc_info and r.exc_info[0] is KeyError for r in caplog.records)
+
+
+@pytest.mark.xfail(
+    strict=True, reason="the outbox keeps no mark of a refusal: a give-up counts as one"
+)
+def test_digests_given_up_on_are_not_counted_as_refused(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    ada = subscribe(store, "ada")
+    clock = Clock(T0)
+    retry = RetryPolicy(max_attempts=1)
+    replies = ["451 4.4.1 no answer from host", "451 4.4.1 no answer from host"]
+    replies.append("550 5.1.1 no such mailbox")
+    with smtp_sink() as (sink, port):
+        for day, reply in enumerate(replies):
+            sink.refuse["ada@lab.example"] = reply
+            queue(store, ada, full_feed_papers[:2], period=f"d{day}", now=clock.now)
+            [done] = asyncio.run(drain(store, channel(port), clock=clock, retry=retry))
+            assert done.status == "failed"
+            clock.now += timedelta(days=1)
+    assert not done.paused  # one refusal, after two relays that never answered
+    row = store.subscribers.get("ada")
+    assert row is not None and row.active
+
+
+def test_refusals_at_an_old_address_do_not_count_for_the_new_one(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    ada = subscribe(store, "ada")
+    clock = Clock(T0)
+    with smtp_sink() as (sink, port):
+        sink.refuse["ada@lab.example"] = "550 5.1.1 no such mailbox"
+        sink.refuse["ada@new.example"] = "550 5.1.1 no such mailbox"
+        for day in range(3):
+            if day == 2:
+                store.subscribers.set_email("ada", "ada@new.example", confirmed=True)
+                ada = store.subscribers.get("ada") or ada
+            queue(store, ada, full_feed_papers[:2], period=f"d{day}", now=clock.now)
+            [done] = asyncio.run(drain(store, channel(port), clock=clock))
+            assert done.status == "failed" and not done.paused
+            clock.now += timedelta(days=1)
+    row = store.subscribers.get("ada")
+    assert row is not None and row.active

@@ -22,6 +22,7 @@ from sqlalchemy import (
     Select,
     all_,
     bindparam,
+    func,
     insert,
     tuple_,
     update,
@@ -408,9 +409,10 @@ class OutboxLeases(Repository):
         """Give up on a record (a permanent failure, or too many attempts) and release its
         papers, so the subscriber's next digest holds them: nothing is lost. The papers in
         `sent` ("id@version") reached the far end before it failed (a Slack thread cut off
-        half-way): they are recorded as delivered, never sent again. Returns how
-        many of the subscriber's latest records on this channel in a row have failed, or
-        None (nothing written) if `owner` lost the lease: the record is another worker's."""
+        half-way): they are recorded as delivered, never sent again. Returns how many of
+        the subscriber's latest records on this channel to this recipient in a row have
+        failed, or None (nothing written) if `owner` lost the lease: the record is another
+        worker's."""
         with self.database.session() as session:
             row = session.exec(
                 select(OutboxRow)
@@ -445,6 +447,8 @@ class OutboxLeases(Repository):
                 .where(
                     OutboxRow.subscriber_id == row.subscriber_id,
                     OutboxRow.channel == row.channel,
+                    # A new address starts the count again.
+                    func.lower(col(OutboxRow.recipient)) == row.recipient.lower(),
                     OutboxRow.status != "pending",
                 )
                 .order_by(col(OutboxRow.id).desc())
