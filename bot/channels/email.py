@@ -261,7 +261,7 @@ class EmailChannel:
                         if attempt < 2:
                             log.warning("SMTP server disconnected (%s); reconnecting", exc)
                             continue
-                        outcomes.append(failed(item, f"server disconnected: {exc}"))
+                        outcomes.append(maybe_sent(item, f"server disconnected: {exc}"))
                         break
                     except aiosmtplib.SMTPRecipientsRefused as exc:
                         codes = [e.code for e in exc.recipients]
@@ -298,7 +298,7 @@ class EmailChannel:
                         if smtp is not None:
                             smtp.close()
                         smtp = None
-                        outcomes.append(failed(item, f"SMTP error: {describe(exc)}"))
+                        outcomes.append(maybe_sent(item, f"SMTP error: {describe(exc)}"))
                         break
                     else:
                         if errors:  # some recipients refused; ours is the only one
@@ -345,6 +345,12 @@ class SlowDown(Exception):
 def waiting(item: Any, later: datetime, why: str) -> SendOutcome:
     """Not sent and not failed: left queued until `later` (the relay's limits)."""
     return SendOutcome(item=item, ok=False, error=why, retry_at=later)
+
+
+def maybe_sent(item: Any, why: str) -> SendOutcome:
+    """A transient failure that may have delivered the message all the same: the server
+    dropped the connection, or did not answer in time, once the message may have gone."""
+    return SendOutcome(item=item, ok=False, error=why, maybe_sent=True)
 
 
 def _still_open(smtp: aiosmtplib.SMTP | None) -> aiosmtplib.SMTP | None:

@@ -10,7 +10,9 @@ A message a relay did not take for a reason of its own (it could not be reached,
 paperbell as it connected, asked to slow down, had no room in its limits, or refused it
 with a 4xx) is tried on another relay in the same call, one it has not been tried on; a
 relay that failed so is used no more in this call. A permanent refusal (5xx) of the
-recipient is not tried elsewhere: it is the recipient's. A message every relay declined
+recipient is not tried elsewhere: it is the recipient's; nor is a message the relay may
+have taken (the connection broke, or no answer came, after it went): it waits for its
+retry, as with one relay. A message every relay declined
 keeps the most useful of its outcomes: left queued for the earliest time a relay gave, or
 else its last failure. Each message is sent at most once per call: a relay that took it is
 never followed by another.
@@ -176,7 +178,10 @@ class RelayPool:
                     key = id(outcome.item)
                     answered.add(key)
                     tried[key].add(relay.name)
-                    if outcome.ok or (outcome.permanent and channel.unreachable is None):
+                    # Taken, maybe taken (its retry is the outbox's), or the recipient's
+                    # refusal: never tried on another relay.
+                    settled = outcome.ok or outcome.maybe_sent
+                    if settled or (outcome.permanent and channel.unreachable is None):
                         final.append(outcome)
                         continue
                     if outcome.retry_at is not None:  # slowed down or full: not again here

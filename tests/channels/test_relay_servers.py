@@ -355,3 +355,46 @@ def test_a_batch_stopped_midway_leaves_the_rest_untried_and_sends_nothing_twice(
     assert sorted(got.values()) == [1] * len(got) and 5 <= len(got) < 12
     assert sorted(o.item.id for o in outcomes if o.ok) == sorted(sent)
     assert len(sent) == len(got) and len(outcomes) == len(got)
+
+
+class TakesThenHangsUp(SinkHandler):
+    """A relay that keeps each message and then, in place of its "250", hangs up (or
+    answers only after `late` seconds): the message may well be on its way, and paperbell
+    cannot know."""
+
+    def __init__(self, late: float = 0.0) -> None:
+        super().__init__()
+        self.late = late
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        answer = await super().handle_DATA(server, session, envelope)
+        if self.late:
+            await asyncio.sleep(self.late)
+        else:
+            server.transport.close()
+        return answer
+
+
+@pytest.mark.parametrize(("late", "copies"), [(0.0, 2), (2.0, 1)], ids=["hangs-up", "too-late"])
+def test_a_digest_a_relay_may_have_taken_is_not_sent_through_another(
+    database_url: str, full_feed_papers: tuple[Paper, ...], late: float, copies: int
+) -> None:
+    """The first relay takes the message, then hangs up (it is sent once more, on a new
+    connection, as with one relay) or answers after the timeout: whether it went is not
+    known, so the other relay does not send it too in the same run; it waits for its
+    retry, counted as an attempt."""
+    with (
+        Store.open(database_url) as store,
+        smtp_sink(TakesThenHangsUp(late)) as (first, first_port),
+        smtp_sink() as (second, second_port),
+    ):
+        queue(store, full_feed_papers, 1)
+        release(store)
+        relays = [
+            Relay(SmtpSettings("127.0.0.1", port, security="none", timeout=0.5), weight)
+            for port, weight in ((first_port, 1000), (second_port, 1))
+        ]
+        done = asyncio.run(drain(store, RelayPool(relays), clock=utcnow, owner="w"))
+        counted = attempts(store)
+    assert (len(first.messages), len(second.messages)) == (copies, 0)
+    assert [a.status for a in done] == ["retry"] and counted == {1}
