@@ -192,9 +192,10 @@ class EmailChannel:
                 await smtp.login(s.username, s.password or "")
         except aiosmtplib.SMTPAuthenticationError as exc:
             smtp.close()
+            # Not the recipients' fault, so never a bounce: their digests wait for their
+            # retries while the operator fixes the login.
             raise DeliveryError(
                 f"the SMTP server {where} refused the login for {s.username!r}: {exc.message}",
-                transient=False,
                 hint="check email.username and the password variable named in password_env",
             ) from None
         except aiosmtplib.SMTPResponseException as exc:
@@ -287,7 +288,10 @@ class EmailChannel:
                             )
                             smtp = _still_open(smtp)
                         else:
-                            outcomes.append(failed(item, answer, exc.code >= 500))
+                            # A refused MAIL FROM refuses paperbell, not the recipient: a
+                            # retry, never a bounce that would pause her.
+                            ours = isinstance(exc, aiosmtplib.SMTPSenderRefused)
+                            outcomes.append(failed(item, answer, exc.code >= 500 and not ours))
                         break
                     except ValueError as exc:  # no usable envelope: this message can never go
                         outcomes.append(failed(item, f"message not sendable: {exc}", True))
