@@ -271,10 +271,14 @@ class EmailChannel:
                         )
                         slow = all(is_slow_down(e.code, e.message) for e in exc.recipients)
                         if limiter is not None and exc.recipients and slow:
-                            outcomes.append(
-                                waiting(item, limiter.slow_down(), f"slow down: {text}")
-                            )
+                            later = limiter.slow_down()
                             smtp = _still_open(smtp)
+                            if any(e.code == 421 for e in exc.recipients):  # the server's
+                                outcomes.append(waiting(item, later, f"slow down: {text}"))
+                            else:
+                                # Her server's answer too (a greylisting that never
+                                # passes): a counted retry, given up in the end.
+                                outcomes.append(failed(item, f"slow down: {text}"))
                         else:
                             outcomes.append(
                                 failed(item, f"recipient refused: {text}", min(codes) >= 500)
