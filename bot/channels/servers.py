@@ -15,12 +15,14 @@ have taken (the connection broke, or no answer came, after it went): it waits fo
 retry, as with one relay. A message every relay declined
 keeps the most useful of its outcomes: left queued for the earliest time a relay gave, or
 else its last failure. Each message is sent at most once per call: a relay that took it is
-never followed by another.
+never followed by another. Limits that cannot be read (the database is down) stop the call,
+as with one relay: the messages not yet tried get no outcome and are handed back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +30,9 @@ from typing import Any
 from bot.channels.base import OnProgress, OnSent, SendOutcome, ShouldStop
 from bot.channels.email import EmailChannel, SmtpSettings
 from bot.channels.limits import RelayLimiter
+from bot.core.errors import StoreError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -116,12 +121,16 @@ class RelayPool:
             if should_stop is not None and should_stop():
                 return True
             limiter = relay.limiter
-            if (
-                limiter is not None
-                and not limiter.healthy()
-                and self._others_healthy(relay, closed)
-            ):
-                diverted = True
+            try:
+                if (
+                    limiter is not None
+                    and not limiter.healthy()
+                    and self._others_healthy(relay, closed)
+                ):
+                    diverted = True
+            except StoreError as exc:  # as with one relay: the rest are handed back, untried
+                log.error("cannot read the relays' limits; stopping: %s", exc)
+                return True
             return diverted
 
         outcomes = await channel.send_all(share, on_sent, should_stop=stop, on_progress=on_progress)
@@ -148,7 +157,12 @@ class RelayPool:
             if should_stop is not None and should_stop():
                 final += [best[id(item)] for item in pending if id(item) in best]
                 break
-            open_, preferred = self._usable(closed)
+            try:
+                open_, preferred = self._usable(closed)
+            except StoreError as exc:
+                log.error("cannot read the relays' limits; stopping: %s", exc)
+                final += [best[id(item)] for item in pending if id(item) in best]
+                break
             shares: dict[str, list[tuple[Any, Any]]] = {}
             for item in pending:
                 untried = tried[id(item)]

@@ -26,7 +26,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 from support.cli import outcome
+from support.clock import Clock
 from support.config import local_feed_config
+from support.database import dead_database
 from support.servers import POSTFIX_SINK, SinkHandler, postfix_sink, smtp_sink
 from support.workers import queue, received, release
 
@@ -398,3 +400,43 @@ def test_a_digest_a_relay_may_have_taken_is_not_sent_through_another(
         counted = attempts(store)
     assert (len(first.messages), len(second.messages)) == (copies, 0)
     assert [a.status for a in done] == ["retry"] and counted == {1}
+
+
+def test_a_pool_whose_limits_cannot_be_read_stops_and_hands_the_rest_back(
+    database_url: str, full_feed_papers: tuple[Paper, ...], tmp_path: Path
+) -> None:
+    """The relays' limits live in a database that goes away after the second message: the
+    run stops there, the rest handed back untried (nothing failed, nothing counted), and
+    the next run sends them, each once."""
+    with Store.open(database_url) as store, Store.open(database_url) as limits_store:
+        queue(store, full_feed_papers, 6)
+        release(store)
+        clock = Clock(utcnow())
+        alive, dead = limits_store.database.engine, dead_database(database_url, tmp_path)
+        handler = SinkHandler()
+
+        def outage(_: Any) -> None:
+            if len(handler.messages) == 2:  # the second message, as it is accepted
+                limits_store.database.engine = dead
+                clock.now += timedelta(minutes=1)  # the limiters look again
+
+        handler.on_accept = outage
+        with smtp_sink(handler) as (_, first_port), smtp_sink() as (other, other_port):
+
+            def relay(port: int, weight: int) -> Relay:
+                smtp = SmtpSettings("127.0.0.1", port, security="none", timeout=5)
+                limiter = RelayLimiter(
+                    limits_store.relays, f"127.0.0.1:{port}", Limits(), clock=clock
+                )
+                return Relay(smtp, weight, limiter)
+
+            pool = RelayPool([relay(first_port, 1000), relay(other_port, 1)])
+            first = asyncio.run(drain(store, pool, clock=clock, owner="w"))
+            limits_store.database.engine = alive
+            second = asyncio.run(drain(store, pool, clock=clock, owner="w"))
+        dead.dispose()
+        counted = attempts(store)
+    assert [a.status for a in first] == ["sent", "sent"]
+    assert [a.status for a in second] == ["sent"] * 4
+    assert sorted((received(handler) + received(other)).values()) == [1] * 6
+    assert counted == {0}
