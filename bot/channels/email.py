@@ -250,15 +250,22 @@ class EmailChannel:
                         outcomes += [waiting(i, later, why) for i, _ in batch[index:]]
                         break
                 attempt = 0
+                dropped: str | None = None  # why the connection dropped during this message
                 while True:
                     attempt += 1
                     try:
                         if smtp is None:
-                            smtp = await self._connect()
+                            try:
+                                smtp = await self._connect()
+                            except (DeliveryError, SlowDown):
+                                if dropped is not None:  # it may have gone before the drop
+                                    why = f"server disconnected: {dropped}"
+                                    outcomes.append(maybe_sent(item, why))
+                                raise
                         mail_from = self.envelope_from(item) if self.envelope_from else None
                         errors, _ = await _send(smtp, message, mail_from)
                     except aiosmtplib.SMTPServerDisconnected as exc:
-                        smtp = None
+                        smtp, dropped = None, str(exc)
                         if attempt < 2:
                             log.warning("SMTP server disconnected (%s); reconnecting", exc)
                             continue

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from aiosmtpd.controller import Controller
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
@@ -400,6 +401,49 @@ def test_a_digest_a_relay_may_have_taken_is_not_sent_through_another(
         counted = attempts(store)
     assert (len(first.messages), len(second.messages)) == (copies, 0)
     assert [a.status for a in done] == ["retry"] and counted == {1}
+
+
+class TakesThenGoesDown(SinkHandler):
+    """A relay that keeps the first message, then hangs up in place of its "250" and stops
+    listening (it is restarting): the reconnection is refused."""
+
+    listener: Any = None
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        answer = await super().handle_DATA(server, session, envelope)
+        self.listener.close()
+        server.transport.close()
+        return answer
+
+
+def test_a_digest_a_relay_may_have_taken_before_it_went_down_goes_through_no_other(
+    database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """The first relay takes the message, hangs up and refuses the reconnection: the
+    message may have gone, so the other relay does not send it too; it waits for its
+    retry, counted. The first relay's other digest goes through the other."""
+    handler = TakesThenGoesDown()
+    with (
+        Store.open(database_url) as store,
+        smtp_sink() as (second, second_port),
+    ):
+        queue(store, full_feed_papers, 2)
+        release(store)
+        first_port = free_port()
+        controller = Controller(handler, hostname="127.0.0.1", port=first_port)
+        controller.start()
+        handler.listener = controller.server
+        try:
+            relays = [
+                Relay(SmtpSettings("127.0.0.1", port, security="none", timeout=5), weight)
+                for port, weight in ((first_port, 1000), (second_port, 1))
+            ]
+            done = asyncio.run(drain(store, RelayPool(relays), clock=utcnow, owner="w"))
+        finally:
+            controller.stop()
+    assert recipients(handler) == {"s0000@lab.example"}
+    assert recipients(second) == {"s0001@lab.example"}
+    assert sorted(a.status for a in done) == ["retry", "sent"]
 
 
 def test_a_pool_whose_limits_cannot_be_read_stops_and_hands_the_rest_back(
