@@ -38,6 +38,9 @@ class SendOutcome:
     # Not sent, and not a failure: left queued until then (a relay's limits leave no room
     # yet, or it answered "slow down"); no attempt is counted.
     retry_at: datetime | None = None
+    # A failure after the message went: the far end may have taken it (the connection
+    # broke, or no answer came); so it is sent nowhere else at once, only at its retry.
+    maybe_sent: bool = False
 
 
 class Channel(Protocol):

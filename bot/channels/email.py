@@ -192,9 +192,10 @@ class EmailChannel:
                 await smtp.login(s.username, s.password or "")
         except aiosmtplib.SMTPAuthenticationError as exc:
             smtp.close()
+            # Not the recipients' fault, so never a bounce: their digests wait for their
+            # retries while the operator fixes the login.
             raise DeliveryError(
                 f"the SMTP server {where} refused the login for {s.username!r}: {exc.message}",
-                transient=False,
                 hint="check email.username and the password variable named in password_env",
             ) from None
         except aiosmtplib.SMTPResponseException as exc:
@@ -249,19 +250,26 @@ class EmailChannel:
                         outcomes += [waiting(i, later, why) for i, _ in batch[index:]]
                         break
                 attempt = 0
+                dropped: str | None = None  # why the connection dropped during this message
                 while True:
                     attempt += 1
                     try:
                         if smtp is None:
-                            smtp = await self._connect()
+                            try:
+                                smtp = await self._connect()
+                            except (DeliveryError, SlowDown):
+                                if dropped is not None:  # it may have gone before the drop
+                                    why = f"server disconnected: {dropped}"
+                                    outcomes.append(maybe_sent(item, why))
+                                raise
                         mail_from = self.envelope_from(item) if self.envelope_from else None
                         errors, _ = await _send(smtp, message, mail_from)
                     except aiosmtplib.SMTPServerDisconnected as exc:
-                        smtp = None
+                        smtp, dropped = None, str(exc)
                         if attempt < 2:
                             log.warning("SMTP server disconnected (%s); reconnecting", exc)
                             continue
-                        outcomes.append(failed(item, f"server disconnected: {exc}"))
+                        outcomes.append(maybe_sent(item, f"server disconnected: {exc}"))
                         break
                     except aiosmtplib.SMTPRecipientsRefused as exc:
                         codes = [e.code for e in exc.recipients]
@@ -270,10 +278,14 @@ class EmailChannel:
                         )
                         slow = all(is_slow_down(e.code, e.message) for e in exc.recipients)
                         if limiter is not None and exc.recipients and slow:
-                            outcomes.append(
-                                waiting(item, limiter.slow_down(), f"slow down: {text}")
-                            )
+                            later = limiter.slow_down()
                             smtp = _still_open(smtp)
+                            if any(e.code == 421 for e in exc.recipients):  # the server's
+                                outcomes.append(waiting(item, later, f"slow down: {text}"))
+                            else:
+                                # Her server's answer too (a greylisting that never
+                                # passes): a counted retry, given up in the end.
+                                outcomes.append(failed(item, f"slow down: {text}"))
                         else:
                             outcomes.append(
                                 failed(item, f"recipient refused: {text}", min(codes) >= 500)
@@ -287,7 +299,10 @@ class EmailChannel:
                             )
                             smtp = _still_open(smtp)
                         else:
-                            outcomes.append(failed(item, answer, exc.code >= 500))
+                            # A refused MAIL FROM refuses paperbell, not the recipient: a
+                            # retry, never a bounce that would pause her.
+                            ours = isinstance(exc, aiosmtplib.SMTPSenderRefused)
+                            outcomes.append(failed(item, answer, exc.code >= 500 and not ours))
                         break
                     except ValueError as exc:  # no usable envelope: this message can never go
                         outcomes.append(failed(item, f"message not sendable: {exc}", True))
@@ -298,7 +313,7 @@ class EmailChannel:
                         if smtp is not None:
                             smtp.close()
                         smtp = None
-                        outcomes.append(failed(item, f"SMTP error: {describe(exc)}"))
+                        outcomes.append(maybe_sent(item, f"SMTP error: {describe(exc)}"))
                         break
                     else:
                         if errors:  # some recipients refused; ours is the only one
@@ -345,6 +360,12 @@ class SlowDown(Exception):
 def waiting(item: Any, later: datetime, why: str) -> SendOutcome:
     """Not sent and not failed: left queued until `later` (the relay's limits)."""
     return SendOutcome(item=item, ok=False, error=why, retry_at=later)
+
+
+def maybe_sent(item: Any, why: str) -> SendOutcome:
+    """A transient failure that may have delivered the message all the same: the server
+    dropped the connection, or did not answer in time, once the message may have gone."""
+    return SendOutcome(item=item, ok=False, error=why, maybe_sent=True)
 
 
 def _still_open(smtp: aiosmtplib.SMTP | None) -> aiosmtplib.SMTP | None:

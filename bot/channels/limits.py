@@ -203,7 +203,8 @@ class RelayLimiter:
 # A "slow down" answer: 421 (service not available, closing: on connecting or to any
 # command), and 451/454 (local error, temporary failure) to MAIL, RCPT or DATA. Any other 4xx
 # whose text says so is one too ("rate", "too many", "throttl", "slow down"): a 450 or 452 for
-# one mailbox otherwise stays that recipient's retry, counted as an attempt.
+# one mailbox otherwise stays that recipient's retry, counted as an attempt. One answered to
+# RCPT but a 421 slows the relay and is counted as the recipient's retry all the same.
 RATE_CODES = frozenset({421, 451, 454})
 RATE_WORDS = ("rate", "too many", "throttl", "slow down")
 

@@ -10,15 +10,19 @@ A message a relay did not take for a reason of its own (it could not be reached,
 paperbell as it connected, asked to slow down, had no room in its limits, or refused it
 with a 4xx) is tried on another relay in the same call, one it has not been tried on; a
 relay that failed so is used no more in this call. A permanent refusal (5xx) of the
-recipient is not tried elsewhere: it is the recipient's. A message every relay declined
+recipient is not tried elsewhere: it is the recipient's; nor is a message the relay may
+have taken (the connection broke, or no answer came, after it went): it waits for its
+retry, as with one relay. A message every relay declined
 keeps the most useful of its outcomes: left queued for the earliest time a relay gave, or
 else its last failure. Each message is sent at most once per call: a relay that took it is
-never followed by another.
+never followed by another. Limits that cannot be read (the database is down) stop the call,
+as with one relay: the messages not yet tried get no outcome and are handed back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +30,9 @@ from typing import Any
 from bot.channels.base import OnProgress, OnSent, SendOutcome, ShouldStop
 from bot.channels.email import EmailChannel, SmtpSettings
 from bot.channels.limits import RelayLimiter
+from bot.core.errors import StoreError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -114,12 +121,16 @@ class RelayPool:
             if should_stop is not None and should_stop():
                 return True
             limiter = relay.limiter
-            if (
-                limiter is not None
-                and not limiter.healthy()
-                and self._others_healthy(relay, closed)
-            ):
-                diverted = True
+            try:
+                if (
+                    limiter is not None
+                    and not limiter.healthy()
+                    and self._others_healthy(relay, closed)
+                ):
+                    diverted = True
+            except StoreError as exc:  # as with one relay: the rest are handed back, untried
+                log.error("cannot read the relays' limits; stopping: %s", exc)
+                return True
             return diverted
 
         outcomes = await channel.send_all(share, on_sent, should_stop=stop, on_progress=on_progress)
@@ -146,7 +157,12 @@ class RelayPool:
             if should_stop is not None and should_stop():
                 final += [best[id(item)] for item in pending if id(item) in best]
                 break
-            open_, preferred = self._usable(closed)
+            try:
+                open_, preferred = self._usable(closed)
+            except StoreError as exc:
+                log.error("cannot read the relays' limits; stopping: %s", exc)
+                final += [best[id(item)] for item in pending if id(item) in best]
+                break
             shares: dict[str, list[tuple[Any, Any]]] = {}
             for item in pending:
                 untried = tried[id(item)]
@@ -176,7 +192,10 @@ class RelayPool:
                     key = id(outcome.item)
                     answered.add(key)
                     tried[key].add(relay.name)
-                    if outcome.ok or (outcome.permanent and channel.unreachable is None):
+                    # Taken, maybe taken (its retry is the outbox's), or the recipient's
+                    # refusal: never tried on another relay.
+                    settled = outcome.ok or outcome.maybe_sent
+                    if settled or (outcome.permanent and channel.unreachable is None):
                         final.append(outcome)
                         continue
                     if outcome.retry_at is not None:  # slowed down or full: not again here

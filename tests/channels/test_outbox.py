@@ -14,16 +14,18 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from support.cli import start
 from support.clock import Clock
 from support.config import sink_email, toml_table
 from support.database import dead_database
-from support.servers import smtp_sink
+from support.servers import SinkHandler, smtp_sink
 
 from bot.channels import Channel
 from bot.channels.email import EmailChannel, SmtpSettings
@@ -168,6 +170,49 @@ def test_550_fails_gives_the_papers_back_and_pauses_a_bouncing_address(
     status = store.outbox.status()[ada.id]  # type: ignore[index]
     assert status.failed == 3 and "550" in (status.last_error or "")
     assert "ada" not in {s.name for s in store.subscribers.all()}  # no digest is built for her
+
+
+class RefusesTheSender(SinkHandler):
+    """A relay that will not send for paperbell's address (MAIL FROM) while `refusing`."""
+
+    def __init__(self, refusing: bool) -> None:
+        super().__init__()
+        self.refusing = refusing
+
+    async def handle_MAIL(
+        self, server: Any, session: Any, envelope: Any, address: str, options: Any
+    ) -> str:
+        if self.refusing:
+            return "553 5.7.1 sender address rejected: not owned by user"
+        envelope.mail_from = address
+        envelope.mail_options.extend(options)
+        return "250 OK"
+
+
+@pytest.mark.parametrize("refusal", ["login", "sender"])
+def test_a_relay_refusing_paperbell_pauses_no_subscriber(
+    store: Store, full_feed_papers: tuple[Paper, ...], refusal: str
+) -> None:
+    """The relay refuses paperbell's login, or its sender address, day after day: that is
+    the operator's to fix, not the subscriber's address bouncing. Her digests wait for
+    their retries; she is never paused, and once the relay takes paperbell they go."""
+    ada = subscribe(store, "ada")
+    clock = Clock(T0)
+    with smtp_sink(RefusesTheSender(refusal == "sender"), password="right") as (sink, port):
+        login = SmtpSettings("127.0.0.1", port, security="none", timeout=5, username="papers")
+        wrong = EmailChannel(replace(login, password="wrong" if refusal == "login" else "right"))
+        for day in range(3):
+            queue(store, ada, full_feed_papers[day : day + 1], period=f"d{day}", now=clock.now)
+            done = asyncio.run(drain(store, wrong, clock=clock, due_only=False))
+            assert {a.status for a in done} == {"retry"}, done
+            clock.now += timedelta(days=1)
+        row = store.subscribers.get("ada")
+        assert row is not None and row.active
+        assert sink.messages == []
+        cast(RefusesTheSender, sink).refusing = False  # the operator fixed it
+        fixed = EmailChannel(replace(login, password="right"))
+        done = asyncio.run(drain(store, fixed, clock=clock, due_only=False))
+    assert [a.status for a in done] == ["sent"] * 3
 
 
 def test_transient_failures_give_up_after_the_limit(

@@ -400,6 +400,36 @@ def test_a_450_for_one_mailbox_stays_that_digests_retry(
     assert store.relays.state(f"127.0.0.1:{port}", now=utcnow()).slow_until is None
 
 
+def test_a_recipient_greylisted_for_ever_is_given_up_and_slows_the_relay_no_more(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """One recipient's server never lets her greylisting pass (451 to each RCPT): each
+    answer slows the relay, but her digest counts its attempts and is given up, as any
+    retry is; so it neither waits for ever nor keeps every other digest at the slowest
+    rate."""
+    queue(store, full_feed_papers, 2)
+    release(store)
+    clock = Clock(utcnow())
+    sleep = Sleeper(clock)
+    policy = RetryPolicy(max_attempts=3)
+    statuses: list[str] = []
+    with smtp_sink() as (sink, port):
+        sink.transient["s0000@lab.example"] = 10_000
+        limiter = RelayLimiter(
+            store.relays, f"127.0.0.1:{port}", Limits(), clock=clock, sleep=sleep
+        )
+        settings = SmtpSettings("127.0.0.1", port, security="none", timeout=10)
+        channel = EmailChannel(settings, limiter=limiter)
+        for _ in range(48):  # the daemon's looks, every five minutes for four hours
+            attempts = asyncio.run(drain(store, channel, clock=clock, owner="w", retry=policy))
+            statuses += [a.status for a in attempts if a.item.recipient == "s0000@lab.example"]
+            clock.now += timedelta(minutes=5)
+    assert statuses[-1] == "failed" and statuses.count("retry") == 2, statuses
+    assert len(sink.messages) == 1
+    state = store.relays.state(f"127.0.0.1:{port}", now=clock.now)
+    assert state.slow_until is not None and state.slow_until < clock.now
+
+
 def test_an_hours_allowance_sends_in_order_and_status_says_what_waits_and_when(
     tmp_path: Path, database_url: str, full_feed_papers: tuple[Paper, ...]
 ) -> None:

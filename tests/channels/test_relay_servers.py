@@ -22,11 +22,14 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from aiosmtpd.controller import Controller
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 from support.cli import outcome
+from support.clock import Clock
 from support.config import local_feed_config
+from support.database import dead_database
 from support.servers import POSTFIX_SINK, SinkHandler, postfix_sink, smtp_sink
 from support.workers import queue, received, release
 
@@ -355,3 +358,129 @@ def test_a_batch_stopped_midway_leaves_the_rest_untried_and_sends_nothing_twice(
     assert sorted(got.values()) == [1] * len(got) and 5 <= len(got) < 12
     assert sorted(o.item.id for o in outcomes if o.ok) == sorted(sent)
     assert len(sent) == len(got) and len(outcomes) == len(got)
+
+
+class TakesThenHangsUp(SinkHandler):
+    """A relay that keeps each message and then, in place of its "250", hangs up (or
+    answers only after `late` seconds): the message may well be on its way, and paperbell
+    cannot know."""
+
+    def __init__(self, late: float = 0.0) -> None:
+        super().__init__()
+        self.late = late
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        answer = await super().handle_DATA(server, session, envelope)
+        if self.late:
+            await asyncio.sleep(self.late)
+        else:
+            server.transport.close()
+        return answer
+
+
+@pytest.mark.parametrize(("late", "copies"), [(0.0, 2), (2.0, 1)], ids=["hangs-up", "too-late"])
+def test_a_digest_a_relay_may_have_taken_is_not_sent_through_another(
+    database_url: str, full_feed_papers: tuple[Paper, ...], late: float, copies: int
+) -> None:
+    """The first relay takes the message, then hangs up (it is sent once more, on a new
+    connection, as with one relay) or answers after the timeout: whether it went is not
+    known, so the other relay does not send it too in the same run; it waits for its
+    retry, counted as an attempt."""
+    with (
+        Store.open(database_url) as store,
+        smtp_sink(TakesThenHangsUp(late)) as (first, first_port),
+        smtp_sink() as (second, second_port),
+    ):
+        queue(store, full_feed_papers, 1)
+        release(store)
+        relays = [
+            Relay(SmtpSettings("127.0.0.1", port, security="none", timeout=0.5), weight)
+            for port, weight in ((first_port, 1000), (second_port, 1))
+        ]
+        done = asyncio.run(drain(store, RelayPool(relays), clock=utcnow, owner="w"))
+        counted = attempts(store)
+    assert (len(first.messages), len(second.messages)) == (copies, 0)
+    assert [a.status for a in done] == ["retry"] and counted == {1}
+
+
+class TakesThenGoesDown(SinkHandler):
+    """A relay that keeps the first message, then hangs up in place of its "250" and stops
+    listening (it is restarting): the reconnection is refused."""
+
+    listener: Any = None
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        answer = await super().handle_DATA(server, session, envelope)
+        self.listener.close()
+        server.transport.close()
+        return answer
+
+
+def test_a_digest_a_relay_may_have_taken_before_it_went_down_goes_through_no_other(
+    database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """The first relay takes the message, hangs up and refuses the reconnection: the
+    message may have gone, so the other relay does not send it too; it waits for its
+    retry, counted. The first relay's other digest goes through the other."""
+    handler = TakesThenGoesDown()
+    with (
+        Store.open(database_url) as store,
+        smtp_sink() as (second, second_port),
+    ):
+        queue(store, full_feed_papers, 2)
+        release(store)
+        first_port = free_port()
+        controller = Controller(handler, hostname="127.0.0.1", port=first_port)
+        controller.start()
+        handler.listener = controller.server
+        try:
+            relays = [
+                Relay(SmtpSettings("127.0.0.1", port, security="none", timeout=5), weight)
+                for port, weight in ((first_port, 1000), (second_port, 1))
+            ]
+            done = asyncio.run(drain(store, RelayPool(relays), clock=utcnow, owner="w"))
+        finally:
+            controller.stop()
+    assert recipients(handler) == {"s0000@lab.example"}
+    assert recipients(second) == {"s0001@lab.example"}
+    assert sorted(a.status for a in done) == ["retry", "sent"]
+
+
+def test_a_pool_whose_limits_cannot_be_read_stops_and_hands_the_rest_back(
+    database_url: str, full_feed_papers: tuple[Paper, ...], tmp_path: Path
+) -> None:
+    """The relays' limits live in a database that goes away after the second message: the
+    run stops there, the rest handed back untried (nothing failed, nothing counted), and
+    the next run sends them, each once."""
+    with Store.open(database_url) as store, Store.open(database_url) as limits_store:
+        queue(store, full_feed_papers, 6)
+        release(store)
+        clock = Clock(utcnow())
+        alive, dead = limits_store.database.engine, dead_database(database_url, tmp_path)
+        handler = SinkHandler()
+
+        def outage(_: Any) -> None:
+            if len(handler.messages) == 2:  # the second message, as it is accepted
+                limits_store.database.engine = dead
+                clock.now += timedelta(minutes=1)  # the limiters look again
+
+        handler.on_accept = outage
+        with smtp_sink(handler) as (_, first_port), smtp_sink() as (other, other_port):
+
+            def relay(port: int, weight: int) -> Relay:
+                smtp = SmtpSettings("127.0.0.1", port, security="none", timeout=5)
+                limiter = RelayLimiter(
+                    limits_store.relays, f"127.0.0.1:{port}", Limits(), clock=clock
+                )
+                return Relay(smtp, weight, limiter)
+
+            pool = RelayPool([relay(first_port, 1000), relay(other_port, 1)])
+            first = asyncio.run(drain(store, pool, clock=clock, owner="w"))
+            limits_store.database.engine = alive
+            second = asyncio.run(drain(store, pool, clock=clock, owner="w"))
+        dead.dispose()
+        counted = attempts(store)
+    assert [a.status for a in first] == ["sent", "sent"]
+    assert [a.status for a in second] == ["sent"] * 4
+    assert sorted((received(handler) + received(other)).values()) == [1] * 6
+    assert counted == {0}

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult
 
 from bot.demo import free_port
 
@@ -182,13 +183,23 @@ class SinkHandler:
 
 @contextmanager
 def smtp_sink(
-    handler: SinkHandler | None = None, port: int | None = None
+    handler: SinkHandler | None = None, port: int | None = None, *, password: str | None = None
 ) -> Iterator[tuple[SinkHandler, int]]:
     """An SMTP server on loopback keeping what it receives (`handler`: a SinkHandler of the
-    test's own, such as one that answers otherwise; `port`: a given one, else a free one)."""
+    test's own, such as one that answers otherwise; `port`: a given one, else a free one;
+    `password`: the one its AUTH takes, with any username, over plain TCP)."""
     handler = handler or SinkHandler()
     port = port or free_port()
-    controller = Controller(handler, hostname="127.0.0.1", port=port)
+    auth: dict[str, Any] = {}
+    if password is not None:
+
+        def authenticate(
+            server: Any, session: Any, envelope: Any, mechanism: str, data: Any
+        ) -> AuthResult:
+            return AuthResult(success=data.password == password.encode(), handled=False)
+
+        auth = {"authenticator": authenticate, "auth_require_tls": False}
+    controller = Controller(handler, hostname="127.0.0.1", port=port, **auth)
     controller.start()
     try:
         yield handler, port
