@@ -551,24 +551,24 @@ def _record_failure(
     attempt = item.attempts + 1
     if outcome.permanent or attempt >= retry.max_attempts:
         why = error if outcome.permanent else f"gave up after {plural(attempt, 'attempt')}: {error}"
-        failed_in_row = store.outbox.mark_failed(
-            item.id, owner=owner, error=why, sent=outcome.sent_papers
+        refused_in_row = store.outbox.mark_failed(
+            item.id, owner=owner, error=why, sent=outcome.sent_papers, refused=outcome.permanent
         )
-        if failed_in_row is None:
+        if refused_in_row is None:
             return None
         # What repeated refusals pause is the kind's to say: mail bounces pause the
         # subscriber; a refusing Apprise service, itself alone; a Slack channel the bot
         # left, nothing (its papers go to the next digest, with the error in status).
         kind = channel_kind(item.channel)
         pauses = kind.pauses if kind is not None else None
-        refused = pauses is not None and outcome.permanent and failed_in_row >= retry.bounce_limit
-        reason = f"{plural(failed_in_row, 'digest')} in a row refused: {error}"
-        paused = refused and pauses == "subscriber"
-        paused_target = refused and pauses == "target"
+        pausing = pauses is not None and outcome.permanent and refused_in_row >= retry.bounce_limit
+        reason = f"{plural(refused_in_row, 'digest')} in a row refused: {error}"
+        paused = pausing and pauses == "subscriber"
+        paused_target = pausing and pauses == "target"
         if paused:
             store.subscribers.pause(item.subscriber_id, reason)
             log.error(
-                "paused %s: %s in a row refused", item.subscriber, plural(failed_in_row, "digest")
+                "paused %s: %s in a row refused", item.subscriber, plural(refused_in_row, "digest")
             )
         elif paused_target:
             store.targets.pause(item.subscriber_id, item.channel, reason, now=clock())
@@ -576,7 +576,7 @@ def _record_failure(
                 "paused %s's %s: %s in a row refused",
                 item.subscriber,
                 target_label(item.channel, item.recipient),
-                plural(failed_in_row, "digest"),
+                plural(refused_in_row, "digest"),
             )
         log.error("digest for %s failed: %s", item.subscriber, why)
         return Attempt(item, "failed", error=why, paused=paused, paused_target=paused_target)

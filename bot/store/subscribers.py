@@ -57,6 +57,7 @@ from bot.store.tables import (
     as_record,
     dump_list,
     load_list,
+    refusals_forgotten,
 )
 
 SCHEDULE_SETTINGS = ("schedule", "day", "time", "timezone", "notify_empty")
@@ -460,6 +461,8 @@ class Subscribers(Repository):
             row.active = active
             if active:
                 row.paused_reason = None
+                if row.id is not None:  # the count of refusals starts again
+                    session.execute(refusals_forgotten(row.id))
             session.add(row)
             session.commit()
             return True

@@ -14,8 +14,8 @@ from dataclasses import fields
 from datetime import date, datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Index, LargeBinary, UniqueConstraint, text
-from sqlmodel import Field, SQLModel
+from sqlalchemy import Index, LargeBinary, UniqueConstraint, Update, text, update
+from sqlmodel import Field, SQLModel, col
 
 from bot.core.models import MAX_ID_LENGTH
 
@@ -193,11 +193,25 @@ class OutboxRow(SQLModel, table=True):
     lease_owner: str | None = Field(default=None, max_length=128)
     lease_until: datetime | None = None
     last_error: str | None = None
+    # Failed because its recipient refused it (a 5xx): what counts toward pausing them.
+    # A resume clears it, so that the count starts again.
+    refused: bool = False
     created_at: datetime
     sent_at: datetime | None = None
     # A digest sent as several messages (Slack: a summary and its thread) records each
     # message as it is accepted, so a retry goes on after the last one (JSON).
     progress: str | None = None
+
+
+def refusals_forgotten(subscriber_id: int, channel: str | None = None) -> Update:
+    """The statement a resume runs: the subscriber's refusals (on `channel`, when given)
+    count no more toward pausing them again."""
+    query = update(OutboxRow).where(
+        col(OutboxRow.subscriber_id) == subscriber_id, col(OutboxRow.refused)
+    )
+    if channel is not None:
+        query = query.where(col(OutboxRow.channel) == channel)
+    return query.values(refused=False)
 
 
 class OutboxMessageRow(SQLModel, table=True):

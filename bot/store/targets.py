@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from bot.store.database import Repository, aware, failing_as
-from bot.store.tables import DestinationRow, TargetPauseRow
+from bot.store.tables import DestinationRow, TargetPauseRow, refusals_forgotten
 
 MAX_DESTINATIONS = 20  # per subscriber: more is a mistake (or an abuse of the page)
 
@@ -157,5 +157,6 @@ class Targets(Repository):
             query = query.where(col(TargetPauseRow.channel) == channel)
         with failing_as("resume the targets"), self.database.session() as session:
             result = session.execute(query)
+            session.execute(refusals_forgotten(subscriber_id, channel))  # counted afresh
             session.commit()
             return int(result.rowcount)  # type: ignore[attr-defined]

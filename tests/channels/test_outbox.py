@@ -512,9 +512,6 @@ def test_a_stored_message_its_channel_cannot_read_fails_alone(
     assert any(r.exc_info and r.exc_info[0] is KeyError for r in caplog.records)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the outbox keeps no mark of a refusal: a give-up counts as one"
-)
 def test_digests_given_up_on_are_not_counted_as_refused(
     store: Store, full_feed_papers: tuple[Paper, ...]
 ) -> None:
@@ -551,5 +548,27 @@ def test_refusals_at_an_old_address_do_not_count_for_the_new_one(
             [done] = asyncio.run(drain(store, channel(port), clock=clock))
             assert done.status == "failed" and not done.paused
             clock.now += timedelta(days=1)
+    row = store.subscribers.get("ada")
+    assert row is not None and row.active
+
+
+def test_a_resume_starts_the_count_of_refusals_again(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """Paused after three refusals and resumed (the mailbox was full, and is no more): the
+    next refusal is one in a row, not four."""
+    ada = subscribe(store, "ada")
+    clock = Clock(T0)
+    outcomes = []
+    with smtp_sink() as (sink, port):
+        sink.refuse["ada@lab.example"] = "552 5.2.2 mailbox full"
+        for day in range(4):
+            if day == 3:
+                assert store.subscribers.set_active("ada", True, now=clock.now)
+            queue(store, ada, full_feed_papers[:2], period=f"d{day}", now=clock.now)
+            [done] = asyncio.run(drain(store, channel(port), clock=clock))
+            outcomes.append(done.paused)
+            clock.now += timedelta(days=1)
+    assert outcomes == [False, False, True, False]
     row = store.subscribers.get("ada")
     assert row is not None and row.active

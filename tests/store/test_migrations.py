@@ -666,6 +666,55 @@ def test_0017_queues_jobs_and_going_back_drops_only_those_not_rendered(
     assert kept == ["d1"] and deliveries == 0 and "job" not in columns
 
 
+@pytest.mark.database
+def test_0018_takes_old_failures_as_refusals_unless_given_up_and_goes_back(
+    database_url: str,
+) -> None:
+    """Revision 0018 marks a failed digest refused or not: of the digests failed before it,
+    those given up after their retries are not refusals, the others are (as the count of
+    refusals in a row read them); a sent or pending one is not. Back to 0017, the column
+    goes and every record stays."""
+    migrate_to(database_url, BASELINE)
+    migrate_to(database_url, "0017")
+    when = datetime(2026, 11, 27, 8, 0, tzinfo=UTC)
+    engine = create_engine(normalize_url(database_url))
+    errors = {
+        "d1": ("failed", "550 5.1.1 no such mailbox"),
+        "d2": ("failed", "gave up after 8 attempts: 451 4.4.1 no answer from host"),
+        "d3": ("sent", None),
+        "d4": ("pending", "451 4.4.1 no answer from host"),
+    }
+    with engine.begin() as connection:
+        sid = insert_subscriber(connection, when)
+        for day, (digest, (status, error)) in enumerate(errors.items(), start=1):
+            insert_sent_email(
+                connection,
+                sid,
+                when,
+                digest_id=digest,
+                period=f"daily:2026-11-0{day}",
+                status=status,
+                last_error=error,
+            )
+    engine.dispose()
+    migrate_to(database_url, head())
+    assert differences(database_url) == []
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        refused = dict(connection.execute(text("SELECT digest_id, refused FROM outbox")).all())
+        assert {digest: bool(flag) for digest, flag in refused.items()} == {
+            "d1": True,
+            "d2": False,
+            "d3": False,
+            "d4": False,
+        }
+        command.downgrade(alembic_config(connection), "0017")
+        kept = connection.execute(text("SELECT count(*) FROM outbox")).scalar_one()
+        columns = {c["name"] for c in sqlalchemy_inspect(connection).get_columns("outbox")}
+    engine.dispose()
+    assert kept == 4 and "refused" not in columns
+
+
 def legacy_database(folder: Path) -> Path:
     """A copy of the database 0d0a80b wrote, in `folder`."""
     path = folder / "paperbell-0d0a80b.sqlite"

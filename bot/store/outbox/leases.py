@@ -404,15 +404,21 @@ class OutboxLeases(Repository):
             return bool(result.rowcount)  # type: ignore[attr-defined]
 
     def mark_failed(
-        self, outbox_id: int, *, owner: str, error: str, sent: Iterable[str] = ()
+        self,
+        outbox_id: int,
+        *,
+        owner: str,
+        error: str,
+        sent: Iterable[str] = (),
+        refused: bool = False,
     ) -> int | None:
-        """Give up on a record (a permanent failure, or too many attempts) and release its
-        papers, so the subscriber's next digest holds them: nothing is lost. The papers in
-        `sent` ("id@version") reached the far end before it failed (a Slack thread cut off
-        half-way): they are recorded as delivered, never sent again. Returns how many of
-        the subscriber's latest records on this channel to this recipient in a row have
-        failed, or None (nothing written) if `owner` lost the lease: the record is another
-        worker's."""
+        """Give up on a record (`refused` by its recipient, or too many attempts) and
+        release its papers, so the subscriber's next digest holds them: nothing is lost. The
+        papers in `sent` ("id@version") reached the far end before it failed (a Slack thread
+        cut off half-way): they are recorded as delivered, never sent again. Returns how
+        many of the subscriber's latest records on this channel to this recipient were
+        refused in a row (those given up in between count for nothing), or None (nothing
+        written) if `owner` lost the lease: the record is another worker's."""
         with self.database.session() as session:
             row = session.exec(
                 select(OutboxRow)
@@ -425,7 +431,7 @@ class OutboxLeases(Repository):
             ).first()
             if row is None:
                 return None
-            row.status, row.last_error = "failed", error
+            row.status, row.last_error, row.refused = "failed", error, refused
             # Free the period: the papers go back to the subscriber, whose next digest
             # (maybe the very same papers, the same digest id) must be able to queue.
             row.period = f"{row.period}#failed-{row.id}"[:128]
@@ -442,8 +448,8 @@ class OutboxLeases(Repository):
                 else:
                     session.delete(delivery)
             session.commit()
-            statuses = session.exec(
-                select(OutboxRow.status)
+            outcomes = session.exec(
+                select(OutboxRow.status, OutboxRow.refused)
                 .where(
                     OutboxRow.subscriber_id == row.subscriber_id,
                     OutboxRow.channel == row.channel,
@@ -454,12 +460,12 @@ class OutboxLeases(Repository):
                 .order_by(col(OutboxRow.id).desc())
                 .limit(20)
             ).all()
-        failed = 0
-        for status in statuses:
+        refusals = 0
+        for status, was_refused in outcomes:
             if status != "failed":
                 break
-            failed += 1
-        return failed
+            refusals += was_refused
+        return refusals
 
 
 def _queue_part(
