@@ -119,15 +119,19 @@ class Front:
 
         self._socket = asyncio.create_task(connect())
 
+    async def replies(self) -> None:
+        """Wait for the slash commands' late replies (a /papers digest being sent)."""
+        if self.slack is not None:
+            await self.slack.responder.wait()
+            if self.slack.buttons is not None:
+                await self.slack.buttons.wait()
+
     async def close(self) -> None:
         """Stop Socket Mode and wait for the slash commands' late replies."""
         self.stop.set()
         if self._socket is not None:
             await asyncio.gather(self._socket, return_exceptions=True)
-        if self.slack is not None:
-            await self.slack.responder.wait()
-            if self.slack.buttons is not None:
-                await self.slack.buttons.wait()
+        await self.replies()
 
 
 async def run_daemon(
@@ -196,7 +200,7 @@ async def run_daemon(
             else None
         )
         try:
-            await daemon.serve(stop, web=server, interval=interval)
+            await daemon.serve(stop, web=server, interval=interval, replies=front.replies)
         except asyncio.CancelledError:
             return EXIT_INTERRUPTED
         finally:

@@ -495,10 +495,17 @@ class Daemon:
             return None
 
     async def serve(
-        self, stop: asyncio.Event, *, web: Any = None, interval: float | None = None
+        self,
+        stop: asyncio.Event,
+        *,
+        web: Any = None,
+        interval: float | None = None,
+        replies: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Run until `stop` is set: a tick every `interval` seconds (default [daemon]
-        tick_seconds), the web app (a uvicorn server) beside."""
+        tick_seconds), the web app (a uvicorn server) beside. At the end, `replies()` waits
+        for the work the web app's requests left running (a /papers digest being sent),
+        which holds claims under this process's name too."""
         now = self.clock()
         self.counters.started = now
         if self.leadership is None:
@@ -517,7 +524,7 @@ class Daemon:
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopped.cancel()
-            await self._shutdown(timer, web, web_task)
+            await self._shutdown(timer, web, web_task, replies)
 
     async def _timer(self, stop: asyncio.Event, interval: float) -> None:
         """A tick now, then one every `interval` seconds of the event loop's monotonic clock
@@ -540,9 +547,16 @@ class Daemon:
         except SystemExit:  # uvicorn exits when it cannot listen (port taken)
             log.error("the web app could not start")
 
-    async def _shutdown(self, timer: asyncio.Task[None], web: Any, web_task: Any) -> None:
+    async def _shutdown(
+        self,
+        timer: asyncio.Task[None],
+        web: Any,
+        web_task: Any,
+        replies: Callable[[], Awaitable[None]] | None,
+    ) -> None:
         """Stop ticking; let a running tick finish its batch, or abandon it after the grace
-        period and hand its claimed digests back at once."""
+        period; stop the web app and wait for its `replies`, as long; then hand the claimed
+        digests back at once."""
         self.stopping = True
         timer.cancel()
         await asyncio.gather(timer, return_exceptions=True)
@@ -569,6 +583,11 @@ class Daemon:
             web.should_exit = True
             if web_task is not None:
                 await asyncio.gather(web_task, return_exceptions=True)
+        if replies is not None:
+            try:
+                await asyncio.wait_for(replies(), grace)
+            except TimeoutError:
+                log.warning("abandoned the slash commands' work under way")
         released = self.store.outbox.release(self.owner)
         if released:
             log.info("handed back %s", plural(released, "claimed digest"))

@@ -590,3 +590,62 @@ def test_the_timer_ticks_on_time_skips_beats_while_a_tick_runs_and_stops(tmp_pat
     started, most = asyncio.run(main())
     assert most == 1
     assert 2 <= started <= 5  # ~1 s of 0.25 s ticks on a 0.1 s timer
+
+
+def test_claims_are_handed_back_only_after_the_slash_commands_work_is_done(
+    tmp_path: Path,
+) -> None:
+    """At shutdown, a /papers digest still being sent holds its claim under the daemon's
+    name: the daemon waits for it (`replies`) before handing its claims back, so that no
+    other process takes that digest over and sends it again."""
+    from support.clock import Clock
+    from support.workers import message
+
+    from bot.core.models import Subscriber
+    from bot.demo.data import bundled_papers
+    from bot.pipeline import wire, wire_daemon
+    from bot.pipeline.scheduler import Daemon
+
+    config = parse_config(
+        {
+            "version": 1,
+            "database": {"url": f"sqlite:///{tmp_path / 'paperbell.sqlite'}"},
+            "daemon": {"shutdown_grace_seconds": 5},
+        },
+        environ={},
+    )
+    now = at("2026-11-24T12:00")
+    store = Store.open(config.database_url())
+    store.subscribers.sync_config([Subscriber("ada", "ada@lab.example", ("x",))], now=now)
+    ada = store.subscribers.get("ada")
+    assert ada is not None and ada.id is not None
+    store.outbox.enqueue(
+        ada.id,
+        channel="email",
+        period="now:1",
+        digest_id="d-ada",
+        recipient="ada@lab.example",
+        payload=message("ada"),
+        sent=tuple(bundled_papers())[:3],
+        now=now,
+    )
+    clock = Clock(now)
+    parts = wire(config, store, {})
+    daemon = Daemon(parts, wire_daemon(config, parts, clock=clock), fetcher=None, clock=clock)
+    [claimed] = store.outbox.claim(daemon.owner, now=now, lease=timedelta(minutes=5))
+    recorded: list[bool] = []
+
+    async def digest_being_sent() -> None:  # the relay answers once the daemon is stopping
+        await asyncio.sleep(0.3)
+        recorded.append(store.outbox.mark_sent(claimed.id, owner=daemon.owner, now=clock()))
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        asyncio.get_running_loop().call_later(0.1, stop.set)
+        await asyncio.wait_for(daemon.serve(stop, interval=60, replies=digest_being_sent), 10)
+
+    asyncio.run(main())
+    totals = store.outbox.totals(now=now)
+    store.close()
+    assert recorded == [True]  # still its claim when the relay took it: recorded as sent
+    assert totals.get("sent") == 1 and not totals.get("pending")
