@@ -63,7 +63,7 @@ from bot.channels.base import (
     failed,
     notify,
 )
-from bot.channels.guard import guarded
+from bot.channels.guard import Connections, guarded, watched
 from bot.channels.registry import ChannelKind, register
 from bot.core.addresses import Reach
 from bot.core.links import UNSIGNED
@@ -390,17 +390,20 @@ class AppriseChannel:
     async def _send(
         self, key: str, url: str, delivery: AppriseDelivery, title: str, body: str
     ) -> None:
-        """One message, in a worker thread, within the deadline; paced after the last."""
+        """One message, in a worker thread, within the deadline (its connections cut off
+        when it passes); paced after the last."""
         found = destination(url)
         await self._pace(key, found)
         deadline = self.settings.deadline
         guard = key in self._guarded
+        connections = Connections()
+        send = (key, url, title, body, delivery.markdown, guard, connections)
         try:
             ok, records, refusal = await asyncio.wait_for(
-                asyncio.to_thread(self._notify, key, url, title, body, delivery.markdown, guard),
-                timeout=deadline,
+                asyncio.to_thread(self._notify, *send), timeout=deadline
             )
         except TimeoutError:
+            connections.cut_off()
             raise AppriseFailure(f"no answer within {deadline:g} s", permanent=False) from None
         finally:
             self._last[key] = self._monotonic()
@@ -422,11 +425,18 @@ class AppriseChannel:
         )
 
     def _notify(
-        self, key: str, url: str, title: str, body: str, markdown: bool, guard: bool
+        self,
+        key: str,
+        url: str,
+        title: str,
+        body: str,
+        markdown: bool,
+        guard: bool,
+        connections: Connections,
     ) -> tuple[bool, list[logging.LogRecord], str | None]:
-        """Send one message with the destination's plugin (run in a worker thread); one
-        given on the manage page (`guard`) through the guard. The refusal, if the guard
-        refused it."""
+        """Send one message with the destination's plugin (run in a worker thread), its
+        connections kept in `connections`; one given on the manage page (`guard`) through
+        the guard. The refusal, if the guard refused it."""
         import apprise  # here: only a process that sends to Apprise loads it
 
         with captured() as records:
@@ -440,7 +450,8 @@ class AppriseChannel:
                             setattr(plugin, timeout, min(own, self.settings.deadline))
                 fmt = apprise.NotifyFormat.MARKDOWN if markdown else apprise.NotifyFormat.TEXT
                 if not guard:
-                    return self._plugin_notify(plugin, title, body, fmt), records, None
+                    with watched(connections):
+                        return self._plugin_notify(plugin, title, body, fmt), records, None
                 reach = self.settings.reach
                 if not reach.on:
                     return False, records, "destinations given on the page are off on this site"
@@ -448,7 +459,8 @@ class AppriseChannel:
                 if refusal is not None:
                     return False, records, refusal
                 plugin.redirects = False  # Apprise's own switch; each hop is guarded anyway
-                with guarded(reach, hosts=network_hosts(url, plugin)) as refused:
+                hosts = network_hosts(url, plugin)
+                with guarded(reach, hosts=hosts, connections=connections) as refused:
                     ok = self._plugin_notify(plugin, title, body, fmt)
                 if refused:
                     log.warning(

@@ -12,6 +12,11 @@ say why. Only numeric addresses pass (the resolver already turned every spelling
 into its standard form); a name, or a local socket's path, is refused. The hook, once
 added, stays for the process's life (Python keeps audit hooks); outside a guarded block it
 returns at once. Which addresses may be reached is `bot.core.addresses`'s to say.
+
+The same hook keeps the connections a send opens (`Connections`, with `guarded` or
+`watched`), so that the sender can cut them off when its deadline passes: a service that
+answers a byte at a time, or without end, stays within each read's timeout and would hold
+the sending thread, and fill its memory, for as long as it likes.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,16 +77,51 @@ def host_refusal(host: str, reach: Reach, *, resolve: Resolve = lookup) -> str |
     return None
 
 
+class Connections:
+    """The connections one send opened, each kept as a copy of its socket, so that another
+    thread can cut them off (`cut_off`) when the send's deadline passes; once cut off, a
+    connection the send tries next is refused."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._copies: list[socket.socket] = []
+        self._cut = False
+
+    def opened(self, sock: Any) -> None:
+        with self._lock:
+            if self._cut:
+                raise Refused("the send's deadline passed")
+            with suppress(OSError, AttributeError, ValueError):
+                self._copies.append(socket.fromfd(sock.fileno(), sock.family, sock.type))
+
+    def cut_off(self) -> None:
+        """End every connection the send opened: its reads end at once."""
+        with self._lock:
+            self._cut = True
+            for copy in self._copies:
+                with suppress(OSError):
+                    copy.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        """Let go of the copies (the send is over)."""
+        with self._lock:
+            copies, self._copies = self._copies, []
+        for copy in copies:
+            copy.close()
+
+
 @dataclass
 class _Guard:
-    """One guarded send: what it may reach, and the addresses it was refused."""
+    """One watched send: what it may reach (None: anywhere), the addresses it was refused,
+    and the connections it opened."""
 
-    reach: Reach
+    reach: Reach | None
     named: frozenset[str]  # the addresses of the hosts the operator allows by name
+    connections: Connections
     refused: list[str] = field(default_factory=list)
 
     def check(self, address: Any) -> None:
-        if address is None:  # sendmsg on a connected socket: checked when it connected
+        if address is None or self.reach is None:  # sendmsg: checked when it connected
             return
         host = address[0] if isinstance(address, tuple) and address else None
         ip = parse_ip(host) if isinstance(host, str) else None
@@ -102,6 +142,8 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         guard: _Guard | None = getattr(_local, "guard", None)
         if guard is not None:
             guard.check(args[1] if len(args) > 1 else None)
+            if event == "socket.connect" and args:
+                guard.connections.opened(args[0])
 
 
 def _install() -> None:
@@ -113,20 +155,40 @@ def _install() -> None:
 
 @contextmanager
 def guarded(
-    reach: Reach, *, hosts: Iterable[str] = (), resolve: Resolve = lookup
+    reach: Reach,
+    *,
+    hosts: Iterable[str] = (),
+    resolve: Resolve = lookup,
+    connections: Connections | None = None,
 ) -> Iterator[list[str]]:
     """While the block runs, every connection this thread opens must go to an address
     `reach` allows, or to one of `hosts` that the operator allows by name (looked up
-    now). Yields the list of the addresses refused meanwhile."""
-    _install()
+    now), and is kept in `connections`. Yields the list of the addresses refused
+    meanwhile."""
     named: set[str] = set()
     for host in hosts:
         name = host.strip().strip("[]").rstrip(".").lower()
         if name and name in reach.hosts:
             named.update(str(parse_ip(a)) for a in resolve(name) or () if parse_ip(a))
-    outer = getattr(_local, "guard", None)
-    guard = _local.guard = _Guard(reach, frozenset(named))
-    try:
+    with _watching(_Guard(reach, frozenset(named), connections or Connections())) as guard:
         yield guard.refused
+
+
+@contextmanager
+def watched(connections: Connections) -> Iterator[None]:
+    """While the block runs, every connection this thread opens, wherever it goes, is kept
+    in `connections`."""
+    with _watching(_Guard(None, frozenset(), connections)):
+        yield
+
+
+@contextmanager
+def _watching(guard: _Guard) -> Iterator[_Guard]:
+    _install()
+    outer = getattr(_local, "guard", None)
+    _local.guard = guard
+    try:
+        yield guard
     finally:
         _local.guard = outer
+        guard.connections.close()

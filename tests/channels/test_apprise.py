@@ -18,10 +18,12 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from support.chat import chat_server
+from support.servers import hostile_server
 
 from bot.channels import RenderContext, SendOutcome, Target
 from bot.channels.apprise import AppriseChannel, AppriseDelivery, AppriseKind, AppriseSettings
 from bot.channels.apprise_urls import Unreadable, destination, destination_channel, split_urls
+from bot.core.addresses import parse_reach
 from bot.core.models import Digest, Paper, Subscriber
 from bot.demo import bundled_papers
 from bot.match.digest import build_digest
@@ -270,6 +272,36 @@ def test_a_service_that_does_not_answer_in_time_is_retried_later(
         (outcome,), sent = send(channel, [("a", delivery_of(url, digest_of(papers, 3)))])
         assert not outcome.ok and not outcome.permanent and sent == []
         assert "no answer within 0.5 s" in (outcome.error or "")
+
+
+@pytest.mark.parametrize("given_on_page", [False, True])
+def test_a_service_that_answers_byte_by_byte_is_cut_off_at_the_deadline(
+    papers: tuple[Paper, ...], given_on_page: bool
+) -> None:
+    """A service that trickles its answer (or sends one without end) keeps each read within
+    the plugin's timeout: the deadline must end the send itself, not only the wait for it,
+    or each attempt holds a thread, and what it reads, for good."""
+
+    async def attempt() -> tuple[SendOutcome, list[int]]:
+        async with hostile_server(drip_seconds=0.05) as server:
+            url = f"json://127.0.0.1:{server.port}/drip"
+            channel, _ = channel_for(
+                url,
+                deadline=0.5,
+                given_on_page=lambda: [url] if given_on_page else [],
+                reach=parse_reach(["127.0.0.1"]),  # a hostile public server's stand-in
+            )
+            delivery = delivery_of(url, digest_of(papers, 3))
+            (outcome,) = await channel.send_all([("a", delivery)], lambda _item: None)
+            read = []
+            for _ in range(3):
+                await asyncio.sleep(0.5)
+                read.append(server.sent["/drip"])
+            return outcome, read
+
+    outcome, read = asyncio.run(attempt())
+    assert not outcome.ok and "no answer within 0.5 s" in (outcome.error or "")
+    assert read[1] == read[2], f"still reading after the deadline: {read}"
 
 
 def test_a_digest_in_parts_goes_on_where_it_stopped(papers: tuple[Paper, ...]) -> None:
