@@ -259,6 +259,7 @@ RUNAWAY_FIELDS: dict[str, dict[str, Any]] = {
     "an author": {"authors": (RUNAWAY, "Ada Lovelace")},
     "journal_ref": {"journal_ref": RUNAWAY},
     "a category": {"categories": (RUNAWAY,)},
+    "categories": {"categories": tuple(f"cat.{n:05d}" for n in range(20_000))},
     "abstract": {"abstract": RUNAWAY},
 }
 

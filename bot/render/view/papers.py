@@ -41,6 +41,7 @@ from bot.render.words import Words, words_for
 # email that must stay within what mail apps show whole.
 TITLE_CHARS = 500
 NAME_CHARS = 200  # an author, a category, the journal reference
+CATEGORIES_SHOWN = 20  # arXiv lists a handful
 ABSTRACT_CHARS = 10_000
 
 
@@ -127,14 +128,15 @@ def _paper_view(
 
 
 def _cut(paper: Paper) -> Paper:
-    """The paper with each field it shows cut to its limit (`TITLE_CHARS` ...)."""
+    """The paper with each field it shows cut to its limit (`TITLE_CHARS` ...), and its
+    first `CATEGORIES_SHOWN` categories."""
     ref = paper.journal_ref
     return replace(
         paper,
         title=clip(paper.title, TITLE_CHARS),
         abstract=clip(paper.abstract, ABSTRACT_CHARS),
         authors=tuple(clip(name, NAME_CHARS) for name in paper.authors),
-        categories=tuple(clip(name, NAME_CHARS) for name in paper.categories),
+        categories=tuple(clip(name, NAME_CHARS) for name in paper.categories[:CATEGORIES_SHOWN]),
         journal_ref=clip(ref, NAME_CHARS) if ref is not None else None,
     )
 
