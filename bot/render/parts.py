@@ -53,8 +53,9 @@ class DigestPart:
 
 def part_id(digest_id: str, number: int) -> str:
     """The digest id of a digest's `number`th part: its own Message-ID, archive page and
-    outbox record (`paperbell.1a2b…p2`)."""
-    return f"{digest_id}p{number}"
+    outbox record (`paperbell.1a2b…p2`). The first part keeps the digest's own id: it is
+    sent from the digest's outbox record, which its links (archive, rating) name."""
+    return digest_id if number == 1 else f"{digest_id}p{number}"
 
 
 def parts_needed(size: int, budget: int) -> int:

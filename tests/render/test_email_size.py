@@ -25,13 +25,14 @@ from annotated_types import Le
 from sqlmodel import select
 from support.config import sink_email
 from support.demo_texts import HEAVY_RULES, fifty_paper_digest, heaviest_digest
+from support.digests import make_paper, sample_digest
 from support.servers import smtp_sink
 
 from bot.channels.linking import Linker
 from bot.config import parse_config
 from bot.config.subscribers import SubscriberConfig
 from bot.core.links import LinkSigner, max_ages
-from bot.core.models import Digest, Paper
+from bot.core.models import Digest, DigestItem, Paper
 from bot.pipeline import DeliveryReport, DeliveryRequest, build_channels, deliver, wire
 from bot.render.email import (
     HTML_BUDGET,
@@ -39,6 +40,7 @@ from bot.render.email import (
     DigestLinks,
     html_size,
     render_digest,
+    render_parts,
 )
 from bot.render.words import words_for
 from bot.store import Store, utcnow
@@ -249,3 +251,38 @@ def test_a_realistic_fifty_paper_digest_with_its_votes_is_light(changes: dict[st
     assert not any(note in email.html for note in SHORTENED_NOTES.values())
     assert size < (75_000 if not changes else 90_000), size
     assert size - bare < 15_000, size - bare
+
+
+RUNAWAY = "word " * 40_000  # 200,000 characters: a broken or hostile feed's field
+RUNAWAY_FIELDS: dict[str, dict[str, Any]] = {
+    "title": {"title": RUNAWAY},
+    "an author": {"authors": (RUNAWAY, "Ada Lovelace")},
+    "journal_ref": {"journal_ref": RUNAWAY},
+    "a category": {"categories": (RUNAWAY,)},
+    "categories": {"categories": tuple(f"cat.{n:05d}" for n in range(20_000))},
+    "abstract": {"abstract": RUNAWAY},
+}
+
+
+@pytest.mark.parametrize("abstracts", ["short", "full"])
+@pytest.mark.parametrize("fields", RUNAWAY_FIELDS.values(), ids=RUNAWAY_FIELDS.keys())
+def test_a_paper_with_a_runaway_field_is_shown_cut_beside_every_other(
+    fields: dict[str, Any], abstracts: str
+) -> None:
+    """A paper whose title, author, journal reference, category or abstract runs to
+    200,000 characters, ranked first: it is shown cut, and every other paper is there, in
+    one email within the budget (text part too), none left out."""
+    sample = sample_digest()
+    runaway = make_paper(9, **fields)
+    first = sample.groups[0]
+    item = DigestItem(paper=runaway, rules=(first.rule,), hits=(), score=5.0)
+    digest = replace(
+        sample,
+        groups=(replace(first, items=(item, *first.items)), *sample.groups[1:]),
+        subscriber=replace(sample.subscriber, abstracts=abstracts),
+    )
+    (email,) = render_parts(digest)
+    assert email.digest is not None
+    assert email.digest.count == digest.count == shown(email.html)
+    assert email.digest.omitted == digest.omitted  # none left out to fit
+    assert html_size(email.html) <= HTML_BUDGET and len(email.text) <= HTML_BUDGET

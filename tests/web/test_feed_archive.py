@@ -263,3 +263,27 @@ def test_a_plain_text_email_and_a_slack_digest_are_shown_too(site: Site) -> None
     send_by_slack(site, ada.id, papers, digest_id="paperbell.chat1", channel="apprise:0123456789ab")
     listing = site.http.get(archive_path(site, "ada"))
     assert "Chat / push" in listing.text and "0123456789" not in listing.text
+
+
+def test_each_part_of_a_digest_sent_in_parts_opens_its_own_page(site: Site) -> None:
+    """Full abstracts of 147 papers come in numbered parts: the "view in browser" link
+    and the rating link of every part, the first too, open that very part."""
+    site.store.subscribers.add(
+        "mia", email="mia@lab.example", rules=["cat:cs.LG"], now=site.clock(), max_papers=200
+    )
+    site.store.subscribers.set_schedule("mia", abstracts="full", long_emails="parts")
+    site.deliver()
+    parts = mail_to(site, "mia@lab.example")
+    assert len(parts) >= 2
+    for message in parts:
+        html, text = body(message, "html"), body(message, "plain")
+        view = re.search(r'href="(https://[^"]+/archive/[^"]+)">View in your browser', html)
+        assert view, message["Subject"]
+        page = site.http.get(site.local(view.group(1)))
+        assert page.status_code == 200, message["Subject"]
+        assert emailed_papers(message) <= set(re.findall(r"arxiv\.org/abs/([^\"<\s]+)", page.text))
+        (rating,) = re.findall(rf"{SITE}/rate/\S+", text)
+        rate = site.http.get(site.local(rating))
+        assert rate.status_code == 200, message["Subject"]
+        listed = set(re.findall(r'name="paper" value="([^"]+)"', rate.text))
+        assert listed == emailed_papers(message)

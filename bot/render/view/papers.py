@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from bot.core.links import web_url
 from bot.core.models import Digest, DigestItem, Paper
-from bot.render.text import Excerpt, Segment, excerpt, highlight
+from bot.render.text import Excerpt, Segment, clip, excerpt, highlight
 from bot.render.view.models import (
     BRIEF_CHARS,
     SHORT_CHARS,
@@ -34,6 +34,15 @@ from bot.render.view.models import (
 )
 from bot.render.view.texts import TextsView, similar_marker, texts_view, with_texts
 from bot.render.words import Words, words_for
+
+# The most a view shows of a paper's own fields, in characters: far past any real paper's
+# (arXiv takes titles of about 300 and abstracts of 1,920), so that a broken or hostile
+# feed's field of megabytes is shown cut, and never pushes the paper's neighbours out of an
+# email that must stay within what mail apps show whole.
+TITLE_CHARS = 500
+NAME_CHARS = 200  # an author, a category, the journal reference
+CATEGORIES_SHOWN = 20  # arXiv lists a handful
+ABSTRACT_CHARS = 10_000
 
 
 def item_view(
@@ -78,6 +87,7 @@ def _paper_view(
 ) -> tuple[ItemView, tuple[Segment, ...]]:
     """What an item's view owes to its paper, its highlights and the length of text shown
     alone (numbered 0, no rules, no "similar to" marker), and its highlighted abstract."""
+    paper = _cut(paper)
     primary = paper.primary_category
     markers: list[str] = []
     if paper.is_cross and primary:
@@ -115,6 +125,20 @@ def _paper_view(
         hf_url=web_url(paper.hf_url, what=whose) if paper.on_arxiv else None,
     )
     return view, tuple(abstract)
+
+
+def _cut(paper: Paper) -> Paper:
+    """The paper with each field it shows cut to its limit (`TITLE_CHARS` ...), and its
+    first `CATEGORIES_SHOWN` categories."""
+    ref = paper.journal_ref
+    return replace(
+        paper,
+        title=clip(paper.title, TITLE_CHARS),
+        abstract=clip(paper.abstract, ABSTRACT_CHARS),
+        authors=tuple(clip(name, NAME_CHARS) for name in paper.authors),
+        categories=tuple(clip(name, NAME_CHARS) for name in paper.categories[:CATEGORIES_SHOWN]),
+        journal_ref=clip(ref, NAME_CHARS) if ref is not None else None,
+    )
 
 
 def _excerpt(abstract: Sequence[Segment], length: TextLength, *, seen: Sequence[str]) -> Excerpt:
