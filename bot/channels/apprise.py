@@ -7,8 +7,10 @@ DingTalk, WeChat Work, a JSON webhook ...), through Apprise's own plugins.
 `apprise_env` names (a database subscriber's too, and those it gave on the manage page)
 are its targets, one each: "apprise:<key>", the key a digest of the URL's privacy form
 (`bot.channels.apprise_urls`), so that each has its own outbox records, retries, pause and
-delivery history, and a queued digest names its destination by key, never by URL. The
-digest is rendered by `bot.render.apprise` in the shape the service takes.
+delivery history, and a queued digest names its destination by key, never by URL: the
+sender takes the URL with that key among its subscriber's own (two subscribers' URLs may
+share a key: they differ only in their query). The digest is rendered by
+`bot.render.apprise` in the shape the service takes.
 
 `AppriseChannel` sends, the only I/O. Apprise is synchronous (requests): each message is
 sent in a worker thread within an overall deadline. Destinations are served side by side,
@@ -81,15 +83,15 @@ PASSING = frozenset({408, 425, 429})
 @dataclass(frozen=True)
 class AppriseSettings:
     """What the Apprise channel is given: where the variables that hold URLs are read
-    (`environ`), every URL a destination may be (`urls`: the config's lists, the variables'
-    values, those subscribers gave on the manage page; asked again before each batch, so
-    a destination added meanwhile is found), the deadline of one message, and a pace that
-    overrides each plugin's own (None: the plugin's). `given_on_page`: the URLs subscribers
-    gave on the manage page (asked with `urls`), sent through the guard to where `reach`
-    allows."""
+    (`environ`), every URL a destination may be, with the id of the subscriber whose it is
+    (`urls`: the config's lists, the variables' values, those subscribers gave on the
+    manage page; asked again before each batch, so a destination added meanwhile is
+    found), the deadline of one message, and a pace that overrides each plugin's own
+    (None: the plugin's). `given_on_page`: the URLs subscribers gave on the manage page
+    (asked with `urls`), sent through the guard to where `reach` allows."""
 
     environ: Mapping[str, str] = field(default_factory=dict)
-    urls: Callable[[], Iterable[str]] = lambda: ()
+    urls: Callable[[], Iterable[tuple[int | None, str]]] = lambda: ()
     deadline: float = 60.0
     pace: float | None = None
     given_on_page: Callable[[], Collection[str]] = lambda: ()
@@ -264,7 +266,7 @@ class AppriseChannel:
         self.settings = settings
         self._sleep, self._monotonic = sleep, monotonic
         self._last: dict[str, float] = {}  # destination key -> when a message last went
-        self._plugins: dict[str, Any] = {}  # destination key -> its plugin (kept: paced)
+        self._plugins: dict[str, Any] = {}  # URL -> its plugin (kept: paced)
         self._locks: dict[str, asyncio.Lock] = {}  # of the event loop that made them
         self._loop: asyncio.AbstractEventLoop | None = None
         self._guarded: set[str] = set()  # keys of destinations given on the manage page
@@ -302,27 +304,29 @@ class AppriseChannel:
             queues.setdefault(delivery.key, []).append((item, delivery))
         results = await asyncio.gather(
             *(
-                self._serve(key, queue, urls.get(key), on_sent, should_stop, on_progress)
+                self._serve(key, queue, urls, on_sent, should_stop, on_progress)
                 for key, queue in queues.items()
             )
         )
         done = {id(o.item): o for outcomes in results for o in outcomes}
         return [done[id(item)] for item, _ in batch if id(item) in done]
 
-    def _urls(self) -> dict[str, str]:
-        """Every known destination's URL, by key (asked now: one added meanwhile is found);
-        the keys of those given on the manage page are kept to send through the guard (a
-        key the page gave too, whoever else did)."""
-        found: dict[str, str] = {}
+    def _urls(self) -> dict[tuple[int | None, str], str]:
+        """Every known destination's URL, by its subscriber's id and its key (asked now: one
+        added meanwhile is found). Two subscribers' URLs may share a key (they differ in
+        their query: a header, a thread): each digest goes with its own subscriber's. The
+        keys of those given on the manage page are kept to send through the guard (a key
+        the page gave too, whoever else did)."""
+        found: dict[tuple[int | None, str], str] = {}
         try:
             urls = list(self.settings.urls())
             given = list(self.settings.given_on_page())
         except Exception:  # the database is gone: each digest waits, as for a lost URL
             log.exception("cannot list the Apprise destinations")
             return found
-        for url in urls:
+        for owner, url in urls:
             try:
-                found.setdefault(destination(url).key, url)
+                found.setdefault((owner, destination(url).key), url)
             except Unreadable:
                 continue
         guarded = set()
@@ -338,7 +342,7 @@ class AppriseChannel:
         self,
         key: str,
         queue: list[tuple[Any, AppriseDelivery]],
-        url: str | None,
+        urls: Mapping[tuple[int | None, str], str],
         on_sent: OnSent,
         should_stop: ShouldStop | None,
         on_progress: OnProgress | None,
@@ -349,6 +353,8 @@ class AppriseChannel:
             for item, delivery in queue:
                 if should_stop is not None and should_stop():
                     break
+                # An outbox item names its subscriber; a URL is found for them alone.
+                url = urls.get((getattr(item, "subscriber_id", None), key))
                 try:
                     if url is None:
                         raise AppriseFailure(
@@ -397,7 +403,7 @@ class AppriseChannel:
         deadline = self.settings.deadline
         guard = key in self._guarded
         connections = Connections()
-        send = (key, url, title, body, delivery.markdown, guard, connections)
+        send = (url, title, body, delivery.markdown, guard, connections)
         try:
             ok, records, refusal = await asyncio.wait_for(
                 asyncio.to_thread(self._notify, *send), timeout=deadline
@@ -426,7 +432,6 @@ class AppriseChannel:
 
     def _notify(
         self,
-        key: str,
         url: str,
         title: str,
         body: str,
@@ -441,9 +446,9 @@ class AppriseChannel:
 
         with captured() as records:
             try:
-                plugin = self._plugins.get(key)
+                plugin = self._plugins.get(url)
                 if plugin is None:
-                    plugin = self._plugins[key] = plugin_for(url)
+                    plugin = self._plugins[url] = plugin_for(url)
                     for timeout in ("socket_connect_timeout", "socket_read_timeout"):
                         own = getattr(plugin, timeout, None)
                         if isinstance(own, int | float):
@@ -513,12 +518,16 @@ def url_secrets(urls: Iterable[str]) -> list[str]:
     return found
 
 
-def known_urls(subscribers: Iterable[Subscriber], environ: Mapping[str, str]) -> list[str]:
-    """Every URL the subscribers' digests may go to: their own, and their variables'."""
-    urls: list[str] = []
+def known_urls(
+    subscribers: Iterable[Subscriber], environ: Mapping[str, str]
+) -> list[tuple[int | None, str]]:
+    """Every URL the subscribers' digests may go to, with the id of the subscriber whose it
+    is: their own, and their variables'."""
+    urls: list[tuple[int | None, str]] = []
     for sub in subscribers:
-        urls += sub.apprise
+        own = list(sub.apprise)
         value = environ.get(sub.apprise_env) if sub.apprise_env else None
         if value:
-            urls += split_urls(value)
+            own += split_urls(value)
+        urls += [(sub.id, url) for url in own]
     return urls

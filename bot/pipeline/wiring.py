@@ -178,7 +178,7 @@ def apprise_settings(config: Config, store: Store | None = None) -> AppriseSetti
     subscribers' and, with `store`, the database subscribers' (asked before each batch);
     those given on the manage page go through the guard, where [apprise] lets them."""
 
-    def urls() -> list[str]:
+    def urls() -> list[tuple[int | None, str]]:
         declared = config.declared_subscribers()
         if store is None:
             return known_urls(declared, config.environ)
@@ -201,7 +201,8 @@ def apprise_settings(config: Config, store: Store | None = None) -> AppriseSetti
 def channel_secrets(config: Config) -> list[str]:
     """The secrets of the channels the config's subscribers name, for the log filter: the
     Apprise URLs in their variables (apprise_env), whole and their secret parts."""
-    return url_secrets(known_urls(config.declared_subscribers(), config.environ))
+    urls = known_urls(config.declared_subscribers(), config.environ)
+    return url_secrets(url for _, url in urls)
 
 
 def build_channels(

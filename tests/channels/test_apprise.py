@@ -202,7 +202,7 @@ def channel_for(*urls: str, **options: Any) -> tuple[AppriseChannel, list[float]
     async def sleep(seconds: float) -> None:
         waits.append(seconds)
 
-    settings_ = AppriseSettings(urls=lambda: list(urls), **options)
+    settings_ = AppriseSettings(urls=lambda: [(None, url) for url in urls], **options)
     return AppriseChannel(settings_, sleep=sleep), waits
 
 
@@ -337,7 +337,7 @@ def test_a_digest_in_parts_goes_on_where_it_stopped(papers: tuple[Paper, ...]) -
         assert waits == [pytest.approx(2.0, abs=0.5)] * 2  # paced: after each message sent
 
         # The retry loads the queued digest with its progress and sends the rest, once.
-        again = AppriseChannel(AppriseSettings(urls=lambda: [url], pace=0))
+        again = AppriseChannel(AppriseSettings(urls=lambda: [(None, url)], pace=0))
         resumed = again.load(json.dumps(_payload(delivery)).encode(), progress[-1])
         (outcome,), sent = send(again, [("a", resumed)])
         assert outcome.ok and sent == ["a"]

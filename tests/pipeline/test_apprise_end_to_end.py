@@ -232,3 +232,63 @@ def test_one_digest_at_each_place_and_a_failing_service_retried_without_delaying
     assert len(in_feed) == len(set(in_feed)) == len(delivered)
     assert set(in_feed) == delivered and set(expected) <= delivered
     print(f"feed: {len(entries)} entries, {len(delivered)} papers delivered, valid Atom")
+
+
+TWO_READERS = """\
+version = 1
+
+[database]
+url = "{database_url}"
+
+[digest]
+window_days = 7
+
+[apprise]
+pace_seconds = 0
+deadline_seconds = 20
+
+[[sources]]
+kind = "arxiv"
+name = "arxiv-all"
+categories = ["cs", "math", "quant-ph", "physics", "cond-mat", "astro-ph", "stat"]
+url = "{feed_url}"
+
+[[subscribers]]
+name = "ada"
+rules = ['quantum']
+max_papers = 3
+apprise = ["{hook}?+X-Reader=ada"]
+
+[[subscribers]]
+name = "bob"
+rules = ['quantum']
+max_papers = 5
+apprise = ["{hook}?+X-Reader=bob"]
+"""
+
+
+def test_two_subscribers_with_one_destination_key_each_get_their_own_url(
+    tmp_path: Path, database_url: str, fixtures_dir: Path
+) -> None:
+    """Two URLs that differ only in their query (a header, a thread) share a key: each
+    subscriber's digest still goes with their own URL, never the other's."""
+    listing = fixtures_dir / "arxiv_rss" / "rss_all-archives-combined_2024-11-28.xml"
+    with chat_server("json") as webhook:
+        config = tmp_path / "config.toml"
+        config.write_text(
+            TWO_READERS.format(
+                database_url=database_url,
+                feed_url=listing.as_uri(),
+                hook=webhook.url("hook"),
+            )
+        )
+        polled = invoke("poll", config=config, env={})
+        assert polled.exit_code == 0, polled.output
+        sent = invoke("digest", "--since", "2024-11-28", config=config, env={})
+        assert sent.exit_code == 0, sent.output
+    numbers: dict[str, list[int]] = {}
+    for message in webhook.messages:
+        reader = {k.lower(): v for k, v in message.headers.items()}.get("x-reader", "")
+        found = re.findall(r"^\**(\d+)\.\**", message.text, re.M)
+        numbers.setdefault(reader, []).extend(int(n) for n in found)
+    assert numbers == {"ada": [1, 2, 3], "bob": [1, 2, 3, 4, 5]}

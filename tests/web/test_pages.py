@@ -494,3 +494,36 @@ def test_the_manage_page_adds_and_removes_apprise_destinations_shown_masked(site
         assert [len(site.subscriber("ada").apprise)] == [1]
     lab = site.http.get(site.link("manage", "lab"))
     assert "Chat and push destinations" in lab.text and "add-destination" not in lab.text
+
+
+def test_two_subscribers_on_one_webhook_each_get_their_digest_with_their_own_url(
+    site: Site,
+) -> None:
+    """Two URLs given on the page that differ only in their query (here a header) share a
+    destination key: neither subscriber is told it is theirs already, and each digest goes
+    with its own subscriber's URL."""
+    from support.chat import chat_server
+
+    site.store.subscribers.add(
+        "bea",
+        email="bea@lab.example",
+        rules=['"large language models" reasoning', "robot cat:cs.RO"],
+        now=START,
+    )
+    with chat_server("json") as webhook:
+        for name in ("ada", "bea"):
+            path = site.link("manage", name)
+            url = webhook.url(f"hook?+X-Reader={name}")
+            added = site.post(path + "/add-destination", {"url": url}, page=path)
+            assert added.status_code == 303, added.text
+        path = site.link("manage", "ada")
+        mine = site.post(
+            path + "/add-destination", {"url": webhook.url("hook?+X-Reader=ann")}, page=path
+        )
+        assert mine.status_code == 400 and "go to json://127.0.0.1" in mine.text
+        reports = site.deliver()
+    sent = [r.subscriber for r in reports if r.channel.startswith("apprise:")]
+    assert sorted(sent) == ["ada", "bea"] and webhook.messages
+    for message in webhook.messages:
+        reader = {k.lower(): v for k, v in message.headers.items()}["x-reader"]
+        assert site.link("manage", reader).split("?")[0] in message.text, reader
