@@ -18,7 +18,7 @@ import pytest
 from support.config import sink_email, toml_table
 
 from bot.cli.planner import PlannerProcess
-from bot.config import load_config
+from bot.config import Config, load_config
 from bot.demo.data import bundled_papers
 from bot.pipeline import wire, wire_daemon
 from bot.pipeline.scheduler import Daemon
@@ -39,6 +39,22 @@ def config_text(database: Path) -> str:
     )
 
 
+def planning_daemon(config: Config, store: Store, planner: PlannerProcess | None = None) -> Daemon:
+    """A daemon that plans and never sends (its senders do), over `store` holding the
+    listing of 2024-11-28 and the config's subscribers; planning in `planner`, if given."""
+    store.papers.upsert(tuple(bundled_papers(source="arxiv")), now=NOW)
+    store.subscribers.sync_config(config.declared_subscribers(), now=NOW - timedelta(days=1))
+    parts = wire(config, store)
+    return Daemon(
+        parts,
+        wire_daemon(config, parts, clock=lambda: NOW),
+        fetcher=None,
+        clock=lambda: NOW,
+        sends=False,
+        planner=planner.plan if planner is not None else None,
+    )
+
+
 def test_a_run_is_planned_in_the_planner_process_and_counted_by_the_daemon(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -52,17 +68,7 @@ def test_a_run_is_planned_in_the_planner_process_and_counted_by_the_daemon(
     config = load_config(path)
     planner = PlannerProcess(path)
     with Store.open(config.database.url) as store:
-        store.papers.upsert(tuple(bundled_papers(source="arxiv")), now=NOW)
-        store.subscribers.sync_config(config.declared_subscribers(), now=NOW - timedelta(days=1))
-        parts = wire(config, store)
-        daemon = Daemon(
-            parts,
-            wire_daemon(config, parts, clock=lambda: NOW),
-            fetcher=None,
-            clock=lambda: NOW,
-            sends=False,
-            planner=planner.plan,
-        )
+        daemon = planning_daemon(config, store, planner=planner)
         try:
             reports = asyncio.run(daemon.digests_due(NOW))
             again = asyncio.run(daemon.digests_due(NOW + timedelta(minutes=1)))
@@ -114,16 +120,7 @@ def test_a_run_told_to_stop_queues_no_more_shares_and_leaves_the_rest_to_the_nex
         return len(shares_begun) > 1
 
     with Store.open(config.database.url) as store:
-        store.papers.upsert(tuple(bundled_papers(source="arxiv")), now=NOW)
-        store.subscribers.sync_config(config.declared_subscribers(), now=NOW - timedelta(days=1))
-        parts = wire(config, store)
-        daemon = Daemon(
-            parts,
-            wire_daemon(config, parts, clock=lambda: NOW),
-            fetcher=None,
-            clock=lambda: NOW,
-            sends=False,
-        )
+        daemon = planning_daemon(config, store)
         stopped = asyncio.run(daemon.plan_due(NOW, should_stop=stop_after_the_first_share))
         later = asyncio.run(daemon.plan_due(NOW + timedelta(minutes=1)))
         again = asyncio.run(daemon.plan_due(NOW + timedelta(minutes=2)))
