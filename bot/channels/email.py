@@ -38,7 +38,7 @@ from bot.channels.base import (
 )
 from bot.channels.limits import RelayLimiter, is_slow_down
 from bot.channels.registry import CHANNEL_KINDS, ChannelKind, kind_of, register
-from bot.core.errors import DeliveryError, StoreError
+from bot.core.errors import DeliveryError, StoreError, unexpected
 from bot.core.mail import MAIL_POLICY
 from bot.core.models import Digest, Subscriber
 from bot.render.email import EmailSettings, render_parts
@@ -314,6 +314,15 @@ class EmailChannel:
                             smtp.close()
                         smtp = None
                         outcomes.append(maybe_sent(item, f"SMTP error: {describe(exc)}"))
+                        break
+                    except (DeliveryError, SlowDown):  # the server's: for the whole batch
+                        raise
+                    except Exception as exc:  # a bug must not leave the rest of the batch unsent
+                        log.exception("email digest failed unexpectedly")
+                        if smtp is not None:
+                            smtp.close()
+                        smtp = None
+                        outcomes.append(maybe_sent(item, f"unexpected error: {unexpected(exc)}"))
                         break
                     else:
                         if errors:  # some recipients refused; ours is the only one

@@ -40,3 +40,35 @@ def test_periods_and_bare_line_endings_arrive_as_written() -> None:
     assert sink.raw[2].endswith(b"a bare LF\r\nand a bare CR\r\nand no CRLF at the end.\r\n")
     # SIZE: the bytes as sent (RFC 1870), the line endings made CRLF, before dot-stuffing.
     assert sink.mail_options == [[f"SIZE={len(raw)}"] for raw in sink.raw]
+
+
+def test_a_fault_with_one_message_fails_it_alone_and_the_batch_goes_on() -> None:
+    """An unexpected error while one message is sent (here, its envelope sender cannot be
+    made) fails that message alone, as a retry: the batch goes on with the next ones, as
+    Slack's and Apprise's do, instead of the error leaving every record of the batch
+    claimed and unsent until its lease ends."""
+    head = b"From: papers@paperbell.example\r\nTo: ada@lab.example\r\nSubject: %d\r\n\r\nhi\r\n"
+
+    def envelope_from(item: object) -> str:
+        if item == 1:
+            raise RuntimeError("a fault of this message alone")
+        return f"bounces+{item}@paperbell.example"
+
+    async def run() -> list[SendOutcome]:
+        settings = SmtpSettings("127.0.0.1", port, security="none", timeout=5)
+        channel = EmailChannel(settings, envelope_from=envelope_from)
+
+        async def on_sent(item: object) -> None:
+            return None
+
+        return await channel.send_all([(n, head % n) for n in range(3)], on_sent)
+
+    with smtp_sink() as (sink, port):
+        outcomes = asyncio.run(run())
+    assert [(o.item, o.ok, o.permanent) for o in outcomes] == [
+        (0, True, False),
+        (1, False, False),
+        (2, True, False),
+    ]
+    assert "RuntimeError: a fault of this message alone" in (outcomes[1].error or "")
+    assert len(sink.raw) == 2
