@@ -115,8 +115,8 @@ async def deliver(
     queued in the outbox and sent (or, as `request` says, only rendered and reported or
     written to files): a share of the subscribers at a time, so that the first digests go
     out while the others are made. `clock` times the sending (default: `now`);
-    `should_stop()` is checked before each share and each message; `on_texts` hears what the run's
-    summaries and translations came to."""
+    `should_stop()` is checked before each share and each message; `on_texts` hears what
+    the run's summaries and translations came to."""
     _refuse_unsigned_links(parts, request)
     # Planning reads everyone and matches every rule: in a thread, so that the daemon's
     # web app and slash command answer meanwhile (`collector_paused` says why).

@@ -25,13 +25,13 @@ from bot.store.sources import Listing, SourceState
 SHORT_FRACTION = 4  # a listing under a quarter of the usual size is short
 MIN_USUAL = 8  # below this usual size, a small listing is chance, not a fault
 SAME_WEEKDAY = 8  # the usual size: the median of this many latest same-weekday listings
+MIN_SAME_WEEKDAY = 2  # ... when there are at least this many; else
+RECENT, MIN_RECENT = 10, 5  # the median of the latest listings of any weekday
 # Feed days missed while the daemon was down are asked for this many days back from the
 # day awaited (`bot.pipeline.repair.missed_days`): the digest window's default, past which
 # their papers would not be sent anyway; so a daemon down for a month asks the API for a
 # week, not a month.
 CATCH_UP_DAYS = 7
-MIN_SAME_WEEKDAY = 2  # ... when there are at least this many; else
-RECENT, MIN_RECENT = 10, 5  # the median of the latest listings of any weekday
 
 
 @dataclass(frozen=True, slots=True)
