@@ -48,7 +48,7 @@ from typing import cast
 
 from bot.channels.base import Channel, SendOutcome
 from bot.channels.registry import channel_kind, kind_of
-from bot.core.errors import StoreError
+from bot.core.errors import StoreError, unexpected
 from bot.core.models import target_label
 from bot.core.plurals import plural
 from bot.store import OutboxItem, RenderedJob, Store
@@ -404,7 +404,7 @@ async def _send_batch(
             batch.append((item, channel.load(item.payload, item.progress)))
         except Exception as exc:  # a fault of this record alone: its batch goes on
             log.exception("digest for %s: its stored message cannot be read", item.subscriber)
-            error = f"its stored message cannot be read: {_named(exc)}"
+            error = f"its stored message cannot be read: {unexpected(exc)}"
             unreadable.append(SendOutcome(item, ok=False, error=error))
     results += _record_failures(store, held, unreadable, clock=clock, retry=retry, rand=rand)
     if held.stopped:
@@ -458,7 +458,7 @@ def _render_jobs(
             refused.append((item, str(exc)))
         except Exception as exc:  # a fault of this record alone: its batch goes on
             log.exception("digest for %s: rendering failed", item.subscriber)
-            later.append(SendOutcome(item, ok=False, error=f"rendering failed: {_named(exc)}"))
+            later.append(SendOutcome(item, ok=False, error=f"rendering failed: {unexpected(exc)}"))
     try:
         kept = (
             store.outbox.mark_rendered(rendered, owner=held.owner, now=now) if rendered else set()
@@ -476,12 +476,6 @@ def _render_jobs(
             item, payload=job.payload, job=None, papers=job.papers, omitted=job.omitted
         )
     return [ready[i] for i in sorted(ready)], refused, later
-
-
-def _named(exc: Exception) -> str:
-    """An unexpected error as the record keeps it: a KeyError's message alone is a bare
-    key."""
-    return f"{type(exc).__name__}: {exc}"
 
 
 def _record_failures(
