@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -287,9 +288,10 @@ class EmailChannel:
                                 # passes): a counted retry, given up in the end.
                                 outcomes.append(failed(item, f"slow down: {text}"))
                         else:
-                            outcomes.append(
-                                failed(item, f"recipient refused: {text}", min(codes) >= 500)
+                            refused = min(codes) >= 500 and not any(
+                                refuses_paperbell(e.message) for e in exc.recipients
                             )
+                            outcomes.append(failed(item, f"recipient refused: {text}", refused))
                         break
                     except aiosmtplib.SMTPResponseException as exc:
                         answer = f"{exc.code} {exc.message}"
@@ -302,6 +304,7 @@ class EmailChannel:
                             # A refused MAIL FROM refuses paperbell, not the recipient: a
                             # retry, never a bounce that would pause her.
                             ours = isinstance(exc, aiosmtplib.SMTPSenderRefused)
+                            ours = ours or refuses_paperbell(exc.message)
                             outcomes.append(failed(item, answer, exc.code >= 500 and not ours))
                         break
                     except ValueError as exc:  # no usable envelope: this message can never go
@@ -369,6 +372,24 @@ class SlowDown(Exception):
 def waiting(item: Any, later: datetime, why: str) -> SendOutcome:
     """Not sent and not failed: left queued until `later` (the relay's limits)."""
     return SendOutcome(item=item, ok=False, error=why, retry_at=later)
+
+
+# What a relay says when its policy, not the recipient's mailbox, stops a message: it does
+# not relay for paperbell, or its account may send only to verified addresses (a sandbox).
+_ENHANCED_STATUS = re.compile(r"[245]\.(\d{1,3})\.\d{1,3}\b")  # RFC 3463: class.subject.detail
+_POLICY_WORDS = ("relay access denied", "relaying denied", "unable to relay", "not verified")
+
+
+def refuses_paperbell(answer: str) -> bool:
+    """Whether a 5xx answer to a recipient or a message is the relay's policy toward
+    paperbell (RFC 3463's 5.7.x, "Relay access denied", an unverified address in Amazon
+    SES's sandbox), not her mailbox refusing: the operator's to fix, so a retry that never
+    counts toward pausing her."""
+    status = _ENHANCED_STATUS.match(answer.lstrip())
+    if status is not None:  # it says what it means: 7 is security or policy
+        return status.group(1) == "7"
+    lowered = answer.lower()
+    return any(words in lowered for words in _POLICY_WORDS)
 
 
 def maybe_sent(item: Any, why: str) -> SendOutcome:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from support.cli import start
@@ -172,33 +172,54 @@ def test_550_fails_gives_the_papers_back_and_pauses_a_bouncing_address(
     assert "ada" not in {s.name for s in store.subscribers.all()}  # no digest is built for her
 
 
-class RefusesTheSender(SinkHandler):
-    """A relay that will not send for paperbell's address (MAIL FROM) while `refusing`."""
+class RefusesPaperbell(SinkHandler):
+    """A relay that, while `refusing`, will not send for paperbell: at `stage` "sender" it
+    refuses paperbell's address (MAIL FROM); at "relaying", every recipient, as a relay
+    that does not know paperbell does (Postfix); at "sandbox", every message, as Amazon
+    SES does for an address not verified while the account is in its sandbox."""
 
-    def __init__(self, refusing: bool) -> None:
+    def __init__(self, stage: str) -> None:
         super().__init__()
-        self.refusing = refusing
+        self.stage = stage
+        self.refusing = True
 
     async def handle_MAIL(
         self, server: Any, session: Any, envelope: Any, address: str, options: Any
     ) -> str:
-        if self.refusing:
+        if self.refusing and self.stage == "sender":
             return "553 5.7.1 sender address rejected: not owned by user"
         envelope.mail_from = address
         envelope.mail_options.extend(options)
         return "250 OK"
 
+    async def handle_RCPT(
+        self, server: Any, session: Any, envelope: Any, address: str, options: Any
+    ) -> str:
+        if self.refusing and self.stage == "relaying":
+            return f"554 5.7.1 <{address}>: Relay access denied"
+        return await super().handle_RCPT(server, session, envelope, address, options)
 
-@pytest.mark.parametrize("refusal", ["login", "sender"])
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        if self.refusing and self.stage == "sandbox":
+            return (
+                "554 Message rejected: Email address is not verified. The following "
+                f"identities failed the check in region EU-WEST-1: {envelope.rcpt_tos[0]}"
+            )
+        return await super().handle_DATA(server, session, envelope)
+
+
+@pytest.mark.parametrize("refusal", ["login", "sender", "relaying", "sandbox"])
 def test_a_relay_refusing_paperbell_pauses_no_subscriber(
     store: Store, full_feed_papers: tuple[Paper, ...], refusal: str
 ) -> None:
-    """The relay refuses paperbell's login, or its sender address, day after day: that is
-    the operator's to fix, not the subscriber's address bouncing. Her digests wait for
-    their retries; she is never paused, and once the relay takes paperbell they go."""
+    """The relay refuses paperbell's login, its sender address, or, for its policy, every
+    recipient or message, day after day: that is the operator's to fix, not the
+    subscriber's address bouncing. Her digests wait for their retries; she is never
+    paused, and once the relay takes paperbell they go."""
     ada = subscribe(store, "ada")
     clock = Clock(T0)
-    with smtp_sink(RefusesTheSender(refusal == "sender"), password="right") as (sink, port):
+    handler = RefusesPaperbell(refusal)
+    with smtp_sink(handler, password="right") as (sink, port):
         login = SmtpSettings("127.0.0.1", port, security="none", timeout=5, username="papers")
         wrong = EmailChannel(replace(login, password="wrong" if refusal == "login" else "right"))
         for day in range(3):
@@ -209,7 +230,7 @@ def test_a_relay_refusing_paperbell_pauses_no_subscriber(
         row = store.subscribers.get("ada")
         assert row is not None and row.active
         assert sink.messages == []
-        cast(RefusesTheSender, sink).refusing = False  # the operator fixed it
+        handler.refusing = False  # the operator fixed it
         fixed = EmailChannel(replace(login, password="right"))
         done = asyncio.run(drain(store, fixed, clock=clock, due_only=False))
     assert [a.status for a in done] == ["sent"] * 3

@@ -38,7 +38,7 @@ from support.workers import (
     workers_running,
 )
 
-from bot.channels.email import EmailChannel, SmtpSettings
+from bot.channels.email import EmailChannel, SmtpSettings, refuses_paperbell
 from bot.channels.limits import Limits, RelayLimiter, is_slow_down
 from bot.channels.outbox import RetryPolicy, drain
 from bot.cli.reports import relay_line
@@ -235,6 +235,32 @@ def test_with_no_limits_the_limiter_asks_the_database_only_now_and_then(store: S
 )
 def test_which_answers_mean_slow_down(code: int, text: str, slow: bool) -> None:
     assert is_slow_down(code, text) is slow
+
+
+@pytest.mark.parametrize(
+    ("text", "policy"),
+    [
+        ("5.7.1 <ada@lab.example>: Relay access denied", True),
+        ("5.7.54 SMTP; Unable to relay recipient in non-accepted domain", True),
+        ("5.7.0 Mail relay denied", True),
+        ("Message rejected: Email address is not verified. The following identities", True),
+        ("Relaying denied. Proper authentication required.", True),
+        ("5.1.1 <ada@lab.example>: Recipient address rejected: User unknown", False),
+        ("5.1.1 <ada@lab.example>: User unknown in relay recipient table", False),
+        ("5.1.1 recipient address not verified: undeliverable", False),
+        ("5.2.2 Mailbox full", False),
+        ("No such user here", False),
+    ],
+)
+def test_which_refusals_are_the_relays_policy_not_the_recipients(text: str, policy: bool) -> None:
+    assert refuses_paperbell(text) is policy
+
+
+@settings(max_examples=300)
+@given(st.text(max_size=300))
+@example("5.1.1 " + "5.7.1 " * 5000)  # the status is read at the start only
+def test_any_answer_is_read_at_once(text: str) -> None:
+    assert refuses_paperbell(text) in (True, False)
 
 
 # -- sending through a real SMTP server ------------------------------------------------------

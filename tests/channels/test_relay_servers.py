@@ -260,6 +260,27 @@ def test_a_4xx_for_one_recipient_is_retried_on_the_other_relay_and_a_5xx_is_not(
     assert slowed.slow_until is not None  # the 451 slowed the first relay for every process
 
 
+def test_a_recipient_one_relay_will_not_relay_for_goes_through_the_other(
+    tmp_path: Path, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """The first relay does not relay to s0001's domain ("554 5.7.1 Relay access denied"):
+    its policy toward paperbell, not her mailbox. Her digest goes through the second relay
+    in the same run."""
+    with smtp_sink(Asked()) as (first, first_port), smtp_sink(Asked()) as (second, second_port):
+        first.refuse["s0001@lab.example"] = "554 5.7.1 <s0001@lab.example>: Relay access denied"
+        _, config = servers_config(
+            tmp_path,
+            database_url,
+            [{"port": first_port, "weight": 1000}, {"port": second_port}],
+            batch=3,
+        )
+        with queued(database_url, full_feed_papers, 3) as store:
+            statuses = send(store, config)
+    assert statuses == ["sent"] * 3
+    assert recipients(first) == {"s0000@lab.example", "s0002@lab.example"}
+    assert recipients(second) == {"s0001@lab.example"}
+
+
 def test_each_relay_keeps_its_own_limits_and_a_full_one_hands_over(
     tmp_path: Path, database_url: str, full_feed_papers: tuple[Paper, ...]
 ) -> None:
