@@ -11,7 +11,8 @@ up on that address as on one that does not answer), and is remembered so the sen
 say why. Only numeric addresses pass (the resolver already turned every spelling of one
 into its standard form); a name, or a local socket's path, is refused. The hook, once
 added, stays for the process's life (Python keeps audit hooks); outside a guarded block it
-returns at once. Which addresses may be reached is `bot.core.addresses`'s to say.
+returns at once. Which addresses may be reached is `bot.core.addresses`'s to say, but for
+this machine's own (`reachable`): its public address passes as public, yet leads inside.
 
 The same hook keeps the connections a send opens (`Connections`, with `guarded` or
 `watched`), so that the sender can cut them off when its deadline passes: a service that
@@ -21,20 +22,23 @@ the sending thread, and fill its memory, for as long as it likes.
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
-from bot.core.addresses import Reach, is_local_name, parse_ip
+from bot.core.addresses import IPAddress, Reach, is_local_name, parse_ip
 
 LOOKUP_DEADLINE = 3.0  # seconds a look-up may take on the page; then the host is not checked
 _WATCHED = frozenset({"socket.connect", "socket.sendto", "socket.sendmsg"})
 
 Resolve = Callable[[str], list[str] | None]
+Own = Callable[[IPAddress], bool]
 
 
 class Refused(OSError):
@@ -60,20 +64,60 @@ def lookup(host: str, *, deadline: float = LOOKUP_DEADLINE) -> list[str] | None:
     return found[0] if found else None
 
 
-def host_refusal(host: str, reach: Reach, *, resolve: Resolve = lookup) -> str | None:
-    """Why a destination at `host` is refused (a local name, or an address that is not
-    public nor allowed), or None. A name that does not resolve now passes: each send
-    checks again (`guarded`)."""
+def is_own_address(address: IPAddress) -> bool:
+    """Whether `address` is one of this machine's own (its public one among them): a socket
+    binds to it. A connection there reaches every service listening on all interfaces from
+    inside, past the firewall, as loopback does. Where the system lets a socket bind any
+    address (`ip_nonlocal_bind`), the probe tells nothing, and no address is taken as own."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return _binds(address) and not _binds_anything(address.version)
+
+
+def _binds(address: IPAddress) -> bool:
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((str(address), 0))
+    except OSError:
+        return False
+    return True
+
+
+@cache
+def _binds_anything(version: int) -> bool:
+    """Whether a socket binds an address no machine has (240.0.0.1, reserved; 100::1,
+    discard only): the system lets it bind any address."""
+    return _binds(ipaddress.ip_address("240.0.0.1" if version == 4 else "100::1"))
+
+
+def reachable(reach: Reach, address: IPAddress, *, own: Own = is_own_address) -> bool:
+    """Whether a destination given on the page may connect to `address`: one `reach`
+    allows, but none of this machine's own unless the operator allows it by itself."""
+    if not reach.allows(address):
+        return False
+    return reach.names_alone(address) or not own(address)
+
+
+def host_refusal(
+    host: str, reach: Reach, *, resolve: Resolve = lookup, own: Own = is_own_address
+) -> str | None:
+    """Why a destination at `host` is refused (a local name, an address that is not
+    public nor allowed, or this machine's own), or None. A name that does not resolve now
+    passes: each send checks again (`guarded`)."""
     name = host.strip().strip("[]").rstrip(".").lower()
-    if not name or reach.allows_host(name):
+    if not name or name in reach.hosts:
         return None
     refusal = f"{host[:100]} is not on the public internet"
     if is_local_name(name):
         return refusal
     literal = parse_ip(name)
-    addresses = [str(literal)] if literal is not None else resolve(name) or []
+    found = [str(literal)] if literal is not None else resolve(name) or []
+    addresses = [ip for ip in map(parse_ip, found) if ip is not None]
     if any(not reach.allows(address) for address in addresses):
         return refusal
+    if any(not reachable(reach, address, own=own) for address in addresses):
+        return f"{host[:100]} is this server's own address"
     return None
 
 
@@ -125,7 +169,7 @@ class _Guard:
             return
         host = address[0] if isinstance(address, tuple) and address else None
         ip = parse_ip(host) if isinstance(host, str) else None
-        if ip is not None and (str(ip) in self.named or self.reach.allows(ip)):
+        if ip is not None and (str(ip) in self.named or reachable(self.reach, ip)):
             return
         shown = str(host) if isinstance(host, str) else "a local socket"
         self.refused.append(shown[:100])

@@ -113,6 +113,14 @@ class Reach:
             return True
         return any(ip in network for network in self.networks) or is_public(ip)
 
+    def names_alone(self, address: IPAddress) -> bool:
+        """Whether the operator allows this address by itself (10.1.2.3, not in 10.1.2.0/24)."""
+        mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+        return any(
+            network.num_addresses == 1 and (address in network or mapped in network)
+            for network in self.networks
+        )
+
     def allows_host(self, host: str) -> bool:
         """Whether the operator named this host (by name, or an address in a network)."""
         name = host.strip().strip("[]").rstrip(".").lower()

@@ -14,6 +14,7 @@ import asyncio
 import ipaddress
 import json
 import logging
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
@@ -30,7 +31,7 @@ from support.pages import START, Site, open_site
 from support.servers import http_serving, smtp_sink
 
 from bot.channels.apprise_urls import destination, self_service_refusal
-from bot.channels.guard import host_refusal, lookup
+from bot.channels.guard import host_refusal, is_own_address, lookup, reachable
 from bot.core.addresses import Reach, is_public, parse_reach
 from bot.demo import bundled_papers
 from bot.pipeline import DeliveryRequest, deliver, wire
@@ -133,6 +134,79 @@ def test_names_are_looked_up_and_the_operator_may_allow_hosts_and_networks() -> 
     assert lab.allows("::ffff:10.9.0.1") and not lab.allows("10.1.2.3")
     with pytest.raises(ValueError, match="no host name, address or network"):
         parse_reach(["http://x/"])
+
+
+def outward_address() -> ipaddress.IPv4Address | None:
+    """This machine's address toward the internet (its default route's source), found
+    without a packet sent; None on a machine with no route out."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.123", 9))
+        except OSError:
+            return None
+        found = ipaddress.IPv4Address(probe.getsockname()[0])
+    return None if found.is_unspecified else found
+
+
+def test_this_machines_own_addresses_are_found_and_no_other() -> None:
+    own = [ipaddress.ip_address(a) for a in ("127.0.0.1", "127.0.0.2", "::1", "::ffff:127.0.0.1")]
+    assert all(is_own_address(address) for address in own)
+    outward = outward_address()
+    assert outward is None or is_own_address(outward)
+    elsewhere = [ipaddress.ip_address(a) for a in ("8.8.8.8", "240.0.0.1", "2001:db8::77")]
+    assert not any(is_own_address(address) for address in elsewhere)
+
+
+def test_the_servers_own_public_address_is_refused_unless_the_operator_names_it() -> None:
+    """A server with a public address on its interface (a rented VPS): that address is
+    public, yet a connection to it from inside reaches every service listening on all
+    interfaces, past the firewall. It is refused, on the page and at each send (`own` is
+    the machine's own answer, here the VPS's), unless the operator allows it by itself."""
+    vps = ipaddress.ip_address("93.184.215.14")
+
+    def own(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+        return address in (vps, ipaddress.ip_address("::ffff:93.184.215.14"))
+
+    def resolve(name: str) -> list[str] | None:
+        return {"papers.lab.example": [str(vps)], "hooks.example.org": ["93.184.215.15"]}.get(name)
+
+    plain, network = Reach(), parse_reach(["93.184.215.0/24"])
+    for host in (str(vps), "papers.lab.example", "[::ffff:93.184.215.14]"):
+        for reach in (plain, network):
+            refusal = host_refusal(host, reach, resolve=resolve, own=own)
+            assert refusal == f"{host} is this server's own address", (host, reach)
+    assert not reachable(plain, vps, own=own) and not reachable(network, vps, own=own)
+    assert host_refusal("hooks.example.org", plain, resolve=resolve, own=own) is None
+    assert reachable(plain, ipaddress.ip_address("93.184.215.15"), own=own)
+    alone = parse_reach([str(vps)])
+    assert host_refusal(str(vps), alone, own=own) is None and reachable(alone, vps, own=own)
+    named = parse_reach(["papers.lab.example"])
+    assert host_refusal("papers.lab.example", named, resolve=resolve, own=own) is None
+
+
+@pytest.mark.database
+def test_a_network_the_operator_allows_leads_to_no_address_of_this_server(
+    database_url: str,
+) -> None:
+    """The operator lets the page's destinations reach a network that holds the server
+    (here its loopback network; on a site, the lab's network it runs in). The server's own
+    address is still refused on the page, and a destination that got in is refused at
+    each send: nothing reaches the server's services."""
+    with (
+        attacked_site(database_url, self_service_allow=["127.0.0.0/8"]) as site,
+        listener("127.0.0.1") as server,
+    ):
+        path = site.link("manage", "ada")
+        url = f"json://{server.netloc}/hook"
+        refused = site.post(path + "/add-destination", {"url": url}, page=path)
+        assert refused.status_code == 400 and "is this server&#39;s own address" in refused.text
+        ada = site.subscriber("ada")
+        site.store.targets.add_destination(
+            ada.id, destination(url).channel, url, now=site.clock(), self_service=True
+        )
+        (report,) = [r for r in site.deliver() if r.channel.startswith("apprise:")]
+        assert report.status == "failed", report
+    assert server.seen() == []
 
 
 @pytest.mark.parametrize(
