@@ -2,10 +2,11 @@
 
 `PoliteFetcher.get` does what every feed poll needs and nothing more: a conditional GET
 (ETag / Last-Modified), paperbell's User-Agent, one request in flight per host with at least
-`min_interval` seconds between the starts of two requests to it (arXiv's terms ask for one
-request every 3 seconds and one connection at a time), and retries with exponential backoff
-on 429/5xx and transport errors, honouring `Retry-After`. `file://` URLs are read from disk
-so a source can be pointed at a saved feed.
+`min_interval` seconds between the starts of two requests to it, a redirect's next hop
+included (arXiv's terms ask for one request every 3 seconds and one connection at a time),
+and retries with exponential backoff on 429/5xx and transport errors, honouring
+`Retry-After`. `file://` URLs are read from disk so a source can be pointed at a saved
+feed.
 
 Every read is bounded (`FetchLimits`): the body is streamed and reading stops past
 `max_body` bytes (a body that never ends), and each attempt, connect to last byte across
@@ -219,6 +220,11 @@ class PoliteFetcher:
             if redirects > self.client.max_redirects:
                 raise httpx.TooManyRedirects("Exceeded maximum allowed redirects.", request=request)
             request = response.next_request
+            # The next hop is a request of its own, usually to the same service (arXiv's old
+            # listing URLs, http to https): it waits its turn, as arXiv's terms ask.
+            hop = politeness_key(request.url.host or "")
+            await self._wait_turn(hop)
+            self._last_start[hop] = self._clock()
 
     async def _wait_turn(self, host: str) -> None:
         """Sleep until `min_interval` has passed since the last request to `host` started."""
