@@ -9,11 +9,13 @@ message, is bot.sources.diagnosis.
   control byte XML forbids (NUL ...) make the whole document ill-formed: feedparser then
   falls back to its loose parser, which raises OverflowError for the document (so every
   item was lost for one item's title). Such references become U+FFFD, such bytes are
-  dropped, and the other items survive. It also cuts runs of more than `MAX_EMAIL_RUN`
-  e-mail-like characters inside author-type elements (`author`, `dc:creator`,
-  `managingEditor`, `webMaster`, `dc:publisher`): feedparser looks for an e-mail address in
-  their text with a regex that is quadratic in such a run (0.3 s at 10,000 characters,
-  about 30 s at 100,000), and no option turns it off. No real name holds such a run.
+  dropped, and the other items survive. So do U+FFFE and U+FFFF written raw in a UTF-8
+  body (they are no XML characters either): they become U+FFFD. It also cuts runs of
+  more than `MAX_EMAIL_RUN` e-mail-like characters inside author-type elements (`author`,
+  `dc:creator`, `managingEditor`, `webMaster`, `dc:publisher`): feedparser looks for an
+  e-mail address in their text with a regex that is quadratic in such a run (0.3 s at
+  10,000 characters, about 30 s at 100,000), and no option turns it off. No real name
+  holds such a run.
 - `read_feed(body, ...)`: feedparser's reading of the cleaned body; whatever feedparser
   raises becomes a FeedFormatError (a refusal with a message, never a crash). A body that is
   not well-formed XML comes back as feedparser reports it (bozo, the SAX error, no version)
@@ -63,6 +65,11 @@ MIN_YEAR, MAX_YEAR = 1900, 2999
 _CONTROL_BYTES = bytes(c for c in range(32) if c not in (9, 10, 13))
 _CHAR_REF_RE = re.compile(rb"&#(?:x([0-9A-Fa-f]+)|([0-9]+));")
 _REPLACEMENT_REF = b"&#xFFFD;"
+# U+FFFE and U+FFFF in UTF-8, and U+FFFD that replaces them.
+_NONCHARACTERS = (b"\xef\xbf\xbe", b"\xef\xbf\xbf")
+_REPLACEMENT = b"\xef\xbf\xbd"
+# The encoding an XML declaration names (the body is read in it; UTF-8 when none).
+_DECLARED_ENCODING_RE = re.compile(rb"<\?xml[^>]*?encoding\s*=\s*[\"']([^\"'>]{1,40})[\"']")
 # An author-type element's start tag and its text (up to the next tag; CDATA opened).
 _AUTHOR_TEXT_RE = re.compile(
     rb"<(?:[A-Za-z_][\w.-]{0,40}:)?(?:author|creator|managingeditor|webmaster|publisher)"
@@ -88,7 +95,20 @@ def clean_body(body: bytes) -> bytes:
     cleaned = body.translate(None, _CONTROL_BYTES)
     if b"&#" in cleaned:
         cleaned = _CHAR_REF_RE.sub(_char_ref, cleaned)
+    if any(raw in cleaned for raw in _NONCHARACTERS) and _in_utf_8(cleaned):
+        for raw in _NONCHARACTERS:
+            cleaned = cleaned.replace(raw, _REPLACEMENT)
     return _AUTHOR_TEXT_RE.sub(_cut_runs, cleaned)
+
+
+def _in_utf_8(body: bytes) -> bool:
+    """Whether feedparser reads `body` as UTF-8: its XML declaration names no encoding, or
+    UTF-8 (in another, the bytes of U+FFFE may be other characters)."""
+    declared = _DECLARED_ENCODING_RE.match(body[:512].removeprefix(b"\xef\xbb\xbf"))
+    return declared is None or declared.group(1).lower().replace(b"_", b"-") in (
+        b"utf-8",
+        b"utf8",
+    )
 
 
 def _char_ref(match: re.Match[bytes]) -> bytes:

@@ -2,17 +2,19 @@
 
 `PoliteFetcher.get` does what every feed poll needs and nothing more: a conditional GET
 (ETag / Last-Modified), paperbell's User-Agent, one request in flight per host with at least
-`min_interval` seconds between the starts of two requests to it (arXiv's terms ask for one
-request every 3 seconds and one connection at a time), and retries with exponential backoff
-on 429/5xx and transport errors, honouring `Retry-After`. `file://` URLs are read from disk
-so a source can be pointed at a saved feed.
+`min_interval` seconds between the starts of two requests to it, a redirect's next hop
+included (arXiv's terms ask for one request every 3 seconds and one connection at a time),
+and retries with exponential backoff on 429/5xx and transport errors, honouring
+`Retry-After`. `file://` URLs are read from disk so a source can be pointed at a saved
+feed.
 
 Every read is bounded (`FetchLimits`): the body is streamed and reading stops past
-`max_body` bytes (a body that never ends), and each attempt, connect to last byte across
-redirects, must finish within `deadline` seconds (a server that drips a byte at a time
-passes every read timeout). Either ends as a `SourceError` without retrying: another
-attempt would only double the damage, and the next poll tries again. Redirects are
-followed here, not by httpx, which would read a redirect's body without a bound.
+`max_body` bytes (a body that never ends; one compressed twice over is refused unread),
+and each attempt, connect to last byte across redirects, must finish within `deadline`
+seconds (a server that drips a byte at a time passes every read timeout). Either ends as
+a `SourceError` without retrying: another attempt would only double the damage, and the
+next poll tries again. Redirects are followed here, not by httpx, which would read a
+redirect's body without a bound.
 
 It must not parse bodies or judge them: a 4xx other than 429 is returned as is, because
 arXiv serves its error feed (a valid RSS body naming the bad category) with HTTP 400 and
@@ -219,6 +221,11 @@ class PoliteFetcher:
             if redirects > self.client.max_redirects:
                 raise httpx.TooManyRedirects("Exceeded maximum allowed redirects.", request=request)
             request = response.next_request
+            # The next hop is a request of its own, usually to the same service (arXiv's old
+            # listing URLs, http to https): it waits its turn, as arXiv's terms ask.
+            hop = politeness_key(request.url.host or "")
+            await self._wait_turn(hop)
+            self._last_start[hop] = self._clock()
 
     async def _wait_turn(self, host: str) -> None:
         """Sleep until `min_interval` has passed since the last request to `host` started."""
@@ -235,6 +242,7 @@ async def _read_body(
 ) -> bytes:
     """The (decoded) body, or a SourceError as soon as it passes `limits.max_body` bytes:
     a body that never ends holds no more than about the limit in memory."""
+    _check_codings(response, url, source=source)
     declared = response.headers.get("Content-Length", "").strip()
     if declared.isdigit() and int(declared) > limits.max_body:
         raise _too_large(url, limits, source=source, declared=int(declared))
@@ -246,6 +254,27 @@ async def _read_body(
             raise _too_large(url, limits, source=source)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _check_codings(response: httpx.Response, url: str, *, source: str) -> None:
+    """Refuse a body compressed more than once (`Content-Encoding: gzip, gzip`): httpx
+    unpacks one read through every layer before the size cap sees it, and each layer
+    multiplies the ratio, so a few KB become gigabytes in memory. No feed is sent so."""
+    codings = [
+        coding
+        for coding in response.headers.get_list("Content-Encoding", split_commas=True)
+        if coding.strip().lower() not in ("", "identity")
+    ]
+    if len(codings) > 1:
+        said = ", ".join(coding.strip() for coding in codings)
+        raise SourceError(
+            f"could not fetch {url}: the answer is compressed {len(codings)} times over "
+            f"(Content-Encoding: {said[:80]}); refused before unpacking it",
+            source=source,
+            url=url,
+            hint="this is no feed server's answer: check the source's `url`; the next poll "
+            "will try again",
+        )
 
 
 def _too_large(

@@ -244,7 +244,7 @@ def test_redirect_loop_is_not_retried() -> None:
 
     with pytest.raises(SourceError, match="TooManyRedirects"):
         asyncio.run(main())
-    assert len(recorder.requests) == 3 and fake.sleeps == []
+    assert len(recorder.requests) == 3 and fake.sleeps == [3.0, 3.0]  # each hop spaced
 
 
 # -- spacing ------------------------------------------------------------------------------

@@ -105,6 +105,18 @@ def test_a_gzip_bomb_stops_at_the_cap_counted_unpacked() -> None:
     assert peak < 5 + 250  # MB, the server's own 16 MB of zeros included; not 1 GB
 
 
+def test_a_body_packed_twice_is_refused_before_it_unpacks() -> None:
+    """gzip over gzip multiplies the ratios: the few KB of one read unpack to 256 MB here
+    (to gigabytes from a full read) before the cap is checked. No feed is sent so."""
+    hostile, outcome, peak = fetch("/gzip-twice", limits=FetchLimits(max_body=MEGABYTE))
+
+    assert isinstance(outcome, SourceError)
+    assert "Content-Encoding: gzip, gzip" in outcome.message
+    assert hostile.url("/gzip-twice") in outcome.message
+    assert hostile.requests == ["/gzip-twice"]  # not retried
+    assert peak < 64  # MB: the server's own 16 MB of zeros and its packing; not 256 MB
+
+
 def test_a_declared_length_over_the_cap_is_refused_before_reading() -> None:
     _, outcome, _ = fetch("/declared", limits=FetchLimits(max_body=MEGABYTE))
 

@@ -711,3 +711,22 @@ def test_sources_on_one_host_share_the_spacing_of_one_fetcher() -> None:
     )
     assert len(gaps(server)) == 2 and all(gap >= 3.0 for gap in gaps(server))
     assert [p.id for p in from_hf.papers] == ["2501.08325"] and len(from_feed.papers) == 13
+
+
+# -- redirects ----------------------------------------------------------------------------------
+
+
+def test_a_redirect_is_a_request_of_its_own_spaced_like_any_other() -> None:
+    """arXiv's old listing URLs redirect to rss.arxiv.org, and http to https: the request
+    after the redirect reaches the same service and waits its turn like any other, or each
+    poll asks arXiv twice at once."""
+    old, new = "/rss/cs.LG", "/new/rss/cs.LG"
+    with feed_server() as server:
+        server.routes[old] = Route(b"moved", 301, "text/plain", {"Location": server.url(new)})
+        server.routes[new] = Route(TANDF)
+        fake = controlled(server)
+        result = fetch_with(fake, lambda http: http.get(server.url(old), FetchState()))
+
+    assert result.status == 200 and result.body == TANDF
+    assert paths(server) == [old, new]
+    assert gaps(server) == [3.0]

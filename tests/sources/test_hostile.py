@@ -111,6 +111,28 @@ def test_a_raw_nul_in_one_item_is_stripped_and_the_feed_still_parses() -> None:
     assert len(parsed.papers) == 1505
 
 
+@pytest.mark.parametrize("raw", ["\ufffe", "\uffff"], ids=["U+FFFE", "U+FFFF"])
+def test_a_raw_noncharacter_in_one_item_is_replaced_and_the_feed_still_parses(raw: str) -> None:
+    """U+FFFE and U+FFFF are no XML characters: written raw (not as a reference), one of
+    them in one title made the whole document ill-formed, and every paper of the day was
+    refused as a truncated download, at every poll."""
+    item = first_item(FULL_FEED.read_bytes()).replace(b"2411.17700", b"2411.90011")
+    item = item.replace(b"<title>Exploring", b"<title>Exp" + raw.encode() + b"loring")
+    body = with_items(FULL_FEED.read_bytes(), item)
+
+    listing = parse_listing(body)
+    (paper,) = [p for p in listing.papers if p.id == "2411.90011"]
+    assert paper.title.startswith("Exp\ufffdloring the Impact")
+    assert len(listing.papers) == 1505
+    assert len(parse_feed(body, source="journal").papers) == 1505
+
+
+def test_a_raw_noncharacter_is_left_alone_in_a_body_not_in_utf_8() -> None:
+    """Its UTF-8 bytes are other characters in another encoding (GB18030: two of them)."""
+    body = '<?xml version="1.0" encoding="GB18030"?><rss>\uffff</rss>'.encode("utf-8")
+    assert clean_body(body) == body
+
+
 def test_a_year_one_channel_date_is_no_date() -> None:
     body = FULL_FEED.read_bytes().replace(
         b"<pubDate>Thu, 28 Nov 2024 00:00:00 -0500</pubDate>\n    <skipDays>",

@@ -298,9 +298,19 @@ class HostileServer:
     pieces: list[bytes] = field(default_factory=list)
     framing: str = "length"
     declared: int | None = None
+    twice: int = 256 * 1024 * 1024  # what /gzip-twice unpacks to (256 MB of zeros)
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
+
+
+def gzip_twice(size: int) -> bytes:
+    """`size` zeros packed by gzip, and the result packed by gzip again: a few KB."""
+    inner = zlib.compressobj(1, zlib.DEFLATED, 31)
+    zeros = bytes(16 * 1024 * 1024)
+    packed = b"".join(inner.compress(zeros) for _ in range(size // len(zeros))) + inner.flush()
+    outer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return outer.compress(packed) + outer.flush()
 
 
 @asynccontextmanager
@@ -313,6 +323,8 @@ async def hostile_server(**settings: Any) -> AsyncIterator[HostileServer]:
     - `/drip`: a 200 whose body comes one byte every `drip_seconds`, forever;
     - `/redirect-endless`: a 302 to /feed whose own body never ends;
     - `/gzip-bomb`: a gzip body that unpacks to zeros without end (about 1000:1);
+    - `/gzip-twice`: a body packed by gzip twice (`Content-Encoding: gzip, gzip`): a few KB
+      that unpack to `twice` bytes of zeros in one read;
     - `/given`: the body in `pieces`, framed as `framing` and `declared` say;
     - `/feed`: a small, valid RSS feed with one item."""
     state = HostileServer(**settings)
@@ -362,6 +374,13 @@ async def hostile_server(**settings: Any) -> AsyncIterator[HostileServer]:
                     writer.write(packed)
                     state.sent[path] += len(zeros)  # counted as it unpacks
                     await writer.drain()
+            elif path == "/gzip-twice":
+                body = gzip_twice(state.twice)
+                writer.write(
+                    ok + b"Content-Encoding: gzip, gzip\r\nContent-Length: %d\r\n" % len(body)
+                )
+                writer.write(b"Connection: close\r\n\r\n" + body)
+                state.sent[path] = state.twice
             elif path == "/given":
                 body = b"".join(state.pieces)
                 if state.framing == "chunked":
