@@ -1348,6 +1348,20 @@ def test_paper_text_keeps_authors_in_order() -> None:
     assert text.surname_index == {"doe": (0,), "yang": (2,)}
 
 
+def test_many_authors_of_one_surname_are_indexed_in_linear_time() -> None:
+    """The index of surnames copied a surname's positions at each author who has it: a
+    feed's paper with 60,000 authors named Wang took seconds to analyze, in every digest
+    run."""
+    paper = make_paper("", authors=tuple(f"A{i} Wang" for i in range(60_000)))
+    started = time.process_time()
+    text = analyze(paper)
+    assert text.surname_index["wang"] == tuple(range(60_000))
+    assert match(parse_rule('au:"A59999 Wang"'), text) == (
+        Hit("author", 59_999, 59_999, 'au:"A59999 Wang"'),
+    )
+    assert time.process_time() - started < 2.0
+
+
 # --------------------------------------------------------------------------------------------
 # hits
 
