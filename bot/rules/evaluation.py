@@ -104,11 +104,13 @@ def _words(text: str) -> tuple[tuple[Token, ...], Index, Index]:
 
 
 def _surnames(authors: Sequence[tuple[str, ...]]) -> dict[str, tuple[int, ...]]:
-    found: dict[str, tuple[int, ...]] = {}
+    """Surname -> the indexes of the authors who have it. Lists first, then tuples: a tuple
+    grown at each author copies it, quadratic in a collaboration's thousands."""
+    found: dict[str, list[int]] = {}
     for i, words in enumerate(authors):
         if words:
-            found[words[-1]] = (*found.get(words[-1], ()), i)
-    return found
+            found.setdefault(words[-1], []).append(i)
+    return {surname: tuple(indexes) for surname, indexes in found.items()}
 
 
 def analyze_text(

@@ -5,10 +5,11 @@ wildcards. `"reinforcement learning" -survey` is "reinforcement learning, not su
 `robot grasping` stays "robot grasping", `"large language models" reasoning` is "large
 language models and reasoning",
 `hf:top10` is "Top 10 on Hugging Face", `cat:cs.LG` is "Machine Learning (cs.LG)" (arXiv's
-taxonomy, `bot.core.categories`), `au:lecun OR au:bengio` is "by lecun or by bengio". It
-is a name, not a definition: `ti:` and `abs:` are left out. `describe` does the same for a
-rule's text, and strips what it can of a text that does not parse (one stored under an
-older grammar), so it never fails.
+taxonomy, `bot.core.categories`), `au:lecun OR au:bengio` is "by lecun or by bengio", and
+the word `or` (an operator only in upper case) is quoted: `robot or drone` is "robot ‘or’
+drone". It is a name, not a definition: `ti:` and `abs:` are left out. `describe` does the
+same for a rule's text, and strips what it can of a text that does not parse (one stored
+under an older grammar), so it never fails.
 
 Pure: no I/O but the taxonomy's one read, no clock. Linear in the rule's length.
 """
@@ -53,6 +54,9 @@ UPVOTE_WORDS = {
 }
 _QUOTES = '"“”„'
 _OPERATORS = frozenset({"OR", "AND", "NOT"})
+# The operators' names as words (`robot or drone` asks for the word "or"): shown in quotes,
+# or "robot or drone" would read as the OR it is not.
+_OPERATOR_WORDS = frozenset({"or", "and", "not"})
 ELLIPSIS = "…"
 
 
@@ -75,6 +79,8 @@ def describe(text: str) -> str:
 def _words(node: Node) -> str:
     if isinstance(node, Term):
         words = node.raw.strip(_QUOTES)
+        if words.casefold() in _OPERATOR_WORDS:
+            return f"‘{words}’"
         return words.removesuffix("*") + ELLIPSIS if node.prefix else words
     if isinstance(node, Author):
         return "by " + node.raw.strip(_QUOTES)

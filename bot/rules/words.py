@@ -202,22 +202,28 @@ _PARENTHESES_RE = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
 # accent \'e has a backslash before its apostrophe, not a letter.)
 _NAME_APOSTROPHE_RE = re.compile(r"(?<=[^\W\d_])['’ʼ](?=[^\W\d_])")
 _NAME_SUFFIXES = frozenset({"jr", "sr", "ii", "iii", "iv"})
+# Affiliations nest a level or two: "(Univ. X (Lab Y))". Each pass drops the innermost level
+# and reads the whole name, so passes without a bound made an author nested 20,000 deep (a
+# feed's) take seconds; deeper levels are cut off as an unclosed parenthesis is.
+_MAX_NESTING = 8
 
 
 @lru_cache(maxsize=1 << 16)
 def name_words(name: str) -> tuple[str, ...]:
     """The words of a person's name, surname last, case and accents folded (not plurals).
 
-    Affiliations in parentheses or brackets are dropped; "Surname, Given" is turned around;
+    Affiliations in parentheses or brackets are dropped (from an unclosed one, or one
+    nested more than 8 deep, to the end); "Surname, Given" is turned around;
     a final Jr, Sr, II, III or IV is dropped; hyphens and dots break words, as everywhere
     ("Jean-Pierre" -> jean pierre, "J.-P." -> j p); an apostrophe between letters does not
     ("O'Brien" -> obrien)."""
-    while True:
+    for _ in range(_MAX_NESTING):
         stripped = _PARENTHESES_RE.sub(" ", name)
         if stripped == name:
             break
         name = stripped
-    # An unclosed parenthesis: drop from it to the end; a stray closing one is just punctuation.
+    # An unclosed parenthesis (or one nested too deep): drop from it to the end; a stray
+    # closing one is just punctuation.
     name = name.split("(", 1)[0].split("[", 1)[0]
     if "," in name:
         surname, _, given = name.partition(",")
