@@ -348,26 +348,50 @@ class Manager(Destinations, Ratings):
             return RuleProblem("you have this rule already", text, label=label)
         return None
 
+    @staticmethod
+    def rule_now(sub: Subscriber, number: int, was: str | None) -> int | None:
+        """The number the rule a page showed as `was` has now (None: it is gone); `number`
+        when the form did not say. A page's numbers go stale: a double click, another tab
+        or Slack removes a rule and the ones after it move up."""
+        if was is None:
+            return number
+        return sub.rules.index(was) + 1 if was in sub.rules else None
+
     def edit_rule(
-        self, sub: Subscriber, number: int, text: str, label: str = ""
+        self, sub: Subscriber, number: int, text: str, label: str = "", *, was: str | None = None
     ) -> RuleProblem | None:
-        """Change rule `number` and its label (blank: none); the problem, if any."""
+        """Change rule `number` (the one the page showed as `was`) and its label (blank:
+        none); the problem, if any (a StoreError when the rule is gone: the page is stale)."""
         problem = self.check_rule(text)
         if problem is not None:
             return replace(problem, label=label)
+        self._editable(sub)
+        found = self.rule_now(sub, number, was)
+        if found is None:
+            if text.strip() in sub.rules:  # the same change sent twice
+                return None
+            raise StoreError(
+                "That rule was changed or removed since the page was shown, so nothing was "
+                "saved: here are your rules as they are now."
+            )
+        number = found
         kept, problem = self.check_label(sub, text, label, number=number)
         if problem is not None:
             return problem
-        self._editable(sub)
         try:
             self.store.subscribers.replace_rule(sub.name, number, text.strip(), label=kept)
         except StoreError as exc:
             return RuleProblem(exc.message, text.strip(), label=label)
         return None
 
-    def remove_rule(self, sub: Subscriber, number: int) -> str | None:
-        """Remove rule `number`; the problem when it cannot go (the last one)."""
+    def remove_rule(self, sub: Subscriber, number: int, *, was: str | None = None) -> str | None:
+        """Remove rule `number` (the one the page showed as `was`: gone already, nothing
+        more goes); the problem when it cannot go (the last one)."""
         self._editable(sub)
+        found = self.rule_now(sub, number, was)
+        if found is None:
+            return None
+        number = found
         if len(sub.rules) <= 1:
             return "This is your last rule: to stop the digests, unsubscribe instead."
         try:

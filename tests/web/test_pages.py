@@ -6,6 +6,7 @@ sign-up, and refusals: forged, expired, cross-purpose and stale tokens, forged f
 
 from __future__ import annotations
 
+import html
 import re
 from email.message import EmailMessage
 from urllib.parse import urlencode
@@ -527,3 +528,39 @@ def test_two_subscribers_on_one_webhook_each_get_their_digest_with_their_own_url
     for message in webhook.messages:
         reader = {k.lower(): v for k, v in message.headers.items()}["x-reader"]
         assert site.link("manage", reader).split("?")[0] in message.text, reader
+
+
+def form_fields(page: str, action: str, number: int) -> dict[str, str]:
+    """What a browser posts with the page's form to `action` for rule `number`: its hidden
+    fields as the page wrote them."""
+    opening = rf'<form method="post" action="{re.escape(action)}"[^>]*>'
+    for form in re.findall(opening + r"(.*?)</form>", page, re.S):
+        hidden = re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', form)
+        fields = {html.unescape(name): html.unescape(value) for name, value in hidden}
+        if fields.get("number") == str(number):
+            return fields
+    raise AssertionError(f"no form to {action} for rule {number}")
+
+
+def test_a_double_clicked_remove_or_a_stale_page_changes_only_the_rule_it_shows(
+    site: Site,
+) -> None:
+    path = site.link("manage", "ada")
+    site.post(path + "/add", {"rule": "qubit"}, page=path)
+    page = site.http.get(path).text
+    remove_first = form_fields(page, path + "/remove", 1)
+    for _click in range(2):  # a double click sends the form twice
+        assert site.http.post(path + "/remove", data=remove_first).status_code == 303
+    assert site.subscriber("ada").rules == ("robot cat:cs.RO", "qubit")
+
+    # The page, still open, shows "robot cat:cs.RO" as rule 2: now it is rule 1.
+    edit_robot = form_fields(page, path + "/edit", 2)
+    edit_robot.update(rule="robot cat:cs.RO grasping", label="")
+    assert site.http.post(path + "/edit", data=edit_robot).status_code == 303
+    assert site.subscriber("ada").rules == ("robot cat:cs.RO grasping", "qubit")
+    # Rule 1 of that page is gone: its edit changes nothing, and says so.
+    edit_gone = form_fields(page, path + "/edit", 1)
+    edit_gone.update(rule="reasoning", label="")
+    stale = site.http.post(path + "/edit", data=edit_gone)
+    assert stale.status_code == 400 and "since the page was shown" in stale.text
+    assert site.subscriber("ada").rules == ("robot cat:cs.RO grasping", "qubit")
