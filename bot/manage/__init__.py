@@ -134,11 +134,19 @@ def free_name(parts: Parts, wanted: str, *, fallback: str) -> str:
     return name
 
 
+# Gmail's domains, and the one it reads both as: it reads no dots in the local part either.
+GMAIL_DOMAINS = {"gmail.com": "gmail.com", "googlemail.com": "gmail.com"}
+
+
 def mailbox_tag(email: str) -> str:
-    """One mailbox however it is written: case and a "+tag" do not make a new one (so the
-    sign-up page cannot mail one person many times a day through ada+1@, ada+2@ ...)."""
+    """One mailbox however it is written: case and a "+tag" do not make a new one, nor do a
+    Gmail address's dots or its googlemail.com (so the sign-up page cannot mail one person
+    many times a day through ada+1@, ada+2@, a.da@gmail.com, ad.a@gmail.com ...)."""
     local, _, domain = email.strip().lower().partition("@")
-    return address_tag(f"{local.split('+', 1)[0]}@{domain}")
+    local = local.split("+", 1)[0]
+    if domain in GMAIL_DOMAINS:
+        local, domain = local.replace(".", ""), GMAIL_DOMAINS[domain]
+    return address_tag(f"{local}@{domain}")
 
 
 def mask(email: str | None) -> str:

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
-from support.pages import SITE, START, Site
+from support.pages import SITE, START, Site, open_site
 from support.servers import SinkHandler
 
 from bot.pipeline.wiring import targets
@@ -564,3 +564,18 @@ def test_a_double_clicked_remove_or_a_stale_page_changes_only_the_rule_it_shows(
     stale = site.http.post(path + "/edit", data=edit_gone)
     assert stale.status_code == 400 and "since the page was shown" in stale.text
     assert site.subscriber("ada").rules == ("robot cat:cs.RO grasping", "qubit")
+
+
+def test_the_spellings_gmail_reads_as_one_mailbox_get_one_confirmation(database_url: str) -> None:
+    # Gmail reads no dots in an address's local part, and googlemail.com is gmail.com.
+    spellings = (
+        "ada.lovelace@gmail.com",
+        "adalovelace@gmail.com",
+        "a.d.a.lovelace@gmail.com",
+        "Ada.Lovelace+papers@googlemail.com",
+    )
+    with open_site(database_url, web={"signup_domains": []}) as site:
+        for address in spellings:
+            answer = site.post("/subscribe", {"email": address, "rule": "robot"})
+            assert answer.status_code == 200 and "Check your inbox" in answer.text
+        assert [m["To"] for m in site.sink.messages] == ["ada.lovelace@gmail.com"]
