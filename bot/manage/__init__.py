@@ -286,6 +286,13 @@ class Manager(Destinations, Ratings):
         log.info("%s unsubscribed from a link", sub.name)
         return "all"
 
+    def pause(self, sub: Subscriber) -> None:
+        """Stop every digest until `resume` (the manage page's button): by email, Slack and
+        each destination alike, the address staying confirmed. Not `unsubscribe`, which
+        stops only the email of a subscriber who gets digests elsewhere too."""
+        self.store.subscribers.set_active(sub.name, False, now=self.clock())
+        log.info("%s paused their digests from the manage page", sub.name)
+
     def resume(self, sub: Subscriber) -> None:
         """Undo an unsubscribe. The next digest comes at the next due time of the schedule
         (at once, if one passed meanwhile), with the papers not yet received within its

@@ -334,7 +334,7 @@ class LinkPages:
         return _done(token, "settings#settings")
 
     async def _pause(self, request: Request, sub: Subscriber, form: Form, token: str) -> Response:
-        await run_in_threadpool(self.manager.unsubscribe, sub)
+        await run_in_threadpool(self.manager.pause, sub)
         return _done(token, "paused")
 
     async def _resume(self, request: Request, sub: Subscriber, form: Form, token: str) -> Response:

@@ -497,6 +497,27 @@ def test_the_manage_page_adds_and_removes_apprise_destinations_shown_masked(site
     assert "Chat and push destinations" in lab.text and "add-destination" not in lab.text
 
 
+def test_pause_on_the_manage_page_pauses_every_digest_and_resume_brings_back_the_email(
+    site: Site,
+) -> None:
+    from support.chat import chat_server
+
+    path = site.link("manage", "ada")
+    with chat_server("ntfy") as ntfy:
+        added = site.post(path + "/add-destination", {"url": ntfy.url("papers")}, page=path)
+        assert added.status_code == 303
+        paused = site.post(path + "/pause", {}, page=path)
+        assert "Paused: no digests" in site.http.get(paused.headers["location"]).text
+        ada = site.subscriber("ada")
+        assert (ada.active, ada.email_confirmed) == (False, True)
+        assert not [r for r in site.deliver() if r.subscriber == "ada" and r.status == "sent"]
+        assert not ntfy.messages
+
+        assert site.post(path + "/resume", {}, page=path).status_code == 303
+        sent = {r.target for r in site.deliver() if r.subscriber == "ada" and r.status == "sent"}
+    assert "<ada@lab.example>" in sent and ntfy.messages, sent
+
+
 def test_two_subscribers_on_one_webhook_each_get_their_digest_with_their_own_url(
     site: Site,
 ) -> None:
