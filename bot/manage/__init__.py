@@ -134,11 +134,19 @@ def free_name(parts: Parts, wanted: str, *, fallback: str) -> str:
     return name
 
 
+# Gmail's domains, and the one it reads both as: it reads no dots in the local part either.
+GMAIL_DOMAINS = {"gmail.com": "gmail.com", "googlemail.com": "gmail.com"}
+
+
 def mailbox_tag(email: str) -> str:
-    """One mailbox however it is written: case and a "+tag" do not make a new one (so the
-    sign-up page cannot mail one person many times a day through ada+1@, ada+2@ ...)."""
+    """One mailbox however it is written: case and a "+tag" do not make a new one, nor do a
+    Gmail address's dots or its googlemail.com (so the sign-up page cannot mail one person
+    many times a day through ada+1@, ada+2@, a.da@gmail.com, ad.a@gmail.com ...)."""
     local, _, domain = email.strip().lower().partition("@")
-    return address_tag(f"{local.split('+', 1)[0]}@{domain}")
+    local = local.split("+", 1)[0]
+    if domain in GMAIL_DOMAINS:
+        local, domain = local.replace(".", ""), GMAIL_DOMAINS[domain]
+    return address_tag(f"{local}@{domain}")
 
 
 def mask(email: str | None) -> str:
@@ -278,6 +286,13 @@ class Manager(Destinations, Ratings):
         log.info("%s unsubscribed from a link", sub.name)
         return "all"
 
+    def pause(self, sub: Subscriber) -> None:
+        """Stop every digest until `resume` (the manage page's button): by email, Slack and
+        each destination alike, the address staying confirmed. Not `unsubscribe`, which
+        stops only the email of a subscriber who gets digests elsewhere too."""
+        self.store.subscribers.set_active(sub.name, False, now=self.clock())
+        log.info("%s paused their digests from the manage page", sub.name)
+
     def resume(self, sub: Subscriber) -> None:
         """Undo an unsubscribe. The next digest comes at the next due time of the schedule
         (at once, if one passed meanwhile), with the papers not yet received within its
@@ -348,26 +363,50 @@ class Manager(Destinations, Ratings):
             return RuleProblem("you have this rule already", text, label=label)
         return None
 
+    @staticmethod
+    def rule_now(sub: Subscriber, number: int, was: str | None) -> int | None:
+        """The number the rule a page showed as `was` has now (None: it is gone); `number`
+        when the form did not say. A page's numbers go stale: a double click, another tab
+        or Slack removes a rule and the ones after it move up."""
+        if was is None:
+            return number
+        return sub.rules.index(was) + 1 if was in sub.rules else None
+
     def edit_rule(
-        self, sub: Subscriber, number: int, text: str, label: str = ""
+        self, sub: Subscriber, number: int, text: str, label: str = "", *, was: str | None = None
     ) -> RuleProblem | None:
-        """Change rule `number` and its label (blank: none); the problem, if any."""
+        """Change rule `number` (the one the page showed as `was`) and its label (blank:
+        none); the problem, if any (a StoreError when the rule is gone: the page is stale)."""
         problem = self.check_rule(text)
         if problem is not None:
             return replace(problem, label=label)
+        self._editable(sub)
+        found = self.rule_now(sub, number, was)
+        if found is None:
+            if text.strip() in sub.rules:  # the same change sent twice
+                return None
+            raise StoreError(
+                "That rule was changed or removed since the page was shown, so nothing was "
+                "saved: here are your rules as they are now."
+            )
+        number = found
         kept, problem = self.check_label(sub, text, label, number=number)
         if problem is not None:
             return problem
-        self._editable(sub)
         try:
             self.store.subscribers.replace_rule(sub.name, number, text.strip(), label=kept)
         except StoreError as exc:
             return RuleProblem(exc.message, text.strip(), label=label)
         return None
 
-    def remove_rule(self, sub: Subscriber, number: int) -> str | None:
-        """Remove rule `number`; the problem when it cannot go (the last one)."""
+    def remove_rule(self, sub: Subscriber, number: int, *, was: str | None = None) -> str | None:
+        """Remove rule `number` (the one the page showed as `was`: gone already, nothing
+        more goes); the problem when it cannot go (the last one)."""
         self._editable(sub)
+        found = self.rule_now(sub, number, was)
+        if found is None:
+            return None
+        number = found
         if len(sub.rules) <= 1:
             return "This is your last rule: to stop the digests, unsubscribe instead."
         try:

@@ -303,7 +303,12 @@ class LinkPages:
     async def _edit(self, request: Request, sub: Subscriber, form: Form, token: str) -> Response:
         number = _rule_number(form)
         rule_problem = await run_in_threadpool(
-            self.manager.edit_rule, sub, number, form.get("rule", ""), form.get("label", "")
+            self.manager.edit_rule,
+            sub,
+            number,
+            form.get("rule", ""),
+            form.get("label", ""),
+            was=form.get("was"),
         )
         if rule_problem is not None:
             return await self.manage_view(
@@ -312,7 +317,9 @@ class LinkPages:
         return _done(token, "edited#rules")
 
     async def _remove(self, request: Request, sub: Subscriber, form: Form, token: str) -> Response:
-        error = await run_in_threadpool(self.manager.remove_rule, sub, _rule_number(form))
+        error = await run_in_threadpool(
+            self.manager.remove_rule, sub, _rule_number(form), was=form.get("was")
+        )
         if error is not None:
             return await self.manage_view(request, sub, token, status=400, error=error)
         return _done(token, "removed#rules")
@@ -327,7 +334,7 @@ class LinkPages:
         return _done(token, "settings#settings")
 
     async def _pause(self, request: Request, sub: Subscriber, form: Form, token: str) -> Response:
-        await run_in_threadpool(self.manager.unsubscribe, sub)
+        await run_in_threadpool(self.manager.pause, sub)
         return _done(token, "paused")
 
     async def _resume(self, request: Request, sub: Subscriber, form: Form, token: str) -> Response:

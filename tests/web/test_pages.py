@@ -6,13 +6,14 @@ sign-up, and refusals: forged, expired, cross-purpose and stale tokens, forged f
 
 from __future__ import annotations
 
+import html
 import re
 from email.message import EmailMessage
 from urllib.parse import urlencode
 
 import httpx
 import pytest
-from support.pages import SITE, START, Site
+from support.pages import SITE, START, Site, open_site
 from support.servers import SinkHandler
 
 from bot.pipeline.wiring import targets
@@ -496,6 +497,27 @@ def test_the_manage_page_adds_and_removes_apprise_destinations_shown_masked(site
     assert "Chat and push destinations" in lab.text and "add-destination" not in lab.text
 
 
+def test_pause_on_the_manage_page_pauses_every_digest_and_resume_brings_back_the_email(
+    site: Site,
+) -> None:
+    from support.chat import chat_server
+
+    path = site.link("manage", "ada")
+    with chat_server("ntfy") as ntfy:
+        added = site.post(path + "/add-destination", {"url": ntfy.url("papers")}, page=path)
+        assert added.status_code == 303
+        paused = site.post(path + "/pause", {}, page=path)
+        assert "Paused: no digests" in site.http.get(paused.headers["location"]).text
+        ada = site.subscriber("ada")
+        assert (ada.active, ada.email_confirmed) == (False, True)
+        assert not [r for r in site.deliver() if r.subscriber == "ada" and r.status == "sent"]
+        assert not ntfy.messages
+
+        assert site.post(path + "/resume", {}, page=path).status_code == 303
+        sent = {r.target for r in site.deliver() if r.subscriber == "ada" and r.status == "sent"}
+    assert "<ada@lab.example>" in sent and ntfy.messages, sent
+
+
 def test_two_subscribers_on_one_webhook_each_get_their_digest_with_their_own_url(
     site: Site,
 ) -> None:
@@ -527,3 +549,54 @@ def test_two_subscribers_on_one_webhook_each_get_their_digest_with_their_own_url
     for message in webhook.messages:
         reader = {k.lower(): v for k, v in message.headers.items()}["x-reader"]
         assert site.link("manage", reader).split("?")[0] in message.text, reader
+
+
+def form_fields(page: str, action: str, number: int) -> dict[str, str]:
+    """What a browser posts with the page's form to `action` for rule `number`: its hidden
+    fields as the page wrote them."""
+    opening = rf'<form method="post" action="{re.escape(action)}"[^>]*>'
+    for form in re.findall(opening + r"(.*?)</form>", page, re.S):
+        hidden = re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', form)
+        fields = {html.unescape(name): html.unescape(value) for name, value in hidden}
+        if fields.get("number") == str(number):
+            return fields
+    raise AssertionError(f"no form to {action} for rule {number}")
+
+
+def test_a_double_clicked_remove_or_a_stale_page_changes_only_the_rule_it_shows(
+    site: Site,
+) -> None:
+    path = site.link("manage", "ada")
+    site.post(path + "/add", {"rule": "qubit"}, page=path)
+    page = site.http.get(path).text
+    remove_first = form_fields(page, path + "/remove", 1)
+    for _click in range(2):  # a double click sends the form twice
+        assert site.http.post(path + "/remove", data=remove_first).status_code == 303
+    assert site.subscriber("ada").rules == ("robot cat:cs.RO", "qubit")
+
+    # The page, still open, shows "robot cat:cs.RO" as rule 2: now it is rule 1.
+    edit_robot = form_fields(page, path + "/edit", 2)
+    edit_robot.update(rule="robot cat:cs.RO grasping", label="")
+    assert site.http.post(path + "/edit", data=edit_robot).status_code == 303
+    assert site.subscriber("ada").rules == ("robot cat:cs.RO grasping", "qubit")
+    # Rule 1 of that page is gone: its edit changes nothing, and says so.
+    edit_gone = form_fields(page, path + "/edit", 1)
+    edit_gone.update(rule="reasoning", label="")
+    stale = site.http.post(path + "/edit", data=edit_gone)
+    assert stale.status_code == 400 and "since the page was shown" in stale.text
+    assert site.subscriber("ada").rules == ("robot cat:cs.RO grasping", "qubit")
+
+
+def test_the_spellings_gmail_reads_as_one_mailbox_get_one_confirmation(database_url: str) -> None:
+    # Gmail reads no dots in an address's local part, and googlemail.com is gmail.com.
+    spellings = (
+        "ada.lovelace@gmail.com",
+        "adalovelace@gmail.com",
+        "a.d.a.lovelace@gmail.com",
+        "Ada.Lovelace+papers@googlemail.com",
+    )
+    with open_site(database_url, web={"signup_domains": []}) as site:
+        for address in spellings:
+            answer = site.post("/subscribe", {"email": address, "rule": "robot"})
+            assert answer.status_code == 200 and "Check your inbox" in answer.text
+        assert [m["To"] for m in site.sink.messages] == ["ada.lovelace@gmail.com"]
