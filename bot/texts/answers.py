@@ -201,11 +201,12 @@ def plain_text(text: str) -> str:
         if stripped == text:
             break
         text = stripped
+    text = _HEADING.sub("", text)
+    # Links last: `evil**.**com` is a link once its emphasis is dropped.
+    text = _EMPHASIS.sub("", text)
     text = _URL.sub("", text)
     text = _EMAIL.sub("", text)
     text = _DOMAIN.sub("", text)
-    text = _HEADING.sub("", text)
-    text = _EMPHASIS.sub("", text)
     return " ".join(text.split())  # one paragraph, every run of spaces one space
 
 
