@@ -2,8 +2,9 @@
 
 Owns what the feed says: one entry per paper, newest first, with a stable id (the same
 paper keeps its entry however often it is sent: a new version updates it), the title and
-abstract with their TeX as letters, the authors, the categories, and a link to the paper's
-page (checked by `bot.core.links.web_url`). Text goes in as text: feedgen
+abstract with their TeX as letters, the authors, the categories (each cut where a digest
+cuts it: a broken feed's field of megabytes is no entry of megabytes), and a link to the
+paper's page (checked by `bot.core.links.web_url`). Text goes in as text: feedgen
 (lxml) escapes it, and characters XML cannot carry (control characters) are left out
 first. Pure: the times are passed in (the same papers give the same bytes, which the
 feed's ETag relies on), nothing is read but the arguments.
@@ -25,7 +26,8 @@ from feedgen.feed import FeedGenerator
 from bot import __version__
 from bot.core.links import web_url
 from bot.core.models import Paper
-from bot.render.text import letters, tidy, tidy_author
+from bot.render.text import clip, letters, tidy, tidy_author
+from bot.render.view.papers import ABSTRACT_CHARS, CATEGORIES_SHOWN, NAME_CHARS, TITLE_CHARS
 
 __all__ = ["FEED_TYPE", "FeedEntry", "FeedInfo", "entry_id", "render_feed"]
 
@@ -67,13 +69,16 @@ def _xml(text: str) -> str:
     return _NOT_XML.sub("", text)
 
 
-def _text(text: str) -> str:
-    """Paper text as the feed shows it: TeX as letters, whitespace collapsed."""
-    return tidy(_xml(letters(text)))
+def _text(text: str, limit: int) -> str:
+    """Paper text as the feed shows it: TeX as letters, whitespace collapsed, cut at
+    `limit` characters."""
+    return tidy(_xml(letters(clip(text, limit))))
 
 
 def _authors(authors: Sequence[str]) -> list[dict[str, str]]:
-    names = [name for name in (tidy(_xml(tidy_author(a))) for a in authors) if name]
+    names = [
+        name for name in (tidy(_xml(tidy_author(clip(a, NAME_CHARS)))) for a in authors) if name
+    ]
     if len(names) > MAX_AUTHORS:
         names = [*names[: MAX_AUTHORS - 1], f"et al. ({len(names)} authors)"]
     return [{"name": name} for name in names]
@@ -99,10 +104,11 @@ def _add(feed: FeedGenerator, entry: FeedEntry, site: str) -> None:
     whose = f"paper {paper.id[:80]}: a link"
     item = feed.add_entry(order="append")
     item.id(entry_id(site, paper))
-    item.title(_text(paper.title) or paper.id)
+    title = _text(paper.title, TITLE_CHARS)
+    item.title(title or paper.id)
     item.published(entry.first)
     item.updated(entry.last)
-    abstract = _text(paper.abstract)
+    abstract = _text(paper.abstract, ABSTRACT_CHARS)
     if abstract:
         item.summary(abstract)
     # One link, the paper's page (its PDF is a click away there): feedgen 1.0 writes an
@@ -112,13 +118,15 @@ def _add(feed: FeedGenerator, entry: FeedEntry, site: str) -> None:
     if page:
         item.link(href=page, rel="alternate", type="text/html")
     else:  # RFC 4287 4.1.1: an entry without an alternate link has content
-        item.content(abstract or _text(paper.title) or paper.id, type="text")
+        item.content(abstract or title or paper.id, type="text")
     authors = _authors(paper.authors)
     if authors:
         item.author(authors)
     categories = [
         {"term": term, "scheme": ARXIV_SCHEME}
-        for term in dict.fromkeys(_xml(c).strip() for c in paper.categories)
+        for term in dict.fromkeys(
+            _xml(clip(c, NAME_CHARS)).strip() for c in paper.categories[:CATEGORIES_SHOWN]
+        )
         if term
     ]
     if categories:

@@ -24,6 +24,7 @@ __all__ = [
     "clean_answer",
     "plain_text",
     "shown_summary",
+    "without_links",
 ]
 
 # Characters of raw answer read at all (past it: too long); a request's max_tokens keeps a
@@ -201,12 +202,19 @@ def plain_text(text: str) -> str:
         if stripped == text:
             break
         text = stripped
+    text = _HEADING.sub("", text)
+    # Links last: `evil**.**com` is a link once its emphasis is dropped.
+    text = _EMPHASIS.sub("", text)
+    return without_links(text)
+
+
+def without_links(text: str) -> str:
+    """The text without what mail apps and Slack make links of (URLs, addresses, bare
+    domains), as one paragraph: every run of spaces one space."""
     text = _URL.sub("", text)
     text = _EMAIL.sub("", text)
     text = _DOMAIN.sub("", text)
-    text = _HEADING.sub("", text)
-    text = _EMPHASIS.sub("", text)
-    return " ".join(text.split())  # one paragraph, every run of spaces one space
+    return " ".join(text.split())
 
 
 def _unquoted(text: str) -> str:

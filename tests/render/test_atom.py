@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.atom import atom_problems, parsed_feed
@@ -119,3 +120,27 @@ def test_any_text_makes_a_valid_feed(title: str, abstract: str, authors: list[st
     )
     body = render_feed(INFO, entries((paper,)), site=SITE)
     assert atom_problems(body) == []
+
+
+RUNAWAY = "word " * 40_000  # 200,000 characters: a broken or hostile feed's field
+RUNAWAY_FIELDS: dict[str, dict[str, object]] = {
+    "title": {"title": RUNAWAY},
+    "abstract": {"abstract": RUNAWAY},
+    "an author": {"authors": (RUNAWAY, "Ada Lovelace")},
+    "a category": {"categories": ("cs.LG", RUNAWAY)},
+    "categories": {"categories": tuple(f"cs.X{n}" for n in range(20_000))},
+}
+
+
+@pytest.mark.parametrize("fields", RUNAWAY_FIELDS.values(), ids=RUNAWAY_FIELDS.keys())
+def test_a_paper_with_a_runaway_field_is_cut_in_the_feed(
+    full_feed_papers: tuple[Paper, ...], fields: dict[str, object]
+) -> None:
+    """The feed shows such a paper cut, as a digest does: whole, it would stay in the
+    subscriber's feed for its last 200 papers, megabytes at each poll."""
+    runaway = replace(full_feed_papers[0], **fields)  # type: ignore[arg-type]
+    body = render_feed(INFO, entries((runaway, full_feed_papers[1])), site=SITE)
+    assert len(body) < 30_000, len(body)
+    assert atom_problems(body) == []
+    first, second = parsed_feed(body).entries
+    assert first.title and first.summary and second.title == full_feed_papers[1].title

@@ -607,6 +607,20 @@ def test_hostile_model_text_is_inert_in_slack(text: str) -> None:
         assert "<https://evil.example|click>" in shown
 
 
+@pytest.mark.parametrize("field", ["summary", "title", "text"])
+def test_a_link_a_models_tex_makes_is_not_shown(field: str) -> None:
+    """A model's text keeps its TeX (shown as letters, as titles are): `evil{}.com` and
+    `$www$.evil.xyz` pass the answer's link check, and are links once shown as letters."""
+    hidden = "Read evil{}.com, $www$.evil.xyz or mail me{}@evil.org today."
+    texts = {"2411.00001": replace(PaperTexts(summary_by=MODEL, language="zh"), **{field: hidden})}
+    d = digest(texts, summaries=True, language="zh", abstracts="full", count=1)
+    text, html = html_text(build_message(d, SETTINGS, now=NOW))
+    slack = " ".join(plain_texts(build_posts(replace(d, channel="slack"))))
+    for shown in (text, html, slack):
+        assert "Read" in shown
+        assert not re.search(r"evil|www\.(?!w3\.org)", shown)  # the HTML's own xmlns
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(min_size=1, max_size=400))
 @example("<https://evil.example|x>")

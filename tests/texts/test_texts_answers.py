@@ -81,6 +81,12 @@ ZH = "我们提出了一种扩散策略，从少量示范中学习灵巧操作�
             "Read more at or mail today.",
         ),
         ("It works: https:\u200d//evil.example.", SUMMARY, "It works:"),
+        # links split by the Markdown that is dropped: joined again, then dropped too
+        (
+            "Visit evil**.**com, phish`.`io, *www*.evil.xyz or a__@__evil.org today.",
+            SUMMARY,
+            "Visit , , or today.",
+        ),
         ("Node.js and e.g. PyTorch work.", SUMMARY, "Node.js and e.g. PyTorch work."),
         # markup hidden in markup, chat-format tokens a server leaked
         ("It <scr<script>ipt>works</script>.", SUMMARY, "It works."),

@@ -11,7 +11,7 @@ texts that could not be written (`texts_note`) and why a similar paper is there
 
 Pure: no I/O, no clock; it escapes nothing. A model's texts are untrusted plain text: here
 they lose control and bidi-override characters and are capped (`model_text`); they never
-become links.
+become links, not even once their TeX is shown as letters (`written_text`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from bot.core.models import HUGGING_FACE, Digest, Paper, PaperTexts, Subscriber
 from bot.render.text import Segment, clip, letters, plain_text, tidy
 from bot.render.view.models import BRIEF_CHARS, ItemView, Layout, TextLength
 from bot.render.words import Words, words_for
+from bot.texts.answers import without_links
 
 # The most shown of a model's texts, in characters. The pipeline cuts a summary near 300
 # characters, at most 330 (`bot.texts.answers.shown_summary`): a longer one is cut here
@@ -111,6 +112,15 @@ def model_text(text: str | None, limit: int) -> str | None:
     return clip(shown, limit) or None
 
 
+def written_text(text: str | None, limit: int) -> str | None:
+    """A model's summary or translation as shown: `model_text`, and no link, not even one
+    its TeX makes once shown as letters (`evil{}.com` shows as evil.com)."""
+    if not text:
+        return None
+    shown = without_links(tidy(letters(plain_text(text[: 4 * limit]))))
+    return clip(shown, limit) or None
+
+
 def summaries_note(items: Iterable[ItemView], words: Words | None = None) -> str | None:
     """Who wrote the summaries the papers `items` show, said once at the top of a digest:
     `AI summaries by qwen2.5:7b-instruct.`, `AI summaries by qwen2.5:7b-instruct and
@@ -127,7 +137,7 @@ def digest_summaries_note(digest: Digest, words: Words | None = None) -> str | N
     writers = []
     for item in digest.items:
         written = texts.of(item.paper)
-        if written is not None and model_text(written.summary, SUMMARY_CHARS):
+        if written is not None and written_text(written.summary, SUMMARY_CHARS):
             writers.append(model_text(written.summary_by, SUMMARY_BY_CHARS))
     return _written_by(writers, words or words_for(None))
 
@@ -223,7 +233,7 @@ def with_texts(
     "none" shows neither, only the translated title)."""
     if texts is None:
         return view
-    written = model_text(texts.summary, SUMMARY_CHARS) if wanted.summaries else None
+    written = written_text(texts.summary, SUMMARY_CHARS) if wanted.summaries else None
     summary = written
     if written and length in ("brief", "none"):
         summary = clip(written, BRIEF_CHARS) if length == "brief" else None
@@ -232,7 +242,7 @@ def with_texts(
     if language is None or not _same_language(texts.language, language):
         # Not asked for, or written in another language than asked: none is shown.
         return replace(view, summary=summary, summary_by=summary_by)
-    translated_text = model_text(texts.text, TRANSLATED_TEXT_CHARS)
+    translated_text = written_text(texts.text, TRANSLATED_TEXT_CHARS)
     title_chars = TRANSLATED_TITLE_CHARS if length in ("full", "short") else BRIEF_CHARS
     if length == "none":
         translated_text = None
@@ -248,7 +258,7 @@ def with_texts(
         view,
         summary=summary,
         summary_by=summary_by,
-        translated_title=model_text(texts.title, title_chars),
+        translated_title=written_text(texts.title, title_chars),
         translated_text=translated_text,
         language=language,
         language_name=language_name(language),
