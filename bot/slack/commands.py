@@ -225,7 +225,7 @@ class SlashCommands:
     async def _remove(self, request: CommandRequest, args: list[str]) -> Reply:
         target, args = await self.subscriptions.target(request, args, manage=True)
         sub = await self.subscriptions.owned(request, target)
-        if len(args) != 1 or not args[0].isdigit():
+        if len(args) != 1 or not _is_number(args[0]):
             return Reply(
                 f":warning: Say which rule: `{self.command} remove 2` "
                 f"(`{self.command} list` numbers them)"
@@ -250,7 +250,7 @@ class SlashCommands:
         target, args = await self.subscriptions.target(request, args, manage=True)
         sub = await self.subscriptions.owned(request, target)
         words = args[0].split(None, 1) if args else []
-        if len(words) != 2 or not words[0].isdigit():
+        if len(words) != 2 or not _is_number(words[0]):
             return Reply(
                 f":warning: Say which rule and its label: `{self.command} label{target.suffix} 2 "
                 f"multi-agent RL` (`{self.command} list` numbers them; `off` takes it away)"
@@ -548,6 +548,12 @@ def _rule(text: str, label: str | None, *, both: bool = False) -> str:
     if both:
         return f"*{as_text(label)}*: {as_code(text)}"
     return f"{as_code(text)} as *{as_text(label)}*"
+
+
+def _is_number(word: str) -> bool:
+    """Whether `word` is a rule's number: ASCII digits only ("²".isdigit() is True, but
+    int() refuses it)."""
+    return word.isascii() and word.isdigit()
 
 
 def _known_zone(name: str) -> bool:

@@ -403,6 +403,25 @@ def test_config_subscribers_are_found_and_the_last_rule_can_go(
     assert "1. `manipulation`" in listed and "diffusion" not in listed and "Welcome" not in again
 
 
+def test_a_rule_number_in_superscript_digits_gets_the_usage_not_a_crash(
+    slack: SlackStandIn, store: Store, database_url: str
+) -> None:
+    """`"²".isdigit()` is True, but int() refuses it: `remove ²` and `label ² x` raised, so
+    the user read "something went wrong" (over Socket Mode: no answer at all)."""
+    built = app_for(slack, store, database_url)
+
+    async def scenario() -> list[str]:
+        async with serving(create_app(routes=slack_routes(built))) as client:
+            s = Session(client, slack, built.responder)
+            await s.say("subscribe robot")
+            return [(await s.say(text))["text"] for text in ("remove ²", "label ² multi-agent")]
+
+    removed, labelled = asyncio.run(scenario())
+    assert removed.startswith(":warning: Say which rule: `/papers remove 2`"), removed
+    assert labelled.startswith(":warning: Say which rule and its label"), labelled
+    assert store.subscribers.rule_texts("slack.ada") == ["robot"]
+
+
 def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
     slack: SlackStandIn, database_url: str, full_feed_papers: tuple[Paper, ...]
 ) -> None:
