@@ -8,9 +8,10 @@ import asyncio
 import itertools
 import json
 import re
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -271,6 +272,68 @@ def test_a_slow_command_is_acknowledged_at_once_and_answered_at_response_url(
     assert later["r1"]["response_type"] == "ephemeral"
     assert "`learning` matches" in later["r1"]["text"]
     assert "/papers subscribe" in later["r2"]["text"]
+
+
+@contextmanager
+def database_busy(store: Store, seconds: float) -> Iterator[None]:
+    """Another writer holds the database for `seconds` (as a digest run's write does): on
+    SQLite the whole file, on PostgreSQL the table of Slack requests."""
+    held = threading.Event()
+
+    def hold() -> None:
+        if store.database.engine.dialect.name == "sqlite":
+            raw = store.database.engine.raw_connection()
+            sqlite = raw.driver_connection
+            assert sqlite is not None
+            try:
+                sqlite.execute("BEGIN IMMEDIATE")  # the write lock, as a writer takes it
+                held.set()
+                time.sleep(seconds)
+                sqlite.execute("ROLLBACK")
+            finally:
+                raw.close()
+            return
+        with store.database.engine.begin() as connection:
+            connection.exec_driver_sql("LOCK TABLE slack_request IN EXCLUSIVE MODE")
+            held.set()
+            time.sleep(seconds)
+
+    writer = threading.Thread(target=hold)
+    writer.start()
+    held.wait(5)
+    try:
+        yield
+    finally:
+        writer.join()
+
+
+def test_slacks_three_seconds_count_from_the_request_not_from_its_check(
+    slack: SlackStandIn, store: Store, database_url: str
+) -> None:
+    """The replay check waited 2 s for the database, then a command that took 1-2 s more
+    (users.info rate limited) was answered inline after Slack had given up: the user read
+    a timeout, and the reply was lost. The check's time now counts: "working on it" comes
+    in time, and the reply follows at response_url."""
+    built = app_for(slack, store, database_url)
+    slack.fail_next("users.info", retry_after=1)
+
+    async def scenario() -> tuple[float, dict[str, Any]]:
+        async with serving(create_app(routes=slack_routes(built))) as client:
+            s = Session(client, slack, built.responder)
+            body = form("subscribe robot", response="late")
+            body = body.replace("RESPONSE", slack.root_url + "/response")
+            with database_busy(store, 2.0):
+                start = time.monotonic()
+                response = await s.post(body, signed(body))
+                took = time.monotonic() - start
+            await built.responder.wait()
+            return took, dict(response.json())
+
+    took, answer = asyncio.run(scenario())
+    assert took < 3.0, (took, answer["text"])
+    assert "Working on it" in answer["text"]
+    [reply] = [r for r in slack.responses if r["id"] == "late"]
+    assert reply["text"].startswith("Welcome! Subscribed to `robot`")
 
 
 def test_the_endpoint_says_when_slack_is_not_set_up(slack: SlackStandIn) -> None:
