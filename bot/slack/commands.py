@@ -416,6 +416,12 @@ class SlashCommands:
             return Reply(f":warning: The digest did not go out: {escape_mrkdwn(problems[0])}")
         if any(r.status == "queued-elsewhere" for r in slack):
             return Reply("That digest is already on its way.")
+        # Not sent by this run, yet queued: a sender process has it (the scheduled run's, or
+        # this one's, claimed first); its papers are no longer "new" to a digest built now.
+        if not sent and (
+            any(r.status == "queued" for r in slack) or await self._pending(sub, "slack")
+        ):
+            return Reply("That digest is already on its way.")
         if not sent:
             return Reply("Nothing new matched your rules since your last digest.")
         where = f"<#{target.channel.id}>" if target.channel else "your direct messages"
@@ -475,6 +481,12 @@ class SlashCommands:
         )
 
     # -- helpers ----------------------------------------------------------------------------
+
+    async def _pending(self, sub: Subscriber, channel: str) -> bool:
+        """Whether a digest of `sub`'s for `channel` is queued and not sent yet."""
+        if sub.id is None:
+            return False
+        return await asyncio.to_thread(self.store.outbox.pending, sub.id, channel) > 0
 
     def _may_try(self, user_id: str) -> bool:
         """Whether `user_id` may run `try` now (at most TRIES_PER_MINUTE a minute)."""

@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -28,7 +28,7 @@ from bot.config import Config
 from bot.core.models import Paper
 from bot.demo import free_port
 from bot.demo.slack_standin import SlackStandIn
-from bot.pipeline import build_channels
+from bot.pipeline import DeliveryRequest, build_channels, deliver
 from bot.slack.app import (
     SlackApp,
     SlackResponder,
@@ -334,6 +334,31 @@ def test_slacks_three_seconds_count_from_the_request_not_from_its_check(
     assert "Working on it" in answer["text"]
     [reply] = [r for r in slack.responses if r["id"] == "late"]
     assert reply["text"].startswith("Welcome! Subscribed to `robot`")
+
+
+def test_digest_says_a_digest_in_flight_is_on_its_way(
+    slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """The run queued Ada's digest and a sender process is sending it (as `paperbell run`
+    does, with its default sender process): `/papers digest` said "Nothing new matched your
+    rules", with 50 papers on their way."""
+    store.papers.upsert(full_feed_papers, now=NOW)
+    built = app_for(slack, store, database_url)
+
+    async def scenario() -> dict[str, Any]:
+        async with serving(create_app(routes=slack_routes(built))) as client:
+            s = Session(client, slack, built.responder)
+            await s.say("subscribe learning")
+            parts = built.responder.commands.parts
+            [queued] = await deliver(parts, DeliveryRequest(sends=False), now=NOW)
+            assert (queued.status, queued.count) == ("queued", 50)
+            [held] = store.outbox.claim("sender-1", now=NOW, lease=timedelta(minutes=5))
+            assert held.subscriber == "slack.ada"
+            return await s.say("digest")
+
+    reply = asyncio.run(scenario())
+    assert reply["text"] == "That digest is already on its way."
+    assert slack.messages("D" + ADA) == []  # the sender has it: nothing sent twice
 
 
 def test_the_endpoint_says_when_slack_is_not_set_up(slack: SlackStandIn) -> None:
