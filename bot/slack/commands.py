@@ -225,7 +225,7 @@ class SlashCommands:
     async def _remove(self, request: CommandRequest, args: list[str]) -> Reply:
         target, args = await self.subscriptions.target(request, args, manage=True)
         sub = await self.subscriptions.owned(request, target)
-        if len(args) != 1 or not args[0].isdigit():
+        if len(args) != 1 or not _is_number(args[0]):
             return Reply(
                 f":warning: Say which rule: `{self.command} remove 2` "
                 f"(`{self.command} list` numbers them)"
@@ -250,7 +250,7 @@ class SlashCommands:
         target, args = await self.subscriptions.target(request, args, manage=True)
         sub = await self.subscriptions.owned(request, target)
         words = args[0].split(None, 1) if args else []
-        if len(words) != 2 or not words[0].isdigit():
+        if len(words) != 2 or not _is_number(words[0]):
             return Reply(
                 f":warning: Say which rule and its label: `{self.command} label{target.suffix} 2 "
                 f"multi-agent RL` (`{self.command} list` numbers them; `off` takes it away)"
@@ -416,6 +416,12 @@ class SlashCommands:
             return Reply(f":warning: The digest did not go out: {escape_mrkdwn(problems[0])}")
         if any(r.status == "queued-elsewhere" for r in slack):
             return Reply("That digest is already on its way.")
+        # Not sent by this run, yet queued: a sender process has it (the scheduled run's, or
+        # this one's, claimed first); its papers are no longer "new" to a digest built now.
+        if not sent and (
+            any(r.status == "queued" for r in slack) or await self._pending(sub, "slack")
+        ):
+            return Reply("That digest is already on its way.")
         if not sent:
             return Reply("Nothing new matched your rules since your last digest.")
         where = f"<#{target.channel.id}>" if target.channel else "your direct messages"
@@ -475,6 +481,12 @@ class SlashCommands:
         )
 
     # -- helpers ----------------------------------------------------------------------------
+
+    async def _pending(self, sub: Subscriber, channel: str) -> bool:
+        """Whether a digest of `sub`'s for `channel` is queued and not sent yet."""
+        if sub.id is None:
+            return False
+        return await asyncio.to_thread(self.store.outbox.pending, sub.id, channel) > 0
 
     def _may_try(self, user_id: str) -> bool:
         """Whether `user_id` may run `try` now (at most TRIES_PER_MINUTE a minute)."""
@@ -548,6 +560,12 @@ def _rule(text: str, label: str | None, *, both: bool = False) -> str:
     if both:
         return f"*{as_text(label)}*: {as_code(text)}"
     return f"{as_code(text)} as *{as_text(label)}*"
+
+
+def _is_number(word: str) -> bool:
+    """Whether `word` is a rule's number: ASCII digits only ("²".isdigit() is True, but
+    int() refuses it)."""
+    return word.isascii() and word.isdigit()
 
 
 def _known_zone(name: str) -> bool:

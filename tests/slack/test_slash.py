@@ -8,11 +8,12 @@ import asyncio
 import itertools
 import json
 import re
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -27,7 +28,7 @@ from bot.config import Config
 from bot.core.models import Paper
 from bot.demo import free_port
 from bot.demo.slack_standin import SlackStandIn
-from bot.pipeline import build_channels
+from bot.pipeline import DeliveryRequest, build_channels, deliver
 from bot.slack.app import (
     SlackApp,
     SlackResponder,
@@ -273,6 +274,93 @@ def test_a_slow_command_is_acknowledged_at_once_and_answered_at_response_url(
     assert "/papers subscribe" in later["r2"]["text"]
 
 
+@contextmanager
+def database_busy(store: Store, seconds: float) -> Iterator[None]:
+    """Another writer holds the database for `seconds` (as a digest run's write does): on
+    SQLite the whole file, on PostgreSQL the table of Slack requests."""
+    held = threading.Event()
+
+    def hold() -> None:
+        if store.database.engine.dialect.name == "sqlite":
+            raw = store.database.engine.raw_connection()
+            sqlite = raw.driver_connection
+            assert sqlite is not None
+            try:
+                sqlite.execute("BEGIN IMMEDIATE")  # the write lock, as a writer takes it
+                held.set()
+                time.sleep(seconds)
+                sqlite.execute("ROLLBACK")
+            finally:
+                raw.close()
+            return
+        with store.database.engine.begin() as connection:
+            connection.exec_driver_sql("LOCK TABLE slack_request IN EXCLUSIVE MODE")
+            held.set()
+            time.sleep(seconds)
+
+    writer = threading.Thread(target=hold)
+    writer.start()
+    held.wait(5)
+    try:
+        yield
+    finally:
+        writer.join()
+
+
+def test_slacks_three_seconds_count_from_the_request_not_from_its_check(
+    slack: SlackStandIn, store: Store, database_url: str
+) -> None:
+    """The replay check waited 2 s for the database, then a command that took 1-2 s more
+    (users.info rate limited) was answered inline after Slack had given up: the user read
+    a timeout, and the reply was lost. The check's time now counts: "working on it" comes
+    in time, and the reply follows at response_url."""
+    built = app_for(slack, store, database_url)
+    slack.fail_next("users.info", retry_after=1)
+
+    async def scenario() -> tuple[float, dict[str, Any]]:
+        async with serving(create_app(routes=slack_routes(built))) as client:
+            s = Session(client, slack, built.responder)
+            body = form("subscribe robot", response="late")
+            body = body.replace("RESPONSE", slack.root_url + "/response")
+            with database_busy(store, 2.0):
+                start = time.monotonic()
+                response = await s.post(body, signed(body))
+                took = time.monotonic() - start
+            await built.responder.wait()
+            return took, dict(response.json())
+
+    took, answer = asyncio.run(scenario())
+    assert took < 3.0, (took, answer["text"])
+    assert "Working on it" in answer["text"]
+    [reply] = [r for r in slack.responses if r["id"] == "late"]
+    assert reply["text"].startswith("Welcome! Subscribed to `robot`")
+
+
+def test_digest_says_a_digest_in_flight_is_on_its_way(
+    slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """The run queued Ada's digest and a sender process is sending it (as `paperbell run`
+    does, with its default sender process): `/papers digest` said "Nothing new matched your
+    rules", with 50 papers on their way."""
+    store.papers.upsert(full_feed_papers, now=NOW)
+    built = app_for(slack, store, database_url)
+
+    async def scenario() -> dict[str, Any]:
+        async with serving(create_app(routes=slack_routes(built))) as client:
+            s = Session(client, slack, built.responder)
+            await s.say("subscribe learning")
+            parts = built.responder.commands.parts
+            [queued] = await deliver(parts, DeliveryRequest(sends=False), now=NOW)
+            assert (queued.status, queued.count) == ("queued", 50)
+            [held] = store.outbox.claim("sender-1", now=NOW, lease=timedelta(minutes=5))
+            assert held.subscriber == "slack.ada"
+            return await s.say("digest")
+
+    reply = asyncio.run(scenario())
+    assert reply["text"] == "That digest is already on its way."
+    assert slack.messages("D" + ADA) == []  # the sender has it: nothing sent twice
+
+
 def test_the_endpoint_says_when_slack_is_not_set_up(slack: SlackStandIn) -> None:
     async def scenario() -> httpx.Response:
         async with serving(create_app(routes=slack_routes(None))) as client:
@@ -401,6 +489,25 @@ def test_config_subscribers_are_found_and_the_last_rule_can_go(
     assert "Welcome" in boss and "the digests stop" in removed
     assert "no subscription" in empty or "(paused)" in empty
     assert "1. `manipulation`" in listed and "diffusion" not in listed and "Welcome" not in again
+
+
+def test_a_rule_number_in_superscript_digits_gets_the_usage_not_a_crash(
+    slack: SlackStandIn, store: Store, database_url: str
+) -> None:
+    """`"²".isdigit()` is True, but int() refuses it: `remove ²` and `label ² x` raised, so
+    the user read "something went wrong" (over Socket Mode: no answer at all)."""
+    built = app_for(slack, store, database_url)
+
+    async def scenario() -> list[str]:
+        async with serving(create_app(routes=slack_routes(built))) as client:
+            s = Session(client, slack, built.responder)
+            await s.say("subscribe robot")
+            return [(await s.say(text))["text"] for text in ("remove ²", "label ² multi-agent")]
+
+    removed, labelled = asyncio.run(scenario())
+    assert removed.startswith(":warning: Say which rule: `/papers remove 2`"), removed
+    assert labelled.startswith(":warning: Say which rule and its label"), labelled
+    assert store.subscribers.rule_texts("slack.ada") == ["robot"]
 
 
 def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(

@@ -155,6 +155,22 @@ class OutboxQueries(Repository):
             by_target.setdefault((row.subscriber_id, row.channel), []).append(row)
         return {key: _status_of(items) for key, items in by_target.items()}
 
+    def pending(self, subscriber_id: int, channel: str) -> int:
+        """How many of a subscriber's records for `channel` are still to be sent: queued,
+        in a sender's hands, or waiting for a retry."""
+        with self.database.session() as session:
+            return int(
+                session.exec(
+                    select(func.count())
+                    .select_from(OutboxRow)
+                    .where(
+                        OutboxRow.subscriber_id == subscriber_id,
+                        OutboxRow.channel == channel,
+                        OutboxRow.status == "pending",
+                    )
+                ).one()
+            )
+
     def attempts_pending(self) -> dict[int, int]:
         """The failed attempts of each pending record that failed before, by id: what a
         one-off run's senders compare a record's attempts with, to tell one that failed
