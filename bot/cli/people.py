@@ -151,7 +151,8 @@ def subscribe(
     """Subscribe NAME with one or more RULES (stored in the database), or everyone a CSV
     file lists (--from-file).
 
-    Adds the rules to NAME if it exists; the options change its settings. Examples:
+    Adds the rules to NAME if it exists (and subscribes it again); the options change its
+    settings (given alone, they leave an unsubscribed NAME unsubscribed). Examples:
 
     \b
     paperbell subscribe ada --email ada@example.org '"diffusion policy"' 'multi-agent cat:cs.RO'
@@ -258,6 +259,11 @@ def subscribe(
     notes = ", with a note on empty days" if sub.notify_empty else ""
     notes += "".join(f", {part}" for part in reading_parts(sub))
     click.echo(f"{verb} {sub.name} {_where(config, sub)}: {sub.schedule.describe()}{notes}")
+    if not sub.active:
+        click.echo(
+            f"note: {sub.name} stays {subscriber_state(store, sub)}: `paperbell resume "
+            f"{sub.name}` sends its digests again"
+        )
     if env is not None and env not in config.environ:
         click.echo(
             f"note: {env} is not set here: the process that sends (`paperbell run`) needs it"

@@ -266,8 +266,9 @@ class Subscribers(Repository):
         max_rules: int | None = None,
         labels: Mapping[str, str] | None = None,
     ) -> tuple[Subscriber, bool]:
-        """Create a subscriber, or add rules to an existing one (and reactivate it).
-        Returns the subscriber and whether it was created. An address learnt from Slack
+        """Create a subscriber, or add rules to an existing one (and reactivate it; given
+        no rules, its settings change and an unsubscribe stays in force). Returns the
+        subscriber and whether it was created. An address learnt from Slack
         (`email_confirmed=False`) receives nothing until its owner confirms it. More than
         `max_rules` rules in all is refused (a StoreError), and nothing changes.
         `apprise_env` names the variable holding its Apprise URLs ("": none). `labels`
@@ -309,7 +310,10 @@ class Subscribers(Repository):
                 row.max_papers = max_papers
             if include is not None:
                 row.include = dump_list(sorted(set(include)))
-            row.active, row.paused_reason = True, None
+            if created or rules:
+                # Subscribed again: only with rules. A change of settings alone leaves an
+                # unsubscribe in force (its owner's, maybe: one click on an email).
+                row.active, row.paused_reason = True, None
             session.add(row)
             session.flush()
             assert row.id is not None

@@ -327,3 +327,31 @@ language = "zh-Hant"
     with Store.open(database_url) as store:
         bob = next(s for s in store.subscribers.all() if s.name == "bob")
     assert (bob.summaries, bob.language) == (False, None)
+
+
+@pytest.mark.database
+def test_subscribe_that_only_changes_settings_leaves_an_unsubscribed_one_stopped(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Someone who unsubscribed (on their page, or by the operator) gets nothing after the
+    operator changes a setting of theirs: only `resume`, or new rules, send again."""
+    config = tmp_path / "config.toml"
+    config.write_text(
+        example_config_text().replace(
+            'url = "sqlite:///paperbell.sqlite"', f'url = "{database_url}"'
+        )
+    )
+    cli = functools.partial(outcome, config=config)
+    assert cli("subscribe", "bob", "--email", "bob@example.org", "robot")[0] == 0
+    assert cli("unsubscribe", "bob")[0] == 0
+
+    code, out = cli("subscribe", "bob", "--max-papers", "5", "--timezone", "Asia/Tokyo")
+    assert code == 0, out
+    listed = cli("list")[1]
+    assert "bob <bob@example.org> [database, unsubscribed]" in listed
+    assert "max 5; daily at 08:00 (Asia/Tokyo)" in listed
+    assert "bob stays unsubscribed: `paperbell resume bob`" in out
+
+    code, out = cli("subscribe", "bob", "cat:cs.RO")  # new rules: subscribed again
+    assert code == 0 and "stays unsubscribed" not in out
+    assert "bob <bob@example.org> [database, active]" in cli("list")[1]
