@@ -14,7 +14,7 @@ from dataclasses import fields, replace
 from datetime import datetime
 from typing import cast
 
-from sqlalchemy import delete
+from sqlalchemy import delete, or_, update
 from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
@@ -457,7 +457,8 @@ class Subscribers(Repository):
             return True
 
     def set_active(self, name: str, active: bool, *, now: datetime) -> bool:
-        """Pause or resume a subscriber (config or database). False if unknown."""
+        """Pause or resume a subscriber (config or database). False if unknown. A pause
+        withdraws the digests still queued for them (`_withdraw_queued`)."""
         with self.database.session() as session:
             row = session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
             if row is None:
@@ -467,6 +468,8 @@ class Subscribers(Repository):
                 row.paused_reason = None
                 if row.id is not None:  # the count of refusals starts again
                     session.execute(refusals_forgotten(row.id))
+            elif row.id is not None:
+                _withdraw_queued(session, row.id, f"not sent: {name} unsubscribed", now=now)
             session.add(row)
             session.commit()
             return True
@@ -591,6 +594,35 @@ class Subscribers(Repository):
                 hint="change it in the config file",
             )
         return row
+
+
+def _withdraw_queued(session: Session, subscriber_id: int, why: str, *, now: datetime) -> int:
+    """Give up the subscriber's digests still queued, as a failure (`why`), and hand their
+    papers back, so that an unsubscribe stops the digests at once: a digest waiting for a
+    retry or the relay's limits would go out after it. One a worker holds now, or that is
+    half-way out (a Slack thread), is left to finish. Returns how many."""
+    free = (
+        col(OutboxRow.status) == "pending",
+        col(OutboxRow.progress).is_(None),
+        or_(col(OutboxRow.lease_until).is_(None), col(OutboxRow.lease_until) < now),
+    )
+    queued = session.exec(
+        select(OutboxRow.id, OutboxRow.period)
+        .where(OutboxRow.subscriber_id == subscriber_id)
+        .where(*free)
+    ).all()
+    withdrawn = 0
+    for record_id, period in queued:
+        # The period freed as `mark_failed` frees it: a later digest may take that slot.
+        given_up = (
+            update(OutboxRow)
+            .where(col(OutboxRow.id) == record_id, *free)
+            .values(status="failed", last_error=why, period=f"{period}#failed-{record_id}"[:128])
+        )
+        if session.execute(given_up).rowcount:  # type: ignore[attr-defined]
+            session.execute(delete(DeliveryRow).where(col(DeliveryRow.outbox_id) == record_id))
+            withdrawn += 1
+    return withdrawn
 
 
 def _check_labels(name: str, rules: Iterable[RuleRow]) -> None:
