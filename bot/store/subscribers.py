@@ -483,12 +483,13 @@ class Subscribers(Repository):
                 session.add(row)
                 session.commit()
 
-    def delete(self, name: str) -> None:
+    def delete(self, name: str, *, config_gone: bool = False) -> None:
         """Remove a database subscriber with its rules, delivery history, outbox (digests
         sent and still queued: they go nowhere once the subscriber is gone), the bounces of
-        its mail, verdicts on papers and fitted ranking model."""
+        its mail, verdicts on papers and fitted ranking model. `config_gone`: the config
+        file declares `name` no more, so its stored subscriber may go too."""
         with self.database.session() as session:
-            row = self._database_subscriber(session, name)
+            row = self._database_subscriber(session, name, config_gone=config_gone)
             # Messages and deliveries point at the outbox, and everything at the subscriber:
             # in that order, one flush each, so that a database that enforces foreign keys
             # accepts it.
@@ -584,11 +585,13 @@ class Subscribers(Repository):
         return list(session.exec(query).all())
 
     @staticmethod
-    def _database_subscriber(session: Session, name: str) -> SubscriberRow:
+    def _database_subscriber(
+        session: Session, name: str, *, config_gone: bool = False
+    ) -> SubscriberRow:
         row = session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
         if row is None:
             raise StoreError(f"no subscriber named {name!r}", hint="see `paperbell list`")
-        if row.origin == "config":
+        if row.origin == "config" and not config_gone:
             raise StoreError(
                 f"subscriber {name!r} is declared in the config file",
                 hint="change it in the config file",

@@ -400,3 +400,32 @@ def test_unsubscribe_withdraws_the_digests_still_queued(tmp_path: Path, database
     with Store.open(database_url) as store:
         later = queued_at + timedelta(hours=2)
         assert store.outbox.claim("sender", now=later, lease=timedelta(minutes=5)) == []
+
+
+@pytest.mark.database
+def test_a_name_the_config_file_dropped_can_be_deleted_and_used_again(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A subscriber renamed or removed in the config file leaves its stored row and history:
+    the commands say so truly, `unsubscribe --delete` removes it, and the name is free."""
+    example = example_config_text().replace(
+        'url = "sqlite:///paperbell.sqlite"', f'url = "{database_url}"'
+    )
+    config = tmp_path / "config.toml"
+    config.write_text(example)
+    assert outcome("unsubscribe", "ada", config=config)[0] == 0  # ada is stored now
+    config.write_text(example.replace('name = "ada"', 'name = "ada-lovelace"'))
+    cli = functools.partial(outcome, config=config)
+
+    code, out = cli("resume", "ada")
+    assert code == 1 and "'ada' is in the config file no more" in out
+    code, out = cli("subscribe", "ada", "--email", "ada@example.org", "robot")
+    assert code == 2 and "`paperbell unsubscribe ada --delete`" in out
+    assert "declared in the config file" not in out
+    code, out = cli("unsubscribe", "ada", "--delete")
+    assert code == 0 and "deleted ada and its delivery history" in out
+    code, out = cli("subscribe", "ada", "--email", "ada@example.org", "robot")
+    assert code == 0 and "subscribed ada <ada@example.org>" in out
+    assert cli("unsubscribe", "ada-lovelace")[0] == 0
+    code, out = cli("unsubscribe", "ada-lovelace", "--delete")  # the file's: changed there
+    assert code == 1 and "declared in the config file" in out
