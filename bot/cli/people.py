@@ -151,7 +151,8 @@ def subscribe(
     """Subscribe NAME with one or more RULES (stored in the database), or everyone a CSV
     file lists (--from-file).
 
-    Adds the rules to NAME if it exists; the options change its settings. Examples:
+    Adds the rules to NAME if it exists (and subscribes it again); the options change its
+    settings (given alone, they leave an unsubscribed NAME unsubscribed). Examples:
 
     \b
     paperbell subscribe ada --email ada@example.org '"diffusion policy"' 'multi-agent cat:cs.RO'
@@ -193,7 +194,8 @@ def subscribe(
         )
     if slack_given and (config.slack is None or not config.slack.bot_token_env):
         problems.append("posting to Slack needs [slack] bot_token_env in the config")
-    if name in {s.name for s in config.subscribers}:
+    declared = name in {s.name for s in config.subscribers}
+    if declared:
         problems.append(f"{name!r} is declared in the config file: change it there")
     env = (
         None if apprise_env is None or apprise_env.strip().lower() in ("none", "") else apprise_env
@@ -209,6 +211,11 @@ def subscribe(
     problems += url_problems
     store = open_store(config)
     row = store.subscribers.get(name)
+    if row is not None and row.origin == "config" and not declared:
+        problems.append(
+            f"{name!r} was a subscriber of the config file, which declares it no more: "
+            f"`paperbell unsubscribe {name} --delete` removes it and its history first"
+        )
     if row is None and not (email or slack_given or places or env):
         problems.append(
             "say where its digests go: --email, --slack-channel, --slack-user, --apprise or "
@@ -258,6 +265,11 @@ def subscribe(
     notes = ", with a note on empty days" if sub.notify_empty else ""
     notes += "".join(f", {part}" for part in reading_parts(sub))
     click.echo(f"{verb} {sub.name} {_where(config, sub)}: {sub.schedule.describe()}{notes}")
+    if not sub.active:
+        click.echo(
+            f"note: {sub.name} stays {subscriber_state(store, sub)}: `paperbell resume "
+            f"{sub.name}` sends its digests again"
+        )
     if env is not None and env not in config.environ:
         click.echo(
             f"note: {env} is not set here: the process that sends (`paperbell run`) needs it"
@@ -278,7 +290,12 @@ def subscribe(
     help="Remove only this Apprise destination: its URL, or its masked form as `list` shows "
     "it (ntfy://ntfy.example/papers, discord://1...4/a...z/).",
 )
-@click.option("--delete", is_flag=True, help="Delete the subscriber and its history.")
+@click.option(
+    "--delete",
+    is_flag=True,
+    help="Delete the subscriber and its history: one of the database, or one the config "
+    "file declared and declares no more (renamed or removed there).",
+)
 @handle_errors
 def unsubscribe(
     config_path: Path,
@@ -316,7 +333,8 @@ def unsubscribe(
         text = store.subscribers.remove_rule(name, rule_number)
         click.echo(f"removed rule {rule_number} of {name}: {text}")
     elif delete:
-        store.subscribers.delete(name)
+        gone = name not in {s.name for s in config.subscribers}  # a name the file dropped
+        store.subscribers.delete(name, config_gone=gone)
         click.echo(f"deleted {name} and its delivery history")
     else:
         if name in {s.name for s in config.subscribers}:
@@ -339,6 +357,14 @@ def resume(config_path: Path, name: str) -> None:
     store = open_store(config)
     if name in {s.name for s in config.subscribers}:
         store.subscribers.sync_config(config.declared_subscribers(), now=utcnow())
+    else:
+        stored = store.subscribers.get(name)
+        if stored is not None and stored.origin == "config":  # renamed or removed there
+            raise PaperbellError(
+                f"{name!r} is in the config file no more: nothing would be sent",
+                hint=f"add it back to the file, or `paperbell unsubscribe {name} --delete` "
+                "its history",
+            )
     if not store.subscribers.set_active(name, True, now=utcnow()):
         raise PaperbellError(f"no subscriber named {name!r}", hint="see `paperbell list`")
     row = store.subscribers.get(name)

@@ -14,7 +14,7 @@ from dataclasses import fields, replace
 from datetime import datetime
 from typing import cast
 
-from sqlalchemy import delete
+from sqlalchemy import delete, or_, update
 from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
@@ -266,8 +266,9 @@ class Subscribers(Repository):
         max_rules: int | None = None,
         labels: Mapping[str, str] | None = None,
     ) -> tuple[Subscriber, bool]:
-        """Create a subscriber, or add rules to an existing one (and reactivate it).
-        Returns the subscriber and whether it was created. An address learnt from Slack
+        """Create a subscriber, or add rules to an existing one (and reactivate it; given
+        no rules, its settings change and an unsubscribe stays in force). Returns the
+        subscriber and whether it was created. An address learnt from Slack
         (`email_confirmed=False`) receives nothing until its owner confirms it. More than
         `max_rules` rules in all is refused (a StoreError), and nothing changes.
         `apprise_env` names the variable holding its Apprise URLs ("": none). `labels`
@@ -309,7 +310,10 @@ class Subscribers(Repository):
                 row.max_papers = max_papers
             if include is not None:
                 row.include = dump_list(sorted(set(include)))
-            row.active, row.paused_reason = True, None
+            if created or rules:
+                # Subscribed again: only with rules. A change of settings alone leaves an
+                # unsubscribe in force (its owner's, maybe: one click on an email).
+                row.active, row.paused_reason = True, None
             session.add(row)
             session.flush()
             assert row.id is not None
@@ -453,7 +457,8 @@ class Subscribers(Repository):
             return True
 
     def set_active(self, name: str, active: bool, *, now: datetime) -> bool:
-        """Pause or resume a subscriber (config or database). False if unknown."""
+        """Pause or resume a subscriber (config or database). False if unknown. A pause
+        withdraws the digests still queued for them (`_withdraw_queued`)."""
         with self.database.session() as session:
             row = session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
             if row is None:
@@ -463,6 +468,8 @@ class Subscribers(Repository):
                 row.paused_reason = None
                 if row.id is not None:  # the count of refusals starts again
                     session.execute(refusals_forgotten(row.id))
+            elif row.id is not None:
+                _withdraw_queued(session, row.id, f"not sent: {name} unsubscribed", now=now)
             session.add(row)
             session.commit()
             return True
@@ -476,12 +483,13 @@ class Subscribers(Repository):
                 session.add(row)
                 session.commit()
 
-    def delete(self, name: str) -> None:
+    def delete(self, name: str, *, config_gone: bool = False) -> None:
         """Remove a database subscriber with its rules, delivery history, outbox (digests
         sent and still queued: they go nowhere once the subscriber is gone), the bounces of
-        its mail, verdicts on papers and fitted ranking model."""
+        its mail, verdicts on papers and fitted ranking model. `config_gone`: the config
+        file declares `name` no more, so its stored subscriber may go too."""
         with self.database.session() as session:
-            row = self._database_subscriber(session, name)
+            row = self._database_subscriber(session, name, config_gone=config_gone)
             # Messages and deliveries point at the outbox, and everything at the subscriber:
             # in that order, one flush each, so that a database that enforces foreign keys
             # accepts it.
@@ -577,16 +585,47 @@ class Subscribers(Repository):
         return list(session.exec(query).all())
 
     @staticmethod
-    def _database_subscriber(session: Session, name: str) -> SubscriberRow:
+    def _database_subscriber(
+        session: Session, name: str, *, config_gone: bool = False
+    ) -> SubscriberRow:
         row = session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
         if row is None:
             raise StoreError(f"no subscriber named {name!r}", hint="see `paperbell list`")
-        if row.origin == "config":
+        if row.origin == "config" and not config_gone:
             raise StoreError(
                 f"subscriber {name!r} is declared in the config file",
                 hint="change it in the config file",
             )
         return row
+
+
+def _withdraw_queued(session: Session, subscriber_id: int, why: str, *, now: datetime) -> int:
+    """Give up the subscriber's digests still queued, as a failure (`why`), and hand their
+    papers back, so that an unsubscribe stops the digests at once: a digest waiting for a
+    retry or the relay's limits would go out after it. One a worker holds now, or that is
+    half-way out (a Slack thread), is left to finish. Returns how many."""
+    free = (
+        col(OutboxRow.status) == "pending",
+        col(OutboxRow.progress).is_(None),
+        or_(col(OutboxRow.lease_until).is_(None), col(OutboxRow.lease_until) < now),
+    )
+    queued = session.exec(
+        select(OutboxRow.id, OutboxRow.period)
+        .where(OutboxRow.subscriber_id == subscriber_id)
+        .where(*free)
+    ).all()
+    withdrawn = 0
+    for record_id, period in queued:
+        # The period freed as `mark_failed` frees it: a later digest may take that slot.
+        given_up = (
+            update(OutboxRow)
+            .where(col(OutboxRow.id) == record_id, *free)
+            .values(status="failed", last_error=why, period=f"{period}#failed-{record_id}"[:128])
+        )
+        if session.execute(given_up).rowcount:  # type: ignore[attr-defined]
+            session.execute(delete(DeliveryRow).where(col(DeliveryRow.outbox_id) == record_id))
+            withdrawn += 1
+    return withdrawn
 
 
 def _check_labels(name: str, rules: Iterable[RuleRow]) -> None:

@@ -7,13 +7,16 @@ import email.policy
 import functools
 import json
 import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from support.cli import invoke, outcome, run
 from support.config import WEB_SECRET, local_feed_config
+from support.digests import make_paper
 
 from bot.config import example_config_text
+from bot.store import Store
 
 
 def test_demo_twice_sends_nothing_the_second_time(tmp_path: Path) -> None:
@@ -327,3 +330,102 @@ language = "zh-Hant"
     with Store.open(database_url) as store:
         bob = next(s for s in store.subscribers.all() if s.name == "bob")
     assert (bob.summaries, bob.language) == (False, None)
+
+
+@pytest.mark.database
+def test_subscribe_that_only_changes_settings_leaves_an_unsubscribed_one_stopped(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Someone who unsubscribed (on their page, or by the operator) gets nothing after the
+    operator changes a setting of theirs: only `resume`, or new rules, send again."""
+    config = tmp_path / "config.toml"
+    config.write_text(
+        example_config_text().replace(
+            'url = "sqlite:///paperbell.sqlite"', f'url = "{database_url}"'
+        )
+    )
+    cli = functools.partial(outcome, config=config)
+    assert cli("subscribe", "bob", "--email", "bob@example.org", "robot")[0] == 0
+    assert cli("unsubscribe", "bob")[0] == 0
+
+    code, out = cli("subscribe", "bob", "--max-papers", "5", "--timezone", "Asia/Tokyo")
+    assert code == 0, out
+    listed = cli("list")[1]
+    assert "bob <bob@example.org> [database, unsubscribed]" in listed
+    assert "max 5; daily at 08:00 (Asia/Tokyo)" in listed
+    assert "bob stays unsubscribed: `paperbell resume bob`" in out
+
+    code, out = cli("subscribe", "bob", "cat:cs.RO")  # new rules: subscribed again
+    assert code == 0 and "stays unsubscribed" not in out
+    assert "bob <bob@example.org> [database, active]" in cli("list")[1]
+
+
+@pytest.mark.database
+def test_unsubscribe_withdraws_the_digests_still_queued(tmp_path: Path, database_url: str) -> None:
+    """A digest queued before an unsubscribe (waiting for a retry or the relay's limits) is
+    not sent after it: it is withdrawn, and its papers go back to the subscriber."""
+    config = tmp_path / "config.toml"
+    config.write_text(
+        example_config_text().replace(
+            'url = "sqlite:///paperbell.sqlite"', f'url = "{database_url}"'
+        )
+    )
+    cli = functools.partial(outcome, config=config)
+    assert cli("subscribe", "bob", "--email", "bob@example.org", "robot")[0] == 0
+    queued_at = datetime.now(UTC)
+    with Store.open(database_url) as store:
+        bob = store.subscribers.get("bob")
+        assert bob is not None
+        queued = store.outbox.enqueue(
+            bob.id,
+            channel="email",
+            period="daily:2026-12-07",
+            digest_id="d1",
+            recipient="bob@example.org",
+            payload=b"Subject: papers\r\n\r\nrobots\r\n",
+            sent=[make_paper(1)],
+            now=queued_at,
+        )
+        assert queued is not None
+
+    code, out = cli("unsubscribe", "bob")
+    assert code == 0 and "unsubscribed bob: no more digests" in out
+    with Store.open(database_url) as store:
+        claimed = store.outbox.claim(
+            "sender", now=queued_at + timedelta(hours=1), lease=timedelta(minutes=5)
+        )
+        assert [item.subscriber for item in claimed] == []
+        assert store.outbox.delivered_versions(bob.id, "email") == {}  # theirs again
+    assert cli("resume", "bob")[0] == 0
+    with Store.open(database_url) as store:
+        later = queued_at + timedelta(hours=2)
+        assert store.outbox.claim("sender", now=later, lease=timedelta(minutes=5)) == []
+
+
+@pytest.mark.database
+def test_a_name_the_config_file_dropped_can_be_deleted_and_used_again(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A subscriber renamed or removed in the config file leaves its stored row and history:
+    the commands say so truly, `unsubscribe --delete` removes it, and the name is free."""
+    example = example_config_text().replace(
+        'url = "sqlite:///paperbell.sqlite"', f'url = "{database_url}"'
+    )
+    config = tmp_path / "config.toml"
+    config.write_text(example)
+    assert outcome("unsubscribe", "ada", config=config)[0] == 0  # ada is stored now
+    config.write_text(example.replace('name = "ada"', 'name = "ada-lovelace"'))
+    cli = functools.partial(outcome, config=config)
+
+    code, out = cli("resume", "ada")
+    assert code == 1 and "'ada' is in the config file no more" in out
+    code, out = cli("subscribe", "ada", "--email", "ada@example.org", "robot")
+    assert code == 2 and "`paperbell unsubscribe ada --delete`" in out
+    assert "declared in the config file" not in out
+    code, out = cli("unsubscribe", "ada", "--delete")
+    assert code == 0 and "deleted ada and its delivery history" in out
+    code, out = cli("subscribe", "ada", "--email", "ada@example.org", "robot")
+    assert code == 0 and "subscribed ada <ada@example.org>" in out
+    assert cli("unsubscribe", "ada-lovelace")[0] == 0
+    code, out = cli("unsubscribe", "ada-lovelace", "--delete")  # the file's: changed there
+    assert code == 1 and "declared in the config file" in out
