@@ -94,10 +94,11 @@ def backup(config_path: Path, path: Path, force: bool) -> None:
 @handle_errors
 def prune(config_path: Path, dry_run: bool) -> None:
     """Cut the messages of digests sent over [database] keep_sent_days ago to their headers
-    (the web archive then lists them and shows the papers they carried) and delete the
-    bounces over keep_bounces_days old. What was delivered to whom stays: no paper is ever
-    sent twice. `paperbell run` does the same once a day. A SQLite file keeps its size
-    (the space is reused; `VACUUM` gives it back)."""
+    (the web archive then lists them and shows the papers they carried), delete the
+    bounces over keep_bounces_days old and the sign-ups never confirmed in
+    keep_unconfirmed_days. What was delivered to whom stays: no paper is ever sent twice.
+    `paperbell run` does the same once a day. A SQLite file keeps its size (the space is
+    reused; `VACUUM` gives it back)."""
     from bot.pipeline.retention import prune_old, pruned_line
     from bot.store import utcnow
 

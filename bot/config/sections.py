@@ -70,17 +70,19 @@ class DatabaseConfig(Section):
     """`[database]`: where paperbell keeps everything (`url`, or `url_env`: the environment
     variable that holds it, so a password stays out of the file), whether an older
     schema is upgraded by the commands themselves (else they refuse it: `paperbell db
-    upgrade`), and how long old messages and bounces are kept."""
+    upgrade`), and how long old messages, bounces and unconfirmed sign-ups are kept."""
 
     url: str = DEFAULT_DATABASE_URL
     url_env: EnvName | None = None
     auto_upgrade: bool = False
     # A digest's whole message is kept this many days after it went (the web archive shows
     # it as sent), then cut to its headers (the archive lists it and shows its papers);
-    # bounces are deleted after keep_bounces_days. 0: for ever. `paperbell run` prunes
-    # once a day, `paperbell db prune` when asked.
+    # bounces are deleted after keep_bounces_days; a sign-up whose address was never
+    # confirmed, after keep_unconfirmed_days. 0: for ever. `paperbell run` prunes once a
+    # day, `paperbell db prune` when asked.
     keep_sent_days: int = Field(90, ge=0, le=36500)
     keep_bounces_days: int = Field(365, ge=0, le=36500)
+    keep_unconfirmed_days: int = Field(30, ge=0, le=36500)
 
     @field_validator("url")
     @classmethod

@@ -441,8 +441,9 @@ class Daemon:
         return attempts
 
     async def prune_due(self, now: datetime) -> None:
-        """Prune the database once a day ([database] keep_sent_days, keep_bounces_days), in a
-        thread, `PRUNE_BATCHES` at most a tick; a failure is logged and tried in an hour."""
+        """Prune the database once a day ([database] keep_sent_days, keep_bounces_days,
+        keep_unconfirmed_days), in a thread, `PRUNE_BATCHES` at most a tick; a failure is
+        logged and tried in an hour."""
         if self._prune_at is not None and now < self._prune_at:
             return
         try:
@@ -460,7 +461,7 @@ class Daemon:
             log.error("pruning the database failed (tried again in an hour): %s", exc)
             return
         self._prune_at = None if pruned.more else now + PRUNE_EVERY
-        if pruned.messages or pruned.bounces:
+        if pruned.messages or pruned.bounces or pruned.signups:
             log.info("pruned the database: %s", pruned_line(self.keep, pruned))
 
     def _check_calendar(self, now: datetime) -> None:

@@ -30,12 +30,13 @@ BATCH = 500  # records cut in one transaction
 @dataclass(frozen=True, slots=True)
 class Pruned:
     """What a prune did (or, dry, would do): messages cut to their headers, the bytes
-    that freed, bounces deleted."""
+    that freed, bounces deleted, sign-ups never confirmed deleted."""
 
     messages: int = 0
     freed: int = 0
     bounces: int = 0
     more: bool = False  # messages left to cut (stopped, or past `batches`)
+    signups: int = 0
 
 
 def head_of(payload: bytes) -> bytes:

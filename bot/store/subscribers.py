@@ -9,7 +9,7 @@ file's subscribers are changed in the file: the database's only here.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import fields, replace
 from datetime import datetime
 from typing import cast
@@ -32,7 +32,7 @@ from bot.store.bulk import (
     too_many_rules,
 )
 from bot.store.bulk import add_many as insert_people
-from bot.store.database import Repository, aware
+from bot.store.database import Repository, aware, failing_as
 from bot.store.lookups import (
     BY_SLACK_CHANNEL,
     BY_SLACK_USER,
@@ -513,6 +513,34 @@ class Subscribers(Repository):
                 session.flush()
             session.delete(row)
             session.commit()
+
+    def never_confirmed(self, before: datetime, *, notices: Collection[str]) -> list[str]:
+        """The names of the database subscribers made before `before` whose address was
+        never confirmed and who have no other way to a digest: no Slack, no destination,
+        and nothing ever queued for them but `notices` (the confirmation mails). What a
+        stranger's sign-ups on the page leave behind; one whose email stopped after
+        digests (a complaint) is not among them."""
+        queued = select(OutboxRow.id).where(
+            OutboxRow.subscriber_id == SubscriberRow.id, col(OutboxRow.channel).not_in(notices)
+        )
+        given = select(DestinationRow.id).where(DestinationRow.subscriber_id == SubscriberRow.id)
+        query = (
+            select(SubscriberRow.name)
+            .where(
+                SubscriberRow.origin == "database",
+                col(SubscriberRow.email_confirmed).is_(False),
+                col(SubscriberRow.created_at) < before,
+                col(SubscriberRow.slack_user).is_(None),
+                col(SubscriberRow.slack_channel).is_(None),
+                col(SubscriberRow.slack_webhook).is_(None),
+                col(SubscriberRow.apprise_env).is_(None),
+                ~queued.exists(),
+                ~given.exists(),
+            )
+            .order_by(col(SubscriberRow.id))
+        )
+        with failing_as("read the unconfirmed sign-ups"), self.database.session() as session:
+            return list(session.exec(query).all())
 
     def by_slack(
         self, *, user: str | None = None, channel: str | Sequence[str] | None = None

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from email.parser import BytesHeaderParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given
@@ -25,8 +26,8 @@ from support.workers import queue, release
 
 import bot.store.retention as retention
 from bot.core.models import Paper
-from bot.pipeline import wire, wire_daemon
-from bot.pipeline.retention import prune_old
+from bot.pipeline import NOTICE_CHANNEL, wire, wire_daemon
+from bot.pipeline.retention import prune_old, pruned_line
 from bot.pipeline.scheduler import Daemon
 from bot.store import Bounce, Store, utcnow
 from bot.store.archive import HEAD_BYTES
@@ -148,16 +149,77 @@ def test_db_prune_says_what_it_did(tmp_path: Path, database_url: str) -> None:
     assert dry.exit_code == 0, dry.output
     assert dry.output == (
         "would cut 0 messages sent over 90 days ago to their headers (0.0 MB); "
-        "would delete 0 bounces over 365 days old\n"
+        "would delete 0 bounces over 365 days old; "
+        "would delete 0 sign-ups never confirmed in 30 days\n"
     )
     config.write_text(
-        config.read_text().replace("[database]\n", "[database]\nkeep_sent_days = 0\n")
+        config.read_text().replace(
+            "[database]\n", "[database]\nkeep_sent_days = 0\nkeep_unconfirmed_days = 0\n"
+        )
     )
     done = invoke("db", "prune", "-c", str(config), env=ENV)
     assert done.exit_code == 0, done.output
     assert done.output == (
-        "sent messages kept for ever (keep_sent_days = 0); deleted 0 bounces over 365 days old\n"
+        "sent messages kept for ever (keep_sent_days = 0); deleted 0 bounces over 365 days "
+        "old; unconfirmed sign-ups kept for ever (keep_unconfirmed_days = 0)\n"
     )
+
+
+def test_sign_ups_never_confirmed_go_after_their_days_and_no_one_else(store: Store) -> None:
+    """Anyone may sign up any address on the page: each left a subscriber for good. After
+    `keep_unconfirmed_days` those go; a subscriber who confirmed, got digests (and whose
+    email a complaint stopped since), has Slack or a destination, or signed up lately, stays."""
+    from bot.config import parse_config
+
+    now = utcnow()
+    long_ago = now - timedelta(days=40)
+
+    def add(name: str, *, when: datetime = long_ago, **options: Any) -> int:
+        options.setdefault("email_confirmed", False)
+        sub, _ = store.subscribers.add(
+            name, email=f"{name}@lab.example", rules=["robot"], now=when, **options
+        )
+        assert sub.id is not None
+        return sub.id
+
+    def queue_for(subscriber_id: int, channel: str) -> None:
+        store.outbox.enqueue(
+            subscriber_id,
+            channel=channel,
+            period=f"{channel}-{subscriber_id}",
+            digest_id=f"d-{channel}-{subscriber_id}",
+            recipient="x@lab.example",
+            payload=PAYLOAD,
+            sent=[],
+            now=long_ago,
+        )
+
+    stranger = add("stranger")
+    queue_for(stranger, NOTICE_CHANNEL)  # the confirmation mail, never opened
+    queue_for(add("unopened"), NOTICE_CHANNEL)
+    add("confirmed", email_confirmed=True)
+    complained = add("complained")  # got digests, then a complaint stopped the email
+    queue_for(complained, "email")
+    add("slack", slack_user="U1")
+    store.targets.add_destination(
+        add("ntfy"), "apprise:ntfy", "ntfy://ntfy.sh/papers", now=long_ago, self_service=True
+    )
+    add("lately", when=now - timedelta(days=3))
+    keep = parse_config({"version": 1, "database": {"url": "sqlite://"}}, environ={}).database
+    assert keep.keep_unconfirmed_days == 30
+
+    dry = prune_old(keep, store, now=now, dry_run=True)
+    assert dry.signups == 2 and store.subscribers.get("stranger") is not None
+    assert pruned_line(keep, dry, dry_run=True).endswith(
+        "would delete 2 sign-ups never confirmed in 30 days"
+    )
+    assert prune_old(keep, store, now=now).signups == 2
+    left = {record.name for record in store.subscribers.records()}
+    assert left == {"confirmed", "complained", "slack", "ntfy", "lately"}
+    with store.database.session() as session:
+        owners = set(session.exec(select(OutboxRow.subscriber_id)).all())
+    assert owners == {complained}  # the strangers' confirmation mails went with them
+    assert prune_old(keep, store, now=now).signups == 0
 
 
 @given(st.binary(max_size=2 * HEAD_BYTES), st.binary(max_size=3 * HEAD_BYTES))
