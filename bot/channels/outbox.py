@@ -121,6 +121,7 @@ async def drain(
     render: RenderJob | None = None,
     only: Collection[str] | None = None,
     attempts_before: Mapping[int, int] | None = None,
+    subscribers: Collection[int] | None = None,
 ) -> list[Attempt]:
     """Send every claimable record once, batch by batch, until none is left (or
     `should_stop()` says so between batches: a daemon shutting down).
@@ -135,9 +136,10 @@ async def drain(
     at a time, each over its own connection. `render` makes the message of each record
     queued as a job, in a thread (without it, such a record fails, as any record that
     cannot be sent). `only`: claim only the records of these channels (the web app's
-    notices: it renders no digest). `attempts_before`: a one-off run's sender beside
-    others (each with its own `tried`), the failed attempts of each pending record when
-    the run began; a record claimed with more failed during the run, in another sender,
+    notices: it renders no digest); `subscribers`: only these subscribers' records (ids: a
+    run for one subscriber sends no one else's). `attempts_before`: a one-off run's sender
+    beside others (each with its own `tried`), the failed attempts of each pending record
+    when the run began; a record claimed with more failed during the run, in another sender,
     and is handed back untried: it waits for its retry time, not tried at once again."""
     if not isinstance(channels, Mapping):
         channels = {channels.name: channels}
@@ -161,6 +163,7 @@ async def drain(
                 due_only=due_only,
                 exclude=tried,
                 channels=only,
+                subscribers=subscribers,
             )
             if not items:
                 return

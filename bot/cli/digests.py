@@ -265,8 +265,10 @@ def digest(
     request = DeliveryRequest(mode=mode, only=only, since=since.date() if since else None)
     texts: list[TextsRun] = []
     parts = wire(config, store, out_dir=out_dir)
-    senders = None  # [delivery] workers: more than one send beside this process, which plans
-    if mode == "send" and config.delivery.workers > 1:
+    # [delivery] workers: more than one send beside this process, which plans; one
+    # subscriber's digests (--subscriber) it sends itself, and no one else's.
+    senders = None
+    if mode == "send" and config.delivery.workers > 1 and only is None:
         from bot.cli.senders import start_senders
 
         senders = start_senders(

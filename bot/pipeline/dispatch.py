@@ -8,6 +8,7 @@ order of the run is `bot.pipeline.deliver`'s, the outbox's rules `bot.channels.o
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -211,8 +212,12 @@ async def send(
     """Render and send what the outbox holds (and is due, unless `request.catch_up`), this
     run's digests among it; a report per attempt (without the digest: a run of many thousands
     holds none once sent). `tried`: the records this run tried already (each is tried
-    once a run)."""
+    once a run). A run for one subscriber (`request.only`) sends theirs alone: the others'
+    are the daemon's and its senders' to send."""
     reports = []
+    theirs = None
+    if request.only is not None:
+        theirs = await asyncio.to_thread(_ids_of, parts.store, request.only)
     for attempt in await drain(
         parts.store,
         parts.channels,
@@ -222,6 +227,7 @@ async def send(
         should_stop=should_stop,
         tried=tried,
         render=renderer(parts),
+        subscribers=theirs,
     ):
         item = attempt.item
         error = attempt.error
@@ -247,6 +253,12 @@ async def send(
             )
         )
     return reports
+
+
+def _ids_of(store: Store, name: str) -> list[int]:
+    """The id of the subscriber `name`, as a list (none: no such subscriber)."""
+    record = store.subscribers.get(name)
+    return [record.id] if record is not None and record.id is not None else []
 
 
 async def write_files(

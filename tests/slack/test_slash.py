@@ -361,6 +361,33 @@ def test_digest_says_a_digest_in_flight_is_on_its_way(
     assert slack.messages("D" + ADA) == []  # the sender has it: nothing sent twice
 
 
+def test_digest_sends_the_askers_digest_and_no_one_elses(
+    slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """The boss's digest is queued for the sender processes. Ada's `/papers digest` sent
+    it too, from the web process: everyone's queued digests went with hers (and hers
+    waited for them all)."""
+    store.papers.upsert(full_feed_papers, now=NOW)
+    built = app_for(slack, store, database_url)
+
+    async def scenario() -> dict[str, Any]:
+        async with serving(create_app(routes=slack_routes(built))) as client:
+            s = Session(client, slack, built.responder)
+            await s.say("subscribe learning", user=BOSS)
+            parts = built.responder.commands.parts
+            [queued] = await deliver(parts, DeliveryRequest(sends=False), now=NOW)
+            assert queued.subscriber == "slack.boss" and queued.status == "queued"
+            await s.say("subscribe learning")
+            return await s.say("digest")
+
+    reply = asyncio.run(scenario())
+    assert "50 papers" in reply["text"], reply["text"]
+    assert len(slack.messages("D" + ADA)) >= 1
+    assert slack.messages("D" + BOSS) == []  # the senders' to send
+    boss = store.subscribers.get("slack.boss")
+    assert boss is not None and store.outbox.pending(boss.id, "slack") == 1
+
+
 def test_the_endpoint_says_when_slack_is_not_set_up(slack: SlackStandIn) -> None:
     async def scenario() -> httpx.Response:
         async with serving(create_app(routes=slack_routes(None))) as client:

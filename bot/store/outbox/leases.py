@@ -162,10 +162,13 @@ _MESSAGES_OF = select_columns(MESSAGES.c.outbox_id, MESSAGES.c.payload, MESSAGES
 
 
 @functools.cache
-def _pick(*, due_only: bool, excluding: bool, only: bool, postgres: bool) -> Select[Any]:
+def _pick(
+    *, due_only: bool, excluding: bool, only: bool, theirs: bool, postgres: bool
+) -> Select[Any]:
     """The statement that picks up to `limit` records `claim` may lease at `now`, with their
     subscribers' names, oldest first (made once for each shape: a run claims hundreds of
-    times); `excluding`: none of the ids `skip`; `only`: only records of the `channels`."""
+    times); `excluding`: none of the ids `skip`; `only`: only records of the `channels`;
+    `theirs`: only records of the `subscribers`."""
     pick = (
         select_columns(OUTBOX.c.id, SUBSCRIBERS.c.name)
         .join(SUBSCRIBERS, SUBSCRIBERS.c.id == OUTBOX.c.subscriber_id, isouter=True)
@@ -175,6 +178,8 @@ def _pick(*, due_only: bool, excluding: bool, only: bool, postgres: bool) -> Sel
         pick = pick.where(OUTBOX.c.next_attempt <= bindparam("now"))
     if only:
         pick = pick.where(OUTBOX.c.channel.in_(bindparam("channels", expanding=True)))
+    if theirs:
+        pick = pick.where(OUTBOX.c.subscriber_id.in_(bindparam("subscribers", expanding=True)))
     if excluding:
         pick = pick.where(_not_one_of(postgres=postgres))
     pick = pick.order_by(OUTBOX.c.id).limit(bindparam("limit", type_=Integer))
@@ -206,11 +211,12 @@ class OutboxLeases(Repository):
         due_only: bool = True,
         exclude: Iterable[int] = (),
         channels: Collection[str] | None = None,
+        subscribers: Collection[int] | None = None,
     ) -> list[OutboxItem]:
         """Lease up to `limit` pending records to `owner` until now + lease, oldest first:
         records due (`due_only`: their retry time has come), not leased, or whose lease
         expired (a worker that died), but for those in `exclude`; `channels`: only records
-        for these channels (None: any).
+        for these channels, `subscribers`: only these subscribers' (ids; None: any).
 
         One transaction for the batch, whatever its size: the records are picked with their
         subscribers' names, then leased by one conditional UPDATE. On PostgreSQL the pick
@@ -220,13 +226,17 @@ class OutboxLeases(Repository):
         Either way two workers never hold one record."""
         postgres = self.database.engine.dialect.name == "postgresql"
         skip = sorted(set(exclude))
-        only = channels is not None
-        pick = _pick(due_only=due_only, excluding=bool(skip), only=only, postgres=postgres)
+        only, theirs = channels is not None, subscribers is not None
+        pick = _pick(
+            due_only=due_only, excluding=bool(skip), only=only, theirs=theirs, postgres=postgres
+        )
         until = now + lease
         with self.database.transaction() as connection:
             values: dict[str, Any] = {"now": now, "limit": limit}
             if only:
                 values["channels"] = list(channels or ())
+            if theirs:
+                values["subscribers"] = list(subscribers or ())
             found = connection.execute(pick, {**values, "skip": skip} if skip else values)
             names: dict[int, str | None] = {i: n for i, n in found}
             if not names:
