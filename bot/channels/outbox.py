@@ -563,7 +563,7 @@ def _record_failure(
         paused = pausing and pauses == "subscriber"
         paused_target = pausing and pauses == "target"
         if paused:
-            store.subscribers.pause(item.subscriber_id, reason)
+            store.subscribers.pause(item.subscriber_id, reason, now=clock())
             log.error(
                 "paused %s: %s in a row refused", item.subscriber, plural(refused_in_row, "digest")
             )

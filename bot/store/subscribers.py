@@ -14,7 +14,7 @@ from dataclasses import fields, replace
 from datetime import datetime
 from typing import cast
 
-from sqlalchemy import delete, or_, update
+from sqlalchemy import delete
 from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
@@ -58,6 +58,7 @@ from bot.store.tables import (
     dump_list,
     load_list,
     refusals_forgotten,
+    withdraw_queued,
 )
 
 SCHEDULE_SETTINGS = ("schedule", "day", "time", "timezone", "notify_empty")
@@ -458,7 +459,7 @@ class Subscribers(Repository):
 
     def set_active(self, name: str, active: bool, *, now: datetime) -> bool:
         """Pause or resume a subscriber (config or database). False if unknown. A pause
-        withdraws the digests still queued for them (`_withdraw_queued`)."""
+        withdraws the digests still queued for them (`withdraw_queued`)."""
         with self.database.session() as session:
             row = session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
             if row is None:
@@ -469,18 +470,20 @@ class Subscribers(Repository):
                 if row.id is not None:  # the count of refusals starts again
                     session.execute(refusals_forgotten(row.id))
             elif row.id is not None:
-                _withdraw_queued(session, row.id, f"not sent: {name} unsubscribed", now=now)
+                withdraw_queued(session, row.id, f"not sent: {name} unsubscribed", now=now)
             session.add(row)
             session.commit()
             return True
 
-    def pause(self, subscriber_id: int, reason: str) -> None:
-        """Stop building digests for a subscriber, saying why (`status` shows it)."""
+    def pause(self, subscriber_id: int, reason: str, *, now: datetime) -> None:
+        """Stop building digests for a subscriber, saying why (`status` shows it), and
+        withdraw those still queued (`withdraw_queued`)."""
         with self.database.session() as session:
             row = session.get(SubscriberRow, subscriber_id)
             if row is not None:
                 row.active, row.paused_reason = False, reason
                 session.add(row)
+                withdraw_queued(session, subscriber_id, f"not sent: {reason}", now=now)
                 session.commit()
 
     def delete(self, name: str, *, config_gone: bool = False) -> None:
@@ -625,35 +628,6 @@ class Subscribers(Repository):
                 hint="change it in the config file",
             )
         return row
-
-
-def _withdraw_queued(session: Session, subscriber_id: int, why: str, *, now: datetime) -> int:
-    """Give up the subscriber's digests still queued, as a failure (`why`), and hand their
-    papers back, so that an unsubscribe stops the digests at once: a digest waiting for a
-    retry or the relay's limits would go out after it. One a worker holds now, or that is
-    half-way out (a Slack thread), is left to finish. Returns how many."""
-    free = (
-        col(OutboxRow.status) == "pending",
-        col(OutboxRow.progress).is_(None),
-        or_(col(OutboxRow.lease_until).is_(None), col(OutboxRow.lease_until) < now),
-    )
-    queued = session.exec(
-        select(OutboxRow.id, OutboxRow.period)
-        .where(OutboxRow.subscriber_id == subscriber_id)
-        .where(*free)
-    ).all()
-    withdrawn = 0
-    for record_id, period in queued:
-        # The period freed as `mark_failed` frees it: a later digest may take that slot.
-        given_up = (
-            update(OutboxRow)
-            .where(col(OutboxRow.id) == record_id, *free)
-            .values(status="failed", last_error=why, period=f"{period}#failed-{record_id}"[:128])
-        )
-        if session.execute(given_up).rowcount:  # type: ignore[attr-defined]
-            session.execute(delete(DeliveryRow).where(col(DeliveryRow.outbox_id) == record_id))
-            withdrawn += 1
-    return withdrawn
 
 
 def _check_labels(name: str, rules: Iterable[RuleRow]) -> None:

@@ -14,8 +14,8 @@ from dataclasses import fields
 from datetime import date, datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Index, LargeBinary, UniqueConstraint, Update, text, update
-from sqlmodel import Field, SQLModel, col
+from sqlalchemy import Index, LargeBinary, UniqueConstraint, Update, delete, or_, text, update
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from bot.core.models import MAX_ID_LENGTH
 
@@ -212,6 +212,38 @@ def refusals_forgotten(subscriber_id: int, channel: str | None = None) -> Update
     if channel is not None:
         query = query.where(col(OutboxRow.channel) == channel)
     return query.values(refused=False)
+
+
+def withdraw_queued(
+    session: Session, subscriber_id: int, why: str, *, now: datetime, channel: str | None = None
+) -> int:
+    """Give up the subscriber's digests still queued (for `channel`, when given), as a
+    failure (`why`), and hand their papers back, so that a pause or an unsubscribe stops
+    them at once: a digest waiting for a retry or the relay's limits would go out after it.
+    One a worker holds now, or that is half-way out (a Slack thread), is left to finish.
+    Returns how many."""
+    free = (
+        col(OutboxRow.status) == "pending",
+        col(OutboxRow.progress).is_(None),
+        or_(col(OutboxRow.lease_until).is_(None), col(OutboxRow.lease_until) < now),
+    )
+    theirs = select(OutboxRow.id, OutboxRow.period).where(
+        OutboxRow.subscriber_id == subscriber_id, *free
+    )
+    if channel is not None:
+        theirs = theirs.where(OutboxRow.channel == channel)
+    withdrawn = 0
+    for record_id, period in session.exec(theirs).all():
+        # The period freed as `mark_failed` frees it: a later digest may take that slot.
+        given_up = (
+            update(OutboxRow)
+            .where(col(OutboxRow.id) == record_id, *free)
+            .values(status="failed", last_error=why, period=f"{period}#failed-{record_id}"[:128])
+        )
+        if session.execute(given_up).rowcount:  # type: ignore[attr-defined]
+            session.execute(delete(DeliveryRow).where(col(DeliveryRow.outbox_id) == record_id))
+            withdrawn += 1
+    return withdrawn
 
 
 class OutboxMessageRow(SQLModel, table=True):

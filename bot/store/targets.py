@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from bot.store.database import Repository, aware, failing_as
-from bot.store.tables import DestinationRow, TargetPauseRow, refusals_forgotten
+from bot.store.tables import DestinationRow, TargetPauseRow, refusals_forgotten, withdraw_queued
 
 MAX_DESTINATIONS = 20  # per subscriber: more is a mistake (or an abuse of the page)
 
@@ -127,7 +127,9 @@ class Targets(Repository):
     # -- pauses --------------------------------------------------------------------------
 
     def pause(self, subscriber_id: int, channel: str, reason: str, *, now: datetime) -> None:
-        """Stop building digests for one target of a subscriber, saying why."""
+        """Stop building digests for one target of a subscriber, saying why, and withdraw
+        its digests still queued (`withdraw_queued`): an address that hard-bounced gets
+        no digest that waited for its retry."""
         with failing_as("pause the target"), self.database.session() as session:
             row = session.get(TargetPauseRow, (subscriber_id, channel))
             row = row or TargetPauseRow(
@@ -135,6 +137,7 @@ class Targets(Repository):
             )
             row.reason, row.paused_at = reason, now
             session.add(row)
+            withdraw_queued(session, subscriber_id, f"not sent: {reason}", now=now, channel=channel)
             session.commit()
 
     def paused(self, subscriber_id: int | None = None) -> dict[tuple[int, str], TargetPause]:

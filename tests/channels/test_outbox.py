@@ -172,6 +172,29 @@ def test_550_fails_gives_the_papers_back_and_pauses_a_bouncing_address(
     assert "ada" not in {s.name for s in store.subscribers.all()}  # no digest is built for her
 
 
+def test_a_pause_withdraws_the_digests_still_queued(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """A hard bounce pauses Ada's email, and Bob is paused for refusing three in a row,
+    while digests of theirs wait for their retries: those went out after the pause, to an
+    address known to bounce. They are given up, their papers handed back; Cy's go."""
+    ada, bob, cy = (subscribe(store, name) for name in ("ada", "bob", "cy"))
+    for sub in (ada, bob, cy):
+        queue(store, sub, full_feed_papers[:2], period="p1")
+    assert ada.id is not None and bob.id is not None
+    store.targets.pause(ada.id, "email", "mailbox unknown (5.1.1)", now=T0)
+    store.subscribers.pause(bob.id, "3 digests in a row refused", now=T0)
+    with smtp_sink() as (sink, port):
+        done = asyncio.run(drain(store, channel(port), clock=Clock(T0), due_only=False))
+    assert [(a.item.subscriber, a.status) for a in done] == [("cy", "sent")]
+    assert [m["To"] for m in sink.messages] == ["cy@lab.example"]
+    for sub, why in ((ada, "mailbox unknown (5.1.1)"), (bob, "3 digests in a row refused")):
+        assert sub.id is not None
+        assert store.outbox.pending(sub.id, "email") == 0
+        assert store.outbox.status()[sub.id].last_error == f"not sent: {why}"  # type: ignore[index]
+        assert store.outbox.delivered_versions(sub.id, "email") == {}  # to come again
+
+
 class RefusesPaperbell(SinkHandler):
     """A relay that, while `refusing`, will not send for paperbell: at `stage` "sender" it
     refuses paperbell's address (MAIL FROM); at "relaying", every recipient, as a relay
