@@ -199,8 +199,12 @@ async def run_daemon(
             if sending is not None
             else None
         )
+        web_failed = False
         try:
             await daemon.serve(stop, web=server, interval=interval, replies=front.replies)
+            # Read before `front.close()`, which sets `stop` too: only a signal has set it
+            # now, and a daemon that ended without one ended because its web app did.
+            web_failed = server is not None and not stop.is_set()
         except asyncio.CancelledError:
             return EXIT_INTERRUPTED
         finally:
@@ -211,7 +215,7 @@ async def run_daemon(
             children = [part for part in (planner, sending) if part is not None]
             await asyncio.gather(*(asyncio.to_thread(part.stop, grace) for part in children))
             await front.close()
-    if server is not None and not stop.is_set():
+    if web_failed:
         log.error("the web app stopped (is port %d free?)", web[1] if web else 0)
         return EXIT_FAILED
     log.info("stopped")
