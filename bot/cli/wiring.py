@@ -22,6 +22,7 @@ from bot.cli.planner import PlannerProcess
 from bot.cli.senders import Senders, start_senders
 from bot.cli.shell import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, stop_on_signals
 from bot.config import Config
+from bot.core.errors import PaperbellError
 from bot.core.plurals import plural
 from bot.manage import Manager, SiteChoices, notice_sender
 from bot.pipeline import Parts, build_fetcher, wire, wire_daemon
@@ -29,7 +30,7 @@ from bot.pipeline.scheduler import Daemon
 from bot.slack.app import SlackApp, build_slack_app, run_socket_mode, slack_routes
 from bot.sources.http import make_client
 from bot.store import Leadership, Store, utcnow
-from bot.web.app import create_app, make_server
+from bot.web.app import create_app, make_server, serve_listening
 from bot.web.bounces import bounce_routes
 from bot.web.pages import page_routes
 
@@ -265,9 +266,14 @@ async def serve_web(config: Config, store: Store, where: tuple[str, int]) -> int
     front = Front(config, wire(config, store), clock=utcnow, stop=stop)
     server = front.server(where)
     front.start_socket_mode()
-    web = asyncio.create_task(server.serve())
+    web = asyncio.create_task(serve_listening(server))
     await asyncio.wait([web, asyncio.create_task(stop.wait())], return_when="FIRST_COMPLETED")
     server.should_exit = True
-    await asyncio.gather(web, return_exceptions=True)
+    (listened,) = await asyncio.gather(web, return_exceptions=True)
     await front.close()
+    if listened is False:
+        raise PaperbellError(
+            f"cannot listen on {where[0]}:{where[1]}: is the port free?",
+            hint="stop what holds it, or give another with --port",
+        )
     return EXIT_OK

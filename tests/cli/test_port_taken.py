@@ -45,3 +45,22 @@ def test_run_on_a_taken_port_fails_and_names_the_port(tmp_path: Path, taken_port
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
     assert f"the web app stopped (is port {taken_port} free?)" in done.stderr
+
+
+def test_serve_on_a_taken_port_fails_and_names_the_port(tmp_path: Path, taken_port: int) -> None:
+    config = pages_config(tmp_path)
+    done = run(
+        "serve", "-c", str(config), "--port", str(taken_port),
+        cwd=tmp_path, env={"PB_SECRET_KEY": WEB_SECRET},
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1, done.stderr
+    assert f"error: cannot listen on 127.0.0.1:{taken_port}: is the port free?" in done.stderr
+
+
+def test_demo_serve_on_a_taken_port_says_so(tmp_path: Path, taken_port: int) -> None:
+    done = run("demo", "--serve", "--port", str(taken_port), cwd=tmp_path)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1, done.stderr
+    assert "digest ada <ada@lab.example>: 15 papers sent" in done.stdout  # sent before
+    assert f"cannot serve the pages: is port {taken_port} free? (`--port`)" in done.stdout
