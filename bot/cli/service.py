@@ -8,6 +8,7 @@ Only makes the text; `init` (bot.cli.setup) writes the files and says what to do
 from __future__ import annotations
 
 import math
+import os
 import sys
 from dataclasses import dataclass
 from importlib.resources import files
@@ -57,9 +58,38 @@ class Service:
 
     def protect_home(self) -> str:
         """`yes` (hidden), or `read-only` when a path the service reads lies in a home."""
-        paths = [Path(self.command[0]), self.env_file, *filter(None, [self.data_dir])]
+        executable = Path(self.command[0])
+        paths = [executable, *python_paths(executable), self.env_file]
+        paths += filter(None, [self.data_dir])
         inside = any(path.is_relative_to(home) for path in paths for home in HOMES)
         return "read-only" if inside else "yes"
+
+
+def python_paths(executable: Path) -> list[Path]:
+    """Where the Python that runs `executable` lives: the interpreter its `#!` line names (or
+    itself), links followed, and the Python a venv's pyvenv.cfg names (`home`). A venv
+    outside the homes may run on a Python inside one (pyenv's, uv's), which the unit must
+    not hide. None when `executable` is not on this machine."""
+    try:
+        with executable.open("rb") as file:
+            first_line = file.readline(4096)
+    except OSError:
+        return []
+    words = first_line[2:].split() if first_line.startswith(b"#!") else []
+    interpreter = Path(os.fsdecode(words[0])) if words else executable
+    try:
+        found = [interpreter.resolve()]
+    except (OSError, RuntimeError):  # a loop of links: the path as it is written
+        found = [interpreter]
+    try:
+        venv_config = (interpreter.parent.parent / "pyvenv.cfg").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):  # not a venv
+        return found
+    for line in venv_config.splitlines():
+        key, equals, value = line.partition("=")
+        if equals and key.strip() == "home" and value.strip():
+            found.append(Path(value.strip()))
+    return found
 
 
 def paperbell_executable() -> tuple[str, ...]:

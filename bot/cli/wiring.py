@@ -22,6 +22,7 @@ from bot.cli.planner import PlannerProcess
 from bot.cli.senders import Senders, start_senders
 from bot.cli.shell import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, stop_on_signals
 from bot.config import Config
+from bot.core.errors import PaperbellError
 from bot.core.plurals import plural
 from bot.manage import Manager, SiteChoices, notice_sender
 from bot.pipeline import Parts, build_fetcher, wire, wire_daemon
@@ -29,7 +30,7 @@ from bot.pipeline.scheduler import Daemon
 from bot.slack.app import SlackApp, build_slack_app, run_socket_mode, slack_routes
 from bot.sources.http import make_client
 from bot.store import Leadership, Store, utcnow
-from bot.web.app import create_app, make_server
+from bot.web.app import create_app, make_server, serve_listening
 from bot.web.bounces import bounce_routes
 from bot.web.pages import page_routes
 
@@ -199,8 +200,12 @@ async def run_daemon(
             if sending is not None
             else None
         )
+        web_failed = False
         try:
             await daemon.serve(stop, web=server, interval=interval, replies=front.replies)
+            # Read before `front.close()`, which sets `stop` too: only a signal has set it
+            # now, and a daemon that ended without one ended because its web app did.
+            web_failed = server is not None and not stop.is_set()
         except asyncio.CancelledError:
             return EXIT_INTERRUPTED
         finally:
@@ -211,7 +216,7 @@ async def run_daemon(
             children = [part for part in (planner, sending) if part is not None]
             await asyncio.gather(*(asyncio.to_thread(part.stop, grace) for part in children))
             await front.close()
-    if server is not None and not stop.is_set():
+    if web_failed:
         log.error("the web app stopped (is port %d free?)", web[1] if web else 0)
         return EXIT_FAILED
     log.info("stopped")
@@ -261,9 +266,14 @@ async def serve_web(config: Config, store: Store, where: tuple[str, int]) -> int
     front = Front(config, wire(config, store), clock=utcnow, stop=stop)
     server = front.server(where)
     front.start_socket_mode()
-    web = asyncio.create_task(server.serve())
+    web = asyncio.create_task(serve_listening(server))
     await asyncio.wait([web, asyncio.create_task(stop.wait())], return_when="FIRST_COMPLETED")
     server.should_exit = True
-    await asyncio.gather(web, return_exceptions=True)
+    (listened,) = await asyncio.gather(web, return_exceptions=True)
     await front.close()
+    if listened is False:
+        raise PaperbellError(
+            f"cannot listen on {where[0]}:{where[1]}: is the port free?",
+            hint="stop what holds it, or give another with --port",
+        )
     return EXIT_OK

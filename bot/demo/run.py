@@ -36,7 +36,7 @@ from bot.pipeline import DeliveryReport, DeliveryRequest, build_channels, delive
 from bot.pipeline.wiring import parse_config
 from bot.sources.http import PoliteFetcher, make_client
 from bot.store import Store, utcnow
-from bot.web.app import create_app, make_server
+from bot.web.app import create_app, make_server, serve_listening
 from bot.web.pages import build_pages
 
 DEMO_TOKEN_VARIABLE = "PAPERBELL_DEMO_SLACK_TOKEN"
@@ -155,7 +155,8 @@ async def run_demo(
             slack.save_json(slack_file)
         code = _summary(results, handler, slack, slack_file, mail_dir, echo)
         if serve is not None:
-            await _serve_pages(config, store, channels, web_port, serve, echo)
+            if not await _serve_pages(config, store, channels, web_port, serve, echo):
+                return 1
         else:
             echo(
                 "the emails link to their manage and unsubscribe pages: "
@@ -191,23 +192,24 @@ async def _serve_pages(
     port: int,
     stop: asyncio.Event,
     echo: Callable[[str], None],
-) -> None:
-    """Serve the pages the demo emails link to, until `stop` is set."""
+) -> bool:
+    """Serve the pages the demo emails link to, until `stop` is set; False if they could
+    not be served (the port taken)."""
     pages = build_pages(config, store, channels, clock=utcnow)
     server = make_server(create_app(routes=pages or []), host="127.0.0.1", port=port)
-    task = asyncio.create_task(server.serve())
+    task = asyncio.create_task(serve_listening(server))
     while not server.started and not task.done():
         await asyncio.sleep(0.02)
     if task.done():
         echo(f"cannot serve the pages: is port {port} free? (`--port`)")
-        return
+        return False
     echo(
         f"serving the pages the emails link to on http://localhost:{port} "
         "(open a digest's .html and click “Manage your subscription”); Ctrl-C stops"
     )
     await stop.wait()
     server.should_exit = True
-    await task
+    return await task
 
 
 def _summary(

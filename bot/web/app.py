@@ -406,3 +406,14 @@ def make_server(
         forwarded_allow_ips=list(trusted_proxies),
     )
     return _Server(config)
+
+
+async def serve_listening(server: uvicorn.Server) -> bool:
+    """Run `server` until it is told to exit; False if it never listened. uvicorn ends the
+    process (SystemExit) when it cannot bind its address, a port taken: raised in a task,
+    that escapes the event loop as a traceback, and the command's own message is lost."""
+    try:
+        await server.serve()
+    except SystemExit:
+        return False
+    return True

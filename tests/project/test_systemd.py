@@ -219,6 +219,28 @@ def test_a_paperbell_in_a_home_gets_read_only_homes(tmp_path: Path) -> None:
     assert "ProtectHome=yes" in render_unit(unit_template(), elsewhere)
 
 
+def test_a_venv_outside_the_homes_on_a_python_in_one_gets_read_only_homes(
+    tmp_path: Path,
+) -> None:
+    # `uv venv /opt/pb` or pyenv: the venv's python is a link into the Python's home folder
+    # (pyvenv.cfg names it), which ProtectHome=yes hides: the unit would fail with 203/EXEC.
+    python_home = "/home/ada/.local/share/uv/python/cpython-3.11-linux/bin"
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(f"{python_home}/python3.11")
+    (venv / "pyvenv.cfg").write_text(f"home = {python_home}\nversion = 3.11.9\n")
+    script = venv / "bin" / "paperbell"
+    script.write_text(f"#!{venv}/bin/python\nfrom bot.cli import main\nmain()\n")
+    service = Service(
+        command=(str(script), "run", "-c", "/etc/paperbell/config.toml"),
+        user="ada",
+        env_file=Path("/etc/paperbell/paperbell.env"),
+        data_dir=Path("/var/lib/paperbell"),
+        stop_seconds=90,
+    )
+    assert "ProtectHome=read-only" in render_unit(unit_template(), service)
+
+
 def test_a_database_beside_the_config_is_pointed_out(tmp_path: Path) -> None:
     config = secrets_config(tmp_path, database="sqlite:///paperbell.sqlite")
     unit_file = tmp_path / UNIT_NAME
