@@ -311,6 +311,7 @@ class Subscribers(Repository):
                 row.max_papers = max_papers
             if include is not None:
                 row.include = dump_list(sorted(set(include)))
+            resumed = not created and bool(rules) and not row.active
             if created or rules:
                 # Subscribed again: only with rules. A change of settings alone leaves an
                 # unsubscribe in force (its owner's, maybe: one click on an email).
@@ -318,6 +319,8 @@ class Subscribers(Repository):
             session.add(row)
             session.flush()
             assert row.id is not None
+            if resumed:  # as a resume: the count of refusals starts again
+                session.execute(refusals_forgotten(row.id))
             have = {rule.text: rule for rule in self._rules(session, row)}
             count = len(set(have) | set(rules))
             if max_rules is not None and count > max(max_rules, len(have)):

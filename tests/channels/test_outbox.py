@@ -596,19 +596,22 @@ def test_refusals_at_an_old_address_do_not_count_for_the_new_one(
     assert row is not None and row.active
 
 
+@pytest.mark.parametrize("how", ["resume", "subscribe again"])
 def test_a_resume_starts_the_count_of_refusals_again(
-    store: Store, full_feed_papers: tuple[Paper, ...]
+    store: Store, full_feed_papers: tuple[Paper, ...], how: str
 ) -> None:
-    """Paused after three refusals and resumed (the mailbox was full, and is no more): the
-    next refusal is one in a row, not four."""
+    """Paused after three refusals and resumed, or subscribed again with a rule (the
+    mailbox was full, and is no more): the next refusal is one in a row, not four."""
     ada = subscribe(store, "ada")
     clock = Clock(T0)
     outcomes = []
     with smtp_sink() as (sink, port):
         sink.refuse["ada@lab.example"] = "552 5.2.2 mailbox full"
         for day in range(4):
-            if day == 3:
+            if day == 3 and how == "resume":
                 assert store.subscribers.set_active("ada", True, now=clock.now)
+            elif day == 3:
+                store.subscribers.add("ada", email=None, rules=["drone"], now=clock.now)
             queue(store, ada, full_feed_papers[:2], period=f"d{day}", now=clock.now)
             [done] = asyncio.run(drain(store, channel(port), clock=clock))
             outcomes.append(done.paused)
