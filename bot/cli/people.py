@@ -371,6 +371,12 @@ def resume(config_path: Path, name: str) -> None:
     targets_resumed = store.targets.resume(row.id) if row is not None else 0
     again = f" (and to {plural(targets_resumed, 'paused destination')})" if targets_resumed else ""
     click.echo(f"resumed {name}: digests will be sent again{again}")
+    if row is not None and row.email and not row.email_confirmed:  # a complaint, or Slack
+        click.echo(
+            f"note: {name}'s address <{row.email}> is not confirmed: no email goes to it "
+            f"until it is confirmed again; `paperbell subscribe {name} --email {row.email}` "
+            "confirms it, if its owner asked you to"
+        )
 
 
 @click.command("list")

@@ -16,7 +16,7 @@ from support.config import WEB_SECRET, local_feed_config
 from support.digests import make_paper
 
 from bot.config import example_config_text
-from bot.store import Store
+from bot.store import Store, utcnow
 
 
 def test_demo_twice_sends_nothing_the_second_time(tmp_path: Path) -> None:
@@ -400,6 +400,30 @@ def test_unsubscribe_withdraws_the_digests_still_queued(tmp_path: Path, database
     with Store.open(database_url) as store:
         later = queued_at + timedelta(hours=2)
         assert store.outbox.claim("sender", now=later, lease=timedelta(minutes=5)) == []
+
+
+@pytest.mark.database
+def test_resume_says_an_address_a_complaint_stopped_waits_for_its_owner(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A spam complaint stopped bob's email: his address waits for a new confirmation.
+    `resume bob` said "digests will be sent again", and none came."""
+    example = example_config_text().replace(
+        'url = "sqlite:///paperbell.sqlite"', f'url = "{database_url}"'
+    )
+    config = tmp_path / "config.toml"
+    config.write_text(example)
+    cli = functools.partial(outcome, config=config)
+    assert cli("subscribe", "bob", "--email", "bob@example.org", "robot")[0] == 0
+    with Store.open(database_url) as store:
+        bob = store.subscribers.get("bob")
+        assert bob is not None and bob.id is not None
+        store.subscribers.stop_email("bob")  # what a complaint does
+        store.targets.pause(bob.id, "email", "marked a digest as spam", now=utcnow())
+    code, out = cli("resume", "bob")
+    assert code == 0 and "resumed bob" in out
+    assert "bob's address <bob@example.org> is not confirmed" in out
+    assert "`paperbell subscribe bob --email bob@example.org`" in out
 
 
 @pytest.mark.database
