@@ -7,6 +7,7 @@ import email.policy
 import functools
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -332,19 +333,24 @@ language = "zh-Hant"
     assert (bob.summaries, bob.language) == (False, None)
 
 
-@pytest.mark.database
-def test_subscribe_that_only_changes_settings_leaves_an_unsubscribed_one_stopped(
-    tmp_path: Path, database_url: str
-) -> None:
-    """Someone who unsubscribed (on their page, or by the operator) gets nothing after the
-    operator changes a setting of theirs: only `resume`, or new rules, send again."""
+def example_cli(tmp_path: Path, database_url: str) -> Callable[..., tuple[int, str]]:
+    """The commands on the example config, its database at `database_url`."""
     config = tmp_path / "config.toml"
     config.write_text(
         example_config_text().replace(
             'url = "sqlite:///paperbell.sqlite"', f'url = "{database_url}"'
         )
     )
-    cli = functools.partial(outcome, config=config)
+    return functools.partial(outcome, config=config)
+
+
+@pytest.mark.database
+def test_subscribe_that_only_changes_settings_leaves_an_unsubscribed_one_stopped(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Someone who unsubscribed (on their page, or by the operator) gets nothing after the
+    operator changes a setting of theirs: only `resume`, or new rules, send again."""
+    cli = example_cli(tmp_path, database_url)
     assert cli("subscribe", "bob", "--email", "bob@example.org", "robot")[0] == 0
     assert cli("unsubscribe", "bob")[0] == 0
 
@@ -364,13 +370,7 @@ def test_subscribe_that_only_changes_settings_leaves_an_unsubscribed_one_stopped
 def test_unsubscribe_withdraws_the_digests_still_queued(tmp_path: Path, database_url: str) -> None:
     """A digest queued before an unsubscribe (waiting for a retry or the relay's limits) is
     not sent after it: it is withdrawn, and its papers go back to the subscriber."""
-    config = tmp_path / "config.toml"
-    config.write_text(
-        example_config_text().replace(
-            'url = "sqlite:///paperbell.sqlite"', f'url = "{database_url}"'
-        )
-    )
-    cli = functools.partial(outcome, config=config)
+    cli = example_cli(tmp_path, database_url)
     assert cli("subscribe", "bob", "--email", "bob@example.org", "robot")[0] == 0
     queued_at = datetime.now(UTC)
     with Store.open(database_url) as store:
@@ -408,12 +408,7 @@ def test_resume_says_an_address_a_complaint_stopped_waits_for_its_owner(
 ) -> None:
     """A spam complaint stopped bob's email: his address waits for a new confirmation.
     `resume bob` said "digests will be sent again", and none came."""
-    example = example_config_text().replace(
-        'url = "sqlite:///paperbell.sqlite"', f'url = "{database_url}"'
-    )
-    config = tmp_path / "config.toml"
-    config.write_text(example)
-    cli = functools.partial(outcome, config=config)
+    cli = example_cli(tmp_path, database_url)
     assert cli("subscribe", "bob", "--email", "bob@example.org", "robot")[0] == 0
     with Store.open(database_url) as store:
         bob = store.subscribers.get("bob")
