@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import re
 import threading
 import time
@@ -30,6 +31,7 @@ from bot.demo import free_port
 from bot.demo.slack_standin import SlackStandIn
 from bot.pipeline import DeliveryRequest, build_channels, deliver
 from bot.slack.app import (
+    FAILED,
     SlackApp,
     SlackResponder,
     run_socket_mode,
@@ -397,14 +399,16 @@ def test_the_endpoint_says_when_slack_is_not_set_up(slack: SlackStandIn) -> None
     assert response.status_code == 404 and "signing_secret_env" in response.text
 
 
-def test_socket_mode_acknowledges_each_command_with_its_reply(
-    slack: SlackStandIn, store: Store, database_url: str
-) -> None:
-    """slack-sdk's Socket Mode client, connected over a real WebSocket to a stand-in of
-    Slack's Socket Mode endpoint, receives slash commands and acks each with the reply."""
-    built = app_for(slack, store, database_url)
-    acks: list[dict[str, Any]] = []
-    commands = ["help", "subscribe robot", "list"]
+SLACK_WAITS = 3.0  # seconds: Slack's wait for a Socket Mode ack before the user sees a timeout
+
+
+def socket_mode_acks(
+    built: SlackApp, slack: SlackStandIn, commands: list[str]
+) -> list[dict[str, Any] | None]:
+    """Each command's ack, as slack-sdk's Socket Mode client sends it over a real WebSocket
+    to a stand-in of Slack's Socket Mode endpoint; None where none came in Slack's time."""
+    acks: list[dict[str, Any] | None] = []
+    done = asyncio.Event()
 
     async def socket(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()
@@ -421,16 +425,17 @@ def test_socket_mode_acknowledges_each_command_with_its_reply(
                     "payload": payload,
                 }
             )
-            async for message in ws:
-                if message.type == WSMsgType.TEXT:
-                    acks.append(json.loads(message.data))
-                    break
+            try:
+                message = await ws.receive(timeout=SLACK_WAITS)
+            except TimeoutError:
+                acks.append(None)
+                continue
+            assert message.type == WSMsgType.TEXT, message
+            acks.append(json.loads(message.data))
         done.set()
         async for _ in ws:  # until the client closes
             pass
         return ws
-
-    done = asyncio.Event()
 
     async def scenario() -> None:
         app = web.Application()
@@ -446,18 +451,69 @@ def test_socket_mode_acknowledges_each_command_with_its_reply(
                 built.responder, app_token=slack.app_token, api_url=slack.base_url, stop=stop
             )
         )
-        await asyncio.wait_for(done.wait(), 20)
+        await asyncio.wait_for(done.wait(), 10 + SLACK_WAITS * len(commands))
         stop.set()
         await client
         await runner.cleanup()
 
     asyncio.run(scenario())
-    assert [a["envelope_id"] for a in acks] == ["env-0", "env-1", "env-2"]
-    help_, subscribed, listed = (a["payload"] for a in acks)
+    return acks
+
+
+def test_socket_mode_acknowledges_each_command_with_its_reply(
+    slack: SlackStandIn, store: Store, database_url: str
+) -> None:
+    """slack-sdk's Socket Mode client, connected over a real WebSocket to a stand-in of
+    Slack's Socket Mode endpoint, receives slash commands and acks each with the reply."""
+    built = app_for(slack, store, database_url)
+    acks = socket_mode_acks(built, slack, ["help", "subscribe robot", "list"])
+    assert [a and a["envelope_id"] for a in acks] == ["env-0", "env-1", "env-2"]
+    help_, subscribed, listed = (a["payload"] for a in acks if a is not None)
     assert "/papers subscribe" in help_["text"]
     assert subscribed["text"].startswith("Welcome!")
     assert "1. `robot`" in listed["text"]
     assert any(r.method == "apps.connections.open" for r in slack.requests)
+
+
+def refuse_subscriber_changes(store: Store) -> None:
+    """A trigger that refuses every change to a subscriber: the database's error is one the
+    store does not expect (a constraint, not a lost connection)."""
+    with store.database.engine.begin() as connection:
+        if store.database.engine.dialect.name == "sqlite":
+            connection.exec_driver_sql(
+                "CREATE TRIGGER refuse BEFORE UPDATE ON subscribers "
+                "BEGIN SELECT RAISE(ABORT, 'subscribers are read-only'); END"
+            )
+            return
+        connection.exec_driver_sql(
+            "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN "
+            "RAISE EXCEPTION 'subscribers are read-only' USING ERRCODE = 'check_violation'; "
+            "END $$ LANGUAGE plpgsql"
+        )
+        connection.exec_driver_sql(
+            "CREATE TRIGGER refuse BEFORE UPDATE ON subscribers "
+            "FOR EACH ROW EXECUTE FUNCTION refuse()"
+        )
+
+
+def test_socket_mode_acks_a_command_that_fails_unexpectedly_with_the_failure(
+    slack: SlackStandIn, store: Store, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A command that raised an error its handler did not expect got "Something went wrong"
+    over HTTP, but no ack at all over Socket Mode: the user saw Slack's timeout, and the
+    reason went to slack-sdk's log alone. It is acked with the same words, and logged."""
+    built = app_for(slack, store, database_url)
+    store.subscribers.add("slack.ada", email=None, rules=["robot"], now=NOW, slack_user=ADA)
+    refuse_subscriber_changes(store)
+
+    with caplog.at_level(logging.ERROR, logger="bot.slack.app"):
+        acks = socket_mode_acks(built, slack, ["pause", "list"])
+
+    assert acks[0] is not None, "no ack: Slack shows the user a timeout"
+    failed, listed = (a["payload"] for a in acks if a is not None)
+    assert failed["text"] == FAILED.text
+    assert "1. `robot`" in listed["text"]  # the next command is answered as usual
+    assert any("slash command failed" in r.getMessage() for r in caplog.records)
 
 
 def test_the_app_manifest_declares_the_command_and_the_scopes_paperbell_uses() -> None:
