@@ -21,11 +21,13 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 from aiohttp import WSMsgType, web
-from support.config import slack_config
+from support.clock import Clock
+from support.config import WEB_SECRET, sink_email, slack_config
 from support.paths import ROOT
+from support.servers import smtp_sink
 from support.slack import SIGNING_SECRET, signed, wired_front, wired_slack_app
 
-from bot.config import Config
+from bot.config import Config, parse_config
 from bot.core.models import Paper
 from bot.demo import free_port
 from bot.demo.slack_standin import SlackStandIn
@@ -37,6 +39,7 @@ from bot.slack.app import (
     run_socket_mode,
     slack_routes,
 )
+from bot.slack.commands import EMAIL_LINKS_PER_DAY
 from bot.store import Store
 from bot.web.app import create_app, make_server
 
@@ -593,35 +596,37 @@ def test_a_rule_number_in_superscript_digits_gets_the_usage_not_a_crash(
     assert store.subscribers.rule_texts("slack.ada") == ["robot"]
 
 
+def mailing_config(slack: SlackStandIn, database_url: str, smtp_port: int) -> Config:
+    """A config with Slack, email through the SMTP server on `smtp_port`, and the pages
+    (which confirm the addresses `/papers email` is given)."""
+    return parse_config(
+        {
+            "version": 1,
+            "database": {"url": database_url},
+            "slack": {
+                "bot_token_env": "SLACK_BOT_TOKEN",
+                "signing_secret_env": "SLACK_SIGNING_SECRET",
+                "api_url": slack.base_url,
+                "post_interval_seconds": 0,
+            },
+            "email": sink_email(smtp_port, sender="paperbell <digest@papers.lab.example>"),
+            "web": {"public_url": "https://papers.lab.example", "secret_key_env": "KEY"},
+        },
+        environ={
+            "SLACK_BOT_TOKEN": slack.token,
+            "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+            "KEY": WEB_SECRET,
+        },
+    )
+
+
 def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
     slack: SlackStandIn, database_url: str, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    from support.config import WEB_SECRET, sink_email
-    from support.servers import smtp_sink
-
-    from bot.config import parse_config
     from bot.pipeline import DeliveryRequest, deliver, wire
 
     with smtp_sink() as (sink, port):
-        config = parse_config(
-            {
-                "version": 1,
-                "database": {"url": database_url},
-                "slack": {
-                    "bot_token_env": "SLACK_BOT_TOKEN",
-                    "signing_secret_env": "SLACK_SIGNING_SECRET",
-                    "api_url": slack.base_url,
-                    "post_interval_seconds": 0,
-                },
-                "email": sink_email(port, sender="paperbell <digest@papers.lab.example>"),
-                "web": {"public_url": "https://papers.lab.example", "secret_key_env": "KEY"},
-            },
-            environ={
-                "SLACK_BOT_TOKEN": slack.token,
-                "SLACK_SIGNING_SECRET": SIGNING_SECRET,
-                "KEY": WEB_SECRET,
-            },
-        )
+        config = mailing_config(slack, database_url, port)
         store = Store.open(config.database_url())
         store.papers.upsert(full_feed_papers, now=NOW)
         channels = build_channels(config)
@@ -675,6 +680,45 @@ def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
         assert sink.messages[-1]["To"] == "ada@lab.example"
         assert sink.messages[-1]["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
         store.close()
+
+
+def test_email_from_slack_mails_few_confirmation_links_a_day_per_user(
+    slack: SlackStandIn, database_url: str
+) -> None:
+    """Each address got at most one confirmation a day, but one member could have one
+    mailed to any number of addresses. A member now has at most EMAIL_LINKS_PER_DAY mailed
+    a day; a link not mailed (its mailbox had one today) does not count."""
+    clock = Clock(NOW)
+    with smtp_sink() as (sink, port):
+        config = mailing_config(slack, database_url, port)
+        store = Store.open(config.database_url())
+        front = wired_front(config, store, build_channels(config), clock=clock)
+        built = front.slack
+        assert built is not None
+
+        async def say(texts: list[str], user: str = ADA) -> list[str]:
+            async with serving(create_app(routes=slack_routes(built))) as client:
+                s = Session(client, slack, built.responder)
+                return [(await s.say(text, user=user))["text"] for text in texts]
+
+        asyncio.run(say(["subscribe robot"]))
+        asyncio.run(say(["subscribe robot"], user=BOSS))
+        addresses = [f"someone{n}@victim.example" for n in range(EMAIL_LINKS_PER_DAY + 1)]
+        again = asyncio.run(say([f"email {addresses[0]}"]))  # counted once, not twice
+        asked = asyncio.run(say([f"email {address}" for address in addresses]))
+        boss = asyncio.run(say(["email boss@lab.example"], user=BOSS))
+        clock.advance(days=1)
+        next_day = asyncio.run(say([f"email {addresses[-1]}"]))
+        store.close()
+
+    mailed = [m["To"] for m in sink.messages]
+    assert mailed == [*addresses[:-1], "boss@lab.example", addresses[-1]], mailed
+    assert "I sent a link" in again[0] and "today already" in asked[0]
+    assert all("I sent a link" in text for text in asked[1:-1])
+    refused = asked[-1]
+    assert refused.startswith(f":hourglass: You had {EMAIL_LINKS_PER_DAY} confirmation"), refused
+    assert "I sent a link to boss@lab.example" in boss[0]
+    assert f"I sent a link to {addresses[-1]}" in next_day[0]
 
 
 def test_summaries_and_a_language_are_set_from_slack_for_oneself_and_for_a_channel(
