@@ -128,9 +128,17 @@ class SlackResponder:
     async def answer(
         self, request: CommandRequest, *, arrived: float | None = None
     ) -> dict[str, Any]:
-        """The immediate answer (Slack's response body, or Socket Mode's ack payload).
+        """The immediate answer (Slack's response body, or Socket Mode's ack payload);
+        FAILED, logged, when the command raised, so that both ways in answer alike.
         `arrived`: when the request came (the event loop's clock), if its checks took time
         before: Slack's 3 seconds count from then."""
+        try:
+            return await self._answer(request, arrived)
+        except Exception:  # the handler turns errors into replies; this is a bug
+            log.exception("slash command failed")
+            return FAILED.to_slack()
+
+    async def _answer(self, request: CommandRequest, arrived: float | None) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
         spent = 0.0 if arrived is None else loop.time() - arrived
         task = asyncio.ensure_future(self.commands.handle(request))
@@ -315,11 +323,7 @@ class CommandEndpoint:
         form = await checked_form(request, self.checker, limit=MAX_BODY, what="command")
         if isinstance(form, Response):
             return form
-        try:
-            answer = await self.responder.answer(CommandRequest.from_form(form), arrived=arrived)
-        except Exception:  # the handler turns errors into replies; this is a bug
-            log.exception("slash command failed")
-            answer = FAILED.to_slack()
+        answer = await self.responder.answer(CommandRequest.from_form(form), arrived=arrived)
         return JSONResponse(answer)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -33,6 +32,7 @@ from bot.pipeline.wiring import Parts
 from bot.render.mrkdwn import as_code, as_text, escape_mrkdwn, link
 from bot.render.tex import letters
 from bot.rules import format_rule, parse_rule
+from bot.slack.limits import PerUserLimit
 from bot.slack.messages import CommandRequest, Directory, Reply, SendNow, SlackUser
 from bot.slack.subscriptions import Subscriptions, Target
 from bot.slack.syntax import rule_error, rule_text, split_label, split_words, usage
@@ -40,11 +40,12 @@ from bot.slack.verdicts import VerdictCommands
 from bot.store import Store, SubscriberRecord
 
 log = logging.getLogger(__name__)
-_MINUTE = timedelta(minutes=1)
 
 TRY_DAYS = 7  # `try` looks at the papers of the last week stored
 TRY_SHOWN = 10
 TRIES_PER_MINUTE = 6  # `try` matches a week of papers: at most this many a minute per user
+# `email ADDRESS` mails a stranger's address: at most this many confirmations a day per user.
+EMAIL_LINKS_PER_DAY = 3
 FAILED = ("failed", "retry", "skipped", "unrecorded")
 # Subcommands that may take longer than Slack's 3 seconds: answered at once, then at
 # response_url.
@@ -65,8 +66,12 @@ class SlashCommands:
     # `mail_queued()` sends the mail they queue.
     manager: Manager | None = None
     mail_queued: Callable[[], Awaitable[None]] | None = None
-    # user id -> when their recent `try`s came (the last minute's).
-    _tries: dict[str, deque[datetime]] = field(default_factory=dict, repr=False)
+    _tries: PerUserLimit = field(
+        default_factory=lambda: PerUserLimit(TRIES_PER_MINUTE, timedelta(minutes=1)), repr=False
+    )
+    _email_links: PerUserLimit = field(
+        default_factory=lambda: PerUserLimit(EMAIL_LINKS_PER_DAY, timedelta(days=1)), repr=False
+    )
     subscriptions: Subscriptions = field(init=False, repr=False)
     verdicts: VerdictCommands = field(init=False, repr=False)
 
@@ -368,7 +373,7 @@ class SlashCommands:
             rule = parse_rule(text)
         except RuleError as exc:
             return Reply(rule_error(exc))
-        if not self._may_try(request.user_id):
+        if not self._tries.take(request.user_id, self.clock()):
             return Reply(
                 f":hourglass: You tried {TRIES_PER_MINUTE} rules in the last minute; each one "
                 "reads a week of papers. Try again in a minute."
@@ -452,10 +457,17 @@ class SlashCommands:
             return Reply(f":warning: {escape_mrkdwn(problems[0].partition(': ')[2])}")
         if sub.email == email and sub.email_confirmed:
             return Reply(f"Your digests already come to {escape_mrkdwn(email)} too.")
+        now = self.clock()
+        if not self._email_links.take(request.user_id, now):
+            return Reply(
+                f":hourglass: You had {EMAIL_LINKS_PER_DAY} confirmation links mailed in the "
+                "last day; that is the most a day. Try again in a day."
+            )
         sent = await asyncio.to_thread(self.manager.ask_email, sub, email, origin="from Slack")
         if self.mail_queued is not None:
             await self.mail_queued()
         if not sent:
+            self._email_links.give_back(request.user_id, now)  # nothing was mailed
             return Reply(
                 f"A confirmation link went to {escape_mrkdwn(email)} today already: open it "
                 "to start the email digests (look in the spam folder too)."
@@ -487,19 +499,6 @@ class SlashCommands:
         if sub.id is None:
             return False
         return await asyncio.to_thread(self.store.outbox.pending, sub.id, channel) > 0
-
-    def _may_try(self, user_id: str) -> bool:
-        """Whether `user_id` may run `try` now (at most TRIES_PER_MINUTE a minute)."""
-        now = self.clock()
-        for user in [u for u, times in self._tries.items() if now - times[-1] > _MINUTE]:
-            del self._tries[user]  # nobody's old tries are kept
-        times = self._tries.setdefault(user_id, deque())
-        while times and now - times[0] > _MINUTE:
-            times.popleft()
-        if len(times) >= TRIES_PER_MINUTE:
-            return False
-        times.append(now)
-        return True
 
     async def _name(self, row: SubscriberRecord | None, wanted: str) -> str:
         """The subscriber's name: the one it has, or a free one like `wanted`."""

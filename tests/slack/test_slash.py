@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import re
 import threading
 import time
@@ -20,21 +21,25 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 from aiohttp import WSMsgType, web
-from support.config import slack_config
+from support.clock import Clock
+from support.config import WEB_SECRET, sink_email, slack_config
 from support.paths import ROOT
+from support.servers import smtp_sink
 from support.slack import SIGNING_SECRET, signed, wired_front, wired_slack_app
 
-from bot.config import Config
+from bot.config import Config, parse_config
 from bot.core.models import Paper
 from bot.demo import free_port
 from bot.demo.slack_standin import SlackStandIn
 from bot.pipeline import DeliveryRequest, build_channels, deliver
 from bot.slack.app import (
+    FAILED,
     SlackApp,
     SlackResponder,
     run_socket_mode,
     slack_routes,
 )
+from bot.slack.commands import EMAIL_LINKS_PER_DAY
 from bot.store import Store
 from bot.web.app import create_app, make_server
 
@@ -397,14 +402,16 @@ def test_the_endpoint_says_when_slack_is_not_set_up(slack: SlackStandIn) -> None
     assert response.status_code == 404 and "signing_secret_env" in response.text
 
 
-def test_socket_mode_acknowledges_each_command_with_its_reply(
-    slack: SlackStandIn, store: Store, database_url: str
-) -> None:
-    """slack-sdk's Socket Mode client, connected over a real WebSocket to a stand-in of
-    Slack's Socket Mode endpoint, receives slash commands and acks each with the reply."""
-    built = app_for(slack, store, database_url)
-    acks: list[dict[str, Any]] = []
-    commands = ["help", "subscribe robot", "list"]
+SLACK_WAITS = 3.0  # seconds: Slack's wait for a Socket Mode ack before the user sees a timeout
+
+
+def socket_mode_acks(
+    built: SlackApp, slack: SlackStandIn, commands: list[str]
+) -> list[dict[str, Any] | None]:
+    """Each command's ack, as slack-sdk's Socket Mode client sends it over a real WebSocket
+    to a stand-in of Slack's Socket Mode endpoint; None where none came in Slack's time."""
+    acks: list[dict[str, Any] | None] = []
+    done = asyncio.Event()
 
     async def socket(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()
@@ -421,16 +428,17 @@ def test_socket_mode_acknowledges_each_command_with_its_reply(
                     "payload": payload,
                 }
             )
-            async for message in ws:
-                if message.type == WSMsgType.TEXT:
-                    acks.append(json.loads(message.data))
-                    break
+            try:
+                message = await ws.receive(timeout=SLACK_WAITS)
+            except TimeoutError:
+                acks.append(None)
+                continue
+            assert message.type == WSMsgType.TEXT, message
+            acks.append(json.loads(message.data))
         done.set()
         async for _ in ws:  # until the client closes
             pass
         return ws
-
-    done = asyncio.Event()
 
     async def scenario() -> None:
         app = web.Application()
@@ -446,18 +454,69 @@ def test_socket_mode_acknowledges_each_command_with_its_reply(
                 built.responder, app_token=slack.app_token, api_url=slack.base_url, stop=stop
             )
         )
-        await asyncio.wait_for(done.wait(), 20)
+        await asyncio.wait_for(done.wait(), 10 + SLACK_WAITS * len(commands))
         stop.set()
         await client
         await runner.cleanup()
 
     asyncio.run(scenario())
-    assert [a["envelope_id"] for a in acks] == ["env-0", "env-1", "env-2"]
-    help_, subscribed, listed = (a["payload"] for a in acks)
+    return acks
+
+
+def test_socket_mode_acknowledges_each_command_with_its_reply(
+    slack: SlackStandIn, store: Store, database_url: str
+) -> None:
+    """slack-sdk's Socket Mode client, connected over a real WebSocket to a stand-in of
+    Slack's Socket Mode endpoint, receives slash commands and acks each with the reply."""
+    built = app_for(slack, store, database_url)
+    acks = socket_mode_acks(built, slack, ["help", "subscribe robot", "list"])
+    assert [a and a["envelope_id"] for a in acks] == ["env-0", "env-1", "env-2"]
+    help_, subscribed, listed = (a["payload"] for a in acks if a is not None)
     assert "/papers subscribe" in help_["text"]
     assert subscribed["text"].startswith("Welcome!")
     assert "1. `robot`" in listed["text"]
     assert any(r.method == "apps.connections.open" for r in slack.requests)
+
+
+def refuse_subscriber_changes(store: Store) -> None:
+    """A trigger that refuses every change to a subscriber: the database's error is one the
+    store does not expect (a constraint, not a lost connection)."""
+    with store.database.engine.begin() as connection:
+        if store.database.engine.dialect.name == "sqlite":
+            connection.exec_driver_sql(
+                "CREATE TRIGGER refuse BEFORE UPDATE ON subscribers "
+                "BEGIN SELECT RAISE(ABORT, 'subscribers are read-only'); END"
+            )
+            return
+        connection.exec_driver_sql(
+            "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN "
+            "RAISE EXCEPTION 'subscribers are read-only' USING ERRCODE = 'check_violation'; "
+            "END $$ LANGUAGE plpgsql"
+        )
+        connection.exec_driver_sql(
+            "CREATE TRIGGER refuse BEFORE UPDATE ON subscribers "
+            "FOR EACH ROW EXECUTE FUNCTION refuse()"
+        )
+
+
+def test_socket_mode_acks_a_command_that_fails_unexpectedly_with_the_failure(
+    slack: SlackStandIn, store: Store, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A command that raised an error its handler did not expect got "Something went wrong"
+    over HTTP, but no ack at all over Socket Mode: the user saw Slack's timeout, and the
+    reason went to slack-sdk's log alone. It is acked with the same words, and logged."""
+    built = app_for(slack, store, database_url)
+    store.subscribers.add("slack.ada", email=None, rules=["robot"], now=NOW, slack_user=ADA)
+    refuse_subscriber_changes(store)
+
+    with caplog.at_level(logging.ERROR, logger="bot.slack.app"):
+        acks = socket_mode_acks(built, slack, ["pause", "list"])
+
+    assert acks[0] is not None, "no ack: Slack shows the user a timeout"
+    failed, listed = (a["payload"] for a in acks if a is not None)
+    assert failed["text"] == FAILED.text
+    assert "1. `robot`" in listed["text"]  # the next command is answered as usual
+    assert any("slash command failed" in r.getMessage() for r in caplog.records)
 
 
 def test_the_app_manifest_declares_the_command_and_the_scopes_paperbell_uses() -> None:
@@ -537,35 +596,37 @@ def test_a_rule_number_in_superscript_digits_gets_the_usage_not_a_crash(
     assert store.subscribers.rule_texts("slack.ada") == ["robot"]
 
 
+def mailing_config(slack: SlackStandIn, database_url: str, smtp_port: int) -> Config:
+    """A config with Slack, email through the SMTP server on `smtp_port`, and the pages
+    (which confirm the addresses `/papers email` is given)."""
+    return parse_config(
+        {
+            "version": 1,
+            "database": {"url": database_url},
+            "slack": {
+                "bot_token_env": "SLACK_BOT_TOKEN",
+                "signing_secret_env": "SLACK_SIGNING_SECRET",
+                "api_url": slack.base_url,
+                "post_interval_seconds": 0,
+            },
+            "email": sink_email(smtp_port, sender="paperbell <digest@papers.lab.example>"),
+            "web": {"public_url": "https://papers.lab.example", "secret_key_env": "KEY"},
+        },
+        environ={
+            "SLACK_BOT_TOKEN": slack.token,
+            "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+            "KEY": WEB_SECRET,
+        },
+    )
+
+
 def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
     slack: SlackStandIn, database_url: str, full_feed_papers: tuple[Paper, ...]
 ) -> None:
-    from support.config import WEB_SECRET, sink_email
-    from support.servers import smtp_sink
-
-    from bot.config import parse_config
     from bot.pipeline import DeliveryRequest, deliver, wire
 
     with smtp_sink() as (sink, port):
-        config = parse_config(
-            {
-                "version": 1,
-                "database": {"url": database_url},
-                "slack": {
-                    "bot_token_env": "SLACK_BOT_TOKEN",
-                    "signing_secret_env": "SLACK_SIGNING_SECRET",
-                    "api_url": slack.base_url,
-                    "post_interval_seconds": 0,
-                },
-                "email": sink_email(port, sender="paperbell <digest@papers.lab.example>"),
-                "web": {"public_url": "https://papers.lab.example", "secret_key_env": "KEY"},
-            },
-            environ={
-                "SLACK_BOT_TOKEN": slack.token,
-                "SLACK_SIGNING_SECRET": SIGNING_SECRET,
-                "KEY": WEB_SECRET,
-            },
-        )
+        config = mailing_config(slack, database_url, port)
         store = Store.open(config.database_url())
         store.papers.upsert(full_feed_papers, now=NOW)
         channels = build_channels(config)
@@ -619,6 +680,45 @@ def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
         assert sink.messages[-1]["To"] == "ada@lab.example"
         assert sink.messages[-1]["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
         store.close()
+
+
+def test_email_from_slack_mails_few_confirmation_links_a_day_per_user(
+    slack: SlackStandIn, database_url: str
+) -> None:
+    """Each address got at most one confirmation a day, but one member could have one
+    mailed to any number of addresses. A member now has at most EMAIL_LINKS_PER_DAY mailed
+    a day; a link not mailed (its mailbox had one today) does not count."""
+    clock = Clock(NOW)
+    with smtp_sink() as (sink, port):
+        config = mailing_config(slack, database_url, port)
+        store = Store.open(config.database_url())
+        front = wired_front(config, store, build_channels(config), clock=clock)
+        built = front.slack
+        assert built is not None
+
+        async def say(texts: list[str], user: str = ADA) -> list[str]:
+            async with serving(create_app(routes=slack_routes(built))) as client:
+                s = Session(client, slack, built.responder)
+                return [(await s.say(text, user=user))["text"] for text in texts]
+
+        asyncio.run(say(["subscribe robot"]))
+        asyncio.run(say(["subscribe robot"], user=BOSS))
+        addresses = [f"someone{n}@victim.example" for n in range(EMAIL_LINKS_PER_DAY + 1)]
+        again = asyncio.run(say([f"email {addresses[0]}"]))  # counted once, not twice
+        asked = asyncio.run(say([f"email {address}" for address in addresses]))
+        boss = asyncio.run(say(["email boss@lab.example"], user=BOSS))
+        clock.advance(days=1)
+        next_day = asyncio.run(say([f"email {addresses[-1]}"]))
+        store.close()
+
+    mailed = [m["To"] for m in sink.messages]
+    assert mailed == [*addresses[:-1], "boss@lab.example", addresses[-1]], mailed
+    assert "I sent a link" in again[0] and "today already" in asked[0]
+    assert all("I sent a link" in text for text in asked[1:-1])
+    refused = asked[-1]
+    assert refused.startswith(f":hourglass: You had {EMAIL_LINKS_PER_DAY} confirmation"), refused
+    assert "I sent a link to boss@lab.example" in boss[0]
+    assert f"I sent a link to {addresses[-1]}" in next_day[0]
 
 
 def test_summaries_and_a_language_are_set_from_slack_for_oneself_and_for_a_channel(
