@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bot.cli.secrets import database_url
 from bot.config import Config
+from bot.config.likes import like_file_path
 from bot.core.checks import redact_url
 from bot.core.errors import ConfigError
 
@@ -31,13 +32,15 @@ MIN_STOP_SECONDS = 90  # systemd's own default
 @dataclass(frozen=True)
 class Service:
     """What the unit says: the command it runs, as whom, with which secrets, where it may
-    write (None: nowhere, the database is not a file), and how long a stop may take."""
+    write (None: nowhere, the database is not a file), and how long a stop may take; and
+    the other files the config names, which the service reads (what each is, where)."""
 
     command: tuple[str, ...]
     user: str
     env_file: Path
     data_dir: Path | None
     stop_seconds: int
+    read_files: tuple[tuple[str, Path], ...] = ()
 
     @classmethod
     def of(cls, config: Config, *, user: str, executable: tuple[str, ...]) -> Service:
@@ -56,6 +59,11 @@ class Service:
             env_file=config.path.with_name(ENV_FILE_NAME),
             data_dir=database.parent if database is not None else None,
             stop_seconds=max(MIN_STOP_SECONDS, math.ceil(grace) + 30),
+            read_files=tuple(
+                (f"subscriber {sub.name}'s like_file", path)
+                for sub in config.subscribers
+                if (path := like_file_path(config, sub)) is not None
+            ),
         )
         if hidden := service.paths_in_private_tmp():
             raise ConfigError(
@@ -76,6 +84,7 @@ class Service:
             ("the config file", Path(self.command[-1])),
         ]
         needed += [("the Python paperbell runs on", path) for path in python_paths(executable)]
+        needed += self.read_files
         if self.data_dir is not None:
             needed.append(("the database's folder", self.data_dir))
         problems = []
@@ -94,6 +103,7 @@ class Service:
         executable = Path(self.command[0])
         paths = [executable, *python_paths(executable), self.env_file]
         paths += filter(None, [self.data_dir])
+        paths += [path for _, path in self.read_files]
         inside = any(path.is_relative_to(home) for path in paths for home in HOMES)
         return "read-only" if inside else "yes"
 

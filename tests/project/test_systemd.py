@@ -3,8 +3,8 @@
 unit), Restart=on-failure and the hardening (ProtectSystem=strict, NoNewPrivileges=yes, ...),
 and pass `systemd-analyze verify` where systemd's tools are installed. The environment file
 it writes names the config's secrets, without their values, and is never overwritten. A
-unit on a config, database or paperbell the service could not see (in /tmp, /var/tmp) is
-refused."""
+unit on a config, database, like_file or paperbell the service could not see (in /tmp,
+/var/tmp) is refused; one in a home folder makes the homes read-only, not hidden."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from bot.cli.service import (
     render_unit,
     unit_template,
 )
-from bot.config import parse_config
+from bot.config import Config, parse_config
 from bot.core.errors import ConfigError
 
 UNIT = ROOT / "deploy" / UNIT_NAME
@@ -316,4 +316,42 @@ def test_a_database_or_a_paperbell_in_a_temporary_folder_is_refused() -> None:
         "see: its unit gives it an empty /tmp of its own (PrivateTmp=yes)",
         "the database's folder /var/tmp/pb is in /var/tmp, which the service cannot see: its "
         "unit gives it an empty /var/tmp of its own (PrivateTmp=yes)",
+    ]
+
+
+def with_like_file(like_file: str) -> Config:
+    """A config in /etc/paperbell whose one subscriber likes the papers of `like_file`."""
+    return parse_config(
+        {
+            "version": 1,
+            "database": {"url": "sqlite:////var/lib/paperbell/paperbell.sqlite"},
+            "subscribers": [
+                {"name": "ada", "email": "ada@example.org", "rules": ["robot"]},
+                {
+                    "name": "lin",
+                    "email": "lin@example.org",
+                    "rules": ["robot"],
+                    "like_file": like_file,
+                },
+            ],
+        },
+        path=Path("/etc/paperbell/config.toml"),
+    )
+
+
+def test_a_like_file_in_a_home_gets_read_only_homes() -> None:
+    # A library export kept up to date in its owner's home (Zotero's auto-export): the
+    # service reads it again when it changes, so ProtectHome=yes must not hide it.
+    config = with_like_file("/home/ada/Zotero/library.bib")
+    service = Service.of(config, user="ada", executable=("/opt/pb/bin/paperbell",))
+    assert "ProtectHome=read-only" in render_unit(unit_template(), service)
+
+
+def test_a_like_file_in_a_temporary_folder_is_refused() -> None:
+    config = with_like_file("/tmp/library.bib")
+    with pytest.raises(ConfigError) as refused:
+        Service.of(config, user="ada", executable=("/opt/pb/bin/paperbell",))
+    assert refused.value.problems == [
+        "subscriber lin's like_file /tmp/library.bib is in /tmp, which the service cannot "
+        "see: its unit gives it an empty /tmp of its own (PrivateTmp=yes)"
     ]
