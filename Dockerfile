@@ -1,4 +1,5 @@
-# paperbell in a container: the same `pip install .` the tests prove, nothing more.
+# paperbell in a container: the same `pip install .` the tests prove, nothing more. With
+# PostgreSQL's driver, and the demo's loopback mail server (small; only `demo` starts it).
 #   docker build -t paperbell .
 #   docker run --rm --user "$(id -u):$(id -g)" -v "$PWD:/data" paperbell demo --out /data/paperbell-demo
 #   docker run -d --name paperbell --restart unless-stopped -v paperbell-data:/data \
@@ -13,7 +14,7 @@
 # port 8025, the default: keep that port in a container.
 FROM python:3.11-slim
 COPY . /src
-RUN pip install --no-cache-dir "/src[postgres]" && rm -rf /src \
+RUN pip install --no-cache-dir "/src[postgres,demo]" && rm -rf /src \
     && useradd --system --uid 10001 --gid 0 --home-dir /data --no-create-home paperbell \
     && install -d -m 2775 -o 10001 -g 0 /data
 ENV PAPERBELL_CONFIG=/data/config.toml

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bot.cli.secrets import database_url
 from bot.config import Config
+from bot.config.likes import like_file_path
 from bot.core.checks import redact_url
 from bot.core.errors import ConfigError
 
@@ -23,19 +24,23 @@ UNIT_NAME = "paperbell.service"
 ENV_FILE_NAME = "paperbell.env"
 # ProtectHome=yes hides these; a paperbell installed (or configured) there needs read-only.
 HOMES = (Path("/home"), Path("/root"), Path("/run/user"))
+# PrivateTmp=yes gives the service empty ones of its own; both are emptied at boot too.
+PRIVATE_TMP = (Path("/tmp"), Path("/var/tmp"))
 MIN_STOP_SECONDS = 90  # systemd's own default
 
 
 @dataclass(frozen=True)
 class Service:
     """What the unit says: the command it runs, as whom, with which secrets, where it may
-    write (None: nowhere, the database is not a file), and how long a stop may take."""
+    write (None: nowhere, the database is not a file), and how long a stop may take; and
+    the other files the config names, which the service reads (what each is, where)."""
 
     command: tuple[str, ...]
     user: str
     env_file: Path
     data_dir: Path | None
     stop_seconds: int
+    read_files: tuple[tuple[str, Path], ...] = ()
 
     @classmethod
     def of(cls, config: Config, *, user: str, executable: tuple[str, ...]) -> Service:
@@ -48,19 +53,57 @@ class Service:
                 raise ConfigError([f"{what} holds a control character: {text!r}"])
         database = database_file(database_url(config))
         grace = config.daemon.shutdown_grace_seconds
-        return cls(
+        service = cls(
             command=(*executable, "run", "-c", str(config.path)),
             user=user,
             env_file=config.path.with_name(ENV_FILE_NAME),
             data_dir=database.parent if database is not None else None,
             stop_seconds=max(MIN_STOP_SECONDS, math.ceil(grace) + 30),
+            read_files=tuple(
+                (f"subscriber {sub.name}'s like_file", path)
+                for sub in config.subscribers
+                if (path := like_file_path(config, sub)) is not None
+            ),
         )
+        if hidden := service.paths_in_private_tmp():
+            raise ConfigError(
+                hidden,
+                source="the unit",
+                hint="keep what the service needs out of /tmp and /var/tmp, which are "
+                "emptied at boot too: the config in /etc/paperbell/, a SQLite database in "
+                "/var/lib/paperbell/, paperbell in /opt/paperbell/; then run init --systemd again",
+            )
+        return service
+
+    def paths_in_private_tmp(self) -> list[str]:
+        """What the service needs in /tmp or /var/tmp, each as a problem: PrivateTmp=yes
+        hides them from it, so a unit on them fails at start."""
+        executable = Path(self.command[0])
+        needed = [
+            ("the paperbell command", executable),
+            ("the config file", Path(self.command[-1])),
+        ]
+        needed += [("the Python paperbell runs on", path) for path in python_paths(executable)]
+        needed += self.read_files
+        if self.data_dir is not None:
+            needed.append(("the database's folder", self.data_dir))
+        problems = []
+        for what, path in needed:
+            for folder in PRIVATE_TMP:
+                if path.is_relative_to(folder) or path.resolve().is_relative_to(folder):
+                    problems.append(
+                        f"{what} {path} is in {folder}, which the service cannot see: its unit "
+                        f"gives it an empty {folder} of its own (PrivateTmp=yes)"
+                    )
+                    break
+        return problems
 
     def protect_home(self) -> str:
         """`yes` (hidden), or `read-only` when a path the service reads lies in a home."""
         executable = Path(self.command[0])
         paths = [executable, *python_paths(executable), self.env_file]
         paths += filter(None, [self.data_dir])
+        paths += [path for _, path in self.read_files]
         inside = any(path.is_relative_to(home) for path in paths for home in HOMES)
         return "read-only" if inside else "yes"
 

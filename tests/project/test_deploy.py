@@ -1,8 +1,9 @@
 """The container: the Dockerfile and compose.yaml say what paperbell does. The image's
 HEALTHCHECK command, run as written, passes on a running daemon and fails on a stopped or
 unhealthy one; its VOLUME is where the default database goes; it runs as no root, and any
-uid in group 0 may write the volume. The compose file starts a real command with
-PostgreSQL once healthy, its secrets only in env files, as the manual says.
+uid in group 0 may write the volume; the commands its comments show run on what it
+installs. The compose file starts a real command with PostgreSQL once healthy, its secrets
+only in env files, as the manual says.
 
 No Docker engine runs here: the files are checked against the code, not built. (The
 systemd unit: test_systemd.py.)"""
@@ -16,6 +17,8 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
@@ -23,7 +26,7 @@ import yaml
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from support.cli import start
+from support.cli import clean_env, start
 from support.config import local_feed_config
 from support.paths import ROOT, manual_text
 from support.servers import web_server
@@ -143,6 +146,99 @@ def test_no_secret_goes_into_the_image() -> None:
     assert {"*.env", "config.toml", "*.sqlite", ".venv"} <= set(ignored)
     assert one("COPY").startswith(". ")  # the build context, less what is ignored
     assert "*.env" in (ROOT / ".gitignore").read_text().split()
+
+
+# What `docker run` takes a value for is every option but these.
+DOCKER_RUN_FLAGS = {"--rm", "-d", "--detach", "-i", "-t", "-it", "--init", "--read-only"}
+# A checkout's tools (tests, manual, linters): no `paperbell` command imports them.
+DEVELOPERS_EXTRAS = {"test", "docs", "dev"}
+
+
+def shown_commands() -> list[list[str]]:
+    """The `paperbell` commands the Dockerfile's comments show: the words after the image's
+    name in each `docker run` (continued lines joined)."""
+    comments = [line[1:].strip() for line in DOCKERFILE.read_text().splitlines()]
+    text = "\n".join(comments).replace("\\\n", " ")
+    commands = []
+    for line in text.splitlines():
+        if not line.startswith("docker run "):
+            continue
+        words = shlex.split(line)[2:]
+        while words[0].startswith("-"):
+            option = words.pop(0)
+            if option not in DOCKER_RUN_FLAGS and "=" not in option:
+                words.pop(0)  # its value
+        image, *command = words
+        assert image == "paperbell", line
+        commands.append(command)
+    return commands
+
+
+def image_extras() -> set[str]:
+    """The extras of paperbell the image's `pip install` names."""
+    installed = re.search(r'"/src\[([\w,-]+)\]"', one("RUN"))
+    assert installed is not None, one("RUN")
+    return set(installed.group(1).split(","))
+
+
+def modules_the_image_lacks() -> set[str]:
+    """The top-level modules of the optional packages the image does not install (those
+    this Python has: the others cannot be imported here either)."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert image_extras() <= set(extras), image_extras()
+    left_out = {
+        distribution_name(requirement)
+        for extra in set(extras) - image_extras() - DEVELOPERS_EXTRAS
+        for requirement in extras[extra]
+    }
+    return {
+        module
+        for module, distributions in packages_distributions().items()
+        if left_out & {distribution_name(d) for d in distributions}
+    }
+
+
+def distribution_name(requirement: str) -> str:
+    """A requirement's distribution, normalised (PEP 503): `psycopg[binary]>=3` -> psycopg."""
+    name = re.split(r"[^\w.-]", requirement, maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_the_commands_the_dockerfile_shows_run_on_what_the_image_installs(
+    tmp_path: Path,
+) -> None:
+    """Each command its comments show takes those options, and a one-off command runs to
+    its end in a Python without the extras the image leaves out (the daemon, `run`, is
+    started by the health check's test)."""
+    commands = shown_commands()
+    assert {"demo", "run"} <= {command[0] for command in commands}
+    for name, *args in commands:
+        main.commands[name].make_context(name, list(args))  # type: ignore[attr-defined]
+    (volume,) = json.loads(one("VOLUME"))
+    hidden = sorted(modules_the_image_lacks())
+    for name, *args in commands:
+        if name == "run":
+            continue
+        # The volume is this test's folder, as `-v "$PWD:/data"` makes it the user's.
+        args = [re.sub(rf"^{re.escape(volume)}(?=/|$)", str(tmp_path), arg) for arg in args]
+        code = (
+            "import sys\n"
+            f"for module in {hidden!r}: sys.modules[module] = None\n"
+            "from bot.cli import main\n"
+            f"sys.argv = ['paperbell', {name!r}, *{args!r}]\n"
+            "main()\n"
+        )
+        ran = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=tmp_path,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert ran.returncode == 0, (name, args, ran.stderr)
 
 
 # --- compose.yaml ----------------------------------------------------------------------

@@ -2,7 +2,9 @@
 `paperbell init --systemd` writes carry [Install], User=, EnvironmentFile= (no secret in the
 unit), Restart=on-failure and the hardening (ProtectSystem=strict, NoNewPrivileges=yes, ...),
 and pass `systemd-analyze verify` where systemd's tools are installed. The environment file
-it writes names the config's secrets, without their values, and is never overwritten."""
+it writes names the config's secrets, without their values, and is never overwritten. A
+unit on a config, database, like_file or paperbell the service could not see (in /tmp,
+/var/tmp) is refused; one in a home folder makes the homes read-only, not hidden."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,14 +26,18 @@ from support.paths import ROOT
 
 from bot.cli.service import (
     ENV_FILE_NAME,
+    PRIVATE_TMP,
     UNIT_NAME,
     Service,
     quote,
     render_unit,
     unit_template,
 )
+from bot.config import Config, parse_config
+from bot.core.errors import ConfigError
 
 UNIT = ROOT / "deploy" / UNIT_NAME
+ARTIFACTS = ROOT / "test-artifacts"
 
 pytestmark = pytest.mark.skipif(not UNIT.exists(), reason="run from a source checkout")
 
@@ -101,6 +109,19 @@ def verify(unit: Path) -> None:
     assert checked.returncode == 0 and checked.stderr == "", checked.stderr
 
 
+@pytest.fixture
+def service_folder() -> Iterator[Path]:
+    """A fresh folder for a service's config, outside /tmp and /var/tmp, which the unit
+    hides from the service (init refuses a config there): in the checkout's test-artifacts/,
+    which git ignores; removed after the test."""
+    if any(ROOT.resolve().is_relative_to(folder) for folder in PRIVATE_TMP):
+        pytest.skip("the checkout is in a temporary folder, which the unit hides")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="systemd-", dir=ARTIFACTS))
+    yield folder
+    shutil.rmtree(folder)
+
+
 def secrets_config(folder: Path, database: str = "sqlite:///data/paperbell.sqlite") -> Path:
     config = folder / "config.toml"
     config.write_text(
@@ -127,9 +148,9 @@ rules = ["robot"]
 
 
 def test_init_systemd_writes_the_unit_and_the_secrets_names_without_the_secrets(
-    tmp_path: Path,
+    tmp_path: Path, service_folder: Path
 ) -> None:
-    folder = tmp_path / "my papers 100%"  # a space and a specifier: quoted and escaped
+    folder = service_folder / "my papers 100%"  # a space and a specifier: quoted and escaped
     folder.mkdir()
     config = secrets_config(folder)
     made = run("init", "--systemd", "-c", str(config), "--user", "paperbell", cwd=tmp_path)
@@ -179,15 +200,15 @@ def test_init_systemd_writes_the_unit_and_the_secrets_names_without_the_secrets(
     assert f"kept {env_file} (it exists)" in forced.stdout
 
 
-def test_init_systemd_to_stdout_for_postgresql(tmp_path: Path) -> None:
-    config = secrets_config(tmp_path, database="postgresql://paperbell@db.example.org/papers")
+def test_init_systemd_to_stdout_for_postgresql(tmp_path: Path, service_folder: Path) -> None:
+    config = secrets_config(service_folder, database="postgresql://paperbell@db.example.org/papers")
     written = invoke("init", "--systemd", "-c", str(config), "--user", "paperbell", "-")
     assert written.exit_code == 0, written.output
     unit = written.stdout
     sections = check_unit(unit)
     assert values(sections, "Service", "ReadWritePaths") == []  # it writes no file
     assert "wrote" not in unit and "next:" in written.stderr
-    assert "# PGPASSWORD=" in (tmp_path / ENV_FILE_NAME).read_text()
+    assert "# PGPASSWORD=" in (service_folder / ENV_FILE_NAME).read_text()
     assert not (tmp_path / UNIT_NAME).exists()
     file = tmp_path / "unit" / UNIT_NAME
     file.parent.mkdir()
@@ -241,8 +262,8 @@ def test_a_venv_outside_the_homes_on_a_python_in_one_gets_read_only_homes(
     assert "ProtectHome=read-only" in render_unit(unit_template(), service)
 
 
-def test_a_database_beside_the_config_is_pointed_out(tmp_path: Path) -> None:
-    config = secrets_config(tmp_path, database="sqlite:///paperbell.sqlite")
+def test_a_database_beside_the_config_is_pointed_out(tmp_path: Path, service_folder: Path) -> None:
+    config = secrets_config(service_folder, database="sqlite:///paperbell.sqlite")
     unit_file = tmp_path / UNIT_NAME
     written = invoke("init", "--systemd", "-c", str(config), "--user", "paperbell", str(unit_file))
     assert written.exit_code == 0, written.output
@@ -250,7 +271,7 @@ def test_a_database_beside_the_config_is_pointed_out(tmp_path: Path) -> None:
         written.output
     )
     unit = unit_entries(unit_file.read_text())
-    assert values(unit, "Service", "ReadWritePaths") == [str(tmp_path)]
+    assert values(unit, "Service", "ReadWritePaths") == [str(service_folder)]
 
 
 @given(st.text(st.characters(codec="utf-8", categories=["L", "N", "P", "S", "Zs"]), min_size=1))
@@ -267,3 +288,70 @@ def test_a_control_character_in_a_path_or_the_user_is_refused(tmp_path: Path) ->
     config = secrets_config(tmp_path)
     refused = invoke("init", "--systemd", "-c", str(config), "--user", "pb\nExecStartPre=/x", "-")
     assert refused.exit_code == 2 and "--user holds a control character" in refused.output
+
+
+@pytest.mark.parametrize("temporary", ["/tmp", "/var/tmp"])
+def test_init_systemd_refuses_a_config_the_service_could_not_see(temporary: str) -> None:
+    # PrivateTmp=yes gives the service a /tmp and a /var/tmp of its own, empty: a unit on a
+    # config there fails at start (and both folders are emptied at boot anyway).
+    with tempfile.TemporaryDirectory(dir=temporary) as folder:
+        config = secrets_config(Path(folder))
+        refused = invoke("init", "--systemd", "-c", str(config), "--user", "paperbell", "-")
+        assert refused.exit_code == 2, refused.output
+        assert f"the config file {config} is in {temporary}" in refused.stderr
+        assert "PrivateTmp=yes" in refused.stderr and "/etc/paperbell/" in refused.stderr
+        assert refused.stdout == ""  # no unit
+        assert not (Path(folder) / ENV_FILE_NAME).exists()
+
+
+def test_a_database_or_a_paperbell_in_a_temporary_folder_is_refused() -> None:
+    config = parse_config(
+        {"version": 1, "database": {"url": "sqlite:////var/tmp/pb/paperbell.sqlite"}},
+        path=Path("/etc/paperbell/config.toml"),
+    )
+    with pytest.raises(ConfigError) as refused:
+        Service.of(config, user="paperbell", executable=("/tmp/venv/bin/paperbell",))
+    assert refused.value.problems == [
+        "the paperbell command /tmp/venv/bin/paperbell is in /tmp, which the service cannot "
+        "see: its unit gives it an empty /tmp of its own (PrivateTmp=yes)",
+        "the database's folder /var/tmp/pb is in /var/tmp, which the service cannot see: its "
+        "unit gives it an empty /var/tmp of its own (PrivateTmp=yes)",
+    ]
+
+
+def with_like_file(like_file: str) -> Config:
+    """A config in /etc/paperbell whose one subscriber likes the papers of `like_file`."""
+    return parse_config(
+        {
+            "version": 1,
+            "database": {"url": "sqlite:////var/lib/paperbell/paperbell.sqlite"},
+            "subscribers": [
+                {"name": "ada", "email": "ada@example.org", "rules": ["robot"]},
+                {
+                    "name": "lin",
+                    "email": "lin@example.org",
+                    "rules": ["robot"],
+                    "like_file": like_file,
+                },
+            ],
+        },
+        path=Path("/etc/paperbell/config.toml"),
+    )
+
+
+def test_a_like_file_in_a_home_gets_read_only_homes() -> None:
+    # A library export kept up to date in its owner's home (Zotero's auto-export): the
+    # service reads it again when it changes, so ProtectHome=yes must not hide it.
+    config = with_like_file("/home/ada/Zotero/library.bib")
+    service = Service.of(config, user="ada", executable=("/opt/pb/bin/paperbell",))
+    assert "ProtectHome=read-only" in render_unit(unit_template(), service)
+
+
+def test_a_like_file_in_a_temporary_folder_is_refused() -> None:
+    config = with_like_file("/tmp/library.bib")
+    with pytest.raises(ConfigError) as refused:
+        Service.of(config, user="ada", executable=("/opt/pb/bin/paperbell",))
+    assert refused.value.problems == [
+        "subscriber lin's like_file /tmp/library.bib is in /tmp, which the service cannot "
+        "see: its unit gives it an empty /tmp of its own (PrivateTmp=yes)"
+    ]
