@@ -120,6 +120,10 @@ class StoreError(PaperbellError):
     """The database could not be opened or written."""
 
 
+class NameTaken(StoreError):
+    """A new subscriber's name is someone's already (taken meanwhile, by another sign-up)."""
+
+
 class OutdatedSchema(StoreError):
     """The database's schema is at an older revision (`current`; None: made before
     migrations) than this paperbell's (`head`): it must be upgraded first."""

@@ -25,7 +25,7 @@ from bot.channels import subscriber_targets
 from bot.channels.outbox import drain
 from bot.config import subscriber_problems, subscriber_settings, too_many_rules
 from bot.core.checks import check_label
-from bot.core.errors import RuleError, StoreError
+from bot.core.errors import NameTaken, RuleError, StoreError
 from bot.core.links import (
     LinkSigner,
     Purpose,
@@ -120,6 +120,10 @@ class RuleActivity:
     last: date | None = None
     counted: datetime | None = None  # None: not counted yet
     label: str | None = None  # the name the digests show in place of the rule
+
+
+# How many free names a new subscriber tries, each taken by another sign-up meanwhile.
+NAME_TRIES = 5
 
 
 def free_name(parts: Parts, wanted: str, *, fallback: str) -> str:
@@ -593,11 +597,23 @@ class Manager(Destinations, Ratings):
                 self.send_notice("confirm", existing, origin="from the sign-up page")
             return
         # Named after the address's local part: a name shows on pages a forwarded link may
-        # open, the address does not.
-        name = free_name(self.parts, email.partition("@")[0], fallback="subscriber")
-        self.store.subscribers.add(
-            name, email=email, rules=[rule.strip()], now=now, email_confirmed=False
-        )
+        # open, the address does not. Another sign-up may take the name between the pick
+        # and the add: then pick again, never add to theirs.
+        for tries_left in reversed(range(NAME_TRIES)):
+            name = free_name(self.parts, email.partition("@")[0], fallback="subscriber")
+            try:
+                self.store.subscribers.add(
+                    name,
+                    email=email,
+                    rules=[rule.strip()],
+                    now=now,
+                    email_confirmed=False,
+                    only_new=True,
+                )
+                break
+            except NameTaken:
+                if not tries_left:
+                    raise
         created = self._by_email(email)
         if created is not None:
             self.send_notice("confirm", created, origin="from the sign-up page")

@@ -24,7 +24,7 @@ Grammar (version 2), EBNF::
     top         = "hf:top" digits ;                           in any case; 1 to 100
     upvotes     = "upvotes" [ ":" ] comparison digits ;       one word: no spaces; any case
     comparison  = ">=" | ">" | "<=" | "<" | "=" ;
-    digits      = digit { digit } ;                           0-9
+    digits      = digit { digit } ;                           0-9, or any script's digits
     phrase      = quote { character - quote } quote ;         quote = '"' | '“' | '”' | '„'
     word        = { character - ( space | quote | "(" | ")" | "|" ) } ;  but not OR AND NOT
 
@@ -77,7 +77,8 @@ What each part matches:
 * `cat:cs.RO` a paper listed in cs.RO (primary or cross-list); `cat:cs` (= `cat:cs.*`)
   any category of the archive. Case does not matter; the canonical spelling is arXiv's.
 * `id:2411.17700` one paper by its arXiv id; a version (`v2`) and an `arXiv:` prefix are
-  ignored; old style `id:quant-ph/0201082` (`math.GT/0309136` = `math/0309136`).
+  ignored; old style `id:quant-ph/0201082` (`math.GT/0309136` = `math/0309136`). Digits
+  of any script are read as 0-9 (`id:٢٤١١.١٧٧٠٠` is `id:2411.17700`), in counts too.
 * `src:huggingface` a paper one of whose sources has that configured name or kind
   (`Paper.sources`, and `Paper.source`): `src:hf-daily` (a name), `src:huggingface`,
   `src:arxiv`, `src:feed`, `src:arxiv_query` (kinds). A name is letters, digits, `-`, `_`

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -116,13 +117,22 @@ _COMPARISON_FIXES = {"=>": ">=", "=<": "<=", "==": "=", "≥": ">=", "≤": "<="
 def arxiv_id(value: str) -> str | None:
     """The version-less, canonical arXiv id in `value` (`arXiv:2411.17700v2` -> 2411.17700),
     or None. Old-style ids lose their subject class: `math.GT/0309136` -> math/0309136."""
-    found = _ID_RE.fullmatch(value.strip())
+    found = _ID_RE.fullmatch(_ascii_digits(value.strip()))
     if found is None:
         return None
     identifier = found.group("id")
     if old := _OLD_ID_RE.fullmatch(identifier):
         return f"{old['archive'].lower()}/{old['number']}"
     return identifier
+
+
+def _ascii_digits(value: str) -> str:
+    """`value` with every decimal digit written 0-9 (`٢٤١١` -> 2411, `２０` -> 20), one
+    character for one, so positions hold. A rule's ids and counts are read as numbers, in
+    whatever script a keyboard wrote them; kept as they were, they would match nothing."""
+    if value.isascii():
+        return value
+    return "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in value)
 
 
 def _category(value: str) -> str:
@@ -460,7 +470,7 @@ class _Parser:
     def trending(self, value: str, *, quoted: bool, field: str, start: int) -> Leaf:
         if value[:3].lower() != "top":
             raise self.error(f'"{value}" {_NOT_HF}', start)
-        number = value[3:]
+        number = _ascii_digits(value[3:])
         if not _NUMBER_RE.fullmatch(number) or not 1 <= int(number) <= MAX_TOP:
             raise self.error(_TOP_NEEDS, start + 3)
         return Trending(int(number))
@@ -473,7 +483,7 @@ class _Parser:
         if value[: len(_UPVOTES)].lower() == _UPVOTES:
             value, start = value[len(_UPVOTES) :], start + len(_UPVOTES)
         op = value[: len(value) - len(value.lstrip(_COMPARISON_CHARS))]
-        number = value[len(op) :]
+        number = _ascii_digits(value[len(op) :])
         if not op:
             if _NUMBER_RE.fullmatch(number):
                 count = int(number)

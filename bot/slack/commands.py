@@ -19,14 +19,16 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
 
 from bot.config import SlackConfig, subscriber_problems, subscriber_settings, too_many_rules
 from bot.core.checks import MAX_LABEL_LENGTH, check_label
-from bot.core.errors import PaperbellError, RuleError
+from bot.core.errors import NameTaken, PaperbellError, RuleError
 from bot.core.models import Subscriber
 from bot.core.plurals import plural
 from bot.core.schedule import check_timezone
-from bot.manage import Manager, free_name, language_called, reading_parts
+from bot.manage import NAME_TRIES, Manager, free_name, language_called, reading_parts
 from bot.match.digest import try_rule
 from bot.pipeline.wiring import Parts
 from bot.render.mrkdwn import as_code, as_text, escape_mrkdwn, link
@@ -153,17 +155,14 @@ class SlashCommands:
             row = await asyncio.to_thread(
                 self.store.subscribers.by_slack, channel=target.channel.keys
             )
-            name = await self._name(row, f"channel.{target.channel.name}")
-            rule_text_ = await self._check_new(name, row, rule.text, label)
-            sub, created = await asyncio.to_thread(
-                self.store.subscribers.add,
-                name,
-                email=None,
-                rules=[rule_text_],
+            sub, _, rule_text_ = await self._add(
+                row,
+                f"channel.{target.channel.name}",
+                rule.text,
+                label,
                 now=now,
+                email=None,
                 slack_channel=target.channel.id,
-                max_rules=self.max_rules,
-                labels={rule_text_: label} if label else None,
             )
             where = f"<#{target.channel.id}>"
             heads_up = (
@@ -178,20 +177,18 @@ class SlashCommands:
             )
         row = await asyncio.to_thread(self.store.subscribers.by_slack, user=request.user_id)
         user = await self.directory.user(request.user_id) if row is None else None
-        name = await self._name(row, f"slack.{_handle(request, user)}")
-        rule_text_ = await self._check_new(name, row, rule.text, label)
-        sub, created = await asyncio.to_thread(
-            self.store.subscribers.add,
-            name,
-            email=user.email if user else None,
-            rules=[rule_text_],
+        sub, created, rule_text_ = await self._add(
+            row,
+            f"slack.{_handle(request, user)}",
+            rule.text,
+            label,
             now=now,
+            email=user.email if user else None,
             slack_user=request.user_id,
             email_confirmed=False,
-            max_rules=self.max_rules,
-            labels={rule_text_: label} if label else None,
         )
         if created and user is not None and user.tz and _known_zone(user.tz):
+            name = sub.name
             await asyncio.to_thread(self.store.subscribers.set_schedule, name, timezone=user.tz)
             fresh = await asyncio.to_thread(self.subscriptions.subscriber, name)
             sub = fresh or sub
@@ -500,6 +497,41 @@ class SlashCommands:
             return False
         return await asyncio.to_thread(self.store.outbox.pending, sub.id, channel) > 0
 
+    async def _add(
+        self,
+        row: SubscriberRecord | None,
+        wanted: str,
+        rule: str,
+        label: str | None,
+        *,
+        now: datetime,
+        **fields: Any,
+    ) -> tuple[Subscriber, bool, str]:
+        """Add `rule` to the subscription `row`, or to a new one named like `wanted`: the
+        subscriber, whether it was created, and the rule's text (`_check_new`). A new one's
+        name taken meanwhile (a sign-up, another subscribe) is picked again: theirs is never
+        changed."""
+        for tries_left in reversed(range(NAME_TRIES)):
+            name = await self._name(row, wanted)
+            text = await self._check_new(name, row, rule, label)
+            add = partial(
+                self.store.subscribers.add,
+                name,
+                rules=[text],
+                now=now,
+                max_rules=self.max_rules,
+                labels={text: label} if label else None,
+                only_new=row is None,
+                **fields,
+            )
+            try:
+                sub, created = await asyncio.to_thread(add)
+                return sub, created, text
+            except NameTaken:
+                if row is not None or not tries_left:
+                    raise
+        raise AssertionError("the loop returns or raises")
+
     async def _name(self, row: SubscriberRecord | None, wanted: str) -> str:
         """The subscriber's name: the one it has, or a free one like `wanted`."""
         if row is not None:
@@ -523,6 +555,8 @@ class SlashCommands:
         )
         if problems:
             raise PaperbellError("; ".join(problems))
+        if row is None:  # a new subscription: a name taken meanwhile is someone else's
+            return rule
         known = await asyncio.to_thread(self.subscriptions.subscriber, name)
         if known is None:
             return rule

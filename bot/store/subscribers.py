@@ -19,7 +19,7 @@ from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
-from bot.core.errors import StoreError
+from bot.core.errors import NameTaken, StoreError
 from bot.core.models import DEFAULT_INCLUDE, AbstractLength, EmailFormat, LongEmails, Subscriber
 from bot.core.schedule import Defaults
 from bot.store.bulk import (
@@ -266,10 +266,14 @@ class Subscribers(Repository):
         email_confirmed: bool = True,
         max_rules: int | None = None,
         labels: Mapping[str, str] | None = None,
+        only_new: bool = False,
     ) -> tuple[Subscriber, bool]:
         """Create a subscriber, or add rules to an existing one (and reactivate it; given
         no rules, its settings change and an unsubscribe stays in force). Returns the
-        subscriber and whether it was created. An address learnt from Slack
+        subscriber and whether it was created. `only_new`: create it or change nothing
+        (a NameTaken when the name is stored), as a sign-up must: another may have taken
+        the name since it was picked, and theirs is not to be changed. Of two creating one
+        name at once, the second gets a NameTaken too. An address learnt from Slack
         (`email_confirmed=False`) receives nothing until its owner confirms it. More than
         `max_rules` rules in all is refused (a StoreError), and nothing changes.
         `apprise_env` names the variable holding its Apprise URLs ("": none). `labels`
@@ -280,6 +284,8 @@ class Subscribers(Repository):
         with self.database.session() as session:
             row = session.exec(select(SubscriberRow).where(SubscriberRow.name == name)).first()
             created = row is None
+            if row is not None and only_new:
+                raise NameTaken(f"the name {name!r} is taken")
             if row is None:
                 row = SubscriberRow(
                     name=name,
@@ -317,7 +323,12 @@ class Subscribers(Repository):
                 # unsubscribe in force (its owner's, maybe: one click on an email).
                 row.active, row.paused_reason = True, None
             session.add(row)
-            session.flush()
+            try:
+                session.flush()
+            except IntegrityError:
+                if not created:
+                    raise
+                raise NameTaken(f"the name {name!r} was taken meanwhile") from None
             assert row.id is not None
             if resumed:  # as a resume: the count of refusals starts again
                 session.execute(refusals_forgotten(row.id))

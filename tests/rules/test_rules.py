@@ -1104,6 +1104,40 @@ def test_match_ids(rule: str, paper_id: str, expected: bool | None) -> None:
     assert (match(parse_rule(rule), text) is not None) is expected
 
 
+# The zero of some scripts' decimal digits: Arabic-Indic, Persian, Devanagari, full-width
+# (CJK input methods), mathematical bold (text pasted from styled pages).
+OTHER_ZEROS = (0x0660, 0x06F0, 0x0966, 0xFF10, 0x1D7CE)
+
+
+def in_script(text: str, zero: int) -> str:
+    """`text` with its digits 0-9 written in the script whose zero is `zero`."""
+    return text.translate({ord("0") + digit: zero + digit for digit in range(10)})
+
+
+@pytest.mark.parametrize("zero", OTHER_ZEROS, ids=hex)
+@pytest.mark.parametrize(
+    ("rule", "node"),
+    [
+        ("id:2411.00001", Id("2411.00001")),
+        ("id:arXiv:2411.00001v2", Id("2411.00001")),
+        ("id:quant-ph/0201082", Id("quant-ph/0201082")),
+        ("upvotes>=20", Upvotes(">=", 20)),
+        ("upvotes:<5", Upvotes("<", 5)),
+        ("hf:top10", Trending(10)),
+    ],
+)
+def test_digits_of_any_script_are_read_as_ascii(rule: str, node: Node, zero: int) -> None:
+    # A rule that kept them would never match: arXiv ids and counts are written in 0-9.
+    parsed = parse_rule(in_script(rule, zero))
+    assert parsed.node == node
+    assert format_rule(parsed) == format_rule(parse_rule(rule))
+
+
+def test_an_id_in_arabic_indic_digits_finds_its_paper() -> None:
+    text = analyze(make_paper("Robots", paper_id="2411.00001"))
+    assert match(parse_rule("id:\u0662\u0664\u0661\u0661.\u0660\u0660\u0660\u0660\u0661"), text)
+
+
 # --------------------------------------------------------------------------------------------
 # match: sources, Hugging Face upvotes and rank
 
