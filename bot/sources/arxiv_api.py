@@ -68,6 +68,8 @@ class ApiPage:
     total: int | None = None  # opensearch:totalResults, for the whole query
     start: int | None = None  # opensearch:startIndex, 0-based
     per_page: int | None = None  # opensearch:itemsPerPage (the max_results asked for)
+    # Entries the response held, read or left out: where the next page starts.
+    sent: int = 0
     # Entries left out, each with why ("entry 7 (2104.12255v1): no title"); and a page
     # with no entries although `total` says results remain (see `unexpectedly_empty`).
     problems: tuple[str, ...] = ()
@@ -80,7 +82,7 @@ class ApiPage:
     def unexpectedly_empty(self) -> bool:
         """No entries although `total` says results remain from `start`: arXiv's API
         returns such pages now and then under load; asking again usually fills them."""
-        return not self.entries and self.total is not None and self.total > (self.start or 0)
+        return not self.sent and self.total is not None and self.total > (self.start or 0)
 
 
 def parse_api(body: bytes, *, status: int = 200, source: str = "", url: str = "") -> ApiPage:
@@ -88,7 +90,8 @@ def parse_api(body: bytes, *, status: int = 200, source: str = "", url: str = ""
 
     Raises FeedErrorResponse for the API's error entry (whatever `status` says), and
     FeedFormatError for a body that is not a well-formed Atom response (HTML, garbage, a
-    truncated download), for another error status, or when no entry is readable.
+    truncated download), for another error status, or when no entry of a feed without the
+    API's paging numbers is readable (a page of the API's is then empty, with its problems).
     """
     where = url or source or "the arXiv API"
     http = status_prefix(status)
@@ -163,7 +166,9 @@ def parse_api(body: bytes, *, status: int = 200, source: str = "", url: str = ""
             log.warning("%s: skipped %s", where, problem)
             continue
         parsed.append(found)
-    if entries and not parsed:
+    total = _int(channel.get("opensearch_totalresults"))
+    start = _int(channel.get("opensearch_startindex"))
+    if entries and not parsed and total is None:
         raise FeedFormatError(
             f"{where}: none of the {plural(len(entries), 'entry', 'entries')} could be read as "
             f"a paper ({'; '.join(problems[:3])})",
@@ -172,8 +177,6 @@ def parse_api(body: bytes, *, status: int = 200, source: str = "", url: str = ""
             hint="this does not look like an arXiv API response; check the source's `url`",
         )
 
-    total = _int(channel.get("opensearch_totalresults"))
-    start = _int(channel.get("opensearch_startindex"))
     if not entries and total is not None and total > (start or 0):
         problems.append(
             f"no entries at start {start or 0} although totalResults is {total}: arXiv's "
@@ -184,6 +187,7 @@ def parse_api(body: bytes, *, status: int = 200, source: str = "", url: str = ""
         total=total,
         start=start,
         per_page=_int(channel.get("opensearch_itemsperpage")),
+        sent=len(entries),
         problems=tuple(problems),
     )
 

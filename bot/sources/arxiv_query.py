@@ -183,8 +183,9 @@ async def search(
 ) -> list[ApiEntry]:
     """Every result of `query`, page by page (`page_size` a request, the fetcher spacing
     the requests), until the results end, `stop(entry)` says an entry is past the range
-    wanted (results are sorted), or `limit` results were read. The entries left out as
-    unreadable are described in `problems`, when given.
+    wanted (results are sorted), or `limit` results were read or left out. The entries
+    left out as unreadable are described in `problems`, when given; a page starts after
+    every entry the one before held, read or not.
 
     Never loops: a page that brings no result not seen already (arXiv's API sometimes
     answers the first page again, whatever `start` asks for), or a page past `max_pages`,
@@ -246,8 +247,12 @@ async def search(
             found.append(entry)
             if limit is not None and len(found) >= limit:
                 return found
-        start += len(page.entries)
-        if not page.entries or (page.total is not None and start >= page.total):
+        start += page.sent
+        # Entries left out count towards `limit`: a server sending only unreadable ones
+        # for ever is still asked a bounded number of times.
+        if limit is not None and start >= limit:
+            return found
+        if not page.sent or (page.total is not None and start >= page.total):
             return found
 
 
@@ -409,6 +414,8 @@ class ArxivQuerySource(Source):
             announced=max((p.announced for p in papers if p.announced), default=None),
             empty_reason=None
             if papers
+            else f"{plural(len(problems), 'result')} left out as unreadable"
+            if problems
             else f"nothing updated in the last {plural(self.days, 'day')}",
             problems=tuple(problems),
         )

@@ -10,7 +10,9 @@ message, is bot.sources.diagnosis.
   falls back to its loose parser, which raises OverflowError for the document (so every
   item was lost for one item's title). Such references become U+FFFD, such bytes are
   dropped, and the other items survive. So do U+FFFE and U+FFFF written raw in a UTF-8
-  body (they are no XML characters either): they become U+FFFD. It also cuts runs of
+  body (they are no XML characters either): they become U+FFFD. In a UTF-8 body, bytes
+  that are no UTF-8 become U+FFFD too: for one of them, feedparser would read the whole
+  body as windows-1252 and garble every name outside ASCII. It also cuts runs of
   more than `MAX_EMAIL_RUN` e-mail-like characters inside author-type elements (`author`,
   `dc:creator`, `managingEditor`, `webMaster`, `dc:publisher`): feedparser looks for an
   e-mail address in their text with a regex that is quadratic in such a run (0.3 s at
@@ -95,7 +97,13 @@ def clean_body(body: bytes) -> bytes:
     cleaned = body.translate(None, _CONTROL_BYTES)
     if b"&#" in cleaned:
         cleaned = _CHAR_REF_RE.sub(_char_ref, cleaned)
-    if any(raw in cleaned for raw in _NONCHARACTERS) and _in_utf_8(cleaned):
+    if not cleaned.isascii() and _in_utf_8(cleaned):
+        try:
+            cleaned.decode("utf-8")
+        except UnicodeDecodeError:
+            # feedparser would read the whole body as windows-1252, garbling every
+            # non-ASCII name in it, for one bad byte.
+            cleaned = cleaned.decode("utf-8", "replace").encode("utf-8")
         for raw in _NONCHARACTERS:
             cleaned = cleaned.replace(raw, _REPLACEMENT)
     return _AUTHOR_TEXT_RE.sub(_cut_runs, cleaned)
@@ -103,7 +111,8 @@ def clean_body(body: bytes) -> bytes:
 
 def _in_utf_8(body: bytes) -> bool:
     """Whether feedparser reads `body` as UTF-8: its XML declaration names no encoding, or
-    UTF-8 (in another, the bytes of U+FFFE may be other characters)."""
+    UTF-8 (in another, the bytes of U+FFFE, or bytes that are no UTF-8, may be other
+    characters)."""
     declared = _DECLARED_ENCODING_RE.match(body[:512].removeprefix(b"\xef\xbb\xbf"))
     return declared is None or declared.group(1).lower().replace(b"_", b"-") in (
         b"utf-8",

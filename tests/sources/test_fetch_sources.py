@@ -26,7 +26,7 @@ from support.paths import FIXTURES
 from support.servers import FeedServer, Route, etag_of, feed_server, header
 
 from bot import USER_AGENT
-from bot.core.errors import FeedErrorResponse, FeedFormatError, SourceError
+from bot.core.errors import FeedErrorResponse, FeedFormatError, IncompleteResults, SourceError
 from bot.sources import FetchState, Harvest
 from bot.sources.arxiv_query import ArxivQuerySource, search
 from bot.sources.feed import FeedSource
@@ -405,7 +405,7 @@ def test_api_harvest_stops_at_max_papers(max_papers: int, starts: list[int]) -> 
     assert all(gap >= 3.0 for gap in gaps(server))
 
 
-def test_api_search_continues_at_the_entries_read_with_spacing() -> None:
+def test_api_search_continues_after_the_entries_sent_with_spacing() -> None:
     """start=0 (the real page cut to 10 entries), then start=10 (the real start=10 page)."""
     with feed_server() as server:
         server.answer = api_pages({0: first_entries(TESTING_100, 10), 10: TESTING_10_AT_10})
@@ -429,6 +429,99 @@ def test_api_search_continues_at_the_entries_read_with_spacing() -> None:
     ]
     assert [entry.paper.id for entry in found] == entry_ids(TESTING_100)[:15]
     assert gaps(server) == [3.0]
+
+
+def api_slices(body: bytes, unreadable: set[int] | None = None) -> Callable[..., Route | None]:
+    """Answer each API request as arXiv would, from `body`'s entries: those from `start`,
+    `max_results` of them; an entry whose index is in `unreadable` (None: every one) has
+    no title, so it cannot be read as a paper."""
+    head, *entries = body.split(b"<entry>")
+    kept = [b"<entry>" + entry.split(b"</entry>")[0] + b"</entry>\n" for entry in entries]
+
+    def answer(path: str, headers: dict[str, str]) -> Route | None:
+        asked = parse_qs(urlsplit(path).query)
+        start, count = int(asked["start"][0]), int(asked["max_results"][0])
+        page = head.replace(b"<opensearch:startIndex>0<", b"<opensearch:startIndex>%d<" % start)
+        for index in range(start, start + count):
+            entry = kept[index % len(kept)]
+            if unreadable is None or index in unreadable:
+                entry = re.sub(rb"<title>[^<]*</title>", b"", entry)
+            page += entry
+        return Route(page + b"</feed>\n", content_type=ATOM)
+
+    return answer
+
+
+def test_api_search_skips_unreadable_entries_and_pages_by_the_entries_sent() -> None:
+    """The 4th entry of the first page cannot be read, nor any of the second: the next page
+    starts after every entry sent (not one early, reading an entry twice), and a page of
+    unreadable entries is skipped with its problems, not the end of the search."""
+    unreadable = {3, *range(10, 20)}
+    problems: list[str] = []
+    with feed_server() as server:
+        server.answer = api_slices(TESTING_100, unreadable)
+        found = fetch_with(
+            controlled(server),
+            lambda http: search(
+                http,
+                base_url=server.url(API_PATH),
+                query="testing",
+                page_size=10,
+                source="testing",
+                sort_by="relevance",
+                sort_order="descending",
+                limit=30,
+                problems=problems,
+            ),
+        )
+
+    assert paths(server) == [
+        api_path("testing", start, 10, "relevance", "descending") for start in (0, 10, 20)
+    ]
+    ids = entry_ids(TESTING_100)
+    assert [entry.paper.id for entry in found] == [
+        ids[index] for index in range(30) if index not in unreadable
+    ]
+    assert len(problems) == 11 and all(problem.endswith(": no title") for problem in problems)
+
+
+def test_api_poll_of_unreadable_pages_for_ever_stops_at_max_papers() -> None:
+    with feed_server() as server:
+        server.answer = api_slices(TESTING_100)
+        source = api_source(server, page_size=10, max_papers=30)
+        harvest = fetch_with(
+            controlled(server), api_harvest(source, datetime(2026, 6, 29, tzinfo=UTC))
+        )
+
+    assert [int(parse_qs(urlsplit(path).query)["start"][0]) for path in paths(server)] == [
+        0,
+        10,
+        20,
+    ]
+    assert harvest.papers == () and len(harvest.problems) == 30
+    assert harvest.empty_reason == "30 results left out as unreadable"
+
+
+def test_api_backfill_of_unreadable_pages_for_ever_stops_at_its_pages() -> None:
+    with feed_server() as server:
+        server.answer = api_slices(TESTING_100)
+        with pytest.raises(IncompleteResults) as caught:
+            fetch_with(
+                controlled(server),
+                lambda http: search(
+                    http,
+                    base_url=server.url(API_PATH),
+                    query="testing",
+                    page_size=10,
+                    source="testing",
+                    sort_by="submittedDate",
+                    sort_order="ascending",
+                    max_pages=3,
+                ),
+            )
+
+    assert len(server.requests) == 3 and caught.value.found == ()
+    assert caught.value.message == "more than 3 pages of 10 results: stopped after 0 results"
 
 
 def test_api_search_stops_at_the_limit_at_a_page_end_without_another_request() -> None:

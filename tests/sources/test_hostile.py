@@ -133,6 +133,37 @@ def test_a_raw_noncharacter_is_left_alone_in_a_body_not_in_utf_8() -> None:
     assert clean_body(body) == body
 
 
+TANDF = FIXTURES / "feeds" / "tandf_zoology-middle-east_tzme20_2021-12-21.xml"
+
+
+@pytest.mark.parametrize(
+    ("path", "parse"),
+    [(TANDF, parse_feed), (API_PAGE, parse_api)],
+    ids=["journal feed", "arXiv API page"],
+)
+def test_an_invalid_byte_in_one_entry_of_a_utf_8_feed_spoils_no_other_text(
+    path: Path, parse: Any
+) -> None:
+    """One byte that is no UTF-8 made feedparser read the whole body as windows-1252: every
+    name of the feed outside ASCII came out garbled ("Şafak" as "Åžafak") and was stored
+    so. The body is read as UTF-8, that byte replaced."""
+    real = path.read_bytes()
+    good = parse(real, source="journal").papers
+    last_title = real.rindex(b"</title>")
+    body = real[:last_title] + b" \xff" + real[last_title:]
+
+    papers = parse(body, source="journal").papers
+    assert [p.title for p in papers[:-1]] == [p.title for p in good[:-1]]
+    assert [p.authors for p in papers] == [p.authors for p in good]
+    assert any(not name.isascii() for p in papers for name in p.authors)
+    assert papers[-1].title == f"{good[-1].title} \ufffd"
+
+
+def test_a_feed_declared_in_another_encoding_is_read_in_it() -> None:
+    body = '<?xml version="1.0" encoding="ISO-8859-1"?><rss>Erd\xe9lyi</rss>'.encode("latin-1")
+    assert clean_body(body) == body
+
+
 def test_a_year_one_channel_date_is_no_date() -> None:
     body = FULL_FEED.read_bytes().replace(
         b"<pubDate>Thu, 28 Nov 2024 00:00:00 -0500</pubDate>\n    <skipDays>",

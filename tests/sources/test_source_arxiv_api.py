@@ -536,9 +536,22 @@ def test_entry_without_authors_summary_doi() -> None:
     assert paper.dois == ()
 
 
-def test_every_entry_unreadable_is_a_format_error() -> None:
-    text = re.sub(rb"<title>[^<]*</title>", b"", body(TWO).split(b"</opensearch:itemsPerPage>")[1])
-    text = body(TWO).split(b"</opensearch:itemsPerPage>")[0] + b"</opensearch:itemsPerPage>" + text
+def every_title_removed(name: str) -> bytes:
+    """The response with no title in any entry: no entry can be read as a paper."""
+    head, paging, entries = body(name).partition(b"</opensearch:itemsPerPage>")
+    return head + paging + re.sub(rb"<title>[^<]*</title>", b"", entries)
+
+
+def test_a_page_of_unreadable_entries_is_empty_with_every_problem() -> None:
+    """One such page is skipped by the search, not the end of it (its entries count)."""
+    page = parse_api(every_title_removed(TWO))
+    assert page.entries == () and page.sent == 2 and page.total == 2
+    assert [problem.split(": ")[-1] for problem in page.problems] == ["no title"] * 2
+    assert not page.unexpectedly_empty
+
+
+def test_every_entry_unreadable_without_the_paging_numbers_is_a_format_error() -> None:
+    text = re.sub(rb"<opensearch:.*?</opensearch:\w+>", b"", every_title_removed(TWO))
     with pytest.raises(FeedFormatError, match="none of the 2 entries"):
         parse_api(text)
 
