@@ -10,9 +10,10 @@ message, is bot.sources.diagnosis.
   falls back to its loose parser, which raises OverflowError for the document (so every
   item was lost for one item's title). Such references become U+FFFD, such bytes are
   dropped, and the other items survive. So do U+FFFE and U+FFFF written raw in a UTF-8
-  body (they are no XML characters either): they become U+FFFD. In a UTF-8 body, bytes
-  that are no UTF-8 become U+FFFD too: for one of them, feedparser would read the whole
-  body as windows-1252 and garble every name outside ASCII. It also cuts runs of
+  body (they are no XML characters either): they become U+FFFD. In a UTF-8 body, a few
+  bytes that are no UTF-8 become U+FFFD too: for one of them, feedparser would read the
+  whole body as windows-1252 and garble every name outside ASCII (a body mostly of such
+  bytes is latin-1, whatever it declares, and feedparser reads it right). It also cuts runs of
   more than `MAX_EMAIL_RUN` e-mail-like characters inside author-type elements (`author`,
   `dc:creator`, `managingEditor`, `webMaster`, `dc:publisher`): feedparser looks for an
   e-mail address in their text with a regex that is quadratic in such a run (0.3 s at
@@ -98,15 +99,26 @@ def clean_body(body: bytes) -> bytes:
     if b"&#" in cleaned:
         cleaned = _CHAR_REF_RE.sub(_char_ref, cleaned)
     if not cleaned.isascii() and _in_utf_8(cleaned):
-        try:
-            cleaned.decode("utf-8")
-        except UnicodeDecodeError:
-            # feedparser would read the whole body as windows-1252, garbling every
-            # non-ASCII name in it, for one bad byte.
-            cleaned = cleaned.decode("utf-8", "replace").encode("utf-8")
+        cleaned = _stray_bytes_replaced(cleaned)
         for raw in _NONCHARACTERS:
             cleaned = cleaned.replace(raw, _REPLACEMENT)
     return _AUTHOR_TEXT_RE.sub(_cut_runs, cleaned)
+
+
+def _stray_bytes_replaced(body: bytes) -> bytes:
+    """A UTF-8 body with its few bytes that are no UTF-8 replaced (U+FFFD): for one of them,
+    feedparser would read the whole body as windows-1252, garbling every name outside ASCII.
+    A body with more such bytes than UTF-8 characters outside ASCII is no UTF-8 at all (an
+    old server's latin-1, declared or not): it is left to feedparser, which reads it right."""
+    try:
+        body.decode("utf-8")
+        return body
+    except UnicodeDecodeError:
+        pass
+    text = body.decode("utf-8", "replace")
+    stray = text.count("\ufffd") - body.count(_REPLACEMENT)
+    wide = len(text) - len(text.encode("ascii", "ignore")) - stray
+    return text.encode("utf-8") if wide > stray else body
 
 
 def _in_utf_8(body: bytes) -> bool:

@@ -159,6 +159,22 @@ def test_an_invalid_byte_in_one_entry_of_a_utf_8_feed_spoils_no_other_text(
     assert papers[-1].title == f"{good[-1].title} \ufffd"
 
 
+def test_a_feed_written_whole_in_latin_1_is_still_read_as_windows_1252() -> None:
+    """A feed that declares UTF-8 (or nothing) but is written in latin-1, byte for byte (an
+    old server's): feedparser reads it as windows-1252, every name right. Its many bytes
+    that are no UTF-8 are no stray byte: they are not replaced."""
+    real = TANDF.read_bytes()
+    good = parse_feed(real, source="journal").papers
+    latin = real.decode("utf-8").encode("cp1252", "replace")
+    papers = parse_feed(latin, source="journal").papers
+
+    def in_latin(names: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(name.encode("cp1252", "replace").decode("cp1252") for name in names)
+
+    assert [p.authors for p in papers] == [in_latin(p.authors) for p in good]
+    assert any("ü" in name for p in papers for name in p.authors)
+
+
 def test_a_feed_declared_in_another_encoding_is_read_in_it() -> None:
     body = '<?xml version="1.0" encoding="ISO-8859-1"?><rss>Erd\xe9lyi</rss>'.encode("latin-1")
     assert clean_body(body) == body
