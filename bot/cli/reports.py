@@ -170,6 +170,8 @@ def texts_lines(config: Config, found: Status) -> list[str]:
     llm = config.llm
     if llm is None and not found.models:
         return []
+    from bot.render.terminal import terminal_safe  # here: most commands print no texts
+
     lines = [f"\nsummaries and translations today ({day:%Y-%m-%d} UTC):"]
     if llm is None:
         lines.append("  no [llm] is set up: summaries are Hugging Face's, where there is one")
@@ -197,7 +199,7 @@ def texts_lines(config: Config, found: Status) -> list[str]:
             )
         if m.last_error and m.failed:
             at = f" at {m.last_error_at:%H:%M} UTC" if m.last_error_at else ""
-            lines.append(f"  {m.model}: last error{at}: {m.last_error}")
+            lines.append(f"  {m.model}: last error{at}: {terminal_safe(m.last_error)}")
     return lines
 
 

@@ -23,6 +23,7 @@ from bot.core.languages import ENGLISH, usable_tag
 from bot.core.models import HUGGING_FACE, Digest, Paper, PaperTexts
 from bot.core.plurals import plural
 from bot.core.redact import redact_shapes
+from bot.render.terminal import terminal_safe
 from bot.texts.answers import SUMMARY_SHOWN, plain_text, shown_summary
 from bot.texts.client import FATAL, TextFailure, TextModel
 from bot.texts.prompts import HF_SUMMARY, TextKey, TextRequest, summary_request, translation_request
@@ -120,7 +121,7 @@ class TextsRun:
         line = f"summaries and translations ({self.model}): " + ", ".join(parts)
         if self.last_error and self.failed:
             line += f"; last error: {self.last_error}"
-        return line
+        return terminal_safe(line)  # an endpoint's words: printed and logged as they are
 
 
 @dataclass(frozen=True)
@@ -345,7 +346,7 @@ class _Writer:
             return
         said = redact_shapes(f"{reason}: {detail}" if detail else reason)
         if first:
-            log.warning("%s: not written (%s)", request.describe(), said)
+            log.warning("%s: not written (%s)", request.describe(), terminal_safe(said))
         self.run.last_error = said
 
 

@@ -550,3 +550,23 @@ def test_the_store_keeps_texts_and_the_days_figures_on_either_database(database_
         (day,) = store.texts.day(NOW.date())
         assert (day.requests, day.written, day.cached, day.failed) == (2, 2, 4, 2)
         assert day.failures == {"timeout": 2} and day.last_error == "x"
+
+
+def test_an_error_page_with_terminal_escapes_is_shown_harmless(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    hostile = "\x1b[2J\x1b]8;;https://evil.example/\x07click\x1b]8;;\x07 \u202egnp.exe\x9b1m"
+    llm.fail_next(502, message=hostile, times=None)
+    cfg = config(llm.base_url, max_retries=0)
+    _, run = write(cfg, store, [digest("ada", papers[:1], summaries=True)])
+    assert run.failed == {"server error": 1}
+
+    from bot.cli.reports import Status, texts_lines
+    from bot.store import Workers
+
+    found = Status(NOW, [], [], {}, store.texts.day(NOW.date()), Workers(None, ()))
+    status = "\n".join(texts_lines(cfg, found))
+    assert "last error at 08:00 UTC: server error: HTTP 502" in status
+    for shown in (status, run.line() or ""):
+        assert "click" in shown and "gnp.exe" in shown
+        assert not any(c in shown for c in "\x1b\x07\u202e\x9b"), repr(shown)
