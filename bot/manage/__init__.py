@@ -565,6 +565,11 @@ class Manager(Destinations, Ratings):
             return False
         return self.store.subscribers.confirm_email(sub.id or 0, sub.email)
 
+    @property
+    def can_mail(self) -> bool:
+        """Whether there is an [email] section: without one no confirmation can be mailed."""
+        return self.parts.settings.get("email") is not None
+
     def ask_email(self, sub: Subscriber, email: str, *, origin: str) -> bool:
         """Give a (Slack) subscriber an address, unconfirmed, and mail it the confirmation."""
         self._editable(sub)
