@@ -27,8 +27,9 @@ class WebConfig(Section):
     enabled: bool = True
     host: str = "127.0.0.1"
     port: int = Field(8025, ge=0, le=65535)
-    # Where people reach the web app (a reverse proxy in front of host:port). With
-    # secret_key_env, every email links to its manage and one-click unsubscribe pages.
+    # Where people reach the web app (a reverse proxy in front of host:port): a host's
+    # root, no path, as the pages' forms post to /manage/... on it. With secret_key_env,
+    # every email links to its manage and one-click unsubscribe pages.
     public_url: str | None = None
     secret_key_env: EnvName | None = None
     manage_link_days: float = Field(60, gt=0, le=3650)

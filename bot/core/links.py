@@ -122,7 +122,8 @@ def web_url(url: str | None, *, what: str = "a link") -> str | None:
 
 
 def check_public_url(url: str) -> str:
-    """The site's public address, without a trailing slash: https, or http on loopback."""
+    """The site's public address, without a trailing slash: https, or http on loopback, and
+    no path, since the pages' forms and redirects point at the site's root."""
     parts = urlsplit(url)
     loopback = parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS
     if parts.scheme != "https" and not loopback:
@@ -132,6 +133,11 @@ def check_public_url(url: str) -> str:
         )
     if not parts.hostname or parts.query or parts.fragment or any(c in url for c in " <>\"'"):
         raise ValueError(f"not a plain site address: {url!r}")
+    if parts.path.strip("/"):
+        raise ValueError(
+            f"give the site's root, with no path ({parts.path!r}): the pages' forms post to "
+            "/manage/... on it, so serve them on a host name of their own"
+        )
     return url.rstrip("/")
 
 

@@ -560,10 +560,20 @@ class Manager(Destinations, Ratings):
         return queued is not None
 
     def confirm(self, sub: Subscriber) -> bool:
-        """The address's owner opened the confirmation link: mail may go to it now."""
+        """The address's owner opened the confirmation link: mail may go to it now. It
+        also lifts a pause of the email by bounces or a complaint: the link arrived there,
+        and its owner asked for the digests again."""
         if not sub.email:
             return False
-        return self.store.subscribers.confirm_email(sub.id or 0, sub.email)
+        confirmed = self.store.subscribers.confirm_email(sub.id or 0, sub.email)
+        if confirmed and sub.id is not None:
+            self.store.targets.resume(sub.id, "email")
+        return confirmed
+
+    @property
+    def can_mail(self) -> bool:
+        """Whether there is an [email] section: without one no confirmation can be mailed."""
+        return self.parts.settings.get("email") is not None
 
     def ask_email(self, sub: Subscriber, email: str, *, origin: str) -> bool:
         """Give a (Slack) subscriber an address, unconfirmed, and mail it the confirmation."""

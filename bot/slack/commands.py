@@ -438,6 +438,11 @@ class SlashCommands:
                 "is confirmed there): ask your paperbell admin to set [web] public_url and "
                 "secret_key_env."
             )
+        if not self.manager.can_mail and not (args and args[0].lower() == "off"):
+            return Reply(
+                ":warning: paperbell has no [email] section, so it cannot mail the link that "
+                "confirms an address: ask your paperbell admin to set one up."
+            )
         if args and args[0].lower() == "off":
             await asyncio.to_thread(
                 self.store.subscribers.set_email, sub.name, None, confirmed=False

@@ -83,6 +83,9 @@ DONE = {
     "paused": N_("Paused: no digests until you resume."),
     "resumed": N_("Resumed: your next digest comes at its usual time."),
     "confirmed": N_("Address confirmed: your digests will come by email."),
+    "confirmed-paused": N_(
+        "Address confirmed: your digests will come by email once you resume them."
+    ),
     "forgotten": N_("Removed from your liked and disliked papers."),
     "destination-added": N_("Destination added: your next digest goes there too."),
     "destination-removed": N_("Destination removed."),
@@ -162,12 +165,26 @@ class LinkPages:
             return found
         sub, _, _ = found
         await run_in_threadpool(self.manager.resume, sub)
+        # The undo restarts the subscriber, not an email a bounce paused or that awaits its
+        # confirmation: say so rather than promise digests that will not come.
+        email_paused = await run_in_threadpool(self.manager.email_pause, sub)
+        said = N_("Digests for %(name)s will come to %(address)s at their usual time.")
+        if sub.email and not sub.email_confirmed:
+            said = N_(
+                "Digests for %(name)s start again, but not to %(address)s until it is "
+                "confirmed: the “Manage your subscription” page can mail the link."
+            )
+        elif email_paused:
+            said = N_(
+                "Digests for %(name)s start again, but not to %(address)s: %(why)s. "
+                "Resume the email on the “Manage your subscription” page."
+            )
         return self.site.message(
             request,
             N_("You are subscribed again"),
-            N_("Digests for %(name)s will come to %(address)s at their usual time."),
+            said,
             language=sub.language,
-            values={"name": sub.name, "address": mask(sub.email)},
+            values={"name": sub.name, "address": mask(sub.email), "why": email_paused or ""},
         )
 
     # -- fresh links (an expired but genuine link) ----------------------------------------
@@ -394,7 +411,8 @@ class LinkPages:
         sub, _, _ = found
         await run_in_threadpool(self.manager.confirm, sub)
         manage_url = urlsplit(self.manager.link("manage", sub)).path
-        return RedirectResponse(f"{manage_url}?done=confirmed", status_code=303)
+        done = "confirmed" if sub.active else "confirmed-paused"
+        return RedirectResponse(f"{manage_url}?done={done}", status_code=303)
 
 
 def page_routes(

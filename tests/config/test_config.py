@@ -611,3 +611,17 @@ def test_embeddings_section() -> None:
         ({**local, "provider": "torch"}, "provider"),
     ):
         assert any(said in p for p in problems(minimal(embeddings=bad))), (bad, said)
+
+
+@pytest.mark.parametrize("url", ["https://example.org/papers", "https://example.org/papers/"])
+def test_a_public_url_with_a_path_is_refused_at_load(url: str) -> None:
+    # The pages' forms, redirects and renew buttons post to /manage/..., /rate/...: behind a
+    # proxy at /papers each of them would leave the prefix and miss the pages.
+    found = "\n".join(problems(minimal(web={"public_url": url, "secret_key_env": "PB_KEY"})))
+    assert "web.public_url: " in found and "no path" in found, found
+
+
+def test_a_public_url_at_the_root_is_taken_without_its_trailing_slash() -> None:
+    web = {"public_url": "https://papers.example.org/", "secret_key_env": "PB_KEY"}
+    config = parse_config(minimal(web=web), environ={})
+    assert config.web.public_url == "https://papers.example.org"

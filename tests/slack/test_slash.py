@@ -596,11 +596,15 @@ def test_a_rule_number_in_superscript_digits_gets_the_usage_not_a_crash(
     assert store.subscribers.rule_texts("slack.ada") == ["robot"]
 
 
-def mailing_config(slack: SlackStandIn, database_url: str, smtp_port: int) -> Config:
-    """A config with Slack, email through the SMTP server on `smtp_port`, and the pages
-    (which confirm the addresses `/papers email` is given)."""
+def mailing_config(
+    slack: SlackStandIn, database_url: str, smtp_port: int, *, email: bool = True
+) -> Config:
+    """A config with Slack, email through the SMTP server on `smtp_port` (none: no [email]
+    section), and the pages (which confirm the addresses `/papers email` is given)."""
+    sections = {"email": sink_email(smtp_port, sender="paperbell <digest@papers.lab.example>")}
     return parse_config(
         {
+            **(sections if email else {}),
             "version": 1,
             "database": {"url": database_url},
             "slack": {
@@ -609,7 +613,6 @@ def mailing_config(slack: SlackStandIn, database_url: str, smtp_port: int) -> Co
                 "api_url": slack.base_url,
                 "post_interval_seconds": 0,
             },
-            "email": sink_email(smtp_port, sender="paperbell <digest@papers.lab.example>"),
             "web": {"public_url": "https://papers.lab.example", "secret_key_env": "KEY"},
         },
         environ={
@@ -903,3 +906,27 @@ def test_likes_of_a_config_subscription_without_any_point_at_the_config_file(
     said = asyncio.run(scenario())
     assert "No papers liked or disliked yet" in said and "config file" in said, said
     assert "/papers like" not in said  # refused for a config file's subscription
+
+
+def test_email_from_slack_without_an_email_section_says_nothing_can_be_mailed(
+    slack: SlackStandIn, database_url: str
+) -> None:
+    # With the pages but no [email], the confirmation was never queued, yet the answer said
+    # one "went to the address today already", and the address was kept.
+    config = mailing_config(slack, database_url, 0, email=False)
+    store = Store.open(config.database_url())
+    front = wired_front(config, store, build_channels(config), clock=lambda: NOW)
+    built = front.slack
+    assert built is not None
+
+    async def say(texts: list[str]) -> list[str]:
+        async with serving(create_app(routes=slack_routes(built))) as client:
+            s = Session(client, slack, built.responder)
+            return [(await s.say(text))["text"] for text in texts]
+
+    _, answer = asyncio.run(say(["subscribe robot", "email ada@home.example"]))
+    row = store.subscribers.get("slack.ada")
+    store.close()
+    assert answer.startswith(":warning:") and "[email]" in answer, answer
+    assert "today already" not in answer
+    assert row is not None and row.email != "ada@home.example"

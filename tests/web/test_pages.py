@@ -600,3 +600,34 @@ def test_the_spellings_gmail_reads_as_one_mailbox_get_one_confirmation(database_
             answer = site.post("/subscribe", {"email": address, "rule": "robot"})
             assert answer.status_code == 200 and "Check your inbox" in answer.text
         assert [m["To"] for m in site.sink.messages] == ["ada.lovelace@gmail.com"]
+
+
+def test_undo_and_confirm_say_whether_email_digests_really_come(site: Site) -> None:
+    # Both said the digests would come by email while a bounce kept the email paused.
+    ada = site.subscriber("ada")
+    site.store.targets.pause(ada.id, "email", "mailbox unknown (5.1.1)", now=START)
+    path = site.link("unsubscribe", "ada")
+    done = site.http.post(path, data={"List-Unsubscribe": "One-Click"})
+    token = re.search(r'name="csrf" value="([^"]+)"', done.text)
+    assert token
+    undo = site.http.post(path + "/undo", data={"csrf": token.group(1)})
+    assert "subscribed again" in undo.text and site.subscriber("ada").active
+    assert "will come to" not in undo.text and "paused" in undo.text, undo.text
+
+    # Opening a confirmation link mailed there shows the mailbox works: email starts again.
+    site.store.subscribers.stop_email("ada")
+    confirm = site.link("confirm", "ada")
+    landing = site.http.get(site.post(confirm, {}, page=confirm).headers["location"])
+    assert "Address confirmed: your digests will come by email." in landing.text
+    assert 'id="email-paused"' not in landing.text
+    sent = {r.target for r in site.deliver() if r.subscriber == "ada" and r.status == "sent"}
+    assert "<ada@lab.example>" in sent, sent
+
+    # Confirmed while the subscriber paused every digest: they come once resumed.
+    manage = site.link("manage", "ada")
+    site.post(manage + "/pause", {}, page=manage)
+    site.store.subscribers.stop_email("ada")
+    confirm = site.link("confirm", "ada")
+    landing = site.http.get(site.post(confirm, {}, page=confirm).headers["location"])
+    assert "Address confirmed" in landing.text and "once you resume" in landing.text
+    assert "your digests will come by email." not in landing.text
