@@ -2,7 +2,7 @@
 
 Pure: each check returns the (canonical) value or raises ValueError with a message a person
 can act on. Used to validate the config file, `paperbell subscribe`, and again right before
-a header is built from the value.
+a header is built from the value. `terminal_safe` makes a stranger's text harmless to print.
 """
 
 from __future__ import annotations
@@ -178,3 +178,18 @@ def _character_kind(category: str) -> str:
         "Zl": "a line separator",
         "Zp": "a paragraph separator",
     }[category]
+
+
+# C0 and C1 control characters and DEL, and the bidirectional embeddings, overrides and
+# isolates (they reorder what follows them on the line): whitespace among them is tidied
+# to a space later.
+_CONTROLS = {
+    c: " " if chr(c) in "\t\n\r\f\v" else "\ufffd"
+    for c in (*range(0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+}
+
+
+def terminal_safe(text: str) -> str:
+    """Text a feed, a model or an endpoint gave, safe to print on a terminal: one
+    character for one."""
+    return text.translate(_CONTROLS)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from typing import Protocol
 
+from bot.core.checks import terminal_safe
 from bot.core.models import DigestItem, Hit
 from bot.render.tex import formulas, letters, letters_segments
 from bot.render.text import (
@@ -46,21 +47,6 @@ class Trial(Protocol):
 
 SNIPPET_CONTEXT = 70  # characters of abstract shown on each side of a hit
 MAX_SNIPPETS = 2  # pieces of abstract shown per paper
-
-
-# C0 and C1 control characters and DEL, and the bidirectional embeddings, overrides and
-# isolates (they reorder what follows them on the line): whitespace among them is tidied
-# to a space later.
-_CONTROLS = {
-    c: " " if chr(c) in "\t\n\r\f\v" else "\ufffd"
-    for c in (*range(0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))
-}
-
-
-def terminal_safe(text: str) -> str:
-    """Text a feed, a model or an endpoint gave, safe to print on a terminal: one
-    character for one."""
-    return text.translate(_CONTROLS)
 
 
 def _safe_item(item: DigestItem) -> DigestItem:

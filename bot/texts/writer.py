@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Protocol
 
+from bot.core.checks import terminal_safe
 from bot.core.languages import ENGLISH, usable_tag
 from bot.core.models import HUGGING_FACE, Digest, Paper, PaperTexts
 from bot.core.plurals import plural
 from bot.core.redact import redact_shapes
-from bot.render.terminal import terminal_safe
 from bot.texts.answers import SUMMARY_SHOWN, plain_text, shown_summary
 from bot.texts.client import FATAL, TextFailure, TextModel
 from bot.texts.prompts import HF_SUMMARY, TextKey, TextRequest, summary_request, translation_request
