@@ -23,12 +23,12 @@ from typing import Literal
 from bot.bounces.text import (
     ADDRESS,
     clip,
-    enhanced_status,
     header,
     kind_of_status,
     looks_like_bounce,
     read_plain_bounce,
 )
+from bot.core.mail import enhanced_status
 
 Kind = Literal["hard", "soft", "complaint", "auto-reply", "unknown"]
 

@@ -18,11 +18,12 @@ from email.message import Message
 from email.policy import compat32
 from typing import Literal
 
+from bot.core.mail import enhanced_status
+
 MAX_DIAGNOSTIC = 500
 MAX_TEXT = 200_000  # characters of a bounce's text read
 
 ADDRESS = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9.-]{0,253})")
-_STATUS = re.compile(r"(?<![\w.])([245]\.\d{1,3}\.\d{1,3})(?!\.?\d)")
 _SMTP_CODE = re.compile(r"(?<![\w.])([45])\d\d(?=[ -])")
 _BOUNCE_SENDER = re.compile(r"mailer-daemon|postmaster|mail delivery", re.IGNORECASE)
 _BOUNCE_SUBJECT = re.compile(
@@ -91,12 +92,6 @@ def clip(text: str | None) -> str | None:
         return None
     flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
     return flat[:MAX_DIAGNOSTIC] or None
-
-
-def enhanced_status(text: str | None) -> str | None:
-    """The first enhanced status code (RFC 3463) in `text`: "5.1.1"."""
-    found = _STATUS.search(text or "")
-    return found.group(1) if found else None
 
 
 def kind_of_status(status: str | None, text: str | None) -> Literal["hard", "soft", "unknown"]:

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.bounces.report import BounceReport, Kind, read_bounce
-from bot.bounces.text import ADDRESS, clip, enhanced_status, kind_of_status
+from bot.bounces.text import ADDRESS, clip, kind_of_status
+from bot.core.mail import enhanced_status
 
 MAX_RECIPIENTS = 50  # of one event (SES may name several; paperbell sends to one)
 MAX_KEY = 200  # characters of a provider's event id kept

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import email.utils
 import logging
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,7 +39,7 @@ from bot.channels.base import (
 from bot.channels.limits import RelayLimiter, is_slow_down
 from bot.channels.registry import CHANNEL_KINDS, ChannelKind, kind_of, register
 from bot.core.errors import DeliveryError, StoreError, unexpected
-from bot.core.mail import MAIL_POLICY
+from bot.core.mail import MAIL_POLICY, enhanced_status
 from bot.core.models import Digest, Subscriber
 from bot.render.email import EmailSettings, render_parts
 from bot.render.message import build_message_bytes
@@ -376,7 +375,6 @@ def waiting(item: Any, later: datetime, why: str) -> SendOutcome:
 
 # What a relay says when its policy, not the recipient's mailbox, stops a message: it does
 # not relay for paperbell, or its account may send only to verified addresses (a sandbox).
-_ENHANCED_STATUS = re.compile(r"[245]\.(\d{1,3})\.\d{1,3}\b")  # RFC 3463: class.subject.detail
 _POLICY_WORDS = ("relay access denied", "relaying denied", "unable to relay", "not verified")
 
 
@@ -385,9 +383,9 @@ def refuses_paperbell(answer: str) -> bool:
     paperbell (RFC 3463's 5.7.x, "Relay access denied", an unverified address in Amazon
     SES's sandbox), not her mailbox refusing: the operator's to fix, so a retry that never
     counts toward pausing her."""
-    status = _ENHANCED_STATUS.match(answer.lstrip())
-    if status is not None:  # it says what it means: 7 is security or policy
-        return status.group(1) == "7"
+    status = enhanced_status(answer)
+    if status is not None:  # it says what it means: subject 7 is security or policy
+        return status.split(".")[1] == "7"
     lowered = answer.lower()
     return any(words in lowered for words in _POLICY_WORDS)
 

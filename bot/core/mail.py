@@ -20,10 +20,14 @@ non-ASCII subject's encoded words are the shorter of quoted-printable (mostly AS
 and base64 (Chinese): the standard library's choice for UTF-8 is a process-wide setting
 that a library may change (Apprise's email plugin sets quoted-printable when it is
 imported), and the same digest must give the same bytes.
+
+Also `enhanced_status`: the RFC 3463 status in a relay's answer or a bounce, read alike by
+the email channel and the bounces.
 """
 
 from __future__ import annotations
 
+import re
 from email.charset import SHORTEST, Charset
 from email.header import Header
 from email.policy import EmailPolicy
@@ -73,3 +77,14 @@ class _MailPolicy(EmailPolicy):
 
 
 MAIL_POLICY: EmailPolicy = _MailPolicy(linesep="\r\n")
+
+
+# An enhanced status code (RFC 3463: class.subject.detail), standing alone in its text.
+_STATUS = re.compile(r"(?<![\w.])([245]\.\d{1,3}\.\d{1,3})(?!\.?\d)")
+
+
+def enhanced_status(text: str | None) -> str | None:
+    """The first enhanced status code (RFC 3463) in `text`: "5.1.1". What a relay answers
+    and what a bounce says are read alike."""
+    found = _STATUS.search(text or "")
+    return found.group(1) if found else None
