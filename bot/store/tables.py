@@ -214,6 +214,12 @@ def refusals_forgotten(subscriber_id: int, channel: str | None = None) -> Update
     return query.values(refused=False)
 
 
+def failed_period(period: str, record_id: int) -> str:
+    """The period a record given up is renamed to ("<period>#failed-<id>"): the slot is
+    free again, so the papers that go back to the subscriber may be queued for it."""
+    return f"{period}#failed-{record_id}"[:128]
+
+
 def withdraw_queued(
     session: Session, subscriber_id: int, why: str, *, now: datetime, channel: str | None = None
 ) -> int:
@@ -234,11 +240,11 @@ def withdraw_queued(
         theirs = theirs.where(OutboxRow.channel == channel)
     withdrawn = 0
     for record_id, period in session.exec(theirs).all():
-        # The period freed as `mark_failed` frees it: a later digest may take that slot.
+        assert record_id is not None  # a stored record's
         given_up = (
             update(OutboxRow)
             .where(col(OutboxRow.id) == record_id, *free)
-            .values(status="failed", last_error=why, period=f"{period}#failed-{record_id}"[:128])
+            .values(status="failed", last_error=why, period=failed_period(period, record_id))
         )
         if session.execute(given_up).rowcount:  # type: ignore[attr-defined]
             session.execute(delete(DeliveryRow).where(col(DeliveryRow.outbox_id) == record_id))

@@ -32,7 +32,13 @@ from sqlmodel import col, select
 
 from bot.core.models import version_key
 from bot.store.database import Repository, failing_as
-from bot.store.tables import DeliveryRow, OutboxMessageRow, OutboxRow, SubscriberRow
+from bot.store.tables import (
+    DeliveryRow,
+    OutboxMessageRow,
+    OutboxRow,
+    SubscriberRow,
+    failed_period,
+)
 
 # The tables themselves, for Core statements made once (a run claims and records thousands).
 OUTBOX = OutboxRow.__table__  # type: ignore[attr-defined]
@@ -444,7 +450,7 @@ class OutboxLeases(Repository):
             row.status, row.last_error, row.refused = "failed", error, refused
             # Free the period: the papers go back to the subscriber, whose next digest
             # (maybe the very same papers, the same digest id) must be able to queue.
-            row.period = f"{row.period}#failed-{row.id}"[:128]
+            row.period = failed_period(row.period, outbox_id)
             row.attempts += 1
             row.lease_owner = row.lease_until = None
             session.add(row)

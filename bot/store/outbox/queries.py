@@ -74,8 +74,7 @@ def _status_of(items: Sequence[OutboxRow]) -> OutboxStatus:
 
 
 def _unfailed(row: OutboxRow) -> str:
-    """A record's period as queued: a record given up has "#failed-<id>" added
-    (`Outbox.mark_failed`)."""
+    """A record's period as queued, before it was given up (`failed_period`)."""
     return row.period.removesuffix(f"#failed-{row.id}")
 
 
