@@ -171,8 +171,7 @@ class LinkPages:
         said = N_("Digests for %(name)s will come to %(address)s at their usual time.")
         if sub.email and not sub.email_confirmed:
             said = N_(
-                "Digests for %(name)s start again, but not to %(address)s until it is "
-                "confirmed: the “Manage your subscription” page can mail the link."
+                "Digests for %(name)s start again, but not to %(address)s until it is confirmed."
             )
         elif email_paused:
             said = N_(
