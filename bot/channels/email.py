@@ -10,6 +10,7 @@ sender does not render: it gets finished messages and reports each one's fate th
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -338,6 +339,13 @@ class EmailChannel:
                             if limiter is not None:
                                 limiter.answered()
                         break
+        except asyncio.CancelledError:
+            # Stopped mid-batch (a daemon past its grace): a QUIT's answer from a hung server
+            # could take the whole timeout, so the connection is dropped at once.
+            if smtp is not None:
+                smtp.close()
+            smtp = None
+            raise
         except SlowDown as exc:
             # The relay answered "slow down" on connecting: every digest not yet sent waits.
             later = cast(RelayLimiter, limiter).slow_down()

@@ -100,13 +100,16 @@ class PlannerProcess:
 
     def _reply(self, pipe: Connection, should_stop: Callable[[], bool]) -> tuple[str, Any]:
         """The planner's answer to the request just sent (in a thread: the event loop goes
-        on); the planner is told to stop as soon as `should_stop()` says so."""
+        on); the planner is told to stop as soon as `should_stop()` says so. One told to
+        stop may end before it read the request: no reports, and nothing was planned."""
         while not pipe.poll(WAKE_SECONDS):
             if should_stop():
                 self.stopping.set()
         try:
             answer: tuple[str, Any] = pipe.recv()
-        except EOFError:
+        except (EOFError, ConnectionResetError):  # reset: it ended with the request unread
+            if self.stopping.is_set():
+                return "reports", []
             how = ended(self.process) if self.process is not None else "exit code None"
             raise PlannerFailed(f"the planner process died ({how})") from None
         return answer

@@ -507,12 +507,8 @@ class Daemon:
         tick_seconds), the web app (a uvicorn server) beside. At the end, `replies()` waits
         for the work the web app's requests left running (a /papers digest being sent),
         which holds claims under this process's name too."""
-        now = self.clock()
-        self.counters.started = now
-        if self.leadership is None:
-            await self._start_leading(now)
-        elif not await self.lead(now):
-            self._follow()
+        self.counters.started = self.clock()
+        await self._start(stop)
         timer = asyncio.create_task(self._timer(stop, interval or self.timings.tick_seconds))
         if self.mailbox is not None:
             self._reading = asyncio.create_task(self.mailbox.run(leading=lambda: self.leading))
@@ -526,6 +522,35 @@ class Daemon:
         finally:
             stopped.cancel()
             await self._shutdown(timer, web, web_task, replies)
+
+    async def _start(self, stop: asyncio.Event) -> None:
+        """Take the lead (or follow). A stop meanwhile gives a leader's start-up work (liked
+        papers asked of a slow arXiv API) the grace period, as a running tick, then
+        abandons it: what it fetched is stored whole or not at all, and asked again at the
+        next start."""
+        now = self.clock()
+        starting = asyncio.create_task(
+            self._start_leading(now) if self.leadership is None else self._lead_or_follow(now)
+        )
+        stopped = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait({starting, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+        if not starting.done():
+            grace = self.timings.shutdown_grace_seconds
+            log.info("waiting up to %gs for the start-up work to finish", grace)
+            done, _ = await asyncio.wait({starting}, timeout=grace)
+            if not done:
+                starting.cancel()
+                await asyncio.gather(starting, return_exceptions=True)
+                log.warning("abandoned the start-up work")
+                return
+        starting.result()  # its error, as if it had been awaited here
+
+    async def _lead_or_follow(self, now: datetime) -> None:
+        if not await self.lead(now):
+            self._follow()
 
     async def _timer(self, stop: asyncio.Event, interval: float) -> None:
         """A tick now, then one every `interval` seconds of the event loop's monotonic clock

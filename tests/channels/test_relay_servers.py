@@ -505,3 +505,35 @@ def test_a_pool_whose_limits_cannot_be_read_stops_and_hands_the_rest_back(
     assert [a.status for a in second] == ["sent"] * 4
     assert sorted((received(handler) + received(other)).values()) == [1] * 6
     assert counted == {0}
+
+
+def test_a_send_cancelled_while_a_relay_hangs_ends_at_once_and_leaves_nothing_running() -> None:
+    """A daemon past its grace cancels the send under way: the pool's sends over every
+    relay end at once, the hung relay's connection closed rather than told QUIT (whose
+    answer would be waited for up to the SMTP timeout), and no task is left behind."""
+    hung = SinkHandler()
+    hung.stall = 20  # never answers DATA within the test
+    with smtp_sink() as (fast, fast_port), smtp_sink(hung) as (_, hung_port):
+        pool = RelayPool(
+            [
+                Relay(SmtpSettings("127.0.0.1", port, security="none", timeout=10))
+                for port in (fast_port, hung_port)
+            ]
+        )
+        head = f"From: {SENDER}\r\nSubject: hi\r\n"
+        batch = [(n, f"{head}To: s{n}@lab.example\r\n\r\nhello\r\n".encode()) for n in range(6)]
+
+        async def cancel_midway() -> tuple[float, list[asyncio.Task[Any]]]:
+            sending = asyncio.create_task(pool.send_all(batch, lambda item: None))
+            async with asyncio.timeout(10):
+                while hung.data_started == 0 or len(fast.messages) < 3:
+                    await asyncio.sleep(0.01)
+            cancelled_at = asyncio.get_running_loop().time()
+            sending.cancel()
+            await asyncio.gather(sending, return_exceptions=True)
+            took = asyncio.get_running_loop().time() - cancelled_at
+            return took, [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
+        took, left = asyncio.run(cancel_midway())
+    assert left == []
+    assert took < 2, f"the cancelled send ended {took:.1f} s later"

@@ -131,3 +131,27 @@ def test_a_run_told_to_stop_queues_no_more_shares_and_leaves_the_rest_to_the_nex
     assert first | rest == {*NAMES, *more} and not first & rest
     assert again == []  # every slot handled once
     assert pending.get("pending") == 8  # one job per digest, none twice
+
+
+def test_a_stop_before_the_planner_read_the_run_is_quiet_and_plans_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A daemon stopped just after it started (its first run asked for, the planner still
+    starting): the planner ends without reading the run, and the daemon's tick ends with
+    no report and no error (no traceback in the log); every slot waits for the next run."""
+    monkeypatch.setenv("TEST_KEY", "a-test-secret-key-that-is-long-enough-0123456789")
+    path = tmp_path / "config.toml"
+    path.write_text(config_text(tmp_path / "paperbell.sqlite"))
+    config = load_config(path)
+    planner = PlannerProcess(path)
+    with Store.open(config.database.url) as store:
+        daemon = planning_daemon(config, store, planner=planner)
+        try:
+            # Stopping from the first look on: the planner sees it as soon as it started.
+            reports = asyncio.run(planner.plan(NOW, lambda: True))
+        finally:
+            planner.stop(5)
+        later = asyncio.run(daemon.plan_due(NOW))
+    assert reports == []
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert sorted(r.subscriber for r in later) == sorted(NAMES)  # none was handled
