@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.core.errors import FeedErrorResponse, FeedFormatError
+from bot.core.errors import FeedErrorResponse, FeedFormatError, SourceError
 from bot.core.merge import HUGGINGFACE
 from bot.core.models import MAX_VERSION, ArxivVersionError, Paper, split_arxiv_id
 from bot.core.plurals import plural
@@ -553,20 +553,30 @@ class HuggingFaceSource(Source):
 
     async def harvest(self, http: Any, state: FetchState, *, now: datetime) -> Harvest:
         """The last `days` weekdays (UTC), oldest first; Hugging Face has no weekend issue.
-        A saved day is read once, dated by its papers."""
+        A saved day is read once, dated by its papers. A day that fails is a problem (named
+        first, so `status` shows it) and the other days are kept; if every day fails, the
+        first failure is raised."""
         today = now.astimezone(UTC).date()
         wanted: list[date | None] = [None]
         if not self.saved_day:
             wanted = list(_last_weekdays(today, self.days))
         papers: list[Paper] = []
+        failed: list[SourceError] = []
         problems: list[str] = []
         latest = None
         for day in wanted:
-            parsed = await self.fetch_day(http, day)
+            try:
+                parsed = await self.fetch_day(http, day)
+            except SourceError as exc:
+                failed.append(exc)
+                problems.insert(len(failed) - 1, f"{day or self.url}: {exc.message}")
+                continue
             papers += parsed.papers
             problems += [f"{day or self.url}: {problem}" for problem in parsed.problems]
             if parsed.papers:
                 latest = day or parsed.announced
+        if len(failed) == len(wanted):
+            raise failed[0]
         return Harvest(
             tuple(papers),
             announced=latest,

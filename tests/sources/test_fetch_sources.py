@@ -271,6 +271,49 @@ def test_hf_404_hint_points_at_the_url_not_at_a_cut_off_download() -> None:
     assert error.hint and "url" in error.hint
 
 
+@pytest.mark.parametrize(
+    ("today", "words"),
+    [
+        pytest.param(
+            Route(b"<html><body><h1>500</h1></body></html>", 500, "text/html"),
+            "HTTP 500",
+            id="500-after-the-retries",
+        ),
+        pytest.param(Route(b"", 404, "text/plain"), "HTTP 404", id="404"),
+        pytest.param(Route(b'[{"paper": {"id": "25', content_type=HF_JSON), "not JSON", id="cut"),
+    ],
+)
+def test_hf_a_day_that_fails_leaves_the_days_read_and_is_a_problem(
+    today: Route, words: str
+) -> None:
+    """Today's list failing (the API down, a cut-off body) loses none of yesterday's
+    papers nor their upvotes: the failed day is a problem named by its date."""
+    yesterday, day = date(2025, 1, 21), date(2025, 1, 22)
+    with feed_server() as server:
+        server.answer = hf_answer
+        server.queued[f"{HF_PATH}?date={day}"] = [today] * 4
+        harvest = fetch_with(
+            controlled(server), hf_harvest(hf_source(server, days=2), noon(day)), min_interval=0
+        )
+
+    assert [p.id for p in harvest.papers] == ["2501.08325"]
+    assert harvest.announced == yesterday
+    (problem,) = harvest.problems
+    assert problem.startswith(f"{day}: ") and words in problem
+    assert server.url(f"{HF_PATH}?date={day}") in problem
+
+
+def test_hf_every_day_failing_fails_the_poll() -> None:
+    day = date(2025, 1, 22)
+    with feed_server() as server:
+        source = HuggingFaceSource("hf", url=server.url("/mirror"), days=2)
+        with pytest.raises(SourceError) as caught:
+            fetch_with(controlled(server), hf_harvest(source, noon(day)))
+
+    assert len(server.requests) == 2
+    assert "HTTP 404" in caught.value.message
+
+
 # -- arXiv API ----------------------------------------------------------------------------------
 
 API_PATH = "/api/query"

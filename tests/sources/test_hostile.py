@@ -647,6 +647,23 @@ def test_a_source_that_raises_anything_is_an_error_recorded_for_status(
 
 
 @pytest.mark.database
+def test_a_hugging_face_day_that_fails_is_left_out_and_shown_for_status(store: Store) -> None:
+    """Today's list answering 404 stores yesterday's papers; `status` names the day."""
+    with feed_server() as server:
+        server.answer = lambda path, headers: (
+            Route((FIXTURES / "hf_daily_papers" / "hf_daily_papers_2025-01-21.json").read_bytes())
+            if path.endswith("date=2025-01-21")
+            else None
+        )
+        source = HuggingFaceSource("hf", url=server.url(""), days=2)
+        report = asyncio.run(_poll_one(source, store, now=datetime(2025, 1, 22, 12, 0, tzinfo=UTC)))
+    assert (report.result, report.items, report.problems) == ("ok", 1, 1)
+    left_out = store.sources.left_out()["hf"]
+    assert left_out.count == 1
+    assert (left_out.first or "").startswith("2025-01-22: ") and "HTTP 404" in left_out.first
+
+
+@pytest.mark.database
 def test_an_error_answer_holding_nul_is_recorded(store: Store) -> None:
     """The service's own words reach `status`: PostgreSQL refused the NUL in them."""
     with feed_server() as server:
