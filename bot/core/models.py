@@ -36,9 +36,12 @@ DEFAULT_INCLUDE: frozenset[str] = frozenset({"new", "cross"})
 # archive/YYMMNNN ids (quant-ph/0201082, math.GT/0309136), each with an optional version.
 # Linear on any text: an old-style archive name starts only where a run of letters starts
 # (the lookbehind), so a long run of letters is scanned once, not once per letter.
+# Digits are ASCII's ([0-9], not `\d`): an id in full-width or Arabic-Indic digits is none,
+# or it would be stored under a key no ASCII id equals. The pattern, not a flag, says so:
+# other patterns are built from it.
 ARXIV_ID_RE = re.compile(
-    r"(?P<id>\d{4}\.\d{4,5}|(?<![a-z\-])[a-z][a-z\-]{0,15}(?:\.[A-Z]{2})?/\d{7})"
-    r"(?:v(?P<version>\d+))?"
+    r"(?P<id>[0-9]{4}\.[0-9]{4,5}|(?<![a-z\-])[a-z][a-z\-]{0,15}(?:\.[A-Z]{2})?/[0-9]{7})"
+    r"(?:v(?P<version>[0-9]+))?"
 )
 # The longest text an arXiv id is looked for in (a guid, a link): longer is none.
 MAX_ID_TEXT = 2048
@@ -50,7 +53,7 @@ MAX_VERSION = 2**31 - 1
 # lower case: DOIs are case-insensitive), else "url:" and its link.
 NON_ARXIV_PREFIXES: tuple[str, ...] = ("doi:", "url:")
 MAX_ID_LENGTH = 255
-DOI_RE = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+)")
+DOI_RE = re.compile(r"\b(10\.[0-9]{4,9}/[^\s\"<>]+)")  # ASCII digits, as ARXIV_ID_RE
 
 
 def normalize_doi(text: str) -> str | None:

@@ -71,9 +71,9 @@ _ARXIV_LINK_RE = re.compile(
 )
 # bioRxiv/medRxiv content links carry the DOI and the version: /content/10.1101/…v2
 _PREPRINT_RE = re.compile(
-    r"/content/(10\.\d{4,9}/[^?#\s]+?)(?:v(\d+))?(?:\.full|\.abstract)?(?:[?#]|$)"
+    r"/content/(10\.[0-9]{4,9}/[^?#\s]+?)(?:v([0-9]+))?(?:\.full|\.abstract)?(?:[?#]|$)"
 )
-_DOI_LINK_RE = re.compile(r"(?:doi\.org/|/doi/(?:full|abs|pdf|epdf)?/?)(10\.\d{4,9}/[^?#\s]+)")
+_DOI_LINK_RE = re.compile(r"(?:doi\.org/|/doi/(?:full|abs|pdf|epdf)?/?)(10\.[0-9]{4,9}/[^?#\s]+)")
 _AUTHORS_IN_TEXT_RE = re.compile(r"Author\(s\):\s*(?P<names>.+?)(?:\s{2,}|$)")
 
 

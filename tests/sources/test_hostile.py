@@ -416,6 +416,52 @@ def test_100000_character_hugging_face_fields_parse_in_under_a_second() -> None:
     assert [p.id for p in parsed.papers] == ["2411.90030"]
 
 
+# -- identifiers written in digits other than ASCII's ------------------------------------
+
+# Python's `\d` takes any decimal digit: full-width, Arabic-Indic. Such an "id" is none.
+OTHER_DIGITS = pytest.mark.parametrize("zero", ["\uff10", "\u0660"], ids=["fullwidth", "arabic"])
+
+
+def in_digits(text: str, zero: str) -> str:
+    """`text` with its ASCII digits written in the digits that start at `zero`."""
+    return "".join(chr(ord(zero) + int(c)) if c in "0123456789" else c for c in text)
+
+
+@OTHER_DIGITS
+def test_an_arxiv_item_whose_id_is_in_other_digits_is_left_out(zero: str) -> None:
+    item = first_item(FULL_FEED.read_bytes()).decode()
+    item = item.replace("2411.17700", in_digits("2411.99990", zero))
+    parsed = parse_listing(with_items(FULL_FEED.read_bytes(), item.encode()), source="arxiv")
+    assert all(paper.id.isascii() for paper in parsed.papers), [
+        paper.id for paper in parsed.papers if not paper.id.isascii()
+    ]
+    assert len(parsed.papers) == 1504 and len(parsed.problems) == 1
+
+
+@OTHER_DIGITS
+def test_a_hugging_face_id_in_other_digits_is_left_out(zero: str) -> None:
+    bad = in_digits("2411.99990", zero)
+    body = json.dumps(
+        [{"paper": {"id": bad, "title": "Odd"}}, {"paper": {"id": "2411.90030", "title": "Good"}}]
+    ).encode()
+    parsed = parse_daily_papers(body)
+    assert [p.id for p in parsed.papers] == ["2411.90030"]
+    assert parsed.problems == (f"item 1: paper id {bad!r} is not an arXiv identifier",)
+
+
+@OTHER_DIGITS
+def test_a_journal_doi_in_other_digits_is_no_doi(zero: str) -> None:
+    """The entry's link still names the DOI in ASCII: the paper is stored under that one,
+    the key another source's paper has, not under one no other key equals."""
+    doi, suffix = "10.1080/09397140.2021.1992835", "/09397140.2021.1992835"
+    odd = f"10.{in_digits('1080', zero)}{suffix}"  # the registrant's code: digits only
+    body = (FIXTURES / "feeds" / "tandf_zoology-middle-east_tzme20_2021-12-21.xml").read_text()
+    for tag in ("dc:identifier", "prism:doi"):
+        body = body.replace(f"<{tag}>{doi}<", f"<{tag}>{odd}<")
+    paper = parse_feed(body.encode(), source="journal").papers[0]
+    assert (paper.id, paper.dois) == (f"doi:{doi}", (doi,))
+
+
 def test_author_runs_are_cut_only_in_author_elements() -> None:
     run = b"a" * 300
     body = b"<rss><channel><item><title>" + run + b"</title><dc:creator>" + run
