@@ -95,9 +95,12 @@ class Subscribers(Repository):
     def sync_config(self, subscribers: Sequence[Subscriber], *, now: datetime) -> None:
         """Mirror the config file's subscribers into the database so deliveries can refer to
         them. The file stays the truth for their settings; an unsubscribe stays in force.
-        One transaction, a few queries however many there are (bot.store.bulk)."""
+        One transaction, a few queries however many there are (bot.store.bulk). One taken
+        out of the file gets nothing more: the digests still queued for it are withdrawn
+        (`withdraw_queued`), as a pause's are."""
         with self.database.session() as session:
             mirror_config(session, subscribers, now=now)
+            _withdraw_undeclared(session, {sub.name for sub in subscribers}, now=now)
             session.commit()
 
     def add_many(
@@ -642,6 +645,21 @@ class Subscribers(Repository):
                 hint="change it in the config file",
             )
         return row
+
+
+def _withdraw_undeclared(session: Session, declared: Collection[str], *, now: datetime) -> None:
+    """Withdraw the digests still queued for the config file's subscribers not `declared`
+    (taken out of the file): one query when there are none."""
+    queued = (
+        select(SubscriberRow.id, SubscriberRow.name)
+        .join(OutboxRow, col(OutboxRow.subscriber_id) == col(SubscriberRow.id))
+        .where(SubscriberRow.origin == "config", OutboxRow.status == "pending")
+        .distinct()
+    )
+    for subscriber_id, name in session.exec(queued).all():
+        if name not in declared and subscriber_id is not None:
+            why = f"not sent: {name} is in the config file no more"
+            withdraw_queued(session, subscriber_id, why, now=now)
 
 
 def _check_labels(name: str, rules: Iterable[RuleRow]) -> None:
