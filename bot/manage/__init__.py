@@ -410,11 +410,13 @@ class Manager(Destinations, Ratings):
         found = self.rule_now(sub, number, was)
         if found is None:
             return None
-        number = found
         if len(sub.rules) <= 1:
             return "This is your last rule: to stop the digests, unsubscribe instead."
         try:
-            self.store.subscribers.remove_rule(sub.name, number)
+            if was is None:
+                self.store.subscribers.remove_rule(sub.name, found)
+            else:  # by its text: another removal since `sub` was read moved the numbers
+                self.store.subscribers.remove_rule_text(sub.name, was)
         except StoreError as exc:
             return exc.message
         return None

@@ -381,6 +381,24 @@ class Subscribers(Repository):
             session.commit()
             return text
 
+    def remove_rule_text(self, name: str, text: str) -> bool:
+        """Delete the database subscriber's rule `text`, wherever it is in their list now: a
+        page that showed it removes that rule, however the numbers moved since (a double
+        click: the first removal moves the next rule into its place). False when it is gone
+        already. The last rule is refused (a StoreError)."""
+        with self.database.session() as session:
+            row = self._database_subscriber(session, name)
+            rules = self._rules(session, row)
+            found = next((rule for rule in rules if rule.text == text), None)
+            if found is None:
+                return False
+            if len(rules) == 1:
+                raise StoreError(f"{text!r} is the last rule of {name!r}")
+            # By its id, not as an object: a removal at the same moment may have taken it.
+            session.execute(delete(RuleRow).where(col(RuleRow.id) == found.id))
+            session.commit()
+            return True
+
     def rule_texts(self, name: str) -> list[str]:
         """The rules of the subscriber `name` (none if there is no such subscriber)."""
         with self.database.session() as session:
