@@ -124,6 +124,11 @@ class NameTaken(StoreError):
     """A new subscriber's name is someone's already (taken meanwhile, by another sign-up)."""
 
 
+class AddressTaken(StoreError):
+    """A new subscriber's address is a database subscriber's already (signed up meanwhile,
+    by another request)."""
+
+
 class OutdatedSchema(StoreError):
     """The database's schema is at an older revision (`current`; None: made before
     migrations) than this paperbell's (`head`): it must be upgraded first."""

@@ -25,7 +25,7 @@ from bot.channels import subscriber_targets
 from bot.channels.outbox import drain
 from bot.config import subscriber_problems, subscriber_settings, too_many_rules
 from bot.core.checks import check_label
-from bot.core.errors import NameTaken, RuleError, StoreError
+from bot.core.errors import AddressTaken, NameTaken, RuleError, StoreError
 from bot.core.links import (
     LinkSigner,
     Purpose,
@@ -410,11 +410,13 @@ class Manager(Destinations, Ratings):
         found = self.rule_now(sub, number, was)
         if found is None:
             return None
-        number = found
         if len(sub.rules) <= 1:
             return "This is your last rule: to stop the digests, unsubscribe instead."
         try:
-            self.store.subscribers.remove_rule(sub.name, number)
+            if was is None:
+                self.store.subscribers.remove_rule(sub.name, found)
+            else:  # by its text: another removal since `sub` was read moved the numbers
+                self.store.subscribers.remove_rule_text(sub.name, was)
         except StoreError as exc:
             return exc.message
         return None
@@ -598,14 +600,19 @@ class Manager(Destinations, Ratings):
         address already subscribed gets its manage link instead (the page says the same in
         both cases, so it does not tell who is subscribed)."""
         email = email.strip()
-        now = self.clock()
-        existing = self._by_email(email)
-        if existing is not None:
-            if existing.email_confirmed:
-                self.send_notice("link", existing)
-            else:
-                self.send_notice("confirm", existing, origin="from the sign-up page")
+        if self._by_email(email) is None:
+            self._add_signed_up(email, rule.strip())
+        sub = self._by_email(email)
+        if sub is None:
             return
+        if sub.email_confirmed:
+            self.send_notice("link", sub)
+        else:
+            self.send_notice("confirm", sub, origin="from the sign-up page")
+
+    def _add_signed_up(self, email: str, rule: str) -> None:
+        """Add the sign-up's subscriber, unconfirmed, unless another sign-up of its mailbox
+        added one since it was looked for (a double click): theirs is the one."""
         # Named after the address's local part: a name shows on pages a forwarded link may
         # open, the address does not. Another sign-up may take the name between the pick
         # and the add: then pick again, never add to theirs.
@@ -615,18 +622,18 @@ class Manager(Destinations, Ratings):
                 self.store.subscribers.add(
                     name,
                     email=email,
-                    rules=[rule.strip()],
-                    now=now,
+                    rules=[rule],
+                    now=self.clock(),
                     email_confirmed=False,
                     only_new=True,
+                    mailbox=mailbox_tag,
                 )
-                break
+                return
+            except AddressTaken:
+                return
             except NameTaken:
                 if not tries_left:
                     raise
-        created = self._by_email(email)
-        if created is not None:
-            self.send_notice("confirm", created, origin="from the sign-up page")
 
     def _everyone(self) -> Sequence[Subscriber]:
         return self.store.subscribers.all(

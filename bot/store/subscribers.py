@@ -14,12 +14,12 @@ from dataclasses import fields, replace
 from datetime import datetime
 from typing import cast
 
-from sqlalchemy import delete
+from sqlalchemy import delete, text
 from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
-from bot.core.errors import NameTaken, StoreError
+from bot.core.errors import AddressTaken, NameTaken, StoreError
 from bot.core.models import DEFAULT_INCLUDE, AbstractLength, EmailFormat, LongEmails, Subscriber
 from bot.core.schedule import Defaults
 from bot.store.bulk import (
@@ -95,9 +95,12 @@ class Subscribers(Repository):
     def sync_config(self, subscribers: Sequence[Subscriber], *, now: datetime) -> None:
         """Mirror the config file's subscribers into the database so deliveries can refer to
         them. The file stays the truth for their settings; an unsubscribe stays in force.
-        One transaction, a few queries however many there are (bot.store.bulk)."""
+        One transaction, a few queries however many there are (bot.store.bulk). One taken
+        out of the file gets nothing more: the digests still queued for it are withdrawn
+        (`withdraw_queued`), as a pause's are."""
         with self.database.session() as session:
             mirror_config(session, subscribers, now=now)
+            _withdraw_undeclared(session, {sub.name for sub in subscribers}, now=now)
             session.commit()
 
     def add_many(
@@ -267,6 +270,7 @@ class Subscribers(Repository):
         max_rules: int | None = None,
         labels: Mapping[str, str] | None = None,
         only_new: bool = False,
+        mailbox: Callable[[str], str] | None = None,
     ) -> tuple[Subscriber, bool]:
         """Create a subscriber, or add rules to an existing one (and reactivate it; given
         no rules, its settings change and an unsubscribe stays in force). Returns the
@@ -278,7 +282,10 @@ class Subscribers(Repository):
         `max_rules` rules in all is refused (a StoreError), and nothing changes.
         `apprise_env` names the variable holding its Apprise URLs ("": none). `labels`
         (checked: `bot.core.checks.check_label`) label rules by their text, those it adds
-        and those it has; two rules with one label are refused (a StoreError)."""
+        and those it has; two rules with one label are refused (a StoreError). `mailbox`
+        (a sign-up's: what makes two addresses one mailbox): an address a database
+        subscriber has already is refused (an AddressTaken); two sign-ups of one address
+        at once take turns, and the second gets it."""
         labels = labels or {}
 
         with self.database.session() as session:
@@ -330,6 +337,8 @@ class Subscribers(Repository):
                     raise
                 raise NameTaken(f"the name {name!r} was taken meanwhile") from None
             assert row.id is not None
+            if created and mailbox is not None and email is not None:
+                _address_free(session, row.id, email, mailbox)
             if resumed:  # as a resume: the count of refusals starts again
                 session.execute(refusals_forgotten(row.id))
             have = {rule.text: rule for rule in self._rules(session, row)}
@@ -371,6 +380,24 @@ class Subscribers(Repository):
             session.delete(rules[number - 1])
             session.commit()
             return text
+
+    def remove_rule_text(self, name: str, text: str) -> bool:
+        """Delete the database subscriber's rule `text`, wherever it is in their list now: a
+        page that showed it removes that rule, however the numbers moved since (a double
+        click: the first removal moves the next rule into its place). False when it is gone
+        already. The last rule is refused (a StoreError)."""
+        with self.database.session() as session:
+            row = self._database_subscriber(session, name)
+            rules = self._rules(session, row)
+            found = next((rule for rule in rules if rule.text == text), None)
+            if found is None:
+                return False
+            if len(rules) == 1:
+                raise StoreError(f"{text!r} is the last rule of {name!r}")
+            # By its id, not as an object: a removal at the same moment may have taken it.
+            session.execute(delete(RuleRow).where(col(RuleRow.id) == found.id))
+            session.commit()
+            return True
 
     def rule_texts(self, name: str) -> list[str]:
         """The rules of the subscriber `name` (none if there is no such subscriber)."""
@@ -642,6 +669,46 @@ class Subscribers(Repository):
                 hint="change it in the config file",
             )
         return row
+
+
+# The PostgreSQL advisory lock sign-ups take turns on ("signup" as a number); the leader's
+# (bot.store.leader) is another.
+SIGNUP_KEY = 0x7369676E7570
+
+
+def _address_free(
+    session: Session, subscriber_id: int, email: str, mailbox: Callable[[str], str]
+) -> None:
+    """Refuse `email` for the subscriber just inserted when another database subscriber has
+    its mailbox (an AddressTaken: the caller's transaction is rolled back). Checked under
+    the sign-ups' turn, held until the transaction ends, so that of two sign-ups at once
+    the second sees the first's subscriber: PostgreSQL takes an advisory lock; SQLite's
+    one write lock is this transaction's already (its INSERT took it)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SIGNUP_KEY})
+    wanted = mailbox(email)
+    others = select(SubscriberRow.email).where(
+        SubscriberRow.origin == "database",
+        SubscriberRow.id != subscriber_id,
+        col(SubscriberRow.email).is_not(None),
+    )
+    if any(mailbox(address) == wanted for address in session.exec(others) if address):
+        raise AddressTaken("a subscriber has this address already")
+
+
+def _withdraw_undeclared(session: Session, declared: Collection[str], *, now: datetime) -> None:
+    """Withdraw the digests still queued for the config file's subscribers not `declared`
+    (taken out of the file): one query when there are none."""
+    queued = (
+        select(SubscriberRow.id, SubscriberRow.name)
+        .join(OutboxRow, col(OutboxRow.subscriber_id) == col(SubscriberRow.id))
+        .where(SubscriberRow.origin == "config", OutboxRow.status == "pending")
+        .distinct()
+    )
+    for subscriber_id, name in session.exec(queued).all():
+        if name not in declared and subscriber_id is not None:
+            why = f"not sent: {name} is in the config file no more"
+            withdraw_queued(session, subscriber_id, why, now=now)
 
 
 def _check_labels(name: str, rules: Iterable[RuleRow]) -> None:

@@ -195,6 +195,32 @@ def test_a_pause_withdraws_the_digests_still_queued(
         assert store.outbox.delivered_versions(sub.id, "email") == {}  # to come again
 
 
+def test_a_subscriber_taken_out_of_the_config_file_loses_the_digests_still_queued(
+    store: Store, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """Ada is taken out of the config file while a digest of hers waits for its retry: it
+    went out after the removal, as a pause's would have. It is given up when the file is
+    mirrored again, its papers handed back (her record stays: put back, she goes on);
+    Bob's, still in the file, goes."""
+    ada = Subscriber("ada", "ada@lab.example", ("robot",))
+    bob = Subscriber("bob", "bob@lab.example", ("robot",))
+    store.subscribers.sync_config([ada, bob], now=T0)
+    stored = {s.name: s for s in store.subscribers.all([ada, bob])}
+    for name in ("ada", "bob"):
+        queue(store, stored[name], full_feed_papers[:2], period="p1")
+    store.subscribers.sync_config([bob], now=T0)
+    with smtp_sink() as (sink, port):
+        done = asyncio.run(drain(store, channel(port), clock=Clock(T0), due_only=False))
+    assert [(a.item.subscriber, a.status) for a in done] == [("bob", "sent")]
+    assert [m["To"] for m in sink.messages] == ["bob@lab.example"]
+    ada_id = stored["ada"].id
+    assert ada_id is not None
+    assert store.outbox.pending(ada_id, "email") == 0
+    why = "not sent: ada is in the config file no more"
+    assert store.outbox.status()[ada_id].last_error == why
+    assert store.outbox.delivered_versions(ada_id, "email") == {}  # to come again
+
+
 class RefusesPaperbell(SinkHandler):
     """A relay that, while `refusing`, will not send for paperbell: at `stage` "sender" it
     refuses paperbell's address (MAIL FROM); at "relaying", every recipient, as a relay

@@ -21,9 +21,11 @@ from sqlalchemy import event
 from support.config import slack_config, web_config
 from support.slack import wired_slack_app
 
+from bot.core.models import Subscriber
 from bot.demo.slack_standin import SlackStandIn
 from bot.manage import Manager, SiteChoices
 from bot.pipeline import wire
+from bot.pipeline.wiring import NOTICE_CHANNEL
 from bot.slack.messages import CommandRequest
 from bot.store import Store
 
@@ -164,3 +166,49 @@ def test_a_sign_up_and_a_slack_subscribe_of_one_name_make_two_subscribers(
         ("", "slack.kim@elsewhere.example", signed_up),
         (KIM, "kim@lab.example", subscribed),
     ]
+
+
+class FoundNoOneFirst:
+    """Holds each of two sign-ups after it looked for a subscriber with its address (its
+    first look), until both have: neither found the other's."""
+
+    def __init__(self, manager: Manager) -> None:
+        self.both = threading.Barrier(2, timeout=WAIT)
+        self.looked: set[str] = set()
+        look = manager._by_email
+
+        def looked_up(email: str) -> Subscriber | None:
+            found = look(email)
+            if _role() not in self.looked:
+                self.looked.add(_role())
+                self.both.wait()
+            return found
+
+        manager._by_email = looked_up  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize(
+    "second", ["kim@lab.example", "Kim+papers@Lab.example"], ids=["same", "same mailbox"]
+)
+def test_two_sign_ups_of_one_address_at_once_make_one_subscriber(
+    store: Store, database_url: str, second: str
+) -> None:
+    """A double click on the sign-up page's button, or a form sent twice: the two requests
+    made two subscribers of one address, each with its confirmation mail, and once
+    confirmed, two digests a day. The second finds the first's, as it would a moment later."""
+    config = web_config(database_url, 2525, web={"signup": True})
+    manager = Manager(SiteChoices.of(config), wire(config, store), clock=lambda: NOW)
+    FoundNoOneFirst(manager)
+    errors = run_together(
+        lambda: manager.signup("kim@lab.example", "robot"),
+        lambda: manager.signup(second, "robot"),
+    )
+    assert errors == []
+    everyone = store.subscribers.all(include_inactive=True)
+    assert sorted((s.name, s.email) for s in everyone) in (
+        [("kim", "kim@lab.example")],
+        [(second.partition("@")[0].replace("+", "-"), second)],  # the second won the race
+    )
+    (kim,) = everyone
+    assert kim.id is not None and not kim.email_confirmed
+    assert store.outbox.pending(kim.id, NOTICE_CHANNEL) == 1  # one confirmation mail
