@@ -493,6 +493,8 @@ def _where(config: Config, sub: Subscriber) -> str:
     places = [target.label for target in targets(config, sub)]
     if sub.email and not sub.email_confirmed:
         places.insert(0, f"{target_label('email', sub.email)} (unconfirmed)")
+    if sub.pending_email:
+        places.append(f"{target_label('email', sub.pending_email)} (waits for confirmation)")
     return " + ".join(places) or "(nowhere)"
 
 

@@ -227,6 +227,8 @@ class Subscriber:
     apprise_env: str | None = None
     # An address learnt from Slack waits for its owner's confirmation before mail goes to it.
     email_confirmed: bool = True
+    # A new address waiting for its owner's confirmation; until then `email` gets the mail.
+    pending_email: str | None = None
     # How the email looks: "html" (HTML with a plain-text alternative) or "text" (plain
     # text only); abstracts "short" (a few lines, the rest a click away) or "full".
     email_format: EmailFormat = "html"

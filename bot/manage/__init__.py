@@ -153,6 +153,14 @@ def mailbox_tag(email: str) -> str:
     return address_tag(f"{local}@{domain}")
 
 
+def awaiting(sub: Subscriber) -> Subscriber:
+    """The subscriber as its address waiting for confirmation would make it (`sub` itself
+    if none waits): whom that address's confirmation link is made for, and opens as."""
+    if not sub.pending_email:
+        return sub
+    return replace(sub, email=sub.pending_email, email_confirmed=False, pending_email=None)
+
+
 def mask(email: str | None) -> str:
     """An address as shown on a page that a forwarded link may open: a•••@lab.example."""
     if not email or "@" not in email:
@@ -220,9 +228,9 @@ class Manager(Destinations, Ratings):
         if isinstance(found, TokenProblem):
             whose = None
             if found.visitor is not None:
-                whose = self._owner(found.visitor)
+                whose = self._owner(found.visitor, purpose)
             return Refused(found.reason, whose)
-        owner = self._owner(found)
+        owner = self._owner(found, purpose)
         return owner if owner is not None else Refused("gone")
 
     def open_feedback(self, token: str) -> FeedbackLink | Refused:
@@ -267,9 +275,14 @@ class Manager(Destinations, Ratings):
             return Refused("gone")
         return owner if owner.active else Refused("stopped", owner)
 
-    def _owner(self, visitor: Visitor) -> Subscriber | None:
+    def _owner(self, visitor: Visitor, purpose: str = "") -> Subscriber | None:
         sub = self.subscriber(visitor.subscriber_id)
-        return sub if sub is not None and visitor.belongs_to(sub) else None
+        if sub is None or visitor.belongs_to(sub):
+            return sub
+        # A confirmation link mailed to the address that waits opens as that address's; one
+        # mailed to an address asked for before it opens as no one's.
+        waiting = awaiting(sub)
+        return waiting if purpose == "confirm" and visitor.belongs_to(waiting) else None
 
     def link(self, purpose: Purpose, sub: Subscriber) -> str:
         return self.signer.url(purpose, sub, now=self.clock())
@@ -578,11 +591,12 @@ class Manager(Destinations, Ratings):
         return self.parts.settings.get("email") is not None
 
     def ask_email(self, sub: Subscriber, email: str, *, origin: str) -> bool:
-        """Give a (Slack) subscriber an address, unconfirmed, and mail it the confirmation."""
+        """Give a (Slack) subscriber an address, unconfirmed, and mail it the confirmation; a
+        confirmed address keeps the digests until then (`Subscribers.set_email`)."""
         self._editable(sub)
         self.store.subscribers.set_email(sub.name, email, confirmed=False)
         fresh = self.subscriber(sub.id or 0)
-        return fresh is not None and self.send_notice("confirm", fresh, origin=origin)
+        return fresh is not None and self.send_notice("confirm", awaiting(fresh), origin=origin)
 
     # -- sign-up -----------------------------------------------------------------------------
 

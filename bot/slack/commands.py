@@ -430,7 +430,8 @@ class SlashCommands:
         return Reply(f"Sent {plural(sent, 'paper')} to {where}.")
 
     async def _email(self, request: CommandRequest, args: list[str]) -> Reply:
-        """`email [ADDRESS|off]`: digests by email too, once the address is confirmed."""
+        """`email [ADDRESS|off]`: digests by email too, once the address is confirmed; a
+        confirmed address keeps them until a new one is."""
         sub = await self.subscriptions.owned(request, Target())
         if self.manager is None:
             return Reply(
@@ -458,6 +459,10 @@ class SlashCommands:
         if problems:
             return Reply(f":warning: {escape_mrkdwn(problems[0].partition(': ')[2])}")
         if sub.email == email and sub.email_confirmed:
+            if sub.pending_email:  # the address asked for since waits no more
+                await asyncio.to_thread(
+                    self.store.subscribers.set_email, sub.name, email, confirmed=False
+                )
             return Reply(f"Your digests already come to {escape_mrkdwn(email)} too.")
         now = self.clock()
         if not self._email_links.take(request.user_id, now):
@@ -473,6 +478,11 @@ class SlashCommands:
             return Reply(
                 f"A confirmation link went to {escape_mrkdwn(email)} today already: open it "
                 "to start the email digests (look in the spam folder too)."
+            )
+        if sub.email and sub.email_confirmed:
+            return Reply(
+                f":email: I sent a link to {escape_mrkdwn(email)}. Your digests keep coming "
+                f"to {escape_mrkdwn(sub.email)} until you open it and confirm the new address."
             )
         return Reply(
             f":email: I sent a link to {escape_mrkdwn(email)}. Open it to confirm the "

@@ -205,6 +205,7 @@ class Subscribers(Repository):
                     apprise=tuple(urls.get(row.id, ())),
                     apprise_env=row.apprise_env,
                     email_confirmed=row.email_confirmed,
+                    pending_email=row.pending_email,
                     email_format=cast(EmailFormat, row.email_format),
                     abstracts=cast(AbstractLength, row.abstracts),
                     long_emails=cast(LongEmails, row.long_emails),
@@ -470,11 +471,17 @@ class Subscribers(Repository):
 
     def set_email(self, name: str, email: str | None, *, confirmed: bool) -> None:
         """Set a database subscriber's address; an unconfirmed one gets no mail until its
-        owner opens the confirmation link (`confirm_email`)."""
+        owner opens the confirmation link (`confirm_email`). An unconfirmed one given while
+        the address is confirmed waits beside it (`pending_email`): the confirmed address
+        keeps the digests, so a typo stops nothing."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
-            if email != row.email or confirmed:
-                row.email, row.email_confirmed = email, confirmed
+            if email == row.email and row.email_confirmed:
+                row.pending_email = None  # back to the address that gets the digests
+            elif email is not None and not confirmed and row.email and row.email_confirmed:
+                row.pending_email = email
+            elif email != row.email or confirmed:
+                row.email, row.email_confirmed, row.pending_email = email, confirmed, None
             session.add(row)
             session.commit()
 
@@ -488,10 +495,15 @@ class Subscribers(Repository):
             session.commit()
 
     def confirm_email(self, subscriber_id: int, email: str) -> bool:
-        """Mark the subscriber's address confirmed, if it is still `email`; False if not."""
+        """Mark the subscriber's address confirmed, if it is still `email`, or make the
+        address waiting for confirmation (if it is `email`) theirs; False if neither."""
         with self.database.session() as session:
             row = session.get(SubscriberRow, subscriber_id)
-            if row is None or row.email is None or row.email.lower() != email.lower():
+            if row is None:
+                return False
+            if row.pending_email is not None and row.pending_email.lower() == email.lower():
+                row.email, row.pending_email = row.pending_email, None
+            elif row.email is None or row.email.lower() != email.lower():
                 return False
             row.email_confirmed = True
             session.add(row)

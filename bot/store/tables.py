@@ -118,6 +118,9 @@ class SubscriberRow(SQLModel, table=True):
     # 0008); those given on the manage page are `destinations`.
     apprise_env: str | None = Field(default=None, max_length=128)
     email_confirmed: bool = True  # False: learnt from Slack, not confirmed by its owner
+    # A new address asked for while `email` is confirmed: `email` keeps the digests until
+    # the new one's own link confirms it and it replaces `email` (migration 0019).
+    pending_email: str | None = Field(default=None, max_length=320)
     email_format: str = Field(default="html", max_length=8)  # html, text
     abstracts: str = Field(default="short", max_length=8)  # short, full
     # A digest too long for one email: "parts" or "one" (migration 0016).

@@ -685,6 +685,74 @@ def test_email_digests_from_slack_wait_for_the_address_to_be_confirmed(
         store.close()
 
 
+def test_a_new_address_from_slack_waits_while_the_confirmed_one_gets_digests(
+    slack: SlackStandIn, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """`/papers email NEW` by a subscriber whose address is confirmed: digests go on to
+    that address until NEW's own link confirms it, then NEW replaces it; the link mailed to
+    an address asked for before (a typo) confirms nothing."""
+    from bot.pipeline import DeliveryRequest, deliver, wire
+
+    with smtp_sink() as (sink, port):
+        config = mailing_config(slack, database_url, port)
+        store = Store.open(config.database_url())
+        store.papers.upsert(full_feed_papers, now=NOW)
+        channels = build_channels(config)
+        front = wired_front(config, store, channels, clock=lambda: NOW)
+        built = front.slack
+        assert built is not None and built.http is not None
+        app = create_app(routes=[*(front.pages or []), *slack_routes(built)])
+
+        async def scenario() -> list[str]:
+            async with serving(app) as client:
+                s = Session(client, slack, built.responder)
+                await s.say('subscribe "diffusion policy"')
+                store.subscribers.set_email("slack.ada", "ada@lab.example", confirmed=True)
+                asked = ("ada@typo.example", "ada@home.example")
+                texts = [(await s.say(f"email {address}"))["text"] for address in asked]
+                texts.append((await s.say("manage"))["text"])
+                found = re.search(r"https://papers\.lab\.example(/manage/[^\s>|]+)", texts[-1])
+                assert found
+                texts.append((await client.get(found.group(1))).text)
+                await built.responder.wait()
+                return texts
+
+        typo, home, _, page = asyncio.run(scenario())
+        typo_mail, home_mail = sink.messages
+        assert (typo_mail["To"], home_mail["To"]) == ("ada@typo.example", "ada@home.example")
+        reports = asyncio.run(
+            deliver(wire(config, store, channels), DeliveryRequest(), now=NOW, clock=lambda: NOW)
+        )
+        assert [(r.channel, r.status) for r in reports if r.channel == "email"] == [
+            ("email", "sent")
+        ]
+        assert sink.messages[-1]["To"] == "ada@lab.example"
+        assert "keep coming to ada@lab.example" in typo, typo
+        assert "ada@lab.example" in home and "ada@home.example" in home, home
+        assert "ada@lab.example" in page and "ada@home.example" in page
+
+        def link(mail: Any) -> str:
+            found = re.search(r"https://papers\.lab\.example(/confirm/\S+)", mail.get_content())
+            assert found
+            return found.group(1)
+
+        async def confirm(path: str) -> int:
+            async with serving(app) as client:
+                page = await client.get(path)
+                token = re.search(r'name="csrf" value="([^"]+)"', page.text)
+                if token is None:
+                    return page.status_code
+                done = await client.post(path, data={"csrf": token.group(1)})
+                return done.status_code
+
+        assert asyncio.run(confirm(link(typo_mail))) == 404
+        assert store.subscribers.get("slack.ada").email == "ada@lab.example"  # type: ignore[union-attr]
+        assert asyncio.run(confirm(link(home_mail))) == 303
+        ada = store.subscribers.get("slack.ada")
+        assert ada is not None and (ada.email, ada.email_confirmed) == ("ada@home.example", True)
+        store.close()
+
+
 def test_email_from_slack_mails_few_confirmation_links_a_day_per_user(
     slack: SlackStandIn, database_url: str
 ) -> None:

@@ -715,6 +715,43 @@ def test_0018_takes_old_failures_as_refusals_unless_given_up_and_goes_back(
     assert kept == 4 and "refused" not in columns
 
 
+@pytest.mark.database
+def test_0019_lets_a_new_address_wait_beside_the_confirmed_one_and_back(
+    database_url: str,
+) -> None:
+    """Revision 0019 adds `pending_email`: from the oldest database, through 0018, every
+    stored subscriber keeps its confirmed address with none waiting; a new one waits beside
+    it until confirmed; back to 0018, the column alone is gone."""
+    migrate_to(database_url, BASELINE)
+    migrate_to(database_url, "0018")
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        sid = insert_subscriber(connection, "2026-11-01 08:00:00+00:00")
+    engine.dispose()
+    migrate_to(database_url, head())
+    assert differences(database_url) == []
+    with Store.open(database_url) as store:
+        (ada,) = store.subscribers.all()
+        assert (ada.email, ada.email_confirmed, ada.pending_email) == (
+            "ada@example.org",
+            True,
+            None,
+        )
+        store.subscribers.set_email("ada", "ada@home.example", confirmed=False)
+        (ada,) = store.subscribers.all()
+        assert (ada.email, ada.email_confirmed) == ("ada@example.org", True)
+        assert ada.pending_email == "ada@home.example"
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as connection:
+        command.downgrade(alembic_config(connection), "0018")
+        columns = {c["name"] for c in sqlalchemy_inspect(connection).get_columns("subscribers")}
+        kept = connection.execute(text("SELECT id, email, email_confirmed FROM subscribers"))
+        rows = [(row[0], row[1], bool(row[2])) for row in kept]
+    engine.dispose()
+    assert "pending_email" not in columns and "email_confirmed" in columns
+    assert rows == [(sid, "ada@example.org", True)]
+
+
 def legacy_database(folder: Path) -> Path:
     """A copy of the database 0d0a80b wrote, in `folder`."""
     path = folder / "paperbell-0d0a80b.sqlite"
