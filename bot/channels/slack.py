@@ -304,6 +304,7 @@ class SlackChannel:
 
     def _poster(self, target: str) -> _Poster:
         # slack-sdk is imported where a digest goes to Slack: an email-only run never needs it.
+        from aiohttp import ClientError
         from slack_sdk.errors import SlackApiError, SlackClientError
 
         if target.startswith(WEBHOOK_PREFIX):
@@ -344,7 +345,7 @@ class SlackChannel:
                 )
             except SlackApiError as exc:
                 raise _api_failure(target, exc) from None
-            except (TimeoutError, SlackClientError, OSError) as exc:
+            except (TimeoutError, SlackClientError, ClientError, OSError) as exc:
                 progress.unsure = (began, self._clock())  # no answer: it may be posted
                 raise self._unreachable(exc) from None
             finally:
@@ -366,6 +367,7 @@ class SlackChannel:
     async def _find_posted(self, target: str, progress: Progress) -> tuple[str, str] | None:
         """The channel and ts of the message an unanswered attempt posted after all (found by
         its metadata in the attempt's time window), or None: not posted, or not readable."""
+        from aiohttp import ClientError
         from slack_sdk.errors import SlackApiError, SlackClientError
 
         if progress.unsure is None or progress.key is None or self._cannot_look:
@@ -404,7 +406,7 @@ class SlackChannel:
             if error in PERMANENT_ERRORS:
                 return None  # posting says what is wrong, with the fix
             raise _api_failure(target, exc) from None
-        except (TimeoutError, SlackClientError, OSError) as exc:
+        except (TimeoutError, SlackClientError, ClientError, OSError) as exc:
             raise self._unreachable(exc) from None
         wanted = {"digest": progress.key, "part": progress.posted}
         for found in response.get("messages") or ():
@@ -475,10 +477,12 @@ class SlackChannel:
 
 
 def make_client(settings: SlackSettings) -> AsyncWebClient:
-    """slack-sdk's client for `settings`: the configured API URL, and 429s waited out.
+    """slack-sdk's client for `settings`: the configured API URL, 429s waited out, and a
+    connection that could not be made tried once more.
     Its async clients are imported here, when a digest goes to Slack: they bring aiohttp
     (a fifth of a second and some 10 MB), which an email-only run and the render workers
     never need."""
+    from aiohttp import ClientConnectorError
     from slack_sdk.http_retry.builtin_async_handlers import (
         AsyncConnectionErrorRetryHandler,
         AsyncRateLimitErrorRetryHandler,
@@ -489,7 +493,9 @@ def make_client(settings: SlackSettings) -> AsyncWebClient:
         token=settings.token, base_url=settings.api_url, timeout=int(settings.timeout)
     )
     client.retry_handlers = [
-        AsyncConnectionErrorRetryHandler(),
+        # Only before the request went out: after a dropped connection Slack may have
+        # posted the message, and the outbox's retry looks for it before posting again.
+        AsyncConnectionErrorRetryHandler(error_types=[ClientConnectorError]),
         AsyncRateLimitErrorRetryHandler(max_retry_count=settings.rate_limit_retries),
     ]
     return client

@@ -384,3 +384,24 @@ def test_without_the_history_scopes_a_post_with_no_answer_is_posted_again_and_sa
     assert len(said) == 1 and "reinstall" in said[0]
     summaries = [m for m in slack.messages("C0ROBOTS") if not m.get("thread_ts")]
     assert len(summaries) == 2
+
+
+def test_a_post_whose_connection_dropped_is_not_sent_again_at_once(
+    slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """Slack takes the summary, then the connection drops with no answer. slack-sdk must
+    not re-send it at once (it cannot tell whether Slack took it): the retry looks first."""
+    store.papers.upsert(full_feed_papers, now=NOW)
+    config = make_config(slack, database_url, [ROBOTS])
+    channel = late_channel(slack, config, 0, hang_up=True)
+    [first] = run(config, store, channels={"slack": channel})
+    summaries = [m for m in slack.messages("C0ROBOTS") if not m.get("thread_ts")]
+    assert len(summaries) == 1
+    assert first.status == "retry" and "cannot reach Slack" in (first.error or "")
+
+    second = run(config, store, channels={"slack": channel})
+    assert "sent" in [r.status for r in second]
+    summaries = [m for m in slack.messages("C0ROBOTS") if not m.get("thread_ts")]
+    assert len(summaries) == 1
+    ids = thread_papers(slack, "C0ROBOTS")
+    assert len(ids) == first.count == len(set(ids))
