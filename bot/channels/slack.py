@@ -12,7 +12,10 @@ posting needs [slack] bot_token_env (or a webhook).
 
 A digest is several messages. Each accepted message is reported with `on_progress` at once,
 so a digest cut off half-way (a crash, a 500, a shutdown) goes on with its next message on
-the next attempt, in the same thread: nothing is posted twice, nothing is lost.
+the next attempt, in the same thread: nothing is posted twice, nothing is lost. A post
+that got no answer (a timeout, a dropped connection) may still have been posted: each
+message carries metadata naming its digest and part, and the next attempt looks for it
+(conversations.history or .replies) before posting it again.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -80,6 +84,10 @@ TOKEN_ERRORS: dict[str, str] = {
     "ratelimited": "Slack kept answering 'rate limited'",
 }
 
+DIGEST_EVENT = "paperbell_digest"  # the metadata event type of a digest's messages
+HISTORY_SCOPES = "channels:history, groups:history, im:history"
+CLOCK_SKEW = 60.0  # seconds Slack's clock and this host's may differ by
+
 
 @dataclass(frozen=True)
 class SlackSettings:
@@ -95,11 +103,15 @@ class SlackSettings:
 
 @dataclass
 class Progress:
-    """How far a digest got: messages posted, and the channel and thread they went to."""
+    """How far a digest got: messages posted, and the channel and thread they went to; the
+    key its messages' metadata names it by; and, when the post of the next message got no
+    answer, when that attempt began and ended (Unix seconds): Slack may have posted it."""
 
     posted: int = 0
     channel: str | None = None
     thread_ts: str | None = None
+    key: str | None = None
+    unsure: tuple[float, float] | None = None
 
     def dumps(self) -> str:
         return json.dumps(asdict(self))
@@ -109,7 +121,14 @@ class Progress:
         if not text:
             return cls()
         data = json.loads(text)
-        return cls(data.get("posted", 0), data.get("channel"), data.get("thread_ts"))
+        unsure = data.get("unsure")
+        return cls(
+            data.get("posted", 0),
+            data.get("channel"),
+            data.get("thread_ts"),
+            data.get("key"),
+            (float(unsure[0]), float(unsure[1])) if unsure else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -225,11 +244,13 @@ class SlackChannel:
         client: AsyncWebClient | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         monotonic: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
         self.client = client or make_client(settings)
-        self._sleep, self._monotonic = sleep, monotonic
+        self._sleep, self._monotonic, self._clock = sleep, monotonic, clock
         self._last_post: dict[str, float] = {}  # channel -> when paperbell last posted there
+        self._cannot_look = False  # the token lacks a scope to read back (said once)
 
     def load(self, payload: bytes, progress: str | None = None) -> SlackDelivery:
         data = json.loads(payload)
@@ -275,12 +296,15 @@ class SlackChannel:
                 else:
                     log.exception("Slack digest to %s failed", delivery.target)
                     error, permanent = f"unexpected error: {exc!r}", False
+                if progress.unsure is not None and on_progress is not None:
+                    on_progress(item, progress.dumps())  # the retry looks before posting
                 sent = delivery.posted_papers()
                 outcomes.append(failed(item, error, permanent, sent_papers=sent))
         return outcomes
 
     def _poster(self, target: str) -> _Poster:
         # slack-sdk is imported where a digest goes to Slack: an email-only run never needs it.
+        from aiohttp import ClientError
         from slack_sdk.errors import SlackApiError, SlackClientError
 
         if target.startswith(WEBHOOK_PREFIX):
@@ -298,8 +322,17 @@ class SlackChannel:
             )
 
         async def post(message: dict[str, Any], progress: Progress) -> None:
+            if progress.unsure is not None:
+                found = await self._find_posted(target, progress)
+                progress.unsure = None
+                if found is not None:
+                    self._took(progress, *found)
+                    return
+            progress.key = progress.key or secrets.token_hex(8)
+            part = {"digest": progress.key, "part": progress.posted}
             channel = progress.channel or target
             await self._pace(channel)
+            began = self._clock()
             try:
                 response = await self.client.chat_postMessage(
                     channel=channel,
@@ -308,22 +341,99 @@ class SlackChannel:
                     thread_ts=progress.thread_ts,
                     unfurl_links=False,
                     unfurl_media=False,
+                    metadata={"event_type": DIGEST_EVENT, "event_payload": part},
                 )
             except SlackApiError as exc:
                 raise _api_failure(target, exc) from None
-            except (TimeoutError, SlackClientError, OSError) as exc:
-                raise SlackFailure(
-                    f"cannot reach Slack at {self.settings.api_url}: {describe(exc)}",
-                    permanent=False,
-                ) from None
+            except (TimeoutError, SlackClientError, ClientError, OSError) as exc:
+                progress.unsure = (began, self._clock())  # no answer: it may be posted
+                raise self._unreachable(exc) from None
             finally:
                 self._last_post[channel] = self._monotonic()
-            if progress.thread_ts is None:  # the summary: the rest goes in its thread
-                progress.channel = str(response.get("channel") or channel)
-                progress.thread_ts = str(response["ts"])
-                self._last_post[progress.channel] = self._monotonic()
+            self._took(progress, str(response.get("channel") or channel), str(response["ts"]))
 
         return post
+
+    def _took(self, progress: Progress, channel: str, ts: str) -> None:
+        if progress.thread_ts is None:  # the summary: the rest goes in its thread
+            progress.channel, progress.thread_ts = channel, ts
+            self._last_post[channel] = self._monotonic()
+
+    def _unreachable(self, exc: BaseException) -> SlackFailure:
+        return SlackFailure(
+            f"cannot reach Slack at {self.settings.api_url}: {describe(exc)}", permanent=False
+        )
+
+    async def _find_posted(self, target: str, progress: Progress) -> tuple[str, str] | None:
+        """The channel and ts of the message an unanswered attempt posted after all (found by
+        its metadata in the attempt's time window), or None: not posted, or not readable."""
+        from aiohttp import ClientError
+        from slack_sdk.errors import SlackApiError, SlackClientError
+
+        if progress.unsure is None or progress.key is None or self._cannot_look:
+            return None
+        began, ended = progress.unsure
+        window: dict[str, Any] = {
+            "oldest": f"{began - CLOCK_SKEW:.6f}",
+            "latest": f"{ended + CLOCK_SKEW:.6f}",
+            "inclusive": True,
+            "include_all_metadata": True,
+            "limit": 200,
+        }
+        try:
+            if progress.channel is None or progress.thread_ts is None:
+                channel = await self._conversation_id(target)
+                if channel is None:
+                    return None
+                response = await self.client.conversations_history(channel=channel, **window)
+            else:
+                channel = progress.channel
+                response = await self.client.conversations_replies(
+                    channel=channel, ts=progress.thread_ts, **window
+                )
+        except SlackApiError as exc:
+            error = exc.response.get("error")
+            if error == "missing_scope":
+                self._cannot_look = True
+                log.warning(
+                    "Slack: the bot token lacks the scope %s, so a message whose post got no "
+                    "answer is posted again, perhaps twice: add %s (slack-app-manifest.yml) "
+                    "and reinstall the app",
+                    exc.response.get("needed") or "to read messages",
+                    HISTORY_SCOPES,
+                )
+                return None
+            if error in PERMANENT_ERRORS:
+                return None  # posting says what is wrong, with the fix
+            raise _api_failure(target, exc) from None
+        except (TimeoutError, SlackClientError, ClientError, OSError) as exc:
+            raise self._unreachable(exc) from None
+        wanted = {"digest": progress.key, "part": progress.posted}
+        for found in response.get("messages") or ():
+            metadata = found.get("metadata") or {}
+            if (
+                metadata.get("event_type") == DIGEST_EVENT
+                and metadata.get("event_payload") == wanted
+            ):
+                return channel, str(found["ts"])
+        return None
+
+    async def _conversation_id(self, target: str) -> str | None:
+        """The conversation chat.postMessage posts to for `target`: a user's direct message
+        (conversations.open), a "#name" (conversations.list), or the id itself."""
+        if target[:1] in ("U", "W"):
+            response = await self.client.conversations_open(users=target)
+            return str(response["channel"]["id"])
+        if not target.startswith("#"):
+            return target
+        pages = await self.client.conversations_list(
+            types="public_channel,private_channel", exclude_archived=True, limit=1000
+        )
+        async for page in pages:
+            for channel in page.get("channels") or ():
+                if channel.get("name") == target[1:]:
+                    return str(channel["id"])
+        return None
 
     def _webhook_poster(self, variable: str, url: str) -> _Poster:
         from slack_sdk.errors import SlackClientError
@@ -367,10 +477,12 @@ class SlackChannel:
 
 
 def make_client(settings: SlackSettings) -> AsyncWebClient:
-    """slack-sdk's client for `settings`: the configured API URL, and 429s waited out.
+    """slack-sdk's client for `settings`: the configured API URL, 429s waited out, and a
+    connection that could not be made tried once more.
     Its async clients are imported here, when a digest goes to Slack: they bring aiohttp
     (a fifth of a second and some 10 MB), which an email-only run and the render workers
     never need."""
+    from aiohttp import ClientConnectorError
     from slack_sdk.http_retry.builtin_async_handlers import (
         AsyncConnectionErrorRetryHandler,
         AsyncRateLimitErrorRetryHandler,
@@ -381,7 +493,9 @@ def make_client(settings: SlackSettings) -> AsyncWebClient:
         token=settings.token, base_url=settings.api_url, timeout=int(settings.timeout)
     )
     client.retry_handlers = [
-        AsyncConnectionErrorRetryHandler(),
+        # Only before the request went out: after a dropped connection Slack may have
+        # posted the message, and the outbox's retry looks for it before posting again.
+        AsyncConnectionErrorRetryHandler(error_types=[ClientConnectorError]),
         AsyncRateLimitErrorRetryHandler(max_retry_count=settings.rate_limit_retries),
     ]
     return client

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,11 +20,14 @@ from typing import Any
 @dataclass
 class Answer:
     """What to answer one request: a status, a body (a dict is sent as JSON, a str as plain
-    text) and extra headers."""
+    text) and extra headers; sent after `delay` seconds, or never (`hang_up`: the connection
+    is closed without an answer)."""
 
     status: int
     body: dict[str, Any] | str
     headers: dict[str, str]
+    delay: float = 0.0
+    hang_up: bool = False
 
 
 Handle = Callable[[str, dict[str, str], bytes], Answer]  # path, headers, body -> answer
@@ -86,19 +90,27 @@ class LoopbackServer:
                 body = self.rfile.read(length) if length else b""
                 headers = dict(self.headers.items())
                 answer = handle(self.path, headers, body)
+                if answer.delay:
+                    time.sleep(answer.delay)
+                if answer.hang_up:
+                    self.close_connection = True
+                    return
                 if isinstance(answer.body, dict):
                     payload = json.dumps(answer.body).encode()
                     content_type = "application/json; charset=utf-8"
                 else:
                     payload = answer.body.encode()
                     content_type = "text/plain; charset=utf-8"
-                self.send_response(answer.status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(payload)))
-                for name, value in answer.headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    self.send_response(answer.status)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(payload)))
+                    for name, value in answer.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # the client stopped waiting for a late answer
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

@@ -2,6 +2,7 @@
 
 `SlackStandIn` serves, on loopback, the few Web API methods paperbell calls (`auth.test`,
 `chat.postMessage`, `users.info`, `conversations.info`, `conversations.open`,
+`conversations.list`, `conversations.history`, `conversations.replies`,
 `apps.connections.open`), incoming webhooks and `response_url`s. It answers the way Slack
 answers (HTTP 200 with `{"ok": false, "error": ...}` for API errors, plain text for webhooks),
 checks every message against Slack's limits (`bot.demo.slack_limits`), and records what it
@@ -10,7 +11,8 @@ request; `bot.demo.loopback` serves it from a daemon thread. The real slack_sdk 
 pointed at it with `base_url`.
 
 What it does not do: real-time events, files, edits, reactions, rate limits of its own
-(they are scripted with `fail_next`), or any formatting of the messages it keeps.
+(they are scripted with `fail_next`; a late answer or a dropped connection with
+`answer_late`), pagination, or any formatting of the messages it keeps.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import copy
 import json
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -34,6 +36,7 @@ TEAM_ID = "T0STANDIN"
 TEAM_NAME = "paperbell stand-in"
 
 _FIRST_TS = 1_764_000_000_000_000  # microseconds; ts strings look like "1764000000.000100"
+FIRST_TS = _FIRST_TS / 1_000_000  # the first message's time: the clock of a test that reads back
 
 
 @dataclass
@@ -53,6 +56,12 @@ class _Fault:
     status: int
     error: str | None
     retry_after: int | None
+
+
+@dataclass
+class _Late:
+    delay: float
+    hang_up: bool
 
 
 @dataclass
@@ -87,6 +96,7 @@ class SlackStandIn:
         self._users: dict[str, dict[str, Any]] = {}
         self._webhooks: dict[str, str] = {}  # name -> channel id
         self._faults: dict[str, list[_Fault]] = {}
+        self._late: dict[str, list[_Late]] = {}
         self._posted = 0
         self._lock = threading.RLock()
         self._http = LoopbackServer(self._receive, name="slack-standin", version="SlackStandIn/1")
@@ -198,6 +208,15 @@ class SlackStandIn:
             faults = self._faults.setdefault(method, [])
             faults.extend(_Fault(status, error, retry_after) for _ in range(times))
 
+    def answer_late(
+        self, method: str, *, delay: float = 0.0, hang_up: bool = False, times: int = 1
+    ) -> None:
+        """Handle the next `times` calls of `method` as usual (a post is kept), then answer
+        only after `delay` seconds, or close the connection with no answer (`hang_up`): what
+        a client sees when Slack took its request but the answer never came."""
+        with self._lock:
+            self._late.setdefault(method, []).extend(_Late(delay, hang_up) for _ in range(times))
+
     # ---- what was received -----------------------------------------------------------
 
     def messages(self, channel: str | None = None) -> list[dict[str, Any]]:
@@ -259,6 +278,10 @@ class SlackStandIn:
             self.requests.append(
                 SlackRequest(method, args, headers, at, answer.status, answer.body)
             )
+            late = self._late.get(method)
+            if late:
+                fault = late.pop(0)
+                answer = replace(answer, delay=fault.delay, hang_up=fault.hang_up)
         return answer
 
     def _answer(
@@ -304,6 +327,9 @@ class SlackStandIn:
             "users.info": self._users_info,
             "conversations.info": self._conversations_info,
             "conversations.open": self._conversations_open,
+            "conversations.list": self._conversations_list,
+            "conversations.history": self._conversations_history,
+            "conversations.replies": self._conversations_replies,
             "apps.connections.open": self._connections_open,
         }.get(method)
         if handler is None:
@@ -361,6 +387,73 @@ class SlackStandIn:
         if channel is None:
             raise Rejected("user_not_found")
         return {"channel": {"id": channel.id}}
+
+    def _conversations_list(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Every channel that is not a direct message, on one page."""
+        found = [self._channel_json(c) for c in self._channels.values() if c.user is None]
+        return {"channels": found, "response_metadata": {"next_cursor": ""}}
+
+    def _conversations_history(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The channel's top-level messages in the window, newest first."""
+        channel = self._readable(args)
+        tops = [m for m in self._messages if m["channel"] == channel.id and not m["thread_ts"]]
+        return self._page(list(reversed(tops)), args)
+
+    def _conversations_replies(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A thread, its parent first, in the window."""
+        channel = self._readable(args)
+        ts = str(args.get("ts") or "")
+        thread = [
+            m
+            for m in self._messages
+            if m["channel"] == channel.id and ts in (m["ts"], m["thread_ts"])
+        ]
+        if not thread:
+            raise Rejected("thread_not_found")
+        return self._page(thread, args)
+
+    def _readable(self, args: dict[str, Any]) -> _Channel:
+        # As Slack does: a conversation id only (no "#name", no user id), and only where
+        # the bot is a member.
+        channel = self._channels.get(str(args.get("channel") or ""))
+        if channel is None:
+            raise Rejected("channel_not_found")
+        if not channel.member:
+            raise Rejected("not_in_channel")
+        return channel
+
+    def _page(self, messages: list[dict[str, Any]], args: dict[str, Any]) -> dict[str, Any]:
+        oldest = float(args.get("oldest") or 0)
+        latest = float(args.get("latest") or "inf")
+        inclusive = bool(_flag(args.get("inclusive")))
+        metadata = bool(_flag(args.get("include_all_metadata")))
+        limit = int(args.get("limit") or 100)
+        inside = [
+            m
+            for m in messages
+            if (oldest <= float(m["ts"]) <= latest)
+            if inclusive or float(m["ts"]) not in (oldest, latest)
+        ]
+        shown = [self._shown(m, metadata=metadata) for m in inside[:limit]]
+        return {"messages": shown, "has_more": len(inside) > limit}
+
+    @staticmethod
+    def _shown(message: dict[str, Any], *, metadata: bool) -> dict[str, Any]:
+        """A kept message as the Web API shows it (its metadata only when asked for)."""
+        shown = {
+            "type": "message",
+            "user": BOT_USER_ID,
+            "bot_id": BOT_ID,
+            "text": message["text"],
+            "ts": message["ts"],
+        }
+        if message["blocks"]:
+            shown["blocks"] = copy.deepcopy(message["blocks"])
+        if message["thread_ts"]:
+            shown["thread_ts"] = message["thread_ts"]
+        if metadata and message.get("metadata"):
+            shown["metadata"] = copy.deepcopy(message["metadata"])
+        return shown
 
     def _connections_open(self, args: dict[str, Any]) -> dict[str, Any]:
         if self.socket_url is None:
@@ -421,17 +514,12 @@ class SlackStandIn:
         where = f"chat.postMessage to {channel.id} (#{channel.name})"
         text, blocks = check_message(where, args, self.violations)
         message = self._keep(channel, args, text, blocks, thread_ts, "chat.postMessage")
-        shown = {
-            "type": "message",
-            "user": BOT_USER_ID,
-            "bot_id": BOT_ID,
-            "text": text,
-            "ts": message["ts"],
-        }
-        if blocks:
-            shown["blocks"] = copy.deepcopy(blocks)
-        if thread_ts:
-            shown["thread_ts"] = thread_ts
+        metadata = args.get("metadata")
+        if isinstance(metadata, str):  # a form field carries it as JSON
+            metadata = json.loads(metadata)
+        if metadata:
+            message["metadata"] = copy.deepcopy(metadata)
+        shown = self._shown(message, metadata=True)
         return {"channel": channel.id, "ts": message["ts"], "message": shown}
 
     def _keep(

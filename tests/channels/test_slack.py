@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from support.config import slack_config
 from bot.channels.slack import SlackChannel
 from bot.config import Config, parse_config
 from bot.core.models import Paper
-from bot.demo.slack_standin import SlackStandIn
+from bot.demo.slack_standin import FIRST_TS, SlackStandIn
 from bot.pipeline import (
     DeliveryReport,
     DeliveryRequest,
@@ -309,3 +311,97 @@ def test_a_thread_refused_half_way_keeps_what_was_posted_and_gives_back_the_rest
         rest += dict.fromkeys(linked)
     assert not set(kept) & set(rest)
     assert len(kept) + len(rest) == first.count
+
+
+def late_channel(slack: SlackStandIn, config: Config, late: int, **how: Any) -> SlackChannel:
+    """The channel, with a one-second timeout, whose post number `late` (0: the summary)
+    Slack takes but answers as `how` says (`answer_late`); its clock is the stand-in's."""
+    settings = replace(slack_settings(config), timeout=1.0)
+    channel = SlackChannel(settings, clock=lambda: FIRST_TS)
+    original, calls = channel.client.chat_postMessage, []
+
+    async def post(**kwargs: Any) -> Any:
+        if len(calls) == late:
+            slack.answer_late("chat.postMessage", **how)
+        calls.append(1)
+        return await original(**kwargs)
+
+    channel.client.chat_postMessage = post  # type: ignore[method-assign]
+    return channel
+
+
+@pytest.mark.parametrize(
+    ("subscriber", "channel_id", "late"),
+    [(ROBOTS, "C0ROBOTS", 0), (ROBOTS, "C0ROBOTS", 1), (ADA, "DU07ADA123", 0)],
+    ids=["channel-summary", "thread-message", "dm-summary"],
+)
+def test_a_post_slack_took_but_answered_too_late_is_not_posted_again(
+    slack: SlackStandIn,
+    store: Store,
+    database_url: str,
+    full_feed_papers: tuple[Paper, ...],
+    subscriber: dict[str, Any],
+    channel_id: str,
+    late: int,
+) -> None:
+    """Slack posts a message but its answer comes after the client's timeout: the retry
+    finds that message (by its metadata) and goes on after it, posting it no second time."""
+    store.papers.upsert(full_feed_papers, now=NOW)
+    config = make_config(slack, database_url, [subscriber])
+    channel = late_channel(slack, config, late, delay=1.5)
+    [first] = run(config, store, channels={"slack": channel})
+    assert first.status == "retry" and "cannot reach Slack" in (first.error or "")
+
+    second = run(config, store, channels={"slack": channel})
+    assert "sent" in [r.status for r in second]
+    summaries = [m for m in slack.messages(channel_id) if not m.get("thread_ts")]
+    assert len(summaries) == 1
+    ids = thread_papers(slack, channel_id)
+    assert len(ids) == first.count == len(set(ids))
+    looked = {"conversations.history", "conversations.replies"}
+    assert looked & {r.method for r in slack.requests}
+
+
+def test_without_the_history_scopes_a_post_with_no_answer_is_posted_again_and_said_once(
+    slack: SlackStandIn,
+    store: Store,
+    database_url: str,
+    full_feed_papers: tuple[Paper, ...],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A token without channels:history cannot look: the digest goes on as before (its
+    summary posted twice), and the log says which scopes to add, once."""
+    store.papers.upsert(full_feed_papers, now=NOW)
+    config = make_config(slack, database_url, [ROBOTS])
+    channel = late_channel(slack, config, 0, delay=1.5)
+    [first] = run(config, store, channels={"slack": channel})
+    assert first.status == "retry"
+    slack.fail_next("conversations.history", error="missing_scope")
+    with caplog.at_level(logging.WARNING, logger="bot.channels.slack"):
+        second = run(config, store, channels={"slack": channel})
+    assert "sent" in [r.status for r in second]
+    said = [r.getMessage() for r in caplog.records if "channels:history" in r.getMessage()]
+    assert len(said) == 1 and "reinstall" in said[0]
+    summaries = [m for m in slack.messages("C0ROBOTS") if not m.get("thread_ts")]
+    assert len(summaries) == 2
+
+
+def test_a_post_whose_connection_dropped_is_not_sent_again_at_once(
+    slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """Slack takes the summary, then the connection drops with no answer. slack-sdk must
+    not re-send it at once (it cannot tell whether Slack took it): the retry looks first."""
+    store.papers.upsert(full_feed_papers, now=NOW)
+    config = make_config(slack, database_url, [ROBOTS])
+    channel = late_channel(slack, config, 0, hang_up=True)
+    [first] = run(config, store, channels={"slack": channel})
+    summaries = [m for m in slack.messages("C0ROBOTS") if not m.get("thread_ts")]
+    assert len(summaries) == 1
+    assert first.status == "retry" and "cannot reach Slack" in (first.error or "")
+
+    second = run(config, store, channels={"slack": channel})
+    assert "sent" in [r.status for r in second]
+    summaries = [m for m in slack.messages("C0ROBOTS") if not m.get("thread_ts")]
+    assert len(summaries) == 1
+    ids = thread_papers(slack, "C0ROBOTS")
+    assert len(ids) == first.count == len(set(ids))

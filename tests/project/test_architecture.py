@@ -116,7 +116,9 @@ ALLOWED = {
     "slack_sdk": {"bot.channels.slack", "bot.slack.app", "bot.demo", "bot.render.slack"},
     # the clients of OpenAI-compatible endpoints: chat (texts) and embeddings (similar)
     "openai": {"bot.texts.client", "bot.similar.endpoint"},
-    "aiohttp": set(),  # slack-sdk's async clients use it; paperbell does not
+    # slack-sdk's async clients use it; the Slack channel reads its errors to tell a
+    # connection never made (safe to retry at once) from one dropped after the request
+    "aiohttp": {"bot.channels.slack"},
     # Apprise's plugins: URLs read offline (apprise_urls) and messages sent (apprise)
     "apprise": {"bot.channels.apprise", "bot.channels.apprise_urls"},
     "requests": set(),  # Apprise's plugins use it; paperbell does not

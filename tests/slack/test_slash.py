@@ -532,6 +532,8 @@ def test_the_app_manifest_declares_the_command_and_the_scopes_paperbell_uses() -
     # chat.postMessage, users.info (+ email), conversations.info, the command itself
     assert {"chat:write", "im:write", "users:read", "users:read.email", "commands"} <= scopes
     assert {"channels:read", "groups:read"} <= scopes
+    # conversations.history and .replies: was a post that got no answer posted after all?
+    assert {"channels:history", "groups:history", "im:history"} <= scopes
 
 
 def test_config_subscribers_are_found_and_the_last_rule_can_go(
