@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -59,6 +58,7 @@ from bot.sources.base import (
 )
 from bot.sources.diagnosis import HTML_RE, html_gist, status_prefix
 from bot.sources.feedtext import checked, clean_text, collapse, left_out, plausible_year, web_url
+from bot.sources.jsonitems import TooDeep, items_one_by_one, json_int
 from bot.sources.registry import register
 
 if TYPE_CHECKING:
@@ -185,7 +185,7 @@ def _load_json(body: bytes, *, where: str, http: str, source: str, url: str) -> 
             ),
         )
     try:
-        return json.loads(body, parse_int=_json_int)
+        return json.loads(body, parse_int=json_int)
     except RecursionError:
         pass  # an item nested too deep: the others are read one by one below
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
@@ -201,7 +201,7 @@ def _load_json(body: bytes, *, where: str, http: str, source: str, url: str) -> 
             hint="the service may be down or the `url` wrong; the next poll will try again",
         ) from None
     try:
-        return _items_one_by_one(body.decode(json.detect_encoding(body), "surrogatepass"))
+        return items_one_by_one(body.decode(json.detect_encoding(body), "surrogatepass"))
     except (ValueError, RecursionError):
         raise FeedFormatError(
             f"{where}: {http}the JSON is nested too deeply to read, and is not an array of "
@@ -210,77 +210,6 @@ def _load_json(body: bytes, *, where: str, http: str, source: str, url: str) -> 
             url=url,
             hint="this is not what Hugging Face sends; check the source's `url`",
         ) from None
-
-
-class _TooDeep:
-    """An item of the array nested deeper than the JSON decoder goes (left out)."""
-
-
-_JSON_SPACE_RE = re.compile(r"[ \t\n\r]*")
-# A JSON string (skipped whole: brackets inside it do not count), or a bracket. A string
-# never closed matches to the end (`closed` unset) instead of failing: a failed match would
-# be retried from every later quote, quadratic on `"\\"\\"\\"…`.
-_JSON_BRACKET_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?P<closed>")?|[\[\]{}]')
-
-
-def _items_one_by_one(text: str) -> list[Any]:
-    """The top-level JSON array in `text`, each item decoded alone; an item too deep to
-    decode becomes `_TooDeep`. ValueError if `text` is not one array of JSON values."""
-    decoder = json.JSONDecoder(parse_int=_json_int)
-    position = _JSON_SPACE_RE.match(text, 0).end()  # type: ignore[union-attr]
-    if not text.startswith("[", position):
-        raise ValueError("not an array")
-    items: list[Any] = []
-    position = _JSON_SPACE_RE.match(text, position + 1).end()  # type: ignore[union-attr]
-    if text.startswith("]", position):
-        position += 1
-    else:
-        while True:
-            try:
-                item, position = decoder.raw_decode(text, position)
-            except RecursionError:
-                item, position = _TooDeep(), _end_of_value(text, position)
-            items.append(item)
-            position = _JSON_SPACE_RE.match(text, position).end()  # type: ignore[union-attr]
-            if text.startswith(",", position):
-                position = _JSON_SPACE_RE.match(text, position + 1).end()  # type: ignore[union-attr]
-                continue
-            if text.startswith("]", position):
-                position += 1
-                break
-            raise ValueError(f"expected ',' or ']' at {position}")
-    if text[position:].strip(" \t\n\r"):
-        raise ValueError(f"extra data at {position}")
-    return items
-
-
-def _end_of_value(text: str, start: int) -> int:
-    """Where the array or object at `start` ends, its brackets matched with a list (no
-    recursion). ValueError if they do not match."""
-    if not text.startswith(("[", "{"), start):
-        raise ValueError(f"expected an array or object at {start}")
-    closing = {"[": "]", "{": "}"}
-    expected: list[str] = []
-    for token in _JSON_BRACKET_RE.finditer(text, start):
-        bracket = token.group()
-        if bracket.startswith('"'):
-            if token.group("closed") is None:
-                raise ValueError(f"a string that never ends at {token.start()}")
-            continue
-        if bracket in closing:
-            expected.append(closing[bracket])
-        elif bracket in "]}":
-            if not expected or expected.pop() != bracket:
-                raise ValueError(f"unbalanced {bracket!r} at {token.start()}")
-            if not expected:
-                return token.end()
-    raise ValueError("the JSON ends inside an array or object")
-
-
-def _json_int(text: str) -> int | str:
-    """A JSON integer; one too long to be a count stays text (Python refuses to convert
-    more than 4300 digits, which would fail the whole body for one item)."""
-    return int(text) if len(text) <= 18 else text
 
 
 def _error_message(data: Mapping[str, Any]) -> str | None:
@@ -314,7 +243,7 @@ def _error_answer(
 
 def _paper(item: Any, *, day: date | None, source: str) -> tuple[Paper | None, str]:
     """One item as a `Paper`, or None and why it cannot be one."""
-    if isinstance(item, _TooDeep):
+    if isinstance(item, TooDeep):
         return None, "nested too deeply to read"
     if not isinstance(item, Mapping):
         return None, f"not an object but {type(item).__name__}"

@@ -250,7 +250,7 @@ def test_hugging_face_json_nested_deep_is_a_source_error() -> None:
 @given(items=st.lists(JSON, max_size=5), indent=st.sampled_from([None, 0, 2]))
 def test_reading_items_one_by_one_reads_what_json_reads(items: list[Any], indent: Any) -> None:
     """The reader used when one item is nested too deep agrees with json.loads elsewhere."""
-    from bot.sources.huggingface import _items_one_by_one, _json_int
+    from bot.sources.jsonitems import items_one_by_one, json_int
 
     text = json.dumps(items, indent=indent)
-    assert repr(_items_one_by_one(text)) == repr(json.loads(text, parse_int=_json_int))
+    assert repr(items_one_by_one(text)) == repr(json.loads(text, parse_int=json_int))
