@@ -1,4 +1,6 @@
 """Polite HTTP for sources: the only module in `bot.sources` that moves bytes over the network.
+Its `capped_client` gives the model endpoints' clients (summaries, embeddings) the same
+bound on an answer's size.
 
 `PoliteFetcher.get` does what every feed poll needs and nothing more: a conditional GET
 (ETag / Last-Modified), paperbell's User-Agent, one request in flight per host with at least
@@ -42,7 +44,7 @@ from pathlib import Path
 import httpx
 
 from bot import USER_AGENT
-from bot.core.errors import SourceError
+from bot.core.errors import AnswerTooLarge, SourceError
 from bot.core.plurals import plural
 from bot.sources.base import MEGABYTE, FetchLimits, FetchResult, FetchState
 
@@ -67,6 +69,56 @@ def make_client(timeout: float = 30.0, *, follow_redirects: bool = True) -> http
         follow_redirects=follow_redirects,
         headers={"User-Agent": USER_AGENT},
     )
+
+
+def capped_client(max_body: int) -> httpx.AsyncClient:
+    """A client for a library that reads whole answers itself (the openai client's
+    `http_client`, for the model endpoints): each answer, redirects' too, is read here
+    first and refused past `max_body` bytes, unpacked (AnswerTooLarge, which such a
+    library does not retry)."""
+    return httpx.AsyncClient(
+        transport=_CappedTransport(httpx.AsyncHTTPTransport(), max_body),
+        follow_redirects=True,
+    )
+
+
+class _CappedTransport(httpx.AsyncBaseTransport):
+    """Reads each answer whole, up to `max_body` bytes, before the client sees it."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, max_body: int) -> None:
+        self.inner = inner
+        self.max_body = max_body
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        limit = f"larger than {_megabytes(self.max_body)} MB"
+        try:
+            declared = response.headers.get("Content-Length", "").strip()
+            if declared.isdigit() and int(declared) > self.max_body:
+                raise AnswerTooLarge(
+                    f"the answer is {limit} (it declares {declared})", request=request
+                )
+            codings = response.headers.get_list("Content-Encoding", split_commas=True)
+            if len([c for c in codings if c.strip().lower() not in ("", "identity")]) > 1:
+                raise AnswerTooLarge("the answer is compressed more than once", request=request)
+            body = bytearray()
+            async for chunk in response.aiter_bytes():  # unpacked
+                body += chunk
+                if len(body) > self.max_body:
+                    raise AnswerTooLarge(f"the answer is {limit}; stopped reading", request=request)
+        finally:
+            await response.aclose()
+        unpacked = ("content-encoding", "content-length", "transfer-encoding")
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in unpacked]
+        return httpx.Response(
+            response.status_code,
+            headers=headers,
+            content=bytes(body),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 class PoliteFetcher:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import openai
 
+from bot.core.errors import AnswerTooLarge
 from bot.texts.answers import Unusable, clean_answer
 from bot.texts.prompts import TextRequest, messages
 
@@ -32,6 +34,9 @@ log = logging.getLogger(__name__)
 # is not; a reasoning model's thinking counts too (and is thrown away).
 MAX_TOKENS = {"summary": 1024, "title": 512}
 DEFAULT_MAX_TOKENS = 3072
+# The most an answer may bring: thousands of tokens are tens of KB; an endpoint sending
+# more is broken or hostile, and is not read on.
+MAX_ANSWER_BYTES = 1024 * 1024
 # Failures that every request to this endpoint would meet alike: after one, a run asks no
 # more (the rest of its papers go out with their abstracts).
 FATAL = frozenset({"unreachable", "bad key", "no such model", "forbidden", "no quota"})
@@ -75,6 +80,7 @@ class TextClient:
         timeout: float = 60.0,
         max_retries: int = 2,
         temperature: float = 0.2,
+        capped_client: Callable[[int], Any] | None = None,
     ) -> None:
         self.model = model
         self.temperature = temperature
@@ -86,6 +92,8 @@ class TextClient:
             api_key=api_key or NO_KEY,
             timeout=timeout,
             max_retries=max_retries,
+            # An HTTP client that reads no answer past its cap (None: the openai client's own).
+            http_client=capped_client(MAX_ANSWER_BYTES) if capped_client else None,
         )
 
     async def __aenter__(self) -> TextClient:
@@ -164,7 +172,7 @@ class TextClient:
                 self._token_field = "max_completion_tokens"
                 options["max_completion_tokens"] = options.pop("max_tokens")
                 answer = await self._ask(request, options)
-        except (openai.OpenAIError, ValueError) as exc:
+        except (openai.OpenAIError, ValueError, AnswerTooLarge) as exc:
             raise _failure(exc, calls=calls + _calls(exc)) from None
         calls += answer.retries_taken + 1
         try:
@@ -204,6 +212,8 @@ def _failure(exc: Exception, *, calls: int) -> TextFailure:
         failure = TextFailure("bad answer", _short(str(exc)))
     elif isinstance(exc, openai.OpenAIError):
         failure = TextFailure("error", _short(str(exc)))
+    elif isinstance(exc, AnswerTooLarge):
+        failure = TextFailure("too large", str(exc))
     else:  # a body that is not JSON (an HTML error page, cut off)
         failure = TextFailure("bad answer", f"not JSON: {_short(str(exc), 100)}")
     failure.calls = calls
@@ -256,6 +266,7 @@ class TextModel:
     concurrency: int = 4
     max_requests_per_day: int | None = None
     deadline_seconds: float = 90.0
+    capped_client: Callable[[int], Any] | None = None  # makes HTTP clients with a size cap
 
     def open(self) -> TextClient:
         """A client for one run (it holds connections: close it)."""
@@ -266,4 +277,5 @@ class TextModel:
             timeout=self.timeout,
             max_retries=self.max_retries,
             temperature=self.temperature,
+            capped_client=self.capped_client,
         )

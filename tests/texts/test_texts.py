@@ -429,6 +429,17 @@ def test_status_and_metrics_count_todays_requests_failures_and_tokens(
     assert "last error at 08:00 UTC: server error: HTTP 503" in lines
 
 
+@pytest.mark.parametrize("declared", [False, True])
+def test_an_answer_past_its_size_cap_is_not_read(
+    llm: LlmStandIn, store: Store, papers: list[Paper], declared: bool
+) -> None:
+    llm.flood_next(64 * 1024 * 1024, declared=declared)
+    _, run = write(config(llm.base_url), store, [digest("ada", papers[:1], summaries=True)])
+    (asked,) = llm.chat_requests  # not asked again: another try would cost as much
+    assert run.failed == {"too large": 1}, run.line()
+    assert asked.sent < 16 * 1024 * 1024  # reading stopped at the cap
+
+
 def test_a_stored_tag_that_is_no_tag_is_no_translation_and_no_crash(
     llm: LlmStandIn, store: Store, papers: list[Paper]
 ) -> None:
