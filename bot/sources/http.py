@@ -75,11 +75,38 @@ def capped_client(max_body: int) -> httpx.AsyncClient:
     """A client for a library that reads whole answers itself (the openai client's
     `http_client`, for the model endpoints): each answer, redirects' too, is read here
     first and refused past `max_body` bytes, unpacked (AnswerTooLarge, which such a
-    library does not retry)."""
-    return httpx.AsyncClient(
-        transport=_CappedTransport(httpx.AsyncHTTPTransport(), max_body),
-        follow_redirects=True,
-    )
+    library does not retry). It goes through the environment's proxies, as httpx's
+    default client does."""
+    return httpx.AsyncClient(transport=_EnvironmentProxies(max_body), follow_redirects=True)
+
+
+class _EnvironmentProxies(httpx.AsyncBaseTransport):
+    """Capped transports, chosen per request as httpx's default client chooses: the proxy the
+    environment names for the URL's scheme (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY), direct for
+    a host in NO_PROXY. A client given a transport of its own takes no proxy from the
+    environment, and a model endpoint is often reached only through one."""
+
+    def __init__(self, max_body: int) -> None:
+        proxies = urllib.request.getproxies()
+        self.direct = _CappedTransport(httpx.AsyncHTTPTransport(), max_body)
+        self.proxied: dict[str, _CappedTransport] = {}
+        for scheme in ("http", "https"):
+            if proxy := proxies.get(scheme) or proxies.get("all"):
+                proxy = proxy if "://" in proxy else f"http://{proxy}"  # as httpx reads it
+                inner = httpx.AsyncHTTPTransport(proxy=proxy)
+                self.proxied[scheme] = _CappedTransport(inner, max_body)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        transport = self.proxied.get(request.url.scheme, self.direct)
+        if transport is not self.direct and urllib.request.proxy_bypass(
+            request.url.netloc.decode("ascii")
+        ):
+            transport = self.direct
+        return await transport.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for transport in (self.direct, *self.proxied.values()):
+            await transport.aclose()
 
 
 class _CappedTransport(httpx.AsyncBaseTransport):

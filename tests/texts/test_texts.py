@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -20,6 +21,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.demo_mail import demo_papers
 from support.llm import DEFAULT_MODEL, LlmStandIn, Reply, llm_standin, unused_base_url
+from support.servers import ForwardProxy, forward_proxy
 from support.webhooks import json_values as any_json
 
 from bot.config import Config, parse_config
@@ -438,6 +440,38 @@ def test_an_answer_past_its_size_cap_is_not_read(
     (asked,) = llm.chat_requests  # not asked again: another try would cost as much
     assert run.failed == {"too large": 1}, run.line()
     assert asked.sent < 16 * 1024 * 1024  # reading stopped at the cap
+
+
+@pytest.fixture
+def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[ForwardProxy]:
+    """A forward proxy on loopback that HTTP_PROXY names, as on a university's network, and
+    no other proxy setting from the environment the tests run in."""
+    for name in [name for name in os.environ if name.lower().endswith("_proxy")]:
+        monkeypatch.delenv(name)
+    with forward_proxy() as forwarding:
+        monkeypatch.setenv("HTTP_PROXY", forwarding.url)
+        yield forwarding
+
+
+def test_a_summary_is_asked_through_the_proxy_the_environment_names(
+    llm: LlmStandIn, store: Store, papers: list[Paper], proxy: ForwardProxy
+) -> None:
+    _, run = write(config(llm.base_url), store, [digest("ada", papers[:1], summaries=True)])
+    assert run.written == 1, run.line()
+    assert proxy.forwarded == [("POST", f"{llm.base_url}/chat/completions")]
+
+
+def test_a_host_in_no_proxy_is_asked_directly(
+    llm: LlmStandIn,
+    store: Store,
+    papers: list[Paper],
+    proxy: ForwardProxy,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NO_PROXY", "models.example.org, 127.0.0.1")
+    _, run = write(config(llm.base_url), store, [digest("ada", papers[:1], summaries=True)])
+    assert run.written == 1, run.line()
+    assert len(llm.chat_requests) == 1 and proxy.forwarded == []
 
 
 def test_a_stored_tag_that_is_no_tag_is_no_translation_and_no_crash(
