@@ -9,6 +9,7 @@
     │   ├── FeedFormatError      the body is not a feed: HTML, garbage, a truncated download
     │   ├── IncompleteResults    results read in part, then stopped (a page repeated, too many)
     │   └── ObsoleteFeedFormat   a feed format the service no longer publishes (arXiv RSS 1.0)
+    ├── AnswerTooLarge       an endpoint's answer past its size cap: not read on
     ├── StoreError           the database could not be opened or written
     │   └── OutdatedSchema       the database's schema is older than this paperbell's
     └── DeliveryError        a digest could not be delivered (SMTP down, address refused ...)
@@ -114,6 +115,15 @@ class IncompleteResults(SourceError):
 
 class ObsoleteFeedFormat(SourceError):
     """A format the service no longer publishes (arXiv's pre-2024 RSS 1.0/RDF)."""
+
+
+class AnswerTooLarge(PaperbellError):
+    """An answer refused unread past its size cap, or compressed more than once (a few KB
+    that unpack to gigabytes). `request`: the request it answered."""
+
+    def __init__(self, message: str, *, request: Any = None) -> None:
+        super().__init__(message)
+        self.request = request
 
 
 class StoreError(PaperbellError):

@@ -381,6 +381,7 @@ def text_model(config: Config) -> TextModel | None:
         concurrency=llm.concurrency,
         max_requests_per_day=llm.max_requests_per_day,
         deadline_seconds=llm.deadline_seconds,
+        capped_client=_capped_client,
     )
 
 
@@ -399,7 +400,16 @@ def embeddings_endpoint(config: Config) -> EmbeddingsEndpoint | None:
         max_retries=e.max_retries,
         batch_size=e.batch_size,
         deadline_seconds=e.deadline_seconds,
+        capped_client=_capped_client,
     )
+
+
+def _capped_client(max_body: int) -> httpx.AsyncClient:
+    """An HTTP client that reads no answer past `max_body` bytes, for the model endpoints'
+    clients (httpx is imported only by a run that asks one)."""
+    from bot.sources.http import capped_client
+
+    return capped_client(max_body)
 
 
 def _email_section(config: Config) -> EmailConfig:

@@ -6,8 +6,9 @@ site where nobody gave a verdict never loads them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bot.similar.endpoint import EmbeddingsClient, FastembedEmbedder
@@ -28,6 +29,7 @@ class EmbeddingsEndpoint:
     max_retries: int = 2
     batch_size: int = 64
     deadline_seconds: float = 120.0  # every request of one run together
+    capped_client: Callable[[int], Any] | None = None  # makes HTTP clients with a size cap
 
     @property
     def kind(self) -> str:
@@ -49,4 +51,5 @@ class EmbeddingsEndpoint:
             timeout=self.timeout,
             batch_size=self.batch_size,
             max_retries=self.max_retries,
+            capped_client=self.capped_client,
         )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -28,6 +28,7 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     import openai
 
+from bot.core.errors import AnswerTooLarge
 from bot.similar.text import MAX_TEXT
 
 __all__ = [
@@ -42,6 +43,9 @@ __all__ = [
 
 MAX_BATCH = 2048  # texts in one request (OpenAI's own limit)
 MAX_DIMENSION = 8192  # numbers in one vector: more is no embedding model we know
+# The most one number of an answer may take, as JSON ("-0.012345678901234567, "): an
+# answer past batch_size * MAX_DIMENSION of them (and a megabyte) is not read on.
+MAX_NUMBER_BYTES = 24
 NO_KEY = "no-key"  # sent as the key to a server that takes none (a local one)
 FASTEMBED_MISSING = (
     "fastembed is not installed: pip install 'paperbell[fastembed]' (it downloads its "
@@ -114,13 +118,20 @@ class EmbeddingsClient:
         timeout: float = 60.0,
         batch_size: int = 64,
         max_retries: int = 2,
+        capped_client: Callable[[int], Any] | None = None,
     ) -> None:
         self.model = model
         self.batch_size = max(1, min(batch_size, MAX_BATCH))
         import openai  # here, not at the top: ~50 MB and half a second, for runs that ask no model
 
+        max_answer = self.batch_size * MAX_DIMENSION * MAX_NUMBER_BYTES + 1024 * 1024
         self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key or NO_KEY, timeout=timeout, max_retries=max_retries
+            base_url=base_url,
+            api_key=api_key or NO_KEY,
+            timeout=timeout,
+            max_retries=max_retries,
+            # An HTTP client that reads no answer past its cap (None: the openai client's own).
+            http_client=capped_client(max_answer) if capped_client else None,
         )
 
     async def __aenter__(self) -> EmbeddingsClient:
@@ -167,6 +178,8 @@ class EmbeddingsClient:
             raise EmbeddingsFailure("unreachable", _short(str(exc.__cause__ or exc))) from None
         except openai.APIStatusError as exc:
             raise EmbeddingsFailure(_status_reason(exc.status_code), _said(exc)) from None
+        except AnswerTooLarge as exc:
+            raise EmbeddingsFailure("too large", str(exc)) from None
         except (openai.OpenAIError, ValueError, TypeError) as exc:  # not JSON, wrong shape
             raise EmbeddingsFailure("bad answer", _short(str(exc))) from None
 

@@ -1,4 +1,6 @@
 """Polite HTTP for sources: the only module in `bot.sources` that moves bytes over the network.
+Its `capped_client` gives the model endpoints' clients (summaries, embeddings) the same
+bound on an answer's size.
 
 `PoliteFetcher.get` does what every feed poll needs and nothing more: a conditional GET
 (ETag / Last-Modified), paperbell's User-Agent, one request in flight per host with at least
@@ -42,7 +44,7 @@ from pathlib import Path
 import httpx
 
 from bot import USER_AGENT
-from bot.core.errors import SourceError
+from bot.core.errors import AnswerTooLarge, SourceError
 from bot.core.plurals import plural
 from bot.sources.base import MEGABYTE, FetchLimits, FetchResult, FetchState
 
@@ -67,6 +69,83 @@ def make_client(timeout: float = 30.0, *, follow_redirects: bool = True) -> http
         follow_redirects=follow_redirects,
         headers={"User-Agent": USER_AGENT},
     )
+
+
+def capped_client(max_body: int) -> httpx.AsyncClient:
+    """A client for a library that reads whole answers itself (the openai client's
+    `http_client`, for the model endpoints): each answer, redirects' too, is read here
+    first and refused past `max_body` bytes, unpacked (AnswerTooLarge, which such a
+    library does not retry). It goes through the environment's proxies, as httpx's
+    default client does."""
+    return httpx.AsyncClient(transport=_EnvironmentProxies(max_body), follow_redirects=True)
+
+
+class _EnvironmentProxies(httpx.AsyncBaseTransport):
+    """Capped transports, chosen per request as httpx's default client chooses: the proxy the
+    environment names for the URL's scheme (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY), direct for
+    a host in NO_PROXY. A client given a transport of its own takes no proxy from the
+    environment, and a model endpoint is often reached only through one."""
+
+    def __init__(self, max_body: int) -> None:
+        proxies = urllib.request.getproxies()
+        self.direct = _CappedTransport(httpx.AsyncHTTPTransport(), max_body)
+        self.proxied: dict[str, _CappedTransport] = {}
+        for scheme in ("http", "https"):
+            if proxy := proxies.get(scheme) or proxies.get("all"):
+                proxy = proxy if "://" in proxy else f"http://{proxy}"  # as httpx reads it
+                inner = httpx.AsyncHTTPTransport(proxy=proxy)
+                self.proxied[scheme] = _CappedTransport(inner, max_body)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        transport = self.proxied.get(request.url.scheme, self.direct)
+        if transport is not self.direct and urllib.request.proxy_bypass(
+            request.url.netloc.decode("ascii")
+        ):
+            transport = self.direct
+        return await transport.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for transport in (self.direct, *self.proxied.values()):
+            await transport.aclose()
+
+
+class _CappedTransport(httpx.AsyncBaseTransport):
+    """Reads each answer whole, up to `max_body` bytes, before the client sees it."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, max_body: int) -> None:
+        self.inner = inner
+        self.max_body = max_body
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        limit = f"larger than {_megabytes(self.max_body)} MB"
+        try:
+            declared = response.headers.get("Content-Length", "").strip()
+            if declared.isdigit() and int(declared) > self.max_body:
+                raise AnswerTooLarge(
+                    f"the answer is {limit} (it declares {declared})", request=request
+                )
+            codings = response.headers.get_list("Content-Encoding", split_commas=True)
+            if len([c for c in codings if c.strip().lower() not in ("", "identity")]) > 1:
+                raise AnswerTooLarge("the answer is compressed more than once", request=request)
+            body = bytearray()
+            async for chunk in response.aiter_bytes():  # unpacked
+                body += chunk
+                if len(body) > self.max_body:
+                    raise AnswerTooLarge(f"the answer is {limit}; stopped reading", request=request)
+        finally:
+            await response.aclose()
+        unpacked = ("content-encoding", "content-length", "transfer-encoding")
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in unpacked]
+        return httpx.Response(
+            response.status_code,
+            headers=headers,
+            content=bytes(body),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 class PoliteFetcher:

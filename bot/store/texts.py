@@ -138,6 +138,18 @@ class Texts(Repository):
             session.commit()
             return bool(result.rowcount)
 
+    def charge(self, day: date, model: str, requests: int) -> None:
+        """Count `requests` more of `model` on `day`, past the limit if need be: they were
+        made already (the client's retries of a reserved one)."""
+        self._day_row(day, model)
+        with self.database.session() as session:
+            session.exec(
+                update(LlmDayRow)  # type: ignore[call-overload]
+                .where(col(LlmDayRow.day) == day, col(LlmDayRow.model) == model)
+                .values(requests=LlmDayRow.requests + requests)
+            )
+            session.commit()
+
     def record(
         self,
         day: date,

@@ -63,6 +63,8 @@ class TextShelf(Protocol):
 
     def reserve(self, day: date, model: str, limit: int | None) -> bool: ...
 
+    def charge(self, day: date, model: str, requests: int) -> None: ...
+
     def record(
         self,
         day: date,
@@ -307,6 +309,7 @@ class _Writer:
                 self._failed(request, "deadline", "the run's deadline_seconds passed")
                 return None
             except TextFailure as exc:
+                self._charge(exc.calls)
                 if exc.reason in FATAL:
                     self.fatal = (exc.reason, exc.detail)
                 self._failed(request, exc.reason, exc.detail)
@@ -315,6 +318,7 @@ class _Writer:
                 log.exception("%s: not written", request.describe())
                 self._failed(request, "error", f"{type(exc).__name__}: {exc}"[:300])
                 return None
+        self._charge(written.calls)
         self.run.prompt_tokens += written.prompt_tokens
         self.run.completion_tokens += written.completion_tokens
         try:
@@ -334,6 +338,17 @@ class _Writer:
         self.run.written += 1
         # Another run may have kept its own at the same moment: every digest shows that one.
         return kept
+
+    def _charge(self, calls: int) -> None:
+        """Count the calls a text took beyond the one reserved (the client's retries): each
+        cost the endpoint a request, so each costs the budget."""
+        assert self.llm is not None
+        if calls <= 1:
+            return
+        try:
+            self.shelf.charge(self.now.date(), self.llm.model, calls - 1)
+        except Exception:  # the budget is then short of them; the text is not lost
+            log.exception("summaries and translations: %d retries not counted", calls - 1)
 
     def _failed(
         self, request: TextRequest, reason: str, detail: str, *, asked: bool = True

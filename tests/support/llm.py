@@ -16,8 +16,8 @@ What each request gets, in this order:
    (not supported here); a model not in `models` (when given): 404 model_not_found; a
    prompt over `context_window` (when given): 400 context_length_exceeded.
 4. The next scripted step, if any (`fail_next`, `respond_next`, `drop_next`, `hang_next`,
-   `garbage_next`, or `script(step)`): each is used `times` times in order, `times=None`
-   meaning every request from then on. Steps are taken in the order requests arrive.
+   `garbage_next`, `flood_next`, or `script(step)`): each is used `times` times in order,
+   `times=None` meaning every request from then on. Steps are taken in the order requests arrive.
 5. Otherwise `answer(request)`: a str (the answer's content) or any step (a `Reply`,
    `Fail`, ...), so a test can answer each paper its own way. The default,
    `default_answer`, is described there; it is deterministic, so tests can predict it.
@@ -64,6 +64,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "Drop",
     "Fail",
+    "Flood",
     "Garbage",
     "Hang",
     "LlmStandIn",
@@ -141,7 +142,17 @@ class Garbage:
     content_type: str = "application/json"
 
 
-Step = Reply | Fail | Drop | Hang | Garbage
+@dataclass
+class Flood:
+    """A 200 chat.completion whose content runs to `size` bytes, sent as fast as the client
+    reads, its end told by closing the connection (no Content-Length; `declared`: with
+    one). The bytes sent are kept (`StandInRequest.sent`)."""
+
+    size: int
+    declared: bool = False
+
+
+Step = Reply | Fail | Drop | Hang | Garbage | Flood
 
 # status -> (type, code, message); and code -> (status, type, message), as OpenAI sends them.
 _ERRORS: dict[int, tuple[str, str | None, str]] = {
@@ -210,6 +221,7 @@ class StandInRequest:
     outcome: str = "pending"
     answered_at: float | None = None
     response: Any = None  # the body answered (a dict, or the raw garbage)
+    sent: int = 0  # body bytes sent (a Flood's)
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name.lower())
@@ -634,6 +646,10 @@ class LlmStandIn:
     ) -> None:
         """Answer with a body that is not a chat completion (HTML, cut-off JSON, ...)."""
         self.script(Garbage(body, status=status, content_type=content_type), times=times)
+
+    def flood_next(self, size: int, *, declared: bool = False, times: int | None = 1) -> None:
+        """Answer with a chat completion of `size` bytes (a broken or hostile endpoint)."""
+        self.script(Flood(size, declared=declared), times=times)
 
     def delay(self, seconds: float, *, times: int | None = None) -> None:
         """Wait `seconds` before each of the next `times` chat answers (None: every one from
@@ -1077,6 +1093,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(step.status, raw_body, step.content_type, {})
         elif isinstance(step, Reply):
             self._send_json(200, _completion(record, step, answer_id))
+        elif isinstance(step, Flood):
+            self._flood(step, record)
 
     def _answered(self, record: StandInRequest) -> Step:
         """The test's `answer` to the request; a 500 when it raises or gives no step (the
@@ -1088,7 +1106,7 @@ class _Handler(BaseHTTPRequestHandler):
             return Fail(500)
         if isinstance(answered, str):
             return Reply(answered)
-        if isinstance(answered, Reply | Fail | Drop | Hang | Garbage):
+        if isinstance(answered, Reply | Fail | Drop | Hang | Garbage | Flood):
             return answered
         self.owner.errors.append(TypeError(f"the answer is not a str or a step: {answered!r}"))
         return Fail(500)
@@ -1126,6 +1144,26 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
+
+    def _flood(self, flood: Flood, record: StandInRequest) -> None:
+        """Send `flood.size` bytes of a completion, until the client stops reading."""
+        head = json.dumps(_completion(record, Reply("x"), "chatcmpl-flood")).encode()
+        start, end = head.split(b'"x"', 1)
+        start += b'"'
+        end = b'"' + end
+        filler = flood.size - len(start) - len(end)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if flood.declared:
+            self.send_header("Content-Length", str(flood.size))
+        self.send_header("Connection", "close")
+        self._end(200, "answered")
+        self.end_headers()
+        self.close_connection = True
+        chunk = b"a" * 65536
+        for part in (start, *[chunk] * (filler // len(chunk)), chunk[: filler % len(chunk)], end):
+            self.wfile.write(part)
+            record.sent += len(part)
 
     def _send_fail(self, fail: Step, record: StandInRequest) -> None:
         assert isinstance(fail, Fail)

@@ -1,15 +1,18 @@
 """Real servers on loopback for the tests: an HTTP feed server (and what arXiv's feed serves
-day by day), an SMTP sink (aiosmtpd), a web server for the app, and a hostile HTTP server."""
+day by day), an HTTP forward proxy, an SMTP sink (aiosmtpd), a web server for the app, and a
+hostile HTTP server."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import http.client
 import os
 import socket
 import subprocess
 import threading
 import time
+import urllib.parse
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -126,6 +129,77 @@ def http_serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@dataclass
+class ForwardProxy:
+    """What `forward_proxy` forwarded: each request's method and absolute URL, in order."""
+
+    port: int = 0
+    forwarded: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+# Headers of one hop, not passed on (and those the proxy's own answer sets).
+_HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer"}
+    | {"transfer-encoding", "upgrade", "content-length", "date", "server"}
+)
+
+
+@contextmanager
+def forward_proxy() -> Iterator[ForwardProxy]:
+    """An HTTP forward proxy on loopback, as on a university's network: it takes GET and POST
+    requests for absolute http:// URLs, forwards each and sends back its whole answer (no
+    CONNECT, so no https)."""
+    state = ForwardProxy()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            target = urllib.parse.urlsplit(self.path)
+            if target.scheme != "http" or not target.hostname:
+                self.send_error(400, "a proxy needs an absolute http:// URL")
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else None
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
+            state.forwarded.append((self.command, self.path))
+            path = target.path or "/"
+            upstream = http.client.HTTPConnection(target.hostname, target.port or 80, timeout=10)
+            try:
+                upstream.request(
+                    self.command,
+                    f"{path}?{target.query}" if target.query else path,
+                    body=body,
+                    headers=headers,
+                )
+                answer = upstream.getresponse()
+                payload = answer.read()
+            except OSError:
+                self.send_error(502)
+                return
+            finally:
+                upstream.close()
+            self.send_response(answer.status, answer.reason)
+            for name, value in answer.getheaders():
+                if name.lower() not in _HOP_BY_HOP:
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_POST = do_GET
+
+    with http_serving(Handler) as state.port:
+        yield state
 
 
 class SinkHandler:

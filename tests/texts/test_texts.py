@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -20,6 +21,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.demo_mail import demo_papers
 from support.llm import DEFAULT_MODEL, LlmStandIn, Reply, llm_standin, unused_base_url
+from support.servers import ForwardProxy, forward_proxy
 from support.webhooks import json_values as any_json
 
 from bot.config import Config, parse_config
@@ -261,6 +263,24 @@ def test_the_budget_is_shared_by_the_days_runs_and_says_when_it_ran_out(
     assert (day.requests, day.over_budget) == (3, 2)
 
 
+def test_the_budget_counts_every_call_the_client_makes_its_retries_too(
+    llm: LlmStandIn, store: Store, papers: list[Paper]
+) -> None:
+    llm.fail_next(503, times=4)  # the first text: three calls, all refused; the second: two
+    cfg = config(llm.base_url, max_retries=2, max_requests_per_day=5, concurrency=1)
+    _, run = write(cfg, store, [digest("ada", papers, summaries=True)])
+    assert [r.status for r in llm.chat_requests] == [503, 503, 503, 503, 200]
+    assert (run.written, run.failed, run.over_budget) == (1, {"server error": 1}, 2)
+    (day,) = store.texts.day(NOW.date())
+    assert day.requests == len(llm.chat_requests) == 5
+
+    from bot.cli.reports import Status, texts_lines
+    from bot.store import Workers
+
+    found = Status(NOW, [], [], {}, store.texts.day(NOW.date()), Workers(None, ()))
+    assert f"{DEFAULT_MODEL}: 5 requests of 5 allowed" in "\n".join(texts_lines(cfg, found))
+
+
 def test_concurrency_bounds_the_requests_at_once(
     llm: LlmStandIn, store: Store, papers: list[Paper]
 ) -> None:
@@ -380,7 +400,7 @@ def test_status_and_metrics_count_todays_requests_failures_and_tokens(
 
     from bot.web.app import text_metrics
 
-    llm.fail_next(503, times=2)  # the first summary: asked twice, refused twice
+    llm.fail_next(503, times=2)  # the first summary: asked twice (two of the budget's three)
     cfg = config(llm.base_url, concurrency=1, max_requests_per_day=3)
     write(cfg, store, [digest("ada", papers, summaries=True)])
 
@@ -393,8 +413,8 @@ def test_status_and_metrics_count_todays_requests_failures_and_tokens(
     scraped = generate_latest(registry).decode()
     model = f'model="{DEFAULT_MODEL}"'
     assert f"paperbell_llm_requests_today{{{model}}} 3.0" in scraped
-    assert f"paperbell_llm_texts_written_today{{{model}}} 2.0" in scraped
-    assert f"paperbell_llm_texts_over_budget_today{{{model}}} 1.0" in scraped
+    assert f"paperbell_llm_texts_written_today{{{model}}} 1.0" in scraped
+    assert f"paperbell_llm_texts_over_budget_today{{{model}}} 2.0" in scraped
     assert f'paperbell_llm_texts_failed_today{{{model},reason="server error"}} 1.0' in scraped
     assert "paperbell_llm_completion_tokens_today" in scraped
 
@@ -404,11 +424,54 @@ def test_status_and_metrics_count_todays_requests_failures_and_tokens(
     found = Status(NOW, [], [], {}, store.texts.day(NOW.date()), Workers(None, ()))
     lines = "\n".join(texts_lines(cfg, found))
     assert (
-        f"{DEFAULT_MODEL}: 3 requests of 3 allowed, 2 written, 0 already stored, "
+        f"{DEFAULT_MODEL}: 3 requests of 3 allowed, 1 written, 0 already stored, "
         "1 failed (server error: 1)" in lines
     )
-    assert "the budget ran out (max_requests_per_day): 1 texts not asked for" in lines
+    assert "the budget ran out (max_requests_per_day): 2 texts not asked for" in lines
     assert "last error at 08:00 UTC: server error: HTTP 503" in lines
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_an_answer_past_its_size_cap_is_not_read(
+    llm: LlmStandIn, store: Store, papers: list[Paper], declared: bool
+) -> None:
+    llm.flood_next(64 * 1024 * 1024, declared=declared)
+    _, run = write(config(llm.base_url), store, [digest("ada", papers[:1], summaries=True)])
+    (asked,) = llm.chat_requests  # not asked again: another try would cost as much
+    assert run.failed == {"too large": 1}, run.line()
+    assert asked.sent < 16 * 1024 * 1024  # reading stopped at the cap
+
+
+@pytest.fixture
+def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[ForwardProxy]:
+    """A forward proxy on loopback that HTTP_PROXY names, as on a university's network, and
+    no other proxy setting from the environment the tests run in."""
+    for name in [name for name in os.environ if name.lower().endswith("_proxy")]:
+        monkeypatch.delenv(name)
+    with forward_proxy() as forwarding:
+        monkeypatch.setenv("HTTP_PROXY", forwarding.url)
+        yield forwarding
+
+
+def test_a_summary_is_asked_through_the_proxy_the_environment_names(
+    llm: LlmStandIn, store: Store, papers: list[Paper], proxy: ForwardProxy
+) -> None:
+    _, run = write(config(llm.base_url), store, [digest("ada", papers[:1], summaries=True)])
+    assert run.written == 1, run.line()
+    assert proxy.forwarded == [("POST", f"{llm.base_url}/chat/completions")]
+
+
+def test_a_host_in_no_proxy_is_asked_directly(
+    llm: LlmStandIn,
+    store: Store,
+    papers: list[Paper],
+    proxy: ForwardProxy,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NO_PROXY", "models.example.org, 127.0.0.1")
+    _, run = write(config(llm.base_url), store, [digest("ada", papers[:1], summaries=True)])
+    assert run.written == 1, run.line()
+    assert len(llm.chat_requests) == 1 and proxy.forwarded == []
 
 
 def test_a_stored_tag_that_is_no_tag_is_no_translation_and_no_crash(
@@ -440,6 +503,8 @@ def test_a_model_that_takes_max_completion_tokens_only_is_asked_so(
     asked = [r.body for r in llm.chat_requests]
     assert "max_tokens" in asked[0] and "max_completion_tokens" not in asked[0]
     assert "max_completion_tokens" in asked[-1] and "max_tokens" not in asked[-1]
+    (day,) = store.texts.day(NOW.date())
+    assert day.requests == len(llm.chat_requests) == 5  # the second try is charged too
 
 
 def test_two_runs_at_once_show_one_summary_and_its_own_translation(
@@ -537,6 +602,8 @@ def test_the_store_keeps_texts_and_the_days_figures_on_either_database(database_
         assert store.texts.get([(key, "b" * 16)], "m") == {}  # written from another source
         assert store.texts.put(key, "m", "Gamma.", source_hash="b" * 16, now=NOW) == "Gamma."
         assert [store.texts.reserve(NOW.date(), "m", 2) for _ in range(3)] == [True, True, False]
+        store.texts.charge(NOW.date(), "m", 2)  # retries already made: past the limit
+        assert store.texts.reserve(NOW.date(), "m", 4) is False
         for _ in range(2):
             store.texts.record(
                 NOW.date(),
@@ -548,7 +615,7 @@ def test_the_store_keeps_texts_and_the_days_figures_on_either_database(database_
                 now=NOW,
             )
         (day,) = store.texts.day(NOW.date())
-        assert (day.requests, day.written, day.cached, day.failed) == (2, 2, 4, 2)
+        assert (day.requests, day.written, day.cached, day.failed) == (4, 2, 4, 2)
         assert day.failures == {"timeout": 2} and day.last_error == "x"
 
 
