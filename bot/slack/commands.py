@@ -2,9 +2,9 @@
 
 Owns the subcommands (subscribe, list, remove, label, pause, resume, summaries, language,
 try, digest, email, manage, like, dislike, unlike, likes, help) and the words of every
-reply (those of like, dislike, unlike and likes are `bot.slack.verdicts`'); its syntax is
-`bot.slack.syntax`, whose subscription a command reaches and who may
-change it `bot.slack.subscriptions`. Must
+reply (those of like, dislike, unlike and likes are `bot.slack.verdicts`'; those of pause,
+resume, summaries and language `bot.slack.settings`'); its syntax is `bot.slack.syntax`,
+whose subscription a command reaches and who may change it `bot.slack.subscriptions`. Must
 not speak HTTP or WebSocket: the web app (`POST /slack/commands`) and the Socket Mode
 adapter are thin shells over `SlashCommands.handle`. Slack is reached only through the
 injected `Directory` (who a user is, what a channel is) and `send_now` (deliver one
@@ -22,13 +22,13 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from bot.config import SlackConfig, subscriber_problems, subscriber_settings, too_many_rules
+from bot.config import SlackConfig, subscriber_problems, too_many_rules
 from bot.core.checks import MAX_LABEL_LENGTH, check_label
 from bot.core.errors import NameTaken, PaperbellError, RuleError
 from bot.core.models import Subscriber
 from bot.core.plurals import plural
 from bot.core.schedule import check_timezone
-from bot.manage import NAME_TRIES, Manager, free_name, language_called, reading_parts
+from bot.manage import NAME_TRIES, Manager, free_name, reading_parts
 from bot.match.digest import try_rule
 from bot.pipeline.wiring import Parts
 from bot.render.mrkdwn import as_code, as_text, escape_mrkdwn, link
@@ -36,6 +36,7 @@ from bot.render.tex import letters
 from bot.rules import format_rule, parse_rule
 from bot.slack.limits import PerUserLimit
 from bot.slack.messages import CommandRequest, Directory, Reply, SendNow, SlackUser
+from bot.slack.settings import SettingsCommands
 from bot.slack.subscriptions import Subscriptions, Target
 from bot.slack.syntax import rule_error, rule_text, split_label, split_words, usage
 from bot.slack.verdicts import VerdictCommands
@@ -76,11 +77,13 @@ class SlashCommands:
     )
     subscriptions: Subscriptions = field(init=False, repr=False)
     verdicts: VerdictCommands = field(init=False, repr=False)
+    settings: SettingsCommands = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         managers = frozenset(self.slack.channel_managers)
         self.subscriptions = Subscriptions(self.parts, self.directory, self.command, managers)
         self.verdicts = VerdictCommands(self.store, self.subscriptions, self.command, self.clock)
+        self.settings = SettingsCommands(self.parts, self.subscriptions, self.command, self.clock)
 
     @property
     def command(self) -> str:
@@ -108,10 +111,10 @@ class SlashCommands:
             "rm": self._remove,
             "unsubscribe": self._remove,
             "label": self._label,
-            "pause": self._pause,
-            "resume": self._resume,
-            "summaries": self._summaries,
-            "language": self._language,
+            "pause": self.settings.pause,
+            "resume": self.settings.resume,
+            "summaries": self.settings.summaries,
+            "language": self.settings.language,
             "try": self._try,
             "digest": self._digest,
             "email": self._email,
@@ -275,92 +278,6 @@ class SlashCommands:
             f"Rule {number}, {as_code(text)}, is now shown as *{as_text(label)}*.",
             public=target.channel is not None,
         )
-
-    async def _pause(self, request: CommandRequest, args: list[str]) -> Reply:
-        return await self._set_active(request, args, active=False)
-
-    async def _resume(self, request: CommandRequest, args: list[str]) -> Reply:
-        return await self._set_active(request, args, active=True)
-
-    async def _set_active(self, request: CommandRequest, args: list[str], *, active: bool) -> Reply:
-        target, _ = await self.subscriptions.target(request, args, manage=True)
-        sub = await self.subscriptions.owned(request, target, allow_config=True)
-        await asyncio.to_thread(
-            self.store.subscribers.set_active, sub.name, active, now=self.clock()
-        )
-        whose = f"<#{target.channel.id}>'s" if target.channel else "Your"
-        if active:
-            return Reply(
-                f"{whose} digests are back on. {self._when(sub)}", public=bool(target.channel)
-            )
-        return Reply(
-            f"{whose} digests are paused. `{self.command} resume{target.suffix}` brings them back.",
-            public=bool(target.channel),
-        )
-
-    async def _summaries(self, request: CommandRequest, args: list[str]) -> Reply:
-        """`summaries [#channel] on|off`: a short summary in place of each abstract."""
-        target, args = await self.subscriptions.target(request, args, manage=True)
-        sub = await self.subscriptions.owned(request, target)
-        wanted = args[0].strip().lower() if len(args) == 1 else ""
-        if wanted not in ("on", "off"):
-            return Reply(
-                f"Summaries are {'on' if sub.summaries else 'off'}. `{self.command} summaries"
-                f"{target.suffix} on` puts a short summary in place of each abstract; `off` "
-                "shows the abstracts."
-            )
-        await asyncio.to_thread(
-            self.store.subscribers.set_schedule, sub.name, summaries=wanted == "on"
-        )
-        whose = target.whose
-        if wanted == "off":
-            text = f"Summaries off: {whose} digests show each paper's abstract."
-        else:
-            text = (
-                f"Summaries on: {whose} digests give a short summary in place of each abstract "
-                "(the abstract is a click away)."
-            )
-            if self.parts.text_model is None:
-                text += (
-                    "\n_No model is set up here yet: the summaries are Hugging Face's where a "
-                    "paper has one, else the abstract._"
-                )
-        return Reply(text, public=target.channel is not None)
-
-    async def _language(self, request: CommandRequest, args: list[str]) -> Reply:
-        """`language [#channel] TAG|off`: each title and abstract also in that language."""
-        target, args = await self.subscriptions.target(request, args, manage=True)
-        sub = await self.subscriptions.owned(request, target)
-        whose = target.whose
-        if not args or not args[0].strip():
-            now = f"in {language_called(sub.language)} beside" if sub.language else "only in"
-            return Reply(
-                f"Digests come {now} English. `{self.command} language{target.suffix} zh` "
-                "adds a translation (a language tag: zh, ja, de, pt-BR ...); `off`: English "
-                "only."
-            )
-        settings, problems = subscriber_settings(sub.name, {"language": args[0]})
-        if problems:
-            problem = problems[0].partition(": ")[2] or problems[0]
-            return Reply(
-                f":warning: {escape_mrkdwn(problem)}. Give a language tag such as zh, ja, de "
-                f"or pt-BR, or `{self.command} language{target.suffix} off` for English only."
-            )
-        language = settings["language"]
-        await asyncio.to_thread(self.store.subscribers.set_schedule, sub.name, language=language)
-        public = target.channel is not None
-        if language is None:
-            return Reply(f"From now on {whose} digests are in English only.", public=public)
-        text = (
-            f"From now on {whose} digests show each title and abstract in "
-            f"{language_called(language)} beside the English."
-        )
-        if self.parts.text_model is None:
-            text += (
-                "\n_No model is set up here yet: until your paperbell admin adds one, the "
-                "digests stay in English._"
-            )
-        return Reply(text, public=public)
 
     async def _try(self, request: CommandRequest, args: list[str]) -> Reply:
         if not args:
