@@ -37,7 +37,6 @@ from bot.core.schedule import WEEKDAYS
 from bot.manage import (
     Manager,
     Refused,
-    RuleProblem,
     SiteChoices,
     language_choices,
     mask,
@@ -45,6 +44,7 @@ from bot.manage import (
     paper_count_choices,
     reading_parts,
 )
+from bot.manage.rules import RuleProblem
 from bot.pipeline import wire
 from bot.render.notice import NoticeKind
 from bot.render.words import N_, words_for
