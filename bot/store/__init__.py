@@ -5,7 +5,8 @@ migrations and the schema's version: bot.store.schema, `schema_state`, `upgrade_
 a copy of a SQLite file while it is in use: `backup_database`; `Store.open_at`, a child
 process's way in, confirms the revision its parent checked) and
 hands out one repository per kind of data: `store.papers`, `store.sources` (their polls),
-`store.subscribers` (with their rules; many added or mirrored at once: bot.store.bulk),
+`store.subscribers` (with their rules; read: bot.store.subscriber_queries; many added or
+mirrored at once: bot.store.bulk),
 `store.feedback` (verdicts on papers), `store.vectors` (texts' embeddings),
 `store.ranking_models`, `store.rule_counts`,
 `store.outbox` (digests to send, deliveries), `store.archive` (what each subscriber was

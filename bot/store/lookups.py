@@ -1,7 +1,7 @@
 """A stored subscriber's record, and the statements that read one subscriber: by its id,
-with its rules and places (`Subscribers.all(only=...)`), or by its Slack user or channel
-(`Subscribers.by_slack`). Made once, with bind parameters: the slash command and the pages
-read one subscriber a request.
+with its rules and places (`SubscriberQueries.all(only=...)`), or by its Slack user or
+channel (`SubscriberQueries.by_slack`). Made once, with bind parameters: the slash command
+and the pages read one subscriber a request.
 """
 
 from __future__ import annotations
