@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from bot.channels import Target
     from bot.core.calendar import PollPlan
     from bot.pipeline.health import SourceHealth
-    from bot.pipeline.scheduler import DigestPlan
+    from bot.pipeline.planning import DigestPlan
     from bot.store import (
         BounceDay,
         LeftOut,
@@ -256,7 +256,7 @@ def gather_status(config: Config, store: Store, *, now: datetime) -> Status:
     from bot.channels import subscriber_targets  # only `status` needs them here
     from bot.pipeline import build_sources, listing_checks
     from bot.pipeline.health import source_health, source_plans
-    from bot.pipeline.scheduler import digest_plans
+    from bot.pipeline.planning import digest_plans
     from bot.pipeline.wiring import channel_settings
     from bot.store import workers
 

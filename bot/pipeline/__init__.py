@@ -20,8 +20,8 @@ Modules: `wiring` (config -> parts), `poll`, `deliver` (with `texts`, the summar
 translations of the papers going out, `dispatch`, the queue and send steps and their
 reports, `jobs`, the digest queued as a job and rendered by the worker that claims it, and
 `activity`, the rule counts the manage page shows), `scheduler` (the daemon:
-when to poll and deliver) and `backfill` (past days into the store), the last two
-imported from their modules.
+when to poll and deliver, with `planning`, whose digest is due) and `backfill` (past days
+into the store), the last three imported from their modules.
 """
 
 from bot.pipeline.activity import refresh_rule_counts

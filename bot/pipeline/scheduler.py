@@ -5,9 +5,10 @@ Every `tick` does three things in order, each safe to repeat:
 
 1. poll the sources whose time has come (`bot.core.calendar.plan_poll`: arXiv listings from
    about midnight US Eastern on feed days until new ids appear, other sources at an interval);
-2. build and queue the digests whose slot has come (`bot.core.schedule`), once the listing they
-   should hold is in (or late past the deadline); a slot is remembered as handled, and the
-   outbox is unique per slot, so neither a restart nor a second process queues one twice.
+2. build and queue the digests whose slot has come (`bot.core.schedule`; who is due and what
+   each digest reaches back to: `bot.pipeline.planning`), once the listing they should hold
+   is in (or late past the deadline); a slot is remembered as handled, and the outbox is
+   unique per slot, so neither a restart nor a second process queues one twice.
    With sender processes, `paperbell run` has this done by a planner process of its own
    (`planner`, bot.cli.planner), so that a run never holds the web app's event loop;
 3. send what the outbox holds and is due (`bot.channels.outbox.drain`).
@@ -39,29 +40,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from bot.channels.outbox import Attempt, drain, worker_name
-from bot.core.calendar import (
-    ArxivCalendar,
-    PollPlan,
-    PollPolicy,
-    eastern_date,
-    listing_day,
-)
+from bot.core.calendar import PollPlan, eastern_date
 from bot.core.models import Subscriber
 from bot.core.plurals import plural
-from bot.core.schedule import Slot, latest_slot, next_slot
-from bot.match.digest import empty_note
-from bot.pipeline.deliver import DeliveryReport, DeliveryRequest, deliver
+from bot.pipeline.deliver import DeliveryReport
 from bot.pipeline.health import SourceHealth, source_health, source_plans
 from bot.pipeline.jobs import renderer
+from bot.pipeline.planning import plan_due
 from bot.pipeline.poll import PollReport, check_listing, poll_source
 from bot.pipeline.retention import prune_old, pruned_line
-from bot.pipeline.texts import TextsRun
 from bot.pipeline.wiring import DaemonParts, Parts
 from bot.store import Leadership, workers
 
@@ -74,47 +67,6 @@ FOLLOWER_SECONDS = 5.0
 # tick (the rest at the next ticks), so that no tick waits long for it.
 PRUNE_EVERY = timedelta(days=1)
 PRUNE_BATCHES = 20
-
-
-@dataclass(frozen=True, slots=True)
-class DigestPlan:
-    """A subscriber's digest: the slot due now (if any), and the next one."""
-
-    subscriber: Subscriber
-    due: Slot | None  # a slot that has come and is not handled yet
-    next: Slot
-    waiting_for: tuple[str, ...] = ()  # sources whose listing the due slot waits for
-
-
-def digest_plans(
-    subscribers: Sequence[Subscriber],
-    plans: dict[str, PollPlan],
-    calendar: ArxivCalendar,
-    policy: PollPolicy,
-    *,
-    now: datetime,
-) -> list[DigestPlan]:
-    """Whose digest is due: the latest slot of their schedule, if it came after they
-    subscribed and is not handled yet; it waits while a calendar source has not brought the
-    listing of the slot's feed day and is not yet late."""
-    result = []
-    for sub in subscribers:
-        upcoming = next_slot(sub.schedule, now)
-        slot = latest_slot(sub.schedule, now)
-        if slot.key == sub.last_slot or (sub.created is not None and slot.at < sub.created):
-            result.append(DigestPlan(sub, None, upcoming))
-            continue
-        day = calendar.last_feed_day(listing_day(policy, slot.at))
-        waiting = tuple(
-            name
-            for name, plan in plans.items()
-            if plan.feed_day is not None
-            and plan.feed_day <= day
-            and plan.expected
-            and not (plan.has_it or plan.late or plan.missed)
-        )
-        result.append(DigestPlan(sub, slot, upcoming, waiting))
-    return result
 
 
 @dataclass
@@ -311,116 +263,16 @@ class Daemon:
         each slot marked handled; a line logged per digest. `should_stop()` ends the run
         early (default: the daemon is stopping)."""
         should_stop = should_stop or (lambda: self.stopping)
-        plans = self.plans(now)
-        due = {}
-        for plan in digest_plans(self.subscribers(), plans, self.calendar, self.policy, now=now):
-            if plan.due is None or plan.subscriber.id is None:
-                continue
-            if plan.waiting_for:
-                log.debug("%s: waiting for %s", plan.subscriber.name, ", ".join(plan.waiting_for))
-                continue
-            due[plan.subscriber.id] = (plan.subscriber, plan.due)
-        if not due:
-            return []
-        window = self.parts.window_days
-
-        def window_start(sub: Subscriber, slot: Slot) -> date:
-            # The schedule's window (at least window_days), and at least back to the day the
-            # previous slot covered: a listing that came late, after that digest, is dated
-            # then, and its papers belong in this one. A week at least after a weekly slot:
-            # the first daily digest after a change from weekly reaches back to the last
-            # weekly one.
-            weekly = (sub.last_slot or "").startswith("weekly:")
-            days = max(window, sub.schedule.days, 7 if weekly else 1)
-            previous = latest_slot(sub.schedule, slot.at - timedelta(seconds=1))
-            first = listing_day(self.policy, slot.at) - timedelta(days=days - 1)
-            return min(first, listing_day(self.policy, previous.at))
-
-        def since(sub: Subscriber) -> date:
-            # Back over the previous slot's window too (if the subscriber had one): a digest
-            # given up releases its papers to this one, a week of them for a weekly digest.
-            slot = due[sub.id or 0][1]
-            previous = latest_slot(sub.schedule, slot.at - timedelta(seconds=1))
-            if sub.created is not None and previous.at < sub.created:
-                return window_start(sub, slot)
-            return min(window_start(sub, slot), window_start(sub, previous))
-
-        states = {s.name: s for s in self.store.sources.states()}
-        failing = [
-            (state.name, failed)
-            for state in states.values()
-            if state.last_result == "error"
-            and state.name in plans  # a source still configured
-            and (failed := state.failing_since or state.last_poll) is not None
-        ]
-        nothing: dict[int, str] = {}  # why each subscriber's slot sent nothing
-        # The feed days whose listing is late and that no repair filled in (read once).
-        late_days = {
-            p.feed_day
-            for name, p in plans.items()
-            if p.late and p.feed_day is not None and not self._filled_in(name, p.feed_day)
-        }
-
-        def note(sub: Subscriber) -> str | None:
-            slot = due[sub.id or 0][1]
-            day = listing_day(self.policy, slot.at)
-            first = day - timedelta(days=sub.schedule.days - 1)
-            late = day in late_days
-            counts = self.store.papers.per_day(first, day)
-            text = empty_note(
-                self.calendar,
-                feed_day=day,
-                days=sub.schedule.days,
-                papers=sum(counts.values()),
-                late=late,
-                deadline=self.checks.deadline_text,
-                failing=failing,
-            )
-            nothing[sub.id or 0] = text
-            return text if sub.notify_empty else None
-
-        request = DeliveryRequest(
-            subscribers=[sub for sub, _ in due.values()],
-            since=since,
-            period=lambda sub: due[sub.id or 0][1].key,
-            note=note,
-            catch_up=False,
-            sends=self.sends,
-        )
-        reports = await deliver(
+        return await plan_due(
             self.parts,
-            request,
+            self.checks,
+            self.plans(now),
+            self.subscribers(),
             now=now,
             clock=self.clock,
+            sends=self.sends,
             should_stop=should_stop,
-            on_texts=_log_texts,
         )
-        # Handled, whatever came of it: a failure is in the outbox (and status); a slot
-        # with nothing to send is not tried again every tick. A run stopped early leaves
-        # the subscribers it did not reach to the next run.
-        reached = {report.subscriber for report in reports}
-        stopped = should_stop()
-        handled = {
-            sid: slot.key for sid, (sub, slot) in due.items() if sub.name in reached or not stopped
-        }
-        sent = {report.subscriber for report in reports if report.count}
-        for sid, (sub, _) in due.items():  # one channel had nothing, another papers
-            if sub.name in sent:
-                nothing.pop(sid, None)
-        self.store.subscribers.mark_slots(handled, notes=nothing)
-        for report in reports:
-            log.info(
-                "digest for %s: %s (%s)",
-                report.subscriber,
-                report.status,
-                plural(report.count, "paper"),
-            )
-        return reports
-
-    def _filled_in(self, source: str, day: date) -> bool:
-        """Whether a repair from the arXiv API filled in `source`'s listing of `day`."""
-        listing = self.store.sources.listing(source, day)
-        return listing is not None and bool(listing.repaired)
 
     async def send_due(self) -> list[Attempt]:
         """Render and send the queued digests that are due (retries wait for their time)."""
@@ -624,9 +476,3 @@ class Daemon:
 
 def _count(counter: dict[str, int], key: str, by: int = 1) -> None:
     counter[key] = counter.get(key, 0) + by
-
-
-def _log_texts(run: TextsRun) -> None:
-    """A delivery's summaries and translations, in the log (a warning when some failed)."""
-    if line := run.line():
-        log.log(logging.WARNING if run.missing else logging.INFO, "%s", line)

@@ -90,7 +90,7 @@ def test_a_run_is_planned_in_the_planner_process_and_counted_by_the_daemon(
     assert not [r for r in caplog.records if r.getMessage().startswith("digest for")]
     err = capfd.readouterr().err
     for name in NAMES:
-        assert f"paperbell-planner bot.pipeline.scheduler: digest for {name}: queued" in err
+        assert f"paperbell-planner bot.pipeline.planning: digest for {name}: queued" in err
     assert planner.process is not None and planner.process.pid != os.getpid()
     assert not planner.process.is_alive()  # stopped with the daemon
 
