@@ -13,7 +13,7 @@ import enum
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, text
+from sqlalchemy import delete, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -246,7 +246,7 @@ class Subscribers(SubscriberQueries):
         last rule is refused, unless `last_pauses`: then the subscriber stops too."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
-            rules = self._rules(session, row)
+            rules = self._rules_in_turn(session, row)
             if not 1 <= number <= len(rules):
                 raise StoreError(f"{name!r} has no rule {number} (it has {len(rules)})")
             if len(rules) == 1 and last_pauses:
@@ -269,7 +269,7 @@ class Subscribers(SubscriberQueries):
         already. The last rule is refused (a StoreError)."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
-            rules = self._rules(session, row)
+            rules = self._rules_in_turn(session, row)
             found = next((rule for rule in rules if rule.text == text), None)
             if found is None:
                 return False
@@ -483,6 +483,25 @@ class Subscribers(SubscriberQueries):
         """A subscriber's rules, in the order `list` numbers them."""
         query = select(RuleRow).where(RuleRow.subscriber_id == row.id).order_by(col(RuleRow.id))
         return list(session.exec(query).all())
+
+    @classmethod
+    def _rules_in_turn(cls, session: Session, row: SubscriberRow) -> list[RuleRow]:
+        """A subscriber's rules, read after taking their turn to change them, held until
+        the transaction ends: a change at the same moment waits, then reads what this one
+        left, so that two removals at once never both see a rule to spare. PostgreSQL
+        locks the subscriber's row; SQLite's first write takes its one write lock (a
+        write that changes nothing)."""
+        if session.get_bind().dialect.name == "postgresql":
+            lock = select(SubscriberRow.id).where(SubscriberRow.id == row.id).with_for_update()
+            session.exec(lock).one()
+        else:
+            session.execute(
+                update(SubscriberRow)
+                .where(col(SubscriberRow.id) == row.id)
+                .values(active=SubscriberRow.active)
+                .execution_options(synchronize_session=False)
+            )
+        return cls._rules(session, row)
 
     @staticmethod
     def _database_subscriber(
