@@ -334,6 +334,29 @@ class Subscribers(SubscriberQueries):
             session.commit()
             return old
 
+    def replace_rule_text(
+        self, name: str, was: str, text: str, *, label: str | Keep | None = KEEP
+    ) -> bool:
+        """Change the database subscriber's rule `was` into `text`, wherever it is in their
+        list now (a page that showed it changes that rule, however the numbers moved
+        since), and its label when `label` is given (None: no label). False when `was` is
+        gone."""
+        with self.database.session() as session:
+            row = self._database_subscriber(session, name)
+            rules = self._rules_in_turn(session, row)
+            rule = next((r for r in rules if r.text == was), None)
+            if rule is None:
+                return False
+            if any(r.text == text for r in rules if r is not rule):
+                raise StoreError(f"{name!r} has that rule already")
+            rule.text = text
+            if not isinstance(label, Keep):
+                rule.label = label or None
+            _check_labels(name, rules)
+            session.add(rule)
+            session.commit()
+            return True
+
     def set_label(self, name: str, number: int, label: str | None) -> str:
         """Give rule `number` (1-based) of a database subscriber the label `label` (checked;
         None: none); returns the rule's text."""

@@ -1,6 +1,7 @@
-"""A rule removed by the rule a page showed, not by its place: two "Remove this rule" posts
-of one rule at once (a double click: each request read the rules before either removed
-one) removed it and the rule after it.
+"""A rule removed or changed by the rule a page showed, not by its place: two "Remove this
+rule" posts of one rule at once (a double click: each request read the rules before either
+removed one) removed it and the rule after it; an edit posted after a removal changed the
+rule that moved into the edited one's place.
 
 A request reads the subscriber, finds the number the shown rule has, then removes by that
 number; the other request's removal, between the two, moved the next rule into its place.
@@ -44,6 +45,24 @@ def test_two_removals_of_one_rule_at_once_remove_that_rule_alone(
     assert manager.remove_rule(first, 1, was="robot") is None
     assert manager.remove_rule(second, 1, was="robot") is None
     assert store.subscribers.rule_texts("ada") == ["qubit", "drone"]
+
+
+def test_an_edit_posted_after_a_removal_moved_the_numbers_changes_the_rule_shown(
+    store: Store, database_url: str
+) -> None:
+    """The edit form of "qubit" (rule 2) posted by a request that read Ada before another
+    removed "robot": "qubit" is rule 1 now, and rule 2 is "drone"."""
+    config = web_config(database_url, 2525, web={"signup": True})
+    manager = Manager(SiteChoices.of(config), wire(config, store), clock=lambda: NOW)
+    ada, _ = store.subscribers.add(
+        "ada", email="ada@lab.example", rules=["robot", "qubit", "drone"], now=NOW
+    )
+    assert ada.id is not None
+    removing, editing = manager.subscriber(ada.id), manager.subscriber(ada.id)
+    assert removing is not None and editing is not None
+    assert manager.remove_rule(removing, 1, was="robot") is None
+    assert manager.edit_rule(editing, 2, "qubit*", was="qubit") is None
+    assert store.subscribers.rule_texts("ada") == ["qubit*", "drone"]
 
 
 WAIT = 3  # seconds: less than SQLite's wait for its write lock (5 s)
