@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 from sqlalchemy import delete, text, update
 from sqlalchemy.exc import IntegrityError
@@ -68,6 +69,14 @@ class Keep(enum.Enum):
 
 
 KEEP = Keep.KEEP
+
+
+class RemovedRule(NamedTuple):
+    """A rule removed (`remove_rule`): its text, and whether the subscriber stopped with
+    it (it was their last)."""
+
+    text: str
+    stopped: bool
 
 
 class Subscribers(SubscriberQueries):
@@ -241,9 +250,10 @@ class Subscribers(SubscriberQueries):
         (subscriber,) = self.all(include_inactive=True, only=subscriber_id)
         return subscriber, created
 
-    def remove_rule(self, name: str, number: int, *, last_pauses: bool = False) -> str:
+    def remove_rule(self, name: str, number: int, *, last_pauses: bool = False) -> RemovedRule:
         """Delete the subscriber's rule number `number` (1-based, as `list` shows it). The
-        last rule is refused, unless `last_pauses`: then the subscriber stops too."""
+        last rule is refused, unless `last_pauses`: then the subscriber stops too (as
+        found here: another change may have come since the caller read the rules)."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
             rules = self._rules_in_turn(session, row)
@@ -260,7 +270,7 @@ class Subscribers(SubscriberQueries):
             text = rules[number - 1].text
             session.delete(rules[number - 1])
             session.commit()
-            return text
+            return RemovedRule(text, stopped=len(rules) == 1)
 
     def remove_rule_text(self, name: str, text: str) -> bool:
         """Delete the database subscriber's rule `text`, wherever it is in their list now: a
