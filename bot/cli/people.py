@@ -330,8 +330,8 @@ def unsubscribe(
         click.echo(f"removed an Apprise destination of {name}")
         return
     if rule_number is not None:
-        text = store.subscribers.remove_rule(name, rule_number)
-        click.echo(f"removed rule {rule_number} of {name}: {text}")
+        removed = store.subscribers.remove_rule(name, rule_number)
+        click.echo(f"removed rule {rule_number} of {name}: {removed.text}")
     elif delete:
         gone = name not in {s.name for s in config.subscribers}  # a name the file dropped
         store.subscribers.delete(name, config_gone=gone)

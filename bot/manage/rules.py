@@ -21,6 +21,12 @@ from bot.store import Store
 
 __all__ = ["RuleActivity", "RuleProblem", "Rules"]
 
+# What an edit of a rule changed or removed since its page was shown says.
+STALE_RULE = (
+    "That rule was changed or removed since the page was shown, so nothing was saved: "
+    "here are your rules as they are now."
+)
+
 
 @dataclass(frozen=True)
 class RuleProblem:
@@ -139,19 +145,23 @@ class Rules:
         if found is None:
             if text.strip() in sub.rules:  # the same change sent twice
                 return None
-            raise StoreError(
-                "That rule was changed or removed since the page was shown, so nothing was "
-                "saved: here are your rules as they are now."
-            )
+            raise StoreError(STALE_RULE)
         number = found
         kept, problem = self.check_label(sub, text, label, number=number)
         if problem is not None:
             return problem
         try:
-            self.store.subscribers.replace_rule(sub.name, number, text.strip(), label=kept)
+            if was is None:
+                self.store.subscribers.replace_rule(sub.name, number, text.strip(), label=kept)
+                return None
+            # By its text: another removal since `sub` was read moved the numbers.
+            if self.store.subscribers.replace_rule_text(sub.name, was, text.strip(), label=kept):
+                return None
         except StoreError as exc:
             return RuleProblem(exc.message, text.strip(), label=label)
-        return None
+        if text.strip() in self.store.subscribers.rule_texts(sub.name):  # sent twice
+            return None
+        raise StoreError(STALE_RULE)
 
     def remove_rule(self, sub: Subscriber, number: int, *, was: str | None = None) -> str | None:
         """Remove rule `number` (the one the page showed as `was`: gone already, nothing

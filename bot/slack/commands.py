@@ -236,17 +236,17 @@ class SlashCommands:
                 f"(`{self.command} list` numbers them)"
             )
         number = int(args[0])
-        text = await asyncio.to_thread(
+        removed = await asyncio.to_thread(
             self.store.subscribers.remove_rule, sub.name, number, last_pauses=True
         )
         stopped = (
             f" That was the last rule: the digests stop until you `{self.command} subscribe"
             f"{target.suffix}` again."
-            if len(sub.rules) == 1
+            if removed.stopped
             else ""
         )
         return Reply(
-            f"Removed rule {number}, {as_code(text)}.{stopped}",
+            f"Removed rule {number}, {as_code(removed.text)}.{stopped}",
             public=target.channel is not None,
         )
 

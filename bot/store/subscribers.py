@@ -12,8 +12,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import NamedTuple
 
-from sqlalchemy import delete, text
+from sqlalchemy import delete, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -68,6 +69,14 @@ class Keep(enum.Enum):
 
 
 KEEP = Keep.KEEP
+
+
+class RemovedRule(NamedTuple):
+    """A rule removed (`remove_rule`): its text, and whether the subscriber stopped with
+    it (it was their last)."""
+
+    text: str
+    stopped: bool
 
 
 class Subscribers(SubscriberQueries):
@@ -241,12 +250,13 @@ class Subscribers(SubscriberQueries):
         (subscriber,) = self.all(include_inactive=True, only=subscriber_id)
         return subscriber, created
 
-    def remove_rule(self, name: str, number: int, *, last_pauses: bool = False) -> str:
+    def remove_rule(self, name: str, number: int, *, last_pauses: bool = False) -> RemovedRule:
         """Delete the subscriber's rule number `number` (1-based, as `list` shows it). The
-        last rule is refused, unless `last_pauses`: then the subscriber stops too."""
+        last rule is refused, unless `last_pauses`: then the subscriber stops too (as
+        found here: another change may have come since the caller read the rules)."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
-            rules = self._rules(session, row)
+            rules = self._rules_in_turn(session, row)
             if not 1 <= number <= len(rules):
                 raise StoreError(f"{name!r} has no rule {number} (it has {len(rules)})")
             if len(rules) == 1 and last_pauses:
@@ -260,7 +270,7 @@ class Subscribers(SubscriberQueries):
             text = rules[number - 1].text
             session.delete(rules[number - 1])
             session.commit()
-            return text
+            return RemovedRule(text, stopped=len(rules) == 1)
 
     def remove_rule_text(self, name: str, text: str) -> bool:
         """Delete the database subscriber's rule `text`, wherever it is in their list now: a
@@ -269,7 +279,7 @@ class Subscribers(SubscriberQueries):
         already. The last rule is refused (a StoreError)."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
-            rules = self._rules(session, row)
+            rules = self._rules_in_turn(session, row)
             found = next((rule for rule in rules if rule.text == text), None)
             if found is None:
                 return False
@@ -333,6 +343,29 @@ class Subscribers(SubscriberQueries):
             session.add(rule)
             session.commit()
             return old
+
+    def replace_rule_text(
+        self, name: str, was: str, text: str, *, label: str | Keep | None = KEEP
+    ) -> bool:
+        """Change the database subscriber's rule `was` into `text`, wherever it is in their
+        list now (a page that showed it changes that rule, however the numbers moved
+        since), and its label when `label` is given (None: no label). False when `was` is
+        gone."""
+        with self.database.session() as session:
+            row = self._database_subscriber(session, name)
+            rules = self._rules_in_turn(session, row)
+            rule = next((r for r in rules if r.text == was), None)
+            if rule is None:
+                return False
+            if any(r.text == text for r in rules if r is not rule):
+                raise StoreError(f"{name!r} has that rule already")
+            rule.text = text
+            if not isinstance(label, Keep):
+                rule.label = label or None
+            _check_labels(name, rules)
+            session.add(rule)
+            session.commit()
+            return True
 
     def set_label(self, name: str, number: int, label: str | None) -> str:
         """Give rule `number` (1-based) of a database subscriber the label `label` (checked;
@@ -483,6 +516,25 @@ class Subscribers(SubscriberQueries):
         """A subscriber's rules, in the order `list` numbers them."""
         query = select(RuleRow).where(RuleRow.subscriber_id == row.id).order_by(col(RuleRow.id))
         return list(session.exec(query).all())
+
+    @classmethod
+    def _rules_in_turn(cls, session: Session, row: SubscriberRow) -> list[RuleRow]:
+        """A subscriber's rules, read after taking their turn to change them, held until
+        the transaction ends: a change at the same moment waits, then reads what this one
+        left, so that two removals at once never both see a rule to spare. PostgreSQL
+        locks the subscriber's row; SQLite's first write takes its one write lock (a
+        write that changes nothing)."""
+        if session.get_bind().dialect.name == "postgresql":
+            lock = select(SubscriberRow.id).where(SubscriberRow.id == row.id).with_for_update()
+            session.exec(lock).one()
+        else:
+            session.execute(
+                update(SubscriberRow)
+                .where(col(SubscriberRow.id) == row.id)
+                .values(active=SubscriberRow.active)
+                .execution_options(synchronize_session=False)
+            )
+        return cls._rules(session, row)
 
     @staticmethod
     def _database_subscriber(

@@ -1,18 +1,26 @@
-"""A rule removed by the rule a page showed, not by its place: two "Remove this rule" posts
-of one rule at once (a double click: each request read the rules before either removed
-one) removed it and the rule after it.
+"""A rule removed or changed by the rule a page showed, not by its place: two "Remove this
+rule" posts of one rule at once (a double click: each request read the rules before either
+removed one) removed it and the rule after it; an edit posted after a removal changed the
+rule that moved into the edited one's place.
 
 A request reads the subscriber, finds the number the shown rule has, then removes by that
 number; the other request's removal, between the two, moved the next rule into its place.
+And two removals at once, each of one of the last two rules, each counted a rule to spare.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from contextvars import ContextVar
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
+from sqlalchemy import event
 from support.config import web_config
 
+from bot.core.errors import StoreError
 from bot.manage import Manager, SiteChoices
 from bot.pipeline import wire
 from bot.store import Store
@@ -37,3 +45,97 @@ def test_two_removals_of_one_rule_at_once_remove_that_rule_alone(
     assert manager.remove_rule(first, 1, was="robot") is None
     assert manager.remove_rule(second, 1, was="robot") is None
     assert store.subscribers.rule_texts("ada") == ["qubit", "drone"]
+
+
+def test_an_edit_posted_after_a_removal_moved_the_numbers_changes_the_rule_shown(
+    store: Store, database_url: str
+) -> None:
+    """The edit form of "qubit" (rule 2) posted by a request that read Ada before another
+    removed "robot": "qubit" is rule 1 now, and rule 2 is "drone"."""
+    config = web_config(database_url, 2525, web={"signup": True})
+    manager = Manager(SiteChoices.of(config), wire(config, store), clock=lambda: NOW)
+    ada, _ = store.subscribers.add(
+        "ada", email="ada@lab.example", rules=["robot", "qubit", "drone"], now=NOW
+    )
+    assert ada.id is not None
+    removing, editing = manager.subscriber(ada.id), manager.subscriber(ada.id)
+    assert removing is not None and editing is not None
+    assert manager.remove_rule(removing, 1, was="robot") is None
+    assert manager.edit_rule(editing, 2, "qubit*", was="qubit") is None
+    assert store.subscribers.rule_texts("ada") == ["qubit*", "drone"]
+
+
+WAIT = 3  # seconds: less than SQLite's wait for its write lock (5 s)
+# Which side of the race a database call is on: "first" or "second".
+ROLE: ContextVar[str] = ContextVar("ROLE", default="")
+
+
+class ReadBeforeRemoved:
+    """Holds the "second" of two removals after it read the rules (its first read of
+    them), until the "first" has removed its rule and returned. At most WAIT seconds:
+    a removal that reads under a lock holds the first back instead."""
+
+    def __init__(self, store: Store) -> None:
+        self.first_done = threading.Event()
+        self.second_read = False
+        event.listen(store.database.engine, "after_cursor_execute", self.after)
+
+    def after(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if ROLE.get() == "second" and "FROM rules" in statement and not self.second_read:
+            self.second_read = True
+            self.first_done.wait(WAIT)
+
+    def run(self, first: Callable[[], object], second: Callable[[], object]) -> None:
+        """Run `first` and `second` in two threads. One may be refused (a StoreError):
+        the caller looks at what they left."""
+
+        def run(role: str, work: Callable[[], object]) -> None:
+            ROLE.set(role)
+            try:
+                work()
+            except StoreError:
+                pass
+            finally:
+                if role == "first":
+                    self.first_done.set()
+
+        threads = [
+            threading.Thread(target=run, args=("first", first)),
+            threading.Thread(target=run, args=("second", second)),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(4 * WAIT)
+
+
+@pytest.mark.parametrize("way", ["page", "number", "slack"])
+def test_two_removals_of_the_last_two_rules_at_once_leave_one(
+    store: Store, database_url: str, way: str
+) -> None:
+    """Ada has two rules; two removals at once, one of each, both counted two rules and
+    both went: an active subscriber with no rule. One must be refused (or, as Slack's
+    does, stop her digests)."""
+    config = web_config(database_url, 2525, web={"signup": True})
+    manager = Manager(SiteChoices.of(config), wire(config, store), clock=lambda: NOW)
+    ada, _ = store.subscribers.add(
+        "ada", email="ada@lab.example", rules=["robot", "qubit"], now=NOW
+    )
+    assert ada.id is not None
+    first, second = manager.subscriber(ada.id), manager.subscriber(ada.id)
+    assert first is not None and second is not None
+    race = ReadBeforeRemoved(store)
+    if way == "page":
+        race.run(
+            lambda: manager.remove_rule(first, 1, was="robot"),
+            lambda: manager.remove_rule(second, 2, was="qubit"),
+        )
+    else:
+        pauses = way == "slack"
+        race.run(
+            lambda: store.subscribers.remove_rule("ada", 1, last_pauses=pauses),
+            lambda: store.subscribers.remove_rule("ada", 2, last_pauses=pauses),
+        )
+    (now,) = store.subscribers.all(include_inactive=True)
+    left = {(1, True), (0, False)} if way == "slack" else {(1, True)}
+    assert (len(now.rules), now.active) in left, now

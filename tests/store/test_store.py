@@ -114,10 +114,10 @@ def test_subscribers_from_config_and_database(store: Store) -> None:
     names = [(s.name, s.origin, s.id is not None) for s in store.subscribers.all([ada])]
     assert names == [("ada", "config", True), ("bob", "database", True)]
 
-    assert store.subscribers.remove_rule("bob", 2) == "b"
+    assert store.subscribers.remove_rule("bob", 2) == ("b", False)
     with pytest.raises(StoreError, match="has no rule 5"):
         store.subscribers.remove_rule("bob", 5)
-    assert store.subscribers.remove_rule("bob", 2) == "c"
+    assert store.subscribers.remove_rule("bob", 2) == ("c", False)
     with pytest.raises(StoreError, match="is the last rule of 'bob'"):
         store.subscribers.remove_rule("bob", 1)
     with pytest.raises(StoreError, match="declared in the config file"):
