@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text, update
 
-from bot.core.models import Paper, Subscriber
+from bot.core.models import Paper
 from bot.demo import free_port
 from bot.store import Store, utcnow, workers
+from bot.store.bulk import NewSubscriber
 from bot.store.tables import OutboxRow
 from support.cli import INTERRUPTIBLE, clean_env
 from support.config import local_feed_config, sink_email, toml_table
@@ -52,8 +53,12 @@ def queue(store: Store, papers: tuple[Paper, ...], count: int) -> None:
     """`count` digests of three papers each, not due for an hour (`release` makes them due)."""
     later = utcnow() + timedelta(hours=1)
     names = [f"s{i:04d}" for i in range(count)]
-    store.subscribers.sync_config(  # as a config file's subscribers: stored at once
-        [Subscriber(name, f"{name}@lab.example", ("x",)) for name in names], now=utcnow()
+    # Database subscribers: the workers' config file declares none, and a config file's
+    # subscriber it does not declare gets nothing more. Their rule matches no paper, so the
+    # workers plan nothing of their own beside these digests.
+    store.subscribers.add_many(
+        [NewSubscriber(name, f"{name}@lab.example", ["ti:zzqqxxnomatch"]) for name in names],
+        now=utcnow(),
     )
     for i, name in enumerate(names):
         sub = store.subscribers.get(name)
