@@ -22,6 +22,7 @@ import multiprocessing.synchronize
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -82,16 +83,19 @@ class Senders:
         return failed
 
     def stop(self, grace: float) -> None:
-        """Stop the senders after their messages in flight; those still running after
-        `grace` seconds are killed (their claimed digests go to the next worker when their
-        leases run out)."""
+        """Stop the senders, all at once, after their messages in flight; those still
+        running `grace` seconds from now are killed together (their claimed digests go to
+        the next worker when their leases run out)."""
         self.stopping.set()
+        deadline = time.monotonic() + grace
         for process in self.processes:
-            process.join(grace)
+            process.join(max(0.0, deadline - time.monotonic()))
+        for process in self.processes:
             if process.is_alive():
-                log.warning("a sender did not stop within %gs: killed", grace)
+                log.warning("%s did not stop within %.1fs: killed", process.name, grace)
                 process.kill()
-                process.join()
+        for process in self.processes:
+            process.join()
 
 
 def ended(process: BaseProcess) -> str:

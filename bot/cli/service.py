@@ -27,6 +27,9 @@ HOMES = (Path("/home"), Path("/root"), Path("/run/user"))
 # PrivateTmp=yes gives the service empty ones of its own; both are emptied at boot too.
 PRIVATE_TMP = (Path("/tmp"), Path("/var/tmp"))
 MIN_STOP_SECONDS = 90  # systemd's own default
+# A stop ends within [daemon] shutdown_grace_seconds and a second or so (one deadline for the
+# whole stop: `Daemon.stop_deadline`); what systemd allows past the grace before it kills.
+STOP_MARGIN_SECONDS = 30
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class Service:
             user=user,
             env_file=config.path.with_name(ENV_FILE_NAME),
             data_dir=database.parent if database is not None else None,
-            stop_seconds=max(MIN_STOP_SECONDS, math.ceil(grace) + 30),
+            stop_seconds=max(MIN_STOP_SECONDS, math.ceil(grace) + STOP_MARGIN_SECONDS),
             read_files=tuple(
                 (f"subscriber {sub.name}'s like_file", path)
                 for sub in config.subscribers

@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from bot import __version__
 from bot.channels.outbox import worker_name
@@ -200,6 +200,8 @@ async def run_daemon(
             if sending is not None
             else None
         )
+        children = [part for part in (planner, sending) if part is not None]
+        stopping_children = asyncio.create_task(_stop_children(children, stop, daemon))
         web_failed = False
         try:
             await daemon.serve(stop, web=server, interval=interval, replies=front.replies)
@@ -212,15 +214,29 @@ async def run_daemon(
             if watching is not None:
                 watching.cancel()
                 await asyncio.gather(watching, return_exceptions=True)
-            grace = config.daemon.shutdown_grace_seconds
-            children = [part for part in (planner, sending) if part is not None]
-            await asyncio.gather(*(asyncio.to_thread(part.stop, grace) for part in children))
+            stop.set()  # the children stop too when the web app ended the daemon
+            await stopping_children
             await front.close()
     if web_failed:
         log.error("the web app stopped (is port %d free?)", web[1] if web else 0)
         return EXIT_FAILED
     log.info("stopped")
     return EXIT_OK
+
+
+class Child(Protocol):
+    """A child process of the daemon: the planner or the senders."""
+
+    def stop(self, grace: float) -> None: ...
+
+
+async def _stop_children(children: Sequence[Child], stop: asyncio.Event, daemon: Daemon) -> None:
+    """Once `stop` is set, tell the planner and the senders to stop at once (each after
+    the work in hand), and kill those still running at the daemon's stop deadline: they
+    share one grace period with the daemon's running tick."""
+    await stop.wait()
+    grace = daemon.grace_left()
+    await asyncio.gather(*(asyncio.to_thread(child.stop, grace) for child in children))
 
 
 async def _revive_senders(senders: Senders, stop: asyncio.Event, interval: float) -> None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -67,6 +68,9 @@ FOLLOWER_SECONDS = 5.0
 # tick (the rest at the next ticks), so that no tick waits long for it.
 PRUNE_EVERY = timedelta(days=1)
 PRUNE_BATCHES = 20
+# What a stop past its deadline still gives the web app's replies (seconds): enough to see
+# that none is under way, so that none is reported abandoned for want of a look.
+LAST_LOOK_SECONDS = 0.05
 
 
 @dataclass
@@ -141,6 +145,7 @@ class Daemon:
         # The bounce mailbox ([bounces] every_minutes), read beside the ticks while leading.
         self.mailbox = own.mailbox
         self.stopping = False
+        self.stop_by: float | None = None  # when a stop asked for must be done (monotonic)
         self._task: asyncio.Task[TickReport | None] | None = None
         self._reading: asyncio.Task[None] | None = None
         self._prune_at: datetime | None = None  # None: at the next tick that leads
@@ -328,6 +333,19 @@ class Daemon:
 
     # -- running ----------------------------------------------------------------------------
 
+    def stop_deadline(self) -> float:
+        """When the stop must be done (`time.monotonic()`): [daemon] shutdown_grace_seconds
+        from the first call, once the stop is asked for. The start-up work, the running
+        tick, the web app and the child processes share it, so a stop ends within one
+        grace period, which the unit's stop timeout counts on."""
+        if self.stop_by is None:
+            self.stop_by = time.monotonic() + self.timings.shutdown_grace_seconds
+        return self.stop_by
+
+    def grace_left(self) -> float:
+        """Seconds left until `stop_deadline()`."""
+        return max(0.0, self.stop_deadline() - time.monotonic())
+
     def _on_timer(self) -> None:
         """The timer's job: start a tick unless one is still running. It returns at once, so
         a long tick never delays the timer (a missed beat is skipped, not queued)."""
@@ -390,8 +408,8 @@ class Daemon:
         finally:
             stopped.cancel()
         if not starting.done():
-            grace = self.timings.shutdown_grace_seconds
-            log.info("waiting up to %gs for the start-up work to finish", grace)
+            grace = self.grace_left()
+            log.info("waiting up to %.1fs for the start-up work to finish", grace)
             done, _ = await asyncio.wait({starting}, timeout=grace)
             if not done:
                 starting.cancel()
@@ -432,25 +450,25 @@ class Daemon:
         web_task: Any,
         replies: Callable[[], Awaitable[None]] | None,
     ) -> None:
-        """Stop ticking; let a running tick finish its batch, or abandon it after the grace
-        period; stop the web app and wait for its `replies`, as long; then hand the claimed
+        """Stop ticking; let a running tick finish its batch, stop the web app and wait for
+        its `replies`, abandoning what is left at the stop's deadline; then hand the claimed
         digests back at once."""
         self.stopping = True
         timer.cancel()
         await asyncio.gather(timer, return_exceptions=True)
         if self.mailbox is not None:
             self.mailbox.stop()  # a read under way ends after the message it is on
-        grace = self.timings.shutdown_grace_seconds
         task = self._task
         if task is not None and not task.done():
-            log.info("waiting up to %gs for the running tick to finish", grace)
+            grace = self.grace_left()
+            log.info("waiting up to %.1fs for the running tick to finish", grace)
             done, _ = await asyncio.wait({task}, timeout=grace)
             if not done:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
                 log.warning("abandoned the running tick")
         if self._reading is not None:
-            done, _ = await asyncio.wait({self._reading}, timeout=grace)
+            done, _ = await asyncio.wait({self._reading}, timeout=self.grace_left())
             if not done:
                 self._reading.cancel()
                 await asyncio.gather(self._reading, return_exceptions=True)
@@ -460,10 +478,13 @@ class Daemon:
             # one handed back while it is being sent could be sent again by another process.
             web.should_exit = True
             if web_task is not None:
+                done, _ = await asyncio.wait({web_task}, timeout=self.grace_left())
+                if not done:  # open connections: closed without waiting for them
+                    web.force_exit = True
                 await asyncio.gather(web_task, return_exceptions=True)
         if replies is not None:
             try:
-                await asyncio.wait_for(replies(), grace)
+                await asyncio.wait_for(replies(), max(self.grace_left(), LAST_LOOK_SECONDS))
             except TimeoutError:
                 log.warning("abandoned the slash commands' work under way")
         released = self.store.outbox.release(self.owner)

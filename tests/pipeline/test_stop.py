@@ -8,15 +8,21 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
+from email.message import EmailMessage
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 from support.cli import start
-from support.servers import http_serving
+from support.config import sink_email, toml_table
+from support.servers import SinkHandler, http_serving, smtp_sink
+
+from bot.store import Store
 
 GRACE = 1
 REQUEST_DEADLINE = 10  # how long the slow server could hold a request
+STOP_MARGIN = 1.5  # seconds a stop may take past the grace: killing, closing, exiting
 
 
 @contextmanager
@@ -86,3 +92,98 @@ apprise = ["json://127.0.0.1:9/digests"]
     assert "Traceback" not in err, err
     assert took < GRACE + 4, f"stopped {took:.1f} s after SIGTERM (grace {GRACE} s)\n{err}"
     assert "stopped" in err
+
+
+def queue_mail(store: Store, name: str, *, now: datetime) -> int:
+    """A digest for a new subscriber `name`, queued as its finished message."""
+    subscriber, _ = store.subscribers.add(name, email=f"{name}@lab.example", rules=["x"], now=now)
+    assert subscriber.id is not None
+    mail = EmailMessage()
+    mail["From"], mail["To"] = "papers@paperbell.example", f"{name}@lab.example"
+    mail["Subject"] = name
+    mail.set_content("a digest")
+    record = store.outbox.enqueue(
+        subscriber.id,
+        channel="email",
+        period="p1",
+        digest_id=f"d-{name}",
+        recipient=f"{name}@lab.example",
+        payload=bytes(mail),
+        sent=(),
+        now=now,
+    )
+    assert record is not None
+    return record
+
+
+class HeldMessages(SinkHandler):
+    """An SMTP server that holds each message in DATA for `REQUEST_DEADLINE` seconds;
+    `holding`: the connections (their client's address) whose message it holds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.delay = REQUEST_DEADLINE
+        self.holding: set[tuple[str, int]] = set()
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        self.holding.add(session.peer)
+        return await super().handle_DATA(server, session, envelope)
+
+
+def test_a_stop_with_a_tick_polling_and_senders_sending_ends_within_one_grace(
+    tmp_path: Path, database_url: str, store: Store
+) -> None:
+    """A stop while the tick polls a slow source and two senders each hold a message on a
+    slow SMTP server: the tick, the planner and the senders share one grace period (the
+    senders told at once, and killed together); the messages stay queued."""
+    grace = 2
+    now = datetime(2026, 11, 23, 7, 0, tzinfo=UTC)
+    records = [queue_mail(store, name, now=now) for name in ("ada", "bob")]
+    held = HeldMessages()
+    with slow_server() as (port, asked), smtp_sink(held) as (sink, smtp_port):
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f"""version = 1
+[database]
+url = "{database_url}"
+[daemon]
+shutdown_grace_seconds = {grace}
+[delivery]
+workers = 2
+batch = 1
+connections = 1
+[polling]
+request_deadline_seconds = {REQUEST_DEADLINE}
+[[sources]]
+kind = "feed"
+name = "journal"
+url = "http://127.0.0.1:{port}/journal.rss"
+"""
+            + toml_table("email", sink_email(smtp_port, sender="papers@paperbell.example"))
+        )
+        process = start(
+            "run", "-c", str(config), "--no-web", "--clock-start", f"{now:%Y-%m-%dT%H:%M}"
+        )
+        try:
+            assert asked.wait(15), "the daemon never polled the source"
+            deadline = time.monotonic() + 15
+            while len(held.holding) < 2:
+                assert process.poll() is None, process.communicate()
+                assert time.monotonic() < deadline, "the senders never sent"
+                time.sleep(0.05)
+            stopping = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            _, err = process.communicate(timeout=REQUEST_DEADLINE + 10)
+            took = time.monotonic() - stopping
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    assert process.returncode == 0, err
+    assert "Traceback" not in err, err
+    assert took < grace + STOP_MARGIN, (
+        f"stopped {took:.1f} s after SIGTERM (grace {grace} s)\n{err}"
+    )
+    assert not sink.messages
+    states = store.outbox.records(records)
+    assert [state.status for state in states.values()] == ["pending", "pending"], states

@@ -26,7 +26,9 @@ from support.paths import ROOT
 
 from bot.cli.service import (
     ENV_FILE_NAME,
+    MIN_STOP_SECONDS,
     PRIVATE_TMP,
+    STOP_MARGIN_SECONDS,
     UNIT_NAME,
     Service,
     quote,
@@ -355,3 +357,22 @@ def test_a_like_file_in_a_temporary_folder_is_refused() -> None:
         "subscriber lin's like_file /tmp/library.bib is in /tmp, which the service cannot "
         "see: its unit gives it an empty /tmp of its own (PrivateTmp=yes)"
     ]
+
+
+@pytest.mark.parametrize("grace", [0, 20, 59.5, 600])
+def test_the_stop_timeout_outlasts_the_grace_by_the_margin(grace: float) -> None:
+    """A stop ends within the grace and a second or so: systemd waits the grace and the
+    margin (its own default at least) before it kills the daemon."""
+    config = parse_config(
+        {
+            "version": 1,
+            "database": {"url": "sqlite:////var/lib/paperbell/paperbell.sqlite"},
+            "daemon": {"shutdown_grace_seconds": grace},
+        },
+        path=Path("/etc/paperbell/config.toml"),
+    )
+    service = Service.of(config, user="ada", executable=("/opt/pb/bin/paperbell",))
+    assert service.stop_seconds >= grace + STOP_MARGIN_SECONDS
+    assert service.stop_seconds >= MIN_STOP_SECONDS
+    sections = unit_entries(render_unit(unit_template(), service))
+    assert values(sections, "Service", "TimeoutStopSec") == [str(service.stop_seconds)]
