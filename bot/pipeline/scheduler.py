@@ -407,16 +407,22 @@ class Daemon:
             await asyncio.wait({starting, stopped}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopped.cancel()
-        if not starting.done():
+        if await self._finished_by_deadline(starting, "the start-up work"):
+            starting.result()  # its error, as if it had been awaited here
+
+    async def _finished_by_deadline(self, task: asyncio.Task[Any], what: str) -> bool:
+        """Wait for `task` until the stop's deadline (`stop_deadline`); past it, cancel it
+        and say that `what` was abandoned. True if it finished (its result is there)."""
+        if not task.done():
             grace = self.grace_left()
-            log.info("waiting up to %.1fs for the start-up work to finish", grace)
-            done, _ = await asyncio.wait({starting}, timeout=grace)
+            log.info("waiting up to %.1fs for %s to finish", grace, what)
+            done, _ = await asyncio.wait({task}, timeout=grace)
             if not done:
-                starting.cancel()
-                await asyncio.gather(starting, return_exceptions=True)
-                log.warning("abandoned the start-up work")
-                return
-        starting.result()  # its error, as if it had been awaited here
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                log.warning("abandoned %s", what)
+                return False
+        return True
 
     async def _lead_or_follow(self, now: datetime) -> None:
         if not await self.lead(now):
@@ -458,21 +464,10 @@ class Daemon:
         await asyncio.gather(timer, return_exceptions=True)
         if self.mailbox is not None:
             self.mailbox.stop()  # a read under way ends after the message it is on
-        task = self._task
-        if task is not None and not task.done():
-            grace = self.grace_left()
-            log.info("waiting up to %.1fs for the running tick to finish", grace)
-            done, _ = await asyncio.wait({task}, timeout=grace)
-            if not done:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-                log.warning("abandoned the running tick")
+        if self._task is not None:
+            await self._finished_by_deadline(self._task, "the running tick")
         if self._reading is not None:
-            done, _ = await asyncio.wait({self._reading}, timeout=self.grace_left())
-            if not done:
-                self._reading.cancel()
-                await asyncio.gather(self._reading, return_exceptions=True)
-                log.warning("abandoned the read of the bounce mailbox")
+            await self._finished_by_deadline(self._reading, "the read of the bounce mailbox")
         if web is not None:
             # First: the web app's notice mail is claimed under this process's name too, and
             # one handed back while it is being sent could be sent again by another process.
