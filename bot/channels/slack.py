@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -440,7 +441,7 @@ class SlackChannel:
         from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
         from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-        client = AsyncWebhookClient(url, timeout=int(self.settings.timeout))
+        client = AsyncWebhookClient(url, timeout=whole_seconds(self.settings.timeout))
         client.retry_handlers.append(
             AsyncRateLimitErrorRetryHandler(max_retry_count=self.settings.rate_limit_retries)
         )
@@ -490,7 +491,7 @@ def make_client(settings: SlackSettings) -> AsyncWebClient:
     from slack_sdk.web.async_client import AsyncWebClient
 
     client = AsyncWebClient(
-        token=settings.token, base_url=settings.api_url, timeout=int(settings.timeout)
+        token=settings.token, base_url=settings.api_url, timeout=whole_seconds(settings.timeout)
     )
     client.retry_handlers = [
         # Only before the request went out: after a dropped connection Slack may have
@@ -499,6 +500,12 @@ def make_client(settings: SlackSettings) -> AsyncWebClient:
         AsyncRateLimitErrorRetryHandler(max_retry_count=settings.rate_limit_retries),
     ]
     return client
+
+
+def whole_seconds(timeout: float) -> int:
+    """`[slack] timeout` as slack-sdk takes it: whole seconds, rounded up, at least one
+    (it reads 0 as no timeout at all)."""
+    return max(1, math.ceil(timeout))
 
 
 def _api_failure(target: str, exc: SlackApiError) -> SlackFailure:

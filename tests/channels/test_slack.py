@@ -7,6 +7,7 @@ import asyncio
 import itertools
 import json
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime
@@ -360,6 +361,22 @@ def test_a_post_slack_took_but_answered_too_late_is_not_posted_again(
     assert len(ids) == first.count == len(set(ids))
     looked = {"conversations.history", "conversations.replies"}
     assert looked & {r.method for r in slack.requests}
+
+
+def test_a_timeout_under_a_second_is_kept_not_dropped(
+    slack: SlackStandIn, store: Store, database_url: str, full_feed_papers: tuple[Paper, ...]
+) -> None:
+    """[slack] timeout takes a fraction of a second; slack-sdk takes whole seconds, where 0
+    means none. A timeout of 0.2 s must still end a post Slack answers 3 s late."""
+    store.papers.upsert(full_feed_papers, now=NOW)
+    config = make_config(slack, database_url, [ROBOTS])
+    channel = SlackChannel(replace(slack_settings(config), timeout=0.2), clock=lambda: FIRST_TS)
+    slack.answer_late("chat.postMessage", delay=3.0)
+    started = time.monotonic()
+    [report] = run(config, store, channels={"slack": channel})
+    waited = time.monotonic() - started
+    assert report.status == "retry" and "cannot reach Slack" in (report.error or "")
+    assert waited < 2.5
 
 
 def test_without_the_history_scopes_a_post_with_no_answer_is_posted_again_and_said_once(
