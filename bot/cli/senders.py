@@ -5,7 +5,8 @@ one digest. The daemon's web app so never renders or sends a digest (docs/worker
 
 A sender is started with `spawn` (a fresh interpreter: nothing of the parent's threads,
 event loop or database connections), reads the same config file, and ignores Ctrl-C and
-SIGTERM: its parent stops it through `stopping`, after the message in flight. On Linux it
+SIGTERM: its parent stops it through `stopping`, after the message in flight. One that dies
+is started again, after longer and longer waits if it keeps dying as it starts. On Linux it
 dies with its parent (a parent killed -9 leaves no sender behind). A daemon's sender runs
 at a lower CPU priority than the daemon, whose process serves the web app (`NICENESS`).
 Each sender is a whole interpreter, so it loads only what it uses: the parent checked the
@@ -24,7 +25,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -48,6 +49,13 @@ ERROR_SECONDS = 5.0
 # core its parent wants too, so a run goes on; with the CPU free, it gets all of it.
 NICENESS = 10
 
+# A sender that dies soon after it starts (a database refusing it) is started again at
+# once the first time, then after a wait that doubles from the first to the last; one
+# that lived `SENDER_LIVED_SECONDS` is started again at once.
+RESTART_FIRST_SECONDS = 60.0
+RESTART_LAST_SECONDS = 3600.0
+SENDER_LIVED_SECONDS = 600.0
+
 
 @dataclass(frozen=True)
 class Senders:
@@ -59,16 +67,54 @@ class Senders:
     planned: multiprocessing.synchronize.Event
     stopping: multiprocessing.synchronize.Event
     start_one: Callable[[str], BaseProcess]  # starts a sender of this name
+    # By sender name, on the clock `revive` is given: when the one running was started,
+    # the wait before its next restart, and when a dead one is to be started again.
+    started_at: dict[str, float] = field(default_factory=dict)
+    restart_wait: dict[str, float] = field(default_factory=dict)
+    restart_at: dict[str, float] = field(default_factory=dict)
 
-    def revive(self) -> None:
+    def revive(self, now: float) -> None:
         """Start another sender in place of each that ended (the OOM killer): a daemon's
-        senders run until stopped, and with none left every digest would wait."""
+        senders run until stopped, and with none left every digest would wait. `now`: a
+        monotonic clock's reading. One that keeps dying as it starts is started again
+        after longer and longer waits (`RESTART_FIRST_SECONDS` ...), said once a wait,
+        rather than at every tick with a traceback each time."""
         for number, process in enumerate(self.processes):
             if self.stopping.is_set():
                 return
-            if not process.is_alive():
-                log.error("%s ended (%s): starting another", process.name, ended(process))
-                self.processes[number] = self.start_one(process.name)
+            if process.is_alive():
+                continue
+            name = process.name
+            if name not in self.restart_at:  # found dead now
+                self.restart_at[name] = now + self._wait_after(name, now, process)
+            if now >= self.restart_at[name]:
+                del self.restart_at[name]
+                self.processes[number] = self.start_one(name)
+                self.started_at[name] = now
+
+    def _wait_after(self, name: str, now: float, process: BaseProcess) -> float:
+        """How long to wait before starting `name` again, its `process` found dead at
+        `now`; said in the log."""
+        lived = now - self.started_at.get(name, now - SENDER_LIVED_SECONDS)
+        if lived >= SENDER_LIVED_SECONDS:
+            wait = 0.0
+        else:
+            wait = min(
+                max(2 * self.restart_wait.get(name, 0.0), RESTART_FIRST_SECONDS),
+                RESTART_LAST_SECONDS,
+            )
+        self.restart_wait[name] = wait
+        if wait:
+            log.error(
+                "%s ended (%s) %.0fs after it started: starting another in %.0fs",
+                name,
+                ended(process),
+                lived,
+                wait,
+            )
+        else:
+            log.error("%s ended (%s): starting another", name, ended(process))
+        return wait
 
     def finish(self) -> list[str]:
         """No more jobs are coming: wait for the senders to send what is queued, and end.

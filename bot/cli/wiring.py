@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -147,7 +148,8 @@ async def run_daemon(
     """Run the daemon until SIGINT or SIGTERM, the web app on `web` (host, port) beside;
     the exit code. `workers`: sender processes that render and send the queued digests,
     beside a planner process that plans and queues them (none: this process plans and
-    sends); one that dies is started again at the next tick. They read the config's
+    sends); one that dies is started again at the next tick (later if it keeps dying at
+    start: `Senders.revive`). They read the config's
     file: a config read from none has none."""
     config_path = config.path
     if config_path is None:
@@ -247,7 +249,7 @@ async def _revive_senders(senders: Senders, stop: asyncio.Event, interval: float
             await asyncio.wait_for(stop.wait(), interval)
         except TimeoutError:
             try:
-                senders.revive()
+                senders.revive(time.monotonic())
             except Exception as exc:  # no process to be had (a limit): the next tick tries
                 log.error("cannot start a sender process: %s", exc)
 

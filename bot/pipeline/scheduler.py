@@ -376,13 +376,19 @@ class Daemon:
         """Run until `stop` is set: a tick every `interval` seconds (default [daemon]
         tick_seconds), the web app (a uvicorn server) beside. At the end, `replies()` waits
         for the work the web app's requests left running (a /papers digest being sent),
-        which holds claims under this process's name too."""
+        which holds claims under this process's name too. The web app starts first: it
+        answers (health "starting", Slack's 3 seconds) while the start-up work waits on a
+        slow API."""
         self.counters.started = self.clock()
-        await self._start(stop)
+        web_task = asyncio.create_task(self._web(web)) if web is not None else None
+        try:
+            await self._start(stop)
+        except BaseException:  # the start failed: the web app goes with it
+            await self._stop_web(web, web_task)
+            raise
         timer = asyncio.create_task(self._timer(stop, interval or self.timings.tick_seconds))
         if self.mailbox is not None:
             self._reading = asyncio.create_task(self.mailbox.run(leading=lambda: self.leading))
-        web_task = asyncio.create_task(self._web(web)) if web is not None else None
         stopped = asyncio.create_task(stop.wait())
         waiters: list[asyncio.Task[Any]] = [stopped]
         if web_task is not None:
@@ -449,6 +455,16 @@ class Daemon:
         except SystemExit:  # uvicorn exits when it cannot listen (port taken)
             log.error("the web app could not start")
 
+    async def _stop_web(self, web: Any, web_task: asyncio.Task[None] | None) -> None:
+        """Stop the web app, closing the connections still open at the stop's deadline."""
+        if web is None or web_task is None:
+            return
+        web.should_exit = True
+        done, _ = await asyncio.wait({web_task}, timeout=self.grace_left())
+        if not done:  # open connections: closed without waiting for them
+            web.force_exit = True
+        await asyncio.gather(web_task, return_exceptions=True)
+
     async def _shutdown(
         self,
         timer: asyncio.Task[None],
@@ -468,15 +484,9 @@ class Daemon:
             await self._finished_by_deadline(self._task, "the running tick")
         if self._reading is not None:
             await self._finished_by_deadline(self._reading, "the read of the bounce mailbox")
-        if web is not None:
-            # First: the web app's notice mail is claimed under this process's name too, and
-            # one handed back while it is being sent could be sent again by another process.
-            web.should_exit = True
-            if web_task is not None:
-                done, _ = await asyncio.wait({web_task}, timeout=self.grace_left())
-                if not done:  # open connections: closed without waiting for them
-                    web.force_exit = True
-                await asyncio.gather(web_task, return_exceptions=True)
+        # First: the web app's notice mail is claimed under this process's name too, and
+        # one handed back while it is being sent could be sent again by another process.
+        await self._stop_web(web, web_task)
         if replies is not None:
             try:
                 await asyncio.wait_for(replies(), max(self.grace_left(), LAST_LOOK_SECONDS))

@@ -395,11 +395,14 @@ def make_server(
     X-Forwarded-For and X-Forwarded-Proto are believed from `trusted_proxies` alone
     ([web] trusted_proxies): uvicorn's default believes them from 127.0.0.1, where any
     process on the machine, or a proxy that passes a client's own header on, may forge
-    them. With none, a request's client is the address it came from."""
+    them. With none, a request's client is the address it came from. The app has no
+    start-up or shutdown handlers: without the lifespan protocol, a web app closed at a
+    stop's deadline leaves no task behind to be cancelled with a traceback."""
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
+        lifespan="off",
         log_config=None,
         access_log=False,
         proxy_headers=bool(trusted_proxies),

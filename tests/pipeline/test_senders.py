@@ -34,7 +34,13 @@ from support.servers import Route, feed_server, first_items, smtp_sink
 from bot.channels.email import EmailChannel, SmtpSettings
 from bot.channels.outbox import RetryPolicy
 from bot.cli.planner import PlannerProcess
-from bot.cli.senders import NICENESS, send_until_stopped, start_senders
+from bot.cli.senders import (
+    NICENESS,
+    RESTART_FIRST_SECONDS,
+    SENDER_LIVED_SECONDS,
+    send_until_stopped,
+    start_senders,
+)
 from bot.core.models import Paper
 from bot.store import Store
 from bot.store.schema import head
@@ -409,3 +415,47 @@ def test_a_digest_refused_for_now_is_tried_once_by_a_run_whatever_its_senders(
     assert [m["Subject"] for m in sink.messages] == ["bob"]
     ada = ids["ada"]
     assert ada is not None and store.outbox.records([ada])[ada].attempts == 1
+
+
+def test_a_sender_that_dies_at_once_is_started_again_after_longer_and_longer_waits(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sender the database refuses dies as it starts: it is started again once at the
+    next tick, then after a wait that doubles, said once a wait, not at each tick with a
+    traceback each time; one that lived a while is started again at once."""
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'version = 1\n[database]\nurl = "sqlite:///{tmp_path}/none.sqlite"\n'
+        "[delivery]\nworkers = 1\n"
+    )
+    first = RESTART_FIRST_SECONDS
+    senders = start_senders(config, 1, until_idle=False)
+
+    def restarts(ticks: list[float]) -> int:
+        """How many times the sender was started again at ticks at these moments."""
+        count = 0
+        for now in ticks:
+            process = senders.processes[0]
+            process.join(15)
+            assert process.exitcode == 1, "the sender did not die at once"
+            senders.revive(now)
+            count += senders.processes[0] is not process
+        return count
+
+    try:
+        with caplog.at_level(logging.ERROR, logger="bot.cli.senders"):
+            at_once = restarts([100.0] * 4)  # four ticks at one moment: found dead at the 2nd
+            after_first = restarts([100.0 + first - 1, 100.0 + first])
+            found = 100.0 + first + 1
+            after_double = restarts([found, found + 2 * first - 1, found + 2 * first])
+            after_living = restarts([found + 2 * first + SENDER_LIVED_SECONDS])
+    finally:
+        senders.stop(0)
+    assert (at_once, after_first, after_double, after_living) == (1, 1, 1, 1)
+    said = [r.getMessage().split(": ", 1)[1] for r in caplog.records if "ended" in r.getMessage()]
+    assert said == [
+        "starting another",
+        f"starting another in {first:.0f}s",
+        f"starting another in {2 * first:.0f}s",
+        "starting another",
+    ], said

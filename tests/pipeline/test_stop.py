@@ -3,9 +3,11 @@ the daemon waits for at that moment: systemd kills a daemon that takes longer.""
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -18,6 +20,7 @@ from support.cli import start
 from support.config import sink_email, toml_table
 from support.servers import SinkHandler, http_serving, smtp_sink
 
+from bot.demo import free_port
 from bot.store import Store
 
 GRACE = 1
@@ -92,6 +95,66 @@ apprise = ["json://127.0.0.1:9/digests"]
     assert "Traceback" not in err, err
     assert took < GRACE + 4, f"stopped {took:.1f} s after SIGTERM (grace {GRACE} s)\n{err}"
     assert "stopped" in err
+
+
+def test_the_web_app_answers_while_the_start_up_work_waits_on_a_slow_api(
+    tmp_path: Path,
+) -> None:
+    """While the leader asks a slow arXiv API for its subscribers' liked papers at start,
+    the web app already answers (a container's health check, Slack's 3 seconds): healthy,
+    "starting"; a stop then still keeps the grace."""
+    web_port = free_port()
+    with slow_server() as (port, asked):
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f"""version = 1
+[database]
+url = "sqlite:///paperbell.sqlite"
+[daemon]
+shutdown_grace_seconds = {GRACE}
+[delivery]
+workers = 0
+[web]
+port = {web_port}
+[polling]
+request_deadline_seconds = {REQUEST_DEADLINE}
+[[sources]]
+kind = "arxiv"
+categories = ["cs"]
+url = "http://127.0.0.1:{port}/rss/cs"
+api_url = "http://127.0.0.1:{port}/api"
+[[subscribers]]
+name = "ada"
+rules = ["qubit"]
+like = ["2411.17703"]
+apprise = ["json://127.0.0.1:9/digests"]
+"""
+        )
+        process = start("run", "-c", str(config), cwd=tmp_path)
+        try:
+            assert asked.wait(15), "the daemon never asked the API"
+            deadline = time.monotonic() + 5
+            while True:  # the web app is started beside the request, not after it
+                try:
+                    url = f"http://127.0.0.1:{web_port}/healthz"
+                    with urllib.request.urlopen(url, timeout=3) as response:
+                        health = json.load(response)
+                    break
+                except OSError as exc:
+                    assert time.monotonic() < deadline, f"no answer at /healthz: {exc}"
+                    time.sleep(0.1)
+            stopping = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            _, err = process.communicate(timeout=REQUEST_DEADLINE + 10)
+            took = time.monotonic() - stopping
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    assert health["status"] == "starting", health
+    assert process.returncode == 0, err
+    assert "Traceback" not in err, err
+    assert took < GRACE + 4, f"stopped {took:.1f} s after SIGTERM (grace {GRACE} s)\n{err}"
 
 
 def queue_mail(store: Store, name: str, *, now: datetime) -> int:
