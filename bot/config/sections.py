@@ -63,7 +63,21 @@ def check_database_url(value: str) -> str:
         raise ValueError("control or invisible characters in the database URL")
     if not value.startswith(("sqlite:", "postgresql:", "postgresql+", "postgres:")):
         raise ValueError("use a sqlite:///path or postgresql://user@host/db URL")
+    if in_memory_sqlite(value):
+        raise ValueError(
+            "an in-memory SQLite database lasts one process only: each command, and the "
+            "daemon's planner and senders, would get an empty one of its own; use a file, "
+            'e.g. "sqlite:///paperbell.sqlite"'
+        )
     return value
+
+
+def in_memory_sqlite(url: str) -> bool:
+    """Whether `url` names an in-memory SQLite database (`sqlite://`, `sqlite:///:memory:`),
+    which SQLAlchemy opens anew, empty, in every process."""
+    scheme, _, rest = url.partition("://")
+    path = rest.removeprefix("/").partition("?")[0]
+    return scheme == "sqlite" and path in ("", ":memory:")
 
 
 class DatabaseConfig(Section):
