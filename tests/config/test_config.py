@@ -633,6 +633,7 @@ def test_embeddings_section() -> None:
         ({**local, "api_key": "sk-1"}, "a secret does not belong in the file"),
         ({**local, "batch_size": 0}, "batch_size"),
         ({**local, "provider": "torch"}, "provider"),
+        ({**local, "cache_dir": "models"}, "cache_dir is fastembed's model folder: only with"),
     ):
         assert any(said in p for p in problems(minimal(embeddings=bad))), (bad, said)
 
