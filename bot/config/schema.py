@@ -112,7 +112,7 @@ class Config(Section):
         prefix = "sqlite:///"
         if url.startswith(prefix) and self.path is not None:
             rest = url[len(prefix) :]
-            if rest and not rest.startswith("/") and rest != ":memory:":
+            if rest and not rest.startswith("/"):
                 return prefix + str((self.path.parent / rest).resolve())
         return url
 

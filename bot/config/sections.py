@@ -24,6 +24,7 @@ from bot.config.fields import (
     EmailAddress,
     EnvName,
     Every,
+    FilePath,
     HeaderText,
     Section,
     SlackUser,
@@ -63,7 +64,21 @@ def check_database_url(value: str) -> str:
         raise ValueError("control or invisible characters in the database URL")
     if not value.startswith(("sqlite:", "postgresql:", "postgresql+", "postgres:")):
         raise ValueError("use a sqlite:///path or postgresql://user@host/db URL")
+    if in_memory_sqlite(value):
+        raise ValueError(
+            "an in-memory SQLite database lasts one process only: each command, and the "
+            "daemon's planner and senders, would get an empty one of its own; use a file, "
+            'e.g. "sqlite:///paperbell.sqlite"'
+        )
     return value
+
+
+def in_memory_sqlite(url: str) -> bool:
+    """Whether `url` names an in-memory SQLite database (`sqlite://`, `sqlite:///:memory:`),
+    which SQLAlchemy opens anew, empty, in every process."""
+    scheme, _, rest = url.partition("://")
+    path = rest.removeprefix("/").partition("?")[0]
+    return scheme == "sqlite" and path in ("", ":memory:")
 
 
 class DatabaseConfig(Section):
@@ -497,9 +512,9 @@ class EmbeddingsConfig(Section):
     """`[embeddings]`: dense embeddings for papers like these, in place of the default
     TF-IDF ranking: an OpenAI-compatible `/v1/embeddings` endpoint (Ollama's
     nomic-embed-text, text-embeddings-inference, a provider), or a local model through
-    fastembed (`provider = "fastembed"`, the optional extra; it downloads its model once).
-    Each paper is embedded once per model and kept; a failing endpoint leaves that run to
-    the default ranking, and the digests say so."""
+    fastembed (`provider = "fastembed"`, the optional extra; it downloads its model once,
+    into `cache_dir`). Each paper is embedded once per model and kept; a failing endpoint
+    leaves that run to the default ranking, and the digests say so."""
 
     provider: Literal["openai", "fastembed"] = "openai"
     base_url: str | None = None  # required for "openai"
@@ -510,6 +525,9 @@ class EmbeddingsConfig(Section):
     batch_size: int = Field(64, ge=1, le=2048)  # texts per request
     # Every request of one digest run together: past it, that run ranks by the default.
     deadline_seconds: float = Field(120.0, gt=0, le=3600)
+    # Where fastembed keeps the model it downloads (a relative path is taken from the config
+    # file's folder). Unset: a `fastembed` folder beside the SQLite database.
+    cache_dir: FilePath | None = None
     api_key: str | None = Field(None, exclude=True)  # filled from the environment only
 
     @field_validator("base_url")
@@ -522,6 +540,10 @@ class EmbeddingsConfig(Section):
         if self.provider == "openai" and not self.base_url:
             raise ValueError(
                 'base_url is required (an OpenAI-compatible endpoint), or provider = "fastembed"'
+            )
+        if self.provider != "fastembed" and self.cache_dir is not None:
+            raise ValueError(
+                'cache_dir is fastembed\'s model folder: only with provider = "fastembed"'
             )
         key_over_https(self.base_url, self.api_key_env)
         return self

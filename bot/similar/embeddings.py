@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ class EmbeddingsEndpoint:
     batch_size: int = 64
     deadline_seconds: float = 120.0  # every request of one run together
     capped_client: Callable[[int], Any] | None = None  # makes HTTP clients with a size cap
+    cache_dir: Path | None = None  # where fastembed keeps its model (None: fastembed's own)
 
     @property
     def kind(self) -> str:
@@ -42,7 +44,9 @@ class EmbeddingsEndpoint:
         from bot.similar.endpoint import EmbeddingsClient, FastembedEmbedder
 
         if self.provider == "fastembed":
-            return FastembedEmbedder(self.model, batch_size=self.batch_size)
+            return FastembedEmbedder(
+                self.model, batch_size=self.batch_size, cache_dir=self.cache_dir
+            )
         assert self.base_url is not None  # checked by the config
         return EmbeddingsClient(
             base_url=self.base_url,

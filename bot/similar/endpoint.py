@@ -19,6 +19,7 @@ import asyncio
 import math
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -200,17 +201,21 @@ def _short(text: str, limit: int = 300) -> str:
 
 
 class FastembedEmbedder:
-    """A local model through fastembed (the optional extra); it downloads its model once."""
+    """A local model through fastembed (the optional extra); it downloads its model once,
+    into `cache_dir` (None: fastembed's own choice, under the temp folder)."""
 
-    def __init__(self, model: str, *, batch_size: int = 64) -> None:
+    def __init__(self, model: str, *, batch_size: int = 64, cache_dir: Path | None = None) -> None:
         try:
             from fastembed import TextEmbedding  # type: ignore[import-not-found]
         except ImportError:
             raise EmbeddingsFailure("not installed", FASTEMBED_MISSING) from None
         self.model = model
         self.batch_size = batch_size
+        self.cache_dir = cache_dir
         try:
-            self._model = TextEmbedding(model_name=model)
+            self._model = TextEmbedding(
+                model_name=model, cache_dir=None if cache_dir is None else str(cache_dir)
+            )
         except Exception as exc:
             raise EmbeddingsFailure("unavailable", _short(str(exc))) from None
 

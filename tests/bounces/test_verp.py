@@ -88,7 +88,7 @@ def test_any_text_reads_as_no_token_or_a_forged_one(text: str) -> None:
 
 
 def test_bounce_address_needs_the_secret_key() -> None:
-    data = config_data("sqlite://", 25, bounce_address="bounces@lab.example")
+    data = config_data("sqlite:///unused.sqlite", 25, bounce_address="bounces@lab.example")
     del data["web"]
     with pytest.raises(ConfigError, match=r"email\.bounce_address: needs \[web\] secret_key_env"):
         parse_config(data, environ={})

@@ -400,7 +400,8 @@ def test_status_tells_digests_held_by_the_limits_from_retries_after_a_failure(
     assert waiting.next_retry == retry_at
     assert store.outbox.waiting("slack", now=now) == Waiting(0, None, 0, None, 0)
     config = parse_config(
-        {"version": 1, "database": {"url": "sqlite://"}, "email": sink_email(9)}, environ={}
+        {"version": 1, "database": {"url": "sqlite:///unused.sqlite"}, "email": sink_email(9)},
+        environ={},
     )
     line = relay_line(config, store, now=now)
     assert (

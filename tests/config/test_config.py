@@ -430,6 +430,30 @@ def test_database_url_problems(
     assert "Hunter2" not in found  # a problem never repeats the URL: it may hold a password
 
 
+@pytest.mark.parametrize(
+    "url",
+    ["sqlite://", "sqlite:///:memory:", "sqlite:///", "sqlite:///:memory:?timeout=5"],
+)
+def test_an_in_memory_database_is_refused(tmp_path: Path, url: str) -> None:
+    # Each process (every command, the daemon's planner and senders) would get an empty
+    # database of its own: what one command stores, the next would not find.
+    expected = "an in-memory SQLite database lasts one process only"
+    path = tmp_path / "config.toml"
+    path.write_text(f'version = 1\n[database]\nurl = "{url}"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert [p for p in info.value.problems if p.startswith("database.url: ")] == [
+        f"database.url: {expected}: each command, and the daemon's planner and senders, "
+        'would get an empty one of its own; use a file, e.g. "sqlite:///paperbell.sqlite"'
+    ]
+    path.write_text('version = 1\n[database]\nurl_env = "PB_DB"\n')
+    with pytest.raises(ConfigError, match=f"PB_DB does not hold a database URL: {expected}"):
+        load_config(path, environ={"PB_DB": url})
+    # A file whose name says memory is a file.
+    path.write_text('version = 1\n[database]\nurl = "sqlite:///memory.sqlite"\n')
+    assert load_config(path, environ={}).database_url().endswith("/memory.sqlite")
+
+
 # -- how a subscriber reads: summaries, a language ------------------------------------------------
 
 
@@ -609,6 +633,7 @@ def test_embeddings_section() -> None:
         ({**local, "api_key": "sk-1"}, "a secret does not belong in the file"),
         ({**local, "batch_size": 0}, "batch_size"),
         ({**local, "provider": "torch"}, "provider"),
+        ({**local, "cache_dir": "models"}, "cache_dir is fastembed's model folder: only with"),
     ):
         assert any(said in p for p in problems(minimal(embeddings=bad))), (bad, said)
 

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+import sys
 import time
+import types
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.embeddings import DIMENSION, EmbeddingsStandIn, Fault
 
+from bot.pipeline.wiring import embeddings_endpoint, load_config
 from bot.similar.endpoint import (
     EmbeddingsClient,
     EmbeddingsFailure,
@@ -141,6 +145,47 @@ def test_fastembed_not_installed_says_how_to_get_it() -> None:
     except ImportError:
         with pytest.raises(EmbeddingsFailure, match=r"paperbell\[fastembed\]"):
             FastembedEmbedder("BAAI/bge-small-en-v1.5")
+
+
+FASTEMBED_CONFIG = """version = 1
+[database]
+url = "sqlite:///../data/pb.sqlite"
+[embeddings]
+provider = "fastembed"
+model = "BAAI/bge-small-en-v1.5"
+"""
+
+
+def test_fastembed_keeps_its_model_in_a_lasting_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # fastembed's own default is under the temp folder, which the systemd unit's
+    # PrivateTmp=yes empties at each start: the model would be downloaded at every restart.
+    config = tmp_path / "etc" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(FASTEMBED_CONFIG)
+    endpoint = embeddings_endpoint(load_config(config, environ={}))
+    assert endpoint is not None
+    beside_the_database = tmp_path.resolve() / "data" / "fastembed"
+    # What paperbell hands fastembed, through a stand-in that records it (no download).
+    made: list[dict[str, Any]] = []
+
+    class TextEmbedding:
+        def __init__(self, **settings: Any) -> None:
+            made.append(settings)
+
+    monkeypatch.setitem(
+        sys.modules, "fastembed", types.SimpleNamespace(TextEmbedding=TextEmbedding)
+    )
+    embedder = endpoint.open()
+    assert made == [{"model_name": "BAAI/bge-small-en-v1.5", "cache_dir": str(beside_the_database)}]
+    assert isinstance(embedder, FastembedEmbedder)
+    assert embedder.cache_dir == beside_the_database
+    assert endpoint.cache_dir == beside_the_database
+    # [embeddings] cache_dir: a relative path is taken from the config file's folder.
+    config.write_text(FASTEMBED_CONFIG + 'cache_dir = "models"\n')
+    endpoint = embeddings_endpoint(load_config(config, environ={}))
+    assert endpoint is not None and endpoint.cache_dir == tmp_path.resolve() / "etc" / "models"
 
 
 numbers = st.one_of(

@@ -285,7 +285,7 @@ def test_the_fetcher_refuses_limits_that_bound_nothing() -> None:
 
 
 def config_with(
-    sources: list[dict[str, Any]], database: str = "sqlite:///:memory:", **sections: Any
+    sources: list[dict[str, Any]], database: str = "sqlite:///unused.sqlite", **sections: Any
 ) -> Any:
     return parse_config(
         {"version": 1, "database": {"url": database}, "sources": sources, **sections},

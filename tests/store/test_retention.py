@@ -130,7 +130,9 @@ def test_the_daemon_prunes_a_few_batches_a_tick_then_waits_a_day(
     monkeypatch.setattr("bot.pipeline.scheduler.PRUNE_BATCHES", 1)
     queue(store, full_feed_papers, 5)
     old_digests(store, status="sent", sent_at=utcnow() - timedelta(days=100))
-    config = parse_config({"version": 1, "database": {"url": "sqlite://"}}, environ={})
+    config = parse_config(
+        {"version": 1, "database": {"url": "sqlite:///unused.sqlite"}}, environ={}
+    )
     parts = wire(config, store, {})
     daemon = Daemon(parts, wire_daemon(config, parts, clock=utcnow), fetcher=None, clock=utcnow)
     cut = []
@@ -205,7 +207,9 @@ def test_sign_ups_never_confirmed_go_after_their_days_and_no_one_else(store: Sto
         add("ntfy"), "apprise:ntfy", "ntfy://ntfy.sh/papers", now=long_ago, self_service=True
     )
     add("lately", when=now - timedelta(days=3))
-    keep = parse_config({"version": 1, "database": {"url": "sqlite://"}}, environ={}).database
+    keep = parse_config(
+        {"version": 1, "database": {"url": "sqlite:///unused.sqlite"}}, environ={}
+    ).database
     assert keep.keep_unconfirmed_days == 30
 
     dry = prune_old(keep, store, now=now, dry_run=True)

@@ -123,7 +123,9 @@ def test_trusted_proxies_are_addresses_or_networks(proxies: list[str], problem: 
     from support.config import web_config
 
     with pytest.raises(ConfigError, match="trusted_proxies") as info:
-        web_config("sqlite://", 25, web={"trusted_proxies": proxies})
+        web_config("sqlite:///unused.sqlite", 25, web={"trusted_proxies": proxies})
     assert problem in str(info.value)
-    config = web_config("sqlite://", 25, web={"trusted_proxies": ["127.0.0.1", "10.0.0.0/8"]})
+    config = web_config(
+        "sqlite:///unused.sqlite", 25, web={"trusted_proxies": ["127.0.0.1", "10.0.0.0/8"]}
+    )
     assert config.web.trusted_proxies == ["127.0.0.1", "10.0.0.0/8"]
