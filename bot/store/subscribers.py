@@ -231,7 +231,7 @@ class Subscribers(SubscriberQueries):
                 _address_free(session, row.id, email, mailbox)
             if resumed:  # as a resume: the count of refusals starts again
                 session.execute(refusals_forgotten(row.id))
-            have = {rule.text: rule for rule in self._rules(session, row)}
+            have = {rule.text: rule for rule in self._rules_in_turn(session, row)}
             count = len(set(have) | set(rules))
             if max_rules is not None and count > max(max_rules, len(have)):
                 raise too_many_rules(name, count, max_rules)
@@ -310,7 +310,7 @@ class Subscribers(SubscriberQueries):
         refused (a StoreError)."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
-            rules = self._rules(session, row)
+            rules = self._rules_in_turn(session, row)
             if any(rule.text == text for rule in rules):
                 return False
             count = len(rules) + 1
@@ -521,7 +521,8 @@ class Subscribers(SubscriberQueries):
     def _rules_in_turn(cls, session: Session, row: SubscriberRow) -> list[RuleRow]:
         """A subscriber's rules, read after taking their turn to change them, held until
         the transaction ends: a change at the same moment waits, then reads what this one
-        left, so that two removals at once never both see a rule to spare. PostgreSQL
+        left, so that two removals at once never both see a rule to spare, nor two
+        additions a place under the limit or a rule not there yet. PostgreSQL
         locks the subscriber's row; SQLite's first write takes its one write lock (a
         write that changes nothing)."""
         if session.get_bind().dialect.name == "postgresql":

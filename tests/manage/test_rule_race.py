@@ -5,7 +5,8 @@ rule that moved into the edited one's place.
 
 A request reads the subscriber, finds the number the shown rule has, then removes by that
 number; the other request's removal, between the two, moved the next rule into its place.
-And two removals at once, each of one of the last two rules, each counted a rule to spare.
+And two removals at once, each of one of the last two rules, each counted a rule to spare;
+two additions at once each counted a rule free under the limit, or each found the rule new.
 """
 
 from __future__ import annotations
@@ -71,18 +72,18 @@ ROLE: ContextVar[str] = ContextVar("ROLE", default="")
 
 
 class ReadBeforeRemoved:
-    """Holds the "second" of two removals after it read the rules (its first read of
-    them), until the "first" has removed its rule and returned. At most WAIT seconds:
-    a removal that reads under a lock holds the first back instead."""
+    """Holds the "second" of two changes after it read the rules (its first read of
+    them), until the "first", started only then, has made its change and returned. At
+    most WAIT seconds: a change that reads under a lock holds the first back instead."""
 
     def __init__(self, store: Store) -> None:
         self.first_done = threading.Event()
-        self.second_read = False
+        self.second_read = threading.Event()
         event.listen(store.database.engine, "after_cursor_execute", self.after)
 
     def after(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        if ROLE.get() == "second" and "FROM rules" in statement and not self.second_read:
-            self.second_read = True
+        if ROLE.get() == "second" and "FROM rules" in statement and not self.second_read.is_set():
+            self.second_read.set()
             self.first_done.wait(WAIT)
 
     def run(self, first: Callable[[], object], second: Callable[[], object]) -> None:
@@ -91,6 +92,8 @@ class ReadBeforeRemoved:
 
         def run(role: str, work: Callable[[], object]) -> None:
             ROLE.set(role)
+            if role == "first":
+                self.second_read.wait(WAIT)
             try:
                 work()
             except StoreError:
@@ -139,3 +142,35 @@ def test_two_removals_of_the_last_two_rules_at_once_leave_one(
     (now,) = store.subscribers.all(include_inactive=True)
     left = {(1, True), (0, False)} if way == "slack" else {(1, True)}
     assert (len(now.rules), now.active) in left, now
+
+
+@pytest.mark.parametrize("way", ["page", "add"])
+@pytest.mark.parametrize("added", [("qubit", "drone"), ("qubit", "qubit")])
+def test_two_additions_at_once_keep_the_limit_and_add_a_rule_once(
+    store: Store, database_url: str, way: str, added: tuple[str, str]
+) -> None:
+    """Ada has one rule of two allowed; two additions at once (the page's form, or
+    `Subscribers.add` as Slack's `/papers add` and `paperbell subscribe` reach it) each
+    counted one rule: she had three, or one rule twice. One must be refused."""
+    config = web_config(database_url, 2525, web={"signup": True}, digest={"max_rules": 2})
+    manager = Manager(SiteChoices.of(config), wire(config, store), clock=lambda: NOW)
+    ada, _ = store.subscribers.add("ada", email="ada@lab.example", rules=["robot"], now=NOW)
+    assert ada.id is not None
+    first, second = manager.subscriber(ada.id), manager.subscriber(ada.id)
+    assert first is not None and second is not None
+    race = ReadBeforeRemoved(store)
+    if way == "page":
+        race.run(
+            lambda: manager.add_rule(first, added[0]),
+            lambda: manager.add_rule(second, added[1]),
+        )
+    else:
+        race.run(
+            lambda: store.subscribers.add(
+                "ada", email=None, rules=[added[0]], now=NOW, max_rules=2
+            ),
+            lambda: store.subscribers.add(
+                "ada", email=None, rules=[added[1]], now=NOW, max_rules=2
+            ),
+        )
+    assert store.subscribers.rule_texts("ada") in (["robot", added[0]], ["robot", added[1]])
