@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import threading
 import time
 import urllib.request
@@ -51,46 +52,65 @@ def slow_server() -> Iterator[tuple[int, threading.Event]]:
             done.set()
 
 
-def test_a_stop_at_start_while_likes_are_asked_of_a_slow_api_keeps_the_grace(
-    tmp_path: Path,
-) -> None:
-    """At start, the leader asks the arXiv API for its subscribers' liked papers; a stop
-    then abandons the request after the grace, and the likes are asked again next start."""
-    with slow_server() as (port, asked):
-        config = tmp_path / "config.toml"
-        config.write_text(
-            f"""version = 1
+def start_liking(tmp_path: Path, api_port: int, *, web_port: int | None) -> subprocess.Popen[str]:
+    """`paperbell run` for one subscriber with a liked paper, its sources on `api_port` (the
+    leader asks the arXiv API for the liked papers at start), its web app on `web_port`
+    (None: no web app)."""
+    web = f"[web]\nport = {web_port}\n" if web_port is not None else ""
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"""version = 1
 [database]
 url = "sqlite:///paperbell.sqlite"
 [daemon]
 shutdown_grace_seconds = {GRACE}
 [delivery]
 workers = 0
-[polling]
+{web}[polling]
 request_deadline_seconds = {REQUEST_DEADLINE}
 [[sources]]
 kind = "arxiv"
 categories = ["cs"]
-url = "http://127.0.0.1:{port}/rss/cs"
-api_url = "http://127.0.0.1:{port}/api"
+url = "http://127.0.0.1:{api_port}/rss/cs"
+api_url = "http://127.0.0.1:{api_port}/api"
 [[subscribers]]
 name = "ada"
 rules = ["qubit"]
 like = ["2411.17703"]
 apprise = ["json://127.0.0.1:9/digests"]
 """
-        )
-        process = start("run", "-c", str(config), "--no-web", cwd=tmp_path)
+    )
+    options = () if web_port is not None else ("--no-web",)
+    return start("run", "-c", str(config), *options, cwd=tmp_path)
+
+
+def stop_and_wait(process: subprocess.Popen[str]) -> tuple[str, float]:
+    """SIGTERM the daemon and wait for it: its standard error, and the seconds it took."""
+    stopping = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=REQUEST_DEADLINE + 10)
+    return err, time.monotonic() - stopping
+
+
+def ended(process: subprocess.Popen[str]) -> None:
+    """Kill the daemon if a test left it running."""
+    if process.poll() is None:
+        process.kill()
+        process.communicate()
+
+
+def test_a_stop_at_start_while_likes_are_asked_of_a_slow_api_keeps_the_grace(
+    tmp_path: Path,
+) -> None:
+    """At start, the leader asks the arXiv API for its subscribers' liked papers; a stop
+    then abandons the request after the grace, and the likes are asked again next start."""
+    with slow_server() as (port, asked):
+        process = start_liking(tmp_path, port, web_port=None)
         try:
             assert asked.wait(15), "the daemon never asked the API"
-            stopping = time.monotonic()
-            process.send_signal(signal.SIGTERM)
-            _, err = process.communicate(timeout=REQUEST_DEADLINE + 10)
-            took = time.monotonic() - stopping
+            err, took = stop_and_wait(process)
         finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
+            ended(process)
     assert process.returncode == 0, err
     assert "Traceback" not in err, err
     assert took < GRACE + 4, f"stopped {took:.1f} s after SIGTERM (grace {GRACE} s)\n{err}"
@@ -105,32 +125,7 @@ def test_the_web_app_answers_while_the_start_up_work_waits_on_a_slow_api(
     "starting"; a stop then still keeps the grace."""
     web_port = free_port()
     with slow_server() as (port, asked):
-        config = tmp_path / "config.toml"
-        config.write_text(
-            f"""version = 1
-[database]
-url = "sqlite:///paperbell.sqlite"
-[daemon]
-shutdown_grace_seconds = {GRACE}
-[delivery]
-workers = 0
-[web]
-port = {web_port}
-[polling]
-request_deadline_seconds = {REQUEST_DEADLINE}
-[[sources]]
-kind = "arxiv"
-categories = ["cs"]
-url = "http://127.0.0.1:{port}/rss/cs"
-api_url = "http://127.0.0.1:{port}/api"
-[[subscribers]]
-name = "ada"
-rules = ["qubit"]
-like = ["2411.17703"]
-apprise = ["json://127.0.0.1:9/digests"]
-"""
-        )
-        process = start("run", "-c", str(config), cwd=tmp_path)
+        process = start_liking(tmp_path, port, web_port=web_port)
         try:
             assert asked.wait(15), "the daemon never asked the API"
             deadline = time.monotonic() + 5
@@ -143,14 +138,9 @@ apprise = ["json://127.0.0.1:9/digests"]
                 except OSError as exc:
                     assert time.monotonic() < deadline, f"no answer at /healthz: {exc}"
                     time.sleep(0.1)
-            stopping = time.monotonic()
-            process.send_signal(signal.SIGTERM)
-            _, err = process.communicate(timeout=REQUEST_DEADLINE + 10)
-            took = time.monotonic() - stopping
+            err, took = stop_and_wait(process)
         finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
+            ended(process)
     assert health["status"] == "starting", health
     assert process.returncode == 0, err
     assert "Traceback" not in err, err
@@ -234,14 +224,9 @@ url = "http://127.0.0.1:{port}/journal.rss"
                 assert process.poll() is None, process.communicate()
                 assert time.monotonic() < deadline, "the senders never sent"
                 time.sleep(0.05)
-            stopping = time.monotonic()
-            process.send_signal(signal.SIGTERM)
-            _, err = process.communicate(timeout=REQUEST_DEADLINE + 10)
-            took = time.monotonic() - stopping
+            err, took = stop_and_wait(process)
         finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
+            ended(process)
     assert process.returncode == 0, err
     assert "Traceback" not in err, err
     assert took < grace + STOP_MARGIN, (
