@@ -330,7 +330,7 @@ class Subscribers(SubscriberQueries):
         (None: no label); returns the text it had."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
-            rules = self._rules(session, row)
+            rules = self._rules_in_turn(session, row)
             if not 1 <= number <= len(rules):
                 raise StoreError(f"{name!r} has no rule {number} (it has {len(rules)})")
             if any(r.text == text for i, r in enumerate(rules) if i != number - 1):
@@ -372,7 +372,7 @@ class Subscribers(SubscriberQueries):
         None: none); returns the rule's text."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
-            rules = self._rules(session, row)
+            rules = self._rules_in_turn(session, row)
             if not 1 <= number <= len(rules):
                 raise StoreError(f"{name!r} has no rule {number} (it has {len(rules)})")
             rule = rules[number - 1]
@@ -522,9 +522,9 @@ class Subscribers(SubscriberQueries):
         """A subscriber's rules, read after taking their turn to change them, held until
         the transaction ends: a change at the same moment waits, then reads what this one
         left, so that two removals at once never both see a rule to spare, nor two
-        additions a place under the limit or a rule not there yet. PostgreSQL
-        locks the subscriber's row; SQLite's first write takes its one write lock (a
-        write that changes nothing)."""
+        additions or edits a place under the limit or a rule or label not there yet.
+        PostgreSQL locks the subscriber's row; SQLite's first write takes its one write
+        lock (a write that changes nothing)."""
         if session.get_bind().dialect.name == "postgresql":
             lock = select(SubscriberRow.id).where(SubscriberRow.id == row.id).with_for_update()
             session.exec(lock).one()
