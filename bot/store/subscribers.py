@@ -198,9 +198,10 @@ class Subscribers(SubscriberQueries):
                 )
             if email is not None:
                 # An address given again by someone who may (an admin's --email) confirms it;
-                # a new one learnt from Slack waits for its owner.
+                # a new one learnt from Slack waits for its owner. Either way it withdraws the
+                # address that waited (`set_email`): that one's link confirms nothing now.
                 same = email == row.email
-                row.email = email
+                row.email, row.pending_email = email, None
                 row.email_confirmed = email_confirmed or (same and row.email_confirmed)
             if slack_channel is not None:
                 row.slack_channel = slack_channel
