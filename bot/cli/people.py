@@ -32,7 +32,11 @@ if TYPE_CHECKING:
 @config_option
 @click.argument("name", required=False)
 @click.argument("rules", nargs=-1)
-@click.option("--email", help="The subscriber's email address.")
+@click.option(
+    "--email",
+    help="The subscriber's email address, taken as confirmed; a new address its owner asked "
+    "for (`/papers email`) and has not confirmed yet no longer waits.",
+)
 @click.option(
     "--slack-channel", metavar="CHANNEL", help="Post to this Slack channel (#name or id)."
 )
@@ -229,6 +233,8 @@ def subscribe(
         problems.append(f"rules: {name} would have {too_many}")
     if problems:
         raise ConfigError(problems, source="subscribe")
+    # An address given withdraws the one its owner asked for and has not confirmed yet.
+    waiting = _waiting_email(store, row.id) if row is not None and email else None
     sub, created = store.subscribers.add(
         name,
         email=email,
@@ -273,6 +279,11 @@ def subscribe(
     if env is not None and env not in config.environ:
         click.echo(
             f"note: {env} is not set here: the process that sends (`paperbell run`) needs it"
+        )
+    if waiting and email and waiting.lower() != email.lower():
+        click.echo(
+            f"note: {sub.name}'s new address <{waiting}> no longer waits for confirmation: "
+            "its link confirms nothing now"
         )
     click.echo(f"{plural(len(sub.rules), 'rule')}:")
     for number, text in enumerate(sub.rules, 1):
@@ -506,3 +517,9 @@ def subscriber_state(store: Store, sub: Subscriber) -> str:
     if row is not None and row.paused_reason:
         return f"paused: {row.paused_reason}"
     return "unsubscribed"
+
+
+def _waiting_email(store: Store, subscriber_id: int) -> str | None:
+    """The address the subscriber asked for (`/papers email`) and has not confirmed yet."""
+    found = store.subscribers.all(include_inactive=True, only=subscriber_id)
+    return found[0].pending_email if found else None

@@ -15,11 +15,14 @@ caller drains the outbox.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
+from typing import TypeVar
 
 from bot.channels import subscriber_targets
 from bot.channels.outbox import drain
@@ -64,6 +67,7 @@ __all__ = [
     "notice_sender",
     "paper_count_choices",
     "reading_parts",
+    "under_free_name",
 ]
 
 log = logging.getLogger(__name__)
@@ -89,6 +93,7 @@ class FeedbackLink:
 
 # How many free names a new subscriber tries, each taken by another sign-up meanwhile.
 NAME_TRIES = 5
+T = TypeVar("T")  # what the add under a free name returns
 
 
 def free_name(parts: Parts, wanted: str, *, fallback: str) -> str:
@@ -101,6 +106,20 @@ def free_name(parts: Parts, wanted: str, *, fallback: str) -> str:
         number += 1
         name = f"{base}-{number}"
     return name
+
+
+def under_free_name(parts: Parts, wanted: str, add: Callable[[str], T], *, fallback: str) -> T:
+    """`add(name)` for a new subscriber under a free name like `wanted` (`free_name`).
+    Another sign-up may take the name between the pick and the add: `add` then raises a
+    NameTaken (`Subscribers.add(only_new=True)`), and a name is picked again, never added
+    to theirs; NAME_TRIES times at most."""
+    for tries_left in reversed(range(NAME_TRIES)):
+        try:
+            return add(free_name(parts, wanted, fallback=fallback))
+        except NameTaken:
+            if not tries_left:
+                raise
+    raise AssertionError("the loop returns or raises")
 
 
 # Gmail's domains, and the one it reads both as: it reads no dots in the local part either.
@@ -452,27 +471,19 @@ class Manager(Destinations, Ratings, Rules):
     def _add_signed_up(self, email: str, rule: str) -> None:
         """Add the sign-up's subscriber, unconfirmed, unless another sign-up of its mailbox
         added one since it was looked for (a double click): theirs is the one."""
+        add = partial(
+            self.store.subscribers.add,
+            email=email,
+            rules=[rule],
+            now=self.clock(),
+            email_confirmed=False,
+            only_new=True,
+            mailbox=mailbox_tag,
+        )
         # Named after the address's local part: a name shows on pages a forwarded link may
-        # open, the address does not. Another sign-up may take the name between the pick
-        # and the add: then pick again, never add to theirs.
-        for tries_left in reversed(range(NAME_TRIES)):
-            name = free_name(self.parts, email.partition("@")[0], fallback="subscriber")
-            try:
-                self.store.subscribers.add(
-                    name,
-                    email=email,
-                    rules=[rule],
-                    now=self.clock(),
-                    email_confirmed=False,
-                    only_new=True,
-                    mailbox=mailbox_tag,
-                )
-                return
-            except AddressTaken:
-                return
-            except NameTaken:
-                if not tries_left:
-                    raise
+        # open, the address does not.
+        with contextlib.suppress(AddressTaken):
+            under_free_name(self.parts, email.partition("@")[0], add, fallback="subscriber")
 
     def _everyone(self) -> Sequence[Subscriber]:
         return self.store.subscribers.all(

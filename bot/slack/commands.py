@@ -19,16 +19,15 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any
 
 from bot.config import SlackConfig, subscriber_problems, too_many_rules
 from bot.core.checks import MAX_LABEL_LENGTH, check_label
-from bot.core.errors import NameTaken, PaperbellError, RuleError
+from bot.core.errors import PaperbellError, RuleError
 from bot.core.models import Subscriber
 from bot.core.plurals import plural
 from bot.core.schedule import check_timezone
-from bot.manage import NAME_TRIES, Manager, free_name, reading_parts
+from bot.manage import Manager, reading_parts, under_free_name
 from bot.match.digest import try_rule
 from bot.pipeline.wiring import Parts
 from bot.render.mrkdwn import as_code, as_text, escape_mrkdwn, link
@@ -442,12 +441,10 @@ class SlashCommands:
         """Add `rule` to the subscription `row`, or to a new one named like `wanted`: the
         subscriber, whether it was created, and the rule's text (`_check_new`). A new one's
         name taken meanwhile (a sign-up, another subscribe) is picked again: theirs is never
-        changed."""
-        for tries_left in reversed(range(NAME_TRIES)):
-            name = await self._name(row, wanted)
-            text = await self._check_new(name, row, rule, label)
-            add = partial(
-                self.store.subscribers.add,
+        changed (`under_free_name`)."""
+
+        def add(name: str, text: str) -> tuple[Subscriber, bool, str]:
+            sub, created = self.store.subscribers.add(
                 name,
                 rules=[text],
                 now=now,
@@ -456,40 +453,41 @@ class SlashCommands:
                 only_new=row is None,
                 **fields,
             )
-            try:
-                sub, created = await asyncio.to_thread(add)
-                return sub, created, text
-            except NameTaken:
-                if row is not None or not tries_left:
-                    raise
-        raise AssertionError("the loop returns or raises")
+            return sub, created, text
 
-    async def _name(self, row: SubscriberRecord | None, wanted: str) -> str:
-        """The subscriber's name: the one it has, or a free one like `wanted`."""
         if row is not None:
-            return row.name
-        return await asyncio.to_thread(free_name, self.parts, wanted, fallback="slack")
+            text = await self._check_new(row, rule, label)
+            return await asyncio.to_thread(add, row.name, text)
 
-    async def _check_new(
-        self, name: str, row: SubscriberRecord | None, rule: str, label: str | None
-    ) -> str:
-        """The text to store the rule under: the one the subscription has for the same rule
-        (given again with a label: relabelled), else `rule`; refused with a reply when the
-        subscription is the config file's, the rule is there already (and no label is
-        given), or it would be one rule too many."""
-        if row is not None and row.origin == "config":
-            raise PaperbellError(
-                "this subscription is set in paperbell's config file: ask your paperbell "
-                "admin to add the rule there"
-            )
+        def add_new(name: str) -> tuple[Subscriber, bool, str]:
+            self._check_rule(name, rule, label)
+            return add(name, rule)
+
+        return await asyncio.to_thread(
+            under_free_name, self.parts, wanted, add_new, fallback="slack"
+        )
+
+    @staticmethod
+    def _check_rule(name: str, rule: str, label: str | None) -> None:
+        """Refuse (with a reply) a rule or label the subscription `name` may not have."""
         problems = subscriber_problems(
             name=name, email=None, rules=[rule], labels={rule: label} if label else None
         )
         if problems:
             raise PaperbellError("; ".join(problems))
-        if row is None:  # a new subscription: a name taken meanwhile is someone else's
-            return rule
-        known = await asyncio.to_thread(self.subscriptions.subscriber, name)
+
+    async def _check_new(self, row: SubscriberRecord, rule: str, label: str | None) -> str:
+        """The text to store the rule under in the subscription `row`: the one it has for
+        the same rule (given again with a label: relabelled), else `rule`; refused with a
+        reply when the subscription is the config file's, the rule is there already (and
+        no label is given), or it would be one rule too many."""
+        if row.origin == "config":
+            raise PaperbellError(
+                "this subscription is set in paperbell's config file: ask your paperbell "
+                "admin to add the rule there"
+            )
+        self._check_rule(row.name, rule, label)
+        known = await asyncio.to_thread(self.subscriptions.subscriber, row.name)
         if known is None:
             return rule
         same = format_rule(parse_rule(rule))

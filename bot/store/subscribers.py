@@ -198,9 +198,10 @@ class Subscribers(SubscriberQueries):
                 )
             if email is not None:
                 # An address given again by someone who may (an admin's --email) confirms it;
-                # a new one learnt from Slack waits for its owner.
+                # a new one learnt from Slack waits for its owner. Either way it withdraws the
+                # address that waited (`set_email`): that one's link confirms nothing now.
                 same = email == row.email
-                row.email = email
+                row.email, row.pending_email = email, None
                 row.email_confirmed = email_confirmed or (same and row.email_confirmed)
             if slack_channel is not None:
                 row.slack_channel = slack_channel
@@ -330,7 +331,7 @@ class Subscribers(SubscriberQueries):
         (None: no label); returns the text it had."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
-            rules = self._rules(session, row)
+            rules = self._rules_in_turn(session, row)
             if not 1 <= number <= len(rules):
                 raise StoreError(f"{name!r} has no rule {number} (it has {len(rules)})")
             if any(r.text == text for i, r in enumerate(rules) if i != number - 1):
@@ -372,7 +373,7 @@ class Subscribers(SubscriberQueries):
         None: none); returns the rule's text."""
         with self.database.session() as session:
             row = self._database_subscriber(session, name)
-            rules = self._rules(session, row)
+            rules = self._rules_in_turn(session, row)
             if not 1 <= number <= len(rules):
                 raise StoreError(f"{name!r} has no rule {number} (it has {len(rules)})")
             rule = rules[number - 1]
@@ -522,9 +523,9 @@ class Subscribers(SubscriberQueries):
         """A subscriber's rules, read after taking their turn to change them, held until
         the transaction ends: a change at the same moment waits, then reads what this one
         left, so that two removals at once never both see a rule to spare, nor two
-        additions a place under the limit or a rule not there yet. PostgreSQL
-        locks the subscriber's row; SQLite's first write takes its one write lock (a
-        write that changes nothing)."""
+        additions or edits a place under the limit or a rule or label not there yet.
+        PostgreSQL locks the subscriber's row; SQLite's first write takes its one write
+        lock (a write that changes nothing)."""
         if session.get_bind().dialect.name == "postgresql":
             lock = select(SubscriberRow.id).where(SubscriberRow.id == row.id).with_for_update()
             session.exec(lock).one()

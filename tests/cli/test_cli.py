@@ -448,3 +448,27 @@ def test_a_name_the_config_file_dropped_can_be_deleted_and_used_again(
     assert cli("unsubscribe", "ada-lovelace")[0] == 0
     code, out = cli("unsubscribe", "ada-lovelace", "--delete")  # the file's: changed there
     assert code == 1 and "declared in the config file" in out
+
+
+@pytest.mark.database
+def test_subscribe_email_withdraws_the_address_waiting_for_confirmation(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Bob asked for a new address in Slack (`/papers email`), and it waits for its link;
+    the operator then gives him another with `subscribe --email`. The waiting address
+    stayed: its link, opened later, put it in place of the operator's."""
+    cli = example_cli(tmp_path, database_url)
+    assert cli("subscribe", "bob", "--email", "bob@example.org", "robot")[0] == 0
+    with Store.open(database_url) as store:
+        store.subscribers.set_email("bob", "bob@typo.example", confirmed=False)
+    code, out = cli("subscribe", "bob", "--email", "bob@lab.example")
+    assert code == 0, out
+    assert "<bob@typo.example> no longer waits for confirmation" in out, out
+    assert "bob@typo.example" not in cli("list")[1]
+    with Store.open(database_url) as store:
+        bob = store.subscribers.get("bob")
+        assert bob is not None
+        # What the waiting address's confirmation link does when it is opened.
+        assert not store.subscribers.confirm_email(bob.id, "bob@typo.example")
+        bob = store.subscribers.get("bob")
+        assert bob is not None and (bob.email, bob.email_confirmed) == ("bob@lab.example", True)

@@ -6,7 +6,8 @@ rule that moved into the edited one's place.
 A request reads the subscriber, finds the number the shown rule has, then removes by that
 number; the other request's removal, between the two, moved the next rule into its place.
 And two removals at once, each of one of the last two rules, each counted a rule to spare;
-two additions at once each counted a rule free under the limit, or each found the rule new.
+two additions at once each counted a rule free under the limit, or each found the rule new;
+an edit or a label of a rule by its number beside an addition each found its text or label free.
 """
 
 from __future__ import annotations
@@ -174,3 +175,35 @@ def test_two_additions_at_once_keep_the_limit_and_add_a_rule_once(
             ),
         )
     assert store.subscribers.rule_texts("ada") in (["robot", added[0]], ["robot", added[1]])
+
+
+def test_an_edit_by_number_and_an_addition_of_its_text_at_once_store_it_once(
+    store: Store,
+) -> None:
+    """Ada's rule 1 changed into "qubit" (`replace_rule`, as the manage page's edit of a
+    rule shown by number reaches it) while "qubit" is added: each read the rules before
+    the other wrote, and Ada had "qubit" twice. One must be refused."""
+    store.subscribers.add("ada", email="ada@lab.example", rules=["robot", "drone"], now=NOW)
+    ReadBeforeRemoved(store).run(
+        lambda: store.subscribers.add_rule("ada", "qubit", now=NOW),
+        lambda: store.subscribers.replace_rule("ada", 1, "qubit"),
+    )
+    assert store.subscribers.rule_texts("ada") in (
+        ["qubit", "drone"],
+        ["robot", "drone", "qubit"],
+    )
+
+
+def test_a_label_by_number_and_an_addition_with_that_label_at_once_label_one_rule(
+    store: Store,
+) -> None:
+    """Ada's rule 1 labelled "bots" (`set_label`, as Slack's `/papers label` reaches it)
+    while "drone" is added labelled "bots": each checked the labels before the other
+    wrote, and two rules had one label. One must be refused."""
+    store.subscribers.add("ada", email="ada@lab.example", rules=["robot", "qubit"], now=NOW)
+    ReadBeforeRemoved(store).run(
+        lambda: store.subscribers.add_rule("ada", "drone", now=NOW, label="bots"),
+        lambda: store.subscribers.set_label("ada", 1, "bots"),
+    )
+    (ada,) = store.subscribers.all(include_inactive=True)
+    assert dict(ada.labels) in ({"robot": "bots"}, {"drone": "bots"}), ada
