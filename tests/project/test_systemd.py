@@ -31,12 +31,14 @@ from bot.cli.service import (
     STOP_MARGIN_SECONDS,
     UNIT_NAME,
     Service,
+    paperbell_executable,
     quote,
     render_unit,
     unit_template,
 )
 from bot.config import Config, parse_config
 from bot.core.errors import ConfigError
+from bot.pipeline.model_cache import fastembed_cache_dir
 
 UNIT = ROOT / "deploy" / UNIT_NAME
 ARTIFACTS = ROOT / "test-artifacts"
@@ -376,3 +378,32 @@ def test_the_stop_timeout_outlasts_the_grace_by_the_margin(grace: float) -> None
     assert service.stop_seconds >= MIN_STOP_SECONDS
     sections = unit_entries(render_unit(unit_template(), service))
     assert values(sections, "Service", "TimeoutStopSec") == [str(service.stop_seconds)]
+
+
+def with_fastembed(database: str, cache_dir: str | None = None) -> Config:
+    """A config in /etc/paperbell that ranks papers with fastembed's local model."""
+    embeddings = {"provider": "fastembed", "model": "BAAI/bge-small-en-v1.5"}
+    return parse_config(
+        {
+            "version": 1,
+            "database": {"url": database},
+            "embeddings": embeddings | ({"cache_dir": cache_dir} if cache_dir else {}),
+        },
+        path=Path("/etc/paperbell/config.toml"),
+        environ={"HOME": "/home/paperbell", "CACHE_DIRECTORY": "/var/cache/paperbell"},
+    )
+
+
+def test_the_unit_gives_fastembed_a_lasting_model_folder(tmp_path: Path) -> None:
+    # With PostgreSQL and no cache_dir, the model goes to the service's cache folder: one
+    # that systemd makes for it and keeps across starts, writable under ProtectSystem=strict.
+    config = with_fastembed("postgresql://paperbell@db.example.org/papers")
+    service = Service.of(config, user="paperbell", executable=paperbell_executable())
+    unit = render_unit(unit_template(), service)
+    assert values(unit_entries(unit), "Service", "CacheDirectory") == ["paperbell"]
+    assert values(unit_entries(unit), "Service", "ReadWritePaths") == []
+    # What systemd sets for it ($CACHE_DIRECTORY) is where the model is kept.
+    assert fastembed_cache_dir(config) == Path("/var/cache/paperbell/fastembed")
+    assert values(unit_entries(UNIT.read_text()), "Service", "CacheDirectory") == ["paperbell"]
+    (tmp_path / UNIT_NAME).write_text(unit)
+    verify(tmp_path / UNIT_NAME)
