@@ -3,8 +3,9 @@
 unit), Restart=on-failure and the hardening (ProtectSystem=strict, NoNewPrivileges=yes, ...),
 and pass `systemd-analyze verify` where systemd's tools are installed. The environment file
 it writes names the config's secrets, without their values, and is never overwritten. A
-unit on a config, database, like_file or paperbell the service could not see (in /tmp,
-/var/tmp) is refused; one in a home folder makes the homes read-only, not hidden."""
+unit on a config, database, like_file, model folder or paperbell the service could not see
+(in /tmp, /var/tmp) is refused; one in a home folder makes the homes read-only, not hidden.
+The service may write fastembed's model folder, the default one or the config's."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from bot.cli.service import (
     render_unit,
     unit_template,
 )
+from bot.cli.setup import next_steps
 from bot.config import Config, parse_config
 from bot.core.errors import ConfigError
 from bot.pipeline.model_cache import fastembed_cache_dir
@@ -407,3 +409,57 @@ def test_the_unit_gives_fastembed_a_lasting_model_folder(tmp_path: Path) -> None
     assert values(unit_entries(UNIT.read_text()), "Service", "CacheDirectory") == ["paperbell"]
     (tmp_path / UNIT_NAME).write_text(unit)
     verify(tmp_path / UNIT_NAME)
+
+
+@pytest.mark.parametrize(
+    ("database", "cache_dir", "writable"),
+    [
+        ("sqlite:////var/lib/paperbell/pb.sqlite", None, ["/var/lib/paperbell"]),
+        (
+            "sqlite:////var/lib/paperbell/pb.sqlite",
+            "/srv/paperbell/models",
+            ["/var/lib/paperbell", "/srv/paperbell/models"],
+        ),
+        (
+            "sqlite:////var/lib/paperbell/pb.sqlite",
+            "/var/lib/paperbell/models",
+            ["/var/lib/paperbell"],
+        ),
+        ("postgresql://paperbell@db.example.org/papers", "/srv/my models", ["/srv/my models"]),
+        ("postgresql://paperbell@db.example.org/papers", "models", ["/etc/paperbell/models"]),
+        ("postgresql://paperbell@db.example.org/papers", "../models", ["/etc/models"]),
+    ],
+)
+def test_the_unit_lets_the_service_write_the_model_folder_the_config_names(
+    database: str, cache_dir: str | None, writable: list[str]
+) -> None:
+    # ProtectSystem=strict: a cache_dir not in ReadWritePaths= is read-only to the service,
+    # and fastembed failed to download its model there.
+    config = with_fastembed(database, cache_dir)
+    service = Service.of(config, user="paperbell", executable=("/opt/pb/bin/paperbell",))
+    unit = unit_entries(render_unit(unit_template(), service))
+    [paths] = values(unit, "Service", "ReadWritePaths")
+    assert shlex.split(paths) == writable
+    assert values(unit, "Service", "ProtectHome") == ["yes"]
+    assert Path(writable[-1]) in {service.data_dir, service.model_dir}
+
+
+def test_a_model_folder_in_a_home_gets_read_only_homes_and_a_step_to_make_it() -> None:
+    config = with_fastembed("postgresql://db.example.org/papers", "/home/ada/paperbell-models")
+    service = Service.of(config, user="ada", executable=("/opt/pb/bin/paperbell",))
+    unit = unit_entries(render_unit(unit_template(), service))
+    assert values(unit, "Service", "ProtectHome") == ["read-only"]
+    assert values(unit, "Service", "ReadWritePaths") == ["/home/ada/paperbell-models"]
+    # systemd refuses to start a unit whose ReadWritePaths= folder is missing.
+    steps = next_steps(service, unit=None)
+    assert "  sudo install -d -o ada -m 700 /home/ada/paperbell-models" in steps
+
+
+def test_a_model_folder_in_a_temporary_folder_is_refused() -> None:
+    config = with_fastembed("sqlite:////var/lib/paperbell/pb.sqlite", "/var/tmp/models")
+    with pytest.raises(ConfigError) as refused:
+        Service.of(config, user="ada", executable=("/opt/pb/bin/paperbell",))
+    assert refused.value.problems == [
+        "fastembed's model folder /var/tmp/models is in /var/tmp, which the service cannot "
+        "see: its unit gives it an empty /var/tmp of its own (PrivateTmp=yes)"
+    ]
