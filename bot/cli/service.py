@@ -19,6 +19,7 @@ from bot.config import Config
 from bot.config.likes import like_file_path
 from bot.core.checks import redact_url
 from bot.core.errors import ConfigError
+from bot.pipeline.model_cache import configured_cache_dir
 
 UNIT_NAME = "paperbell.service"
 ENV_FILE_NAME = "paperbell.env"
@@ -36,7 +37,9 @@ STOP_MARGIN_SECONDS = 30
 class Service:
     """What the unit says: the command it runs, as whom, with which secrets, where it may
     write (None: nowhere, the database is not a file), and how long a stop may take; and
-    the other files the config names, which the service reads (what each is, where)."""
+    the other files the config names, which the service reads (what each is, where).
+    `model_dir`: fastembed's model folder the config names outside the database's, which
+    the service writes too (the default one is the unit's CacheDirectory=)."""
 
     command: tuple[str, ...]
     user: str
@@ -44,6 +47,7 @@ class Service:
     data_dir: Path | None
     stop_seconds: int
     read_files: tuple[tuple[str, Path], ...] = ()
+    model_dir: Path | None = None
 
     @classmethod
     def of(cls, config: Config, *, user: str, executable: tuple[str, ...]) -> Service:
@@ -55,18 +59,25 @@ class Service:
             if not text.isprintable():
                 raise ConfigError([f"{what} holds a control character: {text!r}"])
         database = database_file(database_url(config))
+        data_dir = database.parent if database is not None else None
         grace = config.daemon.shutdown_grace_seconds
+        model_dir = configured_cache_dir(config)
+        if model_dir is not None:  # systemd wants no ".." in a path
+            model_dir = Path(os.path.normpath(model_dir))
+            if data_dir is not None and model_dir.is_relative_to(data_dir):
+                model_dir = None  # writable already, with the database's folder
         service = cls(
             command=(*executable, "run", "-c", str(config.path)),
             user=user,
             env_file=config.path.with_name(ENV_FILE_NAME),
-            data_dir=database.parent if database is not None else None,
+            data_dir=data_dir,
             stop_seconds=max(MIN_STOP_SECONDS, math.ceil(grace) + STOP_MARGIN_SECONDS),
             read_files=tuple(
                 (f"subscriber {sub.name}'s like_file", path)
                 for sub in config.subscribers
                 if (path := like_file_path(config, sub)) is not None
             ),
+            model_dir=model_dir,
         )
         if hidden := service.paths_in_private_tmp():
             raise ConfigError(
@@ -90,6 +101,8 @@ class Service:
         needed += self.read_files
         if self.data_dir is not None:
             needed.append(("the database's folder", self.data_dir))
+        if self.model_dir is not None:
+            needed.append(("fastembed's model folder", self.model_dir))
         problems = []
         for what, path in needed:
             for folder in PRIVATE_TMP:
@@ -105,10 +118,14 @@ class Service:
         """`yes` (hidden), or `read-only` when a path the service reads lies in a home."""
         executable = Path(self.command[0])
         paths = [executable, *python_paths(executable), self.env_file]
-        paths += filter(None, [self.data_dir])
+        paths += self.written_dirs()
         paths += [path for _, path in self.read_files]
         inside = any(path.is_relative_to(home) for path in paths for home in HOMES)
         return "read-only" if inside else "yes"
+
+    def written_dirs(self) -> list[Path]:
+        """The folders the service writes, each made writable by ReadWritePaths=."""
+        return [path for path in (self.data_dir, self.model_dir) if path is not None]
 
 
 def python_paths(executable: Path) -> list[Path]:
@@ -165,7 +182,7 @@ def render_unit(template: str, service: Service) -> str:
         "User": service.user,
         "ExecStart": " ".join(quote(arg, command=True) for arg in service.command),
         "EnvironmentFile": str(service.env_file).replace("%", "%%"),  # the rest of the line
-        "ReadWritePaths": quote(str(service.data_dir)) if service.data_dir else None,
+        "ReadWritePaths": " ".join(quote(str(path)) for path in service.written_dirs()) or None,
         "ProtectHome": service.protect_home(),
         "TimeoutStopSec": str(service.stop_seconds),
     }

@@ -156,17 +156,18 @@ def next_steps(service: Service, *, unit: Path | None) -> list[str]:
     except KeyError:
         uid = None
         steps.append(f"sudo useradd --system --no-create-home {user}")
-    folder = service.data_dir
-    if folder is not None and not folder.is_dir():
-        steps.append(f"sudo install -d -o {user} -m 700 {shlex.quote(str(folder))}")
-    elif folder is not None and folder.stat().st_uid != uid:
-        steps.append(f"sudo chown -R {user} {shlex.quote(str(folder))}")
+    # systemd refuses to start a unit whose ReadWritePaths= folder is missing.
+    for folder in service.written_dirs():
+        if not folder.is_dir():
+            steps.append(f"sudo install -d -o {user} -m 700 {shlex.quote(str(folder))}")
+        elif folder.stat().st_uid != uid:
+            steps.append(f"sudo chown -R {user} {shlex.quote(str(folder))}")
     steps.append(f"sudo chown root: {env_file} && sudo chmod 600 {env_file}")
     if unit is not None:
         steps.append(f"sudo cp {shlex.quote(str(unit))} /etc/systemd/system/{UNIT_NAME}")
     steps.append("sudo systemctl daemon-reload && sudo systemctl enable --now paperbell")
     notes = []
-    if folder is not None and folder == service.env_file.parent:
+    if service.data_dir is not None and service.data_dir == service.env_file.parent:
         notes.append(
             "note: the database is in the config's folder, so the service may write there; "
             'better: [database] url = "sqlite:////var/lib/paperbell/paperbell.sqlite"'

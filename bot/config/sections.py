@@ -526,7 +526,8 @@ class EmbeddingsConfig(Section):
     # Every request of one digest run together: past it, that run ranks by the default.
     deadline_seconds: float = Field(120.0, gt=0, le=3600)
     # Where fastembed keeps the model it downloads (a relative path is taken from the config
-    # file's folder). Unset: a `fastembed` folder beside the SQLite database.
+    # file's folder). Unset: a `fastembed` folder beside the SQLite database, else a cache
+    # folder of the environment's (bot.pipeline.model_cache).
     cache_dir: FilePath | None = None
     api_key: str | None = Field(None, exclude=True)  # filled from the environment only
 

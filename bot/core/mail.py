@@ -80,7 +80,9 @@ MAIL_POLICY: EmailPolicy = _MailPolicy(linesep="\r\n")
 
 
 # An enhanced status code (RFC 3463: class.subject.detail), standing alone in its text.
-_STATUS = re.compile(r"(?<![\w.])([245]\.\d{1,3}\.\d{1,3})(?!\.?\d)")
+# ASCII digits ([0-9], not `\d`): a status written otherwise is kept with the bounce and
+# equals none that a reason is told by. Any digit after it still means it is not one.
+_STATUS = re.compile(r"(?<![\w.])([245]\.[0-9]{1,3}\.[0-9]{1,3})(?!\.?\d)")
 
 
 def enhanced_status(text: str | None) -> str | None:

@@ -46,10 +46,11 @@ from bot.core.links import LinkSigner
 from bot.core.schedule import Defaults
 from bot.core.verp import MessageIds, Verp
 from bot.pipeline.health import ListingChecks
+from bot.pipeline.model_cache import fastembed_cache_dir
 from bot.render.email import EmailSettings
 from bot.similar.embeddings import EmbeddingsEndpoint
 from bot.sources import SOURCE_KINDS, Source, load_builtin_sources
-from bot.store.database import database_file, utcnow
+from bot.store.database import utcnow
 from bot.texts.client import TextModel
 
 if TYPE_CHECKING:
@@ -65,8 +66,6 @@ from bot.core.models import Subscriber
 # link, a fresh manage link): sent by email, but counted apart from the digests, so a
 # mistyped address never counts as a digest bounce (nor pauses anyone).
 NOTICE_CHANNEL = "notice"
-
-FASTEMBED_FOLDER = "fastembed"  # fastembed's model folder, beside the SQLite database
 
 
 def channel_problems(raw: Mapping[str, Any], environ: Mapping[str, str]) -> list[str]:
@@ -405,24 +404,6 @@ def embeddings_endpoint(config: Config) -> EmbeddingsEndpoint | None:
         capped_client=_capped_client,
         cache_dir=fastembed_cache_dir(config),
     )
-
-
-def fastembed_cache_dir(config: Config) -> Path | None:
-    """Where fastembed keeps the model it downloads: [embeddings] cache_dir (a relative path
-    from the config file's folder), else a `fastembed` folder beside the SQLite database,
-    which the systemd unit lets the service write. Never fastembed's default under the temp
-    folder: a service's private /tmp is emptied at each start, and the model would be
-    downloaded again. None (PostgreSQL, no cache_dir): fastembed's own choice."""
-    e = config.embeddings
-    if e is None or e.provider != "fastembed":
-        return None
-    if e.cache_dir is not None:
-        path = Path(e.cache_dir).expanduser()
-        if path.is_absolute() or config.path is None:
-            return path
-        return config.path.parent / path
-    database = database_file(config.database_url())
-    return database.parent / FASTEMBED_FOLDER if database is not None else None
 
 
 def _capped_client(max_body: int) -> httpx.AsyncClient:

@@ -50,8 +50,12 @@ _QUOTES = '"“”„'  # typographic quotes too: phones and Slack clients "smar
 _OPERATORS = frozenset({"OR", "AND", "NOT"})
 _FIELD_RE = re.compile(r"([^\W\d_]+):")
 _CATEGORY_RE = re.compile(r"[a-z]+(?:-[a-z]+)?(?:\.[a-z]+(?:-[a-z]+)?)?")
-_ID_RE = re.compile(rf"(?:arxiv:)?(?:{ARXIV_ID_RE.pattern})", re.IGNORECASE)
-_OLD_ID_RE = re.compile(r"(?P<archive>[a-z][a-z\-]*)(?:\.[a-z]{2})?/(?P<number>\d{7})", re.I)
+# ASCII too: under IGNORECASE alone, [a-z] takes the long s, the dotless i and the Kelvin
+# sign, and an id written with one would be kept under a key no paper's equals.
+_ID_RE = re.compile(rf"(?:arxiv:)?(?:{ARXIV_ID_RE.pattern})", re.IGNORECASE | re.ASCII)
+_OLD_ID_RE = re.compile(
+    r"(?P<archive>[a-z][a-z\-]*)(?:\.[a-z]{2})?/(?P<number>[0-9]{7})", re.IGNORECASE | re.ASCII
+)
 
 _FIELD_NAMES = ("ti", "abs", "au", "cat", "id", "src", "hf", "upvotes")
 # How the fields are shown in the list of fields: hf: and upvotes take one form of value.

@@ -177,6 +177,19 @@ HOSTILE = [
 ]
 
 
+def test_a_status_in_other_digits_is_no_status() -> None:
+    # RFC 3463 writes a status in ASCII digits; kept as it came, "5.\u0661.\u0661" was
+    # stored with the bounce and matched none of the statuses a reason is told by.
+    raw = (
+        "From: MAILER-DAEMON@mx.example\nSubject: Undelivered Mail Returned to Sender\n"
+        "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit\n\n"
+        "ada@lab.example: 550 5.\u0661.\u0661 unknown user\n"
+    ).encode()
+    report = read_bounce(raw)
+    assert report.status is None
+    assert report.kind == "hard"  # by the SMTP code, 550
+
+
 def nested(depth: int) -> bytes:
     """A report nested `depth` multiparts deep (each its own boundary)."""
     head = b"Content-Type: multipart/report; report-type=delivery-status; boundary=b0\n\n"

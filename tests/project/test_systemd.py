@@ -3,8 +3,9 @@
 unit), Restart=on-failure and the hardening (ProtectSystem=strict, NoNewPrivileges=yes, ...),
 and pass `systemd-analyze verify` where systemd's tools are installed. The environment file
 it writes names the config's secrets, without their values, and is never overwritten. A
-unit on a config, database, like_file or paperbell the service could not see (in /tmp,
-/var/tmp) is refused; one in a home folder makes the homes read-only, not hidden."""
+unit on a config, database, like_file, model folder or paperbell the service could not see
+(in /tmp, /var/tmp) is refused; one in a home folder makes the homes read-only, not hidden.
+The service may write fastembed's model folder, the default one or the config's."""
 
 from __future__ import annotations
 
@@ -31,12 +32,15 @@ from bot.cli.service import (
     STOP_MARGIN_SECONDS,
     UNIT_NAME,
     Service,
+    paperbell_executable,
     quote,
     render_unit,
     unit_template,
 )
+from bot.cli.setup import next_steps
 from bot.config import Config, parse_config
 from bot.core.errors import ConfigError
+from bot.pipeline.model_cache import fastembed_cache_dir
 
 UNIT = ROOT / "deploy" / UNIT_NAME
 ARTIFACTS = ROOT / "test-artifacts"
@@ -376,3 +380,86 @@ def test_the_stop_timeout_outlasts_the_grace_by_the_margin(grace: float) -> None
     assert service.stop_seconds >= MIN_STOP_SECONDS
     sections = unit_entries(render_unit(unit_template(), service))
     assert values(sections, "Service", "TimeoutStopSec") == [str(service.stop_seconds)]
+
+
+def with_fastembed(database: str, cache_dir: str | None = None) -> Config:
+    """A config in /etc/paperbell that ranks papers with fastembed's local model."""
+    embeddings = {"provider": "fastembed", "model": "BAAI/bge-small-en-v1.5"}
+    return parse_config(
+        {
+            "version": 1,
+            "database": {"url": database},
+            "embeddings": embeddings | ({"cache_dir": cache_dir} if cache_dir else {}),
+        },
+        path=Path("/etc/paperbell/config.toml"),
+        environ={"HOME": "/home/paperbell", "CACHE_DIRECTORY": "/var/cache/paperbell"},
+    )
+
+
+def test_the_unit_gives_fastembed_a_lasting_model_folder(tmp_path: Path) -> None:
+    # With PostgreSQL and no cache_dir, the model goes to the service's cache folder: one
+    # that systemd makes for it and keeps across starts, writable under ProtectSystem=strict.
+    config = with_fastembed("postgresql://paperbell@db.example.org/papers")
+    service = Service.of(config, user="paperbell", executable=paperbell_executable())
+    unit = render_unit(unit_template(), service)
+    assert values(unit_entries(unit), "Service", "CacheDirectory") == ["paperbell"]
+    assert values(unit_entries(unit), "Service", "ReadWritePaths") == []
+    # What systemd sets for it ($CACHE_DIRECTORY) is where the model is kept.
+    assert fastembed_cache_dir(config) == Path("/var/cache/paperbell/fastembed")
+    assert values(unit_entries(UNIT.read_text()), "Service", "CacheDirectory") == ["paperbell"]
+    (tmp_path / UNIT_NAME).write_text(unit)
+    verify(tmp_path / UNIT_NAME)
+
+
+@pytest.mark.parametrize(
+    ("database", "cache_dir", "writable"),
+    [
+        ("sqlite:////var/lib/paperbell/pb.sqlite", None, ["/var/lib/paperbell"]),
+        (
+            "sqlite:////var/lib/paperbell/pb.sqlite",
+            "/srv/paperbell/models",
+            ["/var/lib/paperbell", "/srv/paperbell/models"],
+        ),
+        (
+            "sqlite:////var/lib/paperbell/pb.sqlite",
+            "/var/lib/paperbell/models",
+            ["/var/lib/paperbell"],
+        ),
+        ("postgresql://paperbell@db.example.org/papers", "/srv/my models", ["/srv/my models"]),
+        ("postgresql://paperbell@db.example.org/papers", "models", ["/etc/paperbell/models"]),
+        ("postgresql://paperbell@db.example.org/papers", "../models", ["/etc/models"]),
+    ],
+)
+def test_the_unit_lets_the_service_write_the_model_folder_the_config_names(
+    database: str, cache_dir: str | None, writable: list[str]
+) -> None:
+    # ProtectSystem=strict: a cache_dir not in ReadWritePaths= is read-only to the service,
+    # and fastembed failed to download its model there.
+    config = with_fastembed(database, cache_dir)
+    service = Service.of(config, user="paperbell", executable=("/opt/pb/bin/paperbell",))
+    unit = unit_entries(render_unit(unit_template(), service))
+    [paths] = values(unit, "Service", "ReadWritePaths")
+    assert shlex.split(paths) == writable
+    assert values(unit, "Service", "ProtectHome") == ["yes"]
+    assert Path(writable[-1]) in {service.data_dir, service.model_dir}
+
+
+def test_a_model_folder_in_a_home_gets_read_only_homes_and_a_step_to_make_it() -> None:
+    config = with_fastembed("postgresql://db.example.org/papers", "/home/ada/paperbell-models")
+    service = Service.of(config, user="ada", executable=("/opt/pb/bin/paperbell",))
+    unit = unit_entries(render_unit(unit_template(), service))
+    assert values(unit, "Service", "ProtectHome") == ["read-only"]
+    assert values(unit, "Service", "ReadWritePaths") == ["/home/ada/paperbell-models"]
+    # systemd refuses to start a unit whose ReadWritePaths= folder is missing.
+    steps = next_steps(service, unit=None)
+    assert "  sudo install -d -o ada -m 700 /home/ada/paperbell-models" in steps
+
+
+def test_a_model_folder_in_a_temporary_folder_is_refused() -> None:
+    config = with_fastembed("sqlite:////var/lib/paperbell/pb.sqlite", "/var/tmp/models")
+    with pytest.raises(ConfigError) as refused:
+        Service.of(config, user="ada", executable=("/opt/pb/bin/paperbell",))
+    assert refused.value.problems == [
+        "fastembed's model folder /var/tmp/models is in /var/tmp, which the service cannot "
+        "see: its unit gives it an empty /var/tmp of its own (PrivateTmp=yes)"
+    ]

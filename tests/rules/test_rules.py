@@ -590,6 +590,10 @@ ERRORS = [
     ("cat:*", f'"*" {NOT_A_CATEGORY}', 4),
     ("id:2411.1", f'"2411.1" {NOT_AN_ID}', 3),
     ("robot id:cs.RO", f'"cs.RO" {NOT_AN_ID}', 9),
+    # letters that fold to a-z only in Unicode's case rules: long s, dotless i, Kelvin sign
+    ("id:\u017ftat/0201082", f'"\u017ftat/0201082" {NOT_AN_ID}', 3),
+    ("id:quant-ph\u0131/0201082", f'"quant-ph\u0131/0201082" {NOT_AN_ID}', 3),
+    ("id:\u212a/0201082", f'"\u212a/0201082" {NOT_AN_ID}', 3),
     # limits
     ("x" * (MAX_RULE_LENGTH + 1), "a rule can be at most 500 characters long (this one has 501)",
      500),
@@ -933,6 +937,9 @@ def test_round_trip_of_generated_trees(node: Node) -> None:
         max_size=20,
     ).map("".join)
 )  # fmt: skip
+@example("id:quant-ph/\u0660\u0662\u0660\u0661\u0660\u0668\u0662")  # Arabic-Indic digits
+@example("id:math.GT/\uff10\uff13\uff10\uff19\uff11\uff13\uff16")  # full-width digits
+@example("id:\u017ftat/0201082")  # a long s: "s" to re.IGNORECASE, no letter of an id
 def test_any_text_either_round_trips_or_raises_a_rule_error(text: str) -> None:
     try:
         rule = parse_rule(text)
@@ -942,6 +949,8 @@ def test_any_text_either_round_trips_or_raises_a_rule_error(text: str) -> None:
         return
     assert parse_rule(format_rule(rule)).node == rule.node
     assert is_positive(rule.node)
+    # An id is kept as arXiv writes it, in ASCII: any other key equals no paper's.
+    assert all(leaf.value.isascii() for leaf in leaves(rule.node) if isinstance(leaf, Id))
 
 
 # --------------------------------------------------------------------------------------------

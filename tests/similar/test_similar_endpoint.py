@@ -188,6 +188,38 @@ def test_fastembed_keeps_its_model_in_a_lasting_folder(
     assert endpoint is not None and endpoint.cache_dir == tmp_path.resolve() / "etc" / "models"
 
 
+POSTGRESQL_FASTEMBED = FASTEMBED_CONFIG.replace(
+    "sqlite:///../data/pb.sqlite", "postgresql://paperbell@db.example.org/papers"
+)
+
+
+@pytest.mark.parametrize(
+    ("environ", "folder"),
+    [
+        ({"HOME": "/home/ada"}, "/home/ada/.cache/paperbell/fastembed"),
+        ({"HOME": "/home/ada", "XDG_CACHE_HOME": "/srv/cache"}, "/srv/cache/paperbell/fastembed"),
+        # The XDG spec: a relative XDG_CACHE_HOME is no folder, and is ignored.
+        ({"HOME": "/home/ada", "XDG_CACHE_HOME": "cache"}, "/home/ada/.cache/paperbell/fastembed"),
+        # The systemd unit's CacheDirectory=paperbell: made for the service, kept across starts.
+        (
+            {"HOME": "/home/ada", "CACHE_DIRECTORY": "/var/cache/paperbell"},
+            "/var/cache/paperbell/fastembed",
+        ),
+        # fastembed's own variable, when it is set, as before.
+        ({"HOME": "/home/ada", "FASTEMBED_CACHE_PATH": "/srv/models"}, "/srv/models"),
+    ],
+)
+def test_fastembed_on_postgresql_keeps_its_model_in_the_users_cache(
+    tmp_path: Path, environ: dict[str, str], folder: str
+) -> None:
+    # With no SQLite file to keep it beside, fastembed chose a folder under the temp folder,
+    # which a systemd service's private /tmp empties at each start.
+    config = tmp_path / "config.toml"
+    config.write_text(POSTGRESQL_FASTEMBED)
+    endpoint = embeddings_endpoint(load_config(config, environ=environ))
+    assert endpoint is not None and endpoint.cache_dir == Path(folder)
+
+
 numbers = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.integers(-(10**40), 10**40),

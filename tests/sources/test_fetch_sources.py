@@ -397,6 +397,20 @@ def api_harvest(source: ArxivQuerySource, now: datetime) -> Callable[[PoliteFetc
     return lambda http: source.harvest(http, FetchState(), now=now)
 
 
+def api_search(server: FeedServer, **options: Any) -> Callable[[PoliteFetcher], Any]:
+    """The API search of `server` these tests make: "testing", by relevance, in pages of
+    10; `options` change those or add others (limit, max_pages, problems)."""
+    arguments = {
+        "base_url": server.url(API_PATH),
+        "query": "testing",
+        "page_size": 10,
+        "source": "testing",
+        "sort_by": "relevance",
+        "sort_order": "descending",
+    }
+    return lambda http: search(http, **(arguments | options))
+
+
 @pytest.mark.parametrize(
     ("now", "days", "kept", "starts"),
     [
@@ -455,16 +469,7 @@ def test_api_search_continues_after_the_entries_sent_with_spacing() -> None:
         fake = controlled(server)
         found = fetch_with(
             fake,
-            lambda http: search(
-                http,
-                base_url=server.url(API_PATH),
-                query="testing",
-                page_size=10,
-                source="testing",
-                sort_by="relevance",
-                sort_order="descending",
-                limit=15,
-            ),
+            api_search(server, limit=15),
         )
 
     assert paths(server) == [
@@ -505,17 +510,7 @@ def test_api_search_skips_unreadable_entries_and_pages_by_the_entries_sent() -> 
         server.answer = api_slices(TESTING_100, unreadable)
         found = fetch_with(
             controlled(server),
-            lambda http: search(
-                http,
-                base_url=server.url(API_PATH),
-                query="testing",
-                page_size=10,
-                source="testing",
-                sort_by="relevance",
-                sort_order="descending",
-                limit=30,
-                problems=problems,
-            ),
+            api_search(server, limit=30, problems=problems),
         )
 
     assert paths(server) == [
@@ -551,16 +546,7 @@ def test_api_backfill_of_unreadable_pages_for_ever_stops_at_its_pages() -> None:
         with pytest.raises(IncompleteResults) as caught:
             fetch_with(
                 controlled(server),
-                lambda http: search(
-                    http,
-                    base_url=server.url(API_PATH),
-                    query="testing",
-                    page_size=10,
-                    source="testing",
-                    sort_by="submittedDate",
-                    sort_order="ascending",
-                    max_pages=3,
-                ),
+                api_search(server, sort_by="submittedDate", sort_order="ascending", max_pages=3),
             )
 
     assert len(server.requests) == 3 and caught.value.found == ()
@@ -572,16 +558,7 @@ def test_api_search_stops_at_the_limit_at_a_page_end_without_another_request() -
         server.answer = api_pages({0: TESTING_100})
         found = fetch_with(
             controlled(server),
-            lambda http: search(
-                http,
-                base_url=server.url(API_PATH),
-                query="testing",
-                page_size=100,
-                source="testing",
-                sort_by="relevance",
-                sort_order="descending",
-                limit=100,
-            ),
+            api_search(server, page_size=100, limit=100),
         )
 
     assert paths(server) == [api_path("testing", 0, 100, "relevance", "descending")]
@@ -596,15 +573,7 @@ def test_api_search_ends_when_total_results_are_read() -> None:
         server.answer = api_pages({0: TWO_RESULTS})
         found = fetch_with(
             controlled(server),
-            lambda http: search(
-                http,
-                base_url=server.url(API_PATH),
-                query=query,
-                page_size=10,
-                source="maestro",
-                sort_by="relevance",
-                sort_order="descending",
-            ),
+            api_search(server, query=query, source="maestro"),
         )
 
     encoded = "au:del_maestro%20AND%20ti:%22quantum%20criticality%22"
