@@ -17,7 +17,9 @@ COPY . /src
 RUN pip install --no-cache-dir "/src[postgres,demo]" && rm -rf /src \
     && useradd --system --uid 10001 --gid 0 --home-dir /data --no-create-home paperbell \
     && install -d -m 2775 -o 10001 -g 0 /data
-ENV PAPERBELL_CONFIG=/data/config.toml
+# The cache (fastembed's model, with PostgreSQL) in the volume too: a uid the image does not
+# know has HOME=/, which it may not write.
+ENV PAPERBELL_CONFIG=/data/config.toml XDG_CACHE_HOME=/data/.cache
 WORKDIR /data
 VOLUME ["/data"]
 USER 10001
