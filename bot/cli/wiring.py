@@ -46,7 +46,7 @@ class Front:
     """The ways in beside the daemon, over the wired `parts`, as the config sets them up:
     Slack's slash command (its HTTP route, Socket Mode), the pages reached from emails and
     the bounce webhooks; one `Manager` and one mail sender serve both Slack and the pages.
-    `stop` ends Socket Mode."""
+    `stop` ends Socket Mode (`replies` and `close` set it)."""
 
     def __init__(
         self,
@@ -122,19 +122,21 @@ class Front:
         self._socket = asyncio.create_task(connect())
 
     async def replies(self) -> None:
-        """Wait for the slash commands' late replies (a /papers digest being sent)."""
+        """Stop Socket Mode once the requests it is answering are acknowledged, then wait
+        for the slash commands' late replies (a /papers digest being sent) and the buttons'
+        answers. Unbounded: the caller bounds it, and cancelling it abandons what is left."""
+        self.stop.set()
+        if self._socket is not None:
+            await asyncio.gather(self._socket, return_exceptions=True)
         if self.slack is not None:
             await self.slack.responder.wait()
             if self.slack.buttons is not None:
                 await self.slack.buttons.wait()
 
     async def close(self, within: float) -> None:
-        """Stop Socket Mode and wait for the slash commands' late replies, `within` seconds
-        at most: what is left then is abandoned, and logged, so that a stop keeps its
-        deadline."""
-        self.stop.set()
-        if self._socket is not None:
-            await asyncio.gather(self._socket, return_exceptions=True)
+        """Stop Socket Mode and wait for the slash commands' late replies (`replies`),
+        `within` seconds at most: what is left then is abandoned, and logged, so that a
+        stop keeps its deadline."""
         try:
             await asyncio.wait_for(self.replies(), max(within, LAST_LOOK_SECONDS))
         except TimeoutError:
@@ -168,7 +170,9 @@ async def run_daemon(
     parts = wire(config, store)
     if not parts.channels.keys() - {"apprise"}:  # Apprise needs no section
         log.warning("no [email] or [slack] section: digests go to Apprise destinations only")
-    front = Front(config, parts, clock=clock, stop=stop)
+    # Socket Mode stops with the web app, when the daemon waits for the replies: not at
+    # the signal, while the running tick finishes.
+    front = Front(config, parts, clock=clock, stop=asyncio.Event())
     # With sender processes, the planning goes to a process of its own too: this one's
     # event loop serves the web app whatever a run costs.
     planner = (
@@ -213,8 +217,8 @@ async def run_daemon(
         interrupted = False
         try:
             await daemon.serve(stop, web=server, interval=interval, replies=front.replies)
-            # Read before `front.close()`, which sets `stop` too: only a signal has set it
-            # now, and a daemon that ended without one ended because its web app did.
+            # Only a signal has set `stop` now: a daemon that ended without one ended
+            # because its web app did.
             web_failed = server is not None and not stop.is_set()
         except asyncio.CancelledError:
             interrupted = True

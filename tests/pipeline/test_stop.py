@@ -22,7 +22,7 @@ import pytest
 from support.cli import start
 from support.config import sink_email, toml_table
 from support.servers import SinkHandler, http_serving, smtp_sink
-from support.slack import SIGNING_SECRET, signed
+from support.slack import SIGNING_SECRET, SocketModeLink, signed
 
 from bot.demo import free_port
 from bot.demo.slack_standin import SlackStandIn
@@ -322,6 +322,39 @@ def test_a_second_signal_ends_the_daemon_at_once_with_a_slash_command_reply_unde
     assert took < STOP_MARGIN, f"stopped {took:.1f} s after the second SIGTERM\n{err}"
     assert "abandoned the slash commands' work under way" in err, err
     assert slack.responses == []
+
+
+def test_a_stop_gives_a_socket_mode_command_caught_mid_reply_the_grace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop while a slash command that came over Socket Mode is being answered: the
+    command is acknowledged over the WebSocket and its late reply sent, within the grace,
+    as one that came over HTTP would be."""
+    grace = 6
+    with SlackStandIn() as slack, SocketModeLink() as link:
+        slack.socket_url = link.url
+        more = slack_table(slack, monkeypatch, way_in="app_token_env")
+        slack.answer_late("users.info", delay=3.5)  # longer than Slack's 3 seconds
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f'version = 1\n[database]\nurl = "sqlite:///paperbell.sqlite"\n'
+            f"[daemon]\nshutdown_grace_seconds = {grace}\n[delivery]\nworkers = 0\n{more}"
+        )
+        process = start("run", "-c", str(config), "--no-web", cwd=tmp_path)
+        try:
+            assert link.connected.wait(15), process.poll() or "Socket Mode never connected"
+            envelope = link.send(command(slack, "subscribe robot"))
+            time.sleep(0.5)  # the command is being answered
+            err, took = stop_and_wait(process)
+        finally:
+            ended(process)
+        acks = {ack["envelope_id"]: ack.get("payload") for ack in link.acks}
+    assert process.returncode == 0, err
+    assert "Traceback" not in err, err
+    assert took < grace + STOP_MARGIN, f"stopped {took:.1f} s after SIGTERM\n{err}"
+    assert acks.get(envelope) == WORKING.to_slack(), (acks, err)
+    replies = [reply["text"] for reply in slack.responses]
+    assert len(replies) == 1 and replies[0].startswith("Welcome!"), (replies, err)
 
 
 def test_serve_stops_within_the_grace_with_a_slash_command_reply_under_way(
