@@ -27,7 +27,7 @@ from bot.core.errors import PaperbellError
 from bot.core.plurals import plural
 from bot.manage import Manager, SiteChoices, notice_sender
 from bot.pipeline import Parts, build_fetcher, wire, wire_daemon
-from bot.pipeline.scheduler import Daemon
+from bot.pipeline.scheduler import LAST_LOOK_SECONDS, Daemon
 from bot.slack.app import SlackApp, build_slack_app, run_socket_mode, slack_routes
 from bot.sources.http import make_client
 from bot.store import Leadership, Store, utcnow
@@ -46,7 +46,7 @@ class Front:
     """The ways in beside the daemon, over the wired `parts`, as the config sets them up:
     Slack's slash command (its HTTP route, Socket Mode), the pages reached from emails and
     the bounce webhooks; one `Manager` and one mail sender serve both Slack and the pages.
-    `stop` ends Socket Mode."""
+    `stop` ends Socket Mode (`replies` and `close` set it)."""
 
     def __init__(
         self,
@@ -122,18 +122,25 @@ class Front:
         self._socket = asyncio.create_task(connect())
 
     async def replies(self) -> None:
-        """Wait for the slash commands' late replies (a /papers digest being sent)."""
+        """Stop Socket Mode once the requests it is answering are acknowledged, then wait
+        for the slash commands' late replies (a /papers digest being sent) and the buttons'
+        answers. Unbounded: the caller bounds it, and cancelling it abandons what is left."""
+        self.stop.set()
+        if self._socket is not None:
+            await asyncio.gather(self._socket, return_exceptions=True)
         if self.slack is not None:
             await self.slack.responder.wait()
             if self.slack.buttons is not None:
                 await self.slack.buttons.wait()
 
-    async def close(self) -> None:
-        """Stop Socket Mode and wait for the slash commands' late replies."""
-        self.stop.set()
-        if self._socket is not None:
-            await asyncio.gather(self._socket, return_exceptions=True)
-        await self.replies()
+    async def close(self, within: float) -> None:
+        """Stop Socket Mode and wait for the slash commands' late replies (`replies`),
+        `within` seconds at most: what is left then is abandoned, and logged, so that a
+        stop keeps its deadline."""
+        try:
+            await asyncio.wait_for(self.replies(), max(within, LAST_LOOK_SECONDS))
+        except TimeoutError:
+            log.warning("abandoned the slash commands' work under way")
 
 
 async def run_daemon(
@@ -163,7 +170,9 @@ async def run_daemon(
     parts = wire(config, store)
     if not parts.channels.keys() - {"apprise"}:  # Apprise needs no section
         log.warning("no [email] or [slack] section: digests go to Apprise destinations only")
-    front = Front(config, parts, clock=clock, stop=stop)
+    # Socket Mode stops with the web app, when the daemon waits for the replies: not at
+    # the signal, while the running tick finishes.
+    front = Front(config, parts, clock=clock, stop=asyncio.Event())
     # With sender processes, the planning goes to a process of its own too: this one's
     # event loop serves the web app whatever a run costs.
     planner = (
@@ -205,12 +214,14 @@ async def run_daemon(
         children = [part for part in (planner, sending) if part is not None]
         stopping_children = asyncio.create_task(_stop_children(children, stop, daemon))
         web_failed = False
+        interrupted = False
         try:
             await daemon.serve(stop, web=server, interval=interval, replies=front.replies)
-            # Read before `front.close()`, which sets `stop` too: only a signal has set it
-            # now, and a daemon that ended without one ended because its web app did.
+            # Only a signal has set `stop` now: a daemon that ended without one ended
+            # because its web app did.
             web_failed = server is not None and not stop.is_set()
         except asyncio.CancelledError:
+            interrupted = True
             return EXIT_INTERRUPTED
         finally:
             if watching is not None:
@@ -218,7 +229,9 @@ async def run_daemon(
                 await asyncio.gather(watching, return_exceptions=True)
             stop.set()  # the children stop too when the web app ended the daemon
             await stopping_children
-            await front.close()
+            # Cut short (a second signal: at once; a failed start: the grace), the daemon
+            # may not have waited for the replies: within its deadline here.
+            await front.close(0 if interrupted else daemon.grace_left())
     if web_failed:
         log.error("the web app stopped (is port %d free?)", web[1] if web else 0)
         return EXIT_FAILED
@@ -288,7 +301,7 @@ async def serve_web(config: Config, store: Store, where: tuple[str, int]) -> int
     await asyncio.wait([web, asyncio.create_task(stop.wait())], return_when="FIRST_COMPLETED")
     server.should_exit = True
     (listened,) = await asyncio.gather(web, return_exceptions=True)
-    await front.close()
+    await front.close(config.daemon.shutdown_grace_seconds)  # as `run`'s stop: one grace
     if listened is False:
         raise PaperbellError(
             f"cannot listen on {where[0]}:{where[1]}: is the port free?",

@@ -39,6 +39,7 @@ from bot.channels.slack import make_client
 from bot.config import Config
 from bot.core.errors import PaperbellError
 from bot.core.models import Subscriber
+from bot.core.plurals import plural
 from bot.manage import Manager
 from bot.pipeline import DeliveryRequest, Parts, deliver
 from bot.slack.actions import ButtonAnswers, ButtonPress, parse_actions
@@ -151,6 +152,9 @@ class SlackResponder:
                 reply = await task  # nowhere to send it later: answer late
                 return reply.to_slack()
             return self._later_reply(task, request.response_url)
+        except asyncio.CancelledError:  # abandoned at a stop's deadline: its work too
+            task.cancel()
+            raise
         return reply.to_slack()
 
     def _later_reply(self, task: asyncio.Future[Reply], url: str) -> dict[str, Any]:
@@ -373,12 +377,28 @@ async def run_socket_mode(
     buttons: ButtonResponder | None = None,
 ) -> None:
     """Receive slash commands (and presses of the `buttons`) over Socket Mode until `stop`
-    is set (no public URL needed)."""
+    is set (no public URL needed); then take no more, and close once the requests being
+    answered are acknowledged over the WebSocket (their late replies are the responders'
+    to wait for), as the web app stops. Cancelled meanwhile (a stop's deadline), it
+    abandons them, and says so."""
     client = SocketModeClient(
         app_token=app_token, web_client=AsyncWebClient(base_url=api_url), ping_interval=10
     )
+    answering: set[asyncio.Task[Any]] = set()  # slack-sdk's tasks running `on_request`
 
     async def on_request(client: SocketModeClient, request: SocketModeRequest) -> None:
+        if stop.is_set():  # as the web app, which takes no request once it is stopping
+            log.warning("a Slack %s request came while stopping: not answered", request.type)
+            return
+        task = asyncio.current_task()
+        this = {task} if task is not None else set()
+        answering.update(this)
+        try:
+            await answer(client, request)
+        finally:
+            answering.difference_update(this)
+
+    async def answer(client: SocketModeClient, request: SocketModeRequest) -> None:
         if request.type != "slash_commands":
             await client.send_socket_mode_response(SocketModeResponse(request.envelope_id))
             if request.type == "interactive" and buttons is not None:
@@ -396,6 +416,17 @@ async def run_socket_mode(
         await client.connect()
         log.info("Socket Mode connected: slash commands come over the WebSocket")
         await stop.wait()
+        while answering:  # their acks need the WebSocket open
+            await asyncio.wait(set(answering))
+    except asyncio.CancelledError:
+        if answering:
+            log.warning(
+                "abandoned %s being answered over Socket Mode",
+                plural(len(answering), "Slack request"),
+            )
+            for task in answering:
+                task.cancel()
+        raise
     finally:
         await client.close()
 

@@ -16,12 +16,17 @@ from email.message import EmailMessage
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
+import pytest
 from support.cli import start
 from support.config import sink_email, toml_table
 from support.servers import SinkHandler, http_serving, smtp_sink
+from support.slack import SIGNING_SECRET, SocketModeLink, signed
 
 from bot.demo import free_port
+from bot.demo.slack_standin import SlackStandIn
+from bot.slack.app import WORKING
 from bot.store import Store
 
 GRACE = 1
@@ -52,10 +57,17 @@ def slow_server() -> Iterator[tuple[int, threading.Event]]:
             done.set()
 
 
-def start_liking(tmp_path: Path, api_port: int, *, web_port: int | None) -> subprocess.Popen[str]:
+def start_liking(
+    tmp_path: Path,
+    api_port: int,
+    *,
+    web_port: int | None,
+    grace: float = GRACE,
+    more: str = "",
+) -> subprocess.Popen[str]:
     """`paperbell run` for one subscriber with a liked paper, its sources on `api_port` (the
     leader asks the arXiv API for the liked papers at start), its web app on `web_port`
-    (None: no web app)."""
+    (None: no web app); `more`: TOML tables added to its config."""
     web = f"[web]\nport = {web_port}\n" if web_port is not None else ""
     config = tmp_path / "config.toml"
     config.write_text(
@@ -63,7 +75,7 @@ def start_liking(tmp_path: Path, api_port: int, *, web_port: int | None) -> subp
 [database]
 url = "sqlite:///paperbell.sqlite"
 [daemon]
-shutdown_grace_seconds = {GRACE}
+shutdown_grace_seconds = {grace}
 [delivery]
 workers = 0
 {web}[polling]
@@ -78,7 +90,7 @@ name = "ada"
 rules = ["qubit"]
 like = ["2411.17703"]
 apprise = ["json://127.0.0.1:9/digests"]
-"""
+{more}"""
     )
     options = () if web_port is not None else ("--no-web",)
     return start("run", "-c", str(config), *options, cwd=tmp_path)
@@ -235,3 +247,137 @@ url = "http://127.0.0.1:{port}/journal.rss"
     assert not sink.messages
     states = store.outbox.records(records)
     assert [state.status for state in states.values()] == ["pending", "pending"], states
+
+
+ADA, ROBOTS = "U07ADA123", "C07ROBOTS"
+
+
+def slack_table(slack: SlackStandIn, monkeypatch: pytest.MonkeyPatch, *, way_in: str) -> str:
+    """The [slack] table of a daemon that answers the slash command through the stand-in
+    `slack`, its secrets in the environment it inherits; `way_in`: "signing_secret_env"
+    (POST /slack/commands) or "app_token_env" (Socket Mode)."""
+    slack.add_channel(ROBOTS, "robot-learning")
+    slack.add_user(ADA, "ada", email="ada@lab.example")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", slack.token)
+    monkeypatch.setenv("SLACK_SECRET", SIGNING_SECRET if "signing" in way_in else slack.app_token)
+    return (
+        f'[slack]\nbot_token_env = "SLACK_BOT_TOKEN"\n{way_in} = "SLACK_SECRET"\n'
+        f'api_url = "{slack.base_url}"\n'
+    )
+
+
+def command(slack: SlackStandIn, text: str) -> dict[str, str]:
+    """A slash command's fields as Slack sends them, its late reply to response URL "r1"."""
+    return {
+        "team_id": "T0STANDIN",
+        "channel_id": ROBOTS,
+        "channel_name": "robot-learning",
+        "user_id": ADA,
+        "user_name": "ada",
+        "command": "/papers",
+        "text": text,
+        "response_url": slack.response_url("r1"),
+    }
+
+
+def post_command(web_port: int, fields: dict[str, str]) -> dict[str, Any]:
+    """POST a signed slash command to the daemon's web app once it listens; its answer."""
+    body = urlencode(fields).encode()
+    deadline = time.monotonic() + 5
+    while True:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{web_port}/slack/commands", data=body, headers=signed(body)
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                answer: dict[str, Any] = json.load(response)
+                return answer
+        except OSError as exc:  # refused until it listens
+            assert time.monotonic() < deadline, f"no answer at /slack/commands: {exc}"
+            time.sleep(0.1)
+
+
+def test_a_second_signal_ends_the_daemon_at_once_with_a_slash_command_reply_under_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second SIGTERM a moment after the first stops the daemon at once (the start-up
+    work still waiting on a slow API), though a slash command's late reply is under way:
+    the reply is abandoned, and the log says so."""
+    grace = 5
+    web_port = free_port()
+    with SlackStandIn() as slack, slow_server() as (port, asked):
+        more = slack_table(slack, monkeypatch, way_in="signing_secret_env")
+        slack.answer_late("users.info", delay=REQUEST_DEADLINE)  # the command takes long
+        process = start_liking(tmp_path, port, web_port=web_port, grace=grace, more=more)
+        try:
+            assert asked.wait(15), "the daemon never asked the API"
+            answer = post_command(web_port, command(slack, "subscribe robot"))
+            assert answer["text"] == WORKING.text, answer
+            process.send_signal(signal.SIGTERM)
+            time.sleep(1.3)  # Ctrl-C pressed again, a moment later
+            err, took = stop_and_wait(process)
+        finally:
+            ended(process)
+    assert "stopping now" in err, err
+    assert took < STOP_MARGIN, f"stopped {took:.1f} s after the second SIGTERM\n{err}"
+    assert "abandoned the slash commands' work under way" in err, err
+    assert slack.responses == []
+
+
+def test_a_stop_gives_a_socket_mode_command_caught_mid_reply_the_grace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop while a slash command that came over Socket Mode is being answered: the
+    command is acknowledged over the WebSocket and its late reply sent, within the grace,
+    as one that came over HTTP would be."""
+    grace = 6
+    with SlackStandIn() as slack, SocketModeLink() as link:
+        slack.socket_url = link.url
+        more = slack_table(slack, monkeypatch, way_in="app_token_env")
+        slack.answer_late("users.info", delay=3.5)  # longer than Slack's 3 seconds
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f'version = 1\n[database]\nurl = "sqlite:///paperbell.sqlite"\n'
+            f"[daemon]\nshutdown_grace_seconds = {grace}\n[delivery]\nworkers = 0\n{more}"
+        )
+        process = start("run", "-c", str(config), "--no-web", cwd=tmp_path)
+        try:
+            assert link.connected.wait(15), process.poll() or "Socket Mode never connected"
+            envelope = link.send(command(slack, "subscribe robot"))
+            time.sleep(0.5)  # the command is being answered
+            err, took = stop_and_wait(process)
+        finally:
+            ended(process)
+        acks = {ack["envelope_id"]: ack.get("payload") for ack in link.acks}
+    assert process.returncode == 0, err
+    assert "Traceback" not in err, err
+    assert took < grace + STOP_MARGIN, f"stopped {took:.1f} s after SIGTERM\n{err}"
+    assert acks.get(envelope) == WORKING.to_slack(), (acks, err)
+    replies = [reply["text"] for reply in slack.responses]
+    assert len(replies) == 1 and replies[0].startswith("Welcome!"), (replies, err)
+
+
+def test_serve_stops_within_the_grace_with_a_slash_command_reply_under_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`paperbell serve` (the web app alone) keeps the same grace for the slash commands'
+    late replies: one still under way then is abandoned, and the log says so."""
+    web_port = free_port()
+    with SlackStandIn() as slack:
+        more = slack_table(slack, monkeypatch, way_in="signing_secret_env")
+        slack.answer_late("users.info", delay=REQUEST_DEADLINE)  # the command takes long
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f'version = 1\n[database]\nurl = "sqlite:///paperbell.sqlite"\n'
+            f"[daemon]\nshutdown_grace_seconds = {GRACE}\n[web]\nport = {web_port}\n{more}"
+        )
+        process = start("serve", "-c", str(config), cwd=tmp_path)
+        try:
+            answer = post_command(web_port, command(slack, "subscribe robot"))
+            assert answer["text"] == WORKING.text, answer
+            err, took = stop_and_wait(process)
+        finally:
+            ended(process)
+    assert process.returncode == 0, err
+    assert took < GRACE + STOP_MARGIN, f"stopped {took:.1f} s after SIGTERM\n{err}"
+    assert "abandoned the slash commands' work under way" in err, err

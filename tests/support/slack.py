@@ -1,14 +1,20 @@
 """Requests as Slack sends them to the app, signed with the app's signing secret; the app
-set up as `paperbell run` sets it up."""
+set up as `paperbell run` sets it up; Slack's Socket Mode endpoint for an app in another
+process (`SocketModeLink`)."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import hmac
+import json
+import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from typing import Any
+
+from aiohttp import WSMsgType, web
 
 from bot.channels import Channel
 from bot.cli.wiring import Front
@@ -58,3 +64,65 @@ def wired_slack_app(
 ) -> SlackApp | None:
     """The Slack app as `paperbell run` sets it up (`wired_front`)."""
     return wired_front(config, store, channels, clock=clock).slack
+
+
+class SocketModeLink:
+    """A stand-in of Slack's Socket Mode endpoint (a WebSocket, in a thread of its own) for
+    an app in another process: give `url` to the Slack stand-in (`socket_url`), `send` a
+    slash command's fields once `connected` is set, read the app's `acks`."""
+
+    def __init__(self) -> None:
+        self.acks: list[dict[str, Any]] = []
+        self.connected = threading.Event()
+        self.url = ""
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._socket: web.WebSocketResponse | None = None
+        self._runner: web.AppRunner | None = None
+        self._sent = 0
+
+    def __enter__(self) -> SocketModeLink:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._runner is not None:
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    def send(self, fields: dict[str, str]) -> str:
+        """Send a slash command (its form's `fields`) to the connected app; its envelope id."""
+        envelope = f"env-{self._sent}"
+        self._sent += 1
+        message = {
+            "envelope_id": envelope,
+            "type": "slash_commands",
+            "accepts_response_payload": True,
+            "payload": fields,
+        }
+        assert self._socket is not None, "no app connected"
+        asyncio.run_coroutine_threadsafe(self._socket.send_json(message), self._loop).result(5)
+        return envelope
+
+    async def _serve(self) -> None:
+        app = web.Application()
+        app.router.add_get("/link", self._connect)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        host, port = self._runner.addresses[0][:2]
+        self.url = f"ws://{host}:{port}/link"
+
+    async def _connect(self, request: web.Request) -> web.WebSocketResponse:
+        socket = web.WebSocketResponse()
+        await socket.prepare(request)
+        await socket.send_json({"type": "hello", "num_connections": 1})
+        self._socket = socket
+        self.connected.set()
+        async for message in socket:  # until the app closes it
+            if message.type == WSMsgType.TEXT:
+                self.acks.append(json.loads(message.data))
+        return socket
