@@ -62,6 +62,14 @@ class Service:
         data_dir = database.parent if database is not None else None
         grace = config.daemon.shutdown_grace_seconds
         model_dir = configured_cache_dir(config)
+        if config.embeddings and str(config.embeddings.cache_dir or "").startswith("~"):
+            raise ConfigError(
+                [
+                    f"[embeddings] cache_dir {config.embeddings.cache_dir}: give the folder "
+                    "from /, not from a home: `~` is the home of whoever runs paperbell, not "
+                    "the service's"
+                ]
+            )
         if model_dir is not None:  # systemd wants no ".." in a path
             model_dir = Path(os.path.normpath(model_dir))
             if data_dir is not None and model_dir.is_relative_to(data_dir):

@@ -172,6 +172,11 @@ def next_steps(service: Service, *, unit: Path | None) -> list[str]:
             "note: the database is in the config's folder, so the service may write there; "
             'better: [database] url = "sqlite:////var/lib/paperbell/paperbell.sqlite"'
         )
+    if service.model_dir is not None and service.model_dir == service.env_file.parent:
+        notes.append(
+            "note: fastembed's model folder is the config's folder, so the service may write "
+            "there; better: leave [embeddings] cache_dir unset"
+        )
     return [*notes, "next:", *(f"  {step}" for step in steps)]
 
 

@@ -8,6 +8,7 @@ with, never the process's.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -47,7 +48,7 @@ def environment_cache_dir(environ: Mapping[str, str]) -> Path | None:
     """fastembed's own FASTEMBED_CACHE_PATH when set; else the folder systemd made for the
     service (CacheDirectory=: $CACHE_DIRECTORY) and `fastembed` in it; else the user's cache
     folder ($XDG_CACHE_HOME, else ~/.cache) and `paperbell/fastembed` in it. None: no home
-    to keep it in (fastembed's own choice then)."""
+    to keep it in, or one this process cannot make it in (fastembed's own choice then)."""
     if chosen := environ.get("FASTEMBED_CACHE_PATH"):
         return Path(chosen)
     # systemd sets a list when the unit names several folders: paperbell's unit names one.
@@ -56,9 +57,21 @@ def environment_cache_dir(environ: Mapping[str, str]) -> Path | None:
         return Path(service_cache) / FASTEMBED_FOLDER
     # The XDG Base Directory spec: an unset, empty or relative XDG_CACHE_HOME is ~/.cache.
     xdg_cache = environ.get("XDG_CACHE_HOME", "")
-    if Path(xdg_cache).is_absolute():
-        return Path(xdg_cache) / APP_FOLDER / FASTEMBED_FOLDER
     home = environ.get("HOME", "")
-    if not Path(home).is_absolute():
+    if Path(xdg_cache).is_absolute():
+        folder = Path(xdg_cache) / APP_FOLDER / FASTEMBED_FOLDER
+    elif Path(home).is_absolute():
+        folder = Path(home) / ".cache" / APP_FOLDER / FASTEMBED_FOLDER
+    else:
         return None
-    return Path(home) / ".cache" / APP_FOLDER / FASTEMBED_FOLDER
+    return folder if _can_make(folder) else None
+
+
+def _can_make(folder: Path) -> bool:
+    """Whether this process may make `folder`: its nearest existing folder is one it may
+    write in. A home of "/" (a uid a container does not know) or one never made (a system
+    user's) has none."""
+    for existing in (folder, *folder.parents):
+        if existing.exists():
+            return existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)
+    return False

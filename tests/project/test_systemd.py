@@ -463,3 +463,25 @@ def test_a_model_folder_in_a_temporary_folder_is_refused() -> None:
         "fastembed's model folder /var/tmp/models is in /var/tmp, which the service cannot "
         "see: its unit gives it an empty /var/tmp of its own (PrivateTmp=yes)"
     ]
+
+
+def test_a_model_folder_under_a_tilde_is_refused() -> None:
+    # `init` runs as the admin (under sudo: root), the service as its own user: "~" would
+    # make another home writable than the one the service reads it as.
+    config = with_fastembed("postgresql://db.example.org/papers", "~/models")
+    with pytest.raises(ConfigError) as refused:
+        Service.of(config, user="paperbell", executable=("/opt/pb/bin/paperbell",))
+    assert refused.value.problems == [
+        "[embeddings] cache_dir ~/models: give the folder from /, not from a home: `~` is "
+        "the home of whoever runs paperbell, not the service's"
+    ]
+
+
+def test_a_model_folder_in_the_configs_folder_is_noted() -> None:
+    config = with_fastembed("postgresql://db.example.org/papers", "/etc/paperbell")
+    service = Service.of(config, user="paperbell", executable=("/opt/pb/bin/paperbell",))
+    assert service.model_dir == Path("/etc/paperbell")
+    assert next_steps(service, unit=None)[0] == (
+        "note: fastembed's model folder is the config's folder, so the service may write "
+        "there; better: leave [embeddings] cache_dir unset"
+    )

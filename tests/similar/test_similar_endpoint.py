@@ -196,17 +196,17 @@ POSTGRESQL_FASTEMBED = FASTEMBED_CONFIG.replace(
 @pytest.mark.parametrize(
     ("environ", "folder"),
     [
-        ({"HOME": "/home/ada"}, "/home/ada/.cache/paperbell/fastembed"),
-        ({"HOME": "/home/ada", "XDG_CACHE_HOME": "/srv/cache"}, "/srv/cache/paperbell/fastembed"),
+        ({"HOME": "{tmp}/ada"}, "{tmp}/ada/.cache/paperbell/fastembed"),
+        ({"HOME": "{tmp}/ada", "XDG_CACHE_HOME": "{tmp}/cache"}, "{tmp}/cache/paperbell/fastembed"),
         # The XDG spec: a relative XDG_CACHE_HOME is no folder, and is ignored.
-        ({"HOME": "/home/ada", "XDG_CACHE_HOME": "cache"}, "/home/ada/.cache/paperbell/fastembed"),
+        ({"HOME": "{tmp}/ada", "XDG_CACHE_HOME": "cache"}, "{tmp}/ada/.cache/paperbell/fastembed"),
         # The systemd unit's CacheDirectory=paperbell: made for the service, kept across starts.
         (
-            {"HOME": "/home/ada", "CACHE_DIRECTORY": "/var/cache/paperbell"},
+            {"HOME": "{tmp}/ada", "CACHE_DIRECTORY": "/var/cache/paperbell"},
             "/var/cache/paperbell/fastembed",
         ),
         # fastembed's own variable, when it is set, as before.
-        ({"HOME": "/home/ada", "FASTEMBED_CACHE_PATH": "/srv/models"}, "/srv/models"),
+        ({"HOME": "{tmp}/ada", "FASTEMBED_CACHE_PATH": "/srv/models"}, "/srv/models"),
     ],
 )
 def test_fastembed_on_postgresql_keeps_its_model_in_the_users_cache(
@@ -214,10 +214,23 @@ def test_fastembed_on_postgresql_keeps_its_model_in_the_users_cache(
 ) -> None:
     # With no SQLite file to keep it beside, fastembed chose a folder under the temp folder,
     # which a systemd service's private /tmp empties at each start.
+    (tmp_path / "ada").mkdir()
     config = tmp_path / "config.toml"
     config.write_text(POSTGRESQL_FASTEMBED)
+    environ = {name: value.format(tmp=tmp_path) for name, value in environ.items()}
     endpoint = embeddings_endpoint(load_config(config, environ=environ))
-    assert endpoint is not None and endpoint.cache_dir == Path(folder)
+    assert endpoint is not None and endpoint.cache_dir == Path(folder.format(tmp=tmp_path))
+
+
+def test_fastembed_keeps_its_own_folder_when_the_home_cannot_hold_one(tmp_path: Path) -> None:
+    # A uid with no home of its own (HOME=/ for a uid a container does not know, a system
+    # user made with no home) cannot make ~/.cache: fastembed's own folder is better than
+    # none. Here the home is a file, which no user, root included, can make a folder in.
+    (tmp_path / "home").write_text("not a folder")
+    config = tmp_path / "config.toml"
+    config.write_text(POSTGRESQL_FASTEMBED)
+    endpoint = embeddings_endpoint(load_config(config, environ={"HOME": str(tmp_path / "home")}))
+    assert endpoint is not None and endpoint.cache_dir is None
 
 
 numbers = st.one_of(
