@@ -56,8 +56,21 @@ async def _poll_one(source: Source, store: Store) -> pipeline.PollReport:
     [
         (latin_1(TANDF.read_bytes()), "utf-8"),
         (declared(TANDF.read_bytes(), "ISO-8859-1"), "ISO-8859-1"),
+        (declared(TANDF.read_bytes(), "windows-1252"), "windows-1252"),
+        # A name with one letter written as a reference, the others raw (UTF-8).
+        (
+            declared(TANDF.read_bytes(), "ISO-8859-1").replace(
+                "Barış".encode(), "Bar&#305;ş".encode()
+            ),
+            "ISO-8859-1",
+        ),
     ],
-    ids=["latin-1 declared UTF-8", "UTF-8 declared ISO-8859-1"],
+    ids=[
+        "latin-1 declared UTF-8",
+        "UTF-8 declared ISO-8859-1",
+        "UTF-8 declared windows-1252",
+        "UTF-8 declared ISO-8859-1 with a reference",
+    ],
 )
 def test_a_journal_feed_in_another_encoding_than_declared_keeps_every_paper_and_name(
     store: Store, body: bytes, charset: str
