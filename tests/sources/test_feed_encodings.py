@@ -9,6 +9,7 @@ table of contents (Turkish and Czech names, a curly apostrophe) and arXiv's list
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from datetime import UTC, date, datetime
 
@@ -106,3 +107,17 @@ def test_an_arxiv_listing_with_a_latin_1_byte_keeps_every_paper_and_the_letter(
     title, abstract, authors = good["2411.17700"]
     good["2411.17700"] = (f"Café {title}", abstract, authors)
     assert stored == good
+
+
+def test_a_feed_read_in_another_encoding_than_declared_says_so_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """feedparser's warning (the encoding it read the body in) reaches the log, as the
+    arXiv listing's does: the poll stores the papers, and nothing else would say it."""
+    url = "https://journal.example/toc.xml"
+    with caplog.at_level(logging.WARNING, logger="bot.sources.feed"):
+        parsed = parse_feed(latin_1(TANDF.read_bytes()), source="journal", url=url)
+    assert len(parsed.papers) == 13
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{url}: feed parsed with a warning: document declared as utf-8, but parsed as windows-1252"
+    ]
