@@ -130,6 +130,8 @@ def parse_feed(
             url=url,
             hint="the next poll will download it again",
         )
+    if doc.get("bozo"):  # read all the same (in another encoding than declared ...)
+        log.warning("%s: feed parsed with a warning: %s", where, problem)
     channel = doc.get("feed") or {}
     journal = _text(channel.get("prism_publicationname", "")) or None
     papers: list[Paper] = []

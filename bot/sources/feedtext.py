@@ -13,12 +13,15 @@ message, is bot.sources.diagnosis.
   body (they are no XML characters either): they become U+FFFD. In a UTF-8 body, a few
   bytes that are no UTF-8 become U+FFFD too: for one of them, feedparser would read the
   whole body as windows-1252 and garble every name outside ASCII (a body mostly of such
-  bytes is latin-1, whatever it declares, and feedparser reads it right). It also cuts runs of
-  more than `MAX_EMAIL_RUN` e-mail-like characters inside author-type elements (`author`,
-  `dc:creator`, `managingEditor`, `webMaster`, `dc:publisher`): feedparser looks for an
-  e-mail address in their text with a regex that is quadratic in such a run (0.3 s at
-  10,000 characters, about 30 s at 100,000), and no option turns it off. No real name
-  holds such a run.
+  bytes is latin-1, whatever it declares, and feedparser reads it right). A body declared
+  latin-1 (ISO-8859-1, windows-1252) but written in UTF-8 is read as UTF-8: feedparser
+  would take each of its letters for two or three ("Ş" as "Åž"), and undoes that only for
+  ISO-8859-1 and only in an element with no character reference past latin-1. It also
+  cuts runs of more than `MAX_EMAIL_RUN` e-mail-like characters inside author-type
+  elements (`author`, `dc:creator`, `managingEditor`, `webMaster`, `dc:publisher`):
+  feedparser looks for an e-mail address in their text with a regex that is quadratic in
+  such a run (0.3 s at 10,000 characters, about 30 s at 100,000), and no option turns it
+  off. No real name holds such a run.
 - `read_feed(body, ...)`: feedparser's reading of the cleaned body; whatever feedparser
   raises becomes a FeedFormatError (a refusal with a message, never a crash). A body that is
   not well-formed XML comes back as feedparser reports it (bozo, the SAX error, no version)
@@ -42,6 +45,7 @@ message, is bot.sources.diagnosis.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import io
 import logging
@@ -73,6 +77,10 @@ _NONCHARACTERS = (b"\xef\xbf\xbe", b"\xef\xbf\xbf")
 _REPLACEMENT = b"\xef\xbf\xbd"
 # The encoding an XML declaration names (the body is read in it; UTF-8 when none).
 _DECLARED_ENCODING_RE = re.compile(rb"<\?xml[^>]*?encoding\s*=\s*[\"']([^\"'>]{1,40})[\"']")
+_UTF_8_BOM = b"\xef\xbb\xbf"
+# Latin-1 and its kin, by Python's names: (almost) every byte is a character in them, so
+# a UTF-8 body declared in one is read without an error, its letters outside ASCII garbled.
+_LATIN_CODECS = frozenset({"iso8859-1", "cp1252", "iso8859-15"})
 # An author-type element's start tag and its text (up to the next tag; CDATA opened).
 _AUTHOR_TEXT_RE = re.compile(
     rb"<(?:[A-Za-z_][\w.-]{0,40}:)?(?:author|creator|managingeditor|webmaster|publisher)"
@@ -98,6 +106,8 @@ def clean_body(body: bytes) -> bytes:
     cleaned = body.translate(None, _CONTROL_BYTES)
     if b"&#" in cleaned:
         cleaned = _CHAR_REF_RE.sub(_char_ref, cleaned)
+    if not cleaned.isascii():
+        cleaned = _utf_8_declared_so(cleaned)
     if not cleaned.isascii() and _in_utf_8(cleaned):
         cleaned = _stray_bytes_replaced(cleaned)
         for raw in _NONCHARACTERS:
@@ -119,6 +129,30 @@ def _stray_bytes_replaced(body: bytes) -> bytes:
     stray = text.count("\ufffd") - body.count(_REPLACEMENT)
     wide = len(text) - len(text.encode("ascii", "ignore")) - stray
     return text.encode("utf-8") if wide > stray else body
+
+
+def _utf_8_declared_so(body: bytes) -> bytes:
+    """A body declared latin-1 but valid UTF-8 with its declaration naming UTF-8 (latin-1
+    text is almost never valid UTF-8: é followed by a letter or a space is not). Read as
+    latin-1, nothing fails, so feedparser never falls back to UTF-8: it would garble every
+    letter outside ASCII."""
+    skip = len(_UTF_8_BOM) if body.startswith(_UTF_8_BOM) else 0
+    declared = _DECLARED_ENCODING_RE.match(body[: skip + 512], skip)
+    if declared is None or _codec(declared.group(1)) not in _LATIN_CODECS:
+        return body
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body  # latin-1 indeed
+    return body[: declared.start(1)] + b"UTF-8" + body[declared.end(1) :]
+
+
+def _codec(name: bytes) -> str:
+    """Python's name for the encoding `name` names ("" for none it knows)."""
+    try:
+        return codecs.lookup(name.decode("ascii")).name
+    except (LookupError, UnicodeDecodeError):
+        return ""
 
 
 def _in_utf_8(body: bytes) -> bool:
