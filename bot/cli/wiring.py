@@ -41,6 +41,10 @@ if TYPE_CHECKING:  # the web stack's own types: only `bot.web` imports it
 
 log = logging.getLogger("bot")
 
+# How long a second signal waits for the tasks it cancels to end, before it hands their
+# claimed digests back (seconds): a cancelled task ends at its next await.
+STOP_NOW_SECONDS = 0.5
+
 
 class Front:
     """The ways in beside the daemon, over the wired `parts`, as the config sets them up:
@@ -239,6 +243,8 @@ async def run_daemon(
             closing = asyncio.create_task(front.close(within))
             if not await _despite_cancel(closing, at_once=at_once if within else None):
                 await _despite_cancel(asyncio.create_task(front.close(0)))
+            if at_once.is_set():
+                await _stop_now(store, leadership, owner=daemon.owner)
     if at_once.is_set():
         return EXIT_INTERRUPTED
     if web_failed:
@@ -298,6 +304,31 @@ async def _despite_cancel(
         work.cancel()
         await asyncio.gather(work, return_exceptions=True)
     return False
+
+
+async def _stop_now(store: Store, leadership: Leadership, *, owner: str) -> None:
+    """After a second signal: cancel what this process still runs (a tick's sends, the web
+    app's requests and their mail), then hand back the digests claimed under its name
+    `owner` and give up the lead, as a stop within the grace does, so that neither the next
+    start nor another process waits for the leases to run out. Each digest it claimed and
+    did not record is sent again by another worker either way; handing it back only makes
+    that now. Tasks still running after `STOP_NOW_SECONDS` may yet send: their claims are
+    then left to their leases."""
+    here = asyncio.current_task()
+    others = [task for task in asyncio.all_tasks() if task is not here]
+    for task in others:
+        task.cancel()
+    running: set[asyncio.Task[Any]] = set(others)
+    try:
+        if others:
+            _, running = await asyncio.wait(others, timeout=STOP_NOW_SECONDS)
+    except asyncio.CancelledError:  # a third signal: out now, the claims left to their leases
+        pass
+    if running:
+        log.warning("work under way did not end: its claimed digests wait for their leases")
+    else:
+        _hand_back(store, [owner])
+    leadership.resign()  # another process takes the lead at its next tick
 
 
 def _hand_back(store: Store, owners: Sequence[str]) -> None:

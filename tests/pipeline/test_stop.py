@@ -25,6 +25,7 @@ from support.config import sink_email, toml_table
 from support.servers import SinkHandler, http_serving, smtp_sink
 from support.slack import SIGNING_SECRET, SocketModeLink, signed
 
+from bot.cli.shell import EXIT_INTERRUPTED
 from bot.demo import free_port
 from bot.demo.slack_standin import SlackStandIn
 from bot.slack.app import WORKING
@@ -418,7 +419,7 @@ def stop_twice(process: subprocess.Popen[str]) -> tuple[str, float]:
     return stop_and_wait(process)
 
 
-@pytest.mark.parametrize("workers", [2])
+@pytest.mark.parametrize("workers", [0, 2])
 def test_a_second_signal_stops_the_senders_at_once_and_hands_their_digests_back(
     tmp_path: Path, database_url: str, store: Store, workers: int
 ) -> None:
@@ -445,6 +446,8 @@ def test_a_second_signal_stops_the_senders_at_once_and_hands_their_digests_back(
             ended(process)
     assert "stopping now" in err, err
     assert took < STOP_MARGIN, f"stopped {took:.1f} s after the second SIGTERM\n{err}"
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err, err
     states = store.outbox.records(records)
     assert {state.status for state in states.values()} == {"pending"}, states
     assert leases(store, records) == [None] * len(records), err
