@@ -61,6 +61,7 @@ class Front:
         stop: asyncio.Event,
     ) -> None:
         self.web = config.web
+        self.grace = config.daemon.shutdown_grace_seconds  # what a stop gives the requests
         self.stop = stop
         choices = SiteChoices.of(config)
         manager = Manager(choices, parts, clock=clock) if parts.signer is not None else None
@@ -87,7 +88,11 @@ class Front:
             public_url=self.web.public_url,
         )
         server = make_server(
-            app, host=where[0], port=where[1], trusted_proxies=self.web.trusted_proxies
+            app,
+            host=where[0],
+            port=where[1],
+            trusted_proxies=self.web.trusted_proxies,
+            grace=self.grace,
         )
         log.info(
             "web app on http://%s:%d (%s)", where[0], where[1], self.routes(daemon is not None)
@@ -392,9 +397,12 @@ async def serve_web(config: Config, store: Store, where: tuple[str, int]) -> int
     front.start_socket_mode()
     web = asyncio.create_task(serve_listening(server))
     await asyncio.wait([web, asyncio.create_task(stop.wait())], return_when="FIRST_COMPLETED")
+    # As `run`'s stop: one grace for the requests under way (the server's) and the slash
+    # commands' late replies.
+    stop_by = time.monotonic() + front.grace
     server.should_exit = True
     (listened,) = await asyncio.gather(web, return_exceptions=True)
-    await front.close(config.daemon.shutdown_grace_seconds)  # as `run`'s stop: one grace
+    await front.close(stop_by - time.monotonic())
     if listened is False:
         raise PaperbellError(
             f"cannot listen on {where[0]}:{where[1]}: is the port free?",

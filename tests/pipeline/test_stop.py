@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -451,3 +452,35 @@ def test_a_second_signal_stops_the_senders_at_once_and_hands_their_digests_back(
     states = store.outbox.records(records)
     assert {state.status for state in states.values()} == {"pending"}, states
     assert leases(store, records) == [None] * len(records), err
+
+
+@pytest.mark.parametrize("command_name", ["serve", "run"])
+def test_the_web_app_stops_within_the_grace_with_a_request_whose_body_never_comes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command_name: str
+) -> None:
+    """A client that opened a slash command's request and never sends its body holds the
+    connection open: `paperbell serve`, or `run`, closes it at the grace's end."""
+    web_port = free_port()
+    with SlackStandIn() as slack:
+        more = slack_table(slack, monkeypatch, way_in="signing_secret_env")
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f'version = 1\n[database]\nurl = "sqlite:///paperbell.sqlite"\n'
+            f"[daemon]\nshutdown_grace_seconds = {GRACE}\n[delivery]\nworkers = 0\n"
+            f"[web]\nport = {web_port}\n{more}"
+        )
+        process = start(command_name, "-c", str(config), cwd=tmp_path)
+        try:
+            post_command(web_port, command(slack, "help"))  # it listens
+            with socket.create_connection(("127.0.0.1", web_port), timeout=5) as client:
+                client.sendall(
+                    b"POST /slack/commands HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    b"Content-Type: application/x-www-form-urlencoded\r\n"
+                    b"Content-Length: 100\r\n\r\nteam_id="
+                )
+                time.sleep(0.3)  # the request is being read
+                err, took = stop_and_wait(process)
+        finally:
+            ended(process)
+    assert process.returncode == 0, err
+    assert took < GRACE + STOP_MARGIN, f"stopped {took:.1f} s after SIGTERM\n{err}"
