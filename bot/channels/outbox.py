@@ -99,9 +99,10 @@ class Attempt:
 RenderJob = Callable[[OutboxItem], RenderedJob]
 
 
-def worker_name() -> str:
-    """Who holds a lease: host and process, for `status` and the logs."""
-    return f"{platform.node()}:{os.getpid()}"
+def worker_name(pid: int | None = None) -> str:
+    """Who holds a lease: host and process (this one, or the child `pid` on this host), for
+    `status` and the logs."""
+    return f"{platform.node()}:{os.getpid() if pid is None else pid}"
 
 
 Channels = Channel | Mapping[str, Channel]

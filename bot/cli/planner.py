@@ -129,6 +129,14 @@ class PlannerProcess:
         if self._pipe is not None:
             self._pipe.close()
 
+    def kill(self) -> None:
+        """Kill the planner now (a second signal), mid-run: the slots it had not marked
+        handled are planned at the next run, and the outbox, unique per slot, queues none
+        twice. Signals only, so that it may be called while `stop` waits in another thread."""
+        self.stopping.set()
+        if self.process is not None:
+            self.process.kill()
+
 
 def _plan(
     clock: Callable[[], datetime] | None,

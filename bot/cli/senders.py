@@ -131,7 +131,7 @@ class Senders:
     def stop(self, grace: float) -> None:
         """Stop the senders, all at once, after their messages in flight; those still
         running `grace` seconds from now are killed together (their claimed digests go to
-        the next worker when their leases run out)."""
+        the next worker when their leases run out, or when the parent hands them back)."""
         self.stopping.set()
         deadline = time.monotonic() + grace
         for process in self.processes:
@@ -142,6 +142,14 @@ class Senders:
                 process.kill()
         for process in self.processes:
             process.join()
+
+    def kill(self) -> None:
+        """Kill the senders now (a second signal), without waiting for their messages in
+        flight: one may arrive twice, as after any crash; `stop` reaps them. Signals only,
+        so that it may be called while `stop` waits in another thread."""
+        self.stopping.set()
+        for process in self.processes:
+            process.kill()
 
 
 def ended(process: BaseProcess) -> str:

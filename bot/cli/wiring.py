@@ -15,7 +15,7 @@ import signal
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot import __version__
 from bot.channels.outbox import worker_name
@@ -41,6 +41,10 @@ if TYPE_CHECKING:  # the web stack's own types: only `bot.web` imports it
 
 log = logging.getLogger("bot")
 
+# How long a second signal waits for the tasks it cancels to end, before it hands their
+# claimed digests back (seconds): a cancelled task ends at its next await.
+STOP_NOW_SECONDS = 0.5
+
 
 class Front:
     """The ways in beside the daemon, over the wired `parts`, as the config sets them up:
@@ -57,6 +61,7 @@ class Front:
         stop: asyncio.Event,
     ) -> None:
         self.web = config.web
+        self.grace = config.daemon.shutdown_grace_seconds  # what a stop gives the requests
         self.stop = stop
         choices = SiteChoices.of(config)
         manager = Manager(choices, parts, clock=clock) if parts.signer is not None else None
@@ -83,7 +88,11 @@ class Front:
             public_url=self.web.public_url,
         )
         server = make_server(
-            app, host=where[0], port=where[1], trusted_proxies=self.web.trusted_proxies
+            app,
+            host=where[0],
+            port=where[1],
+            trusted_proxies=self.web.trusted_proxies,
+            grace=self.grace,
         )
         log.info(
             "web app on http://%s:%d (%s)", where[0], where[1], self.routes(daemon is not None)
@@ -165,8 +174,8 @@ async def run_daemon(
     # second `run` on the same file is refused here, before anything starts).
     leadership = Leadership(store.database, name=worker_name())
     leading = leadership.take()
-    stop = asyncio.Event()
-    _stop_on_signals_twice(stop)
+    stop, at_once = asyncio.Event(), asyncio.Event()
+    _stop_on_signals_twice(stop, at_once)
     parts = wire(config, store)
     if not parts.channels.keys() - {"apprise"}:  # Apprise needs no section
         log.warning("no [email] or [slack] section: digests go to Apprise destinations only")
@@ -212,26 +221,37 @@ async def run_daemon(
             else None
         )
         children = [part for part in (planner, sending) if part is not None]
-        stopping_children = asyncio.create_task(_stop_children(children, stop, daemon))
+        stopping_children = asyncio.create_task(
+            _stop_children(children, stop, daemon, at_once=at_once)
+        )
         web_failed = False
-        interrupted = False
         try:
             await daemon.serve(stop, web=server, interval=interval, replies=front.replies)
             # Only a signal has set `stop` now: a daemon that ended without one ended
             # because its web app did.
             web_failed = server is not None and not stop.is_set()
         except asyncio.CancelledError:
-            interrupted = True
-            return EXIT_INTERRUPTED
+            at_once.set()
         finally:
             if watching is not None:
                 watching.cancel()
-                await asyncio.gather(watching, return_exceptions=True)
+                await _despite_cancel(watching)
             stop.set()  # the children stop too when the web app ended the daemon
-            await stopping_children
+            # A second signal may come while the children stop: they are killed then.
+            await _despite_cancel(stopping_children)
+            if sending is not None:  # every sender has ended: what one held is free
+                pids = [process.pid for process in sending.processes if process.pid is not None]
+                _hand_back(store, [worker_name(pid) for pid in pids])
             # Cut short (a second signal: at once; a failed start: the grace), the daemon
             # may not have waited for the replies: within its deadline here.
-            await front.close(0 if interrupted else daemon.grace_left())
+            within = 0 if at_once.is_set() else daemon.grace_left()
+            closing = asyncio.create_task(front.close(within))
+            if not await _despite_cancel(closing, at_once=at_once if within else None):
+                await _despite_cancel(asyncio.create_task(front.close(0)))
+            if at_once.is_set():
+                await _stop_now(store, leadership, owner=daemon.owner)
+    if at_once.is_set():
+        return EXIT_INTERRUPTED
     if web_failed:
         log.error("the web app stopped (is port %d free?)", web[1] if web else 0)
         return EXIT_FAILED
@@ -244,14 +264,91 @@ class Child(Protocol):
 
     def stop(self, grace: float) -> None: ...
 
+    def kill(self) -> None: ...
 
-async def _stop_children(children: Sequence[Child], stop: asyncio.Event, daemon: Daemon) -> None:
+
+async def _stop_children(
+    children: Sequence[Child], stop: asyncio.Event, daemon: Daemon, *, at_once: asyncio.Event
+) -> None:
     """Once `stop` is set, tell the planner and the senders to stop at once (each after
     the work in hand), and kill those still running at the daemon's stop deadline: they
-    share one grace period with the daemon's running tick."""
+    share one grace period with the daemon's running tick. Once `at_once` is set (a second
+    signal), kill them all without waiting for the deadline."""
     await stop.wait()
     grace = daemon.grace_left()
-    await asyncio.gather(*(asyncio.to_thread(child.stop, grace) for child in children))
+    stopping = asyncio.gather(*(asyncio.to_thread(child.stop, grace) for child in children))
+    if not await _despite_cancel(stopping, at_once=at_once, cancel=False):
+        log.warning("killing the planner and the senders")
+        for child in children:
+            child.kill()
+        await stopping  # each `stop` returns once its processes are gone
+
+
+async def _despite_cancel(
+    work: asyncio.Future[Any], *, at_once: asyncio.Event | None = None, cancel: bool = True
+) -> bool:
+    """Wait for `work` to finish, though this task is cancelled meanwhile (a second signal
+    cancels the main task; what it waits on ends at once by itself); with `at_once`, only
+    until it is set: then `work` is cancelled (unless `cancel` is false) and False returned."""
+    cut = asyncio.ensure_future(at_once.wait()) if at_once is not None else None
+    try:
+        while not work.done() and not (cut is not None and cut.done()):
+            waiting: set[asyncio.Future[Any]] = {work} if cut is None else {work, cut}
+            try:
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                continue  # `at_once` is set by the signal that cancelled this task
+    finally:
+        if cut is not None:
+            cut.cancel()
+    if work.done():
+        if not work.cancelled():
+            work.result()  # its error, as if it had been awaited here
+        return True
+    if cancel:
+        work.cancel()
+        await asyncio.gather(work, return_exceptions=True)
+    return False
+
+
+async def _stop_now(store: Store, leadership: Leadership, *, owner: str) -> None:
+    """After a second signal: cancel what this process still runs (a tick's sends, the web
+    app's requests and their mail), then hand back the digests claimed under its name
+    `owner` and give up the lead, as a stop within the grace does, so that neither the next
+    start nor another process waits for the leases to run out. Each digest it claimed and
+    did not record is sent again by another worker either way; handing it back only makes
+    that now. Tasks still running after `STOP_NOW_SECONDS` may yet send: their claims are
+    then left to their leases."""
+    here = asyncio.current_task()
+    others = [task for task in asyncio.all_tasks() if task is not here]
+    for task in others:
+        task.cancel()
+    running: set[asyncio.Task[Any]] = set(others)
+    try:
+        if others:
+            _, running = await asyncio.wait(others, timeout=STOP_NOW_SECONDS)
+    except asyncio.CancelledError:  # a third signal: out now, the claims left to their leases
+        pass
+    if running:
+        log.warning("work under way did not end: its claimed digests wait for their leases")
+    else:
+        _hand_back(store, [owner])
+    leadership.resign()  # another process takes the lead at its next tick
+
+
+def _hand_back(store: Store, owners: Sequence[str]) -> None:
+    """Hand back the digests claimed under the names of `owners`, processes or tasks that
+    have ended, so that the next worker takes them at once, not when their leases run out
+    (a database that cannot be reached leaves them to their leases)."""
+    released = 0
+    for owner in owners:
+        try:
+            released += store.outbox.release(owner)
+        except PaperbellError as exc:
+            log.error("cannot hand the claimed digests back: %s", exc)
+            return
+    if released:
+        log.info("handed back %s", plural(released, "claimed digest"))
 
 
 async def _revive_senders(senders: Senders, stop: asyncio.Event, interval: float) -> None:
@@ -267,10 +364,10 @@ async def _revive_senders(senders: Senders, stop: asyncio.Event, interval: float
                 log.error("cannot start a sender process: %s", exc)
 
 
-def _stop_on_signals_twice(stop: asyncio.Event) -> None:
+def _stop_on_signals_twice(stop: asyncio.Event, at_once: asyncio.Event) -> None:
     """SIGINT or SIGTERM sets `stop` (the running tick finishes). A second signal a moment
-    later (Ctrl-C pressed again) cancels the running task at once; one that comes with the
-    first (sent to the process and its group) does not."""
+    later (Ctrl-C pressed again) sets `at_once` and cancels the running task at once; one
+    that comes with the first (sent to the process and its group) does not."""
     loop = asyncio.get_running_loop()
     main_task = asyncio.current_task()
     first_signal: list[float] = []
@@ -278,6 +375,7 @@ def _stop_on_signals_twice(stop: asyncio.Event) -> None:
     def on_signal(number: int) -> None:
         if first_signal and loop.time() - first_signal[0] > 1:
             log.warning("second %s: stopping now", signal.Signals(number).name)
+            at_once.set()
             if main_task is not None:
                 main_task.cancel()
             return
@@ -299,9 +397,12 @@ async def serve_web(config: Config, store: Store, where: tuple[str, int]) -> int
     front.start_socket_mode()
     web = asyncio.create_task(serve_listening(server))
     await asyncio.wait([web, asyncio.create_task(stop.wait())], return_when="FIRST_COMPLETED")
+    # As `run`'s stop: one grace for the requests under way (the server's) and the slash
+    # commands' late replies.
+    stop_by = time.monotonic() + front.grace
     server.should_exit = True
     (listened,) = await asyncio.gather(web, return_exceptions=True)
-    await front.close(config.daemon.shutdown_grace_seconds)  # as `run`'s stop: one grace
+    await front.close(stop_by - time.monotonic())
     if listened is False:
         raise PaperbellError(
             f"cannot listen on {where[0]}:{where[1]}: is the port free?",

@@ -11,6 +11,7 @@ holds up the daemon's loop.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -389,7 +390,12 @@ class _Server(uvicorn.Server):
 
 
 def make_server(
-    app: Starlette, *, host: str, port: int, trusted_proxies: Sequence[str] = ()
+    app: Starlette,
+    *,
+    host: str,
+    port: int,
+    trusted_proxies: Sequence[str] = (),
+    grace: float | None = None,
 ) -> uvicorn.Server:
     """A uvicorn server for `app`, to run in the daemon's loop (`await server.serve()`).
     X-Forwarded-For and X-Forwarded-Proto are believed from `trusted_proxies` alone
@@ -397,7 +403,10 @@ def make_server(
     process on the machine, or a proxy that passes a client's own header on, may forge
     them. With none, a request's client is the address it came from. The app has no
     start-up or shutdown handlers: without the lifespan protocol, a web app closed at a
-    stop's deadline leaves no task behind to be cancelled with a traceback."""
+    stop's deadline leaves no task behind to be cancelled with a traceback. Told to exit,
+    it waits `grace` seconds at most (rounded up) for the requests under way (None: without
+    limit), so
+    that a client that holds its connection open cannot hold the stop."""
     config = uvicorn.Config(
         app,
         host=host,
@@ -407,6 +416,7 @@ def make_server(
         access_log=False,
         proxy_headers=bool(trusted_proxies),
         forwarded_allow_ips=list(trusted_proxies),
+        timeout_graceful_shutdown=None if grace is None else math.ceil(grace),  # whole seconds
     )
     return _Server(config)
 

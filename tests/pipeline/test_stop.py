@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -19,15 +20,18 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from sqlmodel import col, select
 from support.cli import start
 from support.config import sink_email, toml_table
 from support.servers import SinkHandler, http_serving, smtp_sink
 from support.slack import SIGNING_SECRET, SocketModeLink, signed
 
+from bot.cli.shell import EXIT_INTERRUPTED
 from bot.demo import free_port
 from bot.demo.slack_standin import SlackStandIn
 from bot.slack.app import WORKING
 from bot.store import Store
+from bot.store.tables import OutboxRow
 
 GRACE = 1
 REQUEST_DEADLINE = 10  # how long the slow server could hold a request
@@ -381,3 +385,102 @@ def test_serve_stops_within_the_grace_with_a_slash_command_reply_under_way(
     assert process.returncode == 0, err
     assert took < GRACE + STOP_MARGIN, f"stopped {took:.1f} s after SIGTERM\n{err}"
     assert "abandoned the slash commands' work under way" in err, err
+
+
+def leases(store: Store, records: list[int]) -> list[str | None]:
+    """Who holds the lease on each of `records` (None: nobody, it is free to be taken)."""
+    with store.database.engine.connect() as connection:
+        rows = connection.execute(
+            select(OutboxRow.id, OutboxRow.lease_owner).where(col(OutboxRow.id).in_(records))
+        )
+        owners = {record: owner for record, owner in rows}
+    return [owners[record] for record in records]
+
+
+def sending_config(
+    tmp_path: Path, database_url: str, smtp_port: int, *, grace: float, workers: int
+) -> Path:
+    """The config of a daemon with no source that sends the queued mail to `smtp_port`, one
+    message a batch, through `workers` sender processes (0: its own)."""
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'version = 1\n[database]\nurl = "{database_url}"\n'
+        f"[daemon]\nshutdown_grace_seconds = {grace}\n"
+        f"[delivery]\nworkers = {workers}\nbatch = 1\nconnections = 1\n"
+        + toml_table("email", sink_email(smtp_port, sender="papers@paperbell.example"))
+    )
+    return config
+
+
+def stop_twice(process: subprocess.Popen[str]) -> tuple[str, float]:
+    """SIGTERM the daemon, and again a moment later (Ctrl-C pressed twice); its standard
+    error, and the seconds it took after the second signal."""
+    process.send_signal(signal.SIGTERM)
+    time.sleep(1.3)
+    return stop_and_wait(process)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_second_signal_stops_the_senders_at_once_and_hands_their_digests_back(
+    tmp_path: Path, database_url: str, store: Store, workers: int
+) -> None:
+    """A second SIGTERM while each message is held by a slow SMTP server, sent by two sender
+    processes or by the daemon itself: the daemon ends at once, not at the grace's end, and
+    the digests stay queued, handed back for the next worker to take at once."""
+    grace = 5
+    now = datetime(2026, 11, 23, 7, 0, tzinfo=UTC)
+    records = [queue_mail(store, name, now=now) for name in ("ada", "bob")[: workers or 1]]
+    held = HeldMessages()
+    with smtp_sink(held) as (_, smtp_port):
+        config = sending_config(tmp_path, database_url, smtp_port, grace=grace, workers=workers)
+        process = start(
+            "run", "-c", str(config), "--no-web", "--clock-start", f"{now:%Y-%m-%dT%H:%M}"
+        )
+        try:
+            deadline = time.monotonic() + 15
+            while len(held.holding) < len(records):
+                assert process.poll() is None, process.communicate()
+                assert time.monotonic() < deadline, "the senders never sent"
+                time.sleep(0.05)
+            err, took = stop_twice(process)
+        finally:
+            ended(process)
+    assert "stopping now" in err, err
+    assert took < STOP_MARGIN, f"stopped {took:.1f} s after the second SIGTERM\n{err}"
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err, err
+    states = store.outbox.records(records)
+    assert {state.status for state in states.values()} == {"pending"}, states
+    assert leases(store, records) == [None] * len(records), err
+
+
+@pytest.mark.parametrize("command_name", ["serve", "run"])
+def test_the_web_app_stops_within_the_grace_with_a_request_whose_body_never_comes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command_name: str
+) -> None:
+    """A client that opened a slash command's request and never sends its body holds the
+    connection open: `paperbell serve`, or `run`, closes it at the grace's end."""
+    web_port = free_port()
+    with SlackStandIn() as slack:
+        more = slack_table(slack, monkeypatch, way_in="signing_secret_env")
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f'version = 1\n[database]\nurl = "sqlite:///paperbell.sqlite"\n'
+            f"[daemon]\nshutdown_grace_seconds = {GRACE}\n[delivery]\nworkers = 0\n"
+            f"[web]\nport = {web_port}\n{more}"
+        )
+        process = start(command_name, "-c", str(config), cwd=tmp_path)
+        try:
+            post_command(web_port, command(slack, "help"))  # it listens
+            with socket.create_connection(("127.0.0.1", web_port), timeout=5) as client:
+                client.sendall(
+                    b"POST /slack/commands HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    b"Content-Type: application/x-www-form-urlencoded\r\n"
+                    b"Content-Length: 100\r\n\r\nteam_id="
+                )
+                time.sleep(0.3)  # the request is being read
+                err, took = stop_and_wait(process)
+        finally:
+            ended(process)
+    assert process.returncode == 0, err
+    assert took < GRACE + STOP_MARGIN, f"stopped {took:.1f} s after SIGTERM\n{err}"
