@@ -418,7 +418,8 @@ async def run_socket_mode(
         await stop.wait()
         while answering:  # their acks need the WebSocket open
             await asyncio.wait(set(answering))
-    except asyncio.CancelledError:
+        await client.close()  # a round trip: Slack answers the close frame
+    except BaseException:  # cut off (a stop's deadline), or Slack refused the connection
         if answering:
             log.warning(
                 "abandoned %s being answered over Socket Mode",
@@ -426,9 +427,18 @@ async def run_socket_mode(
             )
             for task in answering:
                 task.cancel()
+        await _dropped(client)
         raise
-    finally:
-        await client.close()
+
+
+async def _dropped(client: SocketModeClient) -> None:
+    """End `client` at once, without waiting for Slack (its answer to the close frame): its
+    tasks cancelled, its connections closed. Nothing of it is left open or running on."""
+    tasks = (client.message_receiver, client.current_session_monitor, client.message_processor)
+    for task in tasks:
+        if task is not None:
+            task.cancel()
+    await client.aiohttp_client_session.close()
 
 
 def _as_json(payload: object) -> str:
