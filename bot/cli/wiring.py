@@ -133,14 +133,23 @@ class Front:
     async def replies(self) -> None:
         """Stop Socket Mode once the requests it is answering are acknowledged, then wait
         for the slash commands' late replies (a /papers digest being sent) and the buttons'
-        answers. Unbounded: the caller bounds it, and cancelling it abandons what is left."""
+        answers. Unbounded: the caller bounds it. Cancelled at any point (while Socket Mode
+        closes, too), it cancels those replies and answers and returns once they have
+        ended: nothing of theirs is sent after the caller hands back the claimed digests."""
         self.stop.set()
-        if self._socket is not None:
-            await asyncio.gather(self._socket, return_exceptions=True)
-        if self.slack is not None:
-            await self.slack.responder.wait()
-            if self.slack.buttons is not None:
-                await self.slack.buttons.wait()
+        try:
+            if self._socket is not None:
+                await asyncio.gather(self._socket, return_exceptions=True)
+            if self.slack is not None:
+                await self.slack.responder.wait()
+                if self.slack.buttons is not None:
+                    await self.slack.buttons.wait()
+        except asyncio.CancelledError:
+            if self.slack is not None:
+                await self.slack.responder.abandon()
+                if self.slack.buttons is not None:
+                    await self.slack.buttons.abandon()
+            raise
 
     async def close(self, within: float) -> None:
         """Stop Socket Mode and wait for the slash commands' late replies (`replies`),

@@ -118,13 +118,40 @@ class SlackDirectory:
         return dict(response.get(key) or {})
 
 
+class LateWork:
+    """What goes on after a request was answered (a reply sent to its `response_url`, a
+    digest sent with it): waited for at a stop, or abandoned at its deadline."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def add(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def wait(self) -> None:
+        """Wait for the work under way, that started meanwhile too."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def abandon(self) -> None:
+        """Cancel the work under way and wait until it has ended: a digest it was sending
+        is sent no further once this returns (its claims may then be handed back)."""
+        while self._tasks:
+            tasks = set(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
 class SlackResponder:
     """Answers commands within Slack's 3 seconds; slower replies go to `response_url`."""
 
     def __init__(self, commands: SlashCommands, *, ack_within: float = ACK_WITHIN) -> None:
         self.commands = commands
         self.ack_within = ack_within
-        self._later: set[asyncio.Task[None]] = set()
+        self._later = LateWork()
 
     async def answer(
         self, request: CommandRequest, *, arrived: float | None = None
@@ -158,9 +185,7 @@ class SlackResponder:
         return reply.to_slack()
 
     def _later_reply(self, task: asyncio.Future[Reply], url: str) -> dict[str, Any]:
-        later = asyncio.ensure_future(self._respond_later(task, url))
-        self._later.add(later)
-        later.add_done_callback(self._later.discard)
+        self._later.add(self._respond_later(task, url))
         return WORKING.to_slack()
 
     async def _respond_later(self, task: asyncio.Future[Reply], url: str) -> None:
@@ -173,8 +198,12 @@ class SlackResponder:
 
     async def wait(self) -> None:
         """Wait for the replies still being worked on (shutdown, tests)."""
-        while self._later:
-            await asyncio.gather(*self._later, return_exceptions=True)
+        await self._later.wait()
+
+    async def abandon(self) -> None:
+        """Cancel the replies still being worked on (a stop's deadline) and wait for them to
+        end."""
+        await self._later.abandon()
 
 
 async def send_response(url: str, body: dict[str, Any], *, what: str) -> None:
@@ -195,7 +224,7 @@ class ButtonResponder:
 
     def __init__(self, answers: ButtonAnswers) -> None:
         self.answers = answers
-        self._later: set[asyncio.Task[None]] = set()
+        self._later = LateWork()
 
     async def press(self, presses: list[ButtonPress]) -> None:
         for press in presses:
@@ -206,16 +235,16 @@ class ButtonResponder:
                 answer = FAILED.to_slack()
             if press.response_url is None:
                 continue
-            later = asyncio.ensure_future(
-                send_response(press.response_url, answer, what="a button's answer")
-            )
-            self._later.add(later)
-            later.add_done_callback(self._later.discard)
+            self._later.add(send_response(press.response_url, answer, what="a button's answer"))
 
     async def wait(self) -> None:
         """Wait for the answers still being sent (shutdown, tests)."""
-        while self._later:
-            await asyncio.gather(*self._later, return_exceptions=True)
+        await self._later.wait()
+
+    async def abandon(self) -> None:
+        """Cancel the answers still being sent (a stop's deadline) and wait for them to
+        end."""
+        await self._later.abandon()
 
 
 class RequestChecker:
@@ -418,7 +447,8 @@ async def run_socket_mode(
         await stop.wait()
         while answering:  # their acks need the WebSocket open
             await asyncio.wait(set(answering))
-    except asyncio.CancelledError:
+        await client.close()  # a round trip: Slack answers the close frame
+    except BaseException:  # cut off (a stop's deadline), or Slack refused the connection
         if answering:
             log.warning(
                 "abandoned %s being answered over Socket Mode",
@@ -426,9 +456,18 @@ async def run_socket_mode(
             )
             for task in answering:
                 task.cancel()
+        await _dropped(client)
         raise
-    finally:
-        await client.close()
+
+
+async def _dropped(client: SocketModeClient) -> None:
+    """End `client` at once, without waiting for Slack (its answer to the close frame): its
+    tasks cancelled, its connections closed. Nothing of it is left open or running on."""
+    tasks = (client.message_receiver, client.current_session_monitor, client.message_processor)
+    for task in tasks:
+        if task is not None:
+            task.cancel()
+    await client.aiohttp_client_session.close()
 
 
 def _as_json(payload: object) -> str:

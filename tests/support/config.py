@@ -59,11 +59,13 @@ def slack_config(
     *,
     interval: float = 0.0,
     signing_secret: str | None = None,
+    socket_mode: bool = False,
     web: bool = False,
 ) -> Config:
     """A config whose [slack] points at the stand-in `slack` (bot token from the stand-in;
-    with `signing_secret`, the slash command's endpoint too; `web`: [web] with its public
-    URL and secret key, which signs the 👍 / 👎 buttons' values)."""
+    with `signing_secret`, the slash command's endpoint too; `socket_mode`: the stand-in's
+    app token, for Socket Mode; `web`: [web] with its public URL and secret key, which
+    signs the 👍 / 👎 buttons' values)."""
     section: dict[str, Any] = {
         "bot_token_env": "SLACK_BOT_TOKEN",
         "api_url": slack.base_url,
@@ -73,6 +75,9 @@ def slack_config(
     if signing_secret is not None:
         section["signing_secret_env"] = "SLACK_SIGNING_SECRET"
         environ["SLACK_SIGNING_SECRET"] = signing_secret
+    if socket_mode:
+        section["app_token_env"] = "SLACK_APP_TOKEN"
+        environ["SLACK_APP_TOKEN"] = slack.app_token
     data: dict[str, Any] = {
         "version": 1,
         "database": {"url": database_url},

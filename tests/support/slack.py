@@ -5,6 +5,7 @@ process (`SocketModeLink`)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
@@ -69,10 +70,13 @@ def wired_slack_app(
 class SocketModeLink:
     """A stand-in of Slack's Socket Mode endpoint (a WebSocket, in a thread of its own) for
     an app in another process: give `url` to the Slack stand-in (`socket_url`), `send` a
-    slash command's fields once `connected` is set, read the app's `acks`."""
+    slash command's fields once `connected` is set, read the app's `acks`. `close_delay`:
+    seconds it takes to answer the app's close frame (Slack far away, or slow), so that the
+    app's close takes that long; until the stand-in ends, at most."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, close_delay: float = 0.0) -> None:
         self.acks: list[dict[str, Any]] = []
+        self.close_delay = close_delay
         self.connected = threading.Event()
         self.url = ""
         self._loop = asyncio.new_event_loop()
@@ -80,6 +84,7 @@ class SocketModeLink:
         self._socket: web.WebSocketResponse | None = None
         self._runner: web.AppRunner | None = None
         self._sent = 0
+        self._ending: asyncio.Event | None = None  # set as the stand-in ends (its loop's)
 
     def __enter__(self) -> SocketModeLink:
         self._thread.start()
@@ -87,6 +92,8 @@ class SocketModeLink:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._ending is not None:
+            self._loop.call_soon_threadsafe(self._ending.set)
         if self._runner is not None:
             asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -108,6 +115,7 @@ class SocketModeLink:
         return envelope
 
     async def _serve(self) -> None:
+        self._ending = asyncio.Event()
         app = web.Application()
         app.router.add_get("/link", self._connect)
         self._runner = web.AppRunner(app)
@@ -117,12 +125,26 @@ class SocketModeLink:
         self.url = f"ws://{host}:{port}/link"
 
     async def _connect(self, request: web.Request) -> web.WebSocketResponse:
-        socket = web.WebSocketResponse()
+        # The close frame answered here, not by aiohttp at once, when it is to be slow.
+        socket = web.WebSocketResponse(autoclose=not self.close_delay)
         await socket.prepare(request)
         await socket.send_json({"type": "hello", "num_connections": 1})
         self._socket = socket
         self.connected.set()
-        async for message in socket:  # until the app closes it
+        while True:  # until the app closes it
+            message = await socket.receive()
             if message.type == WSMsgType.TEXT:
                 self.acks.append(json.loads(message.data))
-        return socket
+                continue
+            if message.type == WSMsgType.CLOSE and self.close_delay:
+                assert self._ending is not None
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._ending.wait(), self.close_delay)
+                await socket.close()
+            if message.type in (
+                WSMsgType.CLOSE,
+                WSMsgType.CLOSING,
+                WSMsgType.CLOSED,
+                WSMsgType.ERROR,
+            ):
+                return socket
