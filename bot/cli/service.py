@@ -19,7 +19,6 @@ from bot.config import Config
 from bot.config.likes import like_file_path
 from bot.core.checks import redact_url
 from bot.core.errors import ConfigError
-from bot.pipeline.model_cache import configured_cache_dir
 
 UNIT_NAME = "paperbell.service"
 ENV_FILE_NAME = "paperbell.env"
@@ -52,6 +51,7 @@ class Service:
     @classmethod
     def of(cls, config: Config, *, user: str, executable: tuple[str, ...]) -> Service:
         """The service that runs `paperbell run` on `config` (loaded from its file)."""
+        from bot.pipeline.model_cache import configured_cache_dir
         from bot.store import database_file
 
         assert config.path is not None, "a config read from a file"
