@@ -456,7 +456,9 @@ class Daemon:
             log.error("the web app could not start")
 
     async def _stop_web(self, web: Any, web_task: asyncio.Task[None] | None) -> None:
-        """Stop the web app, closing the connections still open at the stop's deadline."""
+        """Stop the web app, closing the connections still open at the stop's deadline and
+        ending their requests: one still running would send its notice mail, claimed under
+        this process's name, after the claims are handed back."""
         if web is None or web_task is None:
             return
         web.should_exit = True
@@ -464,6 +466,11 @@ class Daemon:
         if not done:  # open connections: closed without waiting for them
             web.force_exit = True
         await asyncio.gather(web_task, return_exceptions=True)
+        requests = set(web.server_state.tasks)  # uvicorn leaves them running at force_exit
+        for request in requests:
+            request.cancel()
+        if requests:
+            await asyncio.wait(requests, timeout=LAST_LOOK_SECONDS)
 
     async def _shutdown(
         self,

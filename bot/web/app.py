@@ -403,10 +403,10 @@ def make_server(
     process on the machine, or a proxy that passes a client's own header on, may forge
     them. With none, a request's client is the address it came from. The app has no
     start-up or shutdown handlers: without the lifespan protocol, a web app closed at a
-    stop's deadline leaves no task behind to be cancelled with a traceback. Told to exit,
-    it waits `grace` seconds at most (rounded up) for the requests under way (None: without
-    limit), so
-    that a client that holds its connection open cannot hold the stop."""
+    stop's deadline leaves no lifespan task behind to be cancelled with a traceback (its
+    requests still running are the daemon's to cancel). Told to exit, it waits `grace`
+    seconds at most (rounded up) for the requests under way (None: without limit), so that
+    a client that holds its connection open cannot hold the stop."""
     config = uvicorn.Config(
         app,
         host=host,

@@ -649,3 +649,90 @@ def test_claims_are_handed_back_only_after_the_slash_commands_work_is_done(
     store.close()
     assert recorded == [True]  # still its claim when the relay took it: recorded as sent
     assert totals.get("sent") == 1 and not totals.get("pending")
+
+
+def test_a_request_cut_off_at_the_deadline_ends_before_its_claims_go_back(
+    tmp_path: Path,
+) -> None:
+    """A page's request sends its notice mail under the daemon's name. At the stop's
+    deadline the web app is closed; a request still running must end then, before the
+    daemon hands its claims back: one that went on would send what another process may
+    claim and send again."""
+    from sqlmodel import col, select
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route as WebRoute
+    from support.clock import Clock
+    from support.workers import message
+
+    from bot.core.models import Subscriber
+    from bot.demo import free_port
+    from bot.pipeline import wire, wire_daemon
+    from bot.pipeline.scheduler import Daemon
+    from bot.store.tables import OutboxRow
+    from bot.web.app import make_server
+
+    config = parse_config(
+        {
+            "version": 1,
+            "database": {"url": f"sqlite:///{tmp_path / 'paperbell.sqlite'}"},
+            "daemon": {"shutdown_grace_seconds": 0.5},
+        },
+        environ={},
+    )
+    now = at("2026-11-24T12:00")
+    store = Store.open(config.database_url())
+    store.subscribers.sync_config([Subscriber("ada", "ada@lab.example", ("x",))], now=now)
+    ada = store.subscribers.get("ada")
+    assert ada is not None and ada.id is not None
+    store.outbox.enqueue(
+        ada.id,
+        channel="email",
+        period="now:1",
+        digest_id="d-ada",
+        recipient="ada@lab.example",
+        payload=message("ada"),
+        sent=(),
+        now=now,
+    )
+    clock = Clock(now)
+    parts = wire(config, store, {})
+    daemon = Daemon(parts, wire_daemon(config, parts, clock=clock), fetcher=None, clock=clock)
+    [claimed] = store.outbox.claim(daemon.owner, now=now, lease=timedelta(minutes=5))
+    arrived = asyncio.Event()
+    held_when_cut: list[bool] = []
+
+    def lease_owner(record: int) -> str | None:
+        with store.database.engine.connect() as connection:
+            found = select(OutboxRow.lease_owner).where(col(OutboxRow.id) == record)
+            return connection.execute(found).scalar_one()
+
+    async def sending(request: object) -> PlainTextResponse:  # a relay that takes its time
+        arrived.set()
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            held_when_cut.append(lease_owner(claimed.id) == daemon.owner)
+            raise
+        return PlainTextResponse("sent")
+
+    port = free_port()
+    server = make_server(
+        Starlette(routes=[WebRoute("/send", sending)]), host="127.0.0.1", port=port, grace=0.5
+    )
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        serving = asyncio.create_task(daemon.serve(stop, web=server, interval=60))
+        while not server.started:
+            await asyncio.sleep(0.01)
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /send HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        await asyncio.wait_for(arrived.wait(), 5)
+        stop.set()
+        await asyncio.wait_for(serving, 10)
+        writer.close()
+
+    asyncio.run(main())
+    store.close()
+    assert held_when_cut == [True]  # cut off while the claim was still its own
