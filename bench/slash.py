@@ -413,7 +413,7 @@ async def _serve(
             await asyncio.gather(digest, return_exceptions=True)
         server.should_exit = True
         await web
-        await front.close()
+        await front.close(5.0)  # as the planner: a stop of a few seconds
     watch.cancel()
     store.close()
     pipe.send(("stopped", times))
