@@ -592,12 +592,10 @@ def test_the_timer_ticks_on_time_skips_beats_while_a_tick_runs_and_stops(tmp_pat
     assert 2 <= started <= 5  # ~1 s of 0.25 s ticks on a 0.1 s timer
 
 
-def test_claims_are_handed_back_only_after_the_slash_commands_work_is_done(
-    tmp_path: Path,
-) -> None:
-    """At shutdown, a /papers digest still being sent holds its claim under the daemon's
-    name: the daemon waits for it (`replies`) before handing its claims back, so that no
-    other process takes that digest over and sends it again."""
+def daemon_holding_a_claim(tmp_path: Path, *, grace: float) -> tuple[Store, Any, Any]:
+    """A daemon (no sources, no channels) on its own SQLite store, stopping within `grace`
+    seconds, that holds the claim on ada's one queued digest: the store, the daemon and the
+    claimed item."""
     from support.clock import Clock
     from support.workers import message
 
@@ -610,7 +608,7 @@ def test_claims_are_handed_back_only_after_the_slash_commands_work_is_done(
         {
             "version": 1,
             "database": {"url": f"sqlite:///{tmp_path / 'paperbell.sqlite'}"},
-            "daemon": {"shutdown_grace_seconds": 5},
+            "daemon": {"shutdown_grace_seconds": grace},
         },
         environ={},
     )
@@ -633,6 +631,17 @@ def test_claims_are_handed_back_only_after_the_slash_commands_work_is_done(
     parts = wire(config, store, {})
     daemon = Daemon(parts, wire_daemon(config, parts, clock=clock), fetcher=None, clock=clock)
     [claimed] = store.outbox.claim(daemon.owner, now=now, lease=timedelta(minutes=5))
+    return store, daemon, claimed
+
+
+def test_claims_are_handed_back_only_after_the_slash_commands_work_is_done(
+    tmp_path: Path,
+) -> None:
+    """At shutdown, a /papers digest still being sent holds its claim under the daemon's
+    name: the daemon waits for it (`replies`) before handing its claims back, so that no
+    other process takes that digest over and sends it again."""
+    store, daemon, claimed = daemon_holding_a_claim(tmp_path, grace=5)
+    clock, now = daemon.clock, at("2026-11-24T12:00")
     recorded: list[bool] = []
 
     async def digest_being_sent() -> None:  # the relay answers once the daemon is stopping
@@ -662,43 +671,12 @@ def test_a_request_cut_off_at_the_deadline_ends_before_its_claims_go_back(
     from starlette.applications import Starlette
     from starlette.responses import PlainTextResponse
     from starlette.routing import Route as WebRoute
-    from support.clock import Clock
-    from support.workers import message
 
-    from bot.core.models import Subscriber
     from bot.demo import free_port
-    from bot.pipeline import wire, wire_daemon
-    from bot.pipeline.scheduler import Daemon
     from bot.store.tables import OutboxRow
     from bot.web.app import make_server
 
-    config = parse_config(
-        {
-            "version": 1,
-            "database": {"url": f"sqlite:///{tmp_path / 'paperbell.sqlite'}"},
-            "daemon": {"shutdown_grace_seconds": 0.5},
-        },
-        environ={},
-    )
-    now = at("2026-11-24T12:00")
-    store = Store.open(config.database_url())
-    store.subscribers.sync_config([Subscriber("ada", "ada@lab.example", ("x",))], now=now)
-    ada = store.subscribers.get("ada")
-    assert ada is not None and ada.id is not None
-    store.outbox.enqueue(
-        ada.id,
-        channel="email",
-        period="now:1",
-        digest_id="d-ada",
-        recipient="ada@lab.example",
-        payload=message("ada"),
-        sent=(),
-        now=now,
-    )
-    clock = Clock(now)
-    parts = wire(config, store, {})
-    daemon = Daemon(parts, wire_daemon(config, parts, clock=clock), fetcher=None, clock=clock)
-    [claimed] = store.outbox.claim(daemon.owner, now=now, lease=timedelta(minutes=5))
+    store, daemon, claimed = daemon_holding_a_claim(tmp_path, grace=0.5)
     arrived = asyncio.Event()
     held_when_cut: list[bool] = []
 

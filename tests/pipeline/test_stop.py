@@ -235,11 +235,7 @@ url = "http://127.0.0.1:{port}/journal.rss"
         )
         try:
             assert asked.wait(15), "the daemon never polled the source"
-            deadline = time.monotonic() + 15
-            while len(held.holding) < 2:
-                assert process.poll() is None, process.communicate()
-                assert time.monotonic() < deadline, "the senders never sent"
-                time.sleep(0.05)
+            wait_until_sending(process, held, 2)
             err, took = stop_and_wait(process)
         finally:
             ended(process)
@@ -387,6 +383,15 @@ def test_serve_stops_within_the_grace_with_a_slash_command_reply_under_way(
     assert "abandoned the slash commands' work under way" in err, err
 
 
+def wait_until_sending(process: subprocess.Popen[str], held: HeldMessages, count: int) -> None:
+    """Wait until the relay `held` holds `count` messages of the daemon `process` (15 s)."""
+    deadline = time.monotonic() + 15
+    while len(held.holding) < count:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the senders never sent"
+        time.sleep(0.05)
+
+
 def leases(store: Store, records: list[int]) -> list[str | None]:
     """Who holds the lease on each of `records` (None: nobody, it is free to be taken)."""
     with store.database.engine.connect() as connection:
@@ -437,11 +442,7 @@ def test_a_second_signal_stops_the_senders_at_once_and_hands_their_digests_back(
             "run", "-c", str(config), "--no-web", "--clock-start", f"{now:%Y-%m-%dT%H:%M}"
         )
         try:
-            deadline = time.monotonic() + 15
-            while len(held.holding) < len(records):
-                assert process.poll() is None, process.communicate()
-                assert time.monotonic() < deadline, "the senders never sent"
-                time.sleep(0.05)
+            wait_until_sending(process, held, len(records))
             err, took = stop_twice(process)
         finally:
             ended(process)
