@@ -115,13 +115,19 @@ def verify(unit: Path) -> None:
     assert checked.returncode == 0 and checked.stderr == "", checked.stderr
 
 
+def skip_in_a_temporary_folder() -> None:
+    """Skip a test that makes a unit for this checkout's paperbell when the checkout (its
+    venv too) is in /tmp or /var/tmp: init refuses it, as the unit would hide it."""
+    if any(ROOT.resolve().is_relative_to(folder) for folder in PRIVATE_TMP):
+        pytest.skip("the checkout is in a temporary folder, which the unit hides")
+
+
 @pytest.fixture
 def service_folder() -> Iterator[Path]:
     """A fresh folder for a service's config, outside /tmp and /var/tmp, which the unit
     hides from the service (init refuses a config there): in the checkout's test-artifacts/,
     which git ignores; removed after the test."""
-    if any(ROOT.resolve().is_relative_to(folder) for folder in PRIVATE_TMP):
-        pytest.skip("the checkout is in a temporary folder, which the unit hides")
+    skip_in_a_temporary_folder()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="systemd-", dir=ARTIFACTS))
     yield folder
@@ -399,6 +405,7 @@ def with_fastembed(database: str, cache_dir: str | None = None) -> Config:
 def test_the_unit_gives_fastembed_a_lasting_model_folder(tmp_path: Path) -> None:
     # With PostgreSQL and no cache_dir, the model goes to the service's cache folder: one
     # that systemd makes for it and keeps across starts, writable under ProtectSystem=strict.
+    skip_in_a_temporary_folder()
     config = with_fastembed("postgresql://paperbell@db.example.org/papers")
     service = Service.of(config, user="paperbell", executable=paperbell_executable())
     unit = render_unit(unit_template(), service)
