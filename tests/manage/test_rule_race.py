@@ -22,7 +22,9 @@ import pytest
 from sqlalchemy import event
 from support.config import web_config
 
+from bot.config import Config
 from bot.core.errors import StoreError
+from bot.core.models import Subscriber
 from bot.manage import Manager, SiteChoices
 from bot.pipeline import wire
 from bot.store import Store
@@ -32,18 +34,25 @@ pytestmark = pytest.mark.database
 NOW = datetime(2024, 11, 28, 12, 0, tzinfo=UTC)
 
 
+def read_twice(
+    store: Store, config: Config, rules: list[str]
+) -> tuple[Manager, Subscriber, Subscriber]:
+    """The manager of `config`'s pages and Ada, with `rules`, as two requests read her
+    before either changes her."""
+    manager = Manager(SiteChoices.of(config), wire(config, store), clock=lambda: NOW)
+    ada, _ = store.subscribers.add("ada", email="ada@lab.example", rules=rules, now=NOW)
+    assert ada.id is not None
+    first, second = manager.subscriber(ada.id), manager.subscriber(ada.id)
+    assert first is not None and second is not None
+    return manager, first, second
+
+
 def test_two_removals_of_one_rule_at_once_remove_that_rule_alone(
     store: Store, database_url: str
 ) -> None:
     config = web_config(database_url, 2525, web={"signup": True})
-    manager = Manager(SiteChoices.of(config), wire(config, store), clock=lambda: NOW)
-    ada, _ = store.subscribers.add(
-        "ada", email="ada@lab.example", rules=["robot", "qubit", "drone"], now=NOW
-    )
-    assert ada.id is not None
     # Both requests read Ada before either removed "robot", her rule 1.
-    first, second = manager.subscriber(ada.id), manager.subscriber(ada.id)
-    assert first is not None and second is not None
+    manager, first, second = read_twice(store, config, ["robot", "qubit", "drone"])
     assert manager.remove_rule(first, 1, was="robot") is None
     assert manager.remove_rule(second, 1, was="robot") is None
     assert store.subscribers.rule_texts("ada") == ["qubit", "drone"]
@@ -55,13 +64,7 @@ def test_an_edit_posted_after_a_removal_moved_the_numbers_changes_the_rule_shown
     """The edit form of "qubit" (rule 2) posted by a request that read Ada before another
     removed "robot": "qubit" is rule 1 now, and rule 2 is "drone"."""
     config = web_config(database_url, 2525, web={"signup": True})
-    manager = Manager(SiteChoices.of(config), wire(config, store), clock=lambda: NOW)
-    ada, _ = store.subscribers.add(
-        "ada", email="ada@lab.example", rules=["robot", "qubit", "drone"], now=NOW
-    )
-    assert ada.id is not None
-    removing, editing = manager.subscriber(ada.id), manager.subscriber(ada.id)
-    assert removing is not None and editing is not None
+    manager, removing, editing = read_twice(store, config, ["robot", "qubit", "drone"])
     assert manager.remove_rule(removing, 1, was="robot") is None
     assert manager.edit_rule(editing, 2, "qubit*", was="qubit") is None
     assert store.subscribers.rule_texts("ada") == ["qubit*", "drone"]
@@ -121,13 +124,7 @@ def test_two_removals_of_the_last_two_rules_at_once_leave_one(
     both went: an active subscriber with no rule. One must be refused (or, as Slack's
     does, stop her digests)."""
     config = web_config(database_url, 2525, web={"signup": True})
-    manager = Manager(SiteChoices.of(config), wire(config, store), clock=lambda: NOW)
-    ada, _ = store.subscribers.add(
-        "ada", email="ada@lab.example", rules=["robot", "qubit"], now=NOW
-    )
-    assert ada.id is not None
-    first, second = manager.subscriber(ada.id), manager.subscriber(ada.id)
-    assert first is not None and second is not None
+    manager, first, second = read_twice(store, config, ["robot", "qubit"])
     race = ReadBeforeRemoved(store)
     if way == "page":
         race.run(
@@ -154,11 +151,7 @@ def test_two_additions_at_once_keep_the_limit_and_add_a_rule_once(
     `Subscribers.add` as Slack's `/papers add` and `paperbell subscribe` reach it) each
     counted one rule: she had three, or one rule twice. One must be refused."""
     config = web_config(database_url, 2525, web={"signup": True}, digest={"max_rules": 2})
-    manager = Manager(SiteChoices.of(config), wire(config, store), clock=lambda: NOW)
-    ada, _ = store.subscribers.add("ada", email="ada@lab.example", rules=["robot"], now=NOW)
-    assert ada.id is not None
-    first, second = manager.subscriber(ada.id), manager.subscriber(ada.id)
-    assert first is not None and second is not None
+    manager, first, second = read_twice(store, config, ["robot"])
     race = ReadBeforeRemoved(store)
     if way == "page":
         race.run(
